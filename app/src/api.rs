@@ -1,0 +1,143 @@
+//! Server functions: thin. Parse → authorize (the session decides the org) → one domain call.
+
+use leptos::prelude::*;
+use uuid::Uuid;
+
+use crate::error::{AppError, Rejected};
+use crate::model::{CurrentUser, Invoice, InvoiceForm, InvoiceSummary};
+
+#[cfg(feature = "ssr")]
+fn state() -> Result<crate::ssr::AppState, AppError> {
+    use_context::<crate::ssr::AppState>()
+        .ok_or_else(|| AppError::internal("server state", "AppState missing from context"))
+}
+
+/// Only local paths, so `?next=` cannot send a user to another site after logging in.
+pub fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n.to_owned(),
+        _ => "/invoices".to_owned(),
+    }
+}
+
+#[server(prefix = "/rpc", endpoint = "current_user")]
+pub async fn current_user() -> Result<Option<CurrentUser>, AppError> {
+    let session = crate::ssr::auth::current_session().await?;
+    Ok(session.user.map(|u| CurrentUser {
+        email: u.email,
+        org_name: u.org_name,
+    }))
+}
+
+#[server(prefix = "/rpc", endpoint = "signup")]
+pub async fn signup(org_name: String, email: String, password: String) -> Result<(), AppError> {
+    use crate::ssr::accounts::{create_org_with_owner, SignupError};
+    use crate::ssr::auth::Credentials;
+
+    let state = state()?;
+    match create_org_with_owner(&state.pool, &org_name, &email, &password).await {
+        Ok(_) => {}
+        Err(SignupError::EmailTaken) => {
+            return Err(AppError::field("email", "An account with this email already exists. Log in instead."))
+        }
+        Err(SignupError::Invalid(message)) => return Err(AppError::BadRequest(message)),
+        Err(e) => return Err(AppError::internal("signup", e)),
+    }
+    let mut session = crate::ssr::auth::current_session().await?;
+    let user = session
+        .authenticate(Credentials { email, password })
+        .await
+        .map_err(|e| AppError::internal("signup: authenticate", e))?
+        .ok_or_else(|| AppError::internal("signup", "new user could not log in"))?;
+    session
+        .login(&user)
+        .await
+        .map_err(|e| AppError::internal("signup: login", e))?;
+    leptos_axum::redirect("/invoices");
+    Ok(())
+}
+
+#[server(prefix = "/rpc", endpoint = "login")]
+pub async fn login(email: String, password: String, next: Option<String>) -> Result<(), AppError> {
+    use crate::ssr::auth::Credentials;
+
+    let mut session = crate::ssr::auth::current_session().await?;
+    let user = session
+        .authenticate(Credentials { email, password })
+        .await
+        .map_err(|e| AppError::internal("login: authenticate", e))?
+        .ok_or_else(|| AppError::BadRequest("Wrong email or password.".into()))?;
+    session
+        .login(&user)
+        .await
+        .map_err(|e| AppError::internal("login", e))?;
+    leptos_axum::redirect(&safe_next(next.as_deref()));
+    Ok(())
+}
+
+#[server(prefix = "/rpc", endpoint = "logout")]
+pub async fn logout() -> Result<(), AppError> {
+    let mut session = crate::ssr::auth::current_session().await?;
+    session
+        .logout()
+        .await
+        .map_err(|e| AppError::internal("logout", e))?;
+    leptos_axum::redirect("/login");
+    Ok(())
+}
+
+/// Creates an invoice from the form, once per rendered form: `idempotency_key` is the UUID the
+/// server minted when it rendered the form. A repeat returns the first invoice, and either way the
+/// browser is sent to it.
+#[server(prefix = "/rpc", endpoint = "create_invoice")]
+pub async fn create_invoice(
+    idempotency_key: Option<String>,
+    input: InvoiceForm,
+) -> Result<Uuid, AppError> {
+    use crate::ssr::form_surface::create_invoice_once;
+
+    let reject = |fields| {
+        AppError::Invalid(Rejected {
+            idempotency_key: idempotency_key.clone(),
+            fields,
+            values: Some(input.clone()),
+        })
+        .respond()
+    };
+    let Some(form_key) = idempotency_key
+        .as_deref()
+        .and_then(|k| Uuid::try_parse(k.trim()).ok())
+    else {
+        return Err(reject(crate::error::FieldErrors::from([(
+            "idempotency_key".to_owned(),
+            "This form has no valid submission key. Reload the page and try again.".to_owned(),
+        )])));
+    };
+    let parsed = input.parse().map_err(reject)?;
+    let user = crate::ssr::auth::require_user().await?;
+    let state = state()?;
+    let outcome =
+        create_invoice_once(&state.pool, user.org_id, form_key, &parsed, state.settings.claim_lease)
+            .await?;
+    let id = outcome.invoice_id();
+    leptos_axum::redirect(&format!("/invoices/{id}"));
+    Ok(id)
+}
+
+#[server(prefix = "/rpc", endpoint = "list_invoices")]
+pub async fn list_invoices() -> Result<Vec<InvoiceSummary>, AppError> {
+    let user = crate::ssr::auth::require_user().await?;
+    let state = state()?;
+    Ok(crate::ssr::invoices::list(&state.pool, user.org_id, 200).await?)
+}
+
+#[server(prefix = "/rpc", endpoint = "get_invoice")]
+pub async fn get_invoice(id: String) -> Result<Invoice, AppError> {
+    let user = crate::ssr::auth::require_user().await?;
+    let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    let state = state()?;
+    let mut conn = state.pool.acquire().await?;
+    crate::ssr::invoices::get(&mut conn, user.org_id, id)
+        .await?
+        .ok_or_else(|| AppError::NotFound.respond())
+}

@@ -1,0 +1,126 @@
+//! The one error type server functions return. It is serialisable (it crosses to the browser, and for
+//! forms without JavaScript it travels in the redirect URL) and carries no internal text: anything
+//! internal is logged on the server and becomes `Internal`.
+
+use std::collections::BTreeMap;
+
+#[cfg(feature = "ssr")]
+use leptos::prelude::use_context;
+use leptos::server_fn::codec::JsonEncoding;
+use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
+use serde::{Deserialize, Serialize};
+
+use crate::model::InvoiceForm;
+
+/// Field path (`customer_email`, `lines[2].quantity`) → message shown next to that field.
+pub type FieldErrors = BTreeMap<String, String>;
+
+/// A create-invoice submission that was refused before anything was written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rejected {
+    /// The attempt's key, so a corrected resubmit (even without JavaScript) is the same attempt.
+    pub idempotency_key: Option<String>,
+    pub fields: FieldErrors,
+    /// What was typed, to refill the form after a no-JavaScript round trip.
+    pub values: Option<InvoiceForm>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+pub enum AppError {
+    #[error("Please log in.")]
+    Unauthorized,
+    #[error("Not found.")]
+    NotFound,
+    #[error("Please correct the highlighted fields.")]
+    Invalid(Rejected),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("Something went wrong on our side. Nothing was saved twice; please try again.")]
+    Internal,
+    #[error("The request could not be processed: {0}")]
+    Transport(String),
+}
+
+impl AppError {
+    pub fn invalid(fields: FieldErrors) -> Self {
+        AppError::Invalid(Rejected {
+            idempotency_key: None,
+            fields,
+            values: None,
+        })
+    }
+
+    pub fn field(name: &str, message: &str) -> Self {
+        Self::invalid(FieldErrors::from([(name.to_owned(), message.to_owned())]))
+    }
+
+    pub fn field_errors(&self) -> Option<&FieldErrors> {
+        match self {
+            AppError::Invalid(rejected) => Some(&rejected.fields),
+            _ => None,
+        }
+    }
+
+    /// Logs an internal error with its whole chain and returns the opaque variant for the client.
+    #[cfg(feature = "ssr")]
+    pub fn internal(context: &str, err: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %err, "{context}");
+        AppError::Internal
+    }
+}
+
+#[cfg(feature = "ssr")]
+impl AppError {
+    pub fn status_code(&self) -> axum::http::StatusCode {
+        use axum::http::StatusCode;
+        match self {
+            AppError::Unauthorized => StatusCode::UNAUTHORIZED,
+            AppError::NotFound => StatusCode::NOT_FOUND,
+            AppError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            AppError::BadRequest(_) | AppError::Transport(_) => StatusCode::BAD_REQUEST,
+            AppError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// Gives a server function's error its HTTP status for clients that read it (fetch from the
+    /// hydrated app, scripts). Plain HTML form posts keep the redirect back to the form, which is how
+    /// Leptos shows them the error.
+    pub fn respond(self) -> Self {
+        let plain_form_post = use_context::<axum::http::request::Parts>()
+            .and_then(|parts| {
+                parts
+                    .headers
+                    .get(axum::http::header::ACCEPT)
+                    .and_then(|v| v.to_str().ok())
+                    .map(|v| v.contains("text/html"))
+            })
+            .unwrap_or(false);
+        if !plain_form_post {
+            if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+                response.set_status(self.status_code());
+            }
+        }
+        self
+    }
+}
+
+impl FromServerFnError for AppError {
+    type Encoder = JsonEncoding;
+
+    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
+        match value {
+            // Malformed form data (a missing or mistyped field) is the user's request, not our failure.
+            ServerFnErrorErr::Args(msg) | ServerFnErrorErr::Deserialization(msg) => {
+                AppError::BadRequest(format!("The form data could not be read: {msg}"))
+            }
+            other => AppError::Transport(other.to_string()),
+        }
+    }
+}
+
+#[cfg(feature = "ssr")]
+impl From<sqlx::Error> for AppError {
+    fn from(err: sqlx::Error) -> Self {
+        AppError::internal("database error", err)
+    }
+}

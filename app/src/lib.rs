@@ -1,0 +1,67 @@
+//! invoicer's UI and server functions, compiled for the server (`ssr`) and the browser (`hydrate`).
+
+#![recursion_limit = "256"]
+
+pub mod api;
+pub mod error;
+pub mod model;
+mod pages;
+
+#[cfg(feature = "ssr")]
+pub mod ssr;
+
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_router::components::{Redirect, Route, Router, Routes};
+use leptos_router::{path, SsrMode};
+
+use pages::auth::{LoginPage, SignupPage};
+use pages::invoices::{InvoiceListPage, InvoicePage, NewInvoicePage};
+use pages::layout::{Nav, NotFound};
+
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8" />
+                <meta name="viewport" content="width=device-width, initial-scale=1" />
+                <AutoReload options=options.clone() />
+                <HydrationScripts options />
+                <MetaTags />
+            </head>
+            <body>
+                <App />
+            </body>
+        </html>
+    }
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    // Effects run only in the browser: this marks the moment the page became interactive (tests wait
+    // for it instead of guessing with sleeps).
+    Effect::new(|_| {
+        if let Some(body) = document().body() {
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
+    view! {
+        <Stylesheet id="leptos" href="/pkg/invoicer.css" />
+        <Title text="invoicer" />
+        <Router>
+            <Nav />
+            <main>
+                <Routes fallback=|| view! { <NotFound /> }>
+                    <Route path=path!("/") view=|| view! { <Redirect path="/invoices" /> } />
+                    <Route path=path!("/signup") view=SignupPage />
+                    <Route path=path!("/login") view=LoginPage />
+                    <Route path=path!("/invoices") view=InvoiceListPage />
+                    <Route path=path!("/invoices/new") view=NewInvoicePage />
+                    <Route path=path!("/invoices/:id") view=InvoicePage ssr=SsrMode::Async />
+                </Routes>
+            </main>
+        </Router>
+    }
+}

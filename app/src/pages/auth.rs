@@ -1,0 +1,64 @@
+//! Sign-up and log-in. Plain HTML form posts (with or without JavaScript): a session change reloads
+//! the page, so everything on it reflects the new user.
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
+
+use super::layout::error_banner;
+use crate::api::{Login, Signup};
+
+#[component]
+pub fn LoginPage() -> impl IntoView {
+    let action = ServerAction::<Login>::new();
+    let next = use_query_map().with_untracked(|q| q.get("next"));
+    view! {
+        <section class="card narrow">
+            <h1>"Log in"</h1>
+            {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+            <form method="post" action=Login::url()>
+                <label>"Email" <input type="email" name="email" required autocomplete="username" /></label>
+                <label>
+                    "Password"
+                    <input type="password" name="password" required autocomplete="current-password" />
+                </label>
+                {next.map(|n| view! { <input type="hidden" name="next" value=n /> })}
+                <button type="submit">"Log in"</button>
+            </form>
+            <p>"No account? " <a href="/signup">"Sign up"</a></p>
+        </section>
+    }
+}
+
+#[component]
+pub fn SignupPage() -> impl IntoView {
+    let action = ServerAction::<Signup>::new();
+    let field_error = move |name: &'static str| {
+        move || {
+            action
+                .value()
+                .get()
+                .and_then(|r| r.err())
+                .and_then(|e| e.field_errors().and_then(|f| f.get(name).cloned()))
+                .map(|m| view! { <span class="error">{m}</span> })
+        }
+    };
+    view! {
+        <section class="card narrow">
+            <h1>"Create your organisation"</h1>
+            {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+            <form method="post" action=Signup::url()>
+                <label>"Organisation" <input type="text" name="org_name" required maxlength="200" /></label>
+                <label>
+                    "Email" <input type="email" name="email" required autocomplete="username" />
+                    {field_error("email")}
+                </label>
+                <label>
+                    "Password (8 characters or more)"
+                    <input type="password" name="password" required minlength="8" autocomplete="new-password" />
+                </label>
+                <button type="submit">"Sign up"</button>
+            </form>
+            <p>"Have an account? " <a href="/login">"Log in"</a></p>
+        </section>
+    }
+}

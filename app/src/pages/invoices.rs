@@ -1,0 +1,324 @@
+//! Invoice list, detail and the create form.
+
+use leptos::prelude::*;
+use leptos_router::hooks::{use_params_map, use_query_map};
+use uuid::Uuid;
+
+use super::layout::{error_banner, NotFound};
+use crate::api::{get_invoice, list_invoices, CreateInvoice};
+use crate::error::{AppError, FieldErrors};
+use crate::model::{format_money, InvoiceForm, LineForm, COMMON_CURRENCIES, MAX_LINES};
+
+#[component]
+pub fn InvoiceListPage() -> impl IntoView {
+    let invoices = Resource::new(|| (), |_| list_invoices());
+    view! {
+        <section class="card">
+            <div class="heading">
+                <h1>"Invoices"</h1>
+                <a class="button" href="/invoices/new">"New invoice"</a>
+            </div>
+            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match invoices.await {
+                        Ok(list) if list.is_empty() => {
+                            view! { <p class="empty">"No invoices yet."</p> }.into_any()
+                        }
+                        Ok(list) => {
+                            view! {
+                                <table class="invoices">
+                                    <thead>
+                                        <tr>
+                                            <th>"Number"</th>
+                                            <th>"Customer"</th>
+                                            <th>"Due"</th>
+                                            <th>"Status"</th>
+                                            <th class="num">"Total"</th>
+                                            <th class="num">"Paid"</th>
+                                        </tr>
+                                    </thead>
+                                    <tbody>
+                                        {list
+                                            .into_iter()
+                                            .map(|inv| {
+                                                view! {
+                                                    <tr class="invoice-row">
+                                                        <td>
+                                                            <a href=format!("/invoices/{}", inv.id)>{inv.number}</a>
+                                                        </td>
+                                                        <td>{inv.customer_name}</td>
+                                                        <td>{inv.due_date.to_string()}</td>
+                                                        <td>
+                                                            <span class=format!(
+                                                                "status {}",
+                                                                inv.status.as_str(),
+                                                            )>{inv.status.as_str()}</span>
+                                                        </td>
+                                                        <td class="num">
+                                                            {format_money(inv.total_cents, &inv.currency)}
+                                                        </td>
+                                                        <td class="num">
+                                                            {format_money(inv.amount_paid_cents, &inv.currency)}
+                                                        </td>
+                                                    </tr>
+                                                }
+                                            })
+                                            .collect_view()}
+                                    </tbody>
+                                </table>
+                            }
+                                .into_any()
+                        }
+                        Err(e) => error_banner(&e).into_any(),
+                    }
+                })}
+            </Suspense>
+        </section>
+    }
+}
+
+#[component]
+pub fn InvoicePage() -> impl IntoView {
+    let params = use_params_map();
+    let invoice = Resource::new(
+        move || params.with(|p| p.get("id").unwrap_or_default()),
+        get_invoice,
+    );
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match invoice.await {
+                    Ok(inv) => {
+                        let currency = inv.currency.clone();
+                        view! {
+                            <section class="card invoice">
+                                <div class="heading">
+                                    <h1 class="number">{inv.number.clone()}</h1>
+                                    <span class=format!(
+                                        "status {}",
+                                        inv.status.as_str(),
+                                    )>{inv.status.as_str()}</span>
+                                </div>
+                                <dl>
+                                    <dt>"Customer"</dt>
+                                    <dd class="customer">{inv.customer_name.clone()}</dd>
+                                    <dt>"Email"</dt>
+                                    <dd>{inv.customer_email.clone()}</dd>
+                                    <dt>"Due"</dt>
+                                    <dd>{inv.due_date.to_string()}</dd>
+                                </dl>
+                                <table>
+                                    <thead>
+                                        <tr>
+                                            <th>"Description"</th>
+                                            <th class="num">"Qty"</th>
+                                            <th class="num">"Unit"</th>
+                                            <th class="num">"Amount"</th>
+                                        </tr>
+                                    </thead>
+                                    <tbody>
+                                        {inv
+                                            .lines
+                                            .iter()
+                                            .map(|l| {
+                                                view! {
+                                                    <tr>
+                                                        <td>{l.description.clone()}</td>
+                                                        <td class="num">{l.quantity}</td>
+                                                        <td class="num">
+                                                            {format_money(l.unit_amount_cents, &currency)}
+                                                        </td>
+                                                        <td class="num">{format_money(l.amount_cents, &currency)}</td>
+                                                    </tr>
+                                                }
+                                            })
+                                            .collect_view()}
+                                    </tbody>
+                                    <tfoot>
+                                        <tr>
+                                            <td colspan="3">"Total"</td>
+                                            <td class="num total">{format_money(inv.total_cents, &currency)}</td>
+                                        </tr>
+                                        <tr>
+                                            <td colspan="3">"Paid"</td>
+                                            <td class="num">{format_money(inv.amount_paid_cents, &currency)}</td>
+                                        </tr>
+                                    </tfoot>
+                                </table>
+                                <p>
+                                    <a href="/invoices">"All invoices"</a>
+                                </p>
+                            </section>
+                        }
+                            .into_any()
+                    }
+                    Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
+                    Err(e) => error_banner(&e).into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+/// The create form. Its `idempotency_key` is minted once, on the server, when the form is rendered,
+/// and carried into the browser by `SharedValue` so hydration keeps the same value: every submit of
+/// this rendered form is the same attempt.
+#[component]
+pub fn NewInvoicePage() -> impl IntoView {
+    let action = ServerAction::<CreateInvoice>::new();
+    // Positional hydration id: create it first, outside any Suspense.
+    let minted = SharedValue::new_str(Uuid::new_v4).into_inner();
+
+    // Without JavaScript a refused submit comes back through the URL; reuse its key and values so
+    // the corrected resubmit is the same attempt and nothing typed is lost.
+    let rejected = match action.value().get_untracked() {
+        Some(Err(AppError::Invalid(r))) => Some(r),
+        _ => None,
+    };
+    let key = rejected
+        .as_ref()
+        .and_then(|r| r.idempotency_key.clone())
+        .unwrap_or_else(|| minted.to_string());
+    let values = rejected.and_then(|r| r.values).unwrap_or_default();
+
+    let wanted_rows = use_query_map()
+        .with_untracked(|q| q.get("lines").and_then(|n| n.parse::<usize>().ok()))
+        .unwrap_or(1);
+    let row_count = wanted_rows.max(values.lines.len()).clamp(1, MAX_LINES);
+    let rows = RwSignal::new(
+        (0..row_count)
+            .map(|i| (i, values.lines.get(i).cloned().unwrap_or_default()))
+            .collect::<Vec<(usize, LineForm)>>(),
+    );
+    let next_row_id = StoredValue::new(row_count);
+
+    let errors = move || -> FieldErrors {
+        match action.value().get() {
+            Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
+            _ => FieldErrors::new(),
+        }
+    };
+    let error_for = move |field: String| move || errors().get(&field).cloned().map(|m| view! { <span class="error">{m}</span> });
+    let pending = action.pending();
+    let InvoiceForm {
+        customer_name,
+        customer_email,
+        currency,
+        due_date,
+        ..
+    } = values;
+    let currency = if currency.is_empty() { "usd".to_owned() } else { currency };
+
+    let add_row = move |ev: leptos::ev::MouseEvent| {
+        ev.prevent_default();
+        if rows.with(|r| r.len()) < MAX_LINES {
+            let id = next_row_id.get_value();
+            next_row_id.set_value(id + 1);
+            rows.update(|r| r.push((id, LineForm::default())));
+        }
+    };
+
+    view! {
+        <section class="card">
+            <h1>"New invoice"</h1>
+            {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+            <ActionForm action>
+                <input type="hidden" name="idempotency_key" value=key />
+                <div class="grid">
+                    <label>
+                        "Customer name"
+                        <input type="text" name="input[customer_name]" value=customer_name maxlength="200" />
+                        {error_for("customer_name".into())}
+                    </label>
+                    <label>
+                        "Customer email"
+                        <input type="email" name="input[customer_email]" value=customer_email />
+                        {error_for("customer_email".into())}
+                    </label>
+                    <label>
+                        "Currency"
+                        <select name="input[currency]">
+                            {COMMON_CURRENCIES
+                                .iter()
+                                .map(|c| {
+                                    view! {
+                                        <option value=*c selected=*c == currency>
+                                            {c.to_ascii_uppercase()}
+                                        </option>
+                                    }
+                                })
+                                .collect_view()}
+                        </select>
+                        {error_for("currency".into())}
+                    </label>
+                    <label>
+                        "Due date"
+                        <input type="date" name="input[due_date]" value=due_date />
+                        {error_for("due_date".into())}
+                    </label>
+                </div>
+                <table class="lines">
+                    <thead>
+                        <tr>
+                            <th>"Description"</th>
+                            <th>"Quantity"</th>
+                            <th>"Unit price"</th>
+                            <th></th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        <For
+                            each=move || rows.get()
+                            key=|(id, _)| *id
+                            children=move |(id, line)| {
+                                let index = move || rows.with(|r| r.iter().position(|(i, _)| *i == id).unwrap_or(0));
+                                let name = move |field: &'static str| move || format!("input[lines][{}][{field}]", index());
+                                let line_error = move |field: &'static str| {
+                                    move || {
+                                        let key = format!("lines[{}].{field}", index());
+                                        errors().get(&key).cloned().map(|m| view! { <span class="error">{m}</span> })
+                                    }
+                                };
+                                view! {
+                                    <tr class="line">
+                                        <td>
+                                            <input type="text" name=name("description") value=line.description maxlength="500" />
+                                            {line_error("description")}
+                                        </td>
+                                        <td>
+                                            <input type="text" inputmode="numeric" name=name("quantity") value=line.quantity />
+                                            {line_error("quantity")}
+                                        </td>
+                                        <td>
+                                            <input type="text" inputmode="decimal" name=name("unit_amount") value=line.unit_amount placeholder="0.00" />
+                                            {line_error("unit_amount_cents")}
+                                        </td>
+                                        <td>
+                                            <button
+                                                type="button"
+                                                class="link remove-line"
+                                                on:click=move |_| rows.update(|r| if r.len() > 1 { r.retain(|(i, _)| *i != id) })
+                                            >
+                                                "Remove"
+                                            </button>
+                                        </td>
+                                    </tr>
+                                }
+                            }
+                        />
+                    </tbody>
+                </table>
+                {move || errors().get("lines").cloned().map(|m| view! { <p class="error">{m}</p> })}
+                // Works without JavaScript too: the link re-renders the form with one more row.
+                <p>
+                    <a class="add-line" href=move || format!("/invoices/new?lines={}", rows.with(|r| r.len()) + 1) on:click=add_row>
+                        "+ Add line"
+                    </a>
+                </p>
+                <button type="submit" class="primary" disabled=move || pending.get()>
+                    {move || if pending.get() { "Creating…" } else { "Create invoice" }}
+                </button>
+            </ActionForm>
+        </section>
+    }
+}

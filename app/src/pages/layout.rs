@@ -1,0 +1,78 @@
+use leptos::prelude::*;
+
+use crate::api::{current_user, Logout};
+use crate::error::AppError;
+
+#[component]
+pub fn Nav() -> impl IntoView {
+    let user = Resource::new(|| (), |_| current_user());
+    view! {
+        <header class="nav">
+            <a class="brand" href="/invoices">"invoicer"</a>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    match user.await {
+                        Ok(Some(u)) => {
+                            view! {
+                                <nav>
+                                    <a href="/invoices">"Invoices"</a>
+                                    <a href="/invoices/new">"New invoice"</a>
+                                </nav>
+                                <span class="who">{u.org_name} " · " {u.email}</span>
+                                // A plain POST: logging out reloads the page for everyone.
+                                <form method="post" action=Logout::url() class="inline">
+                                    <button type="submit" class="link">"Log out"</button>
+                                </form>
+                            }
+                                .into_any()
+                        }
+                        _ => {
+                            view! {
+                                <nav>
+                                    <a href="/login">"Log in"</a>
+                                    <a href="/signup">"Sign up"</a>
+                                </nav>
+                            }
+                                .into_any()
+                        }
+                    }
+                })}
+            </Transition>
+        </header>
+    }
+}
+
+#[component]
+pub fn NotFound() -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+        response.set_status(axum::http::StatusCode::NOT_FOUND);
+    }
+    view! {
+        <section class="card">
+            <h1>"Not found"</h1>
+            <p>"There is nothing here, or it belongs to another organisation."</p>
+            <p><a href="/invoices">"Back to invoices"</a></p>
+        </section>
+    }
+}
+
+/// A message for errors that are not about one field.
+pub fn error_banner(error: &AppError) -> Option<AnyView> {
+    match error {
+        AppError::Invalid(r) if !r.fields.contains_key("idempotency_key") => None,
+        AppError::Invalid(r) => Some(
+            view! { <p class="error banner" role="alert">{r.fields["idempotency_key"].clone()}</p> }
+                .into_any(),
+        ),
+        AppError::Unauthorized => Some(
+            view! {
+                <p class="error banner" role="alert">
+                    "Your session has ended. " <a href="/login">"Log in"</a> " again."
+                </p>
+            }
+                .into_any(),
+        ),
+        other => Some(view! { <p class="error banner" role="alert">{other.to_string()}</p> }.into_any()),
+    }
+}

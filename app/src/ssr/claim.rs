@@ -1,0 +1,222 @@
+//! The claim: the one mechanism every surface (form, webhook, API, job) uses to make a repeat harmless.
+//!
+//! A claim is a row keyed `(scope, owner, key)`: the key names the *attempt* and is minted where the
+//! attempt is born (the form at render, Stripe's event id, the client's Idempotency-Key, a job's run
+//! id). `claim` inserts it with `ON CONFLICT DO NOTHING` inside the caller's open transaction, and the
+//! caller does its work in that same transaction, calls `complete`, and commits. Claim and work commit
+//! together or not at all: claiming in one commit and working in another would turn a crash between
+//! them into a silent loss (the attempt looks done while nothing happened).
+//!
+//! At READ COMMITTED a concurrent insert of the same key waits for the first transaction and then sees
+//! its committed row (or wins, if the first rolled back). Do not run claims at REPEATABLE READ or
+//! SERIALIZABLE: there the loser gets a serialization failure instead of the winner's result.
+//!
+//! Work that leaves the database commits the claim `in_progress` with a lease (`locked_until`) before
+//! the side effect; a fresh lease answers `InFlight`, a stale one may be taken over.
+
+use std::time::Duration;
+
+use serde_json::Value as JsonValue;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// `(org id, form uuid)`
+    Form,
+    /// `(stripe account, event id)`
+    Stripe,
+    /// `(api client id, Idempotency-Key)`
+    Api,
+    /// `(queue, run id)`
+    Job,
+}
+
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Form => "form",
+            Scope::Stripe => "stripe",
+            Scope::Api => "api",
+            Scope::Job => "job",
+        }
+    }
+}
+
+/// Names one attempt, scoped to its owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimKey {
+    pub scope: Scope,
+    pub owner: String,
+    pub key: String,
+}
+
+impl ClaimKey {
+    /// A create form rendered for `org`, keyed by the UUID minted at render.
+    pub fn form(org: Uuid, form_key: Uuid) -> Self {
+        ClaimKey {
+            scope: Scope::Form,
+            owner: org.to_string(),
+            key: form_key.to_string(),
+        }
+    }
+}
+
+/// A response stored with the claim so a replay can return it byte for byte.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredResponse {
+    pub status: u16,
+    pub headers: JsonValue,
+    pub body: Vec<u8>,
+}
+
+/// What the first attempt produced.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Outcome {
+    pub result_id: Option<Uuid>,
+    pub response: Option<StoredResponse>,
+}
+
+/// The answer to "may I do this attempt?". Match every arm: that is the point of an enum here.
+#[derive(Debug, Clone, PartialEq)]
+#[must_use]
+pub enum Claimed {
+    /// This transaction owns the attempt: do the work, `complete`, commit.
+    Won,
+    /// An earlier attempt finished; here is what it produced. Do nothing again.
+    Done(Outcome),
+    /// Another attempt holds a fresh lease (only claims committed before their work have one).
+    InFlight { retry_after: Duration },
+    /// The key was already used for a different request.
+    Mismatch,
+}
+
+/// Claims `key` inside the caller's transaction. `fingerprint` (API requests) makes a reused key with
+/// a different request a `Mismatch`; `lease` is how long an uncommitted-to-done claim stays ours.
+pub async fn claim(
+    conn: &mut PgConnection,
+    key: &ClaimKey,
+    fingerprint: Option<&[u8]>,
+    lease: Duration,
+) -> sqlx::Result<Claimed> {
+    let lease_secs = lease.as_secs_f64();
+    // Two rounds at most: the row we collided with can be swept (expired) before we read it.
+    for _ in 0..3 {
+        // language=PostgreSQL
+        let won = sqlx::query_scalar!(
+            r#"
+            insert into claims (scope, owner, key, fingerprint, locked_until)
+            values ($1, $2, $3, $4, now() + make_interval(secs => $5))
+            on conflict do nothing
+            returning true as "won!"
+            "#,
+            key.scope.as_str(),
+            key.owner,
+            key.key,
+            fingerprint,
+            lease_secs,
+        )
+        .fetch_optional(&mut *conn)
+        .await?;
+        if won.is_some() {
+            return Ok(Claimed::Won);
+        }
+
+        // language=PostgreSQL
+        let Some(row) = sqlx::query!(
+            r#"
+            select status, fingerprint, result_id, response_status, response_headers, response_body,
+                   extract(epoch from greatest(locked_until - now(), interval '0'))::float8 as "lease_left!"
+            from claims
+            where scope = $1 and owner = $2 and key = $3
+            "#,
+            key.scope.as_str(),
+            key.owner,
+            key.key,
+        )
+        .fetch_optional(&mut *conn)
+        .await?
+        else {
+            continue;
+        };
+
+        if let (Some(asked), Some(stored)) = (fingerprint, row.fingerprint.as_deref()) {
+            if asked != stored {
+                return Ok(Claimed::Mismatch);
+            }
+        }
+        if row.status == "done" {
+            let response = match (row.response_status, row.response_body) {
+                (Some(status), Some(body)) => Some(StoredResponse {
+                    status: status as u16,
+                    headers: row.response_headers.unwrap_or(JsonValue::Null),
+                    body,
+                }),
+                _ => None,
+            };
+            return Ok(Claimed::Done(Outcome {
+                result_id: row.result_id,
+                response,
+            }));
+        }
+        if row.lease_left > 0.0 {
+            return Ok(Claimed::InFlight {
+                retry_after: Duration::from_secs_f64(row.lease_left.ceil().max(1.0)),
+            });
+        }
+        // A stale lease: its holder died or gave up. Take it over, unless someone else just did.
+        // language=PostgreSQL
+        let taken = sqlx::query_scalar!(
+            r#"
+            update claims
+            set claimed_at = now(), locked_until = now() + make_interval(secs => $4)
+            where scope = $1 and owner = $2 and key = $3
+              and status = 'in_progress' and locked_until <= now()
+            returning true as "taken!"
+            "#,
+            key.scope.as_str(),
+            key.owner,
+            key.key,
+            lease_secs,
+        )
+        .fetch_optional(&mut *conn)
+        .await?;
+        if taken.is_some() {
+            return Ok(Claimed::Won);
+        }
+    }
+    Err(sqlx::Error::Protocol(
+        "claim kept changing under us; giving up".into(),
+    ))
+}
+
+/// Marks a won claim done with what the attempt produced. Call it in the transaction that did the
+/// work, before commit.
+pub async fn complete(conn: &mut PgConnection, key: &ClaimKey, outcome: &Outcome) -> sqlx::Result<()> {
+    let (status, headers, body) = match &outcome.response {
+        Some(r) => (Some(r.status as i16), Some(r.headers.clone()), Some(r.body.as_slice())),
+        None => (None, None, None),
+    };
+    // language=PostgreSQL
+    let updated = sqlx::query!(
+        r#"
+        update claims
+        set status = 'done', completed_at = now(), locked_until = null,
+            result_id = $4, response_status = $5, response_headers = $6, response_body = $7
+        where scope = $1 and owner = $2 and key = $3
+        "#,
+        key.scope.as_str(),
+        key.owner,
+        key.key,
+        outcome.result_id,
+        status,
+        headers,
+        body,
+    )
+    .execute(&mut *conn)
+    .await?;
+    if updated.rows_affected() != 1 {
+        return Err(sqlx::Error::RowNotFound);
+    }
+    Ok(())
+}

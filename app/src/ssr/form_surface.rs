@@ -1,0 +1,98 @@
+//! The create-invoice form as a surface of the discipline: key minted at render, claim
+//! `(form, org, key)`, invoice insert and claim completion in one transaction.
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::error::AppError;
+use crate::model::InvoiceInput;
+use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome};
+use crate::ssr::{failpoint, invoices};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormOutcome {
+    /// This submission created the invoice.
+    Created(Uuid),
+    /// An earlier submission of the same form did; here is its invoice.
+    Replayed(Uuid),
+}
+
+impl FormOutcome {
+    pub fn invoice_id(self) -> Uuid {
+        match self {
+            FormOutcome::Created(id) | FormOutcome::Replayed(id) => id,
+        }
+    }
+}
+
+/// Creates the invoice for this form submission at most once, however often it is submitted.
+pub async fn create_invoice_once(
+    pool: &PgPool,
+    org: Uuid,
+    form_key: Uuid,
+    input: &InvoiceInput,
+    lease: Duration,
+) -> Result<FormOutcome, AppError> {
+    let key = ClaimKey::form(org, form_key);
+    let source_key = format!("form:{form_key}");
+    let mut tx = pool.begin().await?;
+    match claim::claim(&mut tx, &key, None, lease).await? {
+        Claimed::Won => {}
+        Claimed::Done(Outcome {
+            result_id: Some(id),
+            ..
+        }) => return Ok(FormOutcome::Replayed(id)),
+        Claimed::Done(outcome) => {
+            return Err(AppError::internal(
+                "form claim done without an invoice",
+                format!("{key:?} {outcome:?}"),
+            ))
+        }
+        Claimed::InFlight { retry_after } => {
+            return Err(AppError::BadRequest(format!(
+                "This form is still being processed. Try again in {} seconds.",
+                retry_after.as_secs()
+            )))
+        }
+        Claimed::Mismatch => {
+            return Err(AppError::internal("form claims carry no fingerprint", format!("{key:?}")))
+        }
+    }
+    failpoint::hit("form.after_claim");
+
+    let invoice = match invoices::insert(&mut tx, org, Some(&source_key), input).await {
+        Ok(invoice) => invoice,
+        // The claim row is an optimisation: if it was ever lost (retention), the invoice's own
+        // unique source key still refuses the duplicate, and we answer with the original invoice.
+        Err(sqlx::Error::Database(e)) if e.constraint() == Some("invoices_org_source_key") => {
+            drop(tx);
+            return replay_by_source_key(pool, org, &source_key).await;
+        }
+        Err(e) => return Err(e.into()),
+    };
+    claim::complete(
+        &mut tx,
+        &key,
+        &Outcome {
+            result_id: Some(invoice.id),
+            response: None,
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(FormOutcome::Created(invoice.id))
+}
+
+async fn replay_by_source_key(pool: &PgPool, org: Uuid, source_key: &str) -> Result<FormOutcome, AppError> {
+    // language=PostgreSQL
+    let id = sqlx::query_scalar!(
+        "select id from invoices where org_id = $1 and source_key = $2",
+        org,
+        source_key
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(FormOutcome::Replayed(id))
+}

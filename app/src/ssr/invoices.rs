@@ -1,0 +1,178 @@
+//! Invoices: the business writes and reads. These functions take an open connection or transaction
+//! and do not know which surface called them.
+
+use sqlx::{PgConnection, PgExecutor};
+use uuid::Uuid;
+
+use crate::model::{
+    invoice_number, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus, InvoiceSummary,
+};
+
+/// Inserts an invoice and its lines, taking the org's next number. Call it inside the transaction
+/// that claimed the attempt: a rollback gives the number back, so numbers stay gapless on success.
+pub async fn insert(
+    tx: &mut PgConnection,
+    org: Uuid,
+    source_key: Option<&str>,
+    input: &InvoiceInput,
+) -> sqlx::Result<Invoice> {
+    // The row lock on the org serialises numbering per org; claims on other keys are not blocked.
+    // language=PostgreSQL
+    let number = sqlx::query_scalar!(
+        "update orgs set invoice_seq = invoice_seq + 1 where id = $1 returning invoice_seq",
+        org
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+
+    let id = Uuid::new_v4();
+    let total = input.total_cents();
+    // language=PostgreSQL
+    let created_at = sqlx::query_scalar!(
+        r#"
+        insert into invoices (id, org_id, number, customer_name, customer_email, currency, due_date,
+                              total_cents, source_key)
+        values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+        returning created_at
+        "#,
+        id,
+        org,
+        number,
+        input.customer_name,
+        input.customer_email,
+        input.currency,
+        input.due_date,
+        total,
+        source_key,
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+
+    let positions: Vec<i16> = (1..=input.lines.len() as i16).collect();
+    let descriptions: Vec<String> = input.lines.iter().map(|l| l.description.clone()).collect();
+    let quantities: Vec<i32> = input.lines.iter().map(|l| l.quantity as i32).collect();
+    let amounts: Vec<i64> = input.lines.iter().map(|l| l.unit_amount_cents).collect();
+    // language=PostgreSQL
+    sqlx::query!(
+        r#"
+        insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
+        select $1, * from unnest($2::int2[], $3::text[], $4::int4[], $5::int8[])
+        "#,
+        id,
+        &positions,
+        &descriptions,
+        &quantities,
+        &amounts,
+    )
+    .execute(&mut *tx)
+    .await?;
+
+    Ok(Invoice {
+        id,
+        number: invoice_number(number),
+        status: InvoiceStatus::Open,
+        customer_name: input.customer_name.clone(),
+        customer_email: input.customer_email.clone(),
+        currency: input.currency.clone(),
+        due_date: input.due_date,
+        lines: input
+            .lines
+            .iter()
+            .map(|l| InvoiceLine {
+                description: l.description.clone(),
+                quantity: l.quantity,
+                unit_amount_cents: l.unit_amount_cents,
+                amount_cents: l.quantity * l.unit_amount_cents,
+            })
+            .collect(),
+        total_cents: total,
+        amount_paid_cents: 0,
+        created_at,
+    })
+}
+
+/// Newest first. Scoped to `org`.
+pub async fn list(db: impl PgExecutor<'_>, org: Uuid, limit: i64) -> sqlx::Result<Vec<InvoiceSummary>> {
+    // language=PostgreSQL
+    let rows = sqlx::query!(
+        r#"
+        select id, number, status, customer_name, currency, due_date, total_cents, amount_paid_cents,
+               created_at
+        from invoices
+        where org_id = $1
+        order by created_at desc, number desc
+        limit $2
+        "#,
+        org,
+        limit
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| InvoiceSummary {
+            id: r.id,
+            number: invoice_number(r.number),
+            status: InvoiceStatus::parse(&r.status).unwrap_or(InvoiceStatus::Open),
+            customer_name: r.customer_name,
+            currency: r.currency,
+            due_date: r.due_date,
+            total_cents: r.total_cents,
+            amount_paid_cents: r.amount_paid_cents,
+            created_at: r.created_at,
+        })
+        .collect())
+}
+
+/// One invoice of `org`, or None, also when it belongs to another org (callers answer 404).
+pub async fn get(conn: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<Option<Invoice>> {
+    // language=PostgreSQL
+    let Some(r) = sqlx::query!(
+        r#"
+        select id, number, status, customer_name, customer_email, currency, due_date, total_cents,
+               amount_paid_cents, created_at
+        from invoices
+        where org_id = $1 and id = $2
+        "#,
+        org,
+        id
+    )
+    .fetch_optional(&mut *conn)
+    .await?
+    else {
+        return Ok(None);
+    };
+    // language=PostgreSQL
+    let lines = sqlx::query!(
+        r#"
+        select description, quantity, unit_amount_cents
+        from invoice_lines
+        where invoice_id = $1
+        order by position
+        "#,
+        id
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(Some(Invoice {
+        id: r.id,
+        number: invoice_number(r.number),
+        status: InvoiceStatus::parse(&r.status).unwrap_or(InvoiceStatus::Open),
+        customer_name: r.customer_name,
+        customer_email: r.customer_email,
+        currency: r.currency,
+        due_date: r.due_date,
+        lines: lines
+            .into_iter()
+            .map(|l| InvoiceLine {
+                description: l.description,
+                quantity: l.quantity as i64,
+                unit_amount_cents: l.unit_amount_cents,
+                amount_cents: l.quantity as i64 * l.unit_amount_cents,
+            })
+            .collect(),
+        total_cents: r.total_cents,
+        amount_paid_cents: r.amount_paid_cents,
+        created_at: r.created_at,
+    }))
+}

@@ -1,0 +1,14 @@
+//! Server-only code: the claim primitive, the domain functions, sessions.
+
+pub mod accounts;
+pub mod auth;
+pub mod claim;
+pub mod failpoint;
+pub mod form_surface;
+pub mod invoices;
+pub mod state;
+
+pub use state::AppState;
+
+/// Migrations, embedded so the binary and the database tests apply the same files.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");

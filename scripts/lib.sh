@@ -1,0 +1,99 @@
+# Shared by scripts/dev and scripts/test: install what is missing, start what is needed, say so.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+export PATH="$HOME/.cargo/bin:$PATH"
+PGHOST_DIR=/var/run/postgresql
+
+step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+die() { printf '\033[31merror:\033[0m %s\n' "$*" >&2; exit 1; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+APT_UPDATED=""
+apt_install() {
+  command -v apt-get >/dev/null || die "apt-get is missing; install $* by hand"
+  if [ -z "$APT_UPDATED" ]; then as_root apt-get update -qq; APT_UPDATED=1; fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
+}
+
+ensure_rust() {
+  command -v cargo >/dev/null || die "cargo is missing: install Rust 1.95 with rustup (https://rustup.rs)"
+  command -v rustup >/dev/null || die "rustup is missing: the wasm32 target is installed with it"
+  if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+    step "adding the wasm32-unknown-unknown target"
+    rustup target add wasm32-unknown-unknown
+  fi
+}
+
+ensure_cargo_leptos() {
+  if ! cargo leptos --version 2>/dev/null | grep -q '0\.3\.10'; then
+    step "installing cargo-leptos 0.3.10 (once per machine, ~28 minutes on 2 cores)"
+    # 0.3.11 pulls crates that need a newer rustc than 1.95.
+    cargo install cargo-leptos --version 0.3.10 --locked
+  fi
+}
+
+ensure_wasm_bindgen() {
+  local want have
+  want=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
+  [ -n "$want" ] || die "cannot read the wasm-bindgen version from Cargo.lock"
+  have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+  if [ "$want" != "$have" ]; then
+    step "installing wasm-bindgen-cli $want (must match Cargo.lock; ~5 minutes)"
+    # Not --locked: its lock file names a crate version the registry does not serve.
+    cargo install wasm-bindgen-cli --version "$want" --force
+  fi
+}
+
+# The machine's PostgreSQL 15 cluster, started if down, with a superuser role for this OS user.
+ensure_postgres() {
+  if ! command -v pg_ctlcluster >/dev/null; then
+    step "installing PostgreSQL"
+    apt_install postgresql
+  fi
+  if ! pg_lsclusters -h 2>/dev/null | grep -q .; then
+    step "creating a PostgreSQL cluster"
+    as_root pg_createcluster 15 main
+  fi
+  local version cluster status
+  read -r version cluster _ status _ < <(pg_lsclusters -h | head -n1)
+  if [ "$status" != online ]; then
+    step "starting PostgreSQL $version/$cluster"
+    as_root pg_ctlcluster "$version" "$cluster" start
+  fi
+  local me; me=$(id -un)
+  if ! psql -h "$PGHOST_DIR" -d postgres -Atqc 'select 1' >/dev/null 2>&1; then
+    step "creating the Postgres role $me"
+    as_root su postgres -c "createuser -s $me" || die "cannot create the Postgres role $me"
+  fi
+}
+
+# ensure_database NAME [fresh]: creates NAME if missing; with 'fresh', drops it first.
+ensure_database() {
+  local name=$1
+  if [ "${2:-}" = fresh ]; then
+    psql -h "$PGHOST_DIR" -d postgres -qc "drop database if exists \"$name\" with (force)" >/dev/null
+  fi
+  if ! psql -h "$PGHOST_DIR" -d postgres -Atqc "select 1 from pg_database where datname = '$name'" | grep -q 1; then
+    createdb -h "$PGHOST_DIR" "$name"
+  fi
+}
+
+database_url() { echo "postgres:///$1?host=$PGHOST_DIR"; }
+
+ensure_chromium() {
+  if [ ! -x /usr/bin/chromium ]; then
+    step "installing Chromium (Debian package)"
+    apt_install chromium
+  fi
+}
+
+ensure_e2e_packages() {
+  command -v npm >/dev/null || die "npm is missing: install Node.js 20"
+  if [ ! -d end2end/node_modules/@playwright/test ]; then
+    step "installing the end-to-end test packages"
+    # Playwright's own browser download cannot work here; Debian's chromium is used instead.
+    (cd end2end && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)
+  fi
+}

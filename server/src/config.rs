@@ -1,0 +1,104 @@
+//! Configuration from the environment (a `.env` file may set it); every value has a working dev default.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::Context;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::PgPool;
+
+/// The local cluster over its unix socket, database `invoicer`, as the OS user (peer auth).
+pub const DEFAULT_DATABASE_URL: &str = "postgres:///invoicer?host=/var/run/postgresql";
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub database_url: String,
+    /// Public origin, used to decide whether cookies are `Secure` (https) or not.
+    pub public_url: String,
+    pub pool_size: u32,
+}
+
+impl Config {
+    pub fn from_env() -> anyhow::Result<Self> {
+        load_dotenv();
+        let pool_size = match std::env::var("DATABASE_POOL_SIZE") {
+            Ok(v) => v.parse().context("DATABASE_POOL_SIZE must be a number")?,
+            Err(_) => 16,
+        };
+        Ok(Config {
+            database_url: std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_DATABASE_URL.into()),
+            public_url: std::env::var("INVOICER_PUBLIC_URL").unwrap_or_else(|_| "http://127.0.0.1:3000".into()),
+            pool_size,
+        })
+    }
+
+    pub fn secure_cookies(&self) -> bool {
+        self.public_url.starts_with("https://")
+    }
+
+    pub async fn connect(&self) -> anyhow::Result<PgPool> {
+        let options = PgConnectOptions::from_str(&self.database_url)
+            .context("DATABASE_URL is not a valid Postgres URL")?;
+        PgPoolOptions::new()
+            .max_connections(self.pool_size)
+            .acquire_timeout(Duration::from_secs(5))
+            .connect_with(options)
+            .await
+            .with_context(|| {
+                format!(
+                    "cannot connect to Postgres at DATABASE_URL ({}); is it running? scripts/dev starts one",
+                    redact(&self.database_url)
+                )
+            })
+    }
+}
+
+/// Hides a password in a URL for messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let creds = &url[scheme + 3..at];
+            match creds.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// `KEY=VALUE` lines from `./.env`, never overriding the real environment.
+fn load_dotenv() {
+    let Ok(text) = std::fs::read_to_string(".env") else { return };
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some((key, value)) = line.split_once('=') {
+            let key = key.trim();
+            if std::env::var_os(key).is_none() {
+                // Single-threaded at this point: called before the runtime spawns anything.
+                unsafe { std::env::set_var(key, value.trim().trim_matches('"')) };
+            }
+        }
+    }
+}
+
+pub fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("RUST_LOG")
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_sessions=warn"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            super::redact("postgres://me:secret@db:5432/x"),
+            "postgres://me:***@db:5432/x"
+        );
+        assert_eq!(super::redact(super::DEFAULT_DATABASE_URL), super::DEFAULT_DATABASE_URL);
+    }
+}

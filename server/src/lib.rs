@@ -1,0 +1,5 @@
+//! The invoicer binary's parts: configuration, HTTP wiring and the command line.
+
+pub mod cli;
+pub mod config;
+pub mod web;
