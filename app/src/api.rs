@@ -3,8 +3,8 @@
 use leptos::prelude::*;
 use uuid::Uuid;
 
-use crate::error::{AppError, Rejected};
-use crate::model::{CurrentUser, Invoice, InvoiceForm, InvoiceSummary};
+use crate::error::AppError;
+use crate::model::{Viewer, Invoice, InvoiceForm, InvoiceSummary};
 
 #[cfg(feature = "ssr")]
 fn state() -> Result<crate::ssr::AppState, AppError> {
@@ -21,9 +21,9 @@ pub fn safe_next(next: Option<&str>) -> String {
 }
 
 #[server(prefix = "/rpc", endpoint = "current_user")]
-pub async fn current_user() -> Result<Option<CurrentUser>, AppError> {
+pub async fn current_user() -> Result<Option<Viewer>, AppError> {
     let session = crate::ssr::auth::current_session().await?;
-    Ok(session.user.map(|u| CurrentUser {
+    Ok(session.user.map(|u| Viewer {
         email: u.email,
         org_name: u.org_name,
     }))
@@ -94,6 +94,7 @@ pub async fn create_invoice(
     idempotency_key: Option<String>,
     input: InvoiceForm,
 ) -> Result<Uuid, AppError> {
+    use crate::error::Rejected;
     use crate::ssr::form_surface::create_invoice_once;
 
     let reject = |fields| {

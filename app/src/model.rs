@@ -25,10 +25,8 @@ pub struct InvoiceInput {
     #[validate(custom(function = "known_currency"))]
     pub currency: String,
     pub due_date: NaiveDate,
-    #[validate(
-        length(min = 1, max = 100, message = "An invoice has 1 to 100 lines."),
-        nested
-    )]
+    /// Each line is checked by `check`, which reports errors as `lines[i].field`.
+    #[validate(length(min = 1, max = 100, message = "An invoice has 1 to 100 lines."))]
     pub lines: Vec<LineInput>,
 }
 
@@ -63,11 +61,20 @@ fn known_currency(value: &str) -> Result<(), ValidationError> {
 impl InvoiceInput {
     /// Runs the validator rules and flattens them to `field path → message`.
     pub fn check(&self) -> Result<(), FieldErrors> {
-        self.validate().map_err(|errors| {
-            let mut out = FieldErrors::new();
+        let mut out = FieldErrors::new();
+        if let Err(errors) = self.validate() {
             flatten_errors("", &errors, &mut out);
-            out
-        })
+        }
+        for (index, line) in self.lines.iter().enumerate() {
+            if let Err(errors) = line.validate() {
+                flatten_errors(&format!("lines[{index}]"), &errors, &mut out);
+            }
+        }
+        if out.is_empty() {
+            Ok(())
+        } else {
+            Err(out)
+        }
     }
 
     pub fn total_cents(&self) -> i64 {
@@ -373,7 +380,7 @@ pub fn invoice_number(n: i32) -> String {
 
 /// Who is logged in, as pages see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CurrentUser {
+pub struct Viewer {
     pub email: String,
     pub org_name: String,
 }

@@ -77,8 +77,8 @@ fn load_dotenv() {
         if let Some((key, value)) = line.split_once('=') {
             let key = key.trim();
             if std::env::var_os(key).is_none() {
-                // Single-threaded at this point: called before the runtime spawns anything.
-                unsafe { std::env::set_var(key, value.trim().trim_matches('"')) };
+                // Called once at start-up, before anything reads the environment concurrently.
+                std::env::set_var(key, value.trim().trim_matches('"'));
             }
         }
     }

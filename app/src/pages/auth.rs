@@ -2,6 +2,7 @@
 //! the page, so everything on it reflects the new user.
 
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
 use leptos_router::hooks::use_query_map;
 
 use super::layout::error_banner;
@@ -15,7 +16,7 @@ pub fn LoginPage() -> impl IntoView {
         <section class="card narrow">
             <h1>"Log in"</h1>
             {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
-            <form method="post" action=Login::url()>
+            <form method="post" action=Login::PATH>
                 <label>"Email" <input type="email" name="email" required autocomplete="username" /></label>
                 <label>
                     "Password"
@@ -46,7 +47,7 @@ pub fn SignupPage() -> impl IntoView {
         <section class="card narrow">
             <h1>"Create your organisation"</h1>
             {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
-            <form method="post" action=Signup::url()>
+            <form method="post" action=Signup::PATH>
                 <label>"Organisation" <input type="text" name="org_name" required maxlength="200" /></label>
                 <label>
                     "Email" <input type="email" name="email" required autocomplete="username" />

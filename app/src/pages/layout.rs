@@ -1,4 +1,5 @@
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
 
 use crate::api::{current_user, Logout};
 use crate::error::AppError;
@@ -20,7 +21,7 @@ pub fn Nav() -> impl IntoView {
                                 </nav>
                                 <span class="who">{u.org_name} " · " {u.email}</span>
                                 // A plain POST: logging out reloads the page for everyone.
-                                <form method="post" action=Logout::url() class="inline">
+                                <form method="post" action=Logout::PATH class="inline">
                                     <button type="submit" class="link">"Log out"</button>
                                 </form>
                             }
@@ -44,10 +45,7 @@ pub fn Nav() -> impl IntoView {
 
 #[component]
 pub fn NotFound() -> impl IntoView {
-    #[cfg(feature = "ssr")]
-    if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
-        response.set_status(axum::http::StatusCode::NOT_FOUND);
-    }
+    set_not_found_status();
     view! {
         <section class="card">
             <h1>"Not found"</h1>
@@ -56,6 +54,16 @@ pub fn NotFound() -> impl IntoView {
         </section>
     }
 }
+
+#[cfg(feature = "ssr")]
+fn set_not_found_status() {
+    if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+        response.set_status(axum::http::StatusCode::NOT_FOUND);
+    }
+}
+
+#[cfg(not(feature = "ssr"))]
+fn set_not_found_status() {}
 
 /// A message for errors that are not about one field.
 pub fn error_banner(error: &AppError) -> Option<AnyView> {

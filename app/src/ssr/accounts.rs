@@ -2,6 +2,7 @@
 
 use sqlx::PgPool;
 use uuid::Uuid;
+use validator::ValidateEmail;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SignupError {
@@ -35,7 +36,7 @@ pub async fn create_org_with_owner(
     if org_name.is_empty() || org_name.chars().count() > 200 {
         return Err(SignupError::Invalid("The organisation name needs 1 to 200 characters.".into()));
     }
-    if !validator::ValidateEmail::validate_email(&email) || email.len() > 254 {
+    if !email.validate_email() || email.len() > 254 {
         return Err(SignupError::Invalid("Enter a valid email address.".into()));
     }
     if password.chars().count() < MIN_PASSWORD_LEN {

@@ -1,6 +1,7 @@
 //! Invoices: the business writes and reads. These functions take an open connection or transaction
 //! and do not know which surface called them.
 
+use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
@@ -33,7 +34,7 @@ pub async fn insert(
         insert into invoices (id, org_id, number, customer_name, customer_email, currency, due_date,
                               total_cents, source_key)
         values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-        returning created_at
+        returning created_at as "created_at: DateTime<Utc>"
         "#,
         id,
         org,
@@ -41,7 +42,7 @@ pub async fn insert(
         input.customer_name,
         input.customer_email,
         input.currency,
-        input.due_date,
+        input.due_date as _,
         total,
         source_key,
     )
@@ -56,7 +57,7 @@ pub async fn insert(
     sqlx::query!(
         r#"
         insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
-        select $1, * from unnest($2::int2[], $3::text[], $4::int4[], $5::int8[])
+        select $1::uuid, * from unnest($2::int2[], $3::text[], $4::int4[], $5::int8[])
         "#,
         id,
         &positions,
@@ -96,8 +97,8 @@ pub async fn list(db: impl PgExecutor<'_>, org: Uuid, limit: i64) -> sqlx::Resul
     // language=PostgreSQL
     let rows = sqlx::query!(
         r#"
-        select id, number, status, customer_name, currency, due_date, total_cents, amount_paid_cents,
-               created_at
+        select id, number, status, customer_name, currency, due_date as "due_date: NaiveDate",
+               total_cents, amount_paid_cents, created_at as "created_at: DateTime<Utc>"
         from invoices
         where org_id = $1
         order by created_at desc, number desc
@@ -129,8 +130,9 @@ pub async fn get(conn: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<O
     // language=PostgreSQL
     let Some(r) = sqlx::query!(
         r#"
-        select id, number, status, customer_name, customer_email, currency, due_date, total_cents,
-               amount_paid_cents, created_at
+        select id, number, status, customer_name, customer_email, currency,
+               due_date as "due_date: NaiveDate", total_cents, amount_paid_cents,
+               created_at as "created_at: DateTime<Utc>"
         from invoices
         where org_id = $1 and id = $2
         "#,

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use sqlx::postgres::PgConnectOptions;
-use sqlx::{ConnectOptions, Connection, PgConnection, PgPool};
+use sqlx::{Connection, PgConnection, PgPool};
 use tokio::process::{Child, Command};
 
 pub const SERVER: &str = env!("CARGO_BIN_EXE_server");
@@ -21,6 +21,7 @@ fn base_options() -> PgConnectOptions {
 pub struct TestDb {
     pub name: String,
     pub options: PgConnectOptions,
+    url: String,
 }
 
 impl TestDb {
@@ -28,11 +29,13 @@ impl TestDb {
         let name = format!("invoicer_{tag}_{}", uuid::Uuid::new_v4().simple());
         let mut admin = PgConnection::connect_with(&base_options()).await.unwrap();
         sqlx::query(&format!("create database \"{name}\"")).execute(&mut admin).await.unwrap();
-        TestDb { options: base_options().database(&name), name }
+        let mut url = url::Url::parse(&std::env::var("DATABASE_URL").unwrap()).unwrap();
+        url.set_path(&format!("/{name}"));
+        TestDb { options: base_options().database(&name), name, url: url.to_string() }
     }
 
     pub fn url(&self) -> String {
-        self.options.to_url_lossy().to_string()
+        self.url.clone()
     }
 
     pub async fn pool(&self) -> PgPool {
