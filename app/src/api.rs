@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use uuid::Uuid;
 
 use crate::error::AppError;
-use crate::model::{Viewer, Invoice, InvoiceForm, InvoiceSummary};
+use crate::model::{Invoice, InvoiceForm, InvoiceSummary, Viewer};
 
 #[cfg(feature = "ssr")]
 fn state() -> Result<crate::ssr::AppState, AppError> {
@@ -38,7 +38,10 @@ pub async fn signup(org_name: String, email: String, password: String) -> Result
     match create_org_with_owner(&state.pool, &org_name, &email, &password).await {
         Ok(_) => {}
         Err(SignupError::EmailTaken) => {
-            return Err(AppError::field("email", "An account with this email already exists. Log in instead."))
+            return Err(AppError::field(
+                "email",
+                "An account with this email already exists. Log in instead.",
+            ))
         }
         Err(SignupError::Invalid(message)) => return Err(AppError::BadRequest(message)),
         Err(e) => return Err(AppError::internal("signup", e)),
@@ -117,9 +120,14 @@ pub async fn create_invoice(
     let parsed = input.parse().map_err(reject)?;
     let user = crate::ssr::auth::require_user().await?;
     let state = state()?;
-    let outcome =
-        create_invoice_once(&state.pool, user.org_id, form_key, &parsed, state.settings.claim_lease)
-            .await?;
+    let outcome = create_invoice_once(
+        &state.pool,
+        user.org_id,
+        form_key,
+        &parsed,
+        state.settings.claim_lease,
+    )
+    .await?;
     let id = outcome.invoice_id();
     leptos_axum::redirect(&format!("/invoices/{id}"));
     Ok(id)

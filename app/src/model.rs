@@ -37,9 +37,17 @@ pub struct LineInput {
         custom(function = "not_blank")
     )]
     pub description: String,
-    #[validate(range(min = 1, max = 1_000_000, message = "Enter a whole number from 1 to 1,000,000."))]
+    #[validate(range(
+        min = 1,
+        max = 1_000_000,
+        message = "Enter a whole number from 1 to 1,000,000."
+    ))]
     pub quantity: i64,
-    #[validate(range(min = 0, max = 100_000_000, message = "Enter an amount from 0 to 1,000,000.00."))]
+    #[validate(range(
+        min = 0,
+        max = 100_000_000,
+        message = "Enter an amount from 0 to 1,000,000.00."
+    ))]
     pub unit_amount_cents: i64,
 }
 
@@ -234,11 +242,19 @@ pub fn parse_amount(text: &str, currency: &str) -> Result<i64, String> {
     if whole.len() > 12 {
         return Err("Enter an amount from 0 to 1,000,000.00.".into());
     }
-    let whole: i64 = if whole.is_empty() { 0 } else { whole.parse().map_err(|_| "Enter an amount such as 12.50.")? };
+    let whole: i64 = if whole.is_empty() {
+        0
+    } else {
+        whole
+            .parse()
+            .map_err(|_| "Enter an amount such as 12.50.")?
+    };
     let mut cents = whole * 10_i64.pow(exponent);
     if !fraction.is_empty() {
         let padded = format!("{fraction:0<width$}", width = exponent as usize);
-        cents += padded.parse::<i64>().map_err(|_| "Enter an amount such as 12.50.")?;
+        cents += padded
+            .parse::<i64>()
+            .map_err(|_| "Enter an amount such as 12.50.")?;
     }
     Ok(cents)
 }
@@ -294,7 +310,11 @@ pub fn format_money(minor: i64, currency: &str) -> String {
     let number = if exponent == 0 {
         grouped
     } else {
-        format!("{grouped}.{:0width$}", minor % scale, width = exponent as usize)
+        format!(
+            "{grouped}.{:0width$}",
+            minor % scale,
+            width = exponent as usize
+        )
     };
     let sign = if negative { "-" } else { "" };
     match currency {
@@ -432,7 +452,10 @@ mod tests {
                 "lines[0].unit_amount_cents"
             ]
         );
-        assert_eq!(errors["lines[0].unit_amount_cents"], "The amount can't be negative.");
+        assert_eq!(
+            errors["lines[0].unit_amount_cents"],
+            "The amount can't be negative."
+        );
     }
 
     #[test]
@@ -441,7 +464,10 @@ mod tests {
         f.lines.clear();
         assert!(f.parse().unwrap_err().contains_key("lines"));
         f.lines = vec![form().lines[0].clone(); 101];
-        assert_eq!(f.parse().unwrap_err()["lines"], "An invoice has 1 to 100 lines.");
+        assert_eq!(
+            f.parse().unwrap_err()["lines"],
+            "An invoice has 1 to 100 lines."
+        );
         f.lines.truncate(100);
         assert!(f.parse().is_ok());
     }

@@ -57,16 +57,23 @@ async fn numbers(pool: &PgPool, org: Uuid) -> Vec<i32> {
 async fn the_same_key_twice_in_sequence_makes_one_invoice(pool: PgPool) {
     let org = new_org(&pool, "a@example.com").await;
     let key = Uuid::new_v4();
-    let first = create_invoice_once(&pool, org, key, &input("Ada"), LEASE).await.unwrap();
-    let second = create_invoice_once(&pool, org, key, &input("Ada"), LEASE).await.unwrap();
-    let FormOutcome::Created(id) = first else { panic!("first submit must create: {first:?}") };
-    assert_eq!(second, FormOutcome::Replayed(id));
-    assert_eq!(invoice_count(&pool, org).await, 1);
-    let status: String = sqlx::query_scalar("select status from claims where scope = 'form' and key = $1")
-        .bind(key.to_string())
-        .fetch_one(&pool)
+    let first = create_invoice_once(&pool, org, key, &input("Ada"), LEASE)
         .await
         .unwrap();
+    let second = create_invoice_once(&pool, org, key, &input("Ada"), LEASE)
+        .await
+        .unwrap();
+    let FormOutcome::Created(id) = first else {
+        panic!("first submit must create: {first:?}")
+    };
+    assert_eq!(second, FormOutcome::Replayed(id));
+    assert_eq!(invoice_count(&pool, org).await, 1);
+    let status: String =
+        sqlx::query_scalar("select status from claims where scope = 'form' and key = $1")
+            .bind(key.to_string())
+            .fetch_one(&pool)
+            .await
+            .unwrap();
     assert_eq!(status, "done");
 }
 
@@ -76,7 +83,11 @@ async fn fifty_concurrent_submits_make_one_invoice_and_49_replays(
     connect: PgConnectOptions,
 ) {
     // Our own pool, big enough that all 50 transactions are open in Postgres at once.
-    let pool = PgPoolOptions::new().max_connections(50).connect_with(connect).await.unwrap();
+    let pool = PgPoolOptions::new()
+        .max_connections(50)
+        .connect_with(connect)
+        .await
+        .unwrap();
     let org = new_org(&pool, "a@example.com").await;
     let key = Uuid::new_v4();
     let barrier = Arc::new(tokio::sync::Barrier::new(50));
@@ -88,7 +99,9 @@ async fn fifty_concurrent_submits_make_one_invoice_and_49_replays(
                 let conn = pool.acquire().await.unwrap();
                 barrier.wait().await;
                 drop(conn);
-                create_invoice_once(&pool, org, key, &input("Ada"), LEASE).await.unwrap()
+                create_invoice_once(&pool, org, key, &input("Ada"), LEASE)
+                    .await
+                    .unwrap()
             })
         })
         .collect();
@@ -102,7 +115,10 @@ async fn fifty_concurrent_submits_make_one_invoice_and_49_replays(
     }
     assert_eq!(created.len(), 1, "exactly one submit wins");
     assert_eq!(replayed.len(), 49);
-    assert!(replayed.iter().all(|id| *id == created[0]), "every replay names the one invoice");
+    assert!(
+        replayed.iter().all(|id| *id == created[0]),
+        "every replay names the one invoice"
+    );
     assert_eq!(invoice_count(&pool, org).await, 1);
     assert_eq!(numbers(&pool, org).await, [1]);
 }
@@ -114,16 +130,33 @@ async fn a_transaction_that_fails_after_claiming_leaves_the_key_free(pool: PgPoo
     let key = ClaimKey::form(org, form_key);
     {
         let mut tx = pool.begin().await.unwrap();
-        assert_eq!(claim::claim(&mut tx, &key, None, LEASE).await.unwrap(), Claimed::Won);
-        invoices::insert(&mut tx, org, None, &input("Ada")).await.unwrap();
+        assert_eq!(
+            claim::claim(&mut tx, &key, None, LEASE).await.unwrap(),
+            Claimed::Won
+        );
+        invoices::insert(&mut tx, org, None, &input("Ada"))
+            .await
+            .unwrap();
         // The failure: the transaction ends without commit (an error, a crash, a dropped connection).
         tx.rollback().await.unwrap();
     }
-    let claims: i64 = sqlx::query_scalar("select count(*) from claims").fetch_one(&pool).await.unwrap();
+    let claims: i64 = sqlx::query_scalar("select count(*) from claims")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
     assert_eq!(claims, 0, "the claim rolled back with the work");
-    let retry = create_invoice_once(&pool, org, form_key, &input("Ada"), LEASE).await.unwrap();
-    assert!(matches!(retry, FormOutcome::Created(_)), "the retry is not mistaken for a replay");
-    assert_eq!(numbers(&pool, org).await, [1], "the failed attempt used no number");
+    let retry = create_invoice_once(&pool, org, form_key, &input("Ada"), LEASE)
+        .await
+        .unwrap();
+    assert!(
+        matches!(retry, FormOutcome::Created(_)),
+        "the retry is not mistaken for a replay"
+    );
+    assert_eq!(
+        numbers(&pool, org).await,
+        [1],
+        "the failed attempt used no number"
+    );
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
@@ -131,8 +164,12 @@ async fn the_same_uuid_in_two_orgs_makes_two_invoices(pool: PgPool) {
     let first = new_org(&pool, "a@example.com").await;
     let second = new_org(&pool, "b@example.com").await;
     let key = Uuid::new_v4();
-    let a = create_invoice_once(&pool, first, key, &input("Ada"), LEASE).await.unwrap();
-    let b = create_invoice_once(&pool, second, key, &input("Bob"), LEASE).await.unwrap();
+    let a = create_invoice_once(&pool, first, key, &input("Ada"), LEASE)
+        .await
+        .unwrap();
+    let b = create_invoice_once(&pool, second, key, &input("Bob"), LEASE)
+        .await
+        .unwrap();
     assert!(matches!(a, FormOutcome::Created(_)));
     assert!(matches!(b, FormOutcome::Created(_)));
     assert_ne!(a.invoice_id(), b.invoice_id());
@@ -144,11 +181,17 @@ async fn the_same_uuid_in_two_orgs_makes_two_invoices(pool: PgPool) {
 async fn a_replay_consumes_no_invoice_number(pool: PgPool) {
     let org = new_org(&pool, "a@example.com").await;
     let key = Uuid::new_v4();
-    create_invoice_once(&pool, org, key, &input("Ada"), LEASE).await.unwrap();
+    create_invoice_once(&pool, org, key, &input("Ada"), LEASE)
+        .await
+        .unwrap();
     for _ in 0..3 {
-        create_invoice_once(&pool, org, key, &input("Ada"), LEASE).await.unwrap();
+        create_invoice_once(&pool, org, key, &input("Ada"), LEASE)
+            .await
+            .unwrap();
     }
-    create_invoice_once(&pool, org, Uuid::new_v4(), &input("Bob"), LEASE).await.unwrap();
+    create_invoice_once(&pool, org, Uuid::new_v4(), &input("Bob"), LEASE)
+        .await
+        .unwrap();
     assert_eq!(numbers(&pool, org).await, [1, 2]);
 }
 
@@ -156,9 +199,16 @@ async fn a_replay_consumes_no_invoice_number(pool: PgPool) {
 async fn a_lost_claim_row_still_cannot_duplicate_the_invoice(pool: PgPool) {
     let org = new_org(&pool, "a@example.com").await;
     let key = Uuid::new_v4();
-    let first = create_invoice_once(&pool, org, key, &input("Ada"), LEASE).await.unwrap();
-    sqlx::query("delete from claims").execute(&pool).await.unwrap();
-    let again = create_invoice_once(&pool, org, key, &input("Ada"), LEASE).await.unwrap();
+    let first = create_invoice_once(&pool, org, key, &input("Ada"), LEASE)
+        .await
+        .unwrap();
+    sqlx::query("delete from claims")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let again = create_invoice_once(&pool, org, key, &input("Ada"), LEASE)
+        .await
+        .unwrap();
     assert_eq!(again, FormOutcome::Replayed(first.invoice_id()));
     assert_eq!(numbers(&pool, org).await, [1]);
 }
@@ -166,21 +216,39 @@ async fn a_lost_claim_row_still_cannot_duplicate_the_invoice(pool: PgPool) {
 // The primitive's other outcomes, which the webhook, API and job surfaces build on.
 
 fn api_key(key: &str) -> ClaimKey {
-    ClaimKey { scope: Scope::Api, owner: "client-1".into(), key: key.into() }
+    ClaimKey {
+        scope: Scope::Api,
+        owner: "client-1".into(),
+        key: key.into(),
+    }
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn a_reused_key_with_another_fingerprint_is_a_mismatch(pool: PgPool) {
     let key = api_key("k1");
     let mut tx = pool.begin().await.unwrap();
-    assert_eq!(claim::claim(&mut tx, &key, Some(b"request-a"), LEASE).await.unwrap(), Claimed::Won);
-    claim::complete(&mut tx, &key, &Outcome::default()).await.unwrap();
+    assert_eq!(
+        claim::claim(&mut tx, &key, Some(b"request-a"), LEASE)
+            .await
+            .unwrap(),
+        Claimed::Won
+    );
+    claim::complete(&mut tx, &key, &Outcome::default())
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
 
     let mut conn = pool.acquire().await.unwrap();
-    assert_eq!(claim::claim(&mut conn, &key, Some(b"request-b"), LEASE).await.unwrap(), Claimed::Mismatch);
     assert_eq!(
-        claim::claim(&mut conn, &key, Some(b"request-a"), LEASE).await.unwrap(),
+        claim::claim(&mut conn, &key, Some(b"request-b"), LEASE)
+            .await
+            .unwrap(),
+        Claimed::Mismatch
+    );
+    assert_eq!(
+        claim::claim(&mut conn, &key, Some(b"request-a"), LEASE)
+            .await
+            .unwrap(),
         Claimed::Done(Outcome::default())
     );
 }
@@ -190,15 +258,27 @@ async fn a_fresh_lease_is_in_flight_and_a_stale_one_can_be_taken_over(pool: PgPo
     let key = api_key("k2");
     let mut conn = pool.acquire().await.unwrap();
     // Committed in progress (autocommit), as work that leaves the database does.
-    assert_eq!(claim::claim(&mut conn, &key, None, LEASE).await.unwrap(), Claimed::Won);
+    assert_eq!(
+        claim::claim(&mut conn, &key, None, LEASE).await.unwrap(),
+        Claimed::Won
+    );
     match claim::claim(&mut conn, &key, None, LEASE).await.unwrap() {
-        Claimed::InFlight { retry_after } => assert!(retry_after <= LEASE && retry_after.as_secs() >= 1),
+        Claimed::InFlight { retry_after } => {
+            assert!(retry_after <= LEASE && retry_after.as_secs() >= 1)
+        }
         other => panic!("expected in flight, got {other:?}"),
     }
     sqlx::query("update claims set locked_until = now() - interval '1 second'")
         .execute(&pool)
         .await
         .unwrap();
-    assert_eq!(claim::claim(&mut conn, &key, None, LEASE).await.unwrap(), Claimed::Won, "stale lease taken over");
-    assert!(matches!(claim::claim(&mut conn, &key, None, LEASE).await.unwrap(), Claimed::InFlight { .. }));
+    assert_eq!(
+        claim::claim(&mut conn, &key, None, LEASE).await.unwrap(),
+        Claimed::Won,
+        "stale lease taken over"
+    );
+    assert!(matches!(
+        claim::claim(&mut conn, &key, None, LEASE).await.unwrap(),
+        Claimed::InFlight { .. }
+    ));
 }

@@ -91,7 +91,11 @@ async fn shutdown_signal() {
 async fn admin(config: Config, command: AdminCommand) -> anyhow::Result<()> {
     let pool = connect_and_migrate(&config).await?;
     match command {
-        AdminCommand::CreateOrg { org, email, password } => {
+        AdminCommand::CreateOrg {
+            org,
+            email,
+            password,
+        } => {
             let account = app::ssr::accounts::create_org_with_owner(&pool, &org, &email, &password)
                 .await
                 .context("cannot create the organisation")?;

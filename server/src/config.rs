@@ -26,8 +26,10 @@ impl Config {
             Err(_) => 16,
         };
         Ok(Config {
-            database_url: std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_DATABASE_URL.into()),
-            public_url: std::env::var("INVOICER_PUBLIC_URL").unwrap_or_else(|_| "http://127.0.0.1:3000".into()),
+            database_url: std::env::var("DATABASE_URL")
+                .unwrap_or_else(|_| DEFAULT_DATABASE_URL.into()),
+            public_url: std::env::var("INVOICER_PUBLIC_URL")
+                .unwrap_or_else(|_| "http://127.0.0.1:3000".into()),
             pool_size,
         })
     }
@@ -69,7 +71,9 @@ fn redact(url: &str) -> String {
 
 /// `KEY=VALUE` lines from `./.env`, never overriding the real environment.
 fn load_dotenv() {
-    let Ok(text) = std::fs::read_to_string(".env") else { return };
+    let Ok(text) = std::fs::read_to_string(".env") else {
+        return;
+    };
     for line in text.lines().map(str::trim) {
         if line.is_empty() || line.starts_with('#') {
             continue;
@@ -88,7 +92,10 @@ pub fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("RUST_LOG")
         .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_sessions=warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .init();
 }
 
 #[cfg(test)]
@@ -99,6 +106,9 @@ mod tests {
             super::redact("postgres://me:secret@db:5432/x"),
             "postgres://me:***@db:5432/x"
         );
-        assert_eq!(super::redact(super::DEFAULT_DATABASE_URL), super::DEFAULT_DATABASE_URL);
+        assert_eq!(
+            super::redact(super::DEFAULT_DATABASE_URL),
+            super::DEFAULT_DATABASE_URL
+        );
     }
 }

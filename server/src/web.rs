@@ -23,7 +23,11 @@ use tower_sessions_sqlx_store::PostgresStore;
 pub async fn router(state: AppState, secure_cookies: bool) -> anyhow::Result<Router> {
     let store = PostgresStore::new(state.pool.clone());
     store.migrate().await?;
-    tokio::spawn(store.clone().continuously_delete_expired(Duration::from_secs(600)));
+    tokio::spawn(
+        store
+            .clone()
+            .continuously_delete_expired(Duration::from_secs(600)),
+    );
     let sessions = SessionManagerLayer::new(store)
         .with_name("invoicer_session")
         .with_http_only(true)
@@ -62,7 +66,11 @@ async fn require_login(session: AuthSession, req: Request, next: Next) -> Respon
         .iter()
         .any(|p| path == *p || path.starts_with(&format!("{p}/")));
     if guarded && session.user.is_none() {
-        let target = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/invoices");
+        let target = req
+            .uri()
+            .path_and_query()
+            .map(|p| p.as_str())
+            .unwrap_or("/invoices");
         let query: String = form_urlencoded::Serializer::new(String::new())
             .append_pair("next", target)
             .finish();

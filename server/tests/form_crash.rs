@@ -7,8 +7,24 @@ use common::{cli, client, invoice_form, login, Server, TestDb};
 #[tokio::test]
 async fn a_crash_after_the_claim_loses_nothing_and_duplicates_nothing() {
     let db = TestDb::new("form_crash").await;
-    let org = cli(&db, &["admin", "create-org", "--org", "Acme", "--email", "crash@example.com", "--password", "correct horse"]).await;
-    assert!(uuid::Uuid::try_parse(org.trim()).is_ok(), "create-org prints the org id, got {org:?}");
+    let org = cli(
+        &db,
+        &[
+            "admin",
+            "create-org",
+            "--org",
+            "Acme",
+            "--email",
+            "crash@example.com",
+            "--password",
+            "correct horse",
+        ],
+    )
+    .await;
+    assert!(
+        uuid::Uuid::try_parse(org.trim()).is_ok(),
+        "create-org prints the org id, got {org:?}"
+    );
     let pool = db.pool().await;
     let key = uuid::Uuid::new_v4().to_string();
     let browser = client();
@@ -22,15 +38,21 @@ async fn a_crash_after_the_claim_loses_nothing_and_duplicates_nothing() {
         .form(&invoice_form(&key, "Ada"))
         .send()
         .await;
-    assert!(res.is_err(), "the connection dies with the process: {res:?}");
+    assert!(
+        res.is_err(),
+        "the connection dies with the process: {res:?}"
+    );
     assert_eq!(server.exit_code().await, Some(70));
-    let (claims, invoices): (i64, i64) = sqlx::query_as(
-        "select (select count(*) from claims), (select count(*) from invoices)",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
-    assert_eq!((claims, invoices), (0, 0), "the claim died with its uncommitted work: the key is free");
+    let (claims, invoices): (i64, i64) =
+        sqlx::query_as("select (select count(*) from claims), (select count(*) from invoices)")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        (claims, invoices),
+        (0, 0),
+        "the claim died with its uncommitted work: the key is free"
+    );
 
     // 2. Restarted without the failpoint, the browser's retry (same key, same session) creates it.
     let server = Server::start(&db, "").await;
@@ -46,10 +68,20 @@ async fn a_crash_after_the_claim_loses_nothing_and_duplicates_nothing() {
         assert_eq!(res.status(), 302);
         locations.push(res.headers()["location"].to_str().unwrap().to_owned());
     }
-    assert_eq!(locations[0], locations[1], "the replay lands on the same invoice");
+    assert_eq!(
+        locations[0], locations[1],
+        "the replay lands on the same invoice"
+    );
     assert!(locations[0].starts_with("/invoices/"));
-    let numbers: Vec<i32> = sqlx::query_scalar("select number from invoices").fetch_all(&pool).await.unwrap();
-    assert_eq!(numbers, [1], "exactly one invoice, and the crash used no number");
+    let numbers: Vec<i32> = sqlx::query_scalar("select number from invoices")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        numbers,
+        [1],
+        "exactly one invoice, and the crash used no number"
+    );
 
     server.stop().await;
     pool.close().await;
@@ -59,7 +91,20 @@ async fn a_crash_after_the_claim_loses_nothing_and_duplicates_nothing() {
 #[tokio::test]
 async fn the_form_needs_a_session_and_the_org_comes_from_it() {
     let db = TestDb::new("form_auth").await;
-    cli(&db, &["admin", "create-org", "--org", "A", "--email", "a@example.com", "--password", "correct horse"]).await;
+    cli(
+        &db,
+        &[
+            "admin",
+            "create-org",
+            "--org",
+            "A",
+            "--email",
+            "a@example.com",
+            "--password",
+            "correct horse",
+        ],
+    )
+    .await;
     let server = Server::start(&db, "").await;
     let key = uuid::Uuid::new_v4().to_string();
 
@@ -105,9 +150,31 @@ async fn the_form_needs_a_session_and_the_org_comes_from_it() {
 #[tokio::test]
 async fn create_org_refuses_a_taken_email_with_a_clear_message() {
     let db = TestDb::new("cli").await;
-    cli(&db, &["admin", "create-org", "--org", "A", "--email", "dup@example.com", "--password", "correct horse"]).await;
+    cli(
+        &db,
+        &[
+            "admin",
+            "create-org",
+            "--org",
+            "A",
+            "--email",
+            "dup@example.com",
+            "--password",
+            "correct horse",
+        ],
+    )
+    .await;
     let out = tokio::process::Command::new(common::SERVER)
-        .args(["admin", "create-org", "--org", "B", "--email", "DUP@example.com", "--password", "correct horse"])
+        .args([
+            "admin",
+            "create-org",
+            "--org",
+            "B",
+            "--email",
+            "DUP@example.com",
+            "--password",
+            "correct horse",
+        ])
         .env("DATABASE_URL", db.url())
         .output()
         .await

@@ -198,7 +198,14 @@ pub fn NewInvoicePage() -> impl IntoView {
             _ => FieldErrors::new(),
         }
     };
-    let error_for = move |field: String| move || errors().get(&field).cloned().map(|m| view! { <span class="error">{m}</span> });
+    let error_for = move |field: String| {
+        move || {
+            errors()
+                .get(&field)
+                .cloned()
+                .map(|m| view! { <span class="error">{m}</span> })
+        }
+    };
     let pending = action.pending();
     let InvoiceForm {
         customer_name,
@@ -207,7 +214,11 @@ pub fn NewInvoicePage() -> impl IntoView {
         due_date,
         ..
     } = values;
-    let currency = if currency.is_empty() { "usd".to_owned() } else { currency };
+    let currency = if currency.is_empty() {
+        "usd".to_owned()
+    } else {
+        currency
+    };
 
     let add_row = move |ev: leptos::ev::MouseEvent| {
         ev.prevent_default();

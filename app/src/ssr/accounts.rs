@@ -34,7 +34,9 @@ pub async fn create_org_with_owner(
     let org_name = org_name.trim();
     let email = email.trim();
     if org_name.is_empty() || org_name.chars().count() > 200 {
-        return Err(SignupError::Invalid("The organisation name needs 1 to 200 characters.".into()));
+        return Err(SignupError::Invalid(
+            "The organisation name needs 1 to 200 characters.".into(),
+        ));
     }
     if !email.validate_email() || email.len() > 254 {
         return Err(SignupError::Invalid("Enter a valid email address.".into()));
@@ -53,9 +55,13 @@ pub async fn create_org_with_owner(
     };
     let mut tx = pool.begin().await?;
     // language=PostgreSQL
-    sqlx::query!("insert into orgs (id, name) values ($1, $2)", account.org_id, org_name)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!(
+        "insert into orgs (id, name) values ($1, $2)",
+        account.org_id,
+        org_name
+    )
+    .execute(&mut *tx)
+    .await?;
     // language=PostgreSQL
     let inserted = sqlx::query!(
         "insert into users (id, email, password_hash) values ($1, $2, $3)",

@@ -192,9 +192,17 @@ pub async fn claim(
 
 /// Marks a won claim done with what the attempt produced. Call it in the transaction that did the
 /// work, before commit.
-pub async fn complete(conn: &mut PgConnection, key: &ClaimKey, outcome: &Outcome) -> sqlx::Result<()> {
+pub async fn complete(
+    conn: &mut PgConnection,
+    key: &ClaimKey,
+    outcome: &Outcome,
+) -> sqlx::Result<()> {
     let (status, headers, body) = match &outcome.response {
-        Some(r) => (Some(r.status as i16), Some(r.headers.clone()), Some(r.body.as_slice())),
+        Some(r) => (
+            Some(r.status as i16),
+            Some(r.headers.clone()),
+            Some(r.body.as_slice()),
+        ),
         None => (None, None, None),
     };
     // language=PostgreSQL

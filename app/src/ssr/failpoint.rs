@@ -16,11 +16,17 @@ fn armed() -> &'static [String] {
             .filter(|s| !s.is_empty())
             .collect();
         if !names.is_empty() && !ENABLED {
-            tracing::warn!(?names, "INVOICER_FAILPOINT ignored: this build has no failpoints");
+            tracing::warn!(
+                ?names,
+                "INVOICER_FAILPOINT ignored: this build has no failpoints"
+            );
             return Vec::new();
         }
         if !names.is_empty() {
-            tracing::warn!(?names, "failpoints armed: the process will exit when it reaches them");
+            tracing::warn!(
+                ?names,
+                "failpoints armed: the process will exit when it reaches them"
+            );
         }
         names
     })

@@ -57,7 +57,10 @@ pub async fn create_invoice_once(
             )))
         }
         Claimed::Mismatch => {
-            return Err(AppError::internal("form claims carry no fingerprint", format!("{key:?}")))
+            return Err(AppError::internal(
+                "form claims carry no fingerprint",
+                format!("{key:?}"),
+            ))
         }
     }
     failpoint::hit("form.after_claim");
@@ -85,7 +88,11 @@ pub async fn create_invoice_once(
     Ok(FormOutcome::Created(invoice.id))
 }
 
-async fn replay_by_source_key(pool: &PgPool, org: Uuid, source_key: &str) -> Result<FormOutcome, AppError> {
+async fn replay_by_source_key(
+    pool: &PgPool,
+    org: Uuid,
+    source_key: &str,
+) -> Result<FormOutcome, AppError> {
     // language=PostgreSQL
     let id = sqlx::query_scalar!(
         "select id from invoices where org_id = $1 and source_key = $2",

@@ -93,7 +93,11 @@ pub async fn insert(
 }
 
 /// Newest first. Scoped to `org`.
-pub async fn list(db: impl PgExecutor<'_>, org: Uuid, limit: i64) -> sqlx::Result<Vec<InvoiceSummary>> {
+pub async fn list(
+    db: impl PgExecutor<'_>,
+    org: Uuid,
+    limit: i64,
+) -> sqlx::Result<Vec<InvoiceSummary>> {
     // language=PostgreSQL
     let rows = sqlx::query!(
         r#"

@@ -13,7 +13,8 @@ use tokio::process::{Child, Command};
 pub const SERVER: &str = env!("CARGO_BIN_EXE_server");
 
 fn base_options() -> PgConnectOptions {
-    let url = std::env::var("DATABASE_URL").expect("DATABASE_URL must name a Postgres to create test databases in");
+    let url = std::env::var("DATABASE_URL")
+        .expect("DATABASE_URL must name a Postgres to create test databases in");
     PgConnectOptions::from_str(&url).expect("DATABASE_URL is not a Postgres URL")
 }
 
@@ -28,10 +29,17 @@ impl TestDb {
     pub async fn new(tag: &str) -> TestDb {
         let name = format!("invoicer_{tag}_{}", uuid::Uuid::new_v4().simple());
         let mut admin = PgConnection::connect_with(&base_options()).await.unwrap();
-        sqlx::query(&format!("create database \"{name}\"")).execute(&mut admin).await.unwrap();
+        sqlx::query(&format!("create database \"{name}\""))
+            .execute(&mut admin)
+            .await
+            .unwrap();
         let mut url = url::Url::parse(&std::env::var("DATABASE_URL").unwrap()).unwrap();
         url.set_path(&format!("/{name}"));
-        TestDb { options: base_options().database(&name), name, url: url.to_string() }
+        TestDb {
+            options: base_options().database(&name),
+            name,
+            url: url.to_string(),
+        }
     }
 
     pub fn url(&self) -> String {
@@ -44,10 +52,13 @@ impl TestDb {
 
     pub async fn cleanup(self) {
         let mut admin = PgConnection::connect_with(&base_options()).await.unwrap();
-        sqlx::query(&format!("drop database if exists \"{}\" with (force)", self.name))
-            .execute(&mut admin)
-            .await
-            .unwrap();
+        sqlx::query(&format!(
+            "drop database if exists \"{}\" with (force)",
+            self.name
+        ))
+        .execute(&mut admin)
+        .await
+        .unwrap();
     }
 }
 
@@ -74,7 +85,11 @@ pub struct Server {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 impl Server {
@@ -90,7 +105,10 @@ impl Server {
             .kill_on_drop(true)
             .spawn()
             .unwrap();
-        let server = Server { child, base: format!("http://127.0.0.1:{port}") };
+        let server = Server {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
         let client = reqwest::Client::new();
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
@@ -99,7 +117,10 @@ impl Server {
                     return server;
                 }
             }
-            assert!(Instant::now() < deadline, "server did not come up within 60 s");
+            assert!(
+                Instant::now() < deadline,
+                "server did not come up within 60 s"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -137,7 +158,11 @@ pub async fn login(client: &reqwest::Client, base: &str, email: &str, password: 
         .await
         .unwrap();
     assert_eq!(res.status(), 302, "login should redirect");
-    assert_eq!(res.headers()["location"], "/invoices", "login should succeed");
+    assert_eq!(
+        res.headers()["location"],
+        "/invoices",
+        "login should succeed"
+    );
 }
 
 /// The create-invoice form's fields, as a browser without JavaScript posts them.
