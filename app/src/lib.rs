@@ -40,6 +40,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    // Every route renders with SsrMode::Async: the whole page, data included, arrives as plain HTML, so
+    // it works without JavaScript and a 404 can set its status before anything is sent.
     // Effects run only in the browser: this marks the moment the page became interactive (tests wait
     // for it instead of guessing with sleeps).
     Effect::new(|_| {
@@ -55,10 +57,10 @@ pub fn App() -> impl IntoView {
             <main>
                 <Routes fallback=|| view! { <NotFound /> }>
                     <Route path=path!("/") view=|| view! { <Redirect path="/invoices" /> } />
-                    <Route path=path!("/signup") view=SignupPage />
-                    <Route path=path!("/login") view=LoginPage />
-                    <Route path=path!("/invoices") view=InvoiceListPage />
-                    <Route path=path!("/invoices/new") view=NewInvoicePage />
+                    <Route path=path!("/signup") view=SignupPage ssr=SsrMode::Async />
+                    <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
+                    <Route path=path!("/invoices") view=InvoiceListPage ssr=SsrMode::Async />
+                    <Route path=path!("/invoices/new") view=NewInvoicePage ssr=SsrMode::Async />
                     <Route path=path!("/invoices/:id") view=InvoicePage ssr=SsrMode::Async />
                 </Routes>
             </main>

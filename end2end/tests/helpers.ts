@@ -30,7 +30,7 @@ export async function openForm(page: Page, js = true): Promise<void> {
   if (js) await hydrated(page);
 }
 
-export const invoiceForm = (page: Page) => page.locator("form:has(input[name=idempotency_key])");
+export const invoiceForm = (page: Page) => page.locator("main form");
 export const keyInput = (page: Page) => page.locator('input[name="idempotency_key"]');
 export const submitButton = (page: Page) => invoiceForm(page).locator('button[type="submit"]');
 

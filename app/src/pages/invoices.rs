@@ -243,7 +243,14 @@ pub fn NewInvoicePage() -> impl IntoView {
                     </label>
                     <label>
                         "Customer email"
-                        <input type="email" name="input[customer_email]" value=customer_email />
+                        // Text, not type=email: the server's message, not the browser's, explains what is wrong.
+                        <input
+                            type="text"
+                            inputmode="email"
+                            autocomplete="off"
+                            name="input[customer_email]"
+                            value=customer_email
+                        />
                         {error_for("customer_email".into())}
                     </label>
                     <label>
