@@ -101,11 +101,11 @@ pub async fn create_invoice(
     use crate::ssr::form_surface::create_invoice_once;
 
     let reject = |fields| {
-        AppError::Invalid(Rejected {
+        AppError::Invalid(Box::new(Rejected {
             idempotency_key: idempotency_key.clone(),
             fields,
             values: Some(input.clone()),
-        })
+        }))
         .respond()
     };
     let Some(form_key) = idempotency_key

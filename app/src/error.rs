@@ -32,7 +32,7 @@ pub enum AppError {
     #[error("Not found.")]
     NotFound,
     #[error("Please correct the highlighted fields.")]
-    Invalid(Rejected),
+    Invalid(Box<Rejected>),
     #[error("{0}")]
     BadRequest(String),
     #[error("Something went wrong on our side. Nothing was saved twice; please try again.")]
@@ -43,11 +43,11 @@ pub enum AppError {
 
 impl AppError {
     pub fn invalid(fields: FieldErrors) -> Self {
-        AppError::Invalid(Rejected {
+        AppError::Invalid(Box::new(Rejected {
             idempotency_key: None,
             fields,
             values: None,
-        })
+        }))
     }
 
     pub fn field(name: &str, message: &str) -> Self {

@@ -302,7 +302,7 @@ pub fn format_money(minor: i64, currency: &str) -> String {
     let whole = (minor / scale).to_string();
     let mut grouped = String::new();
     for (i, ch) in whole.chars().enumerate() {
-        if i > 0 && (whole.len() - i) % 3 == 0 {
+        if i > 0 && (whole.len() - i).is_multiple_of(3) {
             grouped.push(',');
         }
         grouped.push(ch);
