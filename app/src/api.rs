@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use uuid::Uuid;
 
 use crate::error::AppError;
-use crate::model::{Invoice, InvoiceForm, InvoiceSummary, Viewer};
+use crate::model::{InvoiceForm, InvoicePage, InvoiceSummary, Viewer};
 
 #[cfg(feature = "ssr")]
 fn state() -> Result<crate::ssr::AppState, AppError> {
@@ -141,12 +141,59 @@ pub async fn list_invoices() -> Result<Vec<InvoiceSummary>, AppError> {
 }
 
 #[server(prefix = "/rpc", endpoint = "get_invoice")]
-pub async fn get_invoice(id: String) -> Result<Invoice, AppError> {
+pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
     let user = crate::ssr::auth::require_user().await?;
-    let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let state = state()?;
+    let invoice = own_invoice(&state, user.org_id, &id).await?;
+    Ok(InvoicePage {
+        invoice,
+        simulate_payments: state.settings.dev_mode,
+    })
+}
+
+/// `id` of the session's org, or NotFound (also for another org's id: no leak).
+#[cfg(feature = "ssr")]
+async fn own_invoice(
+    state: &crate::ssr::AppState,
+    org: Uuid,
+    id: &str,
+) -> Result<crate::model::Invoice, AppError> {
+    let id = Uuid::try_parse(id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.pool.acquire().await?;
-    crate::ssr::invoices::get(&mut conn, user.org_id, id)
+    crate::ssr::invoices::get(&mut conn, org, id)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())
+}
+
+/// Development only: pays what is due on an invoice the way Stripe would, through the real webhook
+/// route (a signed `checkout.session.completed` with a fresh event id).
+#[server(prefix = "/rpc", endpoint = "simulate_payment")]
+pub async fn simulate_payment(invoice_id: String) -> Result<(), AppError> {
+    use crate::ssr::stripe::standin;
+
+    let user = crate::ssr::auth::require_user().await?;
+    let state = state()?;
+    if !state.settings.dev_mode {
+        return Err(AppError::NotFound.respond());
+    }
+    let invoice = own_invoice(&state, user.org_id, &invoice_id).await?;
+    let due = invoice.total_cents - invoice.amount_paid_cents;
+    if due <= 0 {
+        return Err(AppError::BadRequest("Nothing is due on this invoice.".into()).respond());
+    }
+    let (event_id, payload) = standin::checkout_completed(invoice.id, due, &invoice.currency);
+    let url = format!("{}/webhooks/stripe", state.settings.self_url);
+    let secret = &state.settings.stripe_webhook_secrets[0];
+    match standin::deliver(&url, secret, &payload).await {
+        Ok((200, _)) => {}
+        Ok((status, body)) => {
+            return Err(AppError::internal(
+                "simulated payment refused",
+                format!("{event_id}: {status} {body}"),
+            ))
+        }
+        Err(e) => return Err(AppError::internal("simulated payment not delivered", e)),
+    }
+    leptos_axum::redirect(&format!("/invoices/{}", invoice.id));
+    Ok(())
 }

@@ -380,6 +380,14 @@ pub struct InvoiceLine {
     pub amount_cents: i64,
 }
 
+/// What the invoice page shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InvoicePage {
+    pub invoice: Invoice,
+    /// Development mode: offer "Simulate payment".
+    pub simulate_payments: bool,
+}
+
 /// One row of the invoice list.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InvoiceSummary {

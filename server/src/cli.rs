@@ -1,7 +1,6 @@
 //! `server` serves; `server admin ...` manages accounts.
 
 use anyhow::Context;
-use app::ssr::state::Settings;
 use app::ssr::{failpoint, AppState};
 use clap::{Parser, Subcommand};
 
@@ -23,6 +22,38 @@ pub enum Command {
         #[command(subcommand)]
         command: AdminCommand,
     },
+    /// A local stand-in for Stripe: signed events delivered to the webhook route.
+    Stripe {
+        #[command(subcommand)]
+        command: StripeCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum StripeCommand {
+    /// Build an event with a fresh evt_ id, sign it with STRIPE_WEBHOOK_SECRET and POST it.
+    /// EVENT is checkout.session.completed (needs --invoice) or charge.refunded (needs --payment-intent).
+    Trigger {
+        event: String,
+        /// The invoice paid (checkout.session.completed).
+        #[arg(long)]
+        invoice: Option<uuid::Uuid>,
+        /// Amount in minor units; defaults to what is still due on the invoice.
+        #[arg(long)]
+        amount: Option<i64>,
+        /// The payment refunded (charge.refunded).
+        #[arg(long = "payment-intent")]
+        payment_intent: Option<String>,
+        /// Webhook URL; defaults to this configuration's own server.
+        #[arg(long)]
+        url: Option<String>,
+    },
+    /// Re-send a stored event (same bytes) with a fresh signature.
+    Resend {
+        event_id: String,
+        #[arg(long)]
+        url: Option<String>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -43,6 +74,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     match args.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(config).await,
         Command::Admin { command } => admin(config, command).await,
+        Command::Stripe { command } => stripe(config, command).await,
     }
 }
 
@@ -61,10 +93,16 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let conf = leptos::config::get_configuration(None)?;
     let leptos_options = conf.leptos_options;
     let addr = leptos_options.site_addr;
+    if config.dev_mode && config.stripe_secret_is_default {
+        tracing::info!(
+            "dev mode: Stripe webhook secret is {} (set STRIPE_WEBHOOK_SECRET to change it)",
+            app::ssr::state::DEV_WEBHOOK_SECRET
+        );
+    }
     let state = AppState {
         pool,
         leptos_options,
-        settings: Settings::default(),
+        settings: config.settings(),
     };
     let app = crate::web::router(state, config.secure_cookies()).await?;
     let listener = tokio::net::TcpListener::bind(&addr)
@@ -101,6 +139,62 @@ async fn admin(config: Config, command: AdminCommand) -> anyhow::Result<()> {
                 .context("cannot create the organisation")?;
             println!("{}", account.org_id);
         }
+    }
+    Ok(())
+}
+
+async fn stripe(config: Config, command: StripeCommand) -> anyhow::Result<()> {
+    use app::ssr::stripe::standin;
+
+    let secret = config.stripe_webhook_secrets[0].clone();
+    let (url, event_id, payload) = match command {
+        StripeCommand::Trigger {
+            event,
+            invoice,
+            amount,
+            payment_intent,
+            url,
+        } => {
+            let (id, payload) = match event.as_str() {
+                "checkout.session.completed" => {
+                    let invoice = invoice.context("checkout.session.completed needs --invoice ID")?;
+                    let pool = config.connect().await?;
+                    let due = standin::amount_due(&pool, invoice).await?;
+                    let (amount, currency) = match (amount, due) {
+                        (Some(amount), Some((_, currency))) => (amount, currency),
+                        (None, Some(due)) => due,
+                        (Some(amount), None) => (amount, "usd".to_owned()),
+                        (None, None) => anyhow::bail!(
+                            "invoice {invoice} is not in this database: pass --amount CENTS to send anyway"
+                        ),
+                    };
+                    standin::checkout_completed(invoice, amount, &currency)
+                }
+                "charge.refunded" => {
+                    let pi = payment_intent.context("charge.refunded needs --payment-intent PI")?;
+                    standin::charge_refunded(&pi)
+                }
+                other => anyhow::bail!(
+                    "unsupported event type {other}: use checkout.session.completed or charge.refunded"
+                ),
+            };
+            (url, id, payload)
+        }
+        StripeCommand::Resend { event_id, url } => {
+            let pool = config.connect().await?;
+            let payload = standin::stored_payload(&pool, &event_id)
+                .await?
+                .with_context(|| format!("no stored event {event_id}"))?;
+            (url, event_id, payload)
+        }
+    };
+    let url = url.unwrap_or_else(|| config.webhook_url());
+    let (status, body) = standin::deliver(&url, &secret, &payload)
+        .await
+        .with_context(|| format!("cannot reach {url}"))?;
+    println!("{event_id} {status}");
+    if !(200..300).contains(&status) {
+        anyhow::bail!("the webhook answered {status}: {body}");
     }
     Ok(())
 }

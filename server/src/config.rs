@@ -4,6 +4,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use anyhow::Context;
+use app::ssr::state::{Settings, DEV_WEBHOOK_SECRET};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 
@@ -16,6 +17,13 @@ pub struct Config {
     /// Public origin, used to decide whether cookies are `Secure` (https) or not.
     pub public_url: String,
     pub pool_size: u32,
+    /// `LEPTOS_ENV` is not PROD: dev defaults and conveniences are allowed.
+    pub dev_mode: bool,
+    pub site_addr: String,
+    pub stripe_webhook_secrets: Vec<String>,
+    /// True when the secret is the built-in dev default (printed at start-up in dev).
+    pub stripe_secret_is_default: bool,
+    pub stripe_tolerance_secs: i64,
 }
 
 impl Config {
@@ -25,13 +33,65 @@ impl Config {
             Ok(v) => v.parse().context("DATABASE_POOL_SIZE must be a number")?,
             Err(_) => 16,
         };
+        let dev_mode = !matches!(
+            std::env::var("LEPTOS_ENV")
+                .unwrap_or_default()
+                .to_ascii_lowercase()
+                .as_str(),
+            "prod" | "production"
+        );
+        let (stripe_webhook_secrets, stripe_secret_is_default) =
+            match std::env::var("STRIPE_WEBHOOK_SECRET") {
+                Ok(list) => {
+                    let secrets: Vec<String> = list
+                        .split(',')
+                        .map(|s| s.trim().to_owned())
+                        .filter(|s| !s.is_empty())
+                        .collect();
+                    if secrets.is_empty() {
+                        anyhow::bail!("STRIPE_WEBHOOK_SECRET is set but holds no secret");
+                    }
+                    (secrets, false)
+                }
+                Err(_) if dev_mode => (vec![DEV_WEBHOOK_SECRET.to_owned()], true),
+                Err(_) => anyhow::bail!(
+                    "STRIPE_WEBHOOK_SECRET must be set in production (LEPTOS_ENV=PROD)"
+                ),
+            };
+        let stripe_tolerance_secs = match std::env::var("STRIPE_WEBHOOK_TOLERANCE_SECS") {
+            Ok(v) => v
+                .parse()
+                .context("STRIPE_WEBHOOK_TOLERANCE_SECS must be a number of seconds")?,
+            Err(_) => 300,
+        };
         Ok(Config {
             database_url: std::env::var("DATABASE_URL")
                 .unwrap_or_else(|_| DEFAULT_DATABASE_URL.into()),
             public_url: std::env::var("INVOICER_PUBLIC_URL")
                 .unwrap_or_else(|_| "http://127.0.0.1:3000".into()),
             pool_size,
+            dev_mode,
+            site_addr: std::env::var("LEPTOS_SITE_ADDR")
+                .unwrap_or_else(|_| "127.0.0.1:3000".into()),
+            stripe_webhook_secrets,
+            stripe_secret_is_default,
+            stripe_tolerance_secs,
         })
+    }
+
+    pub fn settings(&self) -> Settings {
+        Settings {
+            stripe_webhook_secrets: self.stripe_webhook_secrets.clone(),
+            stripe_tolerance_secs: self.stripe_tolerance_secs,
+            dev_mode: self.dev_mode,
+            self_url: format!("http://{}", self.site_addr),
+            ..Settings::default()
+        }
+    }
+
+    /// Where `server stripe ...` delivers by default: this configuration's own server.
+    pub fn webhook_url(&self) -> String {
+        format!("http://{}/webhooks/stripe", self.site_addr)
     }
 
     pub fn secure_cookies(&self) -> bool {

@@ -54,6 +54,8 @@ pub async fn router(state: AppState, secure_cookies: bool) -> anyhow::Result<Rou
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(middleware::from_fn(require_login))
         .layer(auth)
+        // Added after the session layers: webhooks carry no cookies and need no session.
+        .merge(crate::webhook::routes())
         .with_state(state);
     Ok(app)
 }

@@ -5,9 +5,11 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use uuid::Uuid;
 
 use super::layout::{error_banner, NotFound};
-use crate::api::{get_invoice, list_invoices, CreateInvoice};
+use crate::api::{get_invoice, list_invoices, CreateInvoice, SimulatePayment};
 use crate::error::{AppError, FieldErrors};
-use crate::model::{format_money, InvoiceForm, LineForm, COMMON_CURRENCIES, MAX_LINES};
+use crate::model::{
+    format_money, InvoiceForm, InvoicePage, InvoiceStatus, LineForm, COMMON_CURRENCIES, MAX_LINES,
+};
 
 #[component]
 pub fn InvoiceListPage() -> impl IntoView {
@@ -80,16 +82,25 @@ pub fn InvoiceListPage() -> impl IntoView {
 #[component]
 pub fn InvoicePage() -> impl IntoView {
     let params = use_params_map();
+    let simulate = ServerAction::<SimulatePayment>::new();
+    // Refetched after each simulated payment.
     let invoice = Resource::new(
-        move || params.with(|p| p.get("id").unwrap_or_default()),
-        get_invoice,
+        move || {
+            (
+                params.with(|p| p.get("id").unwrap_or_default()),
+                simulate.version().get(),
+            )
+        },
+        |(id, _)| get_invoice(id),
     );
     view! {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match invoice.await {
-                    Ok(inv) => {
+                    Ok(InvoicePage { invoice: inv, simulate_payments }) => {
                         let currency = inv.currency.clone();
+                        let can_simulate = simulate_payments && inv.status == InvoiceStatus::Open;
+                        let invoice_id = inv.id.to_string();
                         view! {
                             <section class="card invoice">
                                 <div class="heading">
@@ -145,6 +156,25 @@ pub fn InvoicePage() -> impl IntoView {
                                         </tr>
                                     </tfoot>
                                 </table>
+                                {can_simulate
+                                    .then(|| {
+                                        view! {
+                                            <ActionForm action=simulate>
+                                                <input type="hidden" name="invoice_id" value=invoice_id.clone() />
+                                                <button type="submit" class="simulate" disabled=move || simulate.pending().get()>
+                                                    "Simulate payment (dev)"
+                                                </button>
+                                                " A signed Stripe checkout.session.completed, sent to /webhooks/stripe."
+                                            </ActionForm>
+                                        }
+                                    })}
+                                {move || {
+                                    simulate
+                                        .value()
+                                        .get()
+                                        .and_then(|r| r.err())
+                                        .and_then(|e| error_banner(&e))
+                                }}
                                 <p>
                                     <a href="/invoices">"All invoices"</a>
                                 </p>

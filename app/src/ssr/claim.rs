@@ -60,6 +60,15 @@ impl ClaimKey {
             key: form_key.to_string(),
         }
     }
+
+    /// A Stripe event, keyed by its event id (never the object id: one charge has several events).
+    pub fn stripe(account: &str, event_id: &str) -> Self {
+        ClaimKey {
+            scope: Scope::Stripe,
+            owner: account.to_owned(),
+            key: event_id.to_owned(),
+        }
+    }
 }
 
 /// A response stored with the claim so a replay can return it byte for byte.

@@ -6,7 +6,9 @@ pub mod claim;
 pub mod failpoint;
 pub mod form_surface;
 pub mod invoices;
+pub mod payments;
 pub mod state;
+pub mod stripe;
 
 pub use state::AppState;
 

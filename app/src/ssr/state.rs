@@ -16,12 +16,26 @@ pub struct AppState {
 pub struct Settings {
     /// How long a claim committed before its work stays ours before another attempt may take it.
     pub claim_lease: Duration,
+    /// `whsec_...` secrets; a signature under any of them is accepted (rotation).
+    pub stripe_webhook_secrets: Vec<String>,
+    /// Largest accepted |now − t| of a webhook signature, in seconds.
+    pub stripe_tolerance_secs: i64,
+    /// Development conveniences (the "Simulate payment" button) are offered.
+    pub dev_mode: bool,
+    /// Where this server can reach itself, for the simulated Stripe delivery.
+    pub self_url: String,
 }
+
+pub const DEV_WEBHOOK_SECRET: &str = "whsec_dev_invoicer";
 
 impl Default for Settings {
     fn default() -> Self {
         Settings {
             claim_lease: Duration::from_secs(300),
+            stripe_webhook_secrets: vec![DEV_WEBHOOK_SECRET.to_owned()],
+            stripe_tolerance_secs: 300,
+            dev_mode: true,
+            self_url: "http://127.0.0.1:3000".to_owned(),
         }
     }
 }

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod served;
+
 use std::process::Stdio;
 use std::str::FromStr;
 use std::time::{Duration, Instant};

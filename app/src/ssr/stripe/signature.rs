@@ -44,14 +44,26 @@ pub fn verify(
     now: i64,
     tolerance_secs: i64,
 ) -> Result<i64, SignatureError> {
-    let header = header.map(str::trim).filter(|h| !h.is_empty()).ok_or(SignatureError::Missing)?;
+    let header = header
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .ok_or(SignatureError::Missing)?;
     let mut timestamp = None;
     let mut candidates = Vec::new();
     let mut saw_v1 = false;
     for part in header.split(',') {
-        let (scheme, value) = part.trim().split_once('=').ok_or(SignatureError::Malformed)?;
+        let (scheme, value) = part
+            .trim()
+            .split_once('=')
+            .ok_or(SignatureError::Malformed)?;
         match scheme {
-            "t" => timestamp = Some(value.parse::<i64>().map_err(|_| SignatureError::Malformed)?),
+            "t" => {
+                timestamp = Some(
+                    value
+                        .parse::<i64>()
+                        .map_err(|_| SignatureError::Malformed)?,
+                )
+            }
             // A v1 that is not hex can never match; keep looking at the others.
             "v1" => {
                 saw_v1 = true;
@@ -67,7 +79,8 @@ pub fn verify(
     let signed = signed_payload(timestamp, body);
     let matched = secrets.iter().any(|secret| {
         candidates.iter().any(|candidate| {
-            let mut mac = HmacSha256::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
+            let mut mac =
+                HmacSha256::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
             mac.update(&signed);
             // Constant-time comparison.
             mac.verify_slice(candidate).is_ok()
@@ -126,7 +139,10 @@ mod tests {
 
     #[test]
     fn missing_or_empty_header() {
-        assert_eq!(verify(None, BODY, &secrets(), T, TOL), Err(SignatureError::Missing));
+        assert_eq!(
+            verify(None, BODY, &secrets(), T, TOL),
+            Err(SignatureError::Missing)
+        );
         assert_eq!(check(""), Err(SignatureError::Missing));
         assert_eq!(check("   "), Err(SignatureError::Missing));
     }
@@ -135,19 +151,32 @@ mod tests {
     fn garbage_header() {
         assert_eq!(check("garbage"), Err(SignatureError::Malformed));
         assert_eq!(check("t=abc,v1=00"), Err(SignatureError::Malformed));
-        assert_eq!(check(&format!("v1={KNOWN}")), Err(SignatureError::Malformed), "no timestamp");
+        assert_eq!(
+            check(&format!("v1={KNOWN}")),
+            Err(SignatureError::Malformed),
+            "no timestamp"
+        );
     }
 
     #[test]
     fn only_v0_is_not_enough() {
-        assert_eq!(check(&format!("t={T},v0={KNOWN}")), Err(SignatureError::NoV1));
+        assert_eq!(
+            check(&format!("t={T},v0={KNOWN}")),
+            Err(SignatureError::NoV1)
+        );
     }
 
     #[test]
     fn bad_v1_alone_fails_but_beside_a_good_one_is_ignored() {
-        assert_eq!(check(&format!("t={T},v1=bad")), Err(SignatureError::Mismatch));
+        assert_eq!(
+            check(&format!("t={T},v1=bad")),
+            Err(SignatureError::Mismatch)
+        );
         assert_eq!(check(&format!("t={T},v1={KNOWN},v1=bad")), Ok(T));
-        assert_eq!(check(&format!("t={T},v1=bad,v1={}", "0".repeat(64))), Err(SignatureError::Mismatch));
+        assert_eq!(
+            check(&format!("t={T},v1=bad,v1={}", "0".repeat(64))),
+            Err(SignatureError::Mismatch)
+        );
     }
 
     #[test]
@@ -155,7 +184,10 @@ mod tests {
         let wrong = v1("whsec_other", T, BODY);
         assert_eq!(check(&format!("t={T},v1={KNOWN},v1={wrong}")), Ok(T));
         assert_eq!(check(&format!("t={T},v1={wrong},v1={KNOWN}")), Ok(T));
-        assert_eq!(check(&format!("v0=abc,v1={wrong},t={T},v1={KNOWN},x9=1")), Ok(T));
+        assert_eq!(
+            check(&format!("v0=abc,v1={wrong},t={T},v1={KNOWN},x9=1")),
+            Ok(T)
+        );
     }
 
     #[test]
@@ -166,23 +198,44 @@ mod tests {
             Err(SignatureError::Mismatch)
         );
         let rotation = vec!["whsec_new".to_owned(), SECRET.to_owned()];
-        assert_eq!(verify(Some(&format!("t={T},v1={KNOWN}")), BODY, &rotation, T, TOL), Ok(T));
+        assert_eq!(
+            verify(Some(&format!("t={T},v1={KNOWN}")), BODY, &rotation, T, TOL),
+            Ok(T)
+        );
     }
 
     #[test]
     fn tampered_body() {
         let tampered = br#"{"id":"evt_test_webhook","object":"evil"}"#;
         assert_eq!(
-            verify(Some(&format!("t={T},v1={KNOWN}")), tampered, &secrets(), T, TOL),
+            verify(
+                Some(&format!("t={T},v1={KNOWN}")),
+                tampered,
+                &secrets(),
+                T,
+                TOL
+            ),
             Err(SignatureError::Mismatch)
         );
     }
 
     #[test]
     fn timestamp_tolerance() {
-        let at = |now: i64| verify(Some(&format!("t={T},v1={KNOWN}")), BODY, &secrets(), now, TOL);
+        let at = |now: i64| {
+            verify(
+                Some(&format!("t={T},v1={KNOWN}")),
+                BODY,
+                &secrets(),
+                now,
+                TOL,
+            )
+        };
         assert_eq!(at(T + 301), Err(SignatureError::Stale), "301 s old");
-        assert_eq!(at(T - 301), Err(SignatureError::Stale), "301 s in the future");
+        assert_eq!(
+            at(T - 301),
+            Err(SignatureError::Stale),
+            "301 s in the future"
+        );
         assert_eq!(at(T + 299), Ok(T));
         assert_eq!(at(T - 299), Ok(T));
     }

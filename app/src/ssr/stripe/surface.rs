@@ -1,0 +1,196 @@
+//! The Stripe webhook as a surface of the discipline: the key is Stripe's `event.id` (never the
+//! object id: one charge produces several events), claimed as `(stripe, account, event id)` in the
+//! same transaction that applies the event and stores it. The caller answers 200 only after this
+//! returns, that is after commit; any error rolls the claim back with the work, and Stripe retries.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value as JsonValue;
+use sqlx::PgPool;
+
+use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome};
+use crate::ssr::failpoint;
+use crate::ssr::payments::{self, Effect, EffectKind, PaymentReceived};
+
+pub const PROVIDER: &str = "stripe";
+/// Events of the platform account itself (no Connect `account` field).
+pub const DEFAULT_ACCOUNT: &str = "default";
+
+/// The part of a Stripe event every type shares.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Event {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub account: Option<String>,
+    pub data: EventData,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct EventData {
+    pub object: JsonValue,
+}
+
+impl Event {
+    pub fn account(&self) -> &str {
+        self.account.as_deref().unwrap_or(DEFAULT_ACCOUNT)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct CheckoutSession {
+    client_reference_id: Option<String>,
+    amount_total: Option<i64>,
+    currency: Option<String>,
+    payment_intent: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Charge {
+    payment_intent: Option<String>,
+    /// True once the whole charge is refunded; partial refunds leave the invoice as it is.
+    #[serde(default)]
+    refunded: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    /// First delivery: applied (or recorded) and committed.
+    Processed(EffectKind),
+    /// Processed before; nothing done again.
+    AlreadyProcessed,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeliveryError {
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+    #[error("event {0} is being processed by another delivery")]
+    InFlight(String),
+    #[error("{0}")]
+    Internal(&'static str),
+}
+
+/// Processes one delivery of `event` (whose raw bytes are `payload`) at most once.
+pub async fn process(
+    pool: &PgPool,
+    event: &Event,
+    payload: &str,
+    lease: Duration,
+) -> Result<Delivery, DeliveryError> {
+    let key = ClaimKey::stripe(event.account(), &event.id);
+    let mut tx = pool.begin().await?;
+    match claim::claim(&mut tx, &key, None, lease).await? {
+        Claimed::Won => {}
+        Claimed::Done(_) => return Ok(Delivery::AlreadyProcessed),
+        // Not reachable while claim and work share a transaction; never answer it with a 200.
+        Claimed::InFlight { .. } => return Err(DeliveryError::InFlight(event.id.clone())),
+        Claimed::Mismatch => {
+            return Err(DeliveryError::Internal(
+                "webhook claims carry no fingerprint",
+            ))
+        }
+    }
+    failpoint::hit("webhook.after_claim");
+
+    let effect = apply(&mut tx, event).await?;
+    // language=PostgreSQL
+    let stored = sqlx::query!(
+        r#"
+        insert into stripe_events (account, id, type, payload, outcome, detail, org_id, invoice_id)
+        values ($1, $2, $3, $4, $5, $6, $7, $8)
+        on conflict do nothing
+        "#,
+        event.account(),
+        event.id,
+        event.kind,
+        payload,
+        effect.outcome.as_str(),
+        effect.detail,
+        effect.org_id,
+        effect.invoice_id,
+    )
+    .execute(&mut *tx)
+    .await?;
+    if stored.rows_affected() == 0 {
+        // The claim row was gone (retention) but the event is on record: still a duplicate.
+        return Ok(Delivery::AlreadyProcessed);
+    }
+    claim::complete(
+        &mut tx,
+        &key,
+        &Outcome {
+            result_id: effect.payment_id,
+            response: None,
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    failpoint::hit("webhook.after_commit");
+    tracing::info!(event = %event.id, kind = %event.kind, outcome = effect.outcome.as_str(),
+        detail = effect.detail.as_deref().unwrap_or(""), "stripe event processed");
+    Ok(Delivery::Processed(effect.outcome))
+}
+
+async fn apply(tx: &mut sqlx::PgConnection, event: &Event) -> sqlx::Result<Effect> {
+    match event.kind.as_str() {
+        "checkout.session.completed" => {
+            let Ok(session) = serde_json::from_value::<CheckoutSession>(event.data.object.clone())
+            else {
+                return Ok(Effect::new(
+                    EffectKind::Anomaly,
+                    "unreadable checkout session".to_owned(),
+                ));
+            };
+            let (Some(payment_intent), Some(amount), Some(currency)) = (
+                session.payment_intent.as_deref(),
+                session.amount_total,
+                session.currency.as_deref(),
+            ) else {
+                return Ok(Effect::new(
+                    EffectKind::Anomaly,
+                    "checkout session without payment_intent, amount_total or currency".to_owned(),
+                ));
+            };
+            payments::record_payment(
+                tx,
+                &PaymentReceived {
+                    provider: PROVIDER,
+                    provider_payment_id: payment_intent,
+                    invoice_ref: session.client_reference_id.as_deref(),
+                    amount_cents: amount,
+                    currency,
+                    event_id: &event.id,
+                },
+            )
+            .await
+        }
+        "charge.refunded" => {
+            let Ok(charge) = serde_json::from_value::<Charge>(event.data.object.clone()) else {
+                return Ok(Effect::new(
+                    EffectKind::Anomaly,
+                    "unreadable charge".to_owned(),
+                ));
+            };
+            let Some(payment_intent) = charge.payment_intent.as_deref() else {
+                return Ok(Effect::new(
+                    EffectKind::Anomaly,
+                    "charge without payment_intent".to_owned(),
+                ));
+            };
+            if charge.refunded == Some(false) {
+                return Ok(Effect::new(
+                    EffectKind::Ignored,
+                    format!("partial refund of {payment_intent}: invoice unchanged"),
+                ));
+            }
+            payments::record_refund(tx, PROVIDER, payment_intent, &event.id).await
+        }
+        other => Ok(Effect::new(
+            EffectKind::Ignored,
+            format!("event type {other} is not handled"),
+        )),
+    }
+}

@@ -1,0 +1,73 @@
+//! `POST /webhooks/stripe`: raw body (1 MiB at most), signature first, then the claimed transaction.
+//! 200 only after commit; already processed is 200 too; any failure is a 5xx so Stripe retries.
+
+use app::ssr::stripe::signature;
+use app::ssr::stripe::surface::{self, Delivery, Event};
+use app::ssr::AppState;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+
+pub const MAX_BODY: usize = 1024 * 1024;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/webhooks/stripe", post(receive))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+}
+
+fn plain(status: StatusCode, text: impl Into<String>) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        text.into(),
+    )
+        .into_response()
+}
+
+async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    let settings = &state.settings;
+    let provided = headers
+        .get("stripe-signature")
+        .and_then(|v| v.to_str().ok());
+    let now = chrono::Utc::now().timestamp();
+    if let Err(e) = signature::verify(
+        provided,
+        &body,
+        &settings.stripe_webhook_secrets,
+        now,
+        settings.stripe_tolerance_secs,
+    ) {
+        tracing::warn!(reason = e.reason(), "stripe webhook refused: {e}");
+        // The reason is plain and safe: it names no secret and nothing internal.
+        return plain(StatusCode::BAD_REQUEST, e.to_string());
+    }
+    // Only now, with a genuine sender, is the body worth reading.
+    let Ok(payload) = std::str::from_utf8(&body) else {
+        return plain(StatusCode::BAD_REQUEST, "invalid payload");
+    };
+    let event: Event = match serde_json::from_str(payload) {
+        Ok(event) => event,
+        Err(e) => {
+            tracing::warn!(error = %e, "stripe webhook: signed but unreadable payload");
+            return plain(StatusCode::BAD_REQUEST, "invalid payload");
+        }
+    };
+    match surface::process(&state.pool, &event, payload, settings.claim_lease).await {
+        Ok(Delivery::Processed(_)) => plain(StatusCode::OK, "ok"),
+        Ok(Delivery::AlreadyProcessed) => plain(StatusCode::OK, "already processed"),
+        Err(surface::DeliveryError::InFlight(_)) => (
+            StatusCode::CONFLICT,
+            [(header::RETRY_AFTER, "5")],
+            "event is being processed",
+        )
+            .into_response(),
+        Err(e) => {
+            tracing::error!(event = %event.id, error = %e, "stripe webhook failed; Stripe will retry");
+            plain(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! The real router served in-process on a loopback port, over a `#[sqlx::test]` database.
+
+use app::ssr::state::Settings;
+use app::ssr::AppState;
+use leptos::config::LeptosOptions;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+pub const SECRET: &str = "whsec_test_current";
+pub const OLD_SECRET: &str = "whsec_test_previous";
+
+pub struct TestApp {
+    pub base: String,
+    pub pool: PgPool,
+    pub http: reqwest::Client,
+}
+
+impl TestApp {
+    pub async fn spawn(pool: PgPool) -> TestApp {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = AppState {
+            pool: pool.clone(),
+            leptos_options: LeptosOptions::builder().output_name("invoicer").build(),
+            settings: Settings {
+                stripe_webhook_secrets: vec![SECRET.to_owned(), OLD_SECRET.to_owned()],
+                self_url: format!("http://{addr}"),
+                ..Settings::default()
+            },
+        };
+        let router = server::web::router(state, false).await.unwrap();
+        tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+        TestApp {
+            base: format!("http://{addr}"),
+            pool,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// An org with one open invoice of `total` cents in `currency`; returns (org, invoice).
+    pub async fn invoice(&self, total: i64, currency: &str) -> (Uuid, Uuid) {
+        let email = format!("{}@example.com", Uuid::new_v4().simple());
+        let org =
+            app::ssr::accounts::create_org_with_owner(&self.pool, "Acme", &email, "correct horse")
+                .await
+                .unwrap()
+                .org_id;
+        let input = app::model::InvoiceInput {
+            customer_name: "Ada".into(),
+            customer_email: "ada@example.com".into(),
+            currency: currency.into(),
+            due_date: "2027-01-31".parse().unwrap(),
+            lines: vec![app::model::LineInput {
+                description: "Work".into(),
+                quantity: 1,
+                unit_amount_cents: total,
+            }],
+        };
+        let mut tx = self.pool.begin().await.unwrap();
+        let invoice = app::ssr::invoices::insert(&mut tx, org, None, &input)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        (org, invoice.id)
+    }
+
+    /// POSTs `payload` signed now with `secret`.
+    pub async fn deliver_with(&self, secret: &str, payload: &str) -> (u16, String) {
+        let header = app::ssr::stripe::signature::header(secret, chrono_now(), payload.as_bytes());
+        self.post_raw(Some(&header), payload.as_bytes().to_vec())
+            .await
+    }
+
+    pub async fn deliver(&self, payload: &str) -> (u16, String) {
+        self.deliver_with(SECRET, payload).await
+    }
+
+    pub async fn post_raw(&self, signature: Option<&str>, body: Vec<u8>) -> (u16, String) {
+        let mut req = self
+            .http
+            .post(format!("{}/webhooks/stripe", self.base))
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(sig) = signature {
+            req = req.header("stripe-signature", sig);
+        }
+        let res = req.send().await.unwrap();
+        (res.status().as_u16(), res.text().await.unwrap())
+    }
+
+    pub async fn count(&self, sql: &str) -> i64 {
+        sqlx::query_scalar(sql).fetch_one(&self.pool).await.unwrap()
+    }
+
+    pub async fn invoice_state(&self, invoice: Uuid) -> (String, i64) {
+        sqlx::query_as("select status, amount_paid_cents from invoices where id = $1")
+            .bind(invoice)
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
+    }
+}
+
+pub fn chrono_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// The payment intent inside a checkout.session.completed payload.
+pub fn payment_intent(payload: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(payload).unwrap();
+    v["data"]["object"]["payment_intent"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The same event under a new event id: what Stripe sends when one payment produces two events.
+pub fn with_new_event_id(payload: &str) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(payload).unwrap();
+    v["id"] = format!("evt_{}", Uuid::new_v4().simple()).into();
+    v.to_string()
+}
