@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use uuid::Uuid;
 
 use crate::error::AppError;
-use crate::model::{InvoiceForm, InvoicePage, InvoiceSummary, Viewer};
+use crate::model::{ApiKeySummary, InvoiceForm, InvoicePage, InvoiceSummary, Viewer};
 
 #[cfg(feature = "ssr")]
 fn state() -> Result<crate::ssr::AppState, AppError> {
@@ -195,5 +195,32 @@ pub async fn simulate_payment(invoice_id: String) -> Result<(), AppError> {
         Err(e) => return Err(AppError::internal("simulated payment not delivered", e)),
     }
     leptos_axum::redirect(&format!("/invoices/{}", invoice.id));
+    Ok(())
+}
+
+#[server(prefix = "/rpc", endpoint = "list_api_keys")]
+pub async fn list_api_keys() -> Result<Vec<ApiKeySummary>, AppError> {
+    let user = crate::ssr::auth::require_user().await?;
+    let state = state()?;
+    Ok(crate::ssr::api_keys::list(&state.pool, user.org_id).await?)
+}
+
+/// Creates an API key for the session's org and returns it: the only time it is shown.
+#[server(prefix = "/rpc", endpoint = "create_api_key")]
+pub async fn create_api_key(name: String) -> Result<String, AppError> {
+    let user = crate::ssr::auth::require_user().await?;
+    let state = state()?;
+    let key = crate::ssr::api_keys::create(&state.pool, user.org_id, Some(user.id), &name).await?;
+    Ok(key.plaintext)
+}
+
+#[server(prefix = "/rpc", endpoint = "revoke_api_key")]
+pub async fn revoke_api_key(id: String) -> Result<(), AppError> {
+    let user = crate::ssr::auth::require_user().await?;
+    let state = state()?;
+    let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    if !crate::ssr::api_keys::revoke(&state.pool, user.org_id, id).await? {
+        return Err(AppError::NotFound.respond());
+    }
     Ok(())
 }

@@ -18,6 +18,7 @@ use leptos_router::{path, SsrMode};
 use pages::auth::{LoginPage, SignupPage};
 use pages::invoices::{InvoiceListPage, InvoicePage, NewInvoicePage};
 use pages::layout::{Nav, NotFound};
+use pages::settings::ApiKeysPage;
 
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     view! {
@@ -62,6 +63,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/invoices") view=InvoiceListPage ssr=SsrMode::Async />
                     <Route path=path!("/invoices/new") view=NewInvoicePage ssr=SsrMode::Async />
                     <Route path=path!("/invoices/:id") view=InvoicePage ssr=SsrMode::Async />
+                    <Route path=path!("/settings/api-keys") view=ApiKeysPage ssr=SsrMode::Async />
                 </Routes>
             </main>
         </Router>

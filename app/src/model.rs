@@ -10,6 +10,7 @@ use crate::error::FieldErrors;
 pub const MAX_LINES: usize = 100;
 
 /// The invoice shape of CONTRACT.md, as the API receives it and as the form becomes once parsed.
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
 pub struct InvoiceInput {
     #[validate(
@@ -30,6 +31,7 @@ pub struct InvoiceInput {
     pub lines: Vec<LineInput>,
 }
 
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
 pub struct LineInput {
     #[validate(
@@ -326,6 +328,7 @@ pub fn format_money(minor: i64, currency: &str) -> String {
     }
 }
 
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum InvoiceStatus {
@@ -357,6 +360,7 @@ impl InvoiceStatus {
 }
 
 /// The invoice as CONTRACT.md shows it.
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Invoice {
     pub id: Uuid,
@@ -372,6 +376,7 @@ pub struct Invoice {
     pub created_at: DateTime<Utc>,
 }
 
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InvoiceLine {
     pub description: String,
@@ -404,6 +409,17 @@ pub struct InvoiceSummary {
 
 pub fn invoice_number(n: i32) -> String {
     format!("INV-{n:06}")
+}
+
+/// An API key as the settings page lists it (never the key itself).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiKeySummary {
+    pub id: Uuid,
+    pub name: String,
+    pub prefix: String,
+    pub created_at: DateTime<Utc>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
 }
 
 /// Who is logged in, as pages see it.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use app::model::{InvoiceInput, LineInput};
 use app::ssr::accounts::create_org_with_owner;
-use app::ssr::claim::{self, ClaimKey, Claimed, Outcome, Scope};
+use app::ssr::claim::{self, ClaimKey, Claimed, Outcome, Rules, Scope};
 use app::ssr::form_surface::{create_invoice_once, FormOutcome};
 use app::ssr::invoices;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -131,7 +131,9 @@ async fn a_transaction_that_fails_after_claiming_leaves_the_key_free(pool: PgPoo
     {
         let mut tx = pool.begin().await.unwrap();
         assert_eq!(
-            claim::claim(&mut tx, &key, None, LEASE).await.unwrap(),
+            claim::claim(&mut tx, &key, &Rules::new(LEASE))
+                .await
+                .unwrap(),
             Claimed::Won
         );
         invoices::insert(&mut tx, org, None, &input("Ada"))
@@ -215,6 +217,13 @@ async fn a_lost_claim_row_still_cannot_duplicate_the_invoice(pool: PgPool) {
 
 // The primitive's other outcomes, which the webhook, API and job surfaces build on.
 
+fn fingerprinted(fingerprint: &[u8]) -> Rules<'_> {
+    Rules {
+        fingerprint: Some(fingerprint),
+        ..Rules::new(LEASE)
+    }
+}
+
 fn api_key(key: &str) -> ClaimKey {
     ClaimKey {
         scope: Scope::Api,
@@ -228,7 +237,7 @@ async fn a_reused_key_with_another_fingerprint_is_a_mismatch(pool: PgPool) {
     let key = api_key("k1");
     let mut tx = pool.begin().await.unwrap();
     assert_eq!(
-        claim::claim(&mut tx, &key, Some(b"request-a"), LEASE)
+        claim::claim(&mut tx, &key, &fingerprinted(b"request-a"))
             .await
             .unwrap(),
         Claimed::Won
@@ -240,13 +249,13 @@ async fn a_reused_key_with_another_fingerprint_is_a_mismatch(pool: PgPool) {
 
     let mut conn = pool.acquire().await.unwrap();
     assert_eq!(
-        claim::claim(&mut conn, &key, Some(b"request-b"), LEASE)
+        claim::claim(&mut conn, &key, &fingerprinted(b"request-b"))
             .await
             .unwrap(),
         Claimed::Mismatch
     );
     assert_eq!(
-        claim::claim(&mut conn, &key, Some(b"request-a"), LEASE)
+        claim::claim(&mut conn, &key, &fingerprinted(b"request-a"))
             .await
             .unwrap(),
         Claimed::Done(Outcome::default())
@@ -259,10 +268,15 @@ async fn a_fresh_lease_is_in_flight_and_a_stale_one_can_be_taken_over(pool: PgPo
     let mut conn = pool.acquire().await.unwrap();
     // Committed in progress (autocommit), as work that leaves the database does.
     assert_eq!(
-        claim::claim(&mut conn, &key, None, LEASE).await.unwrap(),
+        claim::claim(&mut conn, &key, &Rules::new(LEASE))
+            .await
+            .unwrap(),
         Claimed::Won
     );
-    match claim::claim(&mut conn, &key, None, LEASE).await.unwrap() {
+    match claim::claim(&mut conn, &key, &Rules::new(LEASE))
+        .await
+        .unwrap()
+    {
         Claimed::InFlight { retry_after } => {
             assert!(retry_after <= LEASE && retry_after.as_secs() >= 1)
         }
@@ -273,12 +287,16 @@ async fn a_fresh_lease_is_in_flight_and_a_stale_one_can_be_taken_over(pool: PgPo
         .await
         .unwrap();
     assert_eq!(
-        claim::claim(&mut conn, &key, None, LEASE).await.unwrap(),
+        claim::claim(&mut conn, &key, &Rules::new(LEASE))
+            .await
+            .unwrap(),
         Claimed::Won,
         "stale lease taken over"
     );
     assert!(matches!(
-        claim::claim(&mut conn, &key, None, LEASE).await.unwrap(),
+        claim::claim(&mut conn, &key, &Rules::new(LEASE))
+            .await
+            .unwrap(),
         Claimed::InFlight { .. }
     ));
 }

@@ -67,6 +67,13 @@ pub enum AdminCommand {
         #[arg(long)]
         password: String,
     },
+    /// Create an API key for the org of the user with this email; prints the key, once.
+    CreateApiKey {
+        #[arg(long)]
+        email: String,
+        #[arg(long, default_value = "CLI key")]
+        name: String,
+    },
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
@@ -104,6 +111,10 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         leptos_options,
         settings: config.settings(),
     };
+    tokio::spawn(sweep_expired_api_claims(
+        state.pool.clone(),
+        config.idempotency_key_ttl,
+    ));
     let app = crate::web::router(state, config.secure_cookies()).await?;
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
@@ -138,6 +149,13 @@ async fn admin(config: Config, command: AdminCommand) -> anyhow::Result<()> {
                 .await
                 .context("cannot create the organisation")?;
             println!("{}", account.org_id);
+        }
+        AdminCommand::CreateApiKey { email, name } => {
+            let (user, org) = app::ssr::api_keys::org_of_user(&pool, &email)
+                .await?
+                .with_context(|| format!("no user with email {email}"))?;
+            let key = app::ssr::api_keys::create(&pool, org, Some(user), &name).await?;
+            println!("{}", key.plaintext);
         }
     }
     Ok(())
@@ -197,4 +215,18 @@ async fn stripe(config: Config, command: StripeCommand) -> anyhow::Result<()> {
         anyhow::bail!("the webhook answered {status}: {body}");
     }
     Ok(())
+}
+
+/// Expired API claims are forgotten lazily when their key comes back; this also deletes the ones that
+/// never do, in batches, every ten minutes.
+async fn sweep_expired_api_claims(pool: sqlx::PgPool, ttl: std::time::Duration) {
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(600));
+    loop {
+        every.tick().await;
+        match app::ssr::claim::sweep_expired(&pool, app::ssr::claim::Scope::Api, ttl, 1000).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(deleted = n, "swept expired API idempotency keys"),
+            Err(e) => tracing::warn!(error = %e, "sweeping expired API idempotency keys failed"),
+        }
+    }
 }

@@ -24,6 +24,7 @@ pub struct Config {
     /// True when the secret is the built-in dev default (printed at start-up in dev).
     pub stripe_secret_is_default: bool,
     pub stripe_tolerance_secs: i64,
+    pub idempotency_key_ttl: Duration,
 }
 
 impl Config {
@@ -64,6 +65,15 @@ impl Config {
                 .context("STRIPE_WEBHOOK_TOLERANCE_SECS must be a number of seconds")?,
             Err(_) => 300,
         };
+        let idempotency_key_ttl_hours: u64 = match std::env::var("IDEMPOTENCY_KEY_TTL_HOURS") {
+            Ok(v) => v
+                .parse()
+                .context("IDEMPOTENCY_KEY_TTL_HOURS must be a whole number of hours")?,
+            Err(_) => 24,
+        };
+        if idempotency_key_ttl_hours == 0 {
+            anyhow::bail!("IDEMPOTENCY_KEY_TTL_HOURS must be at least 1");
+        }
         Ok(Config {
             database_url: std::env::var("DATABASE_URL")
                 .unwrap_or_else(|_| DEFAULT_DATABASE_URL.into()),
@@ -76,6 +86,7 @@ impl Config {
             stripe_webhook_secrets,
             stripe_secret_is_default,
             stripe_tolerance_secs,
+            idempotency_key_ttl: Duration::from_secs(idempotency_key_ttl_hours * 3600),
         })
     }
 
@@ -85,6 +96,7 @@ impl Config {
             stripe_tolerance_secs: self.stripe_tolerance_secs,
             dev_mode: self.dev_mode,
             self_url: format!("http://{}", self.site_addr),
+            idempotency_key_ttl: self.idempotency_key_ttl,
             ..Settings::default()
         }
     }

@@ -1,5 +1,6 @@
 //! The invoicer binary's parts: configuration, HTTP wiring and the command line.
 
+pub mod api;
 pub mod cli;
 pub mod config;
 pub mod web;

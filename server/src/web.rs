@@ -56,6 +56,7 @@ pub async fn router(state: AppState, secure_cookies: bool) -> anyhow::Result<Rou
         .layer(auth)
         // Added after the session layers: webhooks carry no cookies and need no session.
         .merge(crate::webhook::routes())
+        .merge(crate::api::routes())
         .with_state(state);
     Ok(app)
 }

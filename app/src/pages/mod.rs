@@ -1,3 +1,4 @@
 pub mod auth;
 pub mod invoices;
 pub mod layout;
+pub mod settings;

@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use serde_json::Value as JsonValue;
-use sqlx::PgConnection;
+use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +52,15 @@ pub struct ClaimKey {
 }
 
 impl ClaimKey {
+    /// An API client's request, keyed by its `Idempotency-Key`.
+    pub fn api(api_key_id: Uuid, idempotency_key: &str) -> Self {
+        ClaimKey {
+            scope: Scope::Api,
+            owner: api_key_id.to_string(),
+            key: idempotency_key.to_owned(),
+        }
+    }
+
     /// A create form rendered for `org`, keyed by the UUID minted at render.
     pub fn form(org: Uuid, form_key: Uuid) -> Self {
         ClaimKey {
@@ -100,16 +109,57 @@ pub enum Claimed {
     Mismatch,
 }
 
-/// Claims `key` inside the caller's transaction. `fingerprint` (API requests) makes a reused key with
-/// a different request a `Mismatch`; `lease` is how long an uncommitted-to-done claim stays ours.
+/// How a claim behaves beyond the key itself.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules<'a> {
+    /// Hash of what was asked (API requests): a reused key with another request is a `Mismatch`.
+    pub fingerprint: Option<&'a [u8]>,
+    /// How long a claim committed before its work (three-state claims) stays ours.
+    pub lease: Duration,
+    /// A claim older than this is forgotten and its key may be used again (API keys' TTL).
+    pub expires_after: Option<Duration>,
+    /// Do not wait behind another open transaction holding the same key: answer `InFlight` at once
+    /// (an HTTP client is waiting, and blocking its connection for the other's whole transaction
+    /// helps nobody). Uses a transaction-scoped advisory lock on the key.
+    pub nowait: bool,
+}
+
+impl Rules<'static> {
+    pub fn new(lease: Duration) -> Self {
+        Rules {
+            fingerprint: None,
+            lease,
+            expires_after: None,
+            nowait: false,
+        }
+    }
+}
+
+/// Claims `key` inside the caller's transaction.
 pub async fn claim(
     conn: &mut PgConnection,
     key: &ClaimKey,
-    fingerprint: Option<&[u8]>,
-    lease: Duration,
+    rules: &Rules<'_>,
 ) -> sqlx::Result<Claimed> {
-    let lease_secs = lease.as_secs_f64();
-    // Two rounds at most: the row we collided with can be swept (expired) before we read it.
+    let lease_secs = rules.lease.as_secs_f64();
+    let ttl_secs = rules.expires_after.map(|d| d.as_secs_f64());
+    if rules.nowait {
+        // language=PostgreSQL
+        let free = sqlx::query_scalar!(
+            r#"select pg_try_advisory_xact_lock(hashtextextended($1 || '/' || $2 || '/' || $3, 0)) as "free!""#,
+            key.scope.as_str(),
+            key.owner,
+            key.key,
+        )
+        .fetch_one(&mut *conn)
+        .await?;
+        if !free {
+            return Ok(Claimed::InFlight {
+                retry_after: Duration::from_secs(1),
+            });
+        }
+    }
+    // A few rounds at most: the row we collided with can expire or be swept before we read it.
     for _ in 0..3 {
         // language=PostgreSQL
         let won = sqlx::query_scalar!(
@@ -122,7 +172,7 @@ pub async fn claim(
             key.scope.as_str(),
             key.owner,
             key.key,
-            fingerprint,
+            rules.fingerprint,
             lease_secs,
         )
         .fetch_optional(&mut *conn)
@@ -135,13 +185,15 @@ pub async fn claim(
         let Some(row) = sqlx::query!(
             r#"
             select status, fingerprint, result_id, response_status, response_headers, response_body,
-                   extract(epoch from greatest(locked_until - now(), interval '0'))::float8 as "lease_left!"
+                   extract(epoch from greatest(locked_until - now(), interval '0'))::float8 as "lease_left!",
+                   coalesce(created_at < now() - make_interval(secs => $4), false) as "expired!"
             from claims
             where scope = $1 and owner = $2 and key = $3
             "#,
             key.scope.as_str(),
             key.owner,
             key.key,
+            ttl_secs,
         )
         .fetch_optional(&mut *conn)
         .await?
@@ -149,7 +201,24 @@ pub async fn claim(
             continue;
         };
 
-        if let (Some(asked), Some(stored)) = (fingerprint, row.fingerprint.as_deref()) {
+        if row.expired {
+            // Past its TTL the key names nothing any more: forget the old attempt, claim afresh.
+            // language=PostgreSQL
+            sqlx::query!(
+                r#"
+                delete from claims
+                where scope = $1 and owner = $2 and key = $3 and created_at < now() - make_interval(secs => $4)
+                "#,
+                key.scope.as_str(),
+                key.owner,
+                key.key,
+                ttl_secs,
+            )
+            .execute(&mut *conn)
+            .await?;
+            continue;
+        }
+        if let (Some(asked), Some(stored)) = (rules.fingerprint, row.fingerprint.as_deref()) {
             if asked != stored {
                 return Ok(Claimed::Mismatch);
             }
@@ -236,4 +305,38 @@ pub async fn complete(
         return Err(sqlx::Error::RowNotFound);
     }
     Ok(())
+}
+
+/// Deletes claims of `scope` older than `older_than`, `batch` rows per statement so no statement holds
+/// many locks or runs long; returns how many were deleted.
+pub async fn sweep_expired(
+    pool: &PgPool,
+    scope: Scope,
+    older_than: Duration,
+    batch: i64,
+) -> sqlx::Result<u64> {
+    let mut total = 0;
+    loop {
+        // language=PostgreSQL
+        let deleted = sqlx::query!(
+            r#"
+            delete from claims
+            where (scope, owner, key) in (
+                select scope, owner, key from claims
+                where scope = $1 and created_at < now() - make_interval(secs => $2)
+                limit $3
+            )
+            "#,
+            scope.as_str(),
+            older_than.as_secs_f64(),
+            batch,
+        )
+        .execute(pool)
+        .await?
+        .rows_affected();
+        total += deleted;
+        if deleted < batch as u64 {
+            return Ok(total);
+        }
+    }
 }

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use crate::error::AppError;
 use crate::model::InvoiceInput;
-use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome};
+use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome, Rules};
 use crate::ssr::{failpoint, invoices};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,7 +38,7 @@ pub async fn create_invoice_once(
     let key = ClaimKey::form(org, form_key);
     let source_key = format!("form:{form_key}");
     let mut tx = pool.begin().await?;
-    match claim::claim(&mut tx, &key, None, lease).await? {
+    match claim::claim(&mut tx, &key, &Rules::new(lease)).await? {
         Claimed::Won => {}
         Claimed::Done(Outcome {
             result_id: Some(id),

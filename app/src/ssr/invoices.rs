@@ -182,3 +182,68 @@ pub async fn get(conn: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<O
         created_at: r.created_at,
     }))
 }
+
+/// Newest first, with lines (the API's list). Two queries whatever the count.
+pub async fn list_full(
+    conn: &mut PgConnection,
+    org: Uuid,
+    limit: i64,
+) -> sqlx::Result<Vec<Invoice>> {
+    // language=PostgreSQL
+    let rows = sqlx::query!(
+        r#"
+        select id, number, status, customer_name, customer_email, currency,
+               due_date as "due_date: NaiveDate", total_cents, amount_paid_cents,
+               created_at as "created_at: DateTime<Utc>"
+        from invoices
+        where org_id = $1
+        order by created_at desc, number desc
+        limit $2
+        "#,
+        org,
+        limit
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    // language=PostgreSQL
+    let lines = sqlx::query!(
+        r#"
+        select invoice_id, description, quantity, unit_amount_cents
+        from invoice_lines
+        where invoice_id = any($1)
+        order by invoice_id, position
+        "#,
+        &ids
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut by_invoice: std::collections::HashMap<Uuid, Vec<InvoiceLine>> = Default::default();
+    for l in lines {
+        by_invoice
+            .entry(l.invoice_id)
+            .or_default()
+            .push(InvoiceLine {
+                description: l.description,
+                quantity: l.quantity as i64,
+                unit_amount_cents: l.unit_amount_cents,
+                amount_cents: l.quantity as i64 * l.unit_amount_cents,
+            });
+    }
+    Ok(rows
+        .into_iter()
+        .map(|r| Invoice {
+            id: r.id,
+            number: invoice_number(r.number),
+            status: InvoiceStatus::parse(&r.status).unwrap_or(InvoiceStatus::Open),
+            customer_name: r.customer_name,
+            customer_email: r.customer_email,
+            currency: r.currency,
+            due_date: r.due_date,
+            lines: by_invoice.remove(&r.id).unwrap_or_default(),
+            total_cents: r.total_cents,
+            amount_paid_cents: r.amount_paid_cents,
+            created_at: r.created_at,
+        })
+        .collect())
+}

@@ -1,6 +1,8 @@
 //! Server-only code: the claim primitive, the domain functions, sessions.
 
 pub mod accounts;
+pub mod api_keys;
+pub mod api_surface;
 pub mod auth;
 pub mod claim;
 pub mod failpoint;

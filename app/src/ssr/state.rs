@@ -24,6 +24,8 @@ pub struct Settings {
     pub dev_mode: bool,
     /// Where this server can reach itself, for the simulated Stripe delivery.
     pub self_url: String,
+    /// How long an API Idempotency-Key names its first request (IDEMPOTENCY_KEY_TTL_HOURS).
+    pub idempotency_key_ttl: Duration,
 }
 
 pub const DEV_WEBHOOK_SECRET: &str = "whsec_dev_invoicer";
@@ -36,6 +38,7 @@ impl Default for Settings {
             stripe_tolerance_secs: 300,
             dev_mode: true,
             self_url: "http://127.0.0.1:3000".to_owned(),
+            idempotency_key_ttl: Duration::from_secs(24 * 3600),
         }
     }
 }

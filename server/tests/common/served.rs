@@ -88,6 +88,56 @@ impl TestApp {
         (res.status().as_u16(), res.text().await.unwrap())
     }
 
+    /// A new org with an API key; returns (org, key).
+    pub async fn api_client(&self) -> (Uuid, String) {
+        let email = format!("{}@example.com", Uuid::new_v4().simple());
+        let org = app::ssr::accounts::create_org_with_owner(
+            &self.pool,
+            "Api Co",
+            &email,
+            "correct horse",
+        )
+        .await
+        .unwrap()
+        .org_id;
+        let key = app::ssr::api_keys::create(&self.pool, org, None, "test")
+            .await
+            .unwrap();
+        (org, key.plaintext)
+    }
+
+    /// POST /api/v1/invoices with the given token, Idempotency-Key and raw body.
+    pub async fn post_invoice(
+        &self,
+        token: Option<&str>,
+        key: Option<&str>,
+        body: &str,
+    ) -> ApiResponse {
+        let mut req = self
+            .http
+            .post(format!("{}/api/v1/invoices", self.base))
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        if let Some(key) = key {
+            req = req.header("idempotency-key", key);
+        }
+        ApiResponse::read(req.send().await.unwrap()).await
+    }
+
+    pub async fn get(&self, token: &str, path: &str) -> ApiResponse {
+        let res = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        ApiResponse::read(res).await
+    }
+
     pub async fn count(&self, sql: &str) -> i64 {
         sqlx::query_scalar(sql).fetch_one(&self.pool).await.unwrap()
     }
@@ -122,4 +172,44 @@ pub fn with_new_event_id(payload: &str) -> String {
     let mut v: serde_json::Value = serde_json::from_str(payload).unwrap();
     v["id"] = format!("evt_{}", Uuid::new_v4().simple()).into();
     v.to_string()
+}
+
+#[derive(Debug, Clone)]
+pub struct ApiResponse {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl ApiResponse {
+    async fn read(res: reqwest::Response) -> ApiResponse {
+        ApiResponse {
+            status: res.status().as_u16(),
+            headers: res.headers().clone(),
+            body: res.bytes().await.unwrap().to_vec(),
+        }
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap()
+    }
+}
+
+/// A valid create-invoice body.
+pub fn invoice_body(customer: &str) -> String {
+    serde_json::json!({
+        "customer_name": customer,
+        "customer_email": "ap@example.com",
+        "currency": "eur",
+        "due_date": "2027-02-28",
+        "lines": [
+            { "description": "Hosting", "quantity": 12, "unit_amount_cents": 2_500 },
+            { "description": "Support", "quantity": 1, "unit_amount_cents": 9_900 }
+        ]
+    })
+    .to_string()
 }

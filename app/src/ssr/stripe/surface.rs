@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value as JsonValue;
 use sqlx::PgPool;
 
-use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome};
+use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome, Rules};
 use crate::ssr::failpoint;
 use crate::ssr::payments::{self, Effect, EffectKind, PaymentReceived};
 
@@ -82,7 +82,7 @@ pub async fn process(
 ) -> Result<Delivery, DeliveryError> {
     let key = ClaimKey::stripe(event.account(), &event.id);
     let mut tx = pool.begin().await?;
-    match claim::claim(&mut tx, &key, None, lease).await? {
+    match claim::claim(&mut tx, &key, &Rules::new(lease)).await? {
         Claimed::Won => {}
         Claimed::Done(_) => return Ok(Delivery::AlreadyProcessed),
         // Not reachable while claim and work share a transaction; never answer it with a 200.

@@ -1,0 +1,204 @@
+//! The public API's create call as a surface of the discipline: the key is the client's
+//! `Idempotency-Key`, claimed as `(api, api key id, key)` with a fingerprint of the request, and the
+//! response (status, headers that matter, body bytes) is stored on the claim in the transaction that
+//! creates the invoice. A replay returns those bytes, whatever happened to the invoice since.
+
+use std::time::Duration;
+
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use sqlx::PgPool;
+
+use crate::model::InvoiceInput;
+use crate::ssr::api_keys::ApiClient;
+use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome, Rules, StoredResponse};
+use crate::ssr::{failpoint, invoices};
+
+/// A checked `Idempotency-Key`: 1..255 visible ASCII characters, or the same as a quoted
+/// structured-field string (`"abc"` means `abc`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyKey(String);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    #[error("the Idempotency-Key header is required")]
+    Missing,
+    #[error("the Idempotency-Key must be 1 to 255 visible ASCII characters (or a quoted string)")]
+    Malformed,
+}
+
+impl IdempotencyKey {
+    pub fn parse(header: Option<&[u8]>) -> Result<Self, KeyError> {
+        let raw = header.ok_or(KeyError::Missing)?;
+        let text = std::str::from_utf8(raw).map_err(|_| KeyError::Malformed)?;
+        let key = match text.strip_prefix('"') {
+            Some(rest) => unquote_sf_string(rest).ok_or(KeyError::Malformed)?,
+            None if text.bytes().all(|b| b.is_ascii_graphic()) => text.to_owned(),
+            None => return Err(KeyError::Malformed),
+        };
+        if key.is_empty() || key.len() > 255 {
+            return Err(KeyError::Malformed);
+        }
+        Ok(IdempotencyKey(key))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// RFC 8941 sf-string body after the opening quote: printable ASCII, `\"` and `\\` escapes, then the
+/// closing quote and nothing after it.
+fn unquote_sf_string(rest: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut chars = rest.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next()? {
+                e @ ('"' | '\\') => out.push(e),
+                _ => return None,
+            },
+            '"' => return chars.next().is_none().then_some(out),
+            c if (' '..='~').contains(&c) => out.push(c),
+            _ => return None,
+        }
+    }
+    None
+}
+
+impl TryFrom<String> for IdempotencyKey {
+    type Error = KeyError;
+    fn try_from(value: String) -> Result<Self, KeyError> {
+        IdempotencyKey::parse(Some(value.as_bytes()))
+    }
+}
+
+/// Method + path + the body's canonical JSON (keys sorted, insignificant whitespace gone), hashed: the
+/// same request written differently is still the same request.
+pub fn fingerprint(method: &str, path: &str, body: &serde_json::Value) -> Vec<u8> {
+    let mut hasher = Sha256::new();
+    hasher.update(method.as_bytes());
+    hasher.update(b"\n");
+    hasher.update(path.as_bytes());
+    hasher.update(b"\n");
+    hasher.update(body.to_string().as_bytes());
+    hasher.finalize().to_vec()
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ApiOutcome {
+    Created(StoredResponse),
+    Replayed(StoredResponse),
+    InFlight { retry_after: Duration },
+    Mismatch,
+}
+
+pub struct ApiRules {
+    pub lease: Duration,
+    pub key_ttl: Duration,
+}
+
+pub const INVOICES_PATH: &str = "/api/v1/invoices";
+
+/// Creates an invoice for this API request at most once per (client, key).
+pub async fn create_invoice_once(
+    pool: &PgPool,
+    client: ApiClient,
+    key: &IdempotencyKey,
+    fingerprint: &[u8],
+    input: &InvoiceInput,
+    rules: &ApiRules,
+) -> sqlx::Result<ApiOutcome> {
+    let claim_key = ClaimKey::api(client.key_id, key.as_str());
+    let mut tx = pool.begin().await?;
+    let claimed = claim::claim(
+        &mut tx,
+        &claim_key,
+        &Rules {
+            fingerprint: Some(fingerprint),
+            lease: rules.lease,
+            expires_after: Some(rules.key_ttl),
+            nowait: true,
+        },
+    )
+    .await?;
+    match claimed {
+        Claimed::Won => {}
+        Claimed::Done(Outcome {
+            response: Some(response),
+            ..
+        }) => return Ok(ApiOutcome::Replayed(response)),
+        Claimed::Done(outcome) => {
+            return Err(sqlx::Error::Protocol(format!(
+                "api claim {claim_key:?} is done without a stored response: {outcome:?}"
+            )))
+        }
+        Claimed::InFlight { retry_after } => return Ok(ApiOutcome::InFlight { retry_after }),
+        Claimed::Mismatch => return Ok(ApiOutcome::Mismatch),
+    }
+    failpoint::hit("api.after_claim");
+
+    let invoice = invoices::insert(&mut tx, client.org_id, None, input).await?;
+    let location = format!("{INVOICES_PATH}/{}", invoice.id);
+    let response = StoredResponse {
+        status: 201,
+        headers: json!({ "content-type": "application/json", "location": location }),
+        body: serde_json::to_vec(&invoice).expect("an invoice serialises"),
+    };
+    claim::complete(
+        &mut tx,
+        &claim_key,
+        &Outcome {
+            result_id: Some(invoice.id),
+            response: Some(response.clone()),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    failpoint::hit("api.after_commit");
+    Ok(ApiOutcome::Created(response))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<String, KeyError> {
+        IdempotencyKey::parse(Some(s.as_bytes())).map(|k| k.0)
+    }
+
+    #[test]
+    fn keys_are_checked() {
+        assert_eq!(IdempotencyKey::parse(None), Err(KeyError::Missing));
+        assert_eq!(parse(""), Err(KeyError::Malformed));
+        assert_eq!(parse("has space"), Err(KeyError::Malformed));
+        assert_eq!(parse("tab\there"), Err(KeyError::Malformed));
+        assert_eq!(parse("é"), Err(KeyError::Malformed));
+        assert_eq!(parse(&"k".repeat(256)), Err(KeyError::Malformed));
+        assert_eq!(parse(&"k".repeat(255)), Ok("k".repeat(255)));
+        assert_eq!(
+            parse("8e03978e-40d5-43e8-bc93-6894a57f9324"),
+            Ok("8e03978e-40d5-43e8-bc93-6894a57f9324".into())
+        );
+    }
+
+    #[test]
+    fn a_quoted_sf_string_means_the_same_key() {
+        assert_eq!(parse(r#""abc-123""#), parse("abc-123"));
+        assert_eq!(parse(r#""with \"escape\"""#), Ok(r#"with "escape""#.into()));
+        assert_eq!(parse(r#""""#), Err(KeyError::Malformed));
+        assert_eq!(parse(r#""unterminated"#), Err(KeyError::Malformed));
+        assert_eq!(parse(r#""trailing"x"#), Err(KeyError::Malformed));
+        assert_eq!(parse(r#""bad \n escape""#), Err(KeyError::Malformed));
+    }
+
+    #[test]
+    fn fingerprints_ignore_key_order_and_whitespace() {
+        let a: serde_json::Value = serde_json::from_str(r#"{"a":1,"b":[1,2]}"#).unwrap();
+        let b: serde_json::Value = serde_json::from_str("{ \"b\": [1, 2],\n \"a\": 1 }").unwrap();
+        let c: serde_json::Value = serde_json::from_str(r#"{"a":2,"b":[1,2]}"#).unwrap();
+        assert_eq!(fingerprint("POST", "/x", &a), fingerprint("POST", "/x", &b));
+        assert_ne!(fingerprint("POST", "/x", &a), fingerprint("POST", "/x", &c));
+        assert_ne!(fingerprint("POST", "/x", &a), fingerprint("POST", "/y", &a));
+    }
+}
