@@ -97,3 +97,25 @@ ensure_e2e_packages() {
     (cd end2end && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)
   fi
 }
+
+# schemathesis (PyPI) in a private virtualenv under target/, for the API contract test.
+SCHEMATHESIS_VERSION=4.32.5
+ensure_schemathesis() {
+  local venv=$ROOT/target/venv-schemathesis
+  if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
+    step "installing schemathesis $SCHEMATHESIS_VERSION (PyPI, into target/venv-schemathesis)"
+    command -v python3 >/dev/null || die "python3 is missing: install Python 3.11"
+    python3 -m venv "$venv" || die "cannot create a Python virtualenv (apt-get install python3-venv)"
+    "$venv/bin/pip" install -q "schemathesis==$SCHEMATHESIS_VERSION"
+  fi
+  SCHEMATHESIS=$venv/bin/schemathesis
+}
+
+# wait_for URL SECONDS: polls until URL answers 2xx, or fails after SECONDS.
+wait_for() {
+  local url=$1 deadline=$((SECONDS + $2))
+  until curl -fsS -o /dev/null "$url" 2>/dev/null; do
+    [ "$SECONDS" -lt "$deadline" ] || die "$url did not answer within $2 s"
+    sleep 0.2
+  done
+}

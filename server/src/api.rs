@@ -161,7 +161,7 @@ fn stored_to_response(stored: StoredResponse, replayed: bool) -> Response {
     tag = "invoices",
     request_body = InvoiceInput,
     params(
-        ("Idempotency-Key" = String, Header, description = "Names this attempt: 1..255 visible ASCII characters (a quoted structured-field string is accepted). Retries must reuse it. Keys expire after IDEMPOTENCY_KEY_TTL_HOURS (24)."),
+        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Names this attempt: 1..255 visible ASCII characters (a quoted structured-field string is accepted). Retries must reuse it. Keys expire after IDEMPOTENCY_KEY_TTL_HOURS (24)."),
     ),
     responses(
         (status = 201, description = "Created; replays return the stored response with `Idempotent-Replayed: true`", body = Invoice,
@@ -267,8 +267,10 @@ async fn create_invoice(
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// 1..100, default 20.
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
 }
 

@@ -226,6 +226,17 @@ async fn bad_requests_get_problems_and_consume_nothing(pool: PgPool) {
         .post_invoice(Some(&token), Some("k"), r#"{"customer_name": 5}"#)
         .await;
     assert_eq!(wrong_type.status, 422);
+    // Found by schemathesis: a NUL character reached Postgres and became a 500.
+    let mut nul: serde_json::Value = serde_json::from_str(&body).unwrap();
+    nul["customer_name"] = "Ada\u{0}".into();
+    let r = app
+        .post_invoice(Some(&token), Some("k"), &nul.to_string())
+        .await;
+    let message = r.json()["errors"]["customer_name"].clone();
+    assert_eq!(
+        (r.status, message.as_str()),
+        (422, Some("This can't contain NUL characters."))
+    );
     assert_eq!(
         app.count("select count(*) from claims").await,
         0,
@@ -383,4 +394,9 @@ async fn the_openapi_document_names_the_routes(pool: PgPool) {
     assert!(params
         .iter()
         .any(|p| p["name"] == "Idempotency-Key" && p["in"] == "header"));
+    let list = &paths["/api/v1/invoices"]["get"]["parameters"][0];
+    assert_eq!(
+        (&list["name"], &list["in"], &list["required"]),
+        (&"limit".into(), &"query".into(), &false.into())
+    );
 }

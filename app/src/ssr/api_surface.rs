@@ -31,8 +31,10 @@ impl IdempotencyKey {
     pub fn parse(header: Option<&[u8]>) -> Result<Self, KeyError> {
         let raw = header.ok_or(KeyError::Missing)?;
         let text = std::str::from_utf8(raw).map_err(|_| KeyError::Malformed)?;
-        let key = match text.strip_prefix('"') {
-            Some(rest) => unquote_sf_string(rest).ok_or(KeyError::Malformed)?,
+        // A valid sf-string means its content; anything else must be visible ASCII as it stands
+        // (so `"abc` with no closing quote is simply a key that starts with a quote).
+        let key = match text.strip_prefix('"').and_then(unquote_sf_string) {
+            Some(unquoted) => unquoted,
             None if text.bytes().all(|b| b.is_ascii_graphic()) => text.to_owned(),
             None => return Err(KeyError::Malformed),
         };
@@ -187,8 +189,10 @@ mod tests {
         assert_eq!(parse(r#""abc-123""#), parse("abc-123"));
         assert_eq!(parse(r#""with \"escape\"""#), Ok(r#"with "escape""#.into()));
         assert_eq!(parse(r#""""#), Err(KeyError::Malformed));
-        assert_eq!(parse(r#""unterminated"#), Err(KeyError::Malformed));
-        assert_eq!(parse(r#""trailing"x"#), Err(KeyError::Malformed));
+        // Not a valid sf-string, but visible ASCII: a plain key.
+        assert_eq!(parse(r#""unterminated"#), Ok(r#""unterminated"#.into()));
+        assert_eq!(parse(r#""trailing"x"#), Ok(r#""trailing"x"#.into()));
+        // Not an sf-string and not visible ASCII (a space): refused.
         assert_eq!(parse(r#""bad \n escape""#), Err(KeyError::Malformed));
     }
 
