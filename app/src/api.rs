@@ -145,9 +145,12 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
     let user = crate::ssr::auth::require_user().await?;
     let state = state()?;
     let invoice = own_invoice(&state, user.org_id, &id).await?;
+    let emails = crate::ssr::outbox::for_invoice(&state.pool, user.org_id, invoice.id).await?;
     Ok(InvoicePage {
         invoice,
         simulate_payments: state.settings.dev_mode,
+        send_key: Uuid::new_v4(),
+        emails,
     })
 }
 
@@ -222,5 +225,41 @@ pub async fn revoke_api_key(id: String) -> Result<(), AppError> {
     if !crate::ssr::api_keys::revoke(&state.pool, user.org_id, id).await? {
         return Err(AppError::NotFound.respond());
     }
+    Ok(())
+}
+
+/// "Send invoice": queues the email once per rendered button (`idempotency_key`), however often it
+/// is clicked.
+#[server(prefix = "/rpc", endpoint = "send_invoice")]
+pub async fn send_invoice(invoice_id: String, idempotency_key: String) -> Result<(), AppError> {
+    let user = crate::ssr::auth::require_user().await?;
+    let state = state()?;
+    let invoice = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
+    let key = Uuid::try_parse(&idempotency_key).map_err(|_| {
+        AppError::BadRequest("This button has no valid key. Reload the page.".into()).respond()
+    })?;
+    crate::ssr::form_surface::send_invoice_once(
+        &state.pool,
+        user.org_id,
+        key,
+        invoice,
+        state.settings.claim_lease,
+    )
+    .await
+    .map_err(AppError::respond)?;
+    leptos_axum::redirect(&format!("/invoices/{invoice}"));
+    Ok(())
+}
+
+/// Gives a dead email a fresh set of attempts.
+#[server(prefix = "/rpc", endpoint = "retry_email")]
+pub async fn retry_email(id: String, invoice_id: String) -> Result<(), AppError> {
+    let user = crate::ssr::auth::require_user().await?;
+    let state = state()?;
+    let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    if !crate::ssr::outbox::revive(&state.pool, user.org_id, id).await? {
+        return Err(AppError::NotFound.respond());
+    }
+    leptos_axum::redirect(&format!("/invoices/{invoice_id}"));
     Ok(())
 }

@@ -443,6 +443,20 @@ pub struct InvoicePage {
     pub invoice: Invoice,
     /// Development mode: offer "Simulate payment".
     pub simulate_payments: bool,
+    /// Names the "Send invoice" attempt of this rendering of the page.
+    pub send_key: Uuid,
+    pub emails: Vec<EmailRow>,
+}
+
+/// One outbox email of an invoice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmailRow {
+    pub id: Uuid,
+    pub kind: String,
+    /// queued | retrying | sent | dead
+    pub status: String,
+    pub attempts: i32,
+    pub last_error: Option<String>,
 }
 
 /// One row of the invoice list.

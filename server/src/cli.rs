@@ -15,8 +15,10 @@ pub struct Args {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Serve the web app (the default).
+    /// Serve the web app (the default). Runs WORKERS outbox workers too.
     Serve,
+    /// Run WORKERS outbox workers (default 1) without serving; several processes may share a database.
+    Worker,
     /// Account administration.
     Admin {
         #[command(subcommand)]
@@ -80,6 +82,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let config = Config::from_env()?;
     match args.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(config).await,
+        Command::Worker => {
+            failpoint::init();
+            let pool = connect_and_migrate(&config).await?;
+            let (stop, workers) = start_workers(&config, &pool, config.workers.max(1))?;
+            shutdown_signal().await;
+            stop_workers(stop, workers).await;
+            Ok(())
+        }
         Command::Admin { command } => admin(config, command).await,
         Command::Stripe { command } => stripe(config, command).await,
     }
@@ -115,6 +125,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         state.pool.clone(),
         config.idempotency_key_ttl,
     ));
+    let (stop, workers) = start_workers(&config, &state.pool, config.workers)?;
     let app = crate::web::router(state, config.secure_cookies()).await?;
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
@@ -123,7 +134,55 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     axum::serve(listener, app.into_make_service())
         .with_graceful_shutdown(shutdown_signal())
         .await?;
+    stop_workers(stop, workers).await;
     Ok(())
+}
+
+type Workers = Vec<tokio::task::JoinHandle<()>>;
+
+fn start_workers(
+    config: &Config,
+    pool: &sqlx::PgPool,
+    count: usize,
+) -> anyhow::Result<(tokio::sync::watch::Sender<bool>, Workers)> {
+    let mailer = app::ssr::mail::Mailer::new(config.smtp_url.as_deref(), &config.mail_dir)
+        .map_err(anyhow::Error::msg)?;
+    if count > 0 && config.smtp_url.is_none() {
+        tracing::info!(
+            "no SMTP_URL: emails are written to {}",
+            config.mail_dir.display()
+        );
+    }
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let workers = (0..count)
+        .map(|n| {
+            let worker = app::ssr::worker::WorkerConfig {
+                id: format!("{}-{}-{n}", hostname(), std::process::id()),
+                ..config.worker.clone()
+            };
+            tokio::spawn(app::ssr::worker::run(
+                pool.clone(),
+                mailer.clone(),
+                worker,
+                stopped.clone(),
+            ))
+        })
+        .collect();
+    Ok((stop, workers))
+}
+
+/// Graceful: workers stop leasing and finish the rows they hold.
+async fn stop_workers(stop: tokio::sync::watch::Sender<bool>, workers: Workers) {
+    let _ = stop.send(true);
+    for worker in workers {
+        let _ = worker.await;
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "host".into())
 }
 
 async fn shutdown_signal() {

@@ -25,6 +25,12 @@ pub struct Config {
     pub stripe_secret_is_default: bool,
     pub stripe_tolerance_secs: i64,
     pub idempotency_key_ttl: Duration,
+    /// `smtp://host:port`; unset: messages are written as .eml files to `mail_dir`.
+    pub smtp_url: Option<String>,
+    pub mail_dir: std::path::PathBuf,
+    /// Outbox workers inside `server` (0 disables them; `server worker` runs them on their own).
+    pub workers: usize,
+    pub worker: app::ssr::worker::WorkerConfig,
 }
 
 impl Config {
@@ -74,11 +80,33 @@ impl Config {
         if idempotency_key_ttl_hours == 0 {
             anyhow::bail!("IDEMPOTENCY_KEY_TTL_HOURS must be at least 1");
         }
+        let number = |name: &str, default: u64| -> anyhow::Result<u64> {
+            match std::env::var(name) {
+                Ok(v) => v
+                    .parse()
+                    .with_context(|| format!("{name} must be a whole number")),
+                Err(_) => Ok(default),
+            }
+        };
+        let public_url =
+            std::env::var("INVOICER_PUBLIC_URL").unwrap_or_else(|_| "http://127.0.0.1:3000".into());
+        let worker = app::ssr::worker::WorkerConfig {
+            lease: Duration::from_secs(number("WORKER_LEASE_SECS", 300)?),
+            backoff_base: Duration::from_millis(number("WORKER_BACKOFF_BASE_MS", 5_000)?),
+            poll: Duration::from_millis(number("WORKER_POLL_MS", 1_000)?),
+            public_url: public_url.clone(),
+            ..Default::default()
+        };
         Ok(Config {
+            smtp_url: std::env::var("SMTP_URL").ok().filter(|s| !s.is_empty()),
+            mail_dir: std::env::var("MAIL_DIR")
+                .unwrap_or_else(|_| "target/mail".into())
+                .into(),
+            workers: number("WORKERS", 1)? as usize,
+            worker,
             database_url: std::env::var("DATABASE_URL")
                 .unwrap_or_else(|_| DEFAULT_DATABASE_URL.into()),
-            public_url: std::env::var("INVOICER_PUBLIC_URL")
-                .unwrap_or_else(|_| "http://127.0.0.1:3000".into()),
+            public_url,
             pool_size,
             dev_mode,
             site_addr: std::env::var("LEPTOS_SITE_ADDR")

@@ -5,34 +5,11 @@ mod common;
 use common::{cli, Server, TestDb};
 use sqlx::PgPool;
 
-/// An org with one open invoice of 42.00 usd, made through the same code the form uses.
+/// An org with one open invoice of 42.00 usd.
 async fn seed_invoice(pool: &PgPool) -> uuid::Uuid {
-    let org = app::ssr::accounts::create_org_with_owner(
-        pool,
-        "Acme",
-        "owner@example.com",
-        "correct horse",
-    )
-    .await
-    .unwrap()
-    .org_id;
-    let input = app::model::InvoiceInput {
-        customer_name: "Ada".into(),
-        customer_email: "ada@example.com".into(),
-        currency: "usd".into(),
-        due_date: "2027-01-31".parse().unwrap(),
-        lines: vec![app::model::LineInput {
-            description: "Work".into(),
-            quantity: 1,
-            unit_amount_cents: 4_200,
-        }],
-    };
-    let mut tx = pool.begin().await.unwrap();
-    let invoice = app::ssr::invoices::insert(&mut tx, org, None, &input)
+    common::seed_invoice(pool, "owner@example.com", 4_200, "usd")
         .await
-        .unwrap();
-    tx.commit().await.unwrap();
-    invoice.id
+        .1
 }
 
 async fn deliver(base: &str, payload: &str) -> Result<u16, reqwest::Error> {

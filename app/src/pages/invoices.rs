@@ -5,7 +5,9 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use uuid::Uuid;
 
 use super::layout::{error_banner, NotFound};
-use crate::api::{get_invoice, list_invoices, CreateInvoice, SimulatePayment};
+use crate::api::{
+    get_invoice, list_invoices, CreateInvoice, RetryEmail, SendInvoice, SimulatePayment,
+};
 use crate::error::{AppError, FieldErrors};
 use crate::model::{
     format_money, InvoiceForm, InvoicePage, InvoiceStatus, LineForm, COMMON_CURRENCIES, MAX_LINES,
@@ -83,12 +85,14 @@ pub fn InvoiceListPage() -> impl IntoView {
 pub fn InvoicePage() -> impl IntoView {
     let params = use_params_map();
     let simulate = ServerAction::<SimulatePayment>::new();
-    // Refetched after each simulated payment.
+    let send = ServerAction::<SendInvoice>::new();
+    let retry = ServerAction::<RetryEmail>::new();
+    // Refetched after each action on the page.
     let invoice = Resource::new(
         move || {
             (
                 params.with(|p| p.get("id").unwrap_or_default()),
-                simulate.version().get(),
+                simulate.version().get() + send.version().get() + retry.version().get(),
             )
         },
         |(id, _)| get_invoice(id),
@@ -97,10 +101,11 @@ pub fn InvoicePage() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match invoice.await {
-                    Ok(InvoicePage { invoice: inv, simulate_payments }) => {
+                    Ok(InvoicePage { invoice: inv, simulate_payments, send_key, emails }) => {
                         let currency = inv.currency.clone();
                         let can_simulate = simulate_payments && inv.status == InvoiceStatus::Open;
                         let invoice_id = inv.id.to_string();
+                        let (simulate_id, send_id) = (invoice_id.clone(), invoice_id.clone());
                         view! {
                             <section class="card invoice">
                                 <div class="heading">
@@ -160,7 +165,7 @@ pub fn InvoicePage() -> impl IntoView {
                                     .then(|| {
                                         view! {
                                             <ActionForm action=simulate>
-                                                <input type="hidden" name="invoice_id" value=invoice_id.clone() />
+                                                <input type="hidden" name="invoice_id" value=simulate_id.clone() />
                                                 <button type="submit" class="simulate" disabled=move || simulate.pending().get()>
                                                     "Simulate payment (dev)"
                                                 </button>
@@ -175,6 +180,48 @@ pub fn InvoicePage() -> impl IntoView {
                                         .and_then(|r| r.err())
                                         .and_then(|e| error_banner(&e))
                                 }}
+                                <ActionForm action=send>
+                                    <input type="hidden" name="invoice_id" value=send_id />
+                                    <input type="hidden" name="idempotency_key" value=send_key.to_string() />
+                                    <button type="submit" class="send" disabled=move || send.pending().get()>
+                                        "Send invoice to " {inv.customer_email.clone()}
+                                    </button>
+                                </ActionForm>
+                                {move || send.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                                {(!emails.is_empty())
+                                    .then(|| {
+                                        view! {
+                                            <h2>"Emails"</h2>
+                                            <table class="emails">
+                                                <tbody>
+                                                    {emails
+                                                        .into_iter()
+                                                        .map(|e| {
+                                                            let dead = e.status == "dead";
+                                                            let (email_id, inv_id) = (e.id.to_string(), invoice_id.clone());
+                                                            view! {
+                                                                <tr class=format!("email {}", e.status)>
+                                                                    <td>{if e.kind == "payment_receipt" { "Payment receipt" } else { "Invoice" }}</td>
+                                                                    <td><span class=format!("status {}", e.status)>{e.status.clone()}</span></td>
+                                                                    <td>{format!("{} attempt(s)", e.attempts)}</td>
+                                                                    <td class="error">{e.last_error.unwrap_or_default()}</td>
+                                                                    <td>
+                                                                        {dead.then(|| view! {
+                                                                            <ActionForm action=retry>
+                                                                                <input type="hidden" name="id" value=email_id.clone() />
+                                                                                <input type="hidden" name="invoice_id" value=inv_id.clone() />
+                                                                                <button type="submit" class="link">"Retry"</button>
+                                                                            </ActionForm>
+                                                                        })}
+                                                                    </td>
+                                                                </tr>
+                                                            }
+                                                        })
+                                                        .collect_view()}
+                                                </tbody>
+                                            </table>
+                                        }
+                                    })}
                                 <p>
                                     <a href="/invoices">"All invoices"</a>
                                 </p>

@@ -70,6 +70,15 @@ impl ClaimKey {
         }
     }
 
+    /// A job run (an outbox row), keyed by its stable run id.
+    pub fn job(queue: &str, run_id: Uuid) -> Self {
+        ClaimKey {
+            scope: Scope::Job,
+            owner: queue.to_owned(),
+            key: run_id.to_string(),
+        }
+    }
+
     /// A Stripe event, keyed by its event id (never the object id: one charge has several events).
     pub fn stripe(account: &str, event_id: &str) -> Self {
         ClaimKey {
@@ -339,4 +348,74 @@ pub async fn sweep_expired(
             return Ok(total);
         }
     }
+}
+
+/// The fencing token of an in-progress claim: when its current holder claimed it. A takeover changes
+/// it, so a holder whose lease was taken over can no longer complete or release the claim.
+pub type LeaseToken = chrono::DateTime<chrono::Utc>;
+
+/// The token of the in-progress claim on `key`, read right after winning it.
+pub async fn lease_token(conn: &mut PgConnection, key: &ClaimKey) -> sqlx::Result<LeaseToken> {
+    // language=PostgreSQL
+    sqlx::query_scalar!(
+        r#"
+        select claimed_at as "claimed_at: LeaseToken"
+        from claims
+        where scope = $1 and owner = $2 and key = $3 and status = 'in_progress'
+        "#,
+        key.scope.as_str(),
+        key.owner,
+        key.key,
+    )
+    .fetch_one(&mut *conn)
+    .await
+}
+
+/// `complete` for a claim committed before its work: only if `token` still holds it. False means the
+/// lease was taken over: someone else owns the attempt now, and this holder must not record anything.
+pub async fn complete_fenced(
+    conn: &mut PgConnection,
+    key: &ClaimKey,
+    token: LeaseToken,
+    outcome: &Outcome,
+) -> sqlx::Result<bool> {
+    // language=PostgreSQL
+    let done = sqlx::query!(
+        r#"
+        update claims
+        set status = 'done', completed_at = now(), locked_until = null, result_id = $5
+        where scope = $1 and owner = $2 and key = $3 and status = 'in_progress' and claimed_at = $4
+        "#,
+        key.scope.as_str(),
+        key.owner,
+        key.key,
+        token as _,
+        outcome.result_id,
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Gives up a claim committed before its work (the work failed and will be tried again later), only
+/// if `token` still holds it.
+pub async fn release_fenced(
+    conn: &mut PgConnection,
+    key: &ClaimKey,
+    token: LeaseToken,
+) -> sqlx::Result<bool> {
+    // language=PostgreSQL
+    let released = sqlx::query!(
+        r#"
+        delete from claims
+        where scope = $1 and owner = $2 and key = $3 and status = 'in_progress' and claimed_at = $4
+        "#,
+        key.scope.as_str(),
+        key.owner,
+        key.key,
+        token as _,
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(released.rows_affected() == 1)
 }

@@ -9,7 +9,7 @@ use uuid::Uuid;
 use crate::error::AppError;
 use crate::model::InvoiceInput;
 use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome, Rules};
-use crate::ssr::{failpoint, invoices};
+use crate::ssr::{failpoint, invoices, outbox};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FormOutcome {
@@ -102,4 +102,75 @@ async fn replay_by_source_key(
     .fetch_one(pool)
     .await?;
     Ok(FormOutcome::Replayed(id))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendOutcome {
+    /// This click queued the email (the outbox row id).
+    Queued(Uuid),
+    /// An earlier click of the same rendered button did.
+    AlreadyQueued(Uuid),
+}
+
+/// "Send invoice": queues the invoice email at most once per rendered button. The claim and the
+/// outbox row commit together; the worker's own claim then makes the SMTP send happen once.
+pub async fn send_invoice_once(
+    pool: &PgPool,
+    org: Uuid,
+    form_key: Uuid,
+    invoice: Uuid,
+    lease: Duration,
+) -> Result<SendOutcome, AppError> {
+    let key = ClaimKey::form(org, form_key);
+    let mut tx = pool.begin().await?;
+    match claim::claim(&mut tx, &key, &Rules::new(lease)).await? {
+        Claimed::Won => {}
+        Claimed::Done(Outcome {
+            result_id: Some(id),
+            ..
+        }) => return Ok(SendOutcome::AlreadyQueued(id)),
+        Claimed::Done(_) | Claimed::Mismatch => {
+            return Err(AppError::internal(
+                "send claim",
+                format!("{key:?} has no outbox row"),
+            ))
+        }
+        Claimed::InFlight { retry_after } => {
+            return Err(AppError::BadRequest(format!(
+                "This invoice is being sent. Try again in {} seconds.",
+                retry_after.as_secs()
+            )))
+        }
+    }
+    // language=PostgreSQL
+    let owned = sqlx::query_scalar!(
+        "select true as \"owned!\" from invoices where id = $1 and org_id = $2",
+        invoice,
+        org
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    if owned.is_none() {
+        return Err(AppError::NotFound);
+    }
+    let id = outbox::enqueue(
+        &mut tx,
+        org,
+        Some(invoice),
+        outbox::Kind::InvoiceEmail,
+        serde_json::json!({ "invoice_id": invoice }),
+    )
+    .await?
+    .ok_or_else(|| AppError::internal("send invoice", "outbox insert conflicted"))?;
+    claim::complete(
+        &mut tx,
+        &key,
+        &Outcome {
+            result_id: Some(id),
+            response: None,
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(SendOutcome::Queued(id))
 }

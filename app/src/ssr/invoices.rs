@@ -131,62 +131,24 @@ pub async fn list(
 
 /// One invoice of `org`, or None, also when it belongs to another org (callers answer 404).
 pub async fn get(conn: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<Option<Invoice>> {
-    // language=PostgreSQL
-    let Some(r) = sqlx::query!(
-        r#"
-        select id, number, status, customer_name, customer_email, currency,
-               due_date as "due_date: NaiveDate", total_cents, amount_paid_cents,
-               created_at as "created_at: DateTime<Utc>"
-        from invoices
-        where org_id = $1 and id = $2
-        "#,
-        org,
-        id
-    )
-    .fetch_optional(&mut *conn)
-    .await?
-    else {
-        return Ok(None);
-    };
-    // language=PostgreSQL
-    let lines = sqlx::query!(
-        r#"
-        select description, quantity, unit_amount_cents
-        from invoice_lines
-        where invoice_id = $1
-        order by position
-        "#,
-        id
-    )
-    .fetch_all(&mut *conn)
-    .await?;
-    Ok(Some(Invoice {
-        id: r.id,
-        number: invoice_number(r.number),
-        status: InvoiceStatus::parse(&r.status).unwrap_or(InvoiceStatus::Open),
-        customer_name: r.customer_name,
-        customer_email: r.customer_email,
-        currency: r.currency,
-        due_date: r.due_date,
-        lines: lines
-            .into_iter()
-            .map(|l| InvoiceLine {
-                description: l.description,
-                quantity: l.quantity as i64,
-                unit_amount_cents: l.unit_amount_cents,
-                amount_cents: l.quantity as i64 * l.unit_amount_cents,
-            })
-            .collect(),
-        total_cents: r.total_cents,
-        amount_paid_cents: r.amount_paid_cents,
-        created_at: r.created_at,
-    }))
+    Ok(fetch(conn, org, Some(id), 1).await?.pop())
 }
 
-/// Newest first, with lines (the API's list). Two queries whatever the count.
+/// Newest first, with lines (the API's list).
 pub async fn list_full(
     conn: &mut PgConnection,
     org: Uuid,
+    limit: i64,
+) -> sqlx::Result<Vec<Invoice>> {
+    fetch(conn, org, None, limit).await
+}
+
+/// Invoices of `org` with their lines, newest first; `only` narrows to one id. Two queries whatever
+/// the count.
+async fn fetch(
+    conn: &mut PgConnection,
+    org: Uuid,
+    only: Option<Uuid>,
     limit: i64,
 ) -> sqlx::Result<Vec<Invoice>> {
     // language=PostgreSQL
@@ -196,11 +158,12 @@ pub async fn list_full(
                due_date as "due_date: NaiveDate", total_cents, amount_paid_cents,
                created_at as "created_at: DateTime<Utc>"
         from invoices
-        where org_id = $1
+        where org_id = $1 and ($2::uuid is null or id = $2)
         order by created_at desc, number desc
-        limit $2
+        limit $3
         "#,
         org,
+        only,
         limit
     )
     .fetch_all(&mut *conn)

@@ -8,9 +8,12 @@ pub mod claim;
 pub mod failpoint;
 pub mod form_surface;
 pub mod invoices;
+pub mod mail;
+pub mod outbox;
 pub mod payments;
 pub mod state;
 pub mod stripe;
+pub mod worker;
 
 pub use state::AppState;
 

@@ -5,6 +5,8 @@
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use crate::ssr::outbox;
+
 /// What an event did, recorded with the event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Effect {
@@ -133,6 +135,15 @@ pub async fn record_payment(
             format!("payment {} was already recorded", p.provider_payment_id),
         )));
     }
+    // The receipt leaves with this transaction or not at all.
+    outbox::enqueue(
+        tx,
+        invoice.org_id,
+        Some(invoice_id),
+        outbox::Kind::PaymentReceipt,
+        serde_json::json!({ "payment_id": payment_id }),
+    )
+    .await?;
 
     // A refund that overtook this payment is applied now.
     // language=PostgreSQL

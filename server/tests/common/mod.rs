@@ -183,3 +183,132 @@ pub fn invoice_form(key: &str, customer: &str) -> Vec<(String, String)> {
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect()
 }
+
+/// An org (owner `email`) with one open invoice of `total` minor units in `currency`, made with the
+/// same domain code the surfaces use; returns (org, invoice).
+pub async fn seed_invoice(
+    pool: &PgPool,
+    email: &str,
+    total: i64,
+    currency: &str,
+) -> (uuid::Uuid, uuid::Uuid) {
+    let org = app::ssr::accounts::create_org_with_owner(pool, "Acme", email, "correct horse")
+        .await
+        .unwrap()
+        .org_id;
+    let input = app::model::InvoiceInput {
+        customer_name: "Ada".into(),
+        customer_email: "ada@example.com".into(),
+        currency: currency.into(),
+        due_date: "2027-01-31".parse().unwrap(),
+        lines: vec![app::model::LineInput {
+            description: "Work".into(),
+            quantity: 1,
+            unit_amount_cents: total,
+        }],
+    };
+    let mut tx = pool.begin().await.unwrap();
+    let invoice = app::ssr::invoices::insert(&mut tx, org, None, &input)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    (org, invoice.id)
+}
+
+/// A real SMTP server (scripts/smtp_sink.py, aiosmtpd) on a free loopback port, storing messages in a
+/// temporary folder. `TEST_PYTHON` names a Python with aiosmtpd (scripts/test sets it).
+pub struct SmtpSink {
+    _child: Child,
+    pub port: u16,
+    pub dir: std::path::PathBuf,
+}
+
+impl SmtpSink {
+    pub async fn start(fail_first: u32, fail_always: bool) -> SmtpSink {
+        use tokio::io::AsyncBufReadExt;
+        let port = free_port();
+        let dir =
+            std::env::temp_dir().join(format!("invoicer-smtp-{}", uuid::Uuid::new_v4().simple()));
+        let python = std::env::var("TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/smtp_sink.py");
+        let mut cmd = Command::new(&python);
+        cmd.arg(script)
+            .arg("--port")
+            .arg(port.to_string())
+            .arg("--out")
+            .arg(&dir)
+            .arg("--fail-first")
+            .arg(fail_first.to_string())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true);
+        if fail_always {
+            cmd.arg("--fail-always");
+        }
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start the SMTP sink with {python}: {e}"));
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let ready = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await;
+        assert!(
+            matches!(ready, Ok(Ok(Some(ref l))) if l == "ready"),
+            "the SMTP sink did not start ({python} needs aiosmtpd): {ready:?}"
+        );
+        SmtpSink {
+            _child: child,
+            port,
+            dir,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("smtp://127.0.0.1:{}", self.port)
+    }
+
+    /// Accepted messages, oldest first.
+    pub fn messages(&self) -> Vec<String> {
+        let mut names: Vec<_> = std::fs::read_dir(&self.dir)
+            .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        names.retain(|p: &std::path::PathBuf| p.extension().is_some_and(|x| x == "eml"));
+        names.sort();
+        names
+            .iter()
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect()
+    }
+
+    /// When each DATA attempt (accepted or refused) arrived, in seconds.
+    pub fn attempt_times(&self) -> Vec<f64> {
+        std::fs::read_to_string(self.dir.join("attempts.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect()
+    }
+
+    /// Waits until at least `n` messages were accepted.
+    pub async fn wait_for(&self, n: usize, within: Duration) -> Vec<String> {
+        let deadline = Instant::now() + within;
+        loop {
+            let messages = self.messages();
+            if messages.len() >= n {
+                return messages;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} of {n} messages after {within:?}",
+                messages.len()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// The Message-ID header of a raw message.
+pub fn message_id(raw: &str) -> String {
+    raw.lines()
+        .find_map(|l| l.strip_prefix("Message-ID: "))
+        .unwrap_or_else(|| panic!("no Message-ID in {raw}"))
+        .trim()
+        .to_owned()
+}

@@ -40,28 +40,7 @@ impl TestApp {
     /// An org with one open invoice of `total` cents in `currency`; returns (org, invoice).
     pub async fn invoice(&self, total: i64, currency: &str) -> (Uuid, Uuid) {
         let email = format!("{}@example.com", Uuid::new_v4().simple());
-        let org =
-            app::ssr::accounts::create_org_with_owner(&self.pool, "Acme", &email, "correct horse")
-                .await
-                .unwrap()
-                .org_id;
-        let input = app::model::InvoiceInput {
-            customer_name: "Ada".into(),
-            customer_email: "ada@example.com".into(),
-            currency: currency.into(),
-            due_date: "2027-01-31".parse().unwrap(),
-            lines: vec![app::model::LineInput {
-                description: "Work".into(),
-                quantity: 1,
-                unit_amount_cents: total,
-            }],
-        };
-        let mut tx = self.pool.begin().await.unwrap();
-        let invoice = app::ssr::invoices::insert(&mut tx, org, None, &input)
-            .await
-            .unwrap();
-        tx.commit().await.unwrap();
-        (org, invoice.id)
+        super::seed_invoice(&self.pool, &email, total, currency).await
     }
 
     /// POSTs `payload` signed now with `secret`.

@@ -1,0 +1,285 @@
+//! The transactional outbox: side effects (email) written in the transaction of the change that causes
+//! them, and drained by workers. A worker's lease on a row is the three-state claim
+//! `(job, outbox, row id)`: committed in progress with a lease before the send, done after it, taken
+//! over when stale, and fenced (a holder whose lease was taken over cannot mark the row).
+
+use std::time::Duration;
+
+use serde_json::Value as JsonValue;
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+use crate::ssr::claim::{self, ClaimKey, Claimed, LeaseToken, Outcome, Rules};
+
+pub const QUEUE: &str = "outbox";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    InvoiceEmail,
+    PaymentReceipt,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::InvoiceEmail => "invoice_email",
+            Kind::PaymentReceipt => "payment_receipt",
+        }
+    }
+}
+
+/// Writes a row in the caller's transaction; None if an equal row exists (one receipt per payment).
+pub async fn enqueue(
+    tx: &mut PgConnection,
+    org: Uuid,
+    invoice: Option<Uuid>,
+    kind: Kind,
+    payload: JsonValue,
+) -> sqlx::Result<Option<Uuid>> {
+    // language=PostgreSQL
+    sqlx::query_scalar!(
+        r#"
+        insert into outbox (id, org_id, invoice_id, kind, payload)
+        values ($1, $2, $3, $4, $5)
+        on conflict do nothing
+        returning id
+        "#,
+        Uuid::new_v4(),
+        org,
+        invoice,
+        kind.as_str(),
+        payload,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+}
+
+/// A row this worker holds.
+#[derive(Debug, Clone)]
+pub struct Leased {
+    pub id: Uuid,
+    pub org_id: Option<Uuid>,
+    pub kind: String,
+    pub payload: JsonValue,
+    pub attempts: i32,
+    pub max_attempts: i32,
+    pub token: LeaseToken,
+}
+
+impl Leased {
+    pub fn claim_key(&self) -> ClaimKey {
+        ClaimKey::job(QUEUE, self.id)
+    }
+}
+
+/// Leases up to `batch` due rows. `SKIP LOCKED` spreads rows over workers; the claim decides: a row
+/// whose claim another worker holds with a fresh lease is skipped, a stale one is taken over.
+pub async fn lease_due(
+    pool: &PgPool,
+    worker: &str,
+    batch: i64,
+    lease: Duration,
+) -> sqlx::Result<Vec<Leased>> {
+    let mut tx = pool.begin().await?;
+    // language=PostgreSQL
+    let rows = sqlx::query!(
+        r#"
+        select id, org_id, kind, payload, attempts, max_attempts
+        from outbox
+        where sent_at is null and dead_at is null and next_attempt_at <= now()
+        order by next_attempt_at
+        limit $1
+        for update skip locked
+        "#,
+        batch
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut leased = Vec::with_capacity(rows.len());
+    for row in rows {
+        let key = ClaimKey::job(QUEUE, row.id);
+        match claim::claim(&mut tx, &key, &Rules::new(lease)).await? {
+            Claimed::Won => {
+                let token = claim::lease_token(&mut tx, &key).await?;
+                // language=PostgreSQL
+                let attempts = sqlx::query_scalar!(
+                    "update outbox set attempts = attempts + 1, locked_by = $2 where id = $1 returning attempts",
+                    row.id,
+                    worker
+                )
+                .fetch_one(&mut *tx)
+                .await?;
+                leased.push(Leased {
+                    id: row.id,
+                    org_id: row.org_id,
+                    kind: row.kind,
+                    payload: row.payload,
+                    attempts,
+                    max_attempts: row.max_attempts,
+                    token,
+                });
+            }
+            // Another worker is sending it right now.
+            Claimed::InFlight { .. } => {}
+            // Sent, but the row was not marked (a crash between the two commits): mark it now.
+            Claimed::Done(_) | Claimed::Mismatch => {
+                // language=PostgreSQL
+                sqlx::query!(
+                    "update outbox set sent_at = coalesce(sent_at, now()) where id = $1",
+                    row.id
+                )
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+    }
+    tx.commit().await?;
+    Ok(leased)
+}
+
+/// Marks a sent row, fenced by the lease token; false if the lease was taken over meanwhile.
+pub async fn mark_sent(pool: &PgPool, row: &Leased) -> sqlx::Result<bool> {
+    let mut tx = pool.begin().await?;
+    let ours = claim::complete_fenced(
+        &mut tx,
+        &row.claim_key(),
+        row.token,
+        &Outcome {
+            result_id: Some(row.id),
+            response: None,
+        },
+    )
+    .await?;
+    if !ours {
+        return Ok(false);
+    }
+    // language=PostgreSQL
+    sqlx::query!(
+        "update outbox set sent_at = now(), locked_by = null, last_error = null where id = $1",
+        row.id
+    )
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// Tried again after the delay.
+    Retry(Duration),
+    /// Out of attempts (or a permanent error): shown in the UI with a retry action.
+    Dead,
+    /// The lease was taken over: nothing recorded.
+    Fenced,
+}
+
+/// Exponential backoff with jitter: `base · 2^(attempt−1)`, capped, times a random factor in
+/// [0.75, 1]: delays still grow from one attempt to the next, and workers do not retry in lockstep.
+pub fn backoff(attempt: i32, base: Duration, cap: Duration) -> Duration {
+    let exp = base
+        .saturating_mul(1u32 << (attempt.clamp(1, 20) - 1) as u32)
+        .min(cap);
+    exp.mul_f64(0.75 + 0.25 * fastrand::f64())
+}
+
+/// Records a failed send, fenced by the lease token.
+pub async fn mark_failed(
+    pool: &PgPool,
+    row: &Leased,
+    error: &str,
+    permanent: bool,
+    base: Duration,
+    cap: Duration,
+) -> sqlx::Result<Failure> {
+    let mut tx = pool.begin().await?;
+    if !claim::release_fenced(&mut tx, &row.claim_key(), row.token).await? {
+        return Ok(Failure::Fenced);
+    }
+    let dead = permanent || row.attempts >= row.max_attempts;
+    let delay = backoff(row.attempts, base, cap);
+    // language=PostgreSQL
+    sqlx::query!(
+        r#"
+        update outbox
+        set locked_by = null, last_error = $2,
+            dead_at = case when $3 then now() end,
+            next_attempt_at = now() + make_interval(secs => $4)
+        where id = $1
+        "#,
+        row.id,
+        error,
+        dead,
+        delay.as_secs_f64(),
+    )
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(if dead {
+        Failure::Dead
+    } else {
+        Failure::Retry(delay)
+    })
+}
+
+/// The UI's "retry" on a dead row of `org`: a fresh set of attempts, now.
+pub async fn revive(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
+    let mut tx = pool.begin().await?;
+    // language=PostgreSQL
+    let revived = sqlx::query!(
+        r#"
+        update outbox set dead_at = null, attempts = 0, next_attempt_at = now()
+        where id = $1 and org_id = $2 and dead_at is not null
+        "#,
+        id,
+        org
+    )
+    .execute(&mut *tx)
+    .await?;
+    // language=PostgreSQL
+    sqlx::query!("select pg_notify('outbox', '')")
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(revived.rows_affected() == 1)
+}
+
+/// The emails of one invoice of `org`, oldest first, for its page.
+pub async fn for_invoice(
+    pool: &PgPool,
+    org: Uuid,
+    invoice: Uuid,
+) -> sqlx::Result<Vec<crate::model::EmailRow>> {
+    // language=PostgreSQL
+    let rows = sqlx::query!(
+        r#"
+        select id, kind, attempts, last_error, sent_at is not null as "sent!", dead_at is not null as "dead!"
+        from outbox
+        where org_id = $1 and invoice_id = $2
+        order by created_at
+        "#,
+        org,
+        invoice
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| crate::model::EmailRow {
+            id: r.id,
+            kind: r.kind,
+            status: if r.sent {
+                "sent"
+            } else if r.dead {
+                "dead"
+            } else if r.attempts > 0 {
+                "retrying"
+            } else {
+                "queued"
+            }
+            .to_owned(),
+            attempts: r.attempts,
+            last_error: r.last_error,
+        })
+        .collect())
+}

@@ -1,0 +1,134 @@
+//! Outbox workers: woken by LISTEN/NOTIFY when a row commits (polling only as a fallback), they lease
+//! due rows, send them with no transaction open, and mark them sent or failed, fenced by the lease.
+
+use std::time::Duration;
+
+use sqlx::postgres::PgListener;
+use sqlx::PgPool;
+use tokio::sync::watch;
+
+use crate::ssr::failpoint;
+use crate::ssr::mail::{self, Mailer, RenderError};
+use crate::ssr::outbox::{self, Failure};
+
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// Names the worker in `outbox.locked_by` and the logs.
+    pub id: String,
+    pub batch: i64,
+    pub lease: Duration,
+    pub backoff_base: Duration,
+    pub backoff_cap: Duration,
+    /// How often to look for due rows without a notification (retries come due on their own).
+    pub poll: Duration,
+    pub public_url: String,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            id: format!("worker-{}", std::process::id()),
+            batch: 10,
+            lease: Duration::from_secs(300),
+            backoff_base: Duration::from_secs(5),
+            backoff_cap: Duration::from_secs(3600),
+            poll: Duration::from_secs(1),
+            public_url: "http://127.0.0.1:3000".into(),
+        }
+    }
+}
+
+/// Runs until `shutdown` turns true: then it stops leasing and returns once the rows it holds are done.
+pub async fn run(
+    pool: PgPool,
+    mailer: Mailer,
+    config: WorkerConfig,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut listener = match PgListener::connect_with(&pool).await {
+        Ok(mut l) => match l.listen("outbox").await {
+            Ok(()) => Some(l),
+            Err(e) => {
+                tracing::warn!(error = %e, "outbox worker: LISTEN failed, polling only");
+                None
+            }
+        },
+        Err(e) => {
+            tracing::warn!(error = %e, "outbox worker: no listener connection, polling only");
+            None
+        }
+    };
+    tracing::info!(worker = %config.id, "outbox worker started");
+    while !*shutdown.borrow() {
+        match drain_once(&pool, &mailer, &config).await {
+            Ok(n) if n > 0 => continue,
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(worker = %config.id, error = %e, "outbox worker: database error")
+            }
+        }
+        let notified = async {
+            match listener.as_mut() {
+                Some(l) => {
+                    let _ = l.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = notified => {}
+            _ = tokio::time::sleep(config.poll) => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+    tracing::info!(worker = %config.id, "outbox worker stopped");
+}
+
+/// Leases one batch and processes it; returns how many rows it held.
+pub async fn drain_once(
+    pool: &PgPool,
+    mailer: &Mailer,
+    config: &WorkerConfig,
+) -> sqlx::Result<usize> {
+    let rows = outbox::lease_due(pool, &config.id, config.batch, config.lease).await?;
+    for row in &rows {
+        let sent = match mail::render(pool, row, &config.public_url).await {
+            Ok(message) => {
+                failpoint::hit("worker.before_send");
+                mailer.send(message).await.map_err(|e| (e, false))
+            }
+            Err(RenderError::Permanent(e)) => Err((e, true)),
+            Err(RenderError::Db(e)) => Err((e.to_string(), false)),
+        };
+        match sent {
+            Ok(()) => {
+                // The email is out; a crash here redelivers it after the lease (same Message-ID).
+                failpoint::hit("worker.after_send");
+                if !outbox::mark_sent(pool, row).await? {
+                    tracing::warn!(row = %row.id, "outbox: lease was taken over; not marking");
+                }
+            }
+            Err((error, permanent)) => {
+                let failure = outbox::mark_failed(
+                    pool,
+                    row,
+                    &error,
+                    permanent,
+                    config.backoff_base,
+                    config.backoff_cap,
+                )
+                .await?;
+                match failure {
+                    Failure::Retry(delay) => tracing::warn!(row = %row.id, attempt = row.attempts,
+                        delay_ms = delay.as_millis() as u64, %error, "outbox: send failed, will retry"),
+                    Failure::Dead => tracing::error!(row = %row.id, attempt = row.attempts, %error,
+                        "outbox: send failed for good; the row is dead"),
+                    Failure::Fenced => {
+                        tracing::warn!(row = %row.id, "outbox: lease was taken over")
+                    }
+                }
+            }
+        }
+    }
+    Ok(rows.len())
+}

@@ -1,0 +1,240 @@
+//! The outbox and its workers against Postgres and a real SMTP server.
+
+mod common;
+
+use std::time::Duration;
+
+use app::ssr::form_surface::{send_invoice_once, SendOutcome};
+use app::ssr::mail::Mailer;
+use app::ssr::outbox::{self, Failure};
+use app::ssr::worker::{self, WorkerConfig};
+use common::served::TestApp;
+use common::{message_id, SmtpSink};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+const LEASE: Duration = Duration::from_secs(300);
+
+fn config(id: &str) -> WorkerConfig {
+    WorkerConfig {
+        id: id.into(),
+        backoff_base: Duration::from_millis(200),
+        poll: Duration::from_millis(50),
+        ..Default::default()
+    }
+}
+
+fn mailer(sink: &SmtpSink) -> Mailer {
+    Mailer::new(Some(&sink.url()), std::path::Path::new("unused")).unwrap()
+}
+
+/// Runs a worker until nothing is due.
+async fn drain(pool: &PgPool, mailer: &Mailer, id: &str) {
+    while worker::drain_once(pool, mailer, &config(id)).await.unwrap() > 0 {}
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_double_clicked_send_emails_once(pool: PgPool) {
+    let sink = SmtpSink::start(0, false).await;
+    let (org, invoice) = common::seed_invoice(&pool, "o@example.com", 4_200, "usd").await;
+    let click = Uuid::new_v4();
+    let first = send_invoice_once(&pool, org, click, invoice, LEASE)
+        .await
+        .unwrap();
+    let second = send_invoice_once(&pool, org, click, invoice, LEASE)
+        .await
+        .unwrap();
+    let SendOutcome::Queued(row) = first else {
+        panic!("{first:?}")
+    };
+    assert_eq!(second, SendOutcome::AlreadyQueued(row));
+
+    drain(&pool, &mailer(&sink), "w1").await;
+    let messages = sink.wait_for(1, Duration::from_secs(10)).await;
+    drain(&pool, &mailer(&sink), "w1").await;
+    assert_eq!(sink.messages().len(), 1, "one email");
+    assert_eq!(
+        message_id(&messages[0]),
+        format!("<{row}@invoicer>"),
+        "the outbox id is the Message-ID"
+    );
+    assert!(
+        messages[0].contains("Invoice INV-000001"),
+        "{}",
+        messages[0]
+    );
+    assert!(messages[0].contains("$42.00"));
+    let sent: bool = sqlx::query_scalar("select sent_at is not null from outbox")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(sent);
+
+    // Another org cannot send this invoice.
+    let (other, _) = common::seed_invoice(&pool, "x@example.com", 1, "usd").await;
+    assert!(
+        send_invoice_once(&pool, other, Uuid::new_v4(), invoice, LEASE)
+            .await
+            .is_err()
+    );
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_payment_webhook_sends_one_receipt_even_when_redelivered(pool: PgPool) {
+    let sink = SmtpSink::start(0, false).await;
+    let app = TestApp::spawn(pool.clone()).await;
+    let (_, invoice) = app.invoice(5_000, "eur").await;
+    let (_, payload) = app::ssr::stripe::standin::checkout_completed(invoice, 5_000, "eur");
+    assert_eq!(app.deliver(&payload).await.0, 200);
+    assert_eq!(app.deliver(&payload).await.0, 200);
+    assert_eq!(
+        app.deliver(&common::served::with_new_event_id(&payload))
+            .await
+            .0,
+        200
+    );
+    drain(&pool, &mailer(&sink), "w1").await;
+    let messages = sink.wait_for(1, Duration::from_secs(10)).await;
+    drain(&pool, &mailer(&sink), "w1").await;
+    assert_eq!(sink.messages().len(), 1);
+    assert!(messages[0].contains("Receipt for INV-000001"));
+    assert!(messages[0].contains("50.00"), "{}", messages[0]);
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn smtp_451_three_times_then_sent_on_attempt_four_with_growing_delays(pool: PgPool) {
+    let sink = SmtpSink::start(3, false).await;
+    let (org, invoice) = common::seed_invoice(&pool, "o@example.com", 100, "usd").await;
+    send_invoice_once(&pool, org, Uuid::new_v4(), invoice, LEASE)
+        .await
+        .unwrap();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let running = tokio::spawn(worker::run(
+        pool.clone(),
+        mailer(&sink),
+        config("w1"),
+        stopped,
+    ));
+    sink.wait_for(1, Duration::from_secs(30)).await;
+    stop.send(true).unwrap();
+    running.await.unwrap();
+
+    let (attempts, sent): (i32, bool) =
+        sqlx::query_as("select attempts, sent_at is not null from outbox")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!((attempts, sent), (4, true));
+    let times = sink.attempt_times();
+    assert_eq!(times.len(), 4);
+    let gaps: Vec<f64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(
+        gaps[0] >= 0.15,
+        "the first retry waited for its backoff: {gaps:?}"
+    );
+    assert!(
+        gaps[1] > gaps[0] && gaps[2] > gaps[1],
+        "delays grow: {gaps:?}"
+    );
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn an_always_failing_email_goes_dead_and_retry_revives_it(pool: PgPool) {
+    let refusing = SmtpSink::start(0, true).await;
+    let (org, invoice) = common::seed_invoice(&pool, "o@example.com", 100, "usd").await;
+    send_invoice_once(&pool, org, Uuid::new_v4(), invoice, LEASE)
+        .await
+        .unwrap();
+    sqlx::query("update outbox set max_attempts = 3")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let fast = WorkerConfig {
+        backoff_base: Duration::ZERO,
+        ..config("w1")
+    };
+    while worker::drain_once(&pool, &mailer(&refusing), &fast)
+        .await
+        .unwrap()
+        > 0
+    {}
+    let (attempts, dead, error): (i32, bool, Option<String>) =
+        sqlx::query_as("select attempts, dead_at is not null, last_error from outbox")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!((attempts, dead), (3, true));
+    assert!(
+        error.unwrap().contains("451"),
+        "the error is kept for the UI"
+    );
+    let rows = outbox::for_invoice(&pool, org, invoice).await.unwrap();
+    assert_eq!(rows[0].status, "dead");
+
+    let id: Uuid = sqlx::query_scalar("select id from outbox")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let (other, _) = common::seed_invoice(&pool, "x@example.com", 1, "usd").await;
+    assert!(
+        !outbox::revive(&pool, other, id).await.unwrap(),
+        "only its org can retry it"
+    );
+    assert!(outbox::revive(&pool, org, id).await.unwrap());
+    let accepting = SmtpSink::start(0, false).await;
+    drain(&pool, &mailer(&accepting), "w1").await;
+    assert_eq!(
+        accepting.wait_for(1, Duration::from_secs(10)).await.len(),
+        1
+    );
+    assert_eq!(
+        outbox::for_invoice(&pool, org, invoice).await.unwrap()[0].status,
+        "sent"
+    );
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_worker_whose_lease_was_taken_over_cannot_complete_the_row(pool: PgPool) {
+    let (org, invoice) = common::seed_invoice(&pool, "o@example.com", 100, "usd").await;
+    send_invoice_once(&pool, org, Uuid::new_v4(), invoice, LEASE)
+        .await
+        .unwrap();
+    let slow = outbox::lease_due(&pool, "slow", 10, LEASE).await.unwrap();
+    assert_eq!(slow.len(), 1);
+    assert!(
+        outbox::lease_due(&pool, "other", 10, LEASE)
+            .await
+            .unwrap()
+            .is_empty(),
+        "a fresh lease is respected"
+    );
+
+    // The slow worker stalls past its lease; another takes the row over.
+    sqlx::query("update claims set locked_until = now() - interval '1 second' where scope = 'job'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let fast = outbox::lease_due(&pool, "fast", 10, LEASE).await.unwrap();
+    assert_eq!(fast.len(), 1);
+    assert_eq!(fast[0].attempts, 2);
+
+    assert!(!outbox::mark_sent(&pool, &slow[0]).await.unwrap(), "fenced");
+    let failed = outbox::mark_failed(
+        &pool,
+        &slow[0],
+        "late",
+        false,
+        Duration::ZERO,
+        Duration::ZERO,
+    )
+    .await
+    .unwrap();
+    assert_eq!(failed, Failure::Fenced);
+    assert!(outbox::mark_sent(&pool, &fast[0]).await.unwrap());
+    let (sent, error): (bool, Option<String>) =
+        sqlx::query_as("select sent_at is not null, last_error from outbox")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!((sent, error), (true, None));
+}
