@@ -102,10 +102,19 @@ pub async fn lease_due(
             Claimed::Won => {
                 let token = claim::lease_token(&mut tx, &key).await?;
                 // language=PostgreSQL
+                // Not due again until the lease runs out: other workers stop picking it, and a
+                // crashed holder's row comes due exactly when it may be taken over.
                 let attempts = sqlx::query_scalar!(
-                    "update outbox set attempts = attempts + 1, locked_by = $2 where id = $1 returning attempts",
+                    r#"
+                    update outbox
+                    set attempts = attempts + 1, locked_by = $2,
+                        next_attempt_at = now() + make_interval(secs => $3)
+                    where id = $1
+                    returning attempts
+                    "#,
                     row.id,
-                    worker
+                    worker,
+                    lease.as_secs_f64(),
                 )
                 .fetch_one(&mut *tx)
                 .await?;
@@ -138,8 +147,17 @@ pub async fn lease_due(
 }
 
 /// Marks a sent row, fenced by the lease token; false if the lease was taken over meanwhile.
+/// Lock order everywhere: the outbox row, then its claim (`lease_due` takes them in that order too;
+/// the other order deadlocks against it).
 pub async fn mark_sent(pool: &PgPool, row: &Leased) -> sqlx::Result<bool> {
     let mut tx = pool.begin().await?;
+    // language=PostgreSQL
+    sqlx::query!(
+        "update outbox set sent_at = now(), locked_by = null, last_error = null where id = $1",
+        row.id
+    )
+    .execute(&mut *tx)
+    .await?;
     let ours = claim::complete_fenced(
         &mut tx,
         &row.claim_key(),
@@ -151,15 +169,9 @@ pub async fn mark_sent(pool: &PgPool, row: &Leased) -> sqlx::Result<bool> {
     )
     .await?;
     if !ours {
+        tx.rollback().await?;
         return Ok(false);
     }
-    // language=PostgreSQL
-    sqlx::query!(
-        "update outbox set sent_at = now(), locked_by = null, last_error = null where id = $1",
-        row.id
-    )
-    .execute(&mut *tx)
-    .await?;
     tx.commit().await?;
     Ok(true)
 }
@@ -193,9 +205,6 @@ pub async fn mark_failed(
     cap: Duration,
 ) -> sqlx::Result<Failure> {
     let mut tx = pool.begin().await?;
-    if !claim::release_fenced(&mut tx, &row.claim_key(), row.token).await? {
-        return Ok(Failure::Fenced);
-    }
     let dead = permanent || row.attempts >= row.max_attempts;
     let delay = backoff(row.attempts, base, cap);
     // language=PostgreSQL
@@ -214,6 +223,10 @@ pub async fn mark_failed(
     )
     .execute(&mut *tx)
     .await?;
+    if !claim::release_fenced(&mut tx, &row.claim_key(), row.token).await? {
+        tx.rollback().await?;
+        return Ok(Failure::Fenced);
+    }
     tx.commit().await?;
     Ok(if dead {
         Failure::Dead

@@ -312,3 +312,35 @@ pub fn message_id(raw: &str) -> String {
         .trim()
         .to_owned()
 }
+
+/// `server worker` as a child process, delivering to `smtp`, with a 1 s lease so takeovers are quick.
+pub async fn spawn_worker(db: &TestDb, smtp: &SmtpSink, failpoints: &str, workers: u32) -> Child {
+    Command::new(SERVER)
+        .arg("worker")
+        .env("DATABASE_URL", db.url())
+        .env("SMTP_URL", smtp.url())
+        .env("WORKERS", workers.to_string())
+        .env("WORKER_LEASE_SECS", "1")
+        .env("WORKER_POLL_MS", "50")
+        .env("INVOICER_FAILPOINT", failpoints)
+        .env("RUST_LOG", "warn")
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+/// Polls `sql` (a single integer) until it equals `want`, or panics after `within`.
+pub async fn wait_until(pool: &PgPool, sql: &str, want: i64, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let got: i64 = sqlx::query_scalar(sql).fetch_one(pool).await.unwrap();
+        if got == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{sql}: {got}, wanted {want} within {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}

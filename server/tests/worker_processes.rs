@@ -1,0 +1,138 @@
+//! Worker processes that die at the worst moments, and several sharing one database.
+
+mod common;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use app::ssr::form_surface::send_invoice_once;
+use common::{cli, message_id, spawn_worker, wait_until, SmtpSink, TestDb};
+use uuid::Uuid;
+
+const UNSENT: &str = "select count(*) from outbox where sent_at is null";
+
+async fn setup(tag: &str) -> (TestDb, sqlx::PgPool, Uuid, Uuid) {
+    let db = TestDb::new(tag).await;
+    cli(
+        &db,
+        &[
+            "admin",
+            "create-org",
+            "--org",
+            "Warmup",
+            "--email",
+            "w@example.com",
+            "--password",
+            "correct horse",
+        ],
+    )
+    .await;
+    let pool = db.pool().await;
+    let (org, invoice) = common::seed_invoice(&pool, "o@example.com", 4_200, "usd").await;
+    (db, pool, org, invoice)
+}
+
+#[tokio::test]
+async fn killed_between_send_and_mark_the_email_is_redelivered_once_with_the_same_message_id() {
+    let (db, pool, org, invoice) = setup("worker_after_send").await;
+    let sink = SmtpSink::start(0, false).await;
+    send_invoice_once(
+        &pool,
+        org,
+        Uuid::new_v4(),
+        invoice,
+        Duration::from_secs(300),
+    )
+    .await
+    .unwrap();
+
+    let mut crashing = spawn_worker(&db, &sink, "worker.after_send", 1).await;
+    let code = tokio::time::timeout(Duration::from_secs(30), crashing.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(code.code(), Some(70), "died right after the SMTP send");
+    assert_eq!(sink.messages().len(), 1);
+    wait_until(&pool, UNSENT, 1, Duration::from_secs(1)).await; // sent, but not marked
+
+    let _worker = spawn_worker(&db, &sink, "", 1).await;
+    wait_until(&pool, UNSENT, 0, Duration::from_secs(30)).await;
+    let messages = sink.messages();
+    assert_eq!(
+        messages.len(),
+        2,
+        "exactly one duplicate after one crash between send and mark"
+    );
+    assert_eq!(
+        message_id(&messages[0]),
+        message_id(&messages[1]),
+        "recognisable downstream"
+    );
+    let attempts: i32 = sqlx::query_scalar("select attempts from outbox")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(attempts, 2);
+    pool.close().await;
+    db.cleanup().await;
+}
+
+#[tokio::test]
+async fn killed_before_the_send_the_email_goes_out_exactly_once_after_takeover() {
+    let (db, pool, org, invoice) = setup("worker_before_send").await;
+    let sink = SmtpSink::start(0, false).await;
+    send_invoice_once(
+        &pool,
+        org,
+        Uuid::new_v4(),
+        invoice,
+        Duration::from_secs(300),
+    )
+    .await
+    .unwrap();
+
+    let mut crashing = spawn_worker(&db, &sink, "worker.before_send", 1).await;
+    let code = tokio::time::timeout(Duration::from_secs(30), crashing.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(code.code(), Some(70));
+    assert!(sink.messages().is_empty());
+
+    let _worker = spawn_worker(&db, &sink, "", 1).await;
+    wait_until(&pool, UNSENT, 0, Duration::from_secs(30)).await;
+    assert_eq!(sink.messages().len(), 1);
+    pool.close().await;
+    db.cleanup().await;
+}
+
+#[tokio::test]
+async fn two_worker_processes_drain_500_rows_each_sent_once() {
+    let (db, pool, org, invoice) = setup("worker_pair").await;
+    let sink = SmtpSink::start(0, false).await;
+    sqlx::query(
+        "insert into outbox (id, org_id, invoice_id, kind, payload)
+         select gen_random_uuid(), $1, $2, 'invoice_email', jsonb_build_object('invoice_id', $2::text)
+         from generate_series(1, 500)",
+    )
+    .bind(org)
+    .bind(invoice)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let _a = spawn_worker(&db, &sink, "", 2).await;
+    let _b = spawn_worker(&db, &sink, "", 2).await;
+    wait_until(&pool, UNSENT, 0, Duration::from_secs(120)).await;
+    let messages = sink.wait_for(500, Duration::from_secs(10)).await;
+    assert_eq!(messages.len(), 500, "none twice");
+    let ids: HashSet<String> = messages.iter().map(|m| message_id(m)).collect();
+    assert_eq!(ids.len(), 500, "every row once");
+    let workers: i64 =
+        sqlx::query_scalar("select count(distinct split_part(locked_by, '-', 2)) from outbox")
+            .fetch_one(&pool)
+            .await
+            .unwrap_or(0);
+    let _ = workers; // locked_by is cleared on success; which process sent what is in the logs
+    pool.close().await;
+    db.cleanup().await;
+}
