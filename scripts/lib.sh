@@ -98,17 +98,22 @@ ensure_e2e_packages() {
   fi
 }
 
-# schemathesis (PyPI) in a private virtualenv under target/, for the API contract test.
+# Python test tools from PyPI in a private virtualenv under target/: schemathesis (API contract test)
+# and aiosmtpd (the real SMTP server the mail tests talk to).
 SCHEMATHESIS_VERSION=4.32.5
-ensure_schemathesis() {
-  local venv=$ROOT/target/venv-schemathesis
-  if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
-    step "installing schemathesis $SCHEMATHESIS_VERSION (PyPI, into target/venv-schemathesis)"
+AIOSMTPD_VERSION=1.4.6
+ensure_python_tools() {
+  local venv=$ROOT/target/venv-tools
+  if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION" \
+     || ! "$venv/bin/python" -c "import aiosmtpd" 2>/dev/null; then
+    step "installing schemathesis $SCHEMATHESIS_VERSION and aiosmtpd $AIOSMTPD_VERSION (PyPI, into target/venv-tools)"
     command -v python3 >/dev/null || die "python3 is missing: install Python 3.11"
     python3 -m venv "$venv" || die "cannot create a Python virtualenv (apt-get install python3-venv)"
-    "$venv/bin/pip" install -q "schemathesis==$SCHEMATHESIS_VERSION"
+    "$venv/bin/pip" install -q "schemathesis==$SCHEMATHESIS_VERSION" "aiosmtpd==$AIOSMTPD_VERSION"
   fi
   SCHEMATHESIS=$venv/bin/schemathesis
+  # The mail tests start scripts/smtp_sink.py with this interpreter.
+  export TEST_PYTHON=$venv/bin/python
 }
 
 # wait_for URL SECONDS: polls until URL answers 2xx, or fails after SECONDS.
