@@ -121,10 +121,6 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         leptos_options,
         settings: config.settings(),
     };
-    tokio::spawn(sweep_expired_api_claims(
-        state.pool.clone(),
-        config.idempotency_key_ttl,
-    ));
     let (stop, workers) = start_workers(&config, &state.pool, config.workers)?;
     let app = crate::web::router(state, config.secure_cookies()).await?;
     let listener = tokio::net::TcpListener::bind(&addr)
@@ -274,18 +270,4 @@ async fn stripe(config: Config, command: StripeCommand) -> anyhow::Result<()> {
         anyhow::bail!("the webhook answered {status}: {body}");
     }
     Ok(())
-}
-
-/// Expired API claims are forgotten lazily when their key comes back; this also deletes the ones that
-/// never do, in batches, every ten minutes.
-async fn sweep_expired_api_claims(pool: sqlx::PgPool, ttl: std::time::Duration) {
-    let mut every = tokio::time::interval(std::time::Duration::from_secs(600));
-    loop {
-        every.tick().await;
-        match app::ssr::claim::sweep_expired(&pool, app::ssr::claim::Scope::Api, ttl, 1000).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(deleted = n, "swept expired API idempotency keys"),
-            Err(e) => tracing::warn!(error = %e, "sweeping expired API idempotency keys failed"),
-        }
-    }
 }

@@ -95,6 +95,11 @@ impl Config {
             backoff_base: Duration::from_millis(number("WORKER_BACKOFF_BASE_MS", 5_000)?),
             poll: Duration::from_millis(number("WORKER_POLL_MS", 1_000)?),
             public_url: public_url.clone(),
+            retention: app::ssr::retention::RetentionConfig::new(
+                number("WEBHOOK_CLAIM_RETENTION_DAYS", 30)? as u32,
+                Duration::from_secs(idempotency_key_ttl_hours * 3600),
+            )
+            .map_err(anyhow::Error::msg)?,
             ..Default::default()
         };
         Ok(Config {

@@ -243,3 +243,61 @@ async fn a_worker_whose_lease_was_taken_over_cannot_complete_the_row(pool: PgPoo
             .unwrap();
     assert_eq!((sent, error), (true, None));
 }
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn retention_deletes_old_webhook_records_and_expired_api_claims_once_per_period(
+    pool: PgPool,
+) {
+    use app::ssr::retention::{run_once, RetentionConfig};
+    // language=PostgreSQL
+    sqlx::query(
+        "insert into claims (scope, owner, key, status, completed_at, created_at)
+         select 'stripe', 'default', 'evt_old_' || n, 'done', now(), now() - interval '31 days' from generate_series(1, 5) n
+         union all select 'stripe', 'default', 'evt_new', 'done', now(), now() - interval '29 days'
+         union all select 'api', 'client', 'old', 'done', now(), now() - interval '25 hours'
+         union all select 'api', 'client', 'new', 'done', now(), now()
+         union all select 'form', 'org', 'ancient', 'done', now(), now() - interval '400 days'",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "insert into stripe_events (account, id, type, payload, outcome, received_at)
+         values ('default', 'evt_old_1', 't', '{}', 'ignored', now() - interval '31 days'),
+                ('default', 'evt_new', 't', '{}', 'ignored', now() - interval '29 days')",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let config = RetentionConfig {
+        batch: 2,
+        ..RetentionConfig::new(30, Duration::from_secs(24 * 3600)).unwrap()
+    };
+    let report = run_once(&pool, "2026-11-30T14", &config)
+        .await
+        .unwrap()
+        .expect("first run of the period");
+    assert_eq!(
+        (
+            report.webhook_claims,
+            report.webhook_events,
+            report.api_claims
+        ),
+        (5, 1, 1)
+    );
+    assert_eq!(
+        run_once(&pool, "2026-11-30T14", &config).await.unwrap(),
+        None,
+        "once per period"
+    );
+    let left: Vec<String> =
+        sqlx::query_scalar("select key from claims where scope <> 'job' order by key")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        left,
+        ["ancient", "evt_new", "new"],
+        "form claims are kept; recent ones too"
+    );
+}

@@ -11,6 +11,7 @@ pub mod invoices;
 pub mod mail;
 pub mod outbox;
 pub mod payments;
+pub mod retention;
 pub mod state;
 pub mod stripe;
 pub mod worker;

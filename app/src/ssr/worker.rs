@@ -10,6 +10,7 @@ use tokio::sync::watch;
 use crate::ssr::failpoint;
 use crate::ssr::mail::{self, Mailer, RenderError};
 use crate::ssr::outbox::{self, Failure};
+use crate::ssr::retention;
 
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
@@ -22,6 +23,7 @@ pub struct WorkerConfig {
     /// How often to look for due rows without a notification (retries come due on their own).
     pub poll: Duration,
     pub public_url: String,
+    pub retention: crate::ssr::retention::RetentionConfig,
 }
 
 impl Default for WorkerConfig {
@@ -34,6 +36,7 @@ impl Default for WorkerConfig {
             backoff_cap: Duration::from_secs(3600),
             poll: Duration::from_secs(1),
             public_url: "http://127.0.0.1:3000".into(),
+            retention: Default::default(),
         }
     }
 }
@@ -59,7 +62,18 @@ pub async fn run(
         }
     };
     tracing::info!(worker = %config.id, "outbox worker started");
+    let mut retention_done_for = String::new();
     while !*shutdown.borrow() {
+        // Periodic work rides on the same loop; its claim keeps it to one run per period overall.
+        let period = retention::current_period();
+        if period != retention_done_for {
+            match retention::run_once(&pool, &period, &config.retention).await {
+                Ok(_) => retention_done_for = period,
+                Err(e) => {
+                    tracing::warn!(worker = %config.id, error = %e, "retention job failed; will retry")
+                }
+            }
+        }
         match drain_once(&pool, &mailer, &config).await {
             Ok(n) if n > 0 => continue,
             Ok(_) => {}
