@@ -24,10 +24,29 @@ pub enum Command {
         #[command(subcommand)]
         command: AdminCommand,
     },
+    /// Benchmarks (print numbers; not part of the test run).
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
     /// A local stand-in for Stripe: signed events delivered to the webhook route.
     Stripe {
         #[command(subcommand)]
         command: StripeCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Commit of an outbox row -> arrival at the SMTP server (scripts/bench-outbox starts one).
+    Outbox {
+        #[arg(long, default_value_t = 200)]
+        count: usize,
+        #[arg(long)]
+        smtp_url: String,
+        /// The SMTP sink's folder (its attempts.log records arrival times).
+        #[arg(long)]
+        sink_dir: std::path::PathBuf,
     },
 }
 
@@ -92,6 +111,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }
         Command::Admin { command } => admin(config, command).await,
         Command::Stripe { command } => stripe(config, command).await,
+        Command::Bench {
+            command:
+                BenchCommand::Outbox {
+                    count,
+                    smtp_url,
+                    sink_dir,
+                },
+        } => {
+            let pool = connect_and_migrate(&config).await?;
+            crate::bench::outbox_latency(&pool, &smtp_url, &sink_dir, count).await
+        }
     }
 }
 

@@ -1,0 +1,91 @@
+//! `server bench outbox`: how long from the commit of an outbox row to its arrival at a real SMTP
+//! server. Sequential (one email in flight at a time), so each latency is the worker's own path:
+//! NOTIFY wake-up, lease, render, SMTP, mark.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use sqlx::PgPool;
+
+pub async fn outbox_latency(
+    pool: &PgPool,
+    smtp_url: &str,
+    sink_dir: &std::path::Path,
+    count: usize,
+) -> anyhow::Result<()> {
+    let email = format!("bench-{}@example.com", uuid::Uuid::new_v4().simple());
+    let account =
+        app::ssr::accounts::create_org_with_owner(pool, "Bench", &email, "bench password").await?;
+    let input = app::model::InvoiceInput {
+        customer_name: "Bench".into(),
+        customer_email: "bench@example.com".into(),
+        currency: "usd".into(),
+        due_date: chrono::NaiveDate::from_ymd_opt(2030, 1, 1).context("date")?,
+        lines: vec![app::model::LineInput {
+            description: "Benchmark".into(),
+            quantity: 1,
+            unit_amount_cents: 100,
+        }],
+    };
+    let mut tx = pool.begin().await?;
+    let invoice = app::ssr::invoices::insert(&mut tx, account.org_id, None, &input).await?;
+    tx.commit().await?;
+
+    let mailer =
+        app::ssr::mail::Mailer::new(Some(smtp_url), sink_dir).map_err(anyhow::Error::msg)?;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let config = app::ssr::worker::WorkerConfig {
+        id: "bench".into(),
+        ..Default::default()
+    };
+    let worker = tokio::spawn(app::ssr::worker::run(pool.clone(), mailer, config, stopped));
+    let log = sink_dir.join("attempts.log");
+    let arrivals = || -> Vec<f64> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.parse().ok())
+            .collect()
+    };
+    let already = arrivals().len();
+    let mut latencies = Vec::with_capacity(count);
+    for i in 0..count {
+        let mut tx = pool.begin().await?;
+        app::ssr::outbox::enqueue(
+            &mut tx,
+            account.org_id,
+            Some(invoice.id),
+            app::ssr::outbox::Kind::InvoiceEmail,
+            serde_json::json!({ "invoice_id": invoice.id }),
+        )
+        .await?;
+        tx.commit().await?;
+        let committed = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs_f64();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let arrived = loop {
+            let seen = arrivals();
+            if seen.len() > already + i {
+                break seen[already + i];
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "email {i} did not arrive within 10 s"
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        };
+        latencies.push((arrived - committed) * 1000.0);
+    }
+    let _ = stop.send(true);
+    let _ = worker.await;
+    latencies.sort_by(f64::total_cmp);
+    let at = |q: f64| latencies[((latencies.len() as f64 - 1.0) * q).round() as usize];
+    println!("outbox commit -> SMTP arrival, {count} emails one at a time");
+    println!(
+        "p50 {:.1} ms   p90 {:.1} ms   p99 {:.1} ms   max {:.1} ms",
+        at(0.5),
+        at(0.9),
+        at(0.99),
+        at(1.0)
+    );
+    Ok(())
+}
