@@ -136,3 +136,53 @@ async fn two_worker_processes_drain_500_rows_each_sent_once() {
     pool.close().await;
     db.cleanup().await;
 }
+
+#[tokio::test]
+async fn sigterm_stops_leasing_and_leaves_no_row_half_held() {
+    let (db, pool, org, invoice) = setup("worker_sigterm").await;
+    let sink = SmtpSink::start(0, false).await;
+    sqlx::query(
+        "insert into outbox (id, org_id, invoice_id, kind, payload)
+         select gen_random_uuid(), $1, $2, 'invoice_email', jsonb_build_object('invoice_id', $2::text)
+         from generate_series(1, 300)",
+    )
+    .bind(org)
+    .bind(invoice)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let mut worker = spawn_worker(&db, &sink, "", 1).await;
+    sink.wait_for(1, Duration::from_secs(30)).await;
+    let pid = worker.id().unwrap() as i32;
+    // SIGTERM, as a process manager stops it.
+    assert_eq!(unsafe { libc_kill(pid, 15) }, 0);
+    let status = tokio::time::timeout(Duration::from_secs(30), worker.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "a clean exit: {status:?}");
+    let held: i64 = sqlx::query_scalar(
+        "select count(*) from claims where scope = 'job' and owner = 'outbox' and status = 'in_progress'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(held, 0, "the rows it held were finished before it exited");
+    let sent: i64 = sqlx::query_scalar("select count(*) from outbox where sent_at is not null")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        sent as usize,
+        sink.messages().len(),
+        "every email that went out is marked, and only those"
+    );
+    assert!(sent < 300, "it stopped before draining everything ({sent})");
+    pool.close().await;
+    db.cleanup().await;
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
