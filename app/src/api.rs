@@ -98,8 +98,20 @@ pub async fn create_invoice(
     input: InvoiceForm,
 ) -> Result<Uuid, AppError> {
     use crate::error::Rejected;
-    use crate::ssr::form_surface::create_invoice_once;
+    use crate::ssr::form_surface::{create_invoice_once, FormOutcome};
+    use crate::ssr::observe::{self, AttemptOutcome, Surface};
 
+    let started = std::time::Instant::now();
+    let key_text = idempotency_key.clone().unwrap_or_default();
+    let rejected = |owner: &str| {
+        observe::attempt(
+            Surface::Form,
+            owner,
+            &key_text,
+            AttemptOutcome::Rejected,
+            started,
+        )
+    };
     let reject = |fields| {
         AppError::Invalid(Box::new(Rejected {
             idempotency_key: idempotency_key.clone(),
@@ -112,23 +124,43 @@ pub async fn create_invoice(
         .as_deref()
         .and_then(|k| Uuid::try_parse(k.trim()).ok())
     else {
+        rejected("-");
         return Err(reject(crate::error::FieldErrors::from([(
             "idempotency_key".to_owned(),
             "This form has no valid submission key. Reload the page and try again.".to_owned(),
         )])));
     };
-    let parsed = input.parse().map_err(reject)?;
-    let user = crate::ssr::auth::require_user().await?;
+    let parsed = input.parse().map_err(|fields| {
+        rejected("-");
+        reject(fields)
+    })?;
+    let user = crate::ssr::auth::require_user()
+        .await
+        .inspect_err(|_| rejected("-"))?;
     let state = state()?;
-    let outcome = create_invoice_once(
+    let owner = user.org_id.to_string();
+    let result = create_invoice_once(
         &state.pool,
         user.org_id,
         form_key,
         &parsed,
         state.settings.claim_lease,
     )
-    .await?;
-    let id = outcome.invoice_id();
+    .await;
+    let outcome = match &result {
+        Ok(FormOutcome::Created(_)) => AttemptOutcome::Won,
+        Ok(FormOutcome::Replayed(_)) => AttemptOutcome::Replay,
+        Err(AppError::BadRequest(_)) => AttemptOutcome::InFlight,
+        Err(_) => AttemptOutcome::Failed,
+    };
+    observe::attempt(
+        Surface::Form,
+        &owner,
+        &form_key.to_string(),
+        outcome,
+        started,
+    );
+    let id = result?.invoice_id();
     leptos_axum::redirect(&format!("/invoices/{id}"));
     Ok(id)
 }

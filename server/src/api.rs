@@ -180,6 +180,37 @@ async fn create_invoice(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ProblemResponse> {
+    use app::ssr::observe::{self, AttemptOutcome, Surface};
+    let started = std::time::Instant::now();
+    let key = headers
+        .get("idempotency-key")
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .unwrap_or_default();
+    let result = create_invoice_once(&state, client, &headers, body).await;
+    let outcome = match &result {
+        Ok(r) if r.headers().contains_key("idempotent-replayed") => AttemptOutcome::Replay,
+        Ok(_) => AttemptOutcome::Won,
+        Err(p) if p.status == StatusCode::CONFLICT => AttemptOutcome::InFlight,
+        Err(p) if p.problem.kind.ends_with("/idempotency-key-reused") => AttemptOutcome::Mismatch,
+        Err(p) if p.status.is_client_error() => AttemptOutcome::Rejected,
+        Err(_) => AttemptOutcome::Failed,
+    };
+    observe::attempt(
+        Surface::Api,
+        &client.key_id.to_string(),
+        &key,
+        outcome,
+        started,
+    );
+    result
+}
+
+async fn create_invoice_once(
+    state: &AppState,
+    client: ApiClient,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ProblemResponse> {
     let key = IdempotencyKey::parse(headers.get("idempotency-key").map(|v| v.as_bytes())).map_err(
         |e| {
             problem(

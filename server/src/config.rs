@@ -193,14 +193,27 @@ fn load_dotenv() {
     }
 }
 
+/// Readable logs in dev; JSON (one object per event, with the request span's fields, e.g. request_id)
+/// with `LOG_FORMAT=json` or in production (`LEPTOS_ENV=PROD`).
 pub fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("RUST_LOG")
         .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_sessions=warn"));
-    tracing_subscriber::fmt()
+    let json = std::env::var("LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"))
+        || std::env::var("LEPTOS_ENV")
+            .is_ok_and(|e| matches!(e.to_ascii_lowercase().as_str(), "prod" | "production"));
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_target(false)
-        .init();
+        .with_target(false);
+    if json {
+        builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .init();
+    } else {
+        builder.init();
+    }
 }
 
 #[cfg(test)]

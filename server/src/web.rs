@@ -1,5 +1,6 @@
 //! HTTP wiring: sessions, the login guard, Leptos pages and server functions, health checks.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use app::ssr::auth::{AuthSession, Backend};
@@ -13,6 +14,9 @@ use axum::routing::get;
 use axum::Router;
 use axum_login::AuthManagerLayerBuilder;
 use leptos_axum::{generate_route_list, LeptosRoutes};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::time;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::session_store::ExpiredDeletion;
@@ -21,6 +25,7 @@ use tower_sessions_sqlx_store::PostgresStore;
 
 /// Builds the whole application router. Starts the expired-session sweep in the background.
 pub async fn router(state: AppState, secure_cookies: bool) -> anyhow::Result<Router> {
+    prometheus();
     let store = PostgresStore::new(state.pool.clone());
     store.migrate().await?;
     tokio::spawn(
@@ -41,6 +46,7 @@ pub async fn router(state: AppState, secure_cookies: bool) -> anyhow::Result<Rou
     let app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics_text))
         .route("/logout", get(logout).post(logout))
         .leptos_routes_with_context(
             &state,
@@ -57,6 +63,18 @@ pub async fn router(state: AppState, secure_cookies: bool) -> anyhow::Result<Rou
         // Added after the session layers: webhooks carry no cookies and need no session.
         .merge(crate::webhook::routes())
         .merge(crate::api::routes())
+        // Every request gets an id (or keeps the caller's x-request-id), carried by the span all its
+        // log events are in, and sent back in the response.
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
+            let id = req
+                .headers()
+                .get("x-request-id")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("-");
+            tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path())
+        }))
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .with_state(state);
     Ok(app)
 }
@@ -91,11 +109,68 @@ async fn logout(mut session: AuthSession) -> Response {
 }
 
 async fn readyz(State(state): State<AppState>) -> Response {
-    match sqlx::query("select 1").execute(&state.pool).await {
-        Ok(_) => "ready".into_response(),
-        Err(e) => {
+    let ping = tokio::time::timeout(
+        Duration::from_secs(2),
+        sqlx::query("select 1").execute(&state.pool),
+    );
+    match ping.await {
+        Ok(Ok(_)) => "ready".into_response(),
+        Ok(Err(e)) => {
             tracing::warn!(error = %e, "readiness: database unreachable");
             (StatusCode::SERVICE_UNAVAILABLE, "database unreachable").into_response()
         }
+        Err(_) => {
+            tracing::warn!("readiness: database ping timed out");
+            (StatusCode::SERVICE_UNAVAILABLE, "database unreachable").into_response()
+        }
     }
+}
+
+/// The process-wide Prometheus recorder (the `metrics` facade is global by design), installed once.
+pub fn prometheus() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            PrometheusBuilder::new()
+                .set_buckets(&[
+                    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                ])
+                .expect("valid buckets")
+                .install_recorder()
+                .expect("no other metrics recorder")
+        })
+        .clone()
+}
+
+/// Prometheus text. Outbox gauges are read from the database at scrape time.
+async fn metrics_text(State(state): State<AppState>) -> Response {
+    // language=PostgreSQL
+    let outbox = sqlx::query!(
+        r#"
+        select count(*) filter (where sent_at is null and dead_at is null) as "pending!",
+               coalesce(extract(epoch from now() - min(next_attempt_at)
+                   filter (where sent_at is null and dead_at is null and next_attempt_at <= now())), 0)::float8
+                   as "oldest_due_seconds!",
+               count(*) filter (where dead_at is not null) as "dead!"
+        from outbox
+        "#
+    )
+    .fetch_one(&state.pool)
+    .await;
+    match outbox {
+        Ok(o) => {
+            metrics::gauge!("invoicer_outbox_pending").set(o.pending as f64);
+            metrics::gauge!("invoicer_outbox_oldest_due_seconds").set(o.oldest_due_seconds);
+            metrics::gauge!("invoicer_outbox_dead").set(o.dead as f64);
+        }
+        Err(e) => tracing::warn!(error = %e, "metrics: outbox gauges unavailable"),
+    }
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4",
+        )],
+        prometheus().render(),
+    )
+        .into_response()
 }

@@ -29,6 +29,8 @@ fn plain(status: StatusCode, text: impl Into<String>) -> Response {
 }
 
 async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    use app::ssr::observe::{attempt, AttemptOutcome::*, Surface::Webhook};
+    let started = std::time::Instant::now();
     let settings = &state.settings;
     let provided = headers
         .get("stripe-signature")
@@ -42,32 +44,43 @@ async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bytes)
         settings.stripe_tolerance_secs,
     ) {
         tracing::warn!(reason = e.reason(), "stripe webhook refused: {e}");
+        metrics::counter!("invoicer_webhook_signature_failures_total", "reason" => e.reason())
+            .increment(1);
+        attempt(Webhook, "stripe", "-", Rejected, started);
         // The reason is plain and safe: it names no secret and nothing internal.
         return plain(StatusCode::BAD_REQUEST, e.to_string());
     }
     // Only now, with a genuine sender, is the body worth reading.
-    let Ok(payload) = std::str::from_utf8(&body) else {
+    let event = std::str::from_utf8(&body)
+        .ok()
+        .and_then(|payload| Some((payload, serde_json::from_str::<Event>(payload).ok()?)));
+    let Some((payload, event)) = event else {
+        tracing::warn!("stripe webhook: signed but unreadable payload");
+        attempt(Webhook, "stripe", "-", Rejected, started);
         return plain(StatusCode::BAD_REQUEST, "invalid payload");
     };
-    let event: Event = match serde_json::from_str(payload) {
-        Ok(event) => event,
-        Err(e) => {
-            tracing::warn!(error = %e, "stripe webhook: signed but unreadable payload");
-            return plain(StatusCode::BAD_REQUEST, "invalid payload");
-        }
-    };
-    match surface::process(&state.pool, &event, payload, settings.claim_lease).await {
-        Ok(Delivery::Processed(_)) => plain(StatusCode::OK, "ok"),
-        Ok(Delivery::AlreadyProcessed) => plain(StatusCode::OK, "already processed"),
+    let result = surface::process(&state.pool, &event, payload, settings.claim_lease).await;
+    let owner = format!("stripe/{}", event.account());
+    let (outcome, response) = match result {
+        Ok(Delivery::Processed(_)) => (Won, plain(StatusCode::OK, "ok")),
+        Ok(Delivery::AlreadyProcessed) => (Replay, plain(StatusCode::OK, "already processed")),
         Err(surface::DeliveryError::InFlight(_)) => (
-            StatusCode::CONFLICT,
-            [(header::RETRY_AFTER, "5")],
-            "event is being processed",
-        )
-            .into_response(),
+            InFlight,
+            (
+                StatusCode::CONFLICT,
+                [(header::RETRY_AFTER, "5")],
+                "event is being processed",
+            )
+                .into_response(),
+        ),
         Err(e) => {
             tracing::error!(event = %event.id, error = %e, "stripe webhook failed; Stripe will retry");
-            plain(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+            (
+                Failed,
+                plain(StatusCode::INTERNAL_SERVER_ERROR, "internal error"),
+            )
         }
-    }
+    };
+    attempt(Webhook, &owner, &event.id, outcome, started);
+    response
 }

@@ -269,6 +269,8 @@ pub async fn claim(
         .fetch_optional(&mut *conn)
         .await?;
         if taken.is_some() {
+            metrics::counter!("invoicer_lease_takeovers_total", "scope" => key.scope.as_str())
+                .increment(1);
             return Ok(Claimed::Won);
         }
     }

@@ -9,6 +9,7 @@ pub mod failpoint;
 pub mod form_surface;
 pub mod invoices;
 pub mod mail;
+pub mod observe;
 pub mod outbox;
 pub mod payments;
 pub mod retention;

@@ -118,9 +118,13 @@ pub async fn drain_once(
             Ok(()) => {
                 // The email is out; a crash here redelivers it after the lease (same Message-ID).
                 failpoint::hit("worker.after_send");
-                if !outbox::mark_sent(pool, row).await? {
+                let result = if outbox::mark_sent(pool, row).await? {
+                    "sent"
+                } else {
                     tracing::warn!(row = %row.id, "outbox: lease was taken over; not marking");
-                }
+                    "fenced"
+                };
+                metrics::counter!("invoicer_outbox_sends_total", "result" => result).increment(1);
             }
             Err((error, permanent)) => {
                 let failure = outbox::mark_failed(
@@ -132,6 +136,12 @@ pub async fn drain_once(
                     config.backoff_cap,
                 )
                 .await?;
+                let result = match failure {
+                    Failure::Retry(_) => "retry",
+                    Failure::Dead => "dead",
+                    Failure::Fenced => "fenced",
+                };
+                metrics::counter!("invoicer_outbox_sends_total", "result" => result).increment(1);
                 match failure {
                     Failure::Retry(delay) => tracing::warn!(row = %row.id, attempt = row.attempts,
                         delay_ms = delay.as_millis() as u64, %error, "outbox: send failed, will retry"),

@@ -1,0 +1,74 @@
+//! What operators see of each attempt: one structured log event and the Prometheus series, from one
+//! place, whatever the surface.
+
+use std::time::Instant;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    Form,
+    Webhook,
+    Api,
+}
+
+impl Surface {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Surface::Form => "form",
+            Surface::Webhook => "webhook",
+            Surface::Api => "api",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptOutcome {
+    /// This attempt did the work.
+    Won,
+    /// A repeat of a finished attempt: answered with what the first one produced.
+    Replay,
+    /// A repeat while the first is still running.
+    InFlight,
+    /// The key was used for a different request.
+    Mismatch,
+    /// Refused before claiming (bad signature, invalid input, bad key).
+    Rejected,
+    /// Failed on our side; nothing committed.
+    Failed,
+}
+
+impl AttemptOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptOutcome::Won => "won",
+            AttemptOutcome::Replay => "replay",
+            AttemptOutcome::InFlight => "in_flight",
+            AttemptOutcome::Mismatch => "mismatch",
+            AttemptOutcome::Rejected => "rejected",
+            AttemptOutcome::Failed => "failed",
+        }
+    }
+}
+
+/// Records one attempt: a log event (inside the request's span, so it carries the request id) and
+/// the `invoicer_attempts_total` / `invoicer_attempt_duration_seconds` series.
+pub fn attempt(
+    surface: Surface,
+    owner: &str,
+    key: &str,
+    outcome: AttemptOutcome,
+    started: Instant,
+) {
+    let elapsed = started.elapsed();
+    tracing::info!(
+        surface = surface.as_str(),
+        owner,
+        key,
+        outcome = outcome.as_str(),
+        duration_ms = elapsed.as_secs_f64() * 1000.0,
+        "attempt"
+    );
+    metrics::counter!("invoicer_attempts_total", "surface" => surface.as_str(), "outcome" => outcome.as_str())
+        .increment(1);
+    metrics::histogram!("invoicer_attempt_duration_seconds", "surface" => surface.as_str())
+        .record(elapsed.as_secs_f64());
+}

@@ -1,0 +1,208 @@
+//! What an operator sees: one JSON log event per attempt carrying the request id, the request id on the
+//! response, and Prometheus counters per surface and outcome.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{cli, client, invoice_form, login, TestDb};
+use tokio::io::AsyncBufReadExt;
+
+fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+        .find(|l| {
+            labels
+                .iter()
+                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+        })
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[tokio::test]
+async fn attempts_are_logged_with_request_ids_and_counted_per_surface_and_outcome() {
+    let db = TestDb::new("observe").await;
+    cli(
+        &db,
+        &[
+            "admin",
+            "create-org",
+            "--org",
+            "Obs",
+            "--email",
+            "obs@example.com",
+            "--password",
+            "correct horse",
+        ],
+    )
+    .await;
+    let token = cli(
+        &db,
+        &["admin", "create-api-key", "--email", "obs@example.com"],
+    )
+    .await;
+    let token = token.trim().to_owned();
+    let pool = db.pool().await;
+    let (_, invoice) = common::seed_invoice(&pool, "payer@example.com", 1_000, "usd").await;
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut server = tokio::process::Command::new(common::SERVER)
+        .env("DATABASE_URL", db.url())
+        .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
+        .env("LOG_FORMAT", "json")
+        .env("RUST_LOG", "info")
+        .env("WORKERS", "0")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut logs = tokio::io::BufReader::new(server.stdout.take().unwrap()).lines();
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while http.get(format!("{base}/healthz")).send().await.is_err() {
+        assert!(Instant::now() < deadline, "server did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // API: won then replay; the caller's request id comes back, and a missing one is made up.
+    let post = |request_id: Option<&'static str>| {
+        let mut req = http
+            .post(format!("{base}/api/v1/invoices"))
+            .bearer_auth(&token)
+            .header("idempotency-key", "obs-1")
+            .header("content-type", "application/json")
+            .body(common::served::invoice_body("Ada"));
+        if let Some(id) = request_id {
+            req = req.header("x-request-id", id);
+        }
+        req.send()
+    };
+    let first = post(Some("req-obs-1")).await.unwrap();
+    assert_eq!(first.status(), 201);
+    assert_eq!(first.headers()["x-request-id"], "req-obs-1");
+    let second = post(None).await.unwrap();
+    let generated = second.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(uuid::Uuid::try_parse(&generated).is_ok(), "{generated}");
+
+    // Webhook: won, replay, and a refused signature.
+    let (_, payload) = app::ssr::stripe::standin::checkout_completed(invoice, 1_000, "usd");
+    let secret = app::ssr::state::DEV_WEBHOOK_SECRET;
+    let url = format!("{base}/webhooks/stripe");
+    for _ in 0..2 {
+        assert_eq!(
+            app::ssr::stripe::standin::deliver(&url, secret, &payload)
+                .await
+                .unwrap()
+                .0,
+            200
+        );
+    }
+    assert_eq!(
+        app::ssr::stripe::standin::deliver(&url, "whsec_wrong", &payload)
+            .await
+            .unwrap()
+            .0,
+        400
+    );
+
+    // Form: won then replay.
+    let browser = client();
+    login(&browser, &base, "obs@example.com", "correct horse").await;
+    let key = uuid::Uuid::new_v4().to_string();
+    for _ in 0..2 {
+        let res = browser
+            .post(format!("{base}/rpc/create_invoice"))
+            .header("accept", "text/html")
+            .form(&invoice_form(&key, "Ada"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 302);
+    }
+
+    let text = http
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for surface in ["api", "webhook", "form"] {
+        for outcome in ["won", "replay"] {
+            let n = metric(
+                &text,
+                "invoicer_attempts_total",
+                &[("surface", surface), ("outcome", outcome)],
+            );
+            assert_eq!(n, Some(1.0), "{surface}/{outcome} in\n{text}");
+        }
+    }
+    assert_eq!(
+        metric(
+            &text,
+            "invoicer_attempts_total",
+            &[("surface", "webhook"), ("outcome", "rejected")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(
+            &text,
+            "invoicer_webhook_signature_failures_total",
+            &[("reason", "mismatch")]
+        ),
+        Some(1.0)
+    );
+    assert!(
+        metric(
+            &text,
+            "invoicer_attempt_duration_seconds_count",
+            &[("surface", "api")]
+        )
+        .unwrap()
+            >= 2.0
+    );
+    assert_eq!(
+        metric(&text, "invoicer_outbox_pending", &[]),
+        Some(1.0),
+        "the receipt waits (no workers)"
+    );
+
+    // The log has one event per attempt, inside its request's span.
+    let _ = server.start_kill();
+    let mut events = Vec::new();
+    while let Ok(Some(line)) = logs.next_line().await {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
+            if v["fields"]["message"] == "attempt" {
+                events.push(v);
+            }
+        }
+    }
+    let api_won = events
+        .iter()
+        .find(|e| e["fields"]["surface"] == "api" && e["fields"]["outcome"] == "won")
+        .expect("an api/won event");
+    assert_eq!(api_won["span"]["request_id"], "req-obs-1");
+    assert_eq!(api_won["fields"]["key"], "obs-1");
+    assert!(api_won["fields"]["duration_ms"].as_f64().unwrap() > 0.0);
+    let api_replay = events
+        .iter()
+        .find(|e| e["fields"]["surface"] == "api" && e["fields"]["outcome"] == "replay")
+        .expect("an api/replay event");
+    assert_eq!(api_replay["span"]["request_id"], generated.as_str());
+    assert_eq!(events.len(), 7, "one event per attempt: {events:#?}");
+
+    pool.close().await;
+    db.cleanup().await;
+}
