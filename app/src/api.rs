@@ -150,7 +150,8 @@ pub async fn create_invoice(
     let outcome = match &result {
         Ok(FormOutcome::Created(_)) => AttemptOutcome::Won,
         Ok(FormOutcome::Replayed(_)) => AttemptOutcome::Replay,
-        Err(AppError::BadRequest(_)) => AttemptOutcome::InFlight,
+        Ok(FormOutcome::KeyReused) => AttemptOutcome::Mismatch,
+        Ok(FormOutcome::InFlight(_)) => AttemptOutcome::InFlight,
         Err(_) => AttemptOutcome::Failed,
     };
     observe::attempt(
@@ -160,7 +161,24 @@ pub async fn create_invoice(
         outcome,
         started,
     );
-    let id = result?.invoice_id();
+    let id = match result? {
+        FormOutcome::Created(id) | FormOutcome::Replayed(id) => id,
+        FormOutcome::KeyReused => {
+            return Err(AppError::BadRequest(
+                "This form was already used to create an invoice with other details. \
+                 Open a new invoice form to create another."
+                    .into(),
+            )
+            .respond())
+        }
+        FormOutcome::InFlight(retry_after) => {
+            return Err(AppError::BadRequest(format!(
+                "This form is still being processed. Try again in {} seconds.",
+                retry_after.as_secs()
+            ))
+            .respond())
+        }
+    };
     leptos_axum::redirect(&format!("/invoices/{id}"));
     Ok(id)
 }

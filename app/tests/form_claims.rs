@@ -111,6 +111,7 @@ async fn fifty_concurrent_submits_make_one_invoice_and_49_replays(
         match task.await.unwrap() {
             FormOutcome::Created(id) => created.push(id),
             FormOutcome::Replayed(id) => replayed.push(id),
+            other => panic!("only created or replayed, got {other:?}"),
         }
     }
     assert_eq!(created.len(), 1, "exactly one submit wins");
@@ -175,6 +176,7 @@ async fn the_same_uuid_in_two_orgs_makes_two_invoices(pool: PgPool) {
     assert!(matches!(a, FormOutcome::Created(_)));
     assert!(matches!(b, FormOutcome::Created(_)));
     assert_ne!(a.invoice_id(), b.invoice_id());
+    assert!(a.invoice_id().is_some());
     assert_eq!(numbers(&pool, first).await, [1]);
     assert_eq!(numbers(&pool, second).await, [1]);
 }
@@ -211,7 +213,7 @@ async fn a_lost_claim_row_still_cannot_duplicate_the_invoice(pool: PgPool) {
     let again = create_invoice_once(&pool, org, key, &input("Ada"), LEASE)
         .await
         .unwrap();
-    assert_eq!(again, FormOutcome::Replayed(first.invoice_id()));
+    assert_eq!(again, FormOutcome::Replayed(first.invoice_id().unwrap()));
     assert_eq!(numbers(&pool, org).await, [1]);
 }
 
@@ -299,4 +301,24 @@ async fn a_fresh_lease_is_in_flight_and_a_stale_one_can_be_taken_over(pool: PgPo
             .unwrap(),
         Claimed::InFlight { .. }
     ));
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn the_same_form_resubmitted_with_other_content_is_refused_not_replayed(pool: PgPool) {
+    let org = new_org(&pool, "a@example.com").await;
+    let key = Uuid::new_v4();
+    let first = create_invoice_once(&pool, org, key, &input("Ada"), LEASE)
+        .await
+        .unwrap();
+    assert!(matches!(first, FormOutcome::Created(_)));
+    // Back, edit, submit: the same rendered form with other content.
+    let edited = create_invoice_once(&pool, org, key, &input("Bob"), LEASE)
+        .await
+        .unwrap();
+    assert_eq!(edited, FormOutcome::KeyReused);
+    let same = create_invoice_once(&pool, org, key, &input("Ada"), LEASE)
+        .await
+        .unwrap();
+    assert_eq!(same, FormOutcome::Replayed(first.invoice_id().unwrap()));
+    assert_eq!(numbers(&pool, org).await, [1]);
 }

@@ -147,6 +147,16 @@ impl Config {
         let options = PgConnectOptions::from_str(&self.database_url)
             .context("DATABASE_URL is not a valid Postgres URL")?;
         PgPoolOptions::new()
+            // Claims rely on READ COMMITTED (a concurrent duplicate waits, then sees the winner's row);
+            // a server default of REPEATABLE READ would turn duplicates into serialization errors.
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    use sqlx::Executor;
+                    conn.execute("set session characteristics as transaction isolation level read committed")
+                        .await
+                        .map(drop)
+                })
+            })
             .max_connections(self.pool_size)
             .acquire_timeout(Duration::from_secs(5))
             .connect_with(options)

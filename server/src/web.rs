@@ -142,8 +142,18 @@ pub fn prometheus() -> PrometheusHandle {
         .clone()
 }
 
-/// Prometheus text. Outbox gauges are read from the database at scrape time.
-async fn metrics_text(State(state): State<AppState>) -> Response {
+/// Prometheus text. Outbox gauges are read from the database at scrape time. With `METRICS_TOKEN`
+/// set, scrapers must send `Authorization: Bearer <token>`.
+async fn metrics_text(State(state): State<AppState>, headers: axum::http::HeaderMap) -> Response {
+    if let Ok(token) = std::env::var("METRICS_TOKEN") {
+        let sent = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if sent != Some(token.as_str()) {
+            return StatusCode::UNAUTHORIZED.into_response();
+        }
+    }
     // language=PostgreSQL
     let outbox = sqlx::query!(
         r#"

@@ -256,7 +256,8 @@ async fn retention_deletes_old_webhook_records_and_expired_api_claims_once_per_p
          union all select 'stripe', 'default', 'evt_new', 'done', now(), now() - interval '29 days'
          union all select 'api', 'client', 'old', 'done', now(), now() - interval '25 hours'
          union all select 'api', 'client', 'new', 'done', now(), now()
-         union all select 'form', 'org', 'ancient', 'done', now(), now() - interval '400 days'",
+         union all select 'form', 'org', 'ancient', 'done', now(), now() - interval '400 days'
+         union all select 'job', 'outbox', 'old-run', 'done', now(), now() - interval '8 days'",
     )
     .execute(&pool)
     .await
@@ -281,9 +282,10 @@ async fn retention_deletes_old_webhook_records_and_expired_api_claims_once_per_p
         (
             report.webhook_claims,
             report.webhook_events,
-            report.api_claims
+            report.api_claims,
+            report.job_claims
         ),
-        (5, 1, 1)
+        (5, 1, 1, 1)
     );
     assert_eq!(
         run_once(&pool, "2026-11-30T14", &config).await.unwrap(),
@@ -299,5 +301,57 @@ async fn retention_deletes_old_webhook_records_and_expired_api_claims_once_per_p
         left,
         ["ancient", "evt_new", "new"],
         "form claims are kept; recent ones too"
+    );
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_row_whose_holders_keep_dying_goes_dead_instead_of_looping(pool: PgPool) {
+    let (org, invoice) = common::seed_invoice(&pool, "o@example.com", 100, "usd").await;
+    send_invoice_once(&pool, org, Uuid::new_v4(), invoice, LEASE)
+        .await
+        .unwrap();
+    sqlx::query("update outbox set max_attempts = 2")
+        .execute(&pool)
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        // A worker leases it and dies: its lease runs out, the row comes due again.
+        assert_eq!(
+            outbox::lease_due(&pool, "doomed", 1, LEASE)
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+        sqlx::query(
+            "update claims set locked_until = now() - interval '1 second' where scope = 'job'",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        sqlx::query("update outbox set next_attempt_at = now()")
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    assert!(outbox::lease_due(&pool, "third", 1, LEASE)
+        .await
+        .unwrap()
+        .is_empty());
+    let (dead, error): (bool, String) =
+        sqlx::query_as("select dead_at is not null, last_error from outbox")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert!(dead);
+    assert!(error.contains("stopped answering 2 times"), "{error}");
+    let held: i64 =
+        sqlx::query_scalar("select count(*) from claims where scope = 'job' and owner = 'outbox'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        held, 0,
+        "its claim is released, so Retry can lease it again"
     );
 }

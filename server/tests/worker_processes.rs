@@ -46,7 +46,7 @@ async fn killed_between_send_and_mark_the_email_is_redelivered_once_with_the_sam
     .await
     .unwrap();
 
-    let mut crashing = spawn_worker(&db, &sink, "worker.after_send", 1).await;
+    let mut crashing = spawn_worker(&db, &sink, "worker.after_send", 1, 1).await;
     let code = tokio::time::timeout(Duration::from_secs(30), crashing.wait())
         .await
         .unwrap()
@@ -55,7 +55,7 @@ async fn killed_between_send_and_mark_the_email_is_redelivered_once_with_the_sam
     assert_eq!(sink.messages().len(), 1);
     wait_until(&pool, UNSENT, 1, Duration::from_secs(1)).await; // sent, but not marked
 
-    let _worker = spawn_worker(&db, &sink, "", 1).await;
+    let _worker = spawn_worker(&db, &sink, "", 1, 1).await;
     wait_until(&pool, UNSENT, 0, Duration::from_secs(30)).await;
     let messages = sink.messages();
     assert_eq!(
@@ -91,7 +91,7 @@ async fn killed_before_the_send_the_email_goes_out_exactly_once_after_takeover()
     .await
     .unwrap();
 
-    let mut crashing = spawn_worker(&db, &sink, "worker.before_send", 1).await;
+    let mut crashing = spawn_worker(&db, &sink, "worker.before_send", 1, 1).await;
     let code = tokio::time::timeout(Duration::from_secs(30), crashing.wait())
         .await
         .unwrap()
@@ -99,7 +99,7 @@ async fn killed_before_the_send_the_email_goes_out_exactly_once_after_takeover()
     assert_eq!(code.code(), Some(70));
     assert!(sink.messages().is_empty());
 
-    let _worker = spawn_worker(&db, &sink, "", 1).await;
+    let _worker = spawn_worker(&db, &sink, "", 1, 1).await;
     wait_until(&pool, UNSENT, 0, Duration::from_secs(30)).await;
     assert_eq!(sink.messages().len(), 1);
     pool.close().await;
@@ -120,13 +120,21 @@ async fn two_worker_processes_drain_500_rows_each_sent_once() {
     .execute(&pool)
     .await
     .unwrap();
-    let _a = spawn_worker(&db, &sink, "", 2).await;
-    let _b = spawn_worker(&db, &sink, "", 2).await;
+    let _a = spawn_worker(&db, &sink, "", 2, 30).await;
+    let _b = spawn_worker(&db, &sink, "", 2, 30).await;
     wait_until(&pool, UNSENT, 0, Duration::from_secs(120)).await;
     let messages = sink.wait_for(500, Duration::from_secs(10)).await;
     assert_eq!(messages.len(), 500, "none twice");
     let ids: HashSet<String> = messages.iter().map(|m| message_id(m)).collect();
     assert_eq!(ids.len(), 500, "every row once");
+    // locked_by names the sender: "<host>-<pid>-<n>"; both processes took part.
+    let processes: i64 = sqlx::query_scalar(
+        "select count(distinct regexp_replace(locked_by, '-[0-9]+$', '')) from outbox where sent_at is not null",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(processes, 2, "both worker processes sent rows");
     let workers: i64 =
         sqlx::query_scalar("select count(distinct split_part(locked_by, '-', 2)) from outbox")
             .fetch_one(&pool)
@@ -151,7 +159,7 @@ async fn sigterm_stops_leasing_and_leaves_no_row_half_held() {
     .execute(&pool)
     .await
     .unwrap();
-    let mut worker = spawn_worker(&db, &sink, "", 1).await;
+    let mut worker = spawn_worker(&db, &sink, "", 1, 30).await;
     sink.wait_for(1, Duration::from_secs(30)).await;
     let pid = worker.id().unwrap() as i32;
     // SIGTERM, as a process manager stops it.

@@ -15,16 +15,28 @@ use crate::ssr::{failpoint, invoices, outbox};
 pub enum FormOutcome {
     /// This submission created the invoice.
     Created(Uuid),
-    /// An earlier submission of the same form did; here is its invoice.
+    /// An earlier submission of the same form, with the same content, did; here is its invoice.
     Replayed(Uuid),
+    /// This rendered form already created an invoice with other content (edited after Back):
+    /// not a repeat, and not a new attempt either; the user opens a new form.
+    KeyReused,
+    /// Only for claims committed before their work; kept so every outcome is handled.
+    InFlight(Duration),
 }
 
 impl FormOutcome {
-    pub fn invoice_id(self) -> Uuid {
+    pub fn invoice_id(self) -> Option<Uuid> {
         match self {
-            FormOutcome::Created(id) | FormOutcome::Replayed(id) => id,
+            FormOutcome::Created(id) | FormOutcome::Replayed(id) => Some(id),
+            FormOutcome::KeyReused | FormOutcome::InFlight(_) => None,
         }
     }
+}
+
+/// What was submitted, hashed: a resubmit must match it to be a replay.
+fn fingerprint(input: &InvoiceInput) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(serde_json::to_vec(input).expect("an invoice input serialises")).to_vec()
 }
 
 /// Creates the invoice for this form submission at most once, however often it is submitted.
@@ -37,8 +49,13 @@ pub async fn create_invoice_once(
 ) -> Result<FormOutcome, AppError> {
     let key = ClaimKey::form(org, form_key);
     let source_key = format!("form:{form_key}");
+    let fingerprint = fingerprint(input);
+    let rules = Rules {
+        fingerprint: Some(&fingerprint),
+        ..Rules::new(lease)
+    };
     let mut tx = pool.begin().await?;
-    match claim::claim(&mut tx, &key, &Rules::new(lease)).await? {
+    match claim::claim(&mut tx, &key, &rules).await? {
         Claimed::Won => {}
         Claimed::Done(Outcome {
             result_id: Some(id),
@@ -50,18 +67,8 @@ pub async fn create_invoice_once(
                 format!("{key:?} {outcome:?}"),
             ))
         }
-        Claimed::InFlight { retry_after } => {
-            return Err(AppError::BadRequest(format!(
-                "This form is still being processed. Try again in {} seconds.",
-                retry_after.as_secs()
-            )))
-        }
-        Claimed::Mismatch => {
-            return Err(AppError::internal(
-                "form claims carry no fingerprint",
-                format!("{key:?}"),
-            ))
-        }
+        Claimed::InFlight { retry_after } => return Ok(FormOutcome::InFlight(retry_after)),
+        Claimed::Mismatch => return Ok(FormOutcome::KeyReused),
     }
     failpoint::hit("form.after_claim");
 

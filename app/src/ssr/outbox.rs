@@ -118,6 +118,24 @@ pub async fn lease_due(
                 )
                 .fetch_one(&mut *tx)
                 .await?;
+                if attempts > row.max_attempts {
+                    // Every earlier holder lost its lease (crashed or hung) without recording a
+                    // failure: stop trying, show it as dead.
+                    // language=PostgreSQL
+                    sqlx::query!(
+                        r#"
+                        update outbox set dead_at = now(), locked_by = null,
+                            last_error = 'gave up: the worker holding it stopped answering ' || ($2::int - 1) || ' times'
+                        where id = $1
+                        "#,
+                        row.id,
+                        attempts,
+                    )
+                    .execute(&mut *tx)
+                    .await?;
+                    claim::release_fenced(&mut tx, &key, token).await?;
+                    continue;
+                }
                 leased.push(Leased {
                     id: row.id,
                     org_id: row.org_id,
@@ -151,9 +169,10 @@ pub async fn lease_due(
 /// the other order deadlocks against it).
 pub async fn mark_sent(pool: &PgPool, row: &Leased) -> sqlx::Result<bool> {
     let mut tx = pool.begin().await?;
+    // locked_by is kept: it names the worker that sent it.
     // language=PostgreSQL
     sqlx::query!(
-        "update outbox set sent_at = now(), locked_by = null, last_error = null where id = $1",
+        "update outbox set sent_at = now(), last_error = null where id = $1",
         row.id
     )
     .execute(&mut *tx)

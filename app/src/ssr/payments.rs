@@ -84,6 +84,7 @@ pub async fn record_payment(
             ),
         ));
     };
+    lock_payment(tx, p.provider, p.provider_payment_id).await?;
     // language=PostgreSQL
     let Some(invoice) = sqlx::query!(
         "select org_id, currency from invoices where id = $1 for update",
@@ -172,11 +173,10 @@ pub async fn record_payment(
     let status = sqlx::query_scalar!(
         r#"
         update invoices
-        set amount_paid_cents = amount_paid_cents + $2,
+        set amount_paid_cents = amount_paid_cents + case when $3 then 0 else $2::int8 end,
             status = case
                 when status = 'open' and amount_paid_cents + $2 >= total_cents
                     then case when $3 then 'refunded' else 'paid' end
-                when status = 'paid' and $3 then 'refunded'
                 else status
             end,
             updated_at = now()
@@ -205,6 +205,26 @@ pub async fn record_payment(
     Ok(effect)
 }
 
+/// Payment and refund events of one payment take different claims (different event ids), so they
+/// could run concurrently and miss each other's uncommitted rows (a refund parked as pending while
+/// its payment commits). This transaction-scoped lock on the payment makes them take turns; it is the
+/// first lock either takes.
+async fn lock_payment(
+    tx: &mut PgConnection,
+    provider: &str,
+    provider_payment_id: &str,
+) -> sqlx::Result<()> {
+    // language=PostgreSQL
+    sqlx::query!(
+        r#"select 1 as "locked!" from (select pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 0))) l"#,
+        provider,
+        provider_payment_id
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    Ok(())
+}
+
 /// Marks a payment refunded and moves its invoice `paid → refunded`. A refund for a payment we have
 /// not seen yet is kept and applied when the payment arrives.
 pub async fn record_refund(
@@ -213,10 +233,11 @@ pub async fn record_refund(
     provider_payment_id: &str,
     event_id: &str,
 ) -> sqlx::Result<Effect> {
+    lock_payment(tx, provider, provider_payment_id).await?;
     // language=PostgreSQL
     let payment = sqlx::query!(
         r#"
-        select id, org_id, invoice_id, refunded_at is not null as "already!"
+        select id, org_id, invoice_id, amount_cents, refunded_at is not null as "already!"
         from payments
         where provider = $1 and provider_payment_id = $2
         for update
@@ -262,20 +283,28 @@ pub async fn record_refund(
     .execute(&mut *tx)
     .await?;
     // language=PostgreSQL
-    let moved = sqlx::query!(
+    // The refunded amount is no longer paid. A fully paid invoice whose payments are all refunded is
+    // `refunded`; one that is partly paid again (one of two payments refunded) is `open`.
+    // language=PostgreSQL
+    let status = sqlx::query_scalar!(
         r#"
-        update invoices set status = 'refunded', updated_at = now()
-        where id = $1 and status = 'paid'
+        update invoices
+        set amount_paid_cents = greatest(amount_paid_cents - $2, 0),
+            status = case
+                when status = 'paid' and amount_paid_cents - $2 <= 0 then 'refunded'
+                when status = 'paid' and amount_paid_cents - $2 < total_cents then 'open'
+                else status
+            end,
+            updated_at = now()
+        where id = $1
+        returning status
         "#,
-        payment.invoice_id
+        payment.invoice_id,
+        payment.amount_cents,
     )
-    .execute(&mut *tx)
+    .fetch_one(&mut *tx)
     .await?;
-    let detail = if moved.rows_affected() == 1 {
-        format!("payment {provider_payment_id} refunded; invoice refunded")
-    } else {
-        format!("payment {provider_payment_id} refunded; invoice was not paid, status unchanged")
-    };
+    let detail = format!("payment {provider_payment_id} refunded; invoice {status}");
     let mut effect = on_invoice(Effect::new(EffectKind::Applied, detail));
     effect.payment_id = Some(payment.id);
     Ok(effect)

@@ -49,7 +49,12 @@ pub struct Report {
     pub webhook_claims: u64,
     pub webhook_events: u64,
     pub api_claims: u64,
+    /// Finished job runs (sent emails, past retention periods) older than a week.
+    pub job_claims: u64,
 }
+
+/// Job claims are only needed while their run can still be taken over.
+const JOB_CLAIM_RETENTION: Duration = Duration::from_secs(7 * 86_400);
 
 /// The current period's run id: one run per hour.
 pub fn current_period() -> String {
@@ -74,6 +79,20 @@ pub async fn run_once(
         Claimed::Done(_) | Claimed::InFlight { .. } | Claimed::Mismatch => return Ok(None),
     }
     let token = claim::lease_token(&mut conn, &key).await?;
+    let report = match delete_old(pool, config).await {
+        Ok(report) => report,
+        Err(e) => {
+            // Give the period back so another pass (this worker's or another's) runs it.
+            claim::release_fenced(&mut conn, &key, token).await?;
+            return Err(e);
+        }
+    };
+    claim::complete_fenced(&mut conn, &key, token, &Outcome::default()).await?;
+    tracing::info!(period, ?report, "retention job done");
+    Ok(Some(report))
+}
+
+async fn delete_old(pool: &PgPool, config: &RetentionConfig) -> sqlx::Result<Report> {
     let window = Duration::from_secs(u64::from(config.webhook_days) * 86_400);
     let webhook_claims = claim::sweep_expired(pool, Scope::Stripe, window, config.batch).await?;
     let mut webhook_events = 0;
@@ -99,16 +118,14 @@ pub async fn run_once(
             break;
         }
     }
-    let api_claims =
-        claim::sweep_expired(pool, Scope::Api, config.api_key_ttl, config.batch).await?;
-    claim::complete_fenced(&mut conn, &key, token, &Outcome::default()).await?;
-    let report = Report {
+    Ok(Report {
         webhook_claims,
         webhook_events,
-        api_claims,
-    };
-    tracing::info!(period, ?report, "retention job done");
-    Ok(Some(report))
+        api_claims: claim::sweep_expired(pool, Scope::Api, config.api_key_ttl, config.batch)
+            .await?,
+        job_claims: claim::sweep_expired(pool, Scope::Job, JOB_CLAIM_RETENTION, config.batch)
+            .await?,
+    })
 }
 
 #[cfg(test)]

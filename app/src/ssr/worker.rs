@@ -30,7 +30,9 @@ impl Default for WorkerConfig {
     fn default() -> Self {
         WorkerConfig {
             id: format!("worker-{}", std::process::id()),
-            batch: 10,
+            // One row per lease: every send starts right after its lease was taken, so a slow SMTP
+            // server cannot push later rows of a batch past their lease (a takeover would send twice).
+            batch: 1,
             lease: Duration::from_secs(300),
             backoff_base: Duration::from_secs(5),
             backoff_cap: Duration::from_secs(3600),
@@ -112,7 +114,14 @@ pub async fn drain_once(
                 mailer.send(message).await.map_err(|e| (e, false))
             }
             Err(RenderError::Permanent(e)) => Err((e, true)),
-            Err(RenderError::Db(e)) => Err((e.to_string(), false)),
+            Err(RenderError::Db(e)) => {
+                // Shown on the invoice page: keep database details in the log only.
+                tracing::warn!(row = %row.id, error = %e, "outbox: rendering failed on a database error");
+                Err((
+                    "temporary database error while preparing the email".to_owned(),
+                    false,
+                ))
+            }
         };
         match sent {
             Ok(()) => {

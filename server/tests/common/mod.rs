@@ -313,14 +313,21 @@ pub fn message_id(raw: &str) -> String {
         .to_owned()
 }
 
-/// `server worker` as a child process, delivering to `smtp`, with a 1 s lease so takeovers are quick.
-pub async fn spawn_worker(db: &TestDb, smtp: &SmtpSink, failpoints: &str, workers: u32) -> Child {
+/// `server worker` as a child process, delivering to `smtp`, with a lease of `lease_secs` (short where
+/// a test waits for a takeover).
+pub async fn spawn_worker(
+    db: &TestDb,
+    smtp: &SmtpSink,
+    failpoints: &str,
+    workers: u32,
+    lease_secs: u32,
+) -> Child {
     Command::new(SERVER)
         .arg("worker")
         .env("DATABASE_URL", db.url())
         .env("SMTP_URL", smtp.url())
         .env("WORKERS", workers.to_string())
-        .env("WORKER_LEASE_SECS", "1")
+        .env("WORKER_LEASE_SECS", lease_secs.to_string())
         .env("WORKER_POLL_MS", "50")
         .env("INVOICER_FAILPOINT", failpoints)
         .env("RUST_LOG", "warn")
