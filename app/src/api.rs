@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use uuid::Uuid;
 
 use crate::error::AppError;
-use crate::model::{ApiKeySummary, InvoiceForm, InvoicePage, InvoiceSummary, Viewer};
+use crate::model::{ActivityPage, ApiKeySummary, InvoiceForm, InvoicePage, InvoiceSummary, Viewer};
 
 #[cfg(feature = "ssr")]
 fn state() -> Result<crate::ssr::AppState, AppError> {
@@ -154,13 +154,26 @@ pub async fn create_invoice(
         Ok(FormOutcome::InFlight(_)) => AttemptOutcome::InFlight,
         Err(_) => AttemptOutcome::Failed,
     };
-    observe::attempt(
-        Surface::Form,
-        &owner,
-        &form_key.to_string(),
-        outcome,
-        started,
-    );
+    let request_id = use_context::<axum::http::request::Parts>().and_then(|p| {
+        p.headers
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    });
+    observe::record(
+        &state.pool,
+        observe::Attempt {
+            surface: Surface::Form,
+            org: Some(user.org_id),
+            owner: &owner,
+            key: &form_key.to_string(),
+            outcome,
+            invoice: result.as_ref().ok().and_then(|o| o.invoice_id()),
+            request_id: request_id.as_deref(),
+            started,
+        },
+    )
+    .await;
     let id = match result? {
         FormOutcome::Created(id) | FormOutcome::Replayed(id) => id,
         FormOutcome::KeyReused => {
@@ -196,11 +209,19 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
     let state = state()?;
     let invoice = own_invoice(&state, user.org_id, &id).await?;
     let emails = crate::ssr::outbox::for_invoice(&state.pool, user.org_id, invoice.id).await?;
+    let only_this = crate::ssr::activity::Filter {
+        invoice: Some(invoice.id),
+        ..Default::default()
+    };
+    let history = crate::ssr::activity::list(&state.pool, user.org_id, &only_this, 0)
+        .await?
+        .rows;
     Ok(InvoicePage {
         invoice,
         simulate_payments: state.settings.dev_mode,
         send_key: Uuid::new_v4(),
         emails,
+        history,
     })
 }
 
@@ -312,4 +333,23 @@ pub async fn retry_email(id: String, invoice_id: String) -> Result<(), AppError>
     }
     leptos_axum::redirect(&format!("/invoices/{invoice_id}"));
     Ok(())
+}
+
+/// The session org's attempts, newest first, filtered; `page` counts from 0.
+#[server(prefix = "/rpc", endpoint = "activity")]
+pub async fn activity(
+    surface: Option<String>,
+    outcome: Option<String>,
+    q: Option<String>,
+    page: Option<u32>,
+) -> Result<ActivityPage, AppError> {
+    let user = crate::ssr::auth::require_user().await?;
+    let state = state()?;
+    let filter = crate::ssr::activity::Filter {
+        surface: surface.filter(|s| !s.is_empty()),
+        outcome: outcome.filter(|s| !s.is_empty()),
+        search: q,
+        invoice: None,
+    };
+    Ok(crate::ssr::activity::list(&state.pool, user.org_id, &filter, page.unwrap_or(0)).await?)
 }

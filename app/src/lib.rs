@@ -15,6 +15,7 @@ use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::components::{Redirect, Route, Router, Routes};
 use leptos_router::{path, SsrMode};
 
+use pages::activity::ActivityPage;
 use pages::auth::{LoginPage, SignupPage};
 use pages::invoices::{InvoiceListPage, InvoicePage, NewInvoicePage};
 use pages::layout::{Nav, NotFound};
@@ -64,6 +65,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/invoices/new") view=NewInvoicePage ssr=SsrMode::Async />
                     <Route path=path!("/invoices/:id") view=InvoicePage ssr=SsrMode::Async />
                     <Route path=path!("/settings/api-keys") view=ApiKeysPage ssr=SsrMode::Async />
+                    <Route path=path!("/activity") view=ActivityPage ssr=SsrMode::Async />
                 </Routes>
             </main>
         </Router>

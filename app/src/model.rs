@@ -446,6 +446,8 @@ pub struct InvoicePage {
     /// Names the "Send invoice" attempt of this rendering of the page.
     pub send_key: Uuid,
     pub emails: Vec<EmailRow>,
+    /// The attempts that concerned this invoice: its creation, replays, payments, refunds.
+    pub history: Vec<ActivityRow>,
 }
 
 /// One outbox email of an invoice.
@@ -475,6 +477,40 @@ pub struct InvoiceSummary {
 
 pub fn invoice_number(n: i32) -> String {
     format!("INV-{n:06}")
+}
+
+/// One attempt on the activity page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActivityRow {
+    pub created_at: DateTime<Utc>,
+    /// form | webhook | api
+    pub surface: String,
+    /// The form UUID, Stripe event id or Idempotency-Key.
+    pub key: String,
+    /// won | replay | in_flight | mismatch | rejected | failed
+    pub outcome: String,
+    pub invoice_id: Option<Uuid>,
+    pub invoice_number: Option<String>,
+    pub duration_ms: f64,
+    pub request_id: Option<String>,
+    /// The stored webhook payload or API response.
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActivityCount {
+    pub surface: String,
+    pub outcome: String,
+    pub count: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActivityPage {
+    pub rows: Vec<ActivityRow>,
+    /// The last 24 hours, by surface and outcome.
+    pub counts: Vec<ActivityCount>,
+    pub page: u32,
+    pub has_more: bool,
 }
 
 /// An API key as the settings page lists it (never the key itself).

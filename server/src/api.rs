@@ -195,13 +195,27 @@ async fn create_invoice(
         Err(p) if p.status.is_client_error() => AttemptOutcome::Rejected,
         Err(_) => AttemptOutcome::Failed,
     };
-    observe::attempt(
-        Surface::Api,
-        &client.key_id.to_string(),
-        &key,
-        outcome,
-        started,
-    );
+    let invoice = result
+        .as_ref()
+        .ok()
+        .and_then(|r| r.headers().get("location"))
+        .and_then(|l| l.to_str().ok())
+        .and_then(|l| l.rsplit('/').next())
+        .and_then(|id| uuid::Uuid::try_parse(id).ok());
+    observe::record(
+        &state.pool,
+        observe::Attempt {
+            surface: Surface::Api,
+            org: Some(client.org_id),
+            owner: &client.key_id.to_string(),
+            key: &key,
+            outcome,
+            invoice,
+            request_id: headers.get("x-request-id").and_then(|v| v.to_str().ok()),
+            started,
+        },
+    )
+    .await;
     result
 }
 

@@ -29,7 +29,7 @@ fn plain(status: StatusCode, text: impl Into<String>) -> Response {
 }
 
 async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    use app::ssr::observe::{attempt, AttemptOutcome::*, Surface::Webhook};
+    use app::ssr::observe::{attempt, record, Attempt, AttemptOutcome::*, Surface::Webhook};
     let started = std::time::Instant::now();
     let settings = &state.settings;
     let provided = headers
@@ -61,9 +61,18 @@ async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bytes)
     };
     let result = surface::process(&state.pool, &event, payload, settings.claim_lease).await;
     let owner = format!("stripe/{}", event.account());
-    let (outcome, response) = match result {
-        Ok(Delivery::Processed(_)) => (Won, plain(StatusCode::OK, "ok")),
-        Ok(Delivery::AlreadyProcessed) => (Replay, plain(StatusCode::OK, "already processed")),
+    let (outcome, response, concerns) = match result {
+        Ok(Delivery::Processed(effect)) => (
+            Won,
+            plain(StatusCode::OK, "ok"),
+            (effect.org_id, effect.invoice_id),
+        ),
+        Ok(Delivery::AlreadyProcessed) => {
+            let concerns = surface::recorded(&state.pool, event.account(), &event.id)
+                .await
+                .unwrap_or((None, None));
+            (Replay, plain(StatusCode::OK, "already processed"), concerns)
+        }
         Err(surface::DeliveryError::InFlight(_)) => (
             InFlight,
             (
@@ -72,15 +81,30 @@ async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bytes)
                 "event is being processed",
             )
                 .into_response(),
+            (None, None),
         ),
         Err(e) => {
             tracing::error!(event = %event.id, error = %e, "stripe webhook failed; Stripe will retry");
             (
                 Failed,
                 plain(StatusCode::INTERNAL_SERVER_ERROR, "internal error"),
+                (None, None),
             )
         }
     };
-    attempt(Webhook, &owner, &event.id, outcome, started);
+    record(
+        &state.pool,
+        Attempt {
+            surface: Webhook,
+            org: concerns.0,
+            owner: &owner,
+            key: &event.id,
+            outcome,
+            invoice: concerns.1,
+            request_id: headers.get("x-request-id").and_then(|v| v.to_str().ok()),
+            started,
+        },
+    )
+    .await;
     response
 }

@@ -101,7 +101,7 @@ pub fn InvoicePage() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match invoice.await {
-                    Ok(InvoicePage { invoice: inv, simulate_payments, send_key, emails }) => {
+                    Ok(InvoicePage { invoice: inv, simulate_payments, send_key, emails, history }) => {
                         let currency = inv.currency.clone();
                         let can_simulate = simulate_payments && inv.status == InvoiceStatus::Open;
                         let invoice_id = inv.id.to_string();
@@ -218,6 +218,17 @@ pub fn InvoicePage() -> impl IntoView {
                                                             }
                                                         })
                                                         .collect_view()}
+                                                </tbody>
+                                            </table>
+                                        }
+                                    })}
+                                {(!history.is_empty())
+                                    .then(|| {
+                                        view! {
+                                            <h2>"History"</h2>
+                                            <table class="activity history">
+                                                <tbody>
+                                                    {history.into_iter().map(super::activity::activity_row).collect_view()}
                                                 </tbody>
                                             </table>
                                         }

@@ -18,6 +18,7 @@ pub fn Nav() -> impl IntoView {
                                 <nav>
                                     <a href="/invoices">"Invoices"</a>
                                     <a href="/invoices/new">"New invoice"</a>
+                                    <a href="/activity">"Activity"</a>
                                     <a href="/settings/api-keys">"API keys"</a>
                                 </nav>
                                 <span class="who">{u.org_name} " · " {u.email}</span>

@@ -1,6 +1,7 @@
 //! Server-only code: the claim primitive, the domain functions, sessions.
 
 pub mod accounts;
+pub mod activity;
 pub mod api_keys;
 pub mod api_surface;
 pub mod auth;

@@ -3,6 +3,9 @@
 
 use std::time::Instant;
 
+use sqlx::PgPool;
+use uuid::Uuid;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Surface {
     Form,
@@ -71,4 +74,45 @@ pub fn attempt(
         .increment(1);
     metrics::histogram!("invoicer_attempt_duration_seconds", "surface" => surface.as_str())
         .record(elapsed.as_secs_f64());
+}
+
+/// One attempt as the activity page records it.
+#[derive(Debug, Clone)]
+pub struct Attempt<'a> {
+    pub surface: Surface,
+    /// The org it concerns, when known (a refused webhook has none).
+    pub org: Option<Uuid>,
+    pub owner: &'a str,
+    pub key: &'a str,
+    pub outcome: AttemptOutcome,
+    /// The invoice it created, replayed or paid.
+    pub invoice: Option<Uuid>,
+    pub request_id: Option<&'a str>,
+    pub started: Instant,
+}
+
+/// Logs and counts the attempt (see `attempt`) and stores it for the activity page. A failure to
+/// store is logged, never turned into a failure of the request: the attempt itself already happened.
+pub async fn record(pool: &PgPool, a: Attempt<'_>) {
+    attempt(a.surface, a.owner, a.key, a.outcome, a.started);
+    // language=PostgreSQL
+    let stored = sqlx::query!(
+        r#"
+        insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
+        values ($1, $2, $3, $4, $5, $6, $7, $8)
+        "#,
+        a.org,
+        a.surface.as_str(),
+        a.owner,
+        a.key,
+        a.outcome.as_str(),
+        a.invoice,
+        a.request_id,
+        a.started.elapsed().as_secs_f64() * 1000.0,
+    )
+    .execute(pool)
+    .await;
+    if let Err(e) = stored {
+        tracing::warn!(error = %e, "could not store an attempt for the activity page");
+    }
 }

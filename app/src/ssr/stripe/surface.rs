@@ -58,7 +58,7 @@ struct Charge {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Delivery {
     /// First delivery: applied (or recorded) and committed.
-    Processed(EffectKind),
+    Processed(Effect),
     /// Processed before; nothing done again.
     AlreadyProcessed,
 }
@@ -131,7 +131,7 @@ pub async fn process(
     failpoint::hit("webhook.after_commit");
     tracing::info!(event = %event.id, kind = %event.kind, outcome = effect.outcome.as_str(),
         detail = effect.detail.as_deref().unwrap_or(""), "stripe event processed");
-    Ok(Delivery::Processed(effect.outcome))
+    Ok(Delivery::Processed(effect))
 }
 
 async fn apply(tx: &mut sqlx::PgConnection, event: &Event) -> sqlx::Result<Effect> {
@@ -193,4 +193,23 @@ async fn apply(tx: &mut sqlx::PgConnection, event: &Event) -> sqlx::Result<Effec
             format!("event type {other} is not handled"),
         )),
     }
+}
+
+/// The org and invoice a stored event concerned (for recording a replayed delivery).
+pub async fn recorded(
+    pool: &PgPool,
+    account: &str,
+    event_id: &str,
+) -> sqlx::Result<(Option<uuid::Uuid>, Option<uuid::Uuid>)> {
+    // language=PostgreSQL
+    let row = sqlx::query!(
+        "select org_id, invoice_id from stripe_events where account = $1 and id = $2",
+        account,
+        event_id
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(row
+        .map(|r| (r.org_id, r.invoice_id))
+        .unwrap_or((None, None)))
 }

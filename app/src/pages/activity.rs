@@ -1,0 +1,159 @@
+//! `/activity`: every attempt of the org, what became of it, and proof (stored payloads/responses).
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
+
+use super::layout::error_banner;
+use crate::api::activity;
+use crate::model::ActivityRow;
+
+const SURFACES: &[&str] = &["form", "webhook", "api"];
+const OUTCOMES: &[&str] = &[
+    "won",
+    "replay",
+    "in_flight",
+    "mismatch",
+    "rejected",
+    "failed",
+];
+
+#[component]
+pub fn ActivityPage() -> impl IntoView {
+    let query = use_query_map();
+    let param = move |name: &str| query.with(|q| q.get(name)).filter(|v| !v.is_empty());
+    let page = Resource::new(
+        move || {
+            (
+                param("surface"),
+                param("outcome"),
+                param("q"),
+                param("page"),
+            )
+        },
+        |(surface, outcome, q, page)| {
+            activity(surface, outcome, q, page.and_then(|p| p.parse().ok()))
+        },
+    );
+    let selected =
+        move |name: &'static str, value: &'static str| param(name).as_deref() == Some(value);
+    view! {
+        <section class="card">
+            <h1>"Activity"</h1>
+            <p class="empty">"Every attempt on every surface: who asked, with which key, and what happened."</p>
+            <form method="get" action="/activity" class="filters">
+                <select name="surface">
+                    <option value="">"All surfaces"</option>
+                    {SURFACES
+                        .iter()
+                        .map(|s| view! { <option value=*s selected=move || selected("surface", s)>{*s}</option> })
+                        .collect_view()}
+                </select>
+                <select name="outcome">
+                    <option value="">"All outcomes"</option>
+                    {OUTCOMES
+                        .iter()
+                        .map(|o| view! { <option value=*o selected=move || selected("outcome", o)>{*o}</option> })
+                        .collect_view()}
+                </select>
+                <input type="search" name="q" placeholder="key, event id or INV-…" value=move || param("q") />
+                <button type="submit">"Filter"</button>
+            </form>
+            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match page.await {
+                        Ok(p) => {
+                            let next = p.page + 1;
+                            let more = p.has_more;
+                            view! {
+                                <p class="counters">
+                                    "Last 24 h: "
+                                    {if p.counts.is_empty() {
+                                        "nothing yet".to_owned()
+                                    } else {
+                                        p.counts
+                                            .iter()
+                                            .map(|c| format!("{} {} {}", c.count, c.surface, c.outcome))
+                                            .collect::<Vec<_>>()
+                                            .join(" · ")
+                                    }}
+                                </p>
+                                {if p.rows.is_empty() {
+                                    view! { <p class="empty">"No attempts match."</p> }.into_any()
+                                } else {
+                                    view! {
+                                        <table class="activity">
+                                            <thead>
+                                                <tr>
+                                                    <th>"When (UTC)"</th>
+                                                    <th>"Surface"</th>
+                                                    <th>"Outcome"</th>
+                                                    <th>"Key / event"</th>
+                                                    <th>"Invoice"</th>
+                                                    <th class="num">"ms"</th>
+                                                </tr>
+                                            </thead>
+                                            <tbody>{p.rows.into_iter().map(activity_row).collect_view()}</tbody>
+                                        </table>
+                                    }
+                                        .into_any()
+                                }}
+                                {more
+                                    .then(|| {
+                                        view! {
+                                            <p>
+                                                <a
+                                                    class="older"
+                                                    href=move || {
+                                                        let mut q = query.get();
+                                                        q.replace("page", next.to_string());
+                                                        format!("/activity{}", q.to_query_string())
+                                                    }
+                                                >
+                                                    "Older →"
+                                                </a>
+                                            </p>
+                                        }
+                                    })}
+                            }
+                                .into_any()
+                        }
+                        Err(e) => error_banner(&e).into_any(),
+                    }
+                })}
+            </Suspense>
+        </section>
+    }
+}
+
+/// One attempt as a table row (also used for an invoice's history).
+pub fn activity_row(row: ActivityRow) -> impl IntoView {
+    view! {
+        <tr class=format!("attempt {} {}", row.surface, row.outcome)>
+            <td>{row.created_at.format("%Y-%m-%d %H:%M:%S").to_string()}</td>
+            <td class="surface">{row.surface.clone()}</td>
+            <td>
+                <span class=format!("outcome {}", row.outcome)>{row.outcome.clone()}</span>
+            </td>
+            <td>
+                <code class="key">{row.key.clone()}</code>
+                {row
+                    .detail
+                    .map(|d| {
+                        view! {
+                            <details>
+                                <summary>"stored"</summary>
+                                <pre>{d}</pre>
+                            </details>
+                        }
+                    })}
+            </td>
+            <td>
+                {match (row.invoice_id, row.invoice_number) {
+                    (Some(id), Some(n)) => view! { <a href=format!("/invoices/{id}")>{n}</a> }.into_any(),
+                    _ => "—".into_any(),
+                }}
+            </td>
+            <td class="num">{format!("{:.1}", row.duration_ms)}</td>
+        </tr>
+    }
+}
