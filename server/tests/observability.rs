@@ -203,6 +203,37 @@ async fn attempts_are_logged_with_request_ids_and_counted_per_surface_and_outcom
     assert_eq!(api_replay["span"]["request_id"], generated.as_str());
     assert_eq!(events.len(), 7, "one event per attempt: {events:#?}");
 
+    // The job surface: a worker process sends the pending receipt and logs the attempt.
+    let sink = common::SmtpSink::start(0, false).await;
+    let mut worker = tokio::process::Command::new(common::SERVER)
+        .arg("worker")
+        .env("DATABASE_URL", db.url())
+        .env("SMTP_URL", sink.url())
+        .env("LOG_FORMAT", "json")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut worker_logs = tokio::io::BufReader::new(worker.stdout.take().unwrap()).lines();
+    sink.wait_for(1, Duration::from_secs(30)).await;
+    let job_event = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(line)) = worker_logs.next_line().await {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
+                if v["fields"]["message"] == "attempt" && v["fields"]["surface"] == "job" {
+                    return Some(v);
+                }
+            }
+        }
+        None
+    })
+    .await
+    .unwrap()
+    .expect("a job attempt event");
+    assert_eq!(job_event["fields"]["outcome"], "won");
+    assert_eq!(job_event["fields"]["owner"], "outbox");
+    let _ = worker.start_kill();
+
     pool.close().await;
     db.cleanup().await;
 }

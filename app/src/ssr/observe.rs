@@ -11,6 +11,8 @@ pub enum Surface {
     Form,
     Webhook,
     Api,
+    /// Outbox sends by the workers (logged and counted; not on the activity page).
+    Job,
 }
 
 impl Surface {
@@ -19,6 +21,7 @@ impl Surface {
             Surface::Form => "form",
             Surface::Webhook => "webhook",
             Surface::Api => "api",
+            Surface::Job => "job",
         }
     }
 }

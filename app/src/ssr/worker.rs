@@ -9,6 +9,7 @@ use tokio::sync::watch;
 
 use crate::ssr::failpoint;
 use crate::ssr::mail::{self, Mailer, RenderError};
+use crate::ssr::observe::{self, AttemptOutcome, Surface};
 use crate::ssr::outbox::{self, Failure};
 use crate::ssr::retention;
 
@@ -108,6 +109,7 @@ pub async fn drain_once(
 ) -> sqlx::Result<usize> {
     let rows = outbox::lease_due(pool, &config.id, config.batch, config.lease).await?;
     for row in &rows {
+        let started = std::time::Instant::now();
         let sent = match mail::render(pool, row, &config.public_url).await {
             Ok(message) => {
                 failpoint::hit("worker.before_send");
@@ -134,6 +136,18 @@ pub async fn drain_once(
                     "fenced"
                 };
                 metrics::counter!("invoicer_outbox_sends_total", "result" => result).increment(1);
+                let outcome = if result == "sent" {
+                    AttemptOutcome::Won
+                } else {
+                    AttemptOutcome::InFlight
+                };
+                observe::attempt(
+                    Surface::Job,
+                    outbox::QUEUE,
+                    &row.id.to_string(),
+                    outcome,
+                    started,
+                );
             }
             Err((error, permanent)) => {
                 let failure = outbox::mark_failed(
@@ -151,6 +165,17 @@ pub async fn drain_once(
                     Failure::Fenced => "fenced",
                 };
                 metrics::counter!("invoicer_outbox_sends_total", "result" => result).increment(1);
+                let outcome = match failure {
+                    Failure::Fenced => AttemptOutcome::InFlight,
+                    Failure::Retry(_) | Failure::Dead => AttemptOutcome::Failed,
+                };
+                observe::attempt(
+                    Surface::Job,
+                    outbox::QUEUE,
+                    &row.id.to_string(),
+                    outcome,
+                    started,
+                );
                 match failure {
                     Failure::Retry(delay) => tracing::warn!(row = %row.id, attempt = row.attempts,
                         delay_ms = delay.as_millis() as u64, %error, "outbox: send failed, will retry"),
