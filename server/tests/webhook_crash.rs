@@ -101,21 +101,7 @@ async fn a_crash_after_commit_before_the_response_duplicates_nothing() {
 #[tokio::test]
 async fn the_stand_in_cli_triggers_and_resends_signed_events() {
     let db = TestDb::new("stripe_cli").await;
-    cli(
-        &db,
-        &[
-            "admin",
-            "create-org",
-            "--org",
-            "Warmup",
-            "--email",
-            "w@example.com",
-            "--password",
-            "correct horse",
-        ],
-    )
-    .await;
-    let pool = db.pool().await;
+    let pool = db.migrated_pool().await;
     let invoice = seed_invoice(&pool).await;
     let server = Server::start(&db, "").await;
     let url = format!("{}/webhooks/stripe", server.base);

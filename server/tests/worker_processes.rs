@@ -6,28 +6,14 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use app::ssr::form_surface::send_invoice_once;
-use common::{cli, message_id, spawn_worker, wait_until, SmtpSink, TestDb};
+use common::{message_id, spawn_worker, wait_until, SmtpSink, TestDb};
 use uuid::Uuid;
 
 const UNSENT: &str = "select count(*) from outbox where sent_at is null";
 
 async fn setup(tag: &str) -> (TestDb, sqlx::PgPool, Uuid, Uuid) {
     let db = TestDb::new(tag).await;
-    cli(
-        &db,
-        &[
-            "admin",
-            "create-org",
-            "--org",
-            "Warmup",
-            "--email",
-            "w@example.com",
-            "--password",
-            "correct horse",
-        ],
-    )
-    .await;
-    let pool = db.pool().await;
+    let pool = db.migrated_pool().await;
     let (org, invoice) = common::seed_invoice(&pool, "o@example.com", 4_200, "usd").await;
     (db, pool, org, invoice)
 }

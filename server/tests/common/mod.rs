@@ -52,6 +52,14 @@ impl TestDb {
         PgPool::connect_with(self.options.clone()).await.unwrap()
     }
 
+    /// A pool on this database after applying the migrations, for tests that seed data before the
+    /// server process starts.
+    pub async fn migrated_pool(&self) -> PgPool {
+        let pool = self.pool().await;
+        app::ssr::MIGRATOR.run(&pool).await.unwrap();
+        pool
+    }
+
     pub async fn cleanup(self) {
         let mut admin = PgConnection::connect_with(&base_options()).await.unwrap();
         sqlx::query(&format!(
