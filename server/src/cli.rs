@@ -48,6 +48,9 @@ pub enum BenchCommand {
         #[arg(long)]
         sink_dir: std::path::PathBuf,
     },
+    /// Every surface over HTTP at 1/16/64 clients against pgbench running the same SQL
+    /// (scripts/bench starts Postgres and builds in release).
+    Http(crate::bench_http::HttpBenchArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -122,10 +125,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             let pool = connect_and_migrate(&config).await?;
             crate::bench::outbox_latency(&pool, &smtp_url, &sink_dir, count).await
         }
+        Command::Bench {
+            command: BenchCommand::Http(args),
+        } => crate::bench_http::run(&config, args).await,
     }
 }
 
-async fn connect_and_migrate(config: &Config) -> anyhow::Result<sqlx::PgPool> {
+pub(crate) async fn connect_and_migrate(config: &Config) -> anyhow::Result<sqlx::PgPool> {
     let pool = config.connect().await?;
     app::ssr::MIGRATOR
         .run(&pool)

@@ -2,7 +2,9 @@
 
 pub mod api;
 pub mod bench;
+pub mod bench_http;
 pub mod cli;
 pub mod config;
+pub mod load;
 pub mod web;
 pub mod webhook;

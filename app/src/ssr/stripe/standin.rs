@@ -13,7 +13,12 @@ fn stripe_id(prefix: &str) -> String {
 
 fn event(kind: &str, object: serde_json::Value) -> (String, String) {
     let id = stripe_id("evt");
-    let body = json!({
+    let body = event_with_id(&id, kind, object);
+    (id, body)
+}
+
+fn event_with_id(id: &str, kind: &str, object: serde_json::Value) -> String {
+    json!({
         "id": id,
         "object": "event",
         "api_version": "2024-06-20",
@@ -22,13 +27,28 @@ fn event(kind: &str, object: serde_json::Value) -> (String, String) {
         "pending_webhooks": 1,
         "type": kind,
         "data": { "object": object },
-    });
-    (id, body.to_string())
+    })
+    .to_string()
 }
 
 /// `checkout.session.completed` paying `amount_cents` of `invoice` through a fresh payment intent.
 pub fn checkout_completed(invoice: Uuid, amount_cents: i64, currency: &str) -> (String, String) {
-    event(
+    let id = stripe_id("evt");
+    let body = checkout_event(&id, &stripe_id("pi"), invoice, amount_cents, currency);
+    (id, body)
+}
+
+/// `checkout.session.completed` with the event and payment intent ids given (load generators name
+/// their events so a checker can find them again).
+pub fn checkout_event(
+    event_id: &str,
+    payment_intent: &str,
+    invoice: Uuid,
+    amount_cents: i64,
+    currency: &str,
+) -> String {
+    event_with_id(
+        event_id,
         "checkout.session.completed",
         json!({
             "id": stripe_id("cs_test"),
@@ -39,7 +59,7 @@ pub fn checkout_completed(invoice: Uuid, amount_cents: i64, currency: &str) -> (
             "mode": "payment",
             "payment_status": "paid",
             "status": "complete",
-            "payment_intent": stripe_id("pi"),
+            "payment_intent": payment_intent,
         }),
     )
 }

@@ -1,0 +1,35 @@
+-- POST /api/v1/invoices with a new Idempotency-Key, as the database sees it: the key lookup
+-- (api_keys::authenticate; last_used_at is written at most once a minute, so not here), then
+-- api_surface::create_invoice_once's transaction (advisory try-lock, claim with fingerprint, the
+-- org's number, invoice, lines, claim completion with the stored response), then the attempt row.
+-- Variables: -D org, apikeyhash (hex), apikeyid, response (a real 201 body).
+\set r random(1, 1000000000000)
+select id, org_id, last_used_at is null or last_used_at < now() - interval '1 minute'
+from api_keys
+where hash = decode(:apikeyhash, 'hex') and revoked_at is null;
+BEGIN;
+select pg_try_advisory_xact_lock(hashtextextended('api' || '/' || :apikeyid::text || '/' || ('pgb-' || :client_id::text || '-' || :r::text), 0));
+insert into claims (scope, owner, key, fingerprint, locked_until)
+values ('api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text,
+        sha256(convert_to('pgb-' || :r::text, 'UTF8')), now() + make_interval(secs => 30))
+on conflict do nothing
+returning true;
+update orgs set invoice_seq = invoice_seq + 1 where id = :org::uuid returning invoice_seq as seq \gset
+insert into invoices (id, org_id, number, customer_name, customer_email, currency, due_date,
+                      total_cents, source_key)
+values (md5('inv/' || :client_id::text || '/' || :r::text)::uuid, :org::uuid, :seq, 'Load Client',
+        'billing@example.com', 'usd', date '2030-01-31', 30000, null)
+returning created_at;
+insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
+select md5('inv/' || :client_id::text || '/' || :r::text)::uuid, *
+from unnest('{1}'::int2[], '{Consulting}'::text[], '{2}'::int4[], '{15000}'::int8[]);
+update claims
+set status = 'done', completed_at = now(), locked_until = null,
+    result_id = md5('inv/' || :client_id::text || '/' || :r::text)::uuid, response_status = 201,
+    response_headers = '{"content-type": "application/json", "location": "/api/v1/invoices/x"}'::jsonb,
+    response_body = convert_to(:response, 'UTF8')
+where scope = 'api' and owner = :apikeyid::text and key = 'pgb-' || :client_id::text || '-' || :r::text;
+COMMIT;
+insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
+values (:org::uuid, 'api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text, 'won',
+        md5('inv/' || :client_id::text || '/' || :r::text)::uuid, gen_random_uuid()::text, 1.0);

@@ -1,0 +1,48 @@
+-- POST /webhooks/stripe with a new checkout.session.completed, as the database sees it: the statements
+-- app/src/ssr/stripe/surface.rs::process (claim, payments::record_payment, the stored event, claim
+-- completion) sends in its one transaction, then the attempt row observe::record writes after commit.
+-- Variables: -D org, invoices, payload (a real event's bytes); :client_id is pgbench's own.
+\set n random(1, :invoices)
+\set r random(1, 1000000000000)
+BEGIN;
+insert into claims (scope, owner, key, fingerprint, locked_until)
+values ('stripe', 'default', 'evt_pgb_' || :client_id::text || '_' || :r::text, null, now() + make_interval(secs => 30))
+on conflict do nothing
+returning true;
+select 1 from (select pg_advisory_xact_lock(hashtextextended('stripe' || '/' || ('pi_pgb_' || :client_id::text || '_' || :r::text), 0))) l;
+select org_id, currency from invoices where id = md5('bench/' || :org::uuid || '/' || :n)::uuid for update;
+insert into payments (id, org_id, invoice_id, provider, provider_payment_id, amount_cents, currency, event_id)
+values (md5('pay/' || :client_id::text || '/' || :r::text)::uuid, :org::uuid, md5('bench/' || :org::uuid || '/' || :n)::uuid,
+        'stripe', 'pi_pgb_' || :client_id::text || '_' || :r::text, 1, 'usd', 'evt_pgb_' || :client_id::text || '_' || :r::text)
+on conflict (provider, provider_payment_id) do nothing
+returning id;
+insert into outbox (id, org_id, invoice_id, kind, payload)
+values (gen_random_uuid(), :org::uuid, md5('bench/' || :org::uuid || '/' || :n)::uuid, 'payment_receipt',
+        jsonb_build_object('payment_id', md5('pay/' || :client_id::text || '/' || :r::text)::uuid))
+on conflict do nothing
+returning id;
+delete from pending_refunds where provider = 'stripe' and provider_payment_id = 'pi_pgb_' || :client_id::text || '_' || :r::text
+returning event_id;
+update invoices
+set amount_paid_cents = amount_paid_cents + case when false then 0 else 1::int8 end,
+    status = case
+        when status = 'open' and amount_paid_cents + 1 >= total_cents
+            then case when false then 'refunded' else 'paid' end
+        else status
+    end,
+    updated_at = now()
+where id = md5('bench/' || :org::uuid || '/' || :n)::uuid
+returning status;
+insert into stripe_events (account, id, type, payload, outcome, detail, org_id, invoice_id)
+values ('default', 'evt_pgb_' || :client_id::text || '_' || :r::text, 'checkout.session.completed', :payload,
+        'applied', 'payment pi_pgb recorded; invoice open', :org::uuid, md5('bench/' || :org::uuid || '/' || :n)::uuid)
+on conflict do nothing;
+update claims
+set status = 'done', completed_at = now(), locked_until = null,
+    result_id = md5('pay/' || :client_id::text || '/' || :r::text)::uuid, response_status = null,
+    response_headers = null, response_body = null
+where scope = 'stripe' and owner = 'default' and key = 'evt_pgb_' || :client_id::text || '_' || :r::text;
+COMMIT;
+insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
+values (:org::uuid, 'webhook', 'stripe/default', 'evt_pgb_' || :client_id::text || '_' || :r::text, 'won',
+        md5('bench/' || :org::uuid || '/' || :n)::uuid, gen_random_uuid()::text, 1.0);

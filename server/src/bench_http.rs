@@ -1,0 +1,534 @@
+//! `server bench http`: each surface driven over real HTTP by 1, 16 and 64 clients for a bounded
+//! time, and in the same run pgbench executing the same SQL (bench/pgbench/*.sql: the statements the
+//! surface sends, in its transaction) with as many clients. Prints events/s, p50/p99 and the ratio
+//! surface/pgbench, then the server's peak RSS and the hydrate wasm size.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use uuid::Uuid;
+
+use crate::load::{self, Fixture, ServerProcess, Target};
+
+#[derive(clap::Args, Debug)]
+pub struct HttpBenchArgs {
+    /// Seconds per measurement (each surface, each client count, HTTP and pgbench alike).
+    #[arg(long, default_value_t = 10)]
+    pub secs: u64,
+    /// Client counts.
+    #[arg(long, value_delimiter = ',', default_value = "1,16,64")]
+    pub clients: Vec<usize>,
+    /// Only these workloads (webhook, webhook-dup50, webhook-dup100, api, form).
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Invoices the payments spread over.
+    #[arg(long, default_value_t = 2000)]
+    pub invoices: usize,
+    /// Events delivered before the run, resent by the duplicate workloads.
+    #[arg(long, default_value_t = 2000)]
+    pub dup_events: usize,
+    /// The release hydrate bundle, measured raw and gzipped when present.
+    #[arg(long, default_value = "target/site/pkg/invoicer.wasm")]
+    pub wasm: PathBuf,
+    /// Where the pgbench scripts and logs and the server log go (a fresh temporary folder if unset).
+    #[arg(long)]
+    pub work_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Workload {
+    Webhook,
+    WebhookDup50,
+    WebhookDup100,
+    Api,
+    Form,
+}
+
+impl Workload {
+    const ALL: [Workload; 5] = [
+        Workload::Webhook,
+        Workload::WebhookDup50,
+        Workload::WebhookDup100,
+        Workload::Api,
+        Workload::Form,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Workload::Webhook => "webhook",
+            Workload::WebhookDup50 => "webhook-dup50",
+            Workload::WebhookDup100 => "webhook-dup100",
+            Workload::Api => "api",
+            Workload::Form => "form",
+        }
+    }
+
+    /// pgbench scripts and their weights: the surface's SQL for this mix.
+    fn scripts(self) -> &'static [(&'static str, u32)] {
+        match self {
+            Workload::Webhook => &[("webhook_new.sql", 1)],
+            Workload::WebhookDup50 => &[("webhook_new.sql", 1), ("webhook_dup.sql", 1)],
+            Workload::WebhookDup100 => &[("webhook_dup.sql", 1)],
+            Workload::Api => &[("api_create.sql", 1)],
+            Workload::Form => &[("form_create.sql", 1)],
+        }
+    }
+}
+
+const SCRIPTS: [(&str, &str); 4] = [
+    (
+        "webhook_new.sql",
+        include_str!("../../bench/pgbench/webhook_new.sql"),
+    ),
+    (
+        "webhook_dup.sql",
+        include_str!("../../bench/pgbench/webhook_dup.sql"),
+    ),
+    (
+        "api_create.sql",
+        include_str!("../../bench/pgbench/api_create.sql"),
+    ),
+    (
+        "form_create.sql",
+        include_str!("../../bench/pgbench/form_create.sql"),
+    ),
+];
+
+/// Latencies (µs) and counts of one measurement.
+#[derive(Debug, Default)]
+struct Sample {
+    done: u64,
+    failed: u64,
+    secs: f64,
+    latencies_us: Vec<u64>,
+}
+
+impl Sample {
+    fn rate(&self) -> f64 {
+        self.done as f64 / self.secs
+    }
+
+    fn quantile_ms(&mut self, q: f64) -> f64 {
+        if self.latencies_us.is_empty() {
+            return f64::NAN;
+        }
+        self.latencies_us.sort_unstable();
+        let i = ((self.latencies_us.len() - 1) as f64 * q).round() as usize;
+        self.latencies_us[i] as f64 / 1000.0
+    }
+}
+
+pub async fn run(config: &crate::config::Config, args: HttpBenchArgs) -> anyhow::Result<()> {
+    let work = match &args.work_dir {
+        Some(dir) => dir.clone(),
+        None => std::env::temp_dir().join(format!("invoicer-bench-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&work)?;
+    for (name, text) in SCRIPTS {
+        std::fs::write(work.join(name), text)?;
+    }
+    let workloads: Vec<Workload> = Workload::ALL
+        .into_iter()
+        .filter(|w| args.only.is_empty() || args.only.iter().any(|o| o == w.name()))
+        .collect();
+    anyhow::ensure!(!workloads.is_empty(), "--only names no workload");
+
+    let pool = crate::cli::connect_and_migrate(config).await?;
+    let fixture = load::seed(&pool, args.invoices).await?;
+    let tag = Uuid::new_v4().simple().to_string()[..8].to_owned();
+    let secret = "whsec_bench_invoicer".to_owned();
+    let port = load::free_port()?;
+    let server = ServerProcess::start(
+        port,
+        &[
+            ("STRIPE_WEBHOOK_SECRET", secret.clone()),
+            ("WORKERS", "0".into()),
+        ],
+        &work.join("server.log"),
+    )
+    .await?;
+    let mut target = Target::new(&server.base, &secret, &fixture)?;
+    target.login(&fixture.email, &fixture.password).await?;
+    // The session the login just stored (pgbench's form script loads it as each request does). A
+    // runtime query: the table belongs to tower-sessions, not to our migrations.
+    let session: String = sqlx::query_scalar(
+        r#"select id from "tower_sessions"."session" order by expiry_date desc limit 1"#,
+    )
+    .fetch_one(&pool)
+    .await
+    .context("finding the bench session")?;
+
+    // The events the duplicate workloads resend: delivered (and committed) before any measurement.
+    let dup_payloads: Arc<Vec<String>> = Arc::new(
+        (1..=args.dup_events)
+            .map(|n| {
+                let invoice = fixture.invoices[n % fixture.invoices.len()];
+                app::ssr::stripe::standin::checkout_event(
+                    &format!("evt_dup_{tag}_{n}"),
+                    &format!("pi_dup_{tag}_{n}"),
+                    invoice,
+                    1,
+                    "usd",
+                )
+            })
+            .collect(),
+    );
+    let mut warmup = drive(16, Duration::from_secs(600), {
+        let target = target.clone();
+        let payloads = dup_payloads.clone();
+        let next = Arc::new(AtomicU64::new(0));
+        move |_, _| {
+            let target = target.clone();
+            let payloads = payloads.clone();
+            let next = next.clone();
+            async move {
+                let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                match payloads.get(i) {
+                    Some(p) => Step::Sent(target.webhook(p).await.is_ok_and(|s| s == 200)),
+                    None => Step::Finished,
+                }
+            }
+        }
+    })
+    .await;
+    anyhow::ensure!(
+        warmup.failed == 0 && warmup.done == args.dup_events as u64,
+        "delivering the duplicate set failed ({} of {} ok)",
+        warmup.done,
+        args.dup_events
+    );
+    let _ = warmup.quantile_ms(0.5);
+
+    println!(
+        "invoicer bench http: {} s per measurement, clients {:?}, pool {} connections, {} cores",
+        args.secs,
+        args.clients,
+        config.pool_size,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!(
+        "{:<16} {:>7} {:>10} {:>8} {:>8} {:>8} | {:>10} {:>8} {:>8} | {:>6}",
+        "surface",
+        "clients",
+        "events/s",
+        "p50 ms",
+        "p99 ms",
+        "errors",
+        "pgbench/s",
+        "p50 ms",
+        "p99 ms",
+        "ratio"
+    );
+    let mut markdown = vec![
+        "| surface | clients | events/s | p50 ms | p99 ms | pgbench tx/s | pgbench p50 ms | pgbench p99 ms | ratio |".to_owned(),
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|".to_owned(),
+    ];
+    let secs = Duration::from_secs(args.secs);
+    let mut failures = 0;
+    for workload in workloads {
+        for &clients in &args.clients {
+            let mut http = match workload {
+                Workload::Webhook | Workload::WebhookDup50 | Workload::WebhookDup100 => {
+                    let target = target.clone();
+                    let invoices = Arc::new(fixture.invoices.clone());
+                    let payloads = dup_payloads.clone();
+                    let tag = tag.clone();
+                    drive(clients, secs, move |client, i| {
+                        let target = target.clone();
+                        let duplicate = match workload {
+                            Workload::WebhookDup100 => true,
+                            Workload::WebhookDup50 => i % 2 == 1,
+                            _ => false,
+                        };
+                        let payload = if duplicate {
+                            payloads[pick(client, i, payloads.len())].clone()
+                        } else {
+                            let id = format!("{tag}_{}_{client}_{i}", workload.name());
+                            app::ssr::stripe::standin::checkout_event(
+                                &format!("evt_{id}"),
+                                &format!("pi_{id}"),
+                                invoices[pick(client, i, invoices.len())],
+                                1,
+                                "usd",
+                            )
+                        };
+                        async move { Step::Sent(target.webhook(&payload).await.is_ok_and(|s| s == 200)) }
+                    })
+                    .await
+                }
+                Workload::Api => {
+                    let target = target.clone();
+                    let body = Arc::new(load::api_body());
+                    let tag = tag.clone();
+                    drive(clients, secs, move |client, i| {
+                        let target = target.clone();
+                        let body = body.clone();
+                        let key = format!("bench-{tag}-{clients}-{client}-{i}");
+                        async move {
+                            Step::Sent(
+                                target
+                                    .api_create(&key, &body)
+                                    .await
+                                    .is_ok_and(|(s, _)| s == 201),
+                            )
+                        }
+                    })
+                    .await
+                }
+                Workload::Form => {
+                    let target = target.clone();
+                    drive(clients, secs, move |_, _| {
+                        let target = target.clone();
+                        async move {
+                            Step::Sent(
+                                target
+                                    .form_create(Uuid::new_v4())
+                                    .await
+                                    .is_ok_and(|s| s == 200),
+                            )
+                        }
+                    })
+                    .await
+                }
+            };
+            let mut pg = pgbench(
+                &config.database_url,
+                &work,
+                workload,
+                clients,
+                args.secs,
+                &fixture,
+                &tag,
+                args.dup_events,
+                args.invoices,
+                &session,
+            )
+            .await
+            .with_context(|| format!("pgbench for {}", workload.name()))?;
+            failures += http.failed + pg.failed;
+            let ratio = http.rate() / pg.rate();
+            let (p50, p99, pg50, pg99) = (
+                http.quantile_ms(0.5),
+                http.quantile_ms(0.99),
+                pg.quantile_ms(0.5),
+                pg.quantile_ms(0.99),
+            );
+            println!(
+                "{:<16} {:>7} {:>10.0} {:>8.2} {:>8.2} {:>8} | {:>10.0} {:>8.2} {:>8.2} | {:>6.2}",
+                workload.name(),
+                clients,
+                http.rate(),
+                p50,
+                p99,
+                http.failed,
+                pg.rate(),
+                pg50,
+                pg99,
+                ratio
+            );
+            markdown.push(format!(
+                "| {} | {clients} | {:.0} | {p50:.2} | {p99:.2} | {:.0} | {pg50:.2} | {pg99:.2} | {ratio:.2} |",
+                workload.name(),
+                http.rate(),
+                pg.rate()
+            ));
+        }
+    }
+    match server.peak_rss_kib() {
+        Some(kib) => println!("server peak RSS (VmHWM): {:.1} MiB", kib as f64 / 1024.0),
+        None => println!("server peak RSS: unavailable (no /proc)"),
+    }
+    server.kill().await?;
+    match wasm_sizes(&args.wasm) {
+        Ok((raw, gz)) => println!(
+            "hydrate wasm {}: {:.0} KiB raw, {:.0} KiB gzip -9",
+            args.wasm.display(),
+            raw as f64 / 1024.0,
+            gz as f64 / 1024.0
+        ),
+        Err(e) => println!("hydrate wasm: not measured ({e:#})"),
+    }
+    println!("\n{}", markdown.join("\n"));
+    pool.close().await;
+    anyhow::ensure!(
+        failures == 0,
+        "{failures} requests or transactions failed (see {})",
+        work.join("server.log").display()
+    );
+    Ok(())
+}
+
+/// What a client did in one step.
+enum Step {
+    /// A request went out; true if it got the expected answer.
+    Sent(bool),
+    /// Nothing left to send.
+    Finished,
+}
+
+/// A well-spread index in 0..len for a client's i-th request (no shared RNG on the hot path).
+fn pick(client: usize, i: u64, len: usize) -> usize {
+    let mut x =
+        (client as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 31;
+    x = x.wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^= x >> 29;
+    (x % len as u64) as usize
+}
+
+/// Runs `clients` tasks, each sending one request after another until `duration` has passed.
+async fn drive<F, Fut>(clients: usize, duration: Duration, step: F) -> Sample
+where
+    F: Fn(usize, u64) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = Step> + Send,
+{
+    let started = Instant::now();
+    let deadline = started + duration;
+    let tasks: Vec<_> = (0..clients)
+        .map(|client| {
+            let step = step.clone();
+            tokio::spawn(async move {
+                let mut sample = Sample::default();
+                let mut i = 0;
+                while Instant::now() < deadline {
+                    let sent = Instant::now();
+                    match step(client, i).await {
+                        Step::Finished => break,
+                        Step::Sent(true) => {
+                            sample.done += 1;
+                            sample.latencies_us.push(sent.elapsed().as_micros() as u64);
+                        }
+                        Step::Sent(false) => sample.failed += 1,
+                    }
+                    i += 1;
+                }
+                sample
+            })
+        })
+        .collect();
+    let mut total = Sample::default();
+    for task in tasks {
+        let sample = task.await.expect("a bench client panicked");
+        total.done += sample.done;
+        total.failed += sample.failed;
+        total.latencies_us.extend(sample.latencies_us);
+    }
+    total.secs = started.elapsed().as_secs_f64();
+    total
+}
+
+/// pgbench with the workload's scripts, `clients` connections, prepared statements, per-transaction
+/// log for the percentiles.
+#[allow(clippy::too_many_arguments)]
+async fn pgbench(
+    database_url: &str,
+    work: &Path,
+    workload: Workload,
+    clients: usize,
+    secs: u64,
+    fixture: &Fixture,
+    tag: &str,
+    dup_events: usize,
+    invoices: usize,
+    session: &str,
+) -> anyhow::Result<Sample> {
+    let logs = work.join(format!("pgbench-{}-{clients}", workload.name()));
+    let _ = std::fs::remove_dir_all(&logs);
+    std::fs::create_dir_all(&logs)?;
+    let api_key_hash = {
+        use sha2::{Digest, Sha256};
+        hex::encode(Sha256::digest(fixture.api_token.as_bytes()))
+    };
+    let sample_event = app::ssr::stripe::standin::checkout_event(
+        &format!("evt_{tag}_pgbench_0_0"),
+        &format!("pi_{tag}_pgbench_0_0"),
+        fixture.invoices[0],
+        1,
+        "usd",
+    );
+    let sample_invoice = serde_json::json!({
+        "id": Uuid::new_v4(), "number": "INV-000001", "status": "open",
+        "customer_name": "Load Client", "customer_email": "billing@example.com",
+        "currency": "usd", "due_date": "2030-01-31",
+        "lines": [{"description": "Consulting", "quantity": 2, "unit_amount_cents": 15000, "amount_cents": 30000}],
+        "total_cents": 30000, "amount_paid_cents": 0, "created_at": chrono::Utc::now(),
+    })
+    .to_string();
+    let mut command = tokio::process::Command::new("pgbench");
+    command
+        .args(["-n", "-M", "prepared", "-l"])
+        .arg(format!("--log-prefix={}", logs.join("tx").display()))
+        .arg(format!("-c{clients}"))
+        .arg(format!("-j{}", clients.min(2)))
+        .arg(format!("-T{secs}"))
+        .arg(format!("-Dorg={}", fixture.org))
+        .arg(format!("-Dtag={tag}"))
+        .arg(format!("-Ddups={dup_events}"))
+        .arg(format!("-Dinvoices={invoices}"))
+        .arg(format!("-Dapikeyhash={api_key_hash}"))
+        .arg(format!("-Dapikeyid={}", fixture.api_key_id))
+        .arg(format!("-Dsession={session}"))
+        .arg(format!("-Duser={}", fixture.user))
+        .arg(format!("-Dpayload={sample_event}"))
+        .arg(format!("-Dresponse={sample_invoice}"));
+    for (script, weight) in workload.scripts() {
+        command
+            .arg("-f")
+            .arg(format!("{}@{weight}", work.join(script).display()));
+    }
+    command.arg(database_url);
+    let out = command.output().await.context("cannot run pgbench")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    anyhow::ensure!(
+        out.status.success(),
+        "pgbench failed: {}\n{}",
+        stdout,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut sample = Sample {
+        secs: secs as f64,
+        ..Sample::default()
+    };
+    for line in stdout.lines() {
+        if let Some(n) = line.strip_prefix("number of failed transactions: ") {
+            sample.failed = n.split_whitespace().next().unwrap_or("0").parse()?;
+        }
+    }
+    // Each log line: client_id transaction_no time_us script_no epoch epoch_us.
+    for entry in std::fs::read_dir(&logs)? {
+        let text = std::fs::read_to_string(entry?.path())?;
+        for line in text.lines() {
+            let latency: u64 = line
+                .split_whitespace()
+                .nth(2)
+                .context("short pgbench log line")?
+                .parse()?;
+            sample.latencies_us.push(latency);
+        }
+    }
+    sample.done = sample.latencies_us.len() as u64;
+    Ok(sample)
+}
+
+/// Raw and `gzip -9` sizes of a file.
+fn wasm_sizes(path: &Path) -> anyhow::Result<(u64, u64)> {
+    let raw = std::fs::metadata(path)
+        .with_context(|| {
+            format!(
+                "no {} (build it with cargo leptos build --release)",
+                path.display()
+            )
+        })?
+        .len();
+    let out = std::process::Command::new("gzip")
+        .args(["-9", "-c"])
+        .arg(path)
+        .output()
+        .context("cannot run gzip")?;
+    anyhow::ensure!(out.status.success(), "gzip failed");
+    Ok((raw, out.stdout.len() as u64))
+}
