@@ -29,6 +29,9 @@ pub enum Command {
         #[command(subcommand)]
         command: BenchCommand,
     },
+    /// Crash the server and Postgres under load, then check nothing was lost or done twice
+    /// (scripts/faults sets up a private Postgres and an SMTP server).
+    Faults(crate::faults::FaultArgs),
     /// A local stand-in for Stripe: signed events delivered to the webhook route.
     Stripe {
         #[command(subcommand)]
@@ -128,6 +131,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         Command::Bench {
             command: BenchCommand::Http(args),
         } => crate::bench_http::run(&config, args).await,
+        Command::Faults(args) => crate::faults::run(&config, args).await,
     }
 }
 

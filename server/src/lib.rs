@@ -5,6 +5,7 @@ pub mod bench;
 pub mod bench_http;
 pub mod cli;
 pub mod config;
+pub mod faults;
 pub mod load;
 pub mod web;
 pub mod webhook;

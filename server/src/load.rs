@@ -20,6 +20,36 @@ impl ServerProcess {
     /// Starts `serve` with `env` on top of this process's environment and waits until /readyz
     /// answers 200 (or the child exits, or 60 s pass). Its output goes to `log` (appended).
     pub async fn start(port: u16, env: &[(&str, String)], log: &Path) -> anyhow::Result<Self> {
+        let mut server = Self::spawn(port, env, log)?;
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = server.child.try_wait()? {
+                anyhow::bail!(
+                    "the server exited during start-up ({status}); see {}",
+                    log.display()
+                );
+            }
+            let ready = http
+                .get(format!("{}/readyz", server.base))
+                .timeout(Duration::from_secs(1))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            if ready {
+                return Ok(server);
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the server was not ready within 60 s; see {}",
+                log.display()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Starts `serve` without waiting for it to be ready.
+    pub fn spawn(port: u16, env: &[(&str, String)], log: &Path) -> anyhow::Result<Self> {
         let out = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -36,34 +66,13 @@ impl ServerProcess {
         for (key, value) in env {
             command.env(key, value);
         }
-        let mut child = command.spawn().context("cannot start the server")?;
+        let child = command.spawn().context("cannot start the server")?;
         let pid = child.id().context("the server has no pid")?;
-        let base = format!("http://127.0.0.1:{port}");
-        let http = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(status) = child.try_wait()? {
-                anyhow::bail!(
-                    "the server exited during start-up ({status}); see {}",
-                    log.display()
-                );
-            }
-            let ready = http
-                .get(format!("{base}/readyz"))
-                .timeout(Duration::from_secs(1))
-                .send()
-                .await
-                .is_ok_and(|r| r.status().is_success());
-            if ready {
-                return Ok(ServerProcess { child, base, pid });
-            }
-            anyhow::ensure!(
-                Instant::now() < deadline,
-                "the server was not ready within 60 s; see {}",
-                log.display()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        Ok(ServerProcess {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            pid,
+        })
     }
 
     /// Peak resident set size so far (VmHWM), in KiB.
@@ -86,6 +95,18 @@ impl ServerProcess {
             .await
             .context("the server is still running")??;
         Ok(status.code())
+    }
+
+    /// SIGTERM: a graceful stop (requests in flight are answered, workers finish their rows), waited
+    /// for up to 30 s.
+    pub async fn terminate(mut self) -> anyhow::Result<()> {
+        let status = tokio::process::Command::new("kill")
+            .args(["-TERM", &self.pid.to_string()])
+            .status()
+            .await?;
+        anyhow::ensure!(status.success(), "kill -TERM {} failed", self.pid);
+        self.wait_exit(Duration::from_secs(30)).await?;
+        Ok(())
     }
 
     /// `kill -9`.
@@ -270,6 +291,11 @@ impl Target {
 
     /// The create form's server function, as the hydrated page posts it; the status.
     pub async fn form_create(&self, key: Uuid) -> reqwest::Result<u16> {
+        Ok(self.form_create_id(key).await?.0)
+    }
+
+    /// Like `form_create`, with the invoice id the server function answered.
+    pub async fn form_create_id(&self, key: Uuid) -> reqwest::Result<(u16, Option<Uuid>)> {
         let key = key.to_string();
         let fields = [
             ("idempotency_key", key.as_str()),
@@ -290,8 +316,8 @@ impl Target {
         }
         let res = req.send().await?;
         let status = res.status().as_u16();
-        res.bytes().await?;
-        Ok(status)
+        let body = res.bytes().await?;
+        Ok((status, serde_json::from_slice(&body).ok()))
     }
 }
 

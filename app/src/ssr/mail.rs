@@ -2,7 +2,9 @@
 //! Every message's Message-ID is its outbox row id, so a redelivery after a crash is recognisable.
 
 use lettre::message::{Mailbox, MultiPart};
-use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use lettre::transport::smtp::client::AsyncSmtpConnection;
+use lettre::transport::smtp::extension::ClientId;
+use lettre::{AsyncFileTransport, AsyncTransport, Message, Tokio1Executor};
 use sqlx::PgPool;
 
 use crate::model::format_money;
@@ -10,7 +12,11 @@ use crate::ssr::outbox::Leased;
 
 #[derive(Clone)]
 pub enum Mailer {
-    Smtp(AsyncSmtpTransport<Tokio1Executor>),
+    /// Plain SMTP to `host:port`, one connection per message.
+    Smtp {
+        host: String,
+        port: u16,
+    },
     Files(AsyncFileTransport<Tokio1Executor>),
 }
 
@@ -26,11 +32,10 @@ impl Mailer {
                 let host = parsed
                     .host_str()
                     .ok_or_else(|| format!("SMTP_URL {url}: no host"))?;
-                let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host)
-                    .port(parsed.port().unwrap_or(25))
-                    .timeout(Some(std::time::Duration::from_secs(10)))
-                    .build();
-                Ok(Mailer::Smtp(transport))
+                Ok(Mailer::Smtp {
+                    host: host.to_owned(),
+                    port: parsed.port().unwrap_or(25),
+                })
             }
             None => {
                 std::fs::create_dir_all(dir)
@@ -44,10 +49,37 @@ impl Mailer {
 
     pub async fn send(&self, message: Message) -> Result<(), String> {
         match self {
-            Mailer::Smtp(t) => t.send(message).await.map(drop).map_err(|e| e.to_string()),
+            Mailer::Smtp { host, port } => {
+                tokio::time::timeout(SMTP_TIMEOUT, smtp_send(host, *port, &message))
+                    .await
+                    .map_err(|_| format!("SMTP: no answer within {SMTP_TIMEOUT:?}"))?
+            }
             Mailer::Files(t) => t.send(message).await.map(drop).map_err(|e| e.to_string()),
         }
     }
+}
+
+const SMTP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// One SMTP session for one message. lettre's own transport leaves Nagle's algorithm on, and it writes
+/// the message and its closing `\r\n.\r\n` as two writes before reading the reply: the second then
+/// waits for the server's delayed ACK, ~40 ms per email. Our own socket has TCP_NODELAY.
+async fn smtp_send(host: &str, port: u16, message: &Message) -> Result<(), String> {
+    let stream = tokio::net::TcpStream::connect((host, port))
+        .await
+        .map_err(|e| format!("SMTP connect to {host}:{port}: {e}"))?;
+    stream.set_nodelay(true).map_err(|e| e.to_string())?;
+    let mut connection =
+        AsyncSmtpConnection::connect_with_transport(Box::new(stream), &ClientId::default())
+            .await
+            .map_err(|e| e.to_string())?;
+    connection
+        .send(message.envelope(), &message.formatted())
+        .await
+        .map_err(|e| e.to_string())?;
+    // The message is accepted; a failed QUIT changes nothing about that.
+    let _ = connection.quit().await;
+    Ok(())
 }
 
 /// Why a row cannot become a message; retrying will not help.

@@ -87,7 +87,11 @@ pub async fn run(
         let notified = async {
             match listener.as_mut() {
                 Some(l) => {
-                    let _ = l.recv().await;
+                    // On a lost connection recv() reconnects; if Postgres is down it fails at once:
+                    // then wait for the poll timer rather than spin.
+                    if l.recv().await.is_err() {
+                        std::future::pending::<()>().await
+                    }
                 }
                 None => std::future::pending().await,
             }
