@@ -124,3 +124,17 @@ wait_for() {
     sleep 0.2
   done
 }
+
+# Release builds run wasm-opt; cargo-leptos would download it (which fails offline), so the npm
+# package binaryen (which ships one) goes into target/npm-tools and onto PATH.
+BINARYEN_VERSION=123.0.0
+ensure_wasm_opt() {
+  local dir=$ROOT/target/npm-tools
+  if ! "$dir/node_modules/.bin/wasm-opt" --version 2>/dev/null | grep -q "version ${BINARYEN_VERSION%%.*}"; then
+    step "installing wasm-opt (npm binaryen $BINARYEN_VERSION, into target/npm-tools)"
+    command -v npm >/dev/null || die "npm is missing: install Node.js 20"
+    mkdir -p "$dir"
+    npm install --no-audit --no-fund --prefix "$dir" "binaryen@$BINARYEN_VERSION" >/dev/null
+  fi
+  export PATH="$dir/node_modules/.bin:$PATH"
+}

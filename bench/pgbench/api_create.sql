@@ -14,7 +14,9 @@ values ('api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text,
         sha256(convert_to('pgb-' || :r::text, 'UTF8')), now() + make_interval(secs => 30))
 on conflict do nothing
 returning true;
-update orgs set invoice_seq = invoice_seq + 1 where id = :org::uuid returning invoice_seq as seq \gset
+insert into invoice_counters (org_id, last_number) values (:org::uuid, 1)
+on conflict (org_id) do update set last_number = invoice_counters.last_number + 1
+returning last_number as seq \gset
 insert into invoices (id, org_id, number, customer_name, customer_email, currency, due_date,
                       total_cents, source_key)
 values (md5('inv/' || :client_id::text || '/' || :r::text)::uuid, :org::uuid, :seq, 'Load Client',

@@ -2,12 +2,16 @@
 -- sees it: the session and its user loaded by tower-sessions and axum-login, then
 -- form_surface::create_invoice_once's transaction (claim with the content's fingerprint, the org's
 -- number, invoice with its source key, lines, claim completion), then the attempt row.
--- Variables: -D org, session (a live session id), user.
+-- Each client is a user of its own org: the first statement is the session load, joined to the
+-- benchmark's table of clients to find this client's org, user and session (no extra round trip).
 \set r random(1, 1000000000000)
-select data from "tower_sessions"."session" where id = :session and expiry_date > now();
+select c.org, c.user_id, s.data
+from bench_form_clients c
+left join "tower_sessions"."session" s on s.id = c.session and s.expiry_date > now()
+where c.client_id = :client_id \gset
 select u.id, u.email, u.password_hash, o.id as org_id, o.name as org_name
 from users u join memberships m on m.user_id = u.id join orgs o on o.id = m.org_id
-where (:user::uuid is null or u.id = :user::uuid) and (null::text is null or lower(u.email) = lower(null::text))
+where (:user_id::uuid is null or u.id = :user_id::uuid) and (null::text is null or lower(u.email) = lower(null::text))
 order by m.created_at limit 1;
 BEGIN;
 insert into claims (scope, owner, key, fingerprint, locked_until)
@@ -15,7 +19,9 @@ values ('form', :org::text, md5('form/' || :client_id::text || '/' || :r::text):
         sha256(convert_to('form-' || :r::text, 'UTF8')), now() + make_interval(secs => 30))
 on conflict do nothing
 returning true;
-update orgs set invoice_seq = invoice_seq + 1 where id = :org::uuid returning invoice_seq as seq \gset
+insert into invoice_counters (org_id, last_number) values (:org::uuid, 1)
+on conflict (org_id) do update set last_number = invoice_counters.last_number + 1
+returning last_number as seq \gset
 insert into invoices (id, org_id, number, customer_name, customer_email, currency, due_date,
                       total_cents, source_key)
 values (md5('inv/' || :client_id::text || '/' || :r::text)::uuid, :org::uuid, :seq, 'Load Client',

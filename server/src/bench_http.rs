@@ -22,7 +22,7 @@ pub struct HttpBenchArgs {
     /// Client counts.
     #[arg(long, value_delimiter = ',', default_value = "1,16,64")]
     pub clients: Vec<usize>,
-    /// Only these workloads (webhook, webhook-dup50, webhook-dup100, api, form).
+    /// Only these workloads (webhook, webhook-dup50, webhook-dup100, api, form, form-1org).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
     /// Invoices the payments spread over.
@@ -46,15 +46,17 @@ enum Workload {
     WebhookDup100,
     Api,
     Form,
+    FormOneOrg,
 }
 
 impl Workload {
-    const ALL: [Workload; 5] = [
+    const ALL: [Workload; 6] = [
         Workload::Webhook,
         Workload::WebhookDup50,
         Workload::WebhookDup100,
         Workload::Api,
         Workload::Form,
+        Workload::FormOneOrg,
     ];
 
     fn name(self) -> &'static str {
@@ -64,6 +66,7 @@ impl Workload {
             Workload::WebhookDup100 => "webhook-dup100",
             Workload::Api => "api",
             Workload::Form => "form",
+            Workload::FormOneOrg => "form-1org",
         }
     }
 
@@ -75,11 +78,12 @@ impl Workload {
             Workload::WebhookDup100 => &[("webhook_dup.sql", 1)],
             Workload::Api => &[("api_create.sql", 1)],
             Workload::Form => &[("form_create.sql", 1)],
+            Workload::FormOneOrg => &[("form_create_one_org.sql", 1)],
         }
     }
 }
 
-const SCRIPTS: [(&str, &str); 4] = [
+const SCRIPTS: [(&str, &str); 5] = [
     (
         "webhook_new.sql",
         include_str!("../../bench/pgbench/webhook_new.sql"),
@@ -95,6 +99,10 @@ const SCRIPTS: [(&str, &str); 4] = [
     (
         "form_create.sql",
         include_str!("../../bench/pgbench/form_create.sql"),
+    ),
+    (
+        "form_create_one_org.sql",
+        include_str!("../../bench/pgbench/form_create_one_org.sql"),
     ),
 ];
 
@@ -147,20 +155,50 @@ pub async fn run(config: &crate::config::Config, args: HttpBenchArgs) -> anyhow:
         &[
             ("STRIPE_WEBHOOK_SECRET", secret.clone()),
             ("WORKERS", "0".into()),
+            // The production default: every attempt is logged (to a file here).
+            (
+                "RUST_LOG",
+                std::env::var("BENCH_SERVER_LOG").unwrap_or_else(|_| "info,sqlx=warn".into()),
+            ),
         ],
         &work.join("server.log"),
     )
     .await?;
     let mut target = Target::new(&server.base, &secret, &fixture)?;
     target.login(&fixture.email, &fixture.password).await?;
-    // The session the login just stored (pgbench's form script loads it as each request does). A
-    // runtime query: the table belongs to tower-sessions, not to our migrations.
-    let session: String = sqlx::query_scalar(
-        r#"select id from "tower_sessions"."session" order by expiry_date desc limit 1"#,
+    let session = target.session_id().context("no session")?.to_owned();
+    // Form users: one org per client, as concurrent users of a multi-tenant app are (creates within
+    // one org take turns on its gapless numbering; `form-1org` measures that case). pgbench's form
+    // script finds its client's org, user and session in bench_form_clients (runtime SQL: a
+    // benchmark table, not part of the schema).
+    let most = args.clients.iter().copied().max().unwrap_or(1);
+    let mut form_targets = Vec::with_capacity(most);
+    sqlx::query(
+        "create table if not exists bench_form_clients \
+         (client_id int primary key, org uuid not null, user_id uuid not null, session text not null)",
     )
-    .fetch_one(&pool)
-    .await
-    .context("finding the bench session")?;
+    .execute(&pool)
+    .await?;
+    sqlx::query("truncate bench_form_clients")
+        .execute(&pool)
+        .await?;
+    for c in 0..most {
+        let email = format!("form-{tag}-{c}@example.com");
+        let account =
+            app::ssr::accounts::create_org_with_owner(&pool, "Form", &email, &fixture.password)
+                .await?;
+        let mut user = Target::new(&server.base, &secret, &fixture)?;
+        user.login(&email, &fixture.password).await?;
+        sqlx::query("insert into bench_form_clients values ($1, $2, $3, $4)")
+            .bind(c as i32)
+            .bind(account.org_id)
+            .bind(account.user_id)
+            .bind(user.session_id().context("no session")?)
+            .execute(&pool)
+            .await?;
+        form_targets.push(user);
+    }
+    let form_targets = Arc::new(form_targets);
 
     // The events the duplicate workloads resend: delivered (and committed) before any measurement.
     let dup_payloads: Arc<Vec<String>> = Arc::new(
@@ -231,6 +269,7 @@ pub async fn run(config: &crate::config::Config, args: HttpBenchArgs) -> anyhow:
     let mut failures = 0;
     for workload in workloads {
         for &clients in &args.clients {
+            settle(&pool).await;
             let mut http = match workload {
                 Workload::Webhook | Workload::WebhookDup50 | Workload::WebhookDup100 => {
                     let target = target.clone();
@@ -279,14 +318,17 @@ pub async fn run(config: &crate::config::Config, args: HttpBenchArgs) -> anyhow:
                     })
                     .await
                 }
-                Workload::Form => {
-                    let target = target.clone();
-                    drive(clients, secs, move |_, _| {
-                        let target = target.clone();
+                Workload::Form | Workload::FormOneOrg => {
+                    let users = form_targets.clone();
+                    let shared = target.clone();
+                    drive(clients, secs, move |client, _| {
+                        let user = match workload {
+                            Workload::Form => users[client].clone(),
+                            _ => shared.clone(),
+                        };
                         async move {
                             Step::Sent(
-                                target
-                                    .form_create(Uuid::new_v4())
+                                user.form_create(Uuid::new_v4())
                                     .await
                                     .is_ok_and(|s| s == 200),
                             )
@@ -295,6 +337,7 @@ pub async fn run(config: &crate::config::Config, args: HttpBenchArgs) -> anyhow:
                     .await
                 }
             };
+            settle(&pool).await;
             let mut pg = pgbench(
                 &config.database_url,
                 &work,
@@ -360,6 +403,18 @@ pub async fn run(config: &crate::config::Config, args: HttpBenchArgs) -> anyhow:
         work.join("server.log").display()
     );
     Ok(())
+}
+
+/// Every measurement starts from the same kind of state: vacuumed and analysed (so autovacuum does
+/// not wake up in the middle of one side of a pair after the previous workload's writes) and a fresh
+/// checkpoint (so no measurement pays for flushing the previous one's pages).
+async fn settle(pool: &sqlx::PgPool) {
+    // Two statements: VACUUM cannot run in the implicit transaction of a multi-statement query.
+    for sql in ["vacuum analyze", "checkpoint"] {
+        if let Err(e) = sqlx::raw_sql(sql).execute(pool).await {
+            eprintln!("warning: {sql} failed ({e}); measurements may include its work");
+        }
+    }
 }
 
 /// What a client did in one step.

@@ -158,6 +158,11 @@ impl Config {
                 })
             })
             .max_connections(self.pool_size)
+            // sqlx pings every connection before handing it out by default: one more round trip per
+            // acquire (three per duplicate webhook), the largest single cost the benchmark's profile
+            // showed. A connection broken by a Postgres restart fails its next query instead, is
+            // closed, and that request gets a 5xx its client retries (the fault harness does this).
+            .test_before_acquire(false)
             .acquire_timeout(Duration::from_secs(5))
             .connect_with(options)
             .await

@@ -172,7 +172,7 @@ pub async fn seed(pool: &PgPool, invoices: usize) -> anyhow::Result<Fixture> {
     .await?;
     // language=PostgreSQL
     sqlx::query!(
-        "update orgs set invoice_seq = $2 where id = $1",
+        "insert into invoice_counters (org_id, last_number) values ($1, $2)",
         account.org_id,
         count
     )
@@ -252,6 +252,11 @@ impl Target {
             .context("login set no session cookie")?;
         self.cookie = Some(cookie.to_owned());
         Ok(())
+    }
+
+    /// The session id this client's cookie carries (tower-sessions stores it under the same id).
+    pub fn session_id(&self) -> Option<&str> {
+        self.cookie.as_deref()?.strip_prefix("invoicer_session=")
     }
 
     /// Signs `payload` now and delivers it, as Stripe does; the status.

@@ -17,10 +17,15 @@ pub async fn insert(
     source_key: Option<&str>,
     input: &InvoiceInput,
 ) -> sqlx::Result<Invoice> {
-    // The row lock on the org serialises numbering per org; claims on other keys are not blocked.
+    // The counter's row lock serialises numbering per org until commit (a rollback gives the number
+    // back); claims on other keys are not blocked, and the org row itself is never written here.
     // language=PostgreSQL
     let number = sqlx::query_scalar!(
-        "update orgs set invoice_seq = invoice_seq + 1 where id = $1 returning invoice_seq",
+        r#"
+        insert into invoice_counters (org_id, last_number) values ($1, 1)
+        on conflict (org_id) do update set last_number = invoice_counters.last_number + 1
+        returning last_number
+        "#,
         org
     )
     .fetch_one(&mut *tx)
