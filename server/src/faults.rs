@@ -90,7 +90,7 @@ pub async fn run(config: &crate::config::Config, args: FaultArgs) -> anyhow::Res
     };
     std::fs::create_dir_all(&work)?;
     let log = work.join("server.log");
-    let pool = crate::cli::connect_and_migrate(config).await?;
+    let mut pool = crate::cli::connect_and_migrate(config).await?;
     let fixture = Arc::new(load::seed(&pool, 50).await?);
     let port = load::free_port()?;
     let env = vec![
@@ -167,6 +167,9 @@ pub async fn run(config: &crate::config::Config, args: FaultArgs) -> anyhow::Res
         wait_ready(&server.base, Duration::from_secs(60))
             .await
             .context("the server did not recover after Postgres came back")?;
+        // Our own connections died with it too (the pool does not ping before use).
+        pool.close().await;
+        pool = crate::cli::connect_and_migrate(config).await?;
     }
     tokio::time::sleep(phase).await;
 
