@@ -180,10 +180,20 @@ pub async fn run(config: &crate::config::Config, args: FaultArgs) -> anyhow::Res
     for c in clients {
         unanswered += c.await.context("a load client panicked")?;
     }
-    // The outbox drains too: every email row sent (or the wait times out and the check says so).
-    let outbox_deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < outbox_deadline && unsent(&pool, fixture.org).await? > 0 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    // The outbox drains too: every email row sent. One worker sends the backlog the load left; the
+    // wait ends when it is empty, when it made no progress for 30 s, or after 10 minutes (then the
+    // check reports what is unsent).
+    let outbox_deadline = Instant::now() + Duration::from_secs(600);
+    let (mut left, mut progressed) = (i64::MAX, Instant::now());
+    while Instant::now() < outbox_deadline && progressed.elapsed() < Duration::from_secs(30) {
+        let now_left = unsent(&pool, fixture.org).await?;
+        if now_left == 0 {
+            break;
+        }
+        if now_left < left {
+            (left, progressed) = (now_left, Instant::now());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     server.terminate().await?;
 
@@ -301,7 +311,7 @@ async fn client(
                     1,
                     "usd",
                 );
-                let deliveries = if i % 3 == 0 { 2 } else { 1 };
+                let deliveries = if i.is_multiple_of(3) { 2 } else { 1 };
                 let mut acks = 0;
                 for _ in 0..deliveries {
                     let answered = until_answered(&ledger, &drain_deadline, || async {
