@@ -63,7 +63,7 @@ const WEBHOOK_SECRET: &str = "whsec_faults_invoicer";
 /// One logical attempt, as its client saw it.
 #[derive(Debug, Clone)]
 enum Op {
-    /// A Stripe event (a one-cent payment of `invoice`) and how often it was acknowledged.
+    /// A Stripe event (a one-cent payment through its own payment intent) and how often it was acknowledged.
     Event {
         id: String,
         payment_intent: String,
