@@ -215,7 +215,7 @@ pub async fn run(config: &crate::config::Config, args: HttpBenchArgs) -> anyhow:
             })
             .collect(),
     );
-    let mut warmup = drive(16, Duration::from_secs(600), {
+    let warmup = drive(16, Duration::from_secs(600), {
         let target = target.clone();
         let payloads = dup_payloads.clone();
         let next = Arc::new(AtomicU64::new(0));
@@ -239,7 +239,6 @@ pub async fn run(config: &crate::config::Config, args: HttpBenchArgs) -> anyhow:
         warmup.done,
         args.dup_events
     );
-    let _ = warmup.quantile_ms(0.5);
 
     println!(
         "invoicer bench http: {} s per measurement, clients {:?}, pool {} connections, {} cores",
