@@ -139,41 +139,46 @@ pub async fn create_invoice(
         .inspect_err(|_| rejected("-"))?;
     let state = state()?;
     let owner = user.org_id.to_string();
-    let result = create_invoice_once(
-        &state.pool,
-        user.org_id,
-        form_key,
-        &parsed,
-        state.settings.claim_lease,
-    )
-    .await;
-    let outcome = match &result {
-        Ok(FormOutcome::Created(_)) => AttemptOutcome::Won,
-        Ok(FormOutcome::Replayed(_)) => AttemptOutcome::Replay,
-        Ok(FormOutcome::KeyReused) => AttemptOutcome::Mismatch,
-        Ok(FormOutcome::InFlight(_)) => AttemptOutcome::InFlight,
-        Err(_) => AttemptOutcome::Failed,
-    };
+    let key = form_key.to_string();
     let request_id = use_context::<axum::http::request::Parts>().and_then(|p| {
         p.headers
             .get("x-request-id")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     });
-    observe::record(
+    let mut this = observe::Attempt {
+        surface: Surface::Form,
+        org: Some(user.org_id),
+        owner: &owner,
+        key: &key,
+        outcome: AttemptOutcome::Won,
+        invoice: None,
+        request_id: request_id.as_deref(),
+        started,
+    };
+    let result = create_invoice_once(
         &state.pool,
-        observe::Attempt {
-            surface: Surface::Form,
-            org: Some(user.org_id),
-            owner: &owner,
-            key: &form_key.to_string(),
-            outcome,
-            invoice: result.as_ref().ok().and_then(|o| o.invoice_id()),
-            request_id: request_id.as_deref(),
-            started,
-        },
+        user.org_id,
+        form_key,
+        &parsed,
+        state.settings.claim_lease,
+        Some(&this),
     )
     .await;
+    this.outcome = match &result {
+        Ok(FormOutcome::Created(_)) => AttemptOutcome::Won,
+        Ok(FormOutcome::Replayed(_)) => AttemptOutcome::Replay,
+        Ok(FormOutcome::KeyReused) => AttemptOutcome::Mismatch,
+        Ok(FormOutcome::InFlight(_)) => AttemptOutcome::InFlight,
+        Err(_) => AttemptOutcome::Failed,
+    };
+    if this.outcome == AttemptOutcome::Won {
+        // Its row committed with the invoice.
+        observe::attempt(Surface::Form, &owner, &key, this.outcome, started);
+    } else {
+        this.invoice = result.as_ref().ok().and_then(|o| o.invoice_id());
+        observe::record(&state.pool, this).await;
+    }
     let id = match result? {
         FormOutcome::Created(id) | FormOutcome::Replayed(id) => id,
         FormOutcome::KeyReused => {

@@ -10,6 +10,7 @@ use app::ssr::accounts::create_org_with_owner;
 use app::ssr::claim::{self, ClaimKey, Claimed, Outcome, Rules, Scope};
 use app::ssr::form_surface::{create_invoice_once, FormOutcome};
 use app::ssr::invoices;
+use app::ssr::observe::{Attempt, AttemptOutcome, Surface};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -57,10 +58,10 @@ async fn numbers(pool: &PgPool, org: Uuid) -> Vec<i32> {
 async fn the_same_key_twice_in_sequence_makes_one_invoice(pool: PgPool) {
     let org = new_org(&pool, "a@example.com").await;
     let key = Uuid::new_v4();
-    let first = create_invoice_once(&pool, org, key, &input("Ada"), LEASE)
+    let first = create_invoice_once(&pool, org, key, &input("Ada"), LEASE, None)
         .await
         .unwrap();
-    let second = create_invoice_once(&pool, org, key, &input("Ada"), LEASE)
+    let second = create_invoice_once(&pool, org, key, &input("Ada"), LEASE, None)
         .await
         .unwrap();
     let FormOutcome::Created(id) = first else {
@@ -99,7 +100,19 @@ async fn fifty_concurrent_submits_make_one_invoice_and_49_replays(
                 let conn = pool.acquire().await.unwrap();
                 barrier.wait().await;
                 drop(conn);
-                create_invoice_once(&pool, org, key, &input("Ada"), LEASE)
+                // Each submit brings its activity row; only the winner's may commit.
+                let (owner, key_text) = (org.to_string(), key.to_string());
+                let this = Attempt {
+                    surface: Surface::Form,
+                    org: Some(org),
+                    owner: &owner,
+                    key: &key_text,
+                    outcome: AttemptOutcome::Won,
+                    invoice: None,
+                    request_id: None,
+                    started: std::time::Instant::now(),
+                };
+                create_invoice_once(&pool, org, key, &input("Ada"), LEASE, Some(&this))
                     .await
                     .unwrap()
             })
@@ -122,6 +135,14 @@ async fn fifty_concurrent_submits_make_one_invoice_and_49_replays(
     );
     assert_eq!(invoice_count(&pool, org).await, 1);
     assert_eq!(numbers(&pool, org).await, [1]);
+    // The winner's activity row committed with its invoice, and nobody else's did.
+    let won: Vec<(String, Option<Uuid>)> =
+        sqlx::query_as("select outcome, invoice_id from attempts where org_id = $1")
+            .bind(org)
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(won, [("won".to_owned(), Some(created[0]))]);
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
@@ -148,7 +169,7 @@ async fn a_transaction_that_fails_after_claiming_leaves_the_key_free(pool: PgPoo
         .await
         .unwrap();
     assert_eq!(claims, 0, "the claim rolled back with the work");
-    let retry = create_invoice_once(&pool, org, form_key, &input("Ada"), LEASE)
+    let retry = create_invoice_once(&pool, org, form_key, &input("Ada"), LEASE, None)
         .await
         .unwrap();
     assert!(
@@ -167,10 +188,10 @@ async fn the_same_uuid_in_two_orgs_makes_two_invoices(pool: PgPool) {
     let first = new_org(&pool, "a@example.com").await;
     let second = new_org(&pool, "b@example.com").await;
     let key = Uuid::new_v4();
-    let a = create_invoice_once(&pool, first, key, &input("Ada"), LEASE)
+    let a = create_invoice_once(&pool, first, key, &input("Ada"), LEASE, None)
         .await
         .unwrap();
-    let b = create_invoice_once(&pool, second, key, &input("Bob"), LEASE)
+    let b = create_invoice_once(&pool, second, key, &input("Bob"), LEASE, None)
         .await
         .unwrap();
     assert!(matches!(a, FormOutcome::Created(_)));
@@ -185,15 +206,15 @@ async fn the_same_uuid_in_two_orgs_makes_two_invoices(pool: PgPool) {
 async fn a_replay_consumes_no_invoice_number(pool: PgPool) {
     let org = new_org(&pool, "a@example.com").await;
     let key = Uuid::new_v4();
-    create_invoice_once(&pool, org, key, &input("Ada"), LEASE)
+    create_invoice_once(&pool, org, key, &input("Ada"), LEASE, None)
         .await
         .unwrap();
     for _ in 0..3 {
-        create_invoice_once(&pool, org, key, &input("Ada"), LEASE)
+        create_invoice_once(&pool, org, key, &input("Ada"), LEASE, None)
             .await
             .unwrap();
     }
-    create_invoice_once(&pool, org, Uuid::new_v4(), &input("Bob"), LEASE)
+    create_invoice_once(&pool, org, Uuid::new_v4(), &input("Bob"), LEASE, None)
         .await
         .unwrap();
     assert_eq!(numbers(&pool, org).await, [1, 2]);
@@ -203,14 +224,14 @@ async fn a_replay_consumes_no_invoice_number(pool: PgPool) {
 async fn a_lost_claim_row_still_cannot_duplicate_the_invoice(pool: PgPool) {
     let org = new_org(&pool, "a@example.com").await;
     let key = Uuid::new_v4();
-    let first = create_invoice_once(&pool, org, key, &input("Ada"), LEASE)
+    let first = create_invoice_once(&pool, org, key, &input("Ada"), LEASE, None)
         .await
         .unwrap();
     sqlx::query("delete from claims")
         .execute(&pool)
         .await
         .unwrap();
-    let again = create_invoice_once(&pool, org, key, &input("Ada"), LEASE)
+    let again = create_invoice_once(&pool, org, key, &input("Ada"), LEASE, None)
         .await
         .unwrap();
     assert_eq!(again, FormOutcome::Replayed(first.invoice_id().unwrap()));
@@ -307,16 +328,16 @@ async fn a_fresh_lease_is_in_flight_and_a_stale_one_can_be_taken_over(pool: PgPo
 async fn the_same_form_resubmitted_with_other_content_is_refused_not_replayed(pool: PgPool) {
     let org = new_org(&pool, "a@example.com").await;
     let key = Uuid::new_v4();
-    let first = create_invoice_once(&pool, org, key, &input("Ada"), LEASE)
+    let first = create_invoice_once(&pool, org, key, &input("Ada"), LEASE, None)
         .await
         .unwrap();
     assert!(matches!(first, FormOutcome::Created(_)));
     // Back, edit, submit: the same rendered form with other content.
-    let edited = create_invoice_once(&pool, org, key, &input("Bob"), LEASE)
+    let edited = create_invoice_once(&pool, org, key, &input("Bob"), LEASE, None)
         .await
         .unwrap();
     assert_eq!(edited, FormOutcome::KeyReused);
-    let same = create_invoice_once(&pool, org, key, &input("Ada"), LEASE)
+    let same = create_invoice_once(&pool, org, key, &input("Ada"), LEASE, None)
         .await
         .unwrap();
     assert_eq!(same, FormOutcome::Replayed(first.invoice_id().unwrap()));

@@ -1,7 +1,7 @@
 -- POST /api/v1/invoices with a new Idempotency-Key, as the database sees it: the key lookup
 -- (api_keys::authenticate; last_used_at is written at most once a minute, so not here), then
 -- api_surface::create_invoice_once's transaction (advisory try-lock, claim with fingerprint, the
--- org's number, invoice, lines, claim completion with the stored response), then the attempt row.
+-- org's number, invoice, lines, claim completion with the stored response, the won attempt's row).
 -- Variables: -D org, apikeyhash (hex), apikeyid, response (a real 201 body).
 \set r random(1, 1000000000000)
 select id, org_id, last_used_at is null or last_used_at < now() - interval '1 minute'
@@ -31,7 +31,7 @@ set status = 'done', completed_at = now(), locked_until = null,
     response_headers = '{"content-type": "application/json", "location": "/api/v1/invoices/x"}'::jsonb,
     response_body = convert_to(:response, 'UTF8')
 where scope = 'api' and owner = :apikeyid::text and key = 'pgb-' || :client_id::text || '-' || :r::text;
-COMMIT;
 insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
 values (:org::uuid, 'api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text, 'won',
         md5('inv/' || :client_id::text || '/' || :r::text)::uuid, gen_random_uuid()::text, 1.0);
+COMMIT;

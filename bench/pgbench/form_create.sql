@@ -1,7 +1,7 @@
 -- The create form's server function (POST /rpc/create_invoice) with a new form key, as the database
 -- sees it: the session and its user loaded by tower-sessions and axum-login, then
 -- form_surface::create_invoice_once's transaction (claim with the content's fingerprint, the org's
--- number, invoice with its source key, lines, claim completion), then the attempt row.
+-- number, invoice with its source key, lines, claim completion, the won attempt's row).
 -- Each client is a user of its own org: the first statement is the session load, joined to the
 -- benchmark's table of clients to find this client's org, user and session (no extra round trip).
 \set r random(1, 1000000000000)
@@ -36,7 +36,7 @@ set status = 'done', completed_at = now(), locked_until = null,
     result_id = md5('inv/' || :client_id::text || '/' || :r::text)::uuid, response_status = null,
     response_headers = null, response_body = null
 where scope = 'form' and owner = :org::text and key = md5('form/' || :client_id::text || '/' || :r::text)::uuid::text;
-COMMIT;
 insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
 values (:org::uuid, 'form', :org::text, md5('form/' || :client_id::text || '/' || :r::text)::uuid::text, 'won',
         md5('inv/' || :client_id::text || '/' || :r::text)::uuid, gen_random_uuid()::text, 1.0);
+COMMIT;

@@ -1,6 +1,6 @@
 -- POST /webhooks/stripe with a new checkout.session.completed, as the database sees it: the statements
 -- app/src/ssr/stripe/surface.rs::process (claim, payments::record_payment, the stored event, claim
--- completion) sends in its one transaction, then the attempt row observe::record writes after commit.
+-- completion, the won attempt's row) sends in its one transaction.
 -- Variables: -D org, invoices, payload (a real event's bytes); :client_id is pgbench's own.
 \set n random(1, :invoices)
 \set r random(1, 1000000000000)
@@ -42,7 +42,7 @@ set status = 'done', completed_at = now(), locked_until = null,
     result_id = md5('pay/' || :client_id::text || '/' || :r::text)::uuid, response_status = null,
     response_headers = null, response_body = null
 where scope = 'stripe' and owner = 'default' and key = 'evt_pgb_' || :client_id::text || '_' || :r::text;
-COMMIT;
 insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
 values (:org::uuid, 'webhook', 'stripe/default', 'evt_pgb_' || :client_id::text || '_' || :r::text, 'won',
         md5('bench/' || :org::uuid || '/' || :n)::uuid, gen_random_uuid()::text, 1.0);
+COMMIT;

@@ -186,8 +186,19 @@ async fn create_invoice(
         .get("idempotency-key")
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
         .unwrap_or_default();
-    let result = create_invoice_once(&state, client, &headers, body).await;
-    let outcome = match &result {
+    let owner = client.key_id.to_string();
+    let mut this = observe::Attempt {
+        surface: Surface::Api,
+        org: Some(client.org_id),
+        owner: &owner,
+        key: &key,
+        outcome: AttemptOutcome::Won,
+        invoice: None,
+        request_id: headers.get("x-request-id").and_then(|v| v.to_str().ok()),
+        started,
+    };
+    let result = create_invoice_once(&state, client, &headers, body, &this).await;
+    this.outcome = match &result {
         Ok(r) if r.headers().contains_key("idempotent-replayed") => AttemptOutcome::Replay,
         Ok(_) => AttemptOutcome::Won,
         Err(p) if p.status == StatusCode::CONFLICT => AttemptOutcome::InFlight,
@@ -195,27 +206,19 @@ async fn create_invoice(
         Err(p) if p.status.is_client_error() => AttemptOutcome::Rejected,
         Err(_) => AttemptOutcome::Failed,
     };
-    let invoice = result
-        .as_ref()
-        .ok()
-        .and_then(|r| r.headers().get("location"))
-        .and_then(|l| l.to_str().ok())
-        .and_then(|l| l.rsplit('/').next())
-        .and_then(|id| uuid::Uuid::try_parse(id).ok());
-    observe::record(
-        &state.pool,
-        observe::Attempt {
-            surface: Surface::Api,
-            org: Some(client.org_id),
-            owner: &client.key_id.to_string(),
-            key: &key,
-            outcome,
-            invoice,
-            request_id: headers.get("x-request-id").and_then(|v| v.to_str().ok()),
-            started,
-        },
-    )
-    .await;
+    if this.outcome == AttemptOutcome::Won {
+        // Its row committed with the invoice.
+        observe::attempt(Surface::Api, &owner, &key, this.outcome, started);
+    } else {
+        this.invoice = result
+            .as_ref()
+            .ok()
+            .and_then(|r| r.headers().get("location"))
+            .and_then(|l| l.to_str().ok())
+            .and_then(|l| l.rsplit('/').next())
+            .and_then(|id| uuid::Uuid::try_parse(id).ok());
+        observe::record(&state.pool, this).await;
+    }
     result
 }
 
@@ -224,6 +227,7 @@ async fn create_invoice_once(
     client: ApiClient,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
+    won: &app::ssr::observe::Attempt<'_>,
 ) -> Result<Response, ProblemResponse> {
     let key = IdempotencyKey::parse(headers.get("idempotency-key").map(|v| v.as_bytes())).map_err(
         |e| {
@@ -285,10 +289,17 @@ async fn create_invoice_once(
         lease: state.settings.claim_lease,
         key_ttl: state.settings.idempotency_key_ttl,
     };
-    let outcome =
-        api_surface::create_invoice_once(&state.pool, client, &key, &fingerprint, &input, &rules)
-            .await
-            .map_err(|e| internal("creating an invoice", e))?;
+    let outcome = api_surface::create_invoice_once(
+        &state.pool,
+        client,
+        &key,
+        &fingerprint,
+        &input,
+        &rules,
+        Some(won),
+    )
+    .await
+    .map_err(|e| internal("creating an invoice", e))?;
     match outcome {
         ApiOutcome::Created(stored) => Ok(stored_to_response(stored, false)),
         ApiOutcome::Replayed(stored) => Ok(stored_to_response(stored, true)),

@@ -59,14 +59,31 @@ async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bytes)
         attempt(Webhook, "stripe", "-", Rejected, started);
         return plain(StatusCode::BAD_REQUEST, "invalid payload");
     };
-    let result = surface::process(&state.pool, &event, payload, settings.claim_lease).await;
     let owner = format!("stripe/{}", event.account());
+    let mut this = Attempt {
+        surface: Webhook,
+        org: None,
+        owner: &owner,
+        key: &event.id,
+        outcome: Won,
+        invoice: None,
+        request_id: headers.get("x-request-id").and_then(|v| v.to_str().ok()),
+        started,
+    };
+    let result = surface::process(
+        &state.pool,
+        &event,
+        payload,
+        settings.claim_lease,
+        Some(&this),
+    )
+    .await;
     let (outcome, response, concerns) = match result {
-        Ok(Delivery::Processed(effect)) => (
-            Won,
-            plain(StatusCode::OK, "ok"),
-            (effect.org_id, effect.invoice_id),
-        ),
+        Ok(Delivery::Processed(_)) => {
+            // Its row committed with the event.
+            attempt(Webhook, &owner, &event.id, Won, started);
+            return plain(StatusCode::OK, "ok");
+        }
         Ok(Delivery::AlreadyProcessed) => {
             let concerns = surface::recorded(&state.pool, event.account(), &event.id)
                 .await
@@ -92,19 +109,7 @@ async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bytes)
             )
         }
     };
-    record(
-        &state.pool,
-        Attempt {
-            surface: Webhook,
-            org: concerns.0,
-            owner: &owner,
-            key: &event.id,
-            outcome,
-            invoice: concerns.1,
-            request_id: headers.get("x-request-id").and_then(|v| v.to_str().ok()),
-            started,
-        },
-    )
-    .await;
+    (this.outcome, this.org, this.invoice) = (outcome, concerns.0, concerns.1);
+    record(&state.pool, this).await;
     response
 }

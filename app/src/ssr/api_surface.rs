@@ -12,6 +12,7 @@ use sqlx::PgPool;
 use crate::model::InvoiceInput;
 use crate::ssr::api_keys::ApiClient;
 use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome, Rules, StoredResponse};
+use crate::ssr::observe::{self, Attempt, AttemptOutcome};
 use crate::ssr::{failpoint, invoices};
 
 /// A checked `Idempotency-Key`: 1..255 visible ASCII characters, or the same as a quoted
@@ -102,7 +103,8 @@ pub struct ApiRules {
 
 pub const INVOICES_PATH: &str = "/api/v1/invoices";
 
-/// Creates an invoice for this API request at most once per (client, key).
+/// Creates an invoice for this API request at most once per (client, key). When this request wins,
+/// `won` (its activity row, outcome and invoice filled in here) commits with the invoice.
 pub async fn create_invoice_once(
     pool: &PgPool,
     client: ApiClient,
@@ -110,6 +112,7 @@ pub async fn create_invoice_once(
     fingerprint: &[u8],
     input: &InvoiceInput,
     rules: &ApiRules,
+    won: Option<&Attempt<'_>>,
 ) -> sqlx::Result<ApiOutcome> {
     let claim_key = ClaimKey::api(client.key_id, key.as_str());
     let mut tx = pool.begin().await?;
@@ -156,6 +159,14 @@ pub async fn create_invoice_once(
         },
     )
     .await?;
+    if let Some(a) = won {
+        let row = Attempt {
+            outcome: AttemptOutcome::Won,
+            invoice: Some(invoice.id),
+            ..a.clone()
+        };
+        observe::store(&mut *tx, &row).await?;
+    }
     tx.commit().await?;
     failpoint::hit("api.after_commit");
     Ok(ApiOutcome::Created(response))

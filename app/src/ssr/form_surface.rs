@@ -9,6 +9,7 @@ use uuid::Uuid;
 use crate::error::AppError;
 use crate::model::InvoiceInput;
 use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome, Rules};
+use crate::ssr::observe::{self, Attempt, AttemptOutcome};
 use crate::ssr::{failpoint, invoices, outbox};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,13 +40,16 @@ fn fingerprint(input: &InvoiceInput) -> Vec<u8> {
     Sha256::digest(serde_json::to_vec(input).expect("an invoice input serialises")).to_vec()
 }
 
-/// Creates the invoice for this form submission at most once, however often it is submitted.
+/// Creates the invoice for this form submission at most once, however often it is submitted. When
+/// this submission wins, `won` (its activity row, outcome and invoice filled in here) commits with
+/// the invoice.
 pub async fn create_invoice_once(
     pool: &PgPool,
     org: Uuid,
     form_key: Uuid,
     input: &InvoiceInput,
     lease: Duration,
+    won: Option<&Attempt<'_>>,
 ) -> Result<FormOutcome, AppError> {
     let key = ClaimKey::form(org, form_key);
     let source_key = format!("form:{form_key}");
@@ -91,6 +95,14 @@ pub async fn create_invoice_once(
         },
     )
     .await?;
+    if let Some(a) = won {
+        let row = Attempt {
+            outcome: AttemptOutcome::Won,
+            invoice: Some(invoice.id),
+            ..a.clone()
+        };
+        observe::store(&mut *tx, &row).await?;
+    }
     tx.commit().await?;
     Ok(FormOutcome::Created(invoice.id))
 }

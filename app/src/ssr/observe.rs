@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use sqlx::PgPool;
+use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,10 +96,20 @@ pub struct Attempt<'a> {
 
 /// Logs and counts the attempt (see `attempt`) and stores it for the activity page. A failure to
 /// store is logged, never turned into a failure of the request: the attempt itself already happened.
+/// A won attempt is stored by the surface inside the transaction that did its work (`store`), so
+/// its handler only calls `attempt`.
 pub async fn record(pool: &PgPool, a: Attempt<'_>) {
     attempt(a.surface, a.owner, a.key, a.outcome, a.started);
+    if let Err(e) = store(pool, &a).await {
+        tracing::warn!(error = %e, "could not store an attempt for the activity page");
+    }
+}
+
+/// Stores the attempt's row for the activity page. Inside the transaction that did the work it
+/// commits with it: no second round trip and commit per won attempt.
+pub async fn store(db: impl PgExecutor<'_>, a: &Attempt<'_>) -> sqlx::Result<()> {
     // language=PostgreSQL
-    let stored = sqlx::query!(
+    sqlx::query!(
         r#"
         insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
         values ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -113,9 +123,7 @@ pub async fn record(pool: &PgPool, a: Attempt<'_>) {
         a.request_id,
         a.started.elapsed().as_secs_f64() * 1000.0,
     )
-    .execute(pool)
-    .await;
-    if let Err(e) = stored {
-        tracing::warn!(error = %e, "could not store an attempt for the activity page");
-    }
+    .execute(db)
+    .await?;
+    Ok(())
 }

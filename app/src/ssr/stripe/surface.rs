@@ -11,6 +11,7 @@ use sqlx::PgPool;
 
 use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome, Rules};
 use crate::ssr::failpoint;
+use crate::ssr::observe::{self, Attempt, AttemptOutcome};
 use crate::ssr::payments::{self, Effect, EffectKind, PaymentReceived};
 
 pub const PROVIDER: &str = "stripe";
@@ -73,12 +74,15 @@ pub enum DeliveryError {
     Internal(&'static str),
 }
 
-/// Processes one delivery of `event` (whose raw bytes are `payload`) at most once.
+/// Processes one delivery of `event` (whose raw bytes are `payload`) at most once. When this
+/// delivery wins, `won` (its activity row, with the org and invoice the event concerned) commits
+/// with the event.
 pub async fn process(
     pool: &PgPool,
     event: &Event,
     payload: &str,
     lease: Duration,
+    won: Option<&Attempt<'_>>,
 ) -> Result<Delivery, DeliveryError> {
     let key = ClaimKey::stripe(event.account(), &event.id);
     let mut tx = pool.begin().await?;
@@ -127,6 +131,15 @@ pub async fn process(
         },
     )
     .await?;
+    if let Some(a) = won {
+        let row = Attempt {
+            outcome: AttemptOutcome::Won,
+            org: effect.org_id,
+            invoice: effect.invoice_id,
+            ..a.clone()
+        };
+        observe::store(&mut *tx, &row).await?;
+    }
     tx.commit().await?;
     failpoint::hit("webhook.after_commit");
     tracing::info!(event = %event.id, kind = %event.kind, outcome = effect.outcome.as_str(),
