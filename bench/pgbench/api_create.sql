@@ -1,7 +1,8 @@
 -- POST /api/v1/invoices with a new Idempotency-Key, as the database sees it: the key lookup
 -- (api_keys::authenticate; last_used_at is written at most once a minute, so not here), then
 -- api_surface::create_invoice_once's transaction (advisory try-lock, claim with fingerprint, the
--- org's number, invoice, lines, claim completion with the stored response, the won attempt's row).
+-- org's number, invoice and lines in one statement, claim completion with the stored response,
+-- the won attempt's row).
 -- Variables: -D org, apikeyhash (hex), apikeyid, response (a real 201 body).
 \set r random(1, 1000000000000)
 select id, org_id, last_used_at is null or last_used_at < now() - interval '1 minute'
@@ -14,17 +15,24 @@ values ('api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text,
         sha256(convert_to('pgb-' || :r::text, 'UTF8')), now() + make_interval(secs => 30))
 on conflict do nothing
 returning true;
-insert into invoice_counters (org_id, last_number) values (:org::uuid, 1)
-on conflict (org_id) do update set last_number = invoice_counters.last_number + 1
-returning last_number as seq \gset
-insert into invoices (id, org_id, number, customer_name, customer_email, currency, due_date,
-                      total_cents, source_key)
-values (md5('inv/' || :client_id::text || '/' || :r::text)::uuid, :org::uuid, :seq, 'Load Client',
-        'billing@example.com', 'usd', date '2030-01-31', 30000, null)
-returning created_at;
-insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
-select md5('inv/' || :client_id::text || '/' || :r::text)::uuid, *
-from unnest('{1}'::int2[], '{Consulting}'::text[], '{2}'::int4[], '{15000}'::int8[]);
+with counter as (
+    insert into invoice_counters (org_id, last_number) values (:org::uuid, 1)
+    on conflict (org_id) do update set last_number = invoice_counters.last_number + 1
+    returning last_number
+), invoice as (
+    insert into invoices (id, org_id, number, customer_name, customer_email, currency, due_date,
+                          total_cents, source_key)
+    select md5('inv/' || :client_id::text || '/' || :r::text)::uuid, :org::uuid, last_number, 'Load Client',
+           'billing@example.com', 'usd', date '2030-01-31', 30000::int8,
+           null::text
+    from counter
+    returning number, created_at
+), lines as (
+    insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
+    select md5('inv/' || :client_id::text || '/' || :r::text)::uuid, *
+    from unnest('{1}'::int2[], '{Consulting}'::text[], '{2}'::int4[], '{15000}'::int8[])
+)
+select number, created_at from invoice;
 update claims
 set status = 'done', completed_at = now(), locked_until = null,
     result_id = md5('inv/' || :client_id::text || '/' || :r::text)::uuid, response_status = 201,

@@ -1,7 +1,8 @@
 -- The create form's server function (POST /rpc/create_invoice) with a new form key, as the database
 -- sees it: the session and its user loaded by tower-sessions and axum-login, then
 -- form_surface::create_invoice_once's transaction (claim with the content's fingerprint, the org's
--- number, invoice with its source key, lines, claim completion, the won attempt's row).
+-- number, invoice with its source key and lines in one statement, claim completion, the won
+-- attempt's row).
 -- Each client is a user of its own org: the first statement is the session load, joined to the
 -- benchmark's table of clients to find this client's org, user and session (no extra round trip).
 \set r random(1, 1000000000000)
@@ -19,18 +20,24 @@ values ('form', :org::text, md5('form/' || :client_id::text || '/' || :r::text):
         sha256(convert_to('form-' || :r::text, 'UTF8')), now() + make_interval(secs => 30))
 on conflict do nothing
 returning true;
-insert into invoice_counters (org_id, last_number) values (:org::uuid, 1)
-on conflict (org_id) do update set last_number = invoice_counters.last_number + 1
-returning last_number as seq \gset
-insert into invoices (id, org_id, number, customer_name, customer_email, currency, due_date,
-                      total_cents, source_key)
-values (md5('inv/' || :client_id::text || '/' || :r::text)::uuid, :org::uuid, :seq, 'Load Client',
-        'billing@example.com', 'usd', date '2030-01-31', 30000,
-        'form:' || md5('form/' || :client_id::text || '/' || :r::text)::uuid::text)
-returning created_at;
-insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
-select md5('inv/' || :client_id::text || '/' || :r::text)::uuid, *
-from unnest('{1}'::int2[], '{Consulting}'::text[], '{2}'::int4[], '{15000}'::int8[]);
+with counter as (
+    insert into invoice_counters (org_id, last_number) values (:org::uuid, 1)
+    on conflict (org_id) do update set last_number = invoice_counters.last_number + 1
+    returning last_number
+), invoice as (
+    insert into invoices (id, org_id, number, customer_name, customer_email, currency, due_date,
+                          total_cents, source_key)
+    select md5('inv/' || :client_id::text || '/' || :r::text)::uuid, :org::uuid, last_number, 'Load Client',
+           'billing@example.com', 'usd', date '2030-01-31', 30000::int8,
+           'form:' || md5('form/' || :client_id::text || '/' || :r::text)::uuid::text
+    from counter
+    returning number, created_at
+), lines as (
+    insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
+    select md5('inv/' || :client_id::text || '/' || :r::text)::uuid, *
+    from unnest('{1}'::int2[], '{Consulting}'::text[], '{2}'::int4[], '{15000}'::int8[])
+)
+select number, created_at from invoice;
 update claims
 set status = 'done', completed_at = now(), locked_until = null,
     result_id = md5('inv/' || :client_id::text || '/' || :r::text)::uuid, response_status = null,

@@ -17,61 +17,52 @@ pub async fn insert(
     source_key: Option<&str>,
     input: &InvoiceInput,
 ) -> sqlx::Result<Invoice> {
-    // The counter's row lock serialises numbering per org until commit (a rollback gives the number
-    // back); claims on other keys are not blocked, and the org row itself is never written here.
-    // language=PostgreSQL
-    let number = sqlx::query_scalar!(
-        r#"
-        insert into invoice_counters (org_id, last_number) values ($1, 1)
-        on conflict (org_id) do update set last_number = invoice_counters.last_number + 1
-        returning last_number
-        "#,
-        org
-    )
-    .fetch_one(&mut *tx)
-    .await?;
-
     let id = Uuid::new_v4();
     let total = input.total_cents();
+    let positions: Vec<i16> = (1..=input.lines.len() as i16).collect();
+    let descriptions: Vec<String> = input.lines.iter().map(|l| l.description.clone()).collect();
+    let quantities: Vec<i32> = input.lines.iter().map(|l| l.quantity as i32).collect();
+    let amounts: Vec<i64> = input.lines.iter().map(|l| l.unit_amount_cents).collect();
+    // One statement, one round trip: the org's next number, the invoice, its lines. The counter's
+    // row lock serialises numbering per org until commit (a rollback gives the number back); claims
+    // on other keys are not blocked, and the org row itself is never written here. The lines'
+    // foreign key is checked at the end of the statement, when the invoice row exists.
     // language=PostgreSQL
-    let created_at = sqlx::query_scalar!(
+    let row = sqlx::query!(
         r#"
-        insert into invoices (id, org_id, number, customer_name, customer_email, currency, due_date,
-                              total_cents, source_key)
-        values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-        returning created_at as "created_at: DateTime<Utc>"
+        with counter as (
+            insert into invoice_counters (org_id, last_number) values ($2::uuid, 1)
+            on conflict (org_id) do update set last_number = invoice_counters.last_number + 1
+            returning last_number
+        ), invoice as (
+            insert into invoices (id, org_id, number, customer_name, customer_email, currency,
+                                  due_date, total_cents, source_key)
+            select $1::uuid, $2::uuid, last_number, $3::text, $4::text, $5::text, $6::date,
+                   $7::int8, $8::text
+            from counter
+            returning number, created_at
+        ), lines as (
+            insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
+            select $1::uuid, * from unnest($9::int2[], $10::text[], $11::int4[], $12::int8[])
+        )
+        select number as "number!", created_at as "created_at!: DateTime<Utc>" from invoice
         "#,
         id,
         org,
-        number,
         input.customer_name,
         input.customer_email,
         input.currency,
         input.due_date as _,
         total,
         source_key,
-    )
-    .fetch_one(&mut *tx)
-    .await?;
-
-    let positions: Vec<i16> = (1..=input.lines.len() as i16).collect();
-    let descriptions: Vec<String> = input.lines.iter().map(|l| l.description.clone()).collect();
-    let quantities: Vec<i32> = input.lines.iter().map(|l| l.quantity as i32).collect();
-    let amounts: Vec<i64> = input.lines.iter().map(|l| l.unit_amount_cents).collect();
-    // language=PostgreSQL
-    sqlx::query!(
-        r#"
-        insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
-        select $1::uuid, * from unnest($2::int2[], $3::text[], $4::int4[], $5::int8[])
-        "#,
-        id,
         &positions,
         &descriptions,
         &quantities,
         &amounts,
     )
-    .execute(&mut *tx)
+    .fetch_one(&mut *tx)
     .await?;
+    let (number, created_at) = (row.number, row.created_at);
 
     Ok(Invoice {
         id,
