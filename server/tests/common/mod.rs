@@ -216,7 +216,7 @@ pub async fn seed_invoice(
         }],
     };
     let mut tx = pool.begin().await.unwrap();
-    let invoice = app::ssr::invoices::insert(&mut tx, org, None, &input)
+    let invoice = app::ssr::invoices::insert(&mut tx, uuid::Uuid::new_v4(), org, None, &input)
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -234,38 +234,44 @@ pub struct SmtpSink {
 impl SmtpSink {
     pub async fn start(fail_first: u32, fail_always: bool) -> SmtpSink {
         use tokio::io::AsyncBufReadExt;
-        let port = free_port();
         let dir =
             std::env::temp_dir().join(format!("invoicer-smtp-{}", uuid::Uuid::new_v4().simple()));
         let python = std::env::var("TEST_PYTHON").unwrap_or_else(|_| "python3".into());
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/smtp_sink.py");
-        let mut cmd = Command::new(&python);
-        cmd.arg(script)
-            .arg("--port")
-            .arg(port.to_string())
-            .arg("--out")
-            .arg(&dir)
-            .arg("--fail-first")
-            .arg(fail_first.to_string())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true);
-        if fail_always {
-            cmd.arg("--fail-always");
+        // The free port is found by binding port 0 and letting go of it: a test running beside this
+        // one can take it before the sink binds it, so a sink that exits without "ready" gets
+        // another port (a few times at most).
+        let mut last = None;
+        for _ in 0..5 {
+            let port = free_port();
+            let mut cmd = Command::new(&python);
+            cmd.arg(script)
+                .arg("--port")
+                .arg(port.to_string())
+                .arg("--out")
+                .arg(&dir)
+                .arg("--fail-first")
+                .arg(fail_first.to_string())
+                .stdout(Stdio::piped())
+                .kill_on_drop(true);
+            if fail_always {
+                cmd.arg("--fail-always");
+            }
+            let mut child = cmd
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start the SMTP sink with {python}: {e}"));
+            let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+            let ready = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await;
+            if matches!(ready, Ok(Ok(Some(ref l))) if l == "ready") {
+                return SmtpSink {
+                    _child: child,
+                    port,
+                    dir,
+                };
+            }
+            last = Some(ready);
         }
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start the SMTP sink with {python}: {e}"));
-        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-        let ready = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await;
-        assert!(
-            matches!(ready, Ok(Ok(Some(ref l))) if l == "ready"),
-            "the SMTP sink did not start ({python} needs aiosmtpd): {ready:?}"
-        );
-        SmtpSink {
-            _child: child,
-            port,
-            dir,
-        }
+        panic!("the SMTP sink did not start ({python} needs aiosmtpd): {last:?}")
     }
 
     pub fn url(&self) -> String {
