@@ -158,7 +158,7 @@ async fn a_transaction_that_fails_after_claiming_leaves_the_key_free(pool: PgPoo
                 .unwrap(),
             Claimed::Won
         );
-        invoices::insert(&mut tx, org, None, &input("Ada"))
+        invoices::insert(&mut tx, Uuid::new_v4(), org, None, &input("Ada"))
             .await
             .unwrap();
         // The failure: the transaction ends without commit (an error, a crash, a dropped connection).
@@ -342,4 +342,67 @@ async fn the_same_form_resubmitted_with_other_content_is_refused_not_replayed(po
         .unwrap();
     assert_eq!(same, FormOutcome::Replayed(first.invoice_id().unwrap()));
     assert_eq!(numbers(&pool, org).await, [1]);
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_claim_that_knows_its_result_is_written_done_even_over_a_stale_lease(pool: PgPool) {
+    let org = new_org(&pool, "a@example.com").await;
+    let with_result = |id| Rules {
+        result_id: Some(id),
+        ..Rules::new(LEASE)
+    };
+    let stored = |key: ClaimKey| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_as::<_, (String, Option<Uuid>, bool, bool)>(
+                "select status, result_id, completed_at is not null, locked_until is null
+                 from claims where scope = 'form' and owner = $1 and key = $2",
+            )
+            .bind(key.owner)
+            .bind(key.key)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+
+    // Won by insert: done with the result, nothing to complete.
+    let fresh = ClaimKey::form(org, Uuid::new_v4());
+    let result = Uuid::new_v4();
+    let mut tx = pool.begin().await.unwrap();
+    let won = claim::claim(&mut tx, &fresh, &with_result(result)).await;
+    assert_eq!(won.unwrap(), Claimed::Won);
+    tx.commit().await.unwrap();
+    assert_eq!(
+        stored(fresh.clone()).await,
+        ("done".into(), Some(result), true, true)
+    );
+    let mut conn = pool.acquire().await.unwrap();
+    let again = claim::claim(&mut conn, &fresh, &Rules::new(LEASE)).await;
+    assert_eq!(
+        again.unwrap(),
+        Claimed::Done(Outcome {
+            result_id: Some(result),
+            response: None
+        })
+    );
+
+    // Won by taking over a stale lease: written done as well.
+    let stale = ClaimKey::form(org, Uuid::new_v4());
+    let held = claim::claim(&mut conn, &stale, &Rules::new(LEASE)).await;
+    assert_eq!(held.unwrap(), Claimed::Won);
+    sqlx::query("update claims set locked_until = now() - interval '1 second' where key = $1")
+        .bind(&stale.key)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let result = Uuid::new_v4();
+    let mut tx = pool.begin().await.unwrap();
+    let taken = claim::claim(&mut tx, &stale, &with_result(result)).await;
+    assert_eq!(taken.unwrap(), Claimed::Won);
+    tx.commit().await.unwrap();
+    assert_eq!(
+        stored(stale).await,
+        ("done".into(), Some(result), true, true)
+    );
 }

@@ -1,8 +1,8 @@
 -- The create form's server function (POST /rpc/create_invoice) with a new form key, as the database
 -- sees it: the session and its user loaded by tower-sessions and axum-login, then
--- form_surface::create_invoice_once's transaction (claim with the content's fingerprint, the org's
--- number, invoice with its source key and lines in one statement, claim completion, the won
--- attempt's row).
+-- form_surface::create_invoice_once's transaction (claim with the content's fingerprint written done
+-- with the invoice id minted up front, the org's number, invoice with its source key and lines in
+-- one statement, the won attempt's row).
 -- Each client is a user of its own org: the first statement is the session load, joined to the
 -- benchmark's table of clients to find this client's org, user and session (no extra round trip).
 \set r random(1, 1000000000000)
@@ -15,9 +15,10 @@ from users u join memberships m on m.user_id = u.id join orgs o on o.id = m.org_
 where (:user_id::uuid is null or u.id = :user_id::uuid) and (null::text is null or lower(u.email) = lower(null::text))
 order by m.created_at limit 1;
 BEGIN;
-insert into claims (scope, owner, key, fingerprint, locked_until)
+insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at, locked_until)
 values ('form', :org::text, md5('form/' || :client_id::text || '/' || :r::text)::uuid::text,
-        sha256(convert_to('form-' || :r::text, 'UTF8')), now() + make_interval(secs => 30))
+        sha256(convert_to('form-' || :r::text, 'UTF8')), 'done',
+        md5('inv/' || :client_id::text || '/' || :r::text)::uuid, now(), null)
 on conflict do nothing
 returning true;
 with counter as (
@@ -38,11 +39,6 @@ with counter as (
     from unnest('{1}'::int2[], '{Consulting}'::text[], '{2}'::int4[], '{15000}'::int8[])
 )
 select number, created_at from invoice;
-update claims
-set status = 'done', completed_at = now(), locked_until = null,
-    result_id = md5('inv/' || :client_id::text || '/' || :r::text)::uuid, response_status = null,
-    response_headers = null, response_body = null
-where scope = 'form' and owner = :org::text and key = md5('form/' || :client_id::text || '/' || :r::text)::uuid::text;
 insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
 values (:org::uuid, 'form', :org::text, md5('form/' || :client_id::text || '/' || :r::text)::uuid::text, 'won',
         md5('inv/' || :client_id::text || '/' || :r::text)::uuid, gen_random_uuid()::text, 1.0);

@@ -28,7 +28,9 @@ pub async fn outbox_latency(
         }],
     };
     let mut tx = pool.begin().await?;
-    let invoice = app::ssr::invoices::insert(&mut tx, account.org_id, None, &input).await?;
+    let invoice =
+        app::ssr::invoices::insert(&mut tx, uuid::Uuid::new_v4(), account.org_id, None, &input)
+            .await?;
     tx.commit().await?;
 
     let mailer =

@@ -124,6 +124,8 @@ pub async fn create_invoice_once(
             lease: rules.lease,
             expires_after: Some(rules.key_ttl),
             nowait: true,
+            // The response is the result, known only after the work: completed below.
+            result_id: None,
         },
     )
     .await?;
@@ -143,7 +145,8 @@ pub async fn create_invoice_once(
     }
     failpoint::hit("api.after_claim");
 
-    let invoice = invoices::insert(&mut tx, client.org_id, None, input).await?;
+    let invoice =
+        invoices::insert(&mut tx, uuid::Uuid::new_v4(), client.org_id, None, input).await?;
     let location = format!("{INVOICES_PATH}/{}", invoice.id);
     let response = StoredResponse {
         status: 201,

@@ -108,7 +108,8 @@ pub struct Outcome {
 #[derive(Debug, Clone, PartialEq)]
 #[must_use]
 pub enum Claimed {
-    /// This transaction owns the attempt: do the work, `complete`, commit.
+    /// This transaction owns the attempt: do the work, `complete` (unless `Rules::result_id` had the
+    /// claim written done already), commit.
     Won,
     /// An earlier attempt finished; here is what it produced. Do nothing again.
     Done(Outcome),
@@ -131,6 +132,11 @@ pub struct Rules<'a> {
     /// (an HTTP client is waiting, and blocking its connection for the other's whole transaction
     /// helps nobody). Uses a transaction-scoped advisory lock on the key.
     pub nowait: bool,
+    /// What the attempt will produce, when it is known before the work (the form mints its
+    /// invoice's id): a won claim is then written `done` with it at once and needs no `complete`.
+    /// Only for claims whose work commits in the same transaction: nobody sees the row before the
+    /// commit, and a rollback takes it away with the work.
+    pub result_id: Option<Uuid>,
 }
 
 impl Rules<'static> {
@@ -140,6 +146,7 @@ impl Rules<'static> {
             lease,
             expires_after: None,
             nowait: false,
+            result_id: None,
         }
     }
 }
@@ -173,8 +180,11 @@ pub async fn claim(
         // language=PostgreSQL
         let won = sqlx::query_scalar!(
             r#"
-            insert into claims (scope, owner, key, fingerprint, locked_until)
-            values ($1, $2, $3, $4, now() + make_interval(secs => $5))
+            insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at, locked_until)
+            values ($1, $2, $3, $4,
+                    case when $6::uuid is null then 'in_progress' else 'done' end, $6,
+                    case when $6::uuid is null then null else now() end,
+                    case when $6::uuid is null then now() + make_interval(secs => $5) end)
             on conflict do nothing
             returning true as "won!"
             "#,
@@ -183,6 +193,7 @@ pub async fn claim(
             key.key,
             rules.fingerprint,
             lease_secs,
+            rules.result_id,
         )
         .fetch_optional(&mut *conn)
         .await?;
@@ -271,6 +282,13 @@ pub async fn claim(
         if taken.is_some() {
             metrics::counter!("invoicer_lease_takeovers_total", "scope" => key.scope.as_str())
                 .increment(1);
+            if rules.result_id.is_some() {
+                let outcome = Outcome {
+                    result_id: rules.result_id,
+                    response: None,
+                };
+                complete(conn, key, &outcome).await?;
+            }
             return Ok(Claimed::Won);
         }
     }

@@ -1,5 +1,6 @@
 //! The create-invoice form as a surface of the discipline: key minted at render, claim
-//! `(form, org, key)`, invoice insert and claim completion in one transaction.
+//! `(form, org, key)` written done with the invoice id minted up front, and the invoice insert, in
+//! one transaction.
 
 use std::time::Duration;
 
@@ -54,8 +55,12 @@ pub async fn create_invoice_once(
     let key = ClaimKey::form(org, form_key);
     let source_key = format!("form:{form_key}");
     let fingerprint = fingerprint(input);
+    // The invoice's id is minted first, so the claim is written done with it: no completion
+    // statement (claim and invoice commit together, so nobody can see one without the other).
+    let invoice_id = Uuid::new_v4();
     let rules = Rules {
         fingerprint: Some(&fingerprint),
+        result_id: Some(invoice_id),
         ..Rules::new(lease)
     };
     let mut tx = pool.begin().await?;
@@ -76,7 +81,7 @@ pub async fn create_invoice_once(
     }
     failpoint::hit("form.after_claim");
 
-    let invoice = match invoices::insert(&mut tx, org, Some(&source_key), input).await {
+    let invoice = match invoices::insert(&mut tx, invoice_id, org, Some(&source_key), input).await {
         Ok(invoice) => invoice,
         // The claim row is an optimisation: if it was ever lost (retention), the invoice's own
         // unique source key still refuses the duplicate, and we answer with the original invoice.
@@ -86,15 +91,6 @@ pub async fn create_invoice_once(
         }
         Err(e) => return Err(e.into()),
     };
-    claim::complete(
-        &mut tx,
-        &key,
-        &Outcome {
-            result_id: Some(invoice.id),
-            response: None,
-        },
-    )
-    .await?;
     if let Some(a) = won {
         let row = Attempt {
             outcome: AttemptOutcome::Won,

@@ -9,15 +9,16 @@ use crate::model::{
     invoice_number, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus, InvoiceSummary,
 };
 
-/// Inserts an invoice and its lines, taking the org's next number. Call it inside the transaction
-/// that claimed the attempt: a rollback gives the number back, so numbers stay gapless on success.
+/// Inserts invoice `id` (minted by the caller, e.g. `Uuid::new_v4()`, so a claim can name it before
+/// the insert) and its lines, taking the org's next number. Call it inside the transaction that
+/// claimed the attempt: a rollback gives the number back, so numbers stay gapless on success.
 pub async fn insert(
     tx: &mut PgConnection,
+    id: Uuid,
     org: Uuid,
     source_key: Option<&str>,
     input: &InvoiceInput,
 ) -> sqlx::Result<Invoice> {
-    let id = Uuid::new_v4();
     let total = input.total_cents();
     let positions: Vec<i16> = (1..=input.lines.len() as i16).collect();
     let descriptions: Vec<String> = input.lines.iter().map(|l| l.description.clone()).collect();
