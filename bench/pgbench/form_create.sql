@@ -12,7 +12,7 @@ left join "tower_sessions"."session" s on s.id = c.session and s.expiry_date > n
 where c.client_id = :client_id \gset
 select u.id, u.email, u.password_hash, o.id as org_id, o.name as org_name
 from users u join memberships m on m.user_id = u.id join orgs o on o.id = m.org_id
-where (:user_id::uuid is null or u.id = :user_id::uuid) and (null::text is null or lower(u.email) = lower(null::text))
+where u.id = :user_id::uuid
 order by m.created_at limit 1;
 BEGIN;
 insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at, locked_until)

@@ -8,7 +8,7 @@
 select data from "tower_sessions"."session" where id = :session and expiry_date > now();
 select u.id, u.email, u.password_hash, o.id as org_id, o.name as org_name
 from users u join memberships m on m.user_id = u.id join orgs o on o.id = m.org_id
-where (:user::uuid is null or u.id = :user::uuid) and (null::text is null or lower(u.email) = lower(null::text))
+where u.id = :user::uuid
 order by m.created_at limit 1;
 BEGIN;
 insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at, locked_until)

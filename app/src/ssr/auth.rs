@@ -89,29 +89,57 @@ enum UserLookup<'a> {
     Email(&'a str),
 }
 
+struct UserRow {
+    id: Uuid,
+    email: String,
+    password_hash: String,
+    org_id: Uuid,
+    org_name: String,
+}
+
 /// A user with the org they act for (their oldest membership): being found here *is* the membership
-/// check, so a removed member loses access on their next request.
+/// check, so a removed member loses access on their next request. One statement per kind of lookup
+/// (not `$1 is null or ...`): each keeps a generic plan that uses its index, so the lookup every
+/// signed-in request makes is neither planned again each time nor a scan of all users.
 async fn find_user(pool: &PgPool, lookup: UserLookup<'_>) -> sqlx::Result<Option<SessionUser>> {
-    let (id, email) = match lookup {
-        UserLookup::Id(id) => (Some(id), None),
-        UserLookup::Email(email) => (None, Some(email)),
+    let row = match lookup {
+        // language=PostgreSQL
+        UserLookup::Id(id) => {
+            sqlx::query_as!(
+                UserRow,
+                r#"
+            select u.id, u.email, u.password_hash, o.id as org_id, o.name as org_name
+            from users u
+            join memberships m on m.user_id = u.id
+            join orgs o on o.id = m.org_id
+            where u.id = $1
+            order by m.created_at
+            limit 1
+            "#,
+                id
+            )
+            .fetch_optional(pool)
+            .await?
+        }
+        // language=PostgreSQL
+        UserLookup::Email(email) => {
+            sqlx::query_as!(
+                UserRow,
+                r#"
+            select u.id, u.email, u.password_hash, o.id as org_id, o.name as org_name
+            from users u
+            join memberships m on m.user_id = u.id
+            join orgs o on o.id = m.org_id
+            where lower(u.email) = lower($1)
+            order by m.created_at
+            limit 1
+            "#,
+                email
+            )
+            .fetch_optional(pool)
+            .await?
+        }
     };
-    // language=PostgreSQL
-    let row = sqlx::query!(
-        r#"
-        select u.id, u.email, u.password_hash, o.id as org_id, o.name as org_name
-        from users u
-        join memberships m on m.user_id = u.id
-        join orgs o on o.id = m.org_id
-        where ($1::uuid is null or u.id = $1) and ($2::text is null or lower(u.email) = lower($2))
-        order by m.created_at
-        limit 1
-        "#,
-        id,
-        email
-    )
-    .fetch_optional(pool)
-    .await?;
     Ok(row.map(|r| SessionUser {
         id: r.id,
         email: r.email,

@@ -140,31 +140,68 @@ pub async fn list_full(
     fetch(conn, org, None, limit).await
 }
 
+struct InvoiceRow {
+    id: Uuid,
+    number: i32,
+    status: String,
+    customer_name: String,
+    customer_email: String,
+    currency: String,
+    due_date: NaiveDate,
+    total_cents: i64,
+    amount_paid_cents: i64,
+    created_at: DateTime<Utc>,
+}
+
 /// Invoices of `org` with their lines, newest first; `only` narrows to one id. Two queries whatever
-/// the count.
+/// the count; one statement per case (not `$2 is null or id = $2`), so each keeps a generic plan
+/// on its own index.
 async fn fetch(
     conn: &mut PgConnection,
     org: Uuid,
     only: Option<Uuid>,
     limit: i64,
 ) -> sqlx::Result<Vec<Invoice>> {
-    // language=PostgreSQL
-    let rows = sqlx::query!(
-        r#"
-        select id, number, status, customer_name, customer_email, currency,
-               due_date as "due_date: NaiveDate", total_cents, amount_paid_cents,
-               created_at as "created_at: DateTime<Utc>"
-        from invoices
-        where org_id = $1 and ($2::uuid is null or id = $2)
-        order by created_at desc, number desc
-        limit $3
-        "#,
-        org,
-        only,
-        limit
-    )
-    .fetch_all(&mut *conn)
-    .await?;
+    let rows = match only {
+        // language=PostgreSQL
+        Some(id) => {
+            sqlx::query_as!(
+                InvoiceRow,
+                r#"
+            select id, number, status, customer_name, customer_email, currency,
+                   due_date as "due_date: NaiveDate", total_cents, amount_paid_cents,
+                   created_at as "created_at: DateTime<Utc>"
+            from invoices
+            where id = $2 and org_id = $1
+            limit $3
+            "#,
+                org,
+                id,
+                limit
+            )
+            .fetch_all(&mut *conn)
+            .await?
+        }
+        // language=PostgreSQL
+        None => {
+            sqlx::query_as!(
+                InvoiceRow,
+                r#"
+            select id, number, status, customer_name, customer_email, currency,
+                   due_date as "due_date: NaiveDate", total_cents, amount_paid_cents,
+                   created_at as "created_at: DateTime<Utc>"
+            from invoices
+            where org_id = $1
+            order by created_at desc, number desc
+            limit $2
+            "#,
+                org,
+                limit
+            )
+            .fetch_all(&mut *conn)
+            .await?
+        }
+    };
     let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
     // language=PostgreSQL
     let lines = sqlx::query!(
