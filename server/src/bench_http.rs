@@ -408,9 +408,25 @@ pub async fn run(config: &crate::config::Config, args: HttpBenchArgs) -> anyhow:
 /// not wake up in the middle of one side of a pair after the previous workload's writes) and a fresh
 /// checkpoint (so no measurement pays for flushing the previous one's pages).
 async fn settle(pool: &sqlx::PgPool) {
+    use sqlx::ConnectOptions;
+    // Its own connection, which does not log these (expected) slow statements as warnings.
+    let options = pool
+        .connect_options()
+        .as_ref()
+        .clone()
+        .disable_statement_logging();
+    let mut conn = match options.connect().await {
+        Ok(conn) => conn,
+        Err(e) => {
+            eprintln!(
+                "warning: cannot settle the database ({e}); measurements may include its work"
+            );
+            return;
+        }
+    };
     // Two statements: VACUUM cannot run in the implicit transaction of a multi-statement query.
     for sql in ["vacuum analyze", "checkpoint"] {
-        if let Err(e) = sqlx::raw_sql(sql).execute(pool).await {
+        if let Err(e) = sqlx::raw_sql(sql).execute(&mut conn).await {
             eprintln!("warning: {sql} failed ({e}); measurements may include its work");
         }
     }
