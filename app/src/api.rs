@@ -224,7 +224,7 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
     Ok(InvoicePage {
         invoice,
         simulate_payments: state.settings.dev_mode,
-        send_key: Uuid::new_v4(),
+        send_key: Uuid::now_v7(),
         emails,
         history,
     })

@@ -4,10 +4,12 @@
 -- org's number, invoice and lines in one statement, claim completion with the stored response,
 -- the won attempt's row).
 -- Variables: -D org, apikeyhash (hex), apikeyid, response (a real 201 body).
+-- Ids the server mints (UUIDv7, time-ordered) are minted here the same way, in the first statement.
 \set r random(1, 1000000000000)
-select id, org_id, last_used_at is null or last_used_at < now() - interval '1 minute'
+select id, org_id, last_used_at is null or last_used_at < now() - interval '1 minute' as stale,
+       (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as inv
 from api_keys
-where hash = decode(:apikeyhash, 'hex') and revoked_at is null;
+where hash = decode(:apikeyhash, 'hex') and revoked_at is null \gset
 BEGIN;
 select pg_try_advisory_xact_lock(hashtextextended('api' || '/' || :apikeyid::text || '/' || ('pgb-' || :client_id::text || '-' || :r::text), 0));
 insert into claims (scope, owner, key, fingerprint, locked_until)
@@ -22,24 +24,24 @@ with counter as (
 ), invoice as (
     insert into invoices (id, org_id, number, customer_name, customer_email, currency, due_date,
                           total_cents, source_key)
-    select md5('inv/' || :client_id::text || '/' || :r::text)::uuid, :org::uuid, last_number, 'Load Client',
+    select :inv::uuid, :org::uuid, last_number, 'Load Client',
            'billing@example.com', 'usd', date '2030-01-31', 30000::int8,
            null::text
     from counter
     returning number, created_at
 ), lines as (
     insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
-    select md5('inv/' || :client_id::text || '/' || :r::text)::uuid, *
+    select :inv::uuid, *
     from unnest('{1}'::int2[], '{Consulting}'::text[], '{2}'::int4[], '{15000}'::int8[])
 )
 select number, created_at from invoice;
 update claims
 set status = 'done', completed_at = now(), locked_until = null,
-    result_id = md5('inv/' || :client_id::text || '/' || :r::text)::uuid, response_status = 201,
+    result_id = :inv::uuid, response_status = 201,
     response_headers = '{"content-type": "application/json", "location": "/api/v1/invoices/x"}'::jsonb,
     response_body = convert_to(:response, 'UTF8')
 where scope = 'api' and owner = :apikeyid::text and key = 'pgb-' || :client_id::text || '-' || :r::text;
 insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
 values (:org::uuid, 'api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text, 'won',
-        md5('inv/' || :client_id::text || '/' || :r::text)::uuid, gen_random_uuid()::text, 1.0);
+        :inv::uuid, gen_random_uuid()::text, 1.0);
 COMMIT;

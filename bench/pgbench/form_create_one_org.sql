@@ -4,17 +4,21 @@
 -- with the invoice id minted up front, the org's number, invoice with its source key and lines in
 -- one statement, the won attempt's row).
 -- All clients in one org (-D org, session, user): creates take turns on the org's gapless numbering.
+-- Ids the server mints (UUIDv7, time-ordered) are minted here the same way, in the first statement.
 \set r random(1, 1000000000000)
-select data from "tower_sessions"."session" where id = :session and expiry_date > now();
+select data,
+       (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as form_key,
+       (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as inv
+from "tower_sessions"."session" where id = :session and expiry_date > now() \gset
 select u.id, u.email, u.password_hash, o.id as org_id, o.name as org_name
 from users u join memberships m on m.user_id = u.id join orgs o on o.id = m.org_id
 where u.id = :user::uuid
 order by m.created_at limit 1;
 BEGIN;
 insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at, locked_until)
-values ('form', :org::text, md5('form/' || :client_id::text || '/' || :r::text)::uuid::text,
+values ('form', :org::text, :form_key::uuid::text,
         sha256(convert_to('form-' || :r::text, 'UTF8')), 'done',
-        md5('inv/' || :client_id::text || '/' || :r::text)::uuid, now(), null)
+        :inv::uuid, now(), null)
 on conflict do nothing
 returning true;
 with counter as (
@@ -24,18 +28,18 @@ with counter as (
 ), invoice as (
     insert into invoices (id, org_id, number, customer_name, customer_email, currency, due_date,
                           total_cents, source_key)
-    select md5('inv/' || :client_id::text || '/' || :r::text)::uuid, :org::uuid, last_number, 'Load Client',
+    select :inv::uuid, :org::uuid, last_number, 'Load Client',
            'billing@example.com', 'usd', date '2030-01-31', 30000::int8,
-           'form:' || md5('form/' || :client_id::text || '/' || :r::text)::uuid::text
+           'form:' || :form_key::uuid::text
     from counter
     returning number, created_at
 ), lines as (
     insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
-    select md5('inv/' || :client_id::text || '/' || :r::text)::uuid, *
+    select :inv::uuid, *
     from unnest('{1}'::int2[], '{Consulting}'::text[], '{2}'::int4[], '{15000}'::int8[])
 )
 select number, created_at from invoice;
 insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
-values (:org::uuid, 'form', :org::text, md5('form/' || :client_id::text || '/' || :r::text)::uuid::text, 'won',
-        md5('inv/' || :client_id::text || '/' || :r::text)::uuid, gen_random_uuid()::text, 1.0);
+values (:org::uuid, 'form', :org::text, :form_key::uuid::text, 'won',
+        :inv::uuid, gen_random_uuid()::text, 1.0);
 COMMIT;

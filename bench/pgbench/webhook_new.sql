@@ -3,6 +3,7 @@
 -- completion, the won attempt's row) sends in its one transaction.
 -- Variables: -D org, invoices, payload (a real event's bytes); :client_id is pgbench's own.
 \set n random(1, :invoices)
+-- Ids the server mints (UUIDv7, time-ordered) are minted here the same way, in the first statement.
 \set r random(1, 1000000000000)
 BEGIN;
 insert into claims (scope, owner, key, fingerprint, locked_until)
@@ -10,15 +11,18 @@ values ('stripe', 'default', 'evt_pgb_' || :client_id::text || '_' || :r::text, 
 on conflict do nothing
 returning true;
 select 1 from (select pg_advisory_xact_lock(hashtextextended('stripe' || '/' || ('pi_pgb_' || :client_id::text || '_' || :r::text), 0))) l;
-select org_id, currency from invoices where id = md5('bench/' || :org::uuid || '/' || :n)::uuid for update;
+select org_id, currency,
+       (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as pay,
+       (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as outbox_id
+from invoices where id = md5('bench/' || :org::uuid || '/' || :n)::uuid for update \gset
 insert into payments (id, org_id, invoice_id, provider, provider_payment_id, amount_cents, currency, event_id)
-values (md5('pay/' || :client_id::text || '/' || :r::text)::uuid, :org::uuid, md5('bench/' || :org::uuid || '/' || :n)::uuid,
+values (:pay::uuid, :org::uuid, md5('bench/' || :org::uuid || '/' || :n)::uuid,
         'stripe', 'pi_pgb_' || :client_id::text || '_' || :r::text, 1, 'usd', 'evt_pgb_' || :client_id::text || '_' || :r::text)
 on conflict (provider, provider_payment_id) do nothing
 returning id;
 insert into outbox (id, org_id, invoice_id, kind, payload)
-values (gen_random_uuid(), :org::uuid, md5('bench/' || :org::uuid || '/' || :n)::uuid, 'payment_receipt',
-        jsonb_build_object('payment_id', md5('pay/' || :client_id::text || '/' || :r::text)::uuid))
+values (:outbox_id::uuid, :org::uuid, md5('bench/' || :org::uuid || '/' || :n)::uuid, 'payment_receipt',
+        jsonb_build_object('payment_id', :pay::uuid))
 on conflict do nothing
 returning id;
 delete from pending_refunds where provider = 'stripe' and provider_payment_id = 'pi_pgb_' || :client_id::text || '_' || :r::text
@@ -39,7 +43,7 @@ values ('default', 'evt_pgb_' || :client_id::text || '_' || :r::text, 'checkout.
 on conflict do nothing;
 update claims
 set status = 'done', completed_at = now(), locked_until = null,
-    result_id = md5('pay/' || :client_id::text || '/' || :r::text)::uuid, response_status = null,
+    result_id = :pay::uuid, response_status = null,
     response_headers = null, response_body = null
 where scope = 'stripe' and owner = 'default' and key = 'evt_pgb_' || :client_id::text || '_' || :r::text;
 insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)

@@ -327,7 +327,7 @@ pub async fn run(config: &crate::config::Config, args: HttpBenchArgs) -> anyhow:
                         };
                         async move {
                             Step::Sent(
-                                user.form_create(Uuid::new_v4())
+                                user.form_create(Uuid::now_v7())
                                     .await
                                     .is_ok_and(|s| s == 200),
                             )

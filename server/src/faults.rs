@@ -356,7 +356,7 @@ async fn client(
                 }
             }
             _ => {
-                let key = Uuid::new_v4();
+                let key = Uuid::now_v7();
                 let invoice = until_answered(&ledger, &drain_deadline, || async {
                     match target.form_create_id(key).await {
                         Ok((200, Some(id))) => Answer::Done(id),

@@ -255,7 +255,7 @@ pub fn InvoicePage() -> impl IntoView {
 pub fn NewInvoicePage() -> impl IntoView {
     let action = ServerAction::<CreateInvoice>::new();
     // Positional hydration id: create it first, outside any Suspense.
-    let minted = SharedValue::new_str(Uuid::new_v4).into_inner();
+    let minted = SharedValue::new_str(Uuid::now_v7).into_inner();
 
     // Without JavaScript a refused submit comes back through the URL; reuse its key and values so
     // the corrected resubmit is the same attempt and nothing typed is lost.

@@ -146,7 +146,7 @@ pub async fn create_invoice_once(
     failpoint::hit("api.after_claim");
 
     let invoice =
-        invoices::insert(&mut tx, uuid::Uuid::new_v4(), client.org_id, None, input).await?;
+        invoices::insert(&mut tx, uuid::Uuid::now_v7(), client.org_id, None, input).await?;
     let location = format!("{INVOICES_PATH}/{}", invoice.id);
     let response = StoredResponse {
         status: 201,

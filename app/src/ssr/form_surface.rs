@@ -57,7 +57,7 @@ pub async fn create_invoice_once(
     let fingerprint = fingerprint(input);
     // The invoice's id is minted first, so the claim is written done with it: no completion
     // statement (claim and invoice commit together, so nobody can see one without the other).
-    let invoice_id = Uuid::new_v4();
+    let invoice_id = Uuid::now_v7();
     let rules = Rules {
         fingerprint: Some(&fingerprint),
         result_id: Some(invoice_id),

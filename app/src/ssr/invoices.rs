@@ -9,7 +9,7 @@ use crate::model::{
     invoice_number, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus, InvoiceSummary,
 };
 
-/// Inserts invoice `id` (minted by the caller, e.g. `Uuid::new_v4()`, so a claim can name it before
+/// Inserts invoice `id` (minted by the caller with `Uuid::now_v7()`, so a claim can name it before
 /// the insert) and its lines, taking the org's next number. Call it inside the transaction that
 /// claimed the attempt: a rollback gives the number back, so numbers stay gapless on success.
 pub async fn insert(

@@ -44,7 +44,7 @@ pub async fn enqueue(
         on conflict do nothing
         returning id
         "#,
-        Uuid::new_v4(),
+        Uuid::now_v7(),
         org,
         invoice,
         kind.as_str(),

@@ -109,7 +109,7 @@ pub async fn record_payment(
         )));
     }
 
-    let payment_id = Uuid::new_v4();
+    let payment_id = Uuid::now_v7();
     // language=PostgreSQL
     let inserted = sqlx::query_scalar!(
         r#"
