@@ -12,9 +12,12 @@ from api_keys
 where hash = decode(:apikeyhash, 'hex') and revoked_at is null \gset
 BEGIN;
 select pg_try_advisory_xact_lock(hashtextextended('api' || '/' || :apikeyid::text || '/' || ('pgb-' || :client_id::text || '-' || :r::text), 0));
-insert into claims (scope, owner, key, fingerprint, locked_until)
+insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at, locked_until)
 values ('api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text,
-        sha256(convert_to('pgb-' || :r::text, 'UTF8')), now() + make_interval(secs => 30))
+        sha256(convert_to('pgb-' || :r::text, 'UTF8')),
+        case when null::uuid is null then 'in_progress' else 'done' end, null::uuid,
+        case when null::uuid is null then null else now() end,
+        case when null::uuid is null then now() + make_interval(secs => 30) end)
 on conflict do nothing
 returning true;
 with counter as (

@@ -1,11 +1,14 @@
 -- POST /webhooks/stripe with an event processed before (a Stripe retry), as the database sees it:
--- the claim collides and reads the done row, the transaction rolls back, the handler looks up what
--- the event concerned, and observe::record writes the attempt row.
+-- the claim collides and reads the done row, the transaction rolls back, and the attempt row is written
+-- with the org and invoice of the stored event (surface::store_replay, one statement).
 -- Variables: -D tag, dups (the events bench http delivered before measuring).
 \set n random(1, :dups)
 BEGIN;
-insert into claims (scope, owner, key, fingerprint, locked_until)
-values ('stripe', 'default', 'evt_dup_' || :tag::text || '_' || :n::text, null, now() + make_interval(secs => 30))
+insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at, locked_until)
+values ('stripe', 'default', 'evt_dup_' || :tag::text || '_' || :n::text, null,
+        case when null::uuid is null then 'in_progress' else 'done' end, null::uuid,
+        case when null::uuid is null then null else now() end,
+        case when null::uuid is null then now() + make_interval(secs => 30) end)
 on conflict do nothing
 returning true;
 select status, fingerprint, result_id, response_status, response_headers, response_body,
@@ -14,7 +17,8 @@ select status, fingerprint, result_id, response_status, response_headers, respon
 from claims
 where scope = 'stripe' and owner = 'default' and key = 'evt_dup_' || :tag::text || '_' || :n::text;
 ROLLBACK;
-select org_id, invoice_id from stripe_events where account = 'default' and id = 'evt_dup_' || :tag::text || '_' || :n::text;
 insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
-values (:org::uuid, 'webhook', 'stripe/default', 'evt_dup_' || :tag::text || '_' || :n::text, 'replay', null,
-        gen_random_uuid()::text, 1.0);
+select e.org_id, 'webhook', 'stripe/default', 'evt_dup_' || :tag::text || '_' || :n::text, 'replay', e.invoice_id,
+       gen_random_uuid()::text, 1.0
+from (select) one
+left join stripe_events e on e.account = 'default' and e.id = 'evt_dup_' || :tag::text || '_' || :n::text;

@@ -6,8 +6,11 @@
 -- Ids the server mints (UUIDv7, time-ordered) are minted here the same way, in the first statement.
 \set r random(1, 1000000000000)
 BEGIN;
-insert into claims (scope, owner, key, fingerprint, locked_until)
-values ('stripe', 'default', 'evt_pgb_' || :client_id::text || '_' || :r::text, null, now() + make_interval(secs => 30))
+insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at, locked_until)
+values ('stripe', 'default', 'evt_pgb_' || :client_id::text || '_' || :r::text, null,
+        case when null::uuid is null then 'in_progress' else 'done' end, null::uuid,
+        case when null::uuid is null then null else now() end,
+        case when null::uuid is null then now() + make_interval(secs => 30) end)
 on conflict do nothing
 returning true;
 select 1 from (select pg_advisory_xact_lock(hashtextextended('stripe' || '/' || ('pi_pgb_' || :client_id::text || '_' || :r::text), 0))) l;

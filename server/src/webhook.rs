@@ -85,10 +85,13 @@ async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bytes)
             return plain(StatusCode::OK, "ok");
         }
         Ok(Delivery::AlreadyProcessed) => {
-            let concerns = surface::recorded(&state.pool, event.account(), &event.id)
-                .await
-                .unwrap_or((None, None));
-            (Replay, plain(StatusCode::OK, "already processed"), concerns)
+            // Stored with the org and invoice of the event on record, in one statement.
+            attempt(Webhook, &owner, &event.id, Replay, started);
+            this.outcome = Replay;
+            if let Err(e) = surface::store_replay(&state.pool, &this, event.account()).await {
+                tracing::warn!(error = %e, "could not store an attempt for the activity page");
+            }
+            return plain(StatusCode::OK, "already processed");
         }
         Err(surface::DeliveryError::InFlight(_)) => (
             InFlight,

@@ -13,7 +13,7 @@ const CLAIMS: &str = "select count(*) from claims";
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn the_same_delivery_twice_records_one_payment(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (_, invoice) = app.invoice(5_000, "usd").await;
+    let (org, invoice) = app.invoice(5_000, "usd").await;
     let (_, payload) = standin::checkout_completed(invoice, 5_000, "usd");
     assert_eq!(app.deliver(&payload).await, (200, "ok".into()));
     assert_eq!(
@@ -23,6 +23,20 @@ async fn the_same_delivery_twice_records_one_payment(pool: PgPool) {
     assert_eq!(app.count(PAYMENTS).await, 1);
     assert_eq!(app.count(EVENTS).await, 1);
     assert_eq!(app.invoice_state(invoice).await, ("paid".into(), 5_000));
+    // Both deliveries are on the activity page, the replay too with the org and invoice of the
+    // stored event.
+    let attempts: Vec<(String, Option<uuid::Uuid>, Option<uuid::Uuid>)> =
+        sqlx::query_as("select outcome, org_id, invoice_id from attempts order by id")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        attempts,
+        [
+            ("won".to_owned(), Some(org), Some(invoice)),
+            ("replay".to_owned(), Some(org), Some(invoice)),
+        ]
+    );
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]

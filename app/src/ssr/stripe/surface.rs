@@ -208,21 +208,26 @@ async fn apply(tx: &mut sqlx::PgConnection, event: &Event) -> sqlx::Result<Effec
     }
 }
 
-/// The org and invoice a stored event concerned (for recording a replayed delivery).
-pub async fn recorded(
-    pool: &PgPool,
-    account: &str,
-    event_id: &str,
-) -> sqlx::Result<(Option<uuid::Uuid>, Option<uuid::Uuid>)> {
+/// Stores the activity row of a delivery of an event processed before (`a.key` is its event id), with
+/// the org and invoice the stored event concerned: one statement, no separate lookup.
+pub async fn store_replay(pool: &PgPool, a: &Attempt<'_>, account: &str) -> sqlx::Result<()> {
     // language=PostgreSQL
-    let row = sqlx::query!(
-        "select org_id, invoice_id from stripe_events where account = $1 and id = $2",
+    sqlx::query!(
+        r#"
+        insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
+        select e.org_id, $3, $4, $2, $5, e.invoice_id, $6, $7
+        from (select) one
+        left join stripe_events e on e.account = $1 and e.id = $2
+        "#,
         account,
-        event_id
+        a.key,
+        a.surface.as_str(),
+        a.owner,
+        a.outcome.as_str(),
+        a.request_id,
+        a.started.elapsed().as_secs_f64() * 1000.0,
     )
-    .fetch_optional(pool)
+    .execute(pool)
     .await?;
-    Ok(row
-        .map(|r| (r.org_id, r.invoice_id))
-        .unwrap_or((None, None)))
+    Ok(())
 }
