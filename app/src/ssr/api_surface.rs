@@ -12,7 +12,7 @@ use sqlx::PgPool;
 use crate::model::InvoiceInput;
 use crate::ssr::api_keys::ApiClient;
 use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome, Rules, StoredResponse};
-use crate::ssr::observe::{self, Attempt, AttemptOutcome};
+use crate::ssr::observe::{self, Attempt};
 use crate::ssr::{failpoint, invoices};
 
 /// A checked `Idempotency-Key`: 1..255 visible ASCII characters, or the same as a quoted
@@ -162,14 +162,7 @@ pub async fn create_invoice_once(
         },
     )
     .await?;
-    if let Some(a) = won {
-        let row = Attempt {
-            outcome: AttemptOutcome::Won,
-            invoice: Some(invoice.id),
-            ..a.clone()
-        };
-        observe::store(&mut *tx, &row).await?;
-    }
+    observe::store_won(&mut tx, won, Some(client.org_id), Some(invoice.id)).await?;
     tx.commit().await?;
     failpoint::hit("api.after_commit");
     Ok(ApiOutcome::Created(response))

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use crate::error::AppError;
 use crate::model::InvoiceInput;
 use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome, Rules};
-use crate::ssr::observe::{self, Attempt, AttemptOutcome};
+use crate::ssr::observe::{self, Attempt};
 use crate::ssr::{failpoint, invoices, outbox};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,14 +91,7 @@ pub async fn create_invoice_once(
         }
         Err(e) => return Err(e.into()),
     };
-    if let Some(a) = won {
-        let row = Attempt {
-            outcome: AttemptOutcome::Won,
-            invoice: Some(invoice.id),
-            ..a.clone()
-        };
-        observe::store(&mut *tx, &row).await?;
-    }
+    observe::store_won(&mut tx, won, Some(org), Some(invoice.id)).await?;
     tx.commit().await?;
     Ok(FormOutcome::Created(invoice.id))
 }

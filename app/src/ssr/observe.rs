@@ -127,3 +127,22 @@ pub async fn store(db: impl PgExecutor<'_>, a: &Attempt<'_>) -> sqlx::Result<()>
     .await?;
     Ok(())
 }
+
+/// The won attempt's row, written by its surface inside the transaction that did the work (so it
+/// commits with the work or not at all), naming the org and invoice the work concerned. `None`: the
+/// caller records nothing (tests, tools).
+pub async fn store_won(
+    conn: &mut sqlx::PgConnection,
+    won: Option<&Attempt<'_>>,
+    org: Option<Uuid>,
+    invoice: Option<Uuid>,
+) -> sqlx::Result<()> {
+    let Some(a) = won else { return Ok(()) };
+    let row = Attempt {
+        outcome: AttemptOutcome::Won,
+        org,
+        invoice,
+        ..a.clone()
+    };
+    store(conn, &row).await
+}

@@ -11,7 +11,7 @@ use sqlx::PgPool;
 
 use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome, Rules};
 use crate::ssr::failpoint;
-use crate::ssr::observe::{self, Attempt, AttemptOutcome};
+use crate::ssr::observe::{self, Attempt};
 use crate::ssr::payments::{self, Effect, EffectKind, PaymentReceived};
 
 pub const PROVIDER: &str = "stripe";
@@ -131,15 +131,7 @@ pub async fn process(
         },
     )
     .await?;
-    if let Some(a) = won {
-        let row = Attempt {
-            outcome: AttemptOutcome::Won,
-            org: effect.org_id,
-            invoice: effect.invoice_id,
-            ..a.clone()
-        };
-        observe::store(&mut *tx, &row).await?;
-    }
+    observe::store_won(&mut tx, won, effect.org_id, effect.invoice_id).await?;
     tx.commit().await?;
     failpoint::hit("webhook.after_commit");
     tracing::info!(event = %event.id, kind = %event.kind, outcome = effect.outcome.as_str(),
