@@ -1,10 +1,9 @@
 //! The public API over real HTTP against the real router and Postgres.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::served::{invoice_body, TestApp};
+use crate::common;
+use crate::common::served::{invoice_body, TestApp};
 use sqlx::PgPool;
 
 const INVOICES: &str = "select count(*) from invoices";

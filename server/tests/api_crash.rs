@@ -1,9 +1,7 @@
 //! The API survives the process dying after the claim (before commit) and after commit (before the
 //! response): the client's retry with the same Idempotency-Key creates exactly one invoice.
 
-mod common;
-
-use common::{cli, Server, TestDb};
+use crate::common::{self, cli, Server, TestDb};
 
 async fn post(
     base: &str,

@@ -1,8 +1,6 @@
 //! The form surface survives the process dying at its worst moment: after the claim, before commit.
 
-mod common;
-
-use common::{cli, client, invoice_form, login, Server, TestDb};
+use crate::common::{self, cli, client, invoice_form, login, Server, TestDb};
 
 #[tokio::test]
 async fn a_crash_after_the_claim_loses_nothing_and_duplicates_nothing() {

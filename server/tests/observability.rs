@@ -1,12 +1,10 @@
 //! What an operator sees: one JSON log event per attempt carrying the request id, the request id on the
 //! response, and Prometheus counters per surface and outcome.
 
-mod common;
-
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{cli, client, invoice_form, login, TestDb};
+use crate::common::{self, cli, client, invoice_form, login, TestDb};
 use tokio::io::AsyncBufReadExt;
 
 fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {

@@ -1,15 +1,13 @@
 //! The outbox and its workers against Postgres and a real SMTP server.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::served::TestApp;
+use crate::common::{self, message_id, SmtpSink};
 use app::ssr::form_surface::{send_invoice_once, SendOutcome};
 use app::ssr::mail::Mailer;
 use app::ssr::outbox::{self, Failure};
 use app::ssr::worker::{self, WorkerConfig};
-use common::served::TestApp;
-use common::{message_id, SmtpSink};
 use sqlx::PgPool;
 use uuid::Uuid;
 

@@ -2,8 +2,7 @@
 //! The database "goes away" by cutting a unix-socket proxy between the server and Postgres (the
 //! machine's cluster is shared, so the test does not stop it).
 
-mod common;
-
+use crate::common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

@@ -1,9 +1,8 @@
 //! The Stripe webhook through the real router over real HTTP, with real signatures and Postgres.
 
-mod common;
-
+use crate::common;
+use crate::common::served::{payment_intent, with_new_event_id, TestApp, OLD_SECRET, SECRET};
 use app::ssr::stripe::standin;
-use common::served::{payment_intent, with_new_event_id, TestApp, OLD_SECRET, SECRET};
 use sqlx::PgPool;
 
 const PAYMENTS: &str = "select count(*) from payments";

@@ -1,8 +1,6 @@
 //! The webhook survives the process dying at the worst moments, and the stand-in CLI works end to end.
 
-mod common;
-
-use common::{cli, Server, TestDb};
+use crate::common::{self, cli, Server, TestDb};
 use sqlx::PgPool;
 
 /// An org with one open invoice of 42.00 usd.

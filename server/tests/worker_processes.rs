@@ -1,12 +1,10 @@
 //! Worker processes that die at the worst moments, and several sharing one database.
 
-mod common;
-
 use std::collections::HashSet;
 use std::time::Duration;
 
+use crate::common::{self, message_id, spawn_worker, wait_until, SmtpSink, TestDb};
 use app::ssr::form_surface::send_invoice_once;
-use common::{message_id, spawn_worker, wait_until, SmtpSink, TestDb};
 use uuid::Uuid;
 
 const UNSENT: &str = "select count(*) from outbox where sent_at is null";
