@@ -89,6 +89,18 @@ pub async fn logout() -> Result<(), AppError> {
     Ok(())
 }
 
+/// The `x-request-id` of the request being served (set by the HTTP layer), for the attempt's row.
+#[cfg(feature = "ssr")]
+fn request_id() -> Option<String> {
+    use_context::<axum::http::request::Parts>().and_then(|p| {
+        p.headers
+            .get("x-request-id")?
+            .to_str()
+            .ok()
+            .map(str::to_owned)
+    })
+}
+
 /// Creates an invoice from the form, once per rendered form: `idempotency_key` is the UUID the
 /// server minted when it rendered the form. A repeat returns the first invoice, and either way the
 /// browser is sent to it.
@@ -97,89 +109,24 @@ pub async fn create_invoice(
     idempotency_key: Option<String>,
     input: InvoiceForm,
 ) -> Result<Uuid, AppError> {
-    use crate::error::Rejected;
-    use crate::ssr::form_surface::{create_invoice_once, FormOutcome};
-    use crate::ssr::observe::{self, AttemptOutcome, Surface};
+    use crate::ssr::observe::{track, Attempt, Surface};
+    use crate::ssr::surfaces::form::{invoice_from_form, FormOutcome};
 
-    let started = std::time::Instant::now();
-    let key_text = idempotency_key.clone().unwrap_or_default();
-    let rejected = |owner: &str| {
-        observe::attempt(
-            Surface::Form,
-            owner,
-            &key_text,
-            AttemptOutcome::Rejected,
-            started,
-        )
-    };
-    let reject = |fields| {
-        AppError::Invalid(Box::new(Rejected {
-            idempotency_key: idempotency_key.clone(),
-            fields,
-            values: Some(input.clone()),
-        }))
-        .respond()
-    };
-    let Some(form_key) = idempotency_key
-        .as_deref()
-        .and_then(|k| Uuid::try_parse(k.trim()).ok())
-    else {
-        rejected("-");
-        return Err(reject(crate::error::FieldErrors::from([(
-            "idempotency_key".to_owned(),
-            "This form has no valid submission key. Reload the page and try again.".to_owned(),
-        )])));
-    };
-    let parsed = input.parse().map_err(|fields| {
-        rejected("-");
-        reject(fields)
-    })?;
-    let user = crate::ssr::auth::require_user()
-        .await
-        .inspect_err(|_| rejected("-"))?;
     let state = state()?;
-    let owner = user.org_id.to_string();
-    let key = form_key.to_string();
-    let request_id = use_context::<axum::http::request::Parts>().and_then(|p| {
-        p.headers
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-    });
-    let mut this = observe::Attempt {
-        surface: Surface::Form,
-        org: Some(user.org_id),
-        owner: &owner,
-        key: &key,
-        outcome: AttemptOutcome::Won,
-        invoice: None,
-        request_id: request_id.as_deref(),
-        started,
-    };
-    let result = create_invoice_once(
-        &state.pool,
-        user.org_id,
-        form_key,
-        &parsed,
-        state.settings.claim_lease,
-        Some(&this),
-    )
-    .await;
-    this.outcome = match &result {
-        Ok(FormOutcome::Created(_)) => AttemptOutcome::Won,
-        Ok(FormOutcome::Replayed(_)) => AttemptOutcome::Replay,
-        Ok(FormOutcome::KeyReused) => AttemptOutcome::Mismatch,
-        Ok(FormOutcome::InFlight(_)) => AttemptOutcome::InFlight,
-        Err(_) => AttemptOutcome::Failed,
-    };
-    if this.outcome == AttemptOutcome::Won {
-        // Its row committed with the invoice.
-        observe::attempt(Surface::Form, &owner, &key, this.outcome, started);
-    } else {
-        this.invoice = result.as_ref().ok().and_then(|o| o.invoice_id());
-        observe::record(&state.pool, this).await;
-    }
-    let id = match result? {
+    let key = idempotency_key.clone().unwrap_or_default();
+    let attempt = Attempt::new(Surface::Form, key, request_id());
+    let outcome = track(&state.pool, attempt, async |attempt| {
+        // A refusal keeps the key and the typed values: the corrected resubmit is the same attempt.
+        let refuse = |fields| AppError::rejected_form(idempotency_key.clone(), fields, &input);
+        let form_key = parse_form_key(idempotency_key.as_deref()).map_err(refuse)?;
+        let parsed = input.parse().map_err(refuse)?;
+        let user = crate::ssr::auth::require_user().await?;
+        attempt.identify(user.org_id.to_string(), Some(user.org_id));
+        invoice_from_form(&state.pool, &attempt, user.org_id, form_key, &parsed).await
+    })
+    .await
+    .map_err(AppError::respond)?;
+    let id = match outcome {
         FormOutcome::Created(id) | FormOutcome::Replayed(id) => id,
         FormOutcome::KeyReused => {
             return Err(AppError::BadRequest(
@@ -189,16 +136,21 @@ pub async fn create_invoice(
             )
             .respond())
         }
-        FormOutcome::InFlight(retry_after) => {
-            return Err(AppError::BadRequest(format!(
-                "This form is still being processed. Try again in {} seconds.",
-                retry_after.as_secs()
-            ))
-            .respond())
-        }
     };
     leptos_axum::redirect(&format!("/invoices/{id}"));
     Ok(id)
+}
+
+/// The key a form was rendered with, or the field error that tells the user to reload.
+#[cfg(feature = "ssr")]
+fn parse_form_key(key: Option<&str>) -> Result<Uuid, crate::error::FieldErrors> {
+    key.and_then(|k| Uuid::try_parse(k.trim()).ok())
+        .ok_or_else(|| {
+            crate::error::FieldErrors::from([(
+                "idempotency_key".to_owned(),
+                "This form has no valid submission key. Reload the page and try again.".to_owned(),
+            )])
+        })
 }
 
 #[server(prefix = "/rpc", endpoint = "list_invoices")]
@@ -308,19 +260,20 @@ pub async fn revoke_api_key(id: String) -> Result<(), AppError> {
 /// is clicked.
 #[server(prefix = "/rpc", endpoint = "send_invoice")]
 pub async fn send_invoice(invoice_id: String, idempotency_key: String) -> Result<(), AppError> {
-    let user = crate::ssr::auth::require_user().await?;
+    use crate::ssr::observe::{track, Attempt, Surface};
+    use crate::ssr::surfaces::form::queue_invoice_email;
+
     let state = state()?;
+    let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
     let invoice = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
-    let key = Uuid::try_parse(&idempotency_key).map_err(|_| {
-        AppError::BadRequest("This button has no valid key. Reload the page.".into()).respond()
-    })?;
-    crate::ssr::form_surface::send_invoice_once(
-        &state.pool,
-        user.org_id,
-        key,
-        invoice,
-        state.settings.claim_lease,
-    )
+    track(&state.pool, attempt, async |attempt| {
+        let user = crate::ssr::auth::require_user().await?;
+        attempt.identify(user.org_id.to_string(), Some(user.org_id));
+        let key = Uuid::try_parse(&idempotency_key).map_err(|_| {
+            AppError::BadRequest("This button has no valid key. Reload the page.".into())
+        })?;
+        queue_invoice_email(&state.pool, &attempt, user.org_id, key, invoice).await
+    })
     .await
     .map_err(AppError::respond)?;
     leptos_axum::redirect(&format!("/invoices/{invoice}"));

@@ -54,6 +54,20 @@ impl AppError {
         Self::invalid(FieldErrors::from([(name.to_owned(), message.to_owned())]))
     }
 
+    /// A create-invoice submission refused before anything was written: the field errors, with the
+    /// attempt's key and the typed values so the corrected form is the same attempt.
+    pub fn rejected_form(
+        idempotency_key: Option<String>,
+        fields: FieldErrors,
+        values: &InvoiceForm,
+    ) -> Self {
+        AppError::Invalid(Box::new(Rejected {
+            idempotency_key,
+            fields,
+            values: Some(values.clone()),
+        }))
+    }
+
     pub fn field_errors(&self) -> Option<&FieldErrors> {
         match self {
             AppError::Invalid(rejected) => Some(&rejected.fields),
@@ -114,6 +128,21 @@ impl FromServerFnError for AppError {
                 AppError::BadRequest(format!("The form data could not be read: {msg}"))
             }
             other => AppError::Transport(other.to_string()),
+        }
+    }
+}
+
+/// Refusals are the client's; anything else failed on our side.
+#[cfg(feature = "ssr")]
+impl crate::ssr::observe::Tracked for AppError {
+    fn outcome(&self) -> crate::ssr::observe::AttemptOutcome {
+        use crate::ssr::observe::AttemptOutcome;
+        match self {
+            AppError::Internal | AppError::Transport(_) => AttemptOutcome::Failed,
+            AppError::Unauthorized
+            | AppError::NotFound
+            | AppError::Invalid(_)
+            | AppError::BadRequest(_) => AttemptOutcome::Rejected,
         }
     }
 }

@@ -5,12 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use app::error::AppError;
 use app::model::{InvoiceInput, LineInput};
 use app::ssr::accounts::create_org_with_owner;
-use app::ssr::claim::{self, ClaimKey, Claimed, Outcome, Rules, Scope};
-use app::ssr::form_surface::{create_invoice_once, FormOutcome};
+use app::ssr::claim::{self, ClaimKey, Claimed, Fence, Form, Leased, Outcome, Terms};
 use app::ssr::invoices;
-use app::ssr::observe::{Attempt, AttemptOutcome, Surface};
+use app::ssr::observe::{Attempt, Surface};
+use app::ssr::surfaces::form::{invoice_from_form, queue_invoice_email, FormOutcome, SendOutcome};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -29,6 +30,18 @@ fn input(customer: &str) -> InvoiceInput {
             unit_amount_cents: 12_500,
         }],
     }
+}
+
+/// One submission of the create form of `org` rendered with `key`.
+async fn submit(
+    pool: &PgPool,
+    org: Uuid,
+    key: Uuid,
+    input: &InvoiceInput,
+) -> Result<FormOutcome, AppError> {
+    let attempt = Attempt::new(Surface::Form, key.to_string(), None);
+    attempt.identify(org.to_string(), Some(org));
+    invoice_from_form(pool, &attempt, org, key, input).await
 }
 
 async fn new_org(pool: &PgPool, email: &str) -> Uuid {
@@ -58,12 +71,8 @@ async fn numbers(pool: &PgPool, org: Uuid) -> Vec<i32> {
 async fn the_same_key_twice_in_sequence_makes_one_invoice(pool: PgPool) {
     let org = new_org(&pool, "a@example.com").await;
     let key = Uuid::new_v4();
-    let first = create_invoice_once(&pool, org, key, &input("Ada"), LEASE, None)
-        .await
-        .unwrap();
-    let second = create_invoice_once(&pool, org, key, &input("Ada"), LEASE, None)
-        .await
-        .unwrap();
+    let first = submit(&pool, org, key, &input("Ada")).await.unwrap();
+    let second = submit(&pool, org, key, &input("Ada")).await.unwrap();
     let FormOutcome::Created(id) = first else {
         panic!("first submit must create: {first:?}")
     };
@@ -101,20 +110,7 @@ async fn fifty_concurrent_submits_make_one_invoice_and_49_replays(
                 barrier.wait().await;
                 drop(conn);
                 // Each submit brings its activity row; only the winner's may commit.
-                let (owner, key_text) = (org.to_string(), key.to_string());
-                let this = Attempt {
-                    surface: Surface::Form,
-                    org: Some(org),
-                    owner: &owner,
-                    key: &key_text,
-                    outcome: AttemptOutcome::Won,
-                    invoice: None,
-                    request_id: None,
-                    started: std::time::Instant::now(),
-                };
-                create_invoice_once(&pool, org, key, &input("Ada"), LEASE, Some(&this))
-                    .await
-                    .unwrap()
+                submit(&pool, org, key, &input("Ada")).await.unwrap()
             })
         })
         .collect();
@@ -149,11 +145,11 @@ async fn fifty_concurrent_submits_make_one_invoice_and_49_replays(
 async fn a_transaction_that_fails_after_claiming_leaves_the_key_free(pool: PgPool) {
     let org = new_org(&pool, "a@example.com").await;
     let form_key = Uuid::new_v4();
-    let key = ClaimKey::form(org, form_key);
+    let key = ClaimKey::form(org, Form::CreateInvoice, form_key);
     {
         let mut tx = pool.begin().await.unwrap();
         assert_eq!(
-            claim::claim(&mut tx, &key, &Rules::new(LEASE))
+            claim::claim(&mut tx, &key, &Terms::default())
                 .await
                 .unwrap(),
             Claimed::Won
@@ -169,9 +165,7 @@ async fn a_transaction_that_fails_after_claiming_leaves_the_key_free(pool: PgPoo
         .await
         .unwrap();
     assert_eq!(claims, 0, "the claim rolled back with the work");
-    let retry = create_invoice_once(&pool, org, form_key, &input("Ada"), LEASE, None)
-        .await
-        .unwrap();
+    let retry = submit(&pool, org, form_key, &input("Ada")).await.unwrap();
     assert!(
         matches!(retry, FormOutcome::Created(_)),
         "the retry is not mistaken for a replay"
@@ -188,12 +182,8 @@ async fn the_same_uuid_in_two_orgs_makes_two_invoices(pool: PgPool) {
     let first = new_org(&pool, "a@example.com").await;
     let second = new_org(&pool, "b@example.com").await;
     let key = Uuid::new_v4();
-    let a = create_invoice_once(&pool, first, key, &input("Ada"), LEASE, None)
-        .await
-        .unwrap();
-    let b = create_invoice_once(&pool, second, key, &input("Bob"), LEASE, None)
-        .await
-        .unwrap();
+    let a = submit(&pool, first, key, &input("Ada")).await.unwrap();
+    let b = submit(&pool, second, key, &input("Bob")).await.unwrap();
     assert!(matches!(a, FormOutcome::Created(_)));
     assert!(matches!(b, FormOutcome::Created(_)));
     assert_ne!(a.invoice_id(), b.invoice_id());
@@ -206,15 +196,11 @@ async fn the_same_uuid_in_two_orgs_makes_two_invoices(pool: PgPool) {
 async fn a_replay_consumes_no_invoice_number(pool: PgPool) {
     let org = new_org(&pool, "a@example.com").await;
     let key = Uuid::new_v4();
-    create_invoice_once(&pool, org, key, &input("Ada"), LEASE, None)
-        .await
-        .unwrap();
+    submit(&pool, org, key, &input("Ada")).await.unwrap();
     for _ in 0..3 {
-        create_invoice_once(&pool, org, key, &input("Ada"), LEASE, None)
-            .await
-            .unwrap();
+        submit(&pool, org, key, &input("Ada")).await.unwrap();
     }
-    create_invoice_once(&pool, org, Uuid::new_v4(), &input("Bob"), LEASE, None)
+    submit(&pool, org, Uuid::new_v4(), &input("Bob"))
         .await
         .unwrap();
     assert_eq!(numbers(&pool, org).await, [1, 2]);
@@ -224,35 +210,27 @@ async fn a_replay_consumes_no_invoice_number(pool: PgPool) {
 async fn a_lost_claim_row_still_cannot_duplicate_the_invoice(pool: PgPool) {
     let org = new_org(&pool, "a@example.com").await;
     let key = Uuid::new_v4();
-    let first = create_invoice_once(&pool, org, key, &input("Ada"), LEASE, None)
-        .await
-        .unwrap();
+    let first = submit(&pool, org, key, &input("Ada")).await.unwrap();
     sqlx::query("delete from claims")
         .execute(&pool)
         .await
         .unwrap();
-    let again = create_invoice_once(&pool, org, key, &input("Ada"), LEASE, None)
-        .await
-        .unwrap();
+    let again = submit(&pool, org, key, &input("Ada")).await.unwrap();
     assert_eq!(again, FormOutcome::Replayed(first.invoice_id().unwrap()));
     assert_eq!(numbers(&pool, org).await, [1]);
 }
 
-// The primitive's other outcomes, which the webhook, API and job surfaces build on.
+// The primitive's two shapes, which the webhook, API and job surfaces build on.
 
-fn fingerprinted(fingerprint: &[u8]) -> Rules<'_> {
-    Rules {
+fn fingerprinted(fingerprint: &[u8]) -> Terms<'_> {
+    Terms {
         fingerprint: Some(fingerprint),
-        ..Rules::new(LEASE)
+        ..Terms::default()
     }
 }
 
 fn api_key(key: &str) -> ClaimKey {
-    ClaimKey {
-        scope: Scope::Api,
-        owner: "client-1".into(),
-        key: key.into(),
-    }
+    ClaimKey::api(Uuid::nil(), key)
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
@@ -265,7 +243,7 @@ async fn a_reused_key_with_another_fingerprint_is_a_mismatch(pool: PgPool) {
             .unwrap(),
         Claimed::Won
     );
-    claim::complete(&mut tx, &key, &Outcome::default())
+    claim::finish(&mut tx, &key, &Outcome::default())
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -286,123 +264,227 @@ async fn a_reused_key_with_another_fingerprint_is_a_mismatch(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
-async fn a_fresh_lease_is_in_flight_and_a_stale_one_can_be_taken_over(pool: PgPool) {
-    let key = api_key("k2");
+async fn a_fresh_lease_is_busy_and_a_stale_one_can_be_taken_over(pool: PgPool) {
+    let key = ClaimKey::job("queue", "run-1");
     let mut conn = pool.acquire().await.unwrap();
     // Committed in progress (autocommit), as work that leaves the database does.
-    assert_eq!(
-        claim::claim(&mut conn, &key, &Rules::new(LEASE))
-            .await
-            .unwrap(),
-        Claimed::Won
-    );
-    match claim::claim(&mut conn, &key, &Rules::new(LEASE))
-        .await
-        .unwrap()
-    {
-        Claimed::InFlight { retry_after } => {
+    let Leased::Acquired(first) = claim::lease(&mut conn, &key, LEASE).await.unwrap() else {
+        panic!("a free key is leased")
+    };
+    match claim::lease(&mut conn, &key, LEASE).await.unwrap() {
+        Leased::Busy { retry_after } => {
             assert!(retry_after <= LEASE && retry_after.as_secs() >= 1)
         }
-        other => panic!("expected in flight, got {other:?}"),
+        other => panic!("expected busy, got {other:?}"),
     }
     sqlx::query("update claims set locked_until = now() - interval '1 second'")
         .execute(&pool)
         .await
         .unwrap();
-    assert_eq!(
-        claim::claim(&mut conn, &key, &Rules::new(LEASE))
-            .await
-            .unwrap(),
-        Claimed::Won,
-        "stale lease taken over"
+    let Leased::Acquired(second) = claim::lease(&mut conn, &key, LEASE).await.unwrap() else {
+        panic!("a stale lease is taken over")
+    };
+    assert_ne!(
+        first.token(),
+        second.token(),
+        "a takeover changes the token"
     );
     assert!(matches!(
-        claim::claim(&mut conn, &key, &Rules::new(LEASE))
+        claim::lease(&mut conn, &key, LEASE).await.unwrap(),
+        Leased::Busy { .. }
+    ));
+    assert_eq!(
+        second
+            .complete(&mut conn, &Outcome::result(Uuid::nil()))
             .await
             .unwrap(),
-        Claimed::InFlight { .. }
+        Fence::Held
+    );
+    assert_eq!(
+        claim::lease(&mut conn, &key, LEASE)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .done(),
+        Some(Outcome::result(Uuid::nil())),
+        "a completed lease is done for everyone after"
+    );
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_lease_cannot_complete_or_release_after_it_was_taken_over(pool: PgPool) {
+    let mut conn = pool.acquire().await.unwrap();
+    let stale = |key: &ClaimKey| {
+        let (pool, key) = (pool.clone(), key.key.clone());
+        async move {
+            sqlx::query(
+                "update claims set locked_until = now() - interval '1 second' where key = $1",
+            )
+            .bind(key)
+            .execute(&pool)
+            .await
+            .unwrap();
+        }
+    };
+    for settle_with_complete in [true, false] {
+        let key = ClaimKey::job("queue", &Uuid::new_v4().to_string());
+        let Leased::Acquired(slow) = claim::lease(&mut conn, &key, LEASE).await.unwrap() else {
+            panic!("leased")
+        };
+        stale(&key).await;
+        let Leased::Acquired(fast) = claim::lease(&mut conn, &key, LEASE).await.unwrap() else {
+            panic!("taken over")
+        };
+        let late = if settle_with_complete {
+            slow.complete(&mut conn, &Outcome::result(Uuid::new_v4()))
+                .await
+                .unwrap()
+        } else {
+            slow.release(&mut conn).await.unwrap()
+        };
+        assert_eq!(late, Fence::TakenOver, "the old holder records nothing");
+        let row: (String, Option<Uuid>) =
+            sqlx::query_as("select status, result_id from claims where key = $1")
+                .bind(&key.key)
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        assert_eq!(row, ("in_progress".into(), None), "still the new holder's");
+        assert_eq!(fast.release(&mut conn).await.unwrap(), Fence::Held);
+    }
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_claim_of_one_shape_cannot_be_handled_as_the_other(pool: PgPool) {
+    let mut conn = pool.acquire().await.unwrap();
+    // A claim that commits with its work never takes over a lease, however stale: the lease
+    // holder's side effect may be under way.
+    let leased = ClaimKey::job("queue", "shared-1");
+    let Leased::Acquired(_held) = claim::lease(&mut conn, &leased, LEASE).await.unwrap() else {
+        panic!("leased")
+    };
+    sqlx::query("update claims set locked_until = now() - interval '1 second'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let mut tx = pool.begin().await.unwrap();
+    assert!(matches!(
+        claim::claim(&mut tx, &leased, &Terms::default())
+            .await
+            .unwrap(),
+        Claimed::Busy { .. }
     ));
+    tx.rollback().await.unwrap();
+
+    // And a lease on a key whose work committed is done, never acquired.
+    let committed = ClaimKey::job("queue", "shared-2");
+    let mut tx = pool.begin().await.unwrap();
+    let result = Uuid::new_v4();
+    let terms = Terms {
+        result_id: Some(result),
+        ..Terms::default()
+    };
+    assert_eq!(
+        claim::claim(&mut tx, &committed, &terms).await.unwrap(),
+        Claimed::Won
+    );
+    tx.commit().await.unwrap();
+    match claim::lease(&mut conn, &committed, LEASE).await.unwrap() {
+        Leased::Done(outcome) => assert_eq!(outcome, Outcome::result(result)),
+        other => panic!("expected done, got {other:?}"),
+    }
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn the_same_form_resubmitted_with_other_content_is_refused_not_replayed(pool: PgPool) {
     let org = new_org(&pool, "a@example.com").await;
     let key = Uuid::new_v4();
-    let first = create_invoice_once(&pool, org, key, &input("Ada"), LEASE, None)
-        .await
-        .unwrap();
+    let first = submit(&pool, org, key, &input("Ada")).await.unwrap();
     assert!(matches!(first, FormOutcome::Created(_)));
     // Back, edit, submit: the same rendered form with other content.
-    let edited = create_invoice_once(&pool, org, key, &input("Bob"), LEASE, None)
-        .await
-        .unwrap();
+    let edited = submit(&pool, org, key, &input("Bob")).await.unwrap();
     assert_eq!(edited, FormOutcome::KeyReused);
-    let same = create_invoice_once(&pool, org, key, &input("Ada"), LEASE, None)
-        .await
-        .unwrap();
+    let same = submit(&pool, org, key, &input("Ada")).await.unwrap();
     assert_eq!(same, FormOutcome::Replayed(first.invoice_id().unwrap()));
     assert_eq!(numbers(&pool, org).await, [1]);
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
-async fn a_claim_that_knows_its_result_is_written_done_even_over_a_stale_lease(pool: PgPool) {
+async fn a_claim_that_knows_its_result_is_written_done_with_it(pool: PgPool) {
     let org = new_org(&pool, "a@example.com").await;
-    let with_result = |id| Rules {
-        result_id: Some(id),
-        ..Rules::new(LEASE)
-    };
-    let stored = |key: ClaimKey| {
-        let pool = pool.clone();
-        async move {
-            sqlx::query_as::<_, (String, Option<Uuid>, bool, bool)>(
-                "select status, result_id, completed_at is not null, locked_until is null
-                 from claims where scope = 'form' and owner = $1 and key = $2",
-            )
-            .bind(key.owner)
-            .bind(key.key)
-            .fetch_one(&pool)
-            .await
-            .unwrap()
-        }
-    };
-
-    // Won by insert: done with the result, nothing to complete.
-    let fresh = ClaimKey::form(org, Uuid::new_v4());
+    let key = ClaimKey::form(org, Form::CreateInvoice, Uuid::new_v4());
     let result = Uuid::new_v4();
+    let terms = Terms {
+        result_id: Some(result),
+        ..Terms::default()
+    };
     let mut tx = pool.begin().await.unwrap();
-    let won = claim::claim(&mut tx, &fresh, &with_result(result)).await;
-    assert_eq!(won.unwrap(), Claimed::Won);
+    assert_eq!(
+        claim::claim(&mut tx, &key, &terms).await.unwrap(),
+        Claimed::Won
+    );
     tx.commit().await.unwrap();
-    assert_eq!(
-        stored(fresh.clone()).await,
-        ("done".into(), Some(result), true, true)
-    );
+    let stored: (String, Option<Uuid>, bool, bool) = sqlx::query_as(
+        "select status, result_id, completed_at is not null, locked_until is null
+         from claims where scope = 'form' and owner = $1 and key = $2",
+    )
+    .bind(&key.owner)
+    .bind(&key.key)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(stored, ("done".into(), Some(result), true, true));
     let mut conn = pool.acquire().await.unwrap();
-    let again = claim::claim(&mut conn, &fresh, &Rules::new(LEASE)).await;
     assert_eq!(
-        again.unwrap(),
-        Claimed::Done(Outcome {
-            result_id: Some(result),
-            response: None
-        })
+        claim::claim(&mut conn, &key, &Terms::default())
+            .await
+            .unwrap(),
+        Claimed::Done(Outcome::result(result))
     );
+}
 
-    // Won by taking over a stale lease: written done as well.
-    let stale = ClaimKey::form(org, Uuid::new_v4());
-    let held = claim::claim(&mut conn, &stale, &Rules::new(LEASE)).await;
-    assert_eq!(held.unwrap(), Claimed::Won);
-    sqlx::query("update claims set locked_until = now() - interval '1 second' where key = $1")
-        .bind(&stale.key)
-        .execute(&pool)
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_key_minted_for_one_form_is_never_answered_with_another_forms_result(pool: PgPool) {
+    let org = new_org(&pool, "a@example.com").await;
+    let first = submit(&pool, org, Uuid::new_v4(), &input("Ada"))
         .await
         .unwrap();
-    let result = Uuid::new_v4();
-    let mut tx = pool.begin().await.unwrap();
-    let taken = claim::claim(&mut tx, &stale, &with_result(result)).await;
-    assert_eq!(taken.unwrap(), Claimed::Won);
-    tx.commit().await.unwrap();
-    assert_eq!(
-        stored(stale).await,
-        ("done".into(), Some(result), true, true)
-    );
+    let invoice = first.invoice_id().unwrap();
+    // A Send button's key...
+    let key = Uuid::new_v4();
+    let attempt = Attempt::new(Surface::Form, key.to_string(), None);
+    let sent = queue_invoice_email(&pool, &attempt, org, key, invoice)
+        .await
+        .unwrap();
+    let SendOutcome::Queued(outbox_row) = sent else {
+        panic!("first click queues: {sent:?}")
+    };
+    // ...posted to the create form is a new attempt of that form, not a replay of the email.
+    let created = submit(&pool, org, key, &input("Bob")).await.unwrap();
+    let FormOutcome::Created(id) = created else {
+        panic!("the create form's own attempt: {created:?}")
+    };
+    assert_ne!(id, outbox_row);
+    assert_eq!(numbers(&pool, org).await, [1, 2]);
+    // And the other way round: the create form's key on the Send button queues its own email.
+    let attempt = Attempt::new(Surface::Form, key.to_string(), None);
+    let again = queue_invoice_email(
+        &pool,
+        &attempt,
+        org,
+        first_key_of(&pool, invoice).await,
+        invoice,
+    )
+    .await
+    .unwrap();
+    assert!(matches!(again, SendOutcome::Queued(row) if row != outbox_row && row != invoice));
+}
+
+/// The form key an invoice was created with (its `form:<uuid>` source key).
+async fn first_key_of(pool: &PgPool, invoice: Uuid) -> Uuid {
+    let source: String = sqlx::query_scalar("select source_key from invoices where id = $1")
+        .bind(invoice)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    source.strip_prefix("form:").unwrap().parse().unwrap()
 }

@@ -1,6 +1,6 @@
 -- POST /api/v1/invoices with a new Idempotency-Key, as the database sees it: the key lookup
 -- (api_keys::authenticate; last_used_at is written at most once a minute, so not here), then
--- api_surface::create_invoice_once's transaction (advisory try-lock, claim with fingerprint, the
+-- surfaces::api::invoice_from_request's transaction (advisory try-lock, claim with fingerprint, the
 -- org's number, invoice and lines in one statement, claim completion with the stored response,
 -- the won attempt's row).
 -- Variables: -D org, apikeyhash (hex), apikeyid, response (a real 201 body).
@@ -12,12 +12,8 @@ from api_keys
 where hash = decode(:apikeyhash, 'hex') and revoked_at is null \gset
 BEGIN;
 select pg_try_advisory_xact_lock(hashtextextended('api' || '/' || :apikeyid::text || '/' || ('pgb-' || :client_id::text || '-' || :r::text), 0));
-insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at, locked_until)
-values ('api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text,
-        sha256(convert_to('pgb-' || :r::text, 'UTF8')),
-        case when null::uuid is null then 'in_progress' else 'done' end, null::uuid,
-        case when null::uuid is null then null else now() end,
-        case when null::uuid is null then now() + make_interval(secs => 30) end)
+insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
+values ('api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text, sha256(convert_to('pgb-' || :r::text, 'UTF8')), 'done', null::uuid, now())
 on conflict do nothing
 returning true;
 with counter as (
@@ -39,11 +35,10 @@ with counter as (
 )
 select number, created_at from invoice;
 update claims
-set status = 'done', completed_at = now(), locked_until = null,
-    result_id = :inv::uuid, response_status = 201,
+set result_id = :inv::uuid, response_status = 201,
     response_headers = '{"content-type": "application/json", "location": "/api/v1/invoices/x"}'::jsonb,
     response_body = convert_to(:response, 'UTF8')
-where scope = 'api' and owner = :apikeyid::text and key = 'pgb-' || :client_id::text || '-' || :r::text;
+where scope = 'api' and owner = :apikeyid::text and key = 'pgb-' || :client_id::text || '-' || :r::text and status = 'done';
 insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
 values (:org::uuid, 'api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text, 'won',
         :inv::uuid, gen_random_uuid()::text, 1.0);

@@ -1,6 +1,6 @@
 -- The create form's server function (POST /rpc/create_invoice) with a new form key, as the database
 -- sees it: the session and its user loaded by tower-sessions and axum-login, then
--- form_surface::create_invoice_once's transaction (claim with the content's fingerprint written done
+-- surfaces::form::invoice_from_form's transaction (claim with the content's fingerprint written done
 -- with the invoice id minted up front, the org's number, invoice with its source key and lines in
 -- one statement, the won attempt's row).
 -- Each client is a user of its own org: the first statement is the session load, joined to the
@@ -18,10 +18,10 @@ from users u join memberships m on m.user_id = u.id join orgs o on o.id = m.org_
 where u.id = :user_id::uuid
 order by m.created_at limit 1;
 BEGIN;
-insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at, locked_until)
-values ('form', :org::text, :form_key::uuid::text,
+insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
+values ('form', :org::text || '/create_invoice', :form_key::uuid::text,
         sha256(convert_to('form-' || :r::text, 'UTF8')), 'done',
-        :inv::uuid, now(), null)
+        :inv::uuid, now())
 on conflict do nothing
 returning true;
 with counter as (

@@ -1,16 +1,13 @@
 -- POST /webhooks/stripe with a new checkout.session.completed, as the database sees it: the statements
--- app/src/ssr/stripe/surface.rs::process (claim, payments::record_payment, the stored event, claim
+-- surfaces::webhook::apply_delivery (claim, payments::record_payment, the stored event, claim
 -- completion, the won attempt's row) sends in its one transaction.
 -- Variables: -D org, invoices, payload (a real event's bytes); :client_id is pgbench's own.
 \set n random(1, :invoices)
 -- Ids the server mints (UUIDv7, time-ordered) are minted here the same way, in the first statement.
 \set r random(1, 1000000000000)
 BEGIN;
-insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at, locked_until)
-values ('stripe', 'default', 'evt_pgb_' || :client_id::text || '_' || :r::text, null,
-        case when null::uuid is null then 'in_progress' else 'done' end, null::uuid,
-        case when null::uuid is null then null else now() end,
-        case when null::uuid is null then now() + make_interval(secs => 30) end)
+insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
+values ('webhook', 'default', 'evt_pgb_' || :client_id::text || '_' || :r::text, null, 'done', null::uuid, now())
 on conflict do nothing
 returning true;
 select 1 from (select pg_advisory_xact_lock(hashtextextended('stripe' || '/' || ('pi_pgb_' || :client_id::text || '_' || :r::text), 0))) l;
@@ -45,10 +42,9 @@ values ('default', 'evt_pgb_' || :client_id::text || '_' || :r::text, 'checkout.
         'applied', 'payment pi_pgb recorded; invoice open', :org::uuid, md5('bench/' || :org::uuid || '/' || :n)::uuid)
 on conflict do nothing;
 update claims
-set status = 'done', completed_at = now(), locked_until = null,
-    result_id = :pay::uuid, response_status = null,
+set result_id = :pay::uuid, response_status = null,
     response_headers = null, response_body = null
-where scope = 'stripe' and owner = 'default' and key = 'evt_pgb_' || :client_id::text || '_' || :r::text;
+where scope = 'webhook' and owner = 'default' and key = 'evt_pgb_' || :client_id::text || '_' || :r::text and status = 'done';
 insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
 values (:org::uuid, 'webhook', 'stripe/default', 'evt_pgb_' || :client_id::text || '_' || :r::text, 'won',
         md5('bench/' || :org::uuid || '/' || :n)::uuid, gen_random_uuid()::text, 1.0);

@@ -2,8 +2,14 @@ use clap::Parser;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let args = server::cli::Args::parse();
-    server::config::init_tracing();
+    // A `.env` in the working directory may set variables; the real environment wins.
+    let _ = dotenvy::dotenv();
+    let mut args = server::cli::Args::parse();
+    args.config.init_tracing();
+    if let Err(e) = args.config.validate() {
+        eprintln!("error: {e:#}");
+        return std::process::ExitCode::FAILURE;
+    }
     match server::cli::run(args).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

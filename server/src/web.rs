@@ -145,7 +145,7 @@ pub fn prometheus() -> PrometheusHandle {
 /// Prometheus text. Outbox gauges are read from the database at scrape time. With `METRICS_TOKEN`
 /// set, scrapers must send `Authorization: Bearer <token>`.
 async fn metrics_text(State(state): State<AppState>, headers: axum::http::HeaderMap) -> Response {
-    if let Ok(token) = std::env::var("METRICS_TOKEN") {
+    if let Some(token) = &state.settings.metrics_token {
         let sent = headers
             .get(axum::http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())

@@ -1,8 +1,9 @@
 //! `POST /webhooks/stripe`: raw body (1 MiB at most), signature first, then the claimed transaction.
 //! 200 only after commit; already processed is 200 too; any failure is a 5xx so Stripe retries.
 
+use app::ssr::observe::{track, Attempt, AttemptOutcome, Surface, Tracked};
 use app::ssr::stripe::signature;
-use app::ssr::stripe::surface::{self, Delivery, Event};
+use app::ssr::surfaces::webhook::{self, Delivery, DeliveryError, Event};
 use app::ssr::AppState;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
@@ -29,90 +30,79 @@ fn plain(status: StatusCode, text: impl Into<String>) -> Response {
 }
 
 async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    use app::ssr::observe::{attempt, record, Attempt, AttemptOutcome::*, Surface::Webhook};
-    let started = std::time::Instant::now();
     let settings = &state.settings;
-    let provided = headers
-        .get("stripe-signature")
-        .and_then(|v| v.to_str().ok());
-    let now = chrono::Utc::now().timestamp();
-    if let Err(e) = signature::verify(
-        provided,
-        &body,
-        &settings.stripe_webhook_secrets,
-        now,
-        settings.stripe_tolerance_secs,
-    ) {
-        tracing::warn!(reason = e.reason(), "stripe webhook refused: {e}");
-        metrics::counter!("invoicer_webhook_signature_failures_total", "reason" => e.reason())
-            .increment(1);
-        attempt(Webhook, "stripe", "-", Rejected, started);
-        // The reason is plain and safe: it names no secret and nothing internal.
-        return plain(StatusCode::BAD_REQUEST, e.to_string());
-    }
-    // Only now, with a genuine sender, is the body worth reading.
-    let event = std::str::from_utf8(&body)
-        .ok()
-        .and_then(|payload| Some((payload, serde_json::from_str::<Event>(payload).ok()?)));
-    let Some((payload, event)) = event else {
-        tracing::warn!("stripe webhook: signed but unreadable payload");
-        attempt(Webhook, "stripe", "-", Rejected, started);
-        return plain(StatusCode::BAD_REQUEST, "invalid payload");
-    };
-    let owner = format!("stripe/{}", event.account());
-    let mut this = Attempt {
-        surface: Webhook,
-        org: None,
-        owner: &owner,
-        key: &event.id,
-        outcome: Won,
-        invoice: None,
-        request_id: headers.get("x-request-id").and_then(|v| v.to_str().ok()),
-        started,
-    };
-    let result = surface::process(
-        &state.pool,
-        &event,
-        payload,
-        settings.claim_lease,
-        Some(&this),
-    )
+    let request_id = headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let attempt = Attempt::new(Surface::Webhook, "-", request_id);
+    attempt.identify("stripe", None);
+    let delivery = track(&state.pool, attempt, async |attempt| {
+        let provided = headers
+            .get("stripe-signature")
+            .and_then(|v| v.to_str().ok());
+        let now = chrono::Utc::now().timestamp();
+        let secrets = &settings.stripe_webhook_secrets;
+        signature::verify(
+            provided,
+            &body,
+            secrets,
+            now,
+            settings.stripe_tolerance_secs,
+        )?;
+        // Only now, with a genuine sender, is the body worth reading.
+        let payload = std::str::from_utf8(&body).map_err(|_| Refusal::Unreadable)?;
+        let event: Event = serde_json::from_str(payload).map_err(|_| Refusal::Unreadable)?;
+        // The event id is known only now; the attempt is keyed by it from here on.
+        attempt
+            .rekey(&event.id)
+            .identify(format!("stripe/{}", event.account()), None);
+        Ok(webhook::apply_delivery(&state.pool, &attempt, &event, payload).await?)
+    })
     .await;
-    let (outcome, response, concerns) = match result {
-        Ok(Delivery::Processed(_)) => {
-            // Its row committed with the event.
-            attempt(Webhook, &owner, &event.id, Won, started);
-            return plain(StatusCode::OK, "ok");
+    match delivery {
+        Ok(Delivery::Processed(_)) => plain(StatusCode::OK, "ok"),
+        Ok(Delivery::AlreadyProcessed) => plain(StatusCode::OK, "already processed"),
+        Err(Refusal::Signature(e)) => {
+            tracing::warn!(reason = e.reason(), "stripe webhook refused: {e}");
+            metrics::counter!("invoicer_webhook_signature_failures_total", "reason" => e.reason())
+                .increment(1);
+            // The reason is plain and safe: it names no secret and nothing internal.
+            plain(StatusCode::BAD_REQUEST, e.to_string())
         }
-        Ok(Delivery::AlreadyProcessed) => {
-            // Stored with the org and invoice of the event on record, in one statement.
-            attempt(Webhook, &owner, &event.id, Replay, started);
-            this.outcome = Replay;
-            if let Err(e) = surface::store_replay(&state.pool, &this, event.account()).await {
-                tracing::warn!(error = %e, "could not store an attempt for the activity page");
-            }
-            return plain(StatusCode::OK, "already processed");
+        Err(Refusal::Unreadable) => {
+            tracing::warn!("stripe webhook: signed but unreadable payload");
+            plain(StatusCode::BAD_REQUEST, "invalid payload")
         }
-        Err(surface::DeliveryError::InFlight(_)) => (
-            InFlight,
-            (
-                StatusCode::CONFLICT,
-                [(header::RETRY_AFTER, "5")],
-                "event is being processed",
-            )
-                .into_response(),
-            (None, None),
-        ),
-        Err(e) => {
-            tracing::error!(event = %event.id, error = %e, "stripe webhook failed; Stripe will retry");
-            (
-                Failed,
-                plain(StatusCode::INTERNAL_SERVER_ERROR, "internal error"),
-                (None, None),
-            )
+        Err(Refusal::Delivery(DeliveryError::InFlight(_))) => (
+            StatusCode::CONFLICT,
+            [(header::RETRY_AFTER, "5")],
+            "event is being processed",
+        )
+            .into_response(),
+        Err(Refusal::Delivery(e)) => {
+            tracing::error!(error = %e, "stripe webhook failed; Stripe will retry");
+            plain(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
         }
-    };
-    (this.outcome, this.org, this.invoice) = (outcome, concerns.0, concerns.1);
-    record(&state.pool, this).await;
-    response
+    }
+}
+
+/// Why a delivery got no 200.
+#[derive(Debug, thiserror::Error)]
+enum Refusal {
+    #[error(transparent)]
+    Signature(#[from] signature::SignatureError),
+    #[error("invalid payload")]
+    Unreadable,
+    #[error(transparent)]
+    Delivery(#[from] DeliveryError),
+}
+
+impl Tracked for Refusal {
+    fn outcome(&self) -> AttemptOutcome {
+        match self {
+            Refusal::Signature(_) | Refusal::Unreadable => AttemptOutcome::Rejected,
+            Refusal::Delivery(e) => e.outcome(),
+        }
+    }
 }

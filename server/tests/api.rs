@@ -292,7 +292,7 @@ async fn an_expired_key_is_new_again_and_the_sweep_deletes_expired_claims(pool: 
         .unwrap();
     let swept = app::ssr::claim::sweep_expired(
         &app.pool,
-        app::ssr::claim::Scope::Api,
+        app::ssr::claim::Surface::Api,
         std::time::Duration::from_secs(24 * 3600),
         2,
     )

@@ -103,7 +103,24 @@ async fn the_form_needs_a_session_and_the_org_comes_from_it() {
         ],
     )
     .await;
+    // A second, real org: the one an attacker would like the invoice to land in.
+    let other = cli(
+        &db,
+        &[
+            "admin",
+            "create-org",
+            "--org",
+            "B",
+            "--email",
+            "b@example.com",
+            "--password",
+            "correct horse",
+        ],
+    )
+    .await;
+    let other = uuid::Uuid::try_parse(other.trim()).unwrap();
     let server = Server::start(&db, "").await;
+    let pool = db.pool().await;
     let key = uuid::Uuid::new_v4().to_string();
 
     // No session: refused, nothing written.
@@ -117,12 +134,24 @@ async fn the_form_needs_a_session_and_the_org_comes_from_it() {
     assert_eq!(res.status(), 401);
     let body = res.text().await.unwrap();
     assert!(body.contains("Unauthorized"), "{body}");
+    let written: (i64, i64) =
+        sqlx::query_as(
+        "select (select count(*) from invoices), (select count(*) from claims where scope = 'form')",
+    )
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        written,
+        (0, 0),
+        "nothing written for a request without a session"
+    );
 
-    // A smuggled org id in the form is ignored: the session's org gets the invoice.
+    // Another real org's id smuggled into the form is ignored: the session's org gets the invoice.
     let browser = client();
     login(&browser, &server.base, "a@example.com", "correct horse").await;
     let mut form = invoice_form(&key, "Ada");
-    form.push(("org_id".into(), uuid::Uuid::new_v4().to_string()));
+    form.push(("org_id".into(), other.to_string()));
     let res = browser
         .post(format!("{}/rpc/create_invoice", server.base))
         .header("accept", "text/html")
@@ -131,7 +160,12 @@ async fn the_form_needs_a_session_and_the_org_comes_from_it() {
         .await
         .unwrap();
     assert_eq!(res.status(), 302);
-    let pool = db.pool().await;
+    let in_other: i64 = sqlx::query_scalar("select count(*) from invoices where org_id = $1")
+        .bind(other)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(in_other, 0, "nothing in the smuggled org");
     let (owner_email,): (String,) = sqlx::query_as(
         "select u.email from invoices i join memberships m on m.org_id = i.org_id join users u on u.id = m.user_id",
     )

@@ -3,10 +3,11 @@
 use std::time::Duration;
 
 use crate::common::served::TestApp;
-use crate::common::{self, message_id, SmtpSink};
-use app::ssr::form_surface::{send_invoice_once, SendOutcome};
+use crate::common::{self, message_id, queue_email, SmtpSink};
+use app::ssr::claim::Fence;
 use app::ssr::mail::Mailer;
 use app::ssr::outbox::{self, Failure};
+use app::ssr::surfaces::form::SendOutcome;
 use app::ssr::worker::{self, WorkerConfig};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -36,12 +37,8 @@ async fn a_double_clicked_send_emails_once(pool: PgPool) {
     let sink = SmtpSink::start(0, false).await;
     let (org, invoice) = common::seed_invoice(&pool, "o@example.com", 4_200, "usd").await;
     let click = Uuid::new_v4();
-    let first = send_invoice_once(&pool, org, click, invoice, LEASE)
-        .await
-        .unwrap();
-    let second = send_invoice_once(&pool, org, click, invoice, LEASE)
-        .await
-        .unwrap();
+    let first = queue_email(&pool, org, click, invoice).await.unwrap();
+    let second = queue_email(&pool, org, click, invoice).await.unwrap();
     let SendOutcome::Queued(row) = first else {
         panic!("{first:?}")
     };
@@ -70,11 +67,9 @@ async fn a_double_clicked_send_emails_once(pool: PgPool) {
 
     // Another org cannot send this invoice.
     let (other, _) = common::seed_invoice(&pool, "x@example.com", 1, "usd").await;
-    assert!(
-        send_invoice_once(&pool, other, Uuid::new_v4(), invoice, LEASE)
-            .await
-            .is_err()
-    );
+    assert!(queue_email(&pool, other, Uuid::new_v4(), invoice)
+        .await
+        .is_err());
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
@@ -103,7 +98,7 @@ async fn a_payment_webhook_sends_one_receipt_even_when_redelivered(pool: PgPool)
 async fn smtp_451_three_times_then_sent_on_attempt_four_with_growing_delays(pool: PgPool) {
     let sink = SmtpSink::start(3, false).await;
     let (org, invoice) = common::seed_invoice(&pool, "o@example.com", 100, "usd").await;
-    send_invoice_once(&pool, org, Uuid::new_v4(), invoice, LEASE)
+    queue_email(&pool, org, Uuid::new_v4(), invoice)
         .await
         .unwrap();
     let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -140,7 +135,7 @@ async fn smtp_451_three_times_then_sent_on_attempt_four_with_growing_delays(pool
 async fn an_always_failing_email_goes_dead_and_retry_revives_it(pool: PgPool) {
     let refusing = SmtpSink::start(0, true).await;
     let (org, invoice) = common::seed_invoice(&pool, "o@example.com", 100, "usd").await;
-    send_invoice_once(&pool, org, Uuid::new_v4(), invoice, LEASE)
+    queue_email(&pool, org, Uuid::new_v4(), invoice)
         .await
         .unwrap();
     sqlx::query("update outbox set max_attempts = 3")
@@ -194,10 +189,10 @@ async fn an_always_failing_email_goes_dead_and_retry_revives_it(pool: PgPool) {
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn a_worker_whose_lease_was_taken_over_cannot_complete_the_row(pool: PgPool) {
     let (org, invoice) = common::seed_invoice(&pool, "o@example.com", 100, "usd").await;
-    send_invoice_once(&pool, org, Uuid::new_v4(), invoice, LEASE)
+    queue_email(&pool, org, Uuid::new_v4(), invoice)
         .await
         .unwrap();
-    let slow = outbox::lease_due(&pool, "slow", 10, LEASE).await.unwrap();
+    let mut slow = outbox::lease_due(&pool, "slow", 10, LEASE).await.unwrap();
     assert_eq!(slow.len(), 1);
     assert!(
         outbox::lease_due(&pool, "other", 10, LEASE)
@@ -217,14 +212,15 @@ async fn a_worker_whose_lease_was_taken_over_cannot_complete_the_row(pool: PgPoo
         .execute(&pool)
         .await
         .unwrap();
-    let fast = outbox::lease_due(&pool, "fast", 10, LEASE).await.unwrap();
+    let mut fast = outbox::lease_due(&pool, "fast", 10, LEASE).await.unwrap();
     assert_eq!(fast.len(), 1);
     assert_eq!(fast[0].attempts, 2);
 
-    assert!(!outbox::mark_sent(&pool, &slow[0]).await.unwrap(), "fenced");
+    // A lease is settled once (the type consumes it), so the two late settlements are tried by two
+    // holders that both lost their lease: `slow` to `fast`, then `fast` to `third`.
     let failed = outbox::mark_failed(
         &pool,
-        &slow[0],
+        slow.pop().unwrap(),
         "late",
         false,
         Duration::ZERO,
@@ -233,7 +229,27 @@ async fn a_worker_whose_lease_was_taken_over_cannot_complete_the_row(pool: PgPoo
     .await
     .unwrap();
     assert_eq!(failed, Failure::Fenced);
-    assert!(outbox::mark_sent(&pool, &fast[0]).await.unwrap());
+    sqlx::query("update claims set locked_until = now() - interval '1 second' where scope = 'job'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("update outbox set next_attempt_at = now()")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let mut third = outbox::lease_due(&pool, "third", 10, LEASE).await.unwrap();
+    assert_eq!(third.len(), 1);
+    assert_eq!(
+        outbox::mark_sent(&pool, fast.pop().unwrap()).await.unwrap(),
+        Fence::TakenOver,
+        "fenced"
+    );
+    assert_eq!(
+        outbox::mark_sent(&pool, third.pop().unwrap())
+            .await
+            .unwrap(),
+        Fence::Held
+    );
     let (sent, error): (bool, Option<String>) =
         sqlx::query_as("select sent_at is not null, last_error from outbox")
             .fetch_one(&pool)
@@ -250,8 +266,8 @@ async fn retention_deletes_old_webhook_records_and_expired_api_claims_once_per_p
     // language=PostgreSQL
     sqlx::query(
         "insert into claims (scope, owner, key, status, completed_at, created_at)
-         select 'stripe', 'default', 'evt_old_' || n, 'done', now(), now() - interval '31 days' from generate_series(1, 5) n
-         union all select 'stripe', 'default', 'evt_new', 'done', now(), now() - interval '29 days'
+         select 'webhook', 'default', 'evt_old_' || n, 'done', now(), now() - interval '31 days' from generate_series(1, 5) n
+         union all select 'webhook', 'default', 'evt_new', 'done', now(), now() - interval '29 days'
          union all select 'api', 'client', 'old', 'done', now(), now() - interval '25 hours'
          union all select 'api', 'client', 'new', 'done', now(), now()
          union all select 'form', 'org', 'ancient', 'done', now(), now() - interval '400 days'
@@ -305,7 +321,7 @@ async fn retention_deletes_old_webhook_records_and_expired_api_claims_once_per_p
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn a_row_whose_holders_keep_dying_goes_dead_instead_of_looping(pool: PgPool) {
     let (org, invoice) = common::seed_invoice(&pool, "o@example.com", 100, "usd").await;
-    send_invoice_once(&pool, org, Uuid::new_v4(), invoice, LEASE)
+    queue_email(&pool, org, Uuid::new_v4(), invoice)
         .await
         .unwrap();
     sqlx::query("update outbox set max_attempts = 2")

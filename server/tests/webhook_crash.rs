@@ -74,7 +74,7 @@ async fn crash_then_retry(failpoint: &str, committed_before_crash: bool) {
         (1, "paid".to_owned(), 4_200)
     );
     let claims: i64 = sqlx::query_scalar(
-        "select count(*) from claims where scope = 'stripe' and status = 'done'",
+        "select count(*) from claims where scope = 'webhook' and status = 'done'",
     )
     .fetch_one(&pool)
     .await

@@ -1,18 +1,22 @@
 //! The claim: the one mechanism every surface (form, webhook, API, job) uses to make a repeat harmless.
 //!
-//! A claim is a row keyed `(scope, owner, key)`: the key names the *attempt* and is minted where the
+//! A claim is a row keyed `(surface, owner, key)`: the key names the *attempt* and is minted where the
 //! attempt is born (the form at render, Stripe's event id, the client's Idempotency-Key, a job's run
-//! id). `claim` inserts it with `ON CONFLICT DO NOTHING` inside the caller's open transaction, and the
-//! caller does its work in that same transaction, calls `complete`, and commits. Claim and work commit
-//! together or not at all: claiming in one commit and working in another would turn a crash between
-//! them into a silent loss (the attempt looks done while nothing happened).
+//! id). Two shapes, one table:
+//!
+//! - [`claim`]: the claim commits with its work. It is inserted with `ON CONFLICT DO NOTHING` inside
+//!   the caller's open transaction, the caller does its work in that same transaction, [`finish`]es,
+//!   and commits. Claim and work commit together or not at all: claiming in one commit and working in
+//!   another would turn a crash between them into a silent loss (the attempt looks done while nothing
+//!   happened). Nobody else ever sees such a claim before it is done.
+//! - [`lease`]: for work that leaves the database (email, a third party). The claim is committed
+//!   `in_progress` with a lease before the side effect; a fresh lease answers `Busy`, a stale one is
+//!   taken over. The [`Lease`] carries its fencing token, and only it can complete or release the
+//!   claim: a holder whose lease was taken over can record nothing.
 //!
 //! At READ COMMITTED a concurrent insert of the same key waits for the first transaction and then sees
 //! its committed row (or wins, if the first rolled back). Do not run claims at REPEATABLE READ or
 //! SERIALIZABLE: there the loser gets a serialization failure instead of the winner's result.
-//!
-//! Work that leaves the database commits the claim `in_progress` with a lease (`locked_until`) before
-//! the side effect; a fresh lease answers `InFlight`, a stale one may be taken over.
 
 use std::time::Duration;
 
@@ -20,25 +24,43 @@ use serde_json::Value as JsonValue;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
+/// Where an attempt arrives: names claims, log events, metrics and the activity page alike.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    /// `(org id, form uuid)`
+pub enum Surface {
+    /// A form or button of the web app: `(org/form, key minted at render)`.
     Form,
-    /// `(stripe account, event id)`
-    Stripe,
-    /// `(api client id, Idempotency-Key)`
+    /// A Stripe webhook delivery: `(stripe account, event id)`.
+    Webhook,
+    /// The JSON API: `(api client id, Idempotency-Key)`.
     Api,
-    /// `(queue, run id)`
+    /// A background job: `(queue, run id)`.
     Job,
 }
 
-impl Scope {
+impl Surface {
     pub fn as_str(self) -> &'static str {
         match self {
-            Scope::Form => "form",
-            Scope::Stripe => "stripe",
-            Scope::Api => "api",
-            Scope::Job => "job",
+            Surface::Form => "form",
+            Surface::Webhook => "webhook",
+            Surface::Api => "api",
+            Surface::Job => "job",
+        }
+    }
+}
+
+/// The forms whose keys are claimed. Each has its own namespace: a key minted for one form can never
+/// be answered with another form's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    CreateInvoice,
+    SendInvoice,
+}
+
+impl Form {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Form::CreateInvoice => "create_invoice",
+            Form::SendInvoice => "send_invoice",
         }
     }
 }
@@ -46,45 +68,45 @@ impl Scope {
 /// Names one attempt, scoped to its owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimKey {
-    pub scope: Scope,
+    pub surface: Surface,
     pub owner: String,
     pub key: String,
 }
 
 impl ClaimKey {
+    /// A form of `org`, keyed by the UUID minted when it was rendered.
+    pub fn form(org: Uuid, form: Form, key: Uuid) -> Self {
+        ClaimKey {
+            surface: Surface::Form,
+            owner: format!("{org}/{}", form.as_str()),
+            key: key.to_string(),
+        }
+    }
+
+    /// A Stripe event, keyed by its event id (never the object id: one charge has several events).
+    pub fn webhook(account: &str, event_id: &str) -> Self {
+        ClaimKey {
+            surface: Surface::Webhook,
+            owner: account.to_owned(),
+            key: event_id.to_owned(),
+        }
+    }
+
     /// An API client's request, keyed by its `Idempotency-Key`.
     pub fn api(api_key_id: Uuid, idempotency_key: &str) -> Self {
         ClaimKey {
-            scope: Scope::Api,
+            surface: Surface::Api,
             owner: api_key_id.to_string(),
             key: idempotency_key.to_owned(),
         }
     }
 
-    /// A create form rendered for `org`, keyed by the UUID minted at render.
-    pub fn form(org: Uuid, form_key: Uuid) -> Self {
+    /// A job run, keyed by its stable run id (an outbox row id, a retention period).
+    pub fn job(queue: &str, run_id: &str) -> Self {
         ClaimKey {
-            scope: Scope::Form,
-            owner: org.to_string(),
-            key: form_key.to_string(),
-        }
-    }
-
-    /// A job run (an outbox row), keyed by its stable run id.
-    pub fn job(queue: &str, run_id: Uuid) -> Self {
-        ClaimKey {
-            scope: Scope::Job,
+            surface: Surface::Job,
             owner: queue.to_owned(),
-            key: run_id.to_string(),
-        }
-    }
-
-    /// A Stripe event, keyed by its event id (never the object id: one charge has several events).
-    pub fn stripe(account: &str, event_id: &str) -> Self {
-        ClaimKey {
-            scope: Scope::Stripe,
-            owner: account.to_owned(),
-            key: event_id.to_owned(),
+            key: run_id.to_owned(),
         }
     }
 }
@@ -104,202 +126,119 @@ pub struct Outcome {
     pub response: Option<StoredResponse>,
 }
 
-/// The answer to "may I do this attempt?". Match every arm: that is the point of an enum here.
-#[derive(Debug, Clone, PartialEq)]
-#[must_use]
-pub enum Claimed {
-    /// This transaction owns the attempt: do the work, `complete` (unless `Rules::result_id` had the
-    /// claim written done already), commit.
-    Won,
-    /// An earlier attempt finished; here is what it produced. Do nothing again.
-    Done(Outcome),
-    /// Another attempt holds a fresh lease (only claims committed before their work have one).
-    InFlight { retry_after: Duration },
-    /// The key was already used for a different request.
-    Mismatch,
-}
-
-/// How a claim behaves beyond the key itself.
-#[derive(Debug, Clone, Copy)]
-pub struct Rules<'a> {
-    /// Hash of what was asked (API requests): a reused key with another request is a `Mismatch`.
-    pub fingerprint: Option<&'a [u8]>,
-    /// How long a claim committed before its work (three-state claims) stays ours.
-    pub lease: Duration,
-    /// A claim older than this is forgotten and its key may be used again (API keys' TTL).
-    pub expires_after: Option<Duration>,
-    /// Do not wait behind another open transaction holding the same key: answer `InFlight` at once
-    /// (an HTTP client is waiting, and blocking its connection for the other's whole transaction
-    /// helps nobody). Uses a transaction-scoped advisory lock on the key.
-    pub nowait: bool,
-    /// What the attempt will produce, when it is known before the work (the form mints its
-    /// invoice's id): a won claim is then written `done` with it at once and needs no `complete`.
-    /// Only for claims whose work commits in the same transaction: nobody sees the row before the
-    /// commit, and a rollback takes it away with the work.
-    pub result_id: Option<Uuid>,
-}
-
-impl Rules<'static> {
-    pub fn new(lease: Duration) -> Self {
-        Rules {
-            fingerprint: None,
-            lease,
-            expires_after: None,
-            nowait: false,
-            result_id: None,
+impl Outcome {
+    pub fn result(id: Uuid) -> Self {
+        Outcome {
+            result_id: Some(id),
+            response: None,
         }
     }
 }
 
-/// Claims `key` inside the caller's transaction.
+/// How a claim that commits with its work treats repeats. Everything is optional.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Terms<'a> {
+    /// Hash of what was asked: a reused key with another request is a `Mismatch`.
+    pub fingerprint: Option<&'a [u8]>,
+    /// A claim older than this is forgotten and its key may be used again (API keys' TTL).
+    pub expires_after: Option<Duration>,
+    /// Do not wait behind another open transaction holding the same key: answer `Busy` at once (an
+    /// HTTP client is waiting, and blocking its connection for the other's whole transaction helps
+    /// nobody). Uses a transaction-scoped advisory lock on the key.
+    pub no_wait: bool,
+    /// What the attempt will produce, when it is known before the work (the form mints its invoice's
+    /// id): the claim is written with it and needs no `finish`.
+    pub result_id: Option<Uuid>,
+}
+
+/// The answer to "may this transaction do the attempt?". Match every arm: that is the point.
+#[derive(Debug, Clone, PartialEq)]
+#[must_use]
+pub enum Claimed {
+    /// This transaction owns the attempt: do the work, `finish` (unless `Terms::result_id` said it
+    /// already), commit.
+    Won,
+    /// An earlier attempt finished; here is what it produced. Do nothing again.
+    Done(Outcome),
+    /// The key was already used for a different request.
+    Mismatch,
+    /// Another attempt holds the key right now (`no_wait`, or a lease of work outside the database).
+    Busy { retry_after: Duration },
+}
+
+/// Claims `key` inside the caller's transaction, for work done in that same transaction.
 pub async fn claim(
     conn: &mut PgConnection,
     key: &ClaimKey,
-    rules: &Rules<'_>,
+    terms: &Terms<'_>,
 ) -> sqlx::Result<Claimed> {
-    let lease_secs = rules.lease.as_secs_f64();
-    let ttl_secs = rules.expires_after.map(|d| d.as_secs_f64());
-    if rules.nowait {
+    let ttl_secs = terms.expires_after.map(|d| d.as_secs_f64());
+    if terms.no_wait {
         // language=PostgreSQL
         let free = sqlx::query_scalar!(
             r#"select pg_try_advisory_xact_lock(hashtextextended($1 || '/' || $2 || '/' || $3, 0)) as "free!""#,
-            key.scope.as_str(),
+            key.surface.as_str(),
             key.owner,
             key.key,
         )
         .fetch_one(&mut *conn)
         .await?;
         if !free {
-            return Ok(Claimed::InFlight {
+            return Ok(Claimed::Busy {
                 retry_after: Duration::from_secs(1),
             });
         }
     }
     // A few rounds at most: the row we collided with can expire or be swept before we read it.
     for _ in 0..3 {
+        // Written done at once: it commits with the work, so nobody sees it before it is.
         // language=PostgreSQL
         let won = sqlx::query_scalar!(
             r#"
-            insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at, locked_until)
-            values ($1, $2, $3, $4,
-                    case when $6::uuid is null then 'in_progress' else 'done' end, $6,
-                    case when $6::uuid is null then null else now() end,
-                    case when $6::uuid is null then now() + make_interval(secs => $5) end)
+            insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
+            values ($1, $2, $3, $4, 'done', $5, now())
             on conflict do nothing
             returning true as "won!"
             "#,
-            key.scope.as_str(),
+            key.surface.as_str(),
             key.owner,
             key.key,
-            rules.fingerprint,
-            lease_secs,
-            rules.result_id,
+            terms.fingerprint,
+            terms.result_id,
         )
         .fetch_optional(&mut *conn)
         .await?;
         if won.is_some() {
             return Ok(Claimed::Won);
         }
-
-        // language=PostgreSQL
-        let Some(row) = sqlx::query!(
-            r#"
-            select status, fingerprint, result_id, response_status, response_headers, response_body,
-                   extract(epoch from greatest(locked_until - now(), interval '0'))::float8 as "lease_left!",
-                   coalesce(created_at < now() - make_interval(secs => $4), false) as "expired!"
-            from claims
-            where scope = $1 and owner = $2 and key = $3
-            "#,
-            key.scope.as_str(),
-            key.owner,
-            key.key,
-            ttl_secs,
-        )
-        .fetch_optional(&mut *conn)
-        .await?
-        else {
+        let Some(found) = existing(conn, key, ttl_secs).await? else {
             continue;
         };
-
-        if row.expired {
-            // Past its TTL the key names nothing any more: forget the old attempt, claim afresh.
-            // language=PostgreSQL
-            sqlx::query!(
-                r#"
-                delete from claims
-                where scope = $1 and owner = $2 and key = $3 and created_at < now() - make_interval(secs => $4)
-                "#,
-                key.scope.as_str(),
-                key.owner,
-                key.key,
-                ttl_secs,
-            )
-            .execute(&mut *conn)
-            .await?;
+        if found.expired {
+            forget_expired(conn, key, ttl_secs).await?;
             continue;
         }
-        if let (Some(asked), Some(stored)) = (rules.fingerprint, row.fingerprint.as_deref()) {
+        if let (Some(asked), Some(stored)) = (terms.fingerprint, found.fingerprint.as_deref()) {
             if asked != stored {
                 return Ok(Claimed::Mismatch);
             }
         }
-        if row.status == "done" {
-            let response = match (row.response_status, row.response_body) {
-                (Some(status), Some(body)) => Some(StoredResponse {
-                    status: status as u16,
-                    headers: row.response_headers.unwrap_or(JsonValue::Null),
-                    body,
-                }),
-                _ => None,
-            };
-            return Ok(Claimed::Done(Outcome {
-                result_id: row.result_id,
-                response,
-            }));
-        }
-        if row.lease_left > 0.0 {
-            return Ok(Claimed::InFlight {
-                retry_after: Duration::from_secs_f64(row.lease_left.ceil().max(1.0)),
-            });
-        }
-        // A stale lease: its holder died or gave up. Take it over, unless someone else just did.
-        // language=PostgreSQL
-        let taken = sqlx::query_scalar!(
-            r#"
-            update claims
-            set claimed_at = now(), locked_until = now() + make_interval(secs => $4)
-            where scope = $1 and owner = $2 and key = $3
-              and status = 'in_progress' and locked_until <= now()
-            returning true as "taken!"
-            "#,
-            key.scope.as_str(),
-            key.owner,
-            key.key,
-            lease_secs,
-        )
-        .fetch_optional(&mut *conn)
-        .await?;
-        if taken.is_some() {
-            metrics::counter!("invoicer_lease_takeovers_total", "scope" => key.scope.as_str())
-                .increment(1);
-            if rules.result_id.is_some() {
-                let outcome = Outcome {
-                    result_id: rules.result_id,
-                    response: None,
-                };
-                complete(conn, key, &outcome).await?;
-            }
-            return Ok(Claimed::Won);
-        }
+        return Ok(match found.done {
+            Some(outcome) => Claimed::Done(outcome),
+            // A lease holds the key: its side effect may be under way, so never take it over here.
+            None => Claimed::Busy {
+                retry_after: found.retry_after(),
+            },
+        });
     }
     Err(sqlx::Error::Protocol(
         "claim kept changing under us; giving up".into(),
     ))
 }
 
-/// Marks a won claim done with what the attempt produced. Call it in the transaction that did the
-/// work, before commit.
-pub async fn complete(
+/// Records what a won claim's work produced. Call it in the transaction that did the work, before
+/// commit.
+pub async fn finish(
     conn: &mut PgConnection,
     key: &ClaimKey,
     outcome: &Outcome,
@@ -316,11 +255,10 @@ pub async fn complete(
     let updated = sqlx::query!(
         r#"
         update claims
-        set status = 'done', completed_at = now(), locked_until = null,
-            result_id = $4, response_status = $5, response_headers = $6, response_body = $7
-        where scope = $1 and owner = $2 and key = $3
+        set result_id = $4, response_status = $5, response_headers = $6, response_body = $7
+        where scope = $1 and owner = $2 and key = $3 and status = 'done'
         "#,
-        key.scope.as_str(),
+        key.surface.as_str(),
         key.owner,
         key.key,
         outcome.result_id,
@@ -336,11 +274,181 @@ pub async fn complete(
     Ok(())
 }
 
-/// Deletes claims of `scope` older than `older_than`, `batch` rows per statement so no statement holds
-/// many locks or runs long; returns how many were deleted.
+/// The fencing token of a lease: when its current holder took it. A takeover changes it.
+pub type LeaseToken = chrono::DateTime<chrono::Utc>;
+
+/// A claim committed in progress before work that leaves the database. Only its holder can settle it,
+/// and only while nobody took it over.
+#[derive(Debug)]
+#[must_use = "a lease is settled with `complete` or `release` (or left to expire and be taken over)"]
+pub struct Lease {
+    key: ClaimKey,
+    token: LeaseToken,
+}
+
+/// The answer to "may I start this work that leaves the database?".
+#[derive(Debug)]
+#[must_use]
+pub enum Leased {
+    /// Ours until the lease runs out: do the work, then `complete` (or `release` to try again later).
+    Acquired(Lease),
+    /// Done before; here is what it produced.
+    Done(Outcome),
+    /// Another holder's lease is fresh.
+    Busy { retry_after: Duration },
+}
+
+impl Leased {
+    /// What the work produced, when it was done before.
+    pub fn done(self) -> Option<Outcome> {
+        match self {
+            Leased::Done(outcome) => Some(outcome),
+            Leased::Acquired(_) | Leased::Busy { .. } => None,
+        }
+    }
+}
+
+/// Whether a lease still held its claim when its holder settled it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum Fence {
+    Held,
+    /// The lease was taken over: someone else owns the attempt now, and nothing was recorded.
+    TakenOver,
+}
+
+/// Leases `key` for `duration`. Commit (or use an autocommit connection) before the side effect.
+pub async fn lease(
+    conn: &mut PgConnection,
+    key: &ClaimKey,
+    duration: Duration,
+) -> sqlx::Result<Leased> {
+    let secs = duration.as_secs_f64();
+    for _ in 0..3 {
+        // language=PostgreSQL
+        let token = sqlx::query_scalar!(
+            r#"
+            insert into claims (scope, owner, key, status, locked_until)
+            values ($1, $2, $3, 'in_progress', now() + make_interval(secs => $4))
+            on conflict do nothing
+            returning claimed_at as "token: LeaseToken"
+            "#,
+            key.surface.as_str(),
+            key.owner,
+            key.key,
+            secs,
+        )
+        .fetch_optional(&mut *conn)
+        .await?;
+        if let Some(token) = token {
+            return Ok(Leased::Acquired(Lease {
+                key: key.clone(),
+                token,
+            }));
+        }
+        let Some(found) = existing(conn, key, None).await? else {
+            continue;
+        };
+        if let Some(outcome) = found.done {
+            return Ok(Leased::Done(outcome));
+        }
+        if found.lease_left > 0.0 {
+            return Ok(Leased::Busy {
+                retry_after: found.retry_after(),
+            });
+        }
+        // A stale lease: its holder died or gave up. Take it over, unless someone else just did.
+        // language=PostgreSQL
+        let token = sqlx::query_scalar!(
+            r#"
+            update claims
+            set claimed_at = clock_timestamp(), locked_until = now() + make_interval(secs => $4)
+            where scope = $1 and owner = $2 and key = $3
+              and status = 'in_progress' and locked_until <= now()
+            returning claimed_at as "token: LeaseToken"
+            "#,
+            key.surface.as_str(),
+            key.owner,
+            key.key,
+            secs,
+        )
+        .fetch_optional(&mut *conn)
+        .await?;
+        if let Some(token) = token {
+            metrics::counter!("invoicer_lease_takeovers_total", "surface" => key.surface.as_str())
+                .increment(1);
+            return Ok(Leased::Acquired(Lease {
+                key: key.clone(),
+                token,
+            }));
+        }
+    }
+    Err(sqlx::Error::Protocol(
+        "lease kept changing under us; giving up".into(),
+    ))
+}
+
+impl Lease {
+    pub fn key(&self) -> &ClaimKey {
+        &self.key
+    }
+
+    pub fn token(&self) -> LeaseToken {
+        self.token
+    }
+
+    /// Marks the claim done with what the work produced, if this lease still holds it.
+    pub async fn complete(self, conn: &mut PgConnection, outcome: &Outcome) -> sqlx::Result<Fence> {
+        // language=PostgreSQL
+        let done = sqlx::query!(
+            r#"
+            update claims
+            set status = 'done', completed_at = now(), locked_until = null, result_id = $5
+            where scope = $1 and owner = $2 and key = $3 and status = 'in_progress' and claimed_at = $4
+            "#,
+            self.key.surface.as_str(),
+            self.key.owner,
+            self.key.key,
+            self.token as _,
+            outcome.result_id,
+        )
+        .execute(&mut *conn)
+        .await?;
+        Ok(fence(done.rows_affected()))
+    }
+
+    /// Gives the claim up (the work failed and will be tried again), if this lease still holds it.
+    pub async fn release(self, conn: &mut PgConnection) -> sqlx::Result<Fence> {
+        // language=PostgreSQL
+        let released = sqlx::query!(
+            r#"
+            delete from claims
+            where scope = $1 and owner = $2 and key = $3 and status = 'in_progress' and claimed_at = $4
+            "#,
+            self.key.surface.as_str(),
+            self.key.owner,
+            self.key.key,
+            self.token as _,
+        )
+        .execute(&mut *conn)
+        .await?;
+        Ok(fence(released.rows_affected()))
+    }
+}
+
+fn fence(rows: u64) -> Fence {
+    if rows == 1 {
+        Fence::Held
+    } else {
+        Fence::TakenOver
+    }
+}
+
+/// Deletes claims of `surface` older than `older_than`, `batch` rows per statement so no statement
+/// holds many locks or runs long; returns how many were deleted.
 pub async fn sweep_expired(
     pool: &PgPool,
-    scope: Scope,
+    surface: Surface,
     older_than: Duration,
     batch: i64,
 ) -> sqlx::Result<u64> {
@@ -356,7 +464,7 @@ pub async fn sweep_expired(
                 limit $3
             )
             "#,
-            scope.as_str(),
+            surface.as_str(),
             older_than.as_secs_f64(),
             batch,
         )
@@ -370,72 +478,81 @@ pub async fn sweep_expired(
     }
 }
 
-/// The fencing token of an in-progress claim: when its current holder claimed it. A takeover changes
-/// it, so a holder whose lease was taken over can no longer complete or release the claim.
-pub type LeaseToken = chrono::DateTime<chrono::Utc>;
+/// The committed claim a conflicting insert ran into.
+struct Existing {
+    /// `Some` once done.
+    done: Option<Outcome>,
+    fingerprint: Option<Vec<u8>>,
+    lease_left: f64,
+    expired: bool,
+}
 
-/// The token of the in-progress claim on `key`, read right after winning it.
-pub async fn lease_token(conn: &mut PgConnection, key: &ClaimKey) -> sqlx::Result<LeaseToken> {
+impl Existing {
+    fn retry_after(&self) -> Duration {
+        Duration::from_secs_f64(self.lease_left.ceil().max(1.0))
+    }
+}
+
+async fn existing(
+    conn: &mut PgConnection,
+    key: &ClaimKey,
+    ttl_secs: Option<f64>,
+) -> sqlx::Result<Option<Existing>> {
     // language=PostgreSQL
-    sqlx::query_scalar!(
+    let row = sqlx::query!(
         r#"
-        select claimed_at as "claimed_at: LeaseToken"
+        select status, fingerprint, result_id, response_status, response_headers, response_body,
+               extract(epoch from greatest(locked_until - now(), interval '0'))::float8 as "lease_left!",
+               coalesce(created_at < now() - make_interval(secs => $4), false) as "expired!"
         from claims
-        where scope = $1 and owner = $2 and key = $3 and status = 'in_progress'
+        where scope = $1 and owner = $2 and key = $3
         "#,
-        key.scope.as_str(),
+        key.surface.as_str(),
         key.owner,
         key.key,
+        ttl_secs,
     )
-    .fetch_one(&mut *conn)
-    .await
-}
-
-/// `complete` for a claim committed before its work: only if `token` still holds it. False means the
-/// lease was taken over: someone else owns the attempt now, and this holder must not record anything.
-pub async fn complete_fenced(
-    conn: &mut PgConnection,
-    key: &ClaimKey,
-    token: LeaseToken,
-    outcome: &Outcome,
-) -> sqlx::Result<bool> {
-    // language=PostgreSQL
-    let done = sqlx::query!(
-        r#"
-        update claims
-        set status = 'done', completed_at = now(), locked_until = null, result_id = $5
-        where scope = $1 and owner = $2 and key = $3 and status = 'in_progress' and claimed_at = $4
-        "#,
-        key.scope.as_str(),
-        key.owner,
-        key.key,
-        token as _,
-        outcome.result_id,
-    )
-    .execute(&mut *conn)
+    .fetch_optional(&mut *conn)
     .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(row.map(|row| {
+        let response = match (row.response_status, row.response_body) {
+            (Some(status), Some(body)) => Some(StoredResponse {
+                status: status as u16,
+                headers: row.response_headers.unwrap_or(JsonValue::Null),
+                body,
+            }),
+            _ => None,
+        };
+        Existing {
+            done: (row.status == "done").then_some(Outcome {
+                result_id: row.result_id,
+                response,
+            }),
+            fingerprint: row.fingerprint,
+            lease_left: row.lease_left,
+            expired: row.expired,
+        }
+    }))
 }
 
-/// Gives up a claim committed before its work (the work failed and will be tried again later), only
-/// if `token` still holds it.
-pub async fn release_fenced(
+/// Past its TTL a key names nothing any more: forget the old attempt so it can be claimed afresh.
+async fn forget_expired(
     conn: &mut PgConnection,
     key: &ClaimKey,
-    token: LeaseToken,
-) -> sqlx::Result<bool> {
+    ttl_secs: Option<f64>,
+) -> sqlx::Result<()> {
     // language=PostgreSQL
-    let released = sqlx::query!(
+    sqlx::query!(
         r#"
         delete from claims
-        where scope = $1 and owner = $2 and key = $3 and status = 'in_progress' and claimed_at = $4
+        where scope = $1 and owner = $2 and key = $3 and created_at < now() - make_interval(secs => $4)
         "#,
-        key.scope.as_str(),
+        key.surface.as_str(),
         key.owner,
         key.key,
-        token as _,
+        ttl_secs,
     )
     .execute(&mut *conn)
     .await?;
-    Ok(released.rows_affected() == 1)
+    Ok(())
 }

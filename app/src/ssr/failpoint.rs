@@ -43,3 +43,10 @@ pub fn hit(name: &str) {
         std::process::exit(70);
     }
 }
+
+/// `hit("<surface>.<point>")`, without building the name unless a failpoint is armed.
+pub fn hit_at(surface: &str, point: &str) {
+    if ENABLED && !armed().is_empty() {
+        hit(&format!("{surface}.{point}"));
+    }
+}

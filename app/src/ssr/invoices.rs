@@ -126,6 +126,35 @@ pub async fn list(
         .collect())
 }
 
+/// Whether invoice `id` belongs to `org`.
+pub async fn exists(conn: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
+    // language=PostgreSQL
+    let found = sqlx::query_scalar!(
+        r#"select true as "found!" from invoices where id = $1 and org_id = $2"#,
+        id,
+        org
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(found.is_some())
+}
+
+/// The invoice a surface created under `source_key` (its business key, e.g. `form:<uuid>`).
+pub async fn id_by_source_key(
+    db: impl PgExecutor<'_>,
+    org: Uuid,
+    source_key: &str,
+) -> sqlx::Result<Uuid> {
+    // language=PostgreSQL
+    sqlx::query_scalar!(
+        "select id from invoices where org_id = $1 and source_key = $2",
+        org,
+        source_key
+    )
+    .fetch_one(db)
+    .await
+}
+
 /// One invoice of `org`, or None, also when it belongs to another org (callers answer 404).
 pub async fn get(conn: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<Option<Invoice>> {
     Ok(fetch(conn, org, Some(id), 1).await?.pop())

@@ -3,11 +3,9 @@
 pub mod accounts;
 pub mod activity;
 pub mod api_keys;
-pub mod api_surface;
 pub mod auth;
 pub mod claim;
 pub mod failpoint;
-pub mod form_surface;
 pub mod invoices;
 pub mod mail;
 pub mod observe;
@@ -16,6 +14,7 @@ pub mod payments;
 pub mod retention;
 pub mod state;
 pub mod stripe;
+pub mod surfaces;
 pub mod worker;
 
 pub use state::AppState;

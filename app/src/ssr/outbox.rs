@@ -9,7 +9,7 @@ use serde_json::Value as JsonValue;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use crate::ssr::claim::{self, ClaimKey, Claimed, LeaseToken, Outcome, Rules};
+use crate::ssr::claim::{self, ClaimKey, Fence, Lease, Leased as Claim, Outcome};
 
 pub const QUEUE: &str = "outbox";
 
@@ -54,8 +54,8 @@ pub async fn enqueue(
     .await
 }
 
-/// A row this worker holds.
-#[derive(Debug, Clone)]
+/// A row this worker holds, through the lease on its claim.
+#[derive(Debug)]
 pub struct Leased {
     pub id: Uuid,
     pub org_id: Option<Uuid>,
@@ -63,13 +63,7 @@ pub struct Leased {
     pub payload: JsonValue,
     pub attempts: i32,
     pub max_attempts: i32,
-    pub token: LeaseToken,
-}
-
-impl Leased {
-    pub fn claim_key(&self) -> ClaimKey {
-        ClaimKey::job(QUEUE, self.id)
-    }
+    pub lease: Lease,
 }
 
 /// Leases up to `batch` due rows. `SKIP LOCKED` spreads rows over workers; the claim decides: a row
@@ -97,10 +91,9 @@ pub async fn lease_due(
     .await?;
     let mut leased = Vec::with_capacity(rows.len());
     for row in rows {
-        let key = ClaimKey::job(QUEUE, row.id);
-        match claim::claim(&mut tx, &key, &Rules::new(lease)).await? {
-            Claimed::Won => {
-                let token = claim::lease_token(&mut tx, &key).await?;
+        let key = ClaimKey::job(QUEUE, &row.id.to_string());
+        match claim::lease(&mut tx, &key, lease).await? {
+            Claim::Acquired(held) => {
                 // language=PostgreSQL
                 // Not due again until the lease runs out: other workers stop picking it, and a
                 // crashed holder's row comes due exactly when it may be taken over.
@@ -133,7 +126,7 @@ pub async fn lease_due(
                     )
                     .execute(&mut *tx)
                     .await?;
-                    claim::release_fenced(&mut tx, &key, token).await?;
+                    let _ = held.release(&mut tx).await?;
                     continue;
                 }
                 leased.push(Leased {
@@ -143,13 +136,13 @@ pub async fn lease_due(
                     payload: row.payload,
                     attempts,
                     max_attempts: row.max_attempts,
-                    token,
+                    lease: held,
                 });
             }
             // Another worker is sending it right now.
-            Claimed::InFlight { .. } => {}
+            Claim::Busy { .. } => {}
             // Sent, but the row was not marked (a crash between the two commits): mark it now.
-            Claimed::Done(_) | Claimed::Mismatch => {
+            Claim::Done(_) => {
                 // language=PostgreSQL
                 sqlx::query!(
                     "update outbox set sent_at = coalesce(sent_at, now()) where id = $1",
@@ -164,10 +157,10 @@ pub async fn lease_due(
     Ok(leased)
 }
 
-/// Marks a sent row, fenced by the lease token; false if the lease was taken over meanwhile.
+/// Marks a sent row, fenced by its lease: nothing is recorded if the lease was taken over meanwhile.
 /// Lock order everywhere: the outbox row, then its claim (`lease_due` takes them in that order too;
 /// the other order deadlocks against it).
-pub async fn mark_sent(pool: &PgPool, row: &Leased) -> sqlx::Result<bool> {
+pub async fn mark_sent(pool: &PgPool, row: Leased) -> sqlx::Result<Fence> {
     let mut tx = pool.begin().await?;
     // locked_by is kept: it names the worker that sent it.
     // language=PostgreSQL
@@ -177,22 +170,15 @@ pub async fn mark_sent(pool: &PgPool, row: &Leased) -> sqlx::Result<bool> {
     )
     .execute(&mut *tx)
     .await?;
-    let ours = claim::complete_fenced(
-        &mut tx,
-        &row.claim_key(),
-        row.token,
-        &Outcome {
-            result_id: Some(row.id),
-            response: None,
-        },
-    )
-    .await?;
-    if !ours {
-        tx.rollback().await?;
-        return Ok(false);
+    let fence = row
+        .lease
+        .complete(&mut tx, &Outcome::result(row.id))
+        .await?;
+    match fence {
+        Fence::Held => tx.commit().await?,
+        Fence::TakenOver => tx.rollback().await?,
     }
-    tx.commit().await?;
-    Ok(true)
+    Ok(fence)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,10 +200,10 @@ pub fn backoff(attempt: i32, base: Duration, cap: Duration) -> Duration {
     exp.mul_f64(0.75 + 0.25 * fastrand::f64())
 }
 
-/// Records a failed send, fenced by the lease token.
+/// Records a failed send, fenced by its lease.
 pub async fn mark_failed(
     pool: &PgPool,
-    row: &Leased,
+    row: Leased,
     error: &str,
     permanent: bool,
     base: Duration,
@@ -242,7 +228,7 @@ pub async fn mark_failed(
     )
     .execute(&mut *tx)
     .await?;
-    if !claim::release_fenced(&mut tx, &row.claim_key(), row.token).await? {
+    if row.lease.release(&mut tx).await? == Fence::TakenOver {
         tx.rollback().await?;
         return Ok(Failure::Fenced);
     }

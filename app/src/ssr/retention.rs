@@ -1,13 +1,13 @@
 //! The retention job: deletes webhook claims and stored events older than the retention window and
 //! expired API claims, in batches. It runs at most once per period across all workers: the period is
-//! its run id, claimed as `(job, retention, <period>)` with a lease (a crashed run is taken over and
+//! its run id, leased as `(job, retention, <period>)` (a crashed run is taken over and
 //! simply continues: deleting is idempotent).
 
 use std::time::Duration;
 
 use sqlx::PgPool;
 
-use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome, Rules, Scope};
+use crate::ssr::claim::{self, ClaimKey, Leased, Outcome, Surface};
 
 /// Stripe retries for three days: forgetting an event sooner would let a late retry apply twice.
 pub const MIN_WEBHOOK_RETENTION_DAYS: u32 = 3;
@@ -67,34 +67,30 @@ pub async fn run_once(
     period: &str,
     config: &RetentionConfig,
 ) -> sqlx::Result<Option<Report>> {
-    let key = ClaimKey {
-        scope: Scope::Job,
-        owner: "retention".into(),
-        key: period.into(),
-    };
+    let key = ClaimKey::job("retention", period);
     let mut conn = pool.acquire().await?;
-    // Autocommit: the claim is committed in progress before the (batched) work.
-    match claim::claim(&mut conn, &key, &Rules::new(Duration::from_secs(600))).await? {
-        Claimed::Won => {}
-        Claimed::Done(_) | Claimed::InFlight { .. } | Claimed::Mismatch => return Ok(None),
-    }
-    let token = claim::lease_token(&mut conn, &key).await?;
+    // Autocommit: the lease is committed before the (batched) work.
+    let lease = match claim::lease(&mut conn, &key, Duration::from_secs(600)).await? {
+        Leased::Acquired(lease) => lease,
+        Leased::Done(_) | Leased::Busy { .. } => return Ok(None),
+    };
     let report = match delete_old(pool, config).await {
         Ok(report) => report,
         Err(e) => {
             // Give the period back so another pass (this worker's or another's) runs it.
-            claim::release_fenced(&mut conn, &key, token).await?;
+            let _ = lease.release(&mut conn).await?;
             return Err(e);
         }
     };
-    claim::complete_fenced(&mut conn, &key, token, &Outcome::default()).await?;
+    // Taken over means another worker ran it too: deleting twice is harmless.
+    let _ = lease.complete(&mut conn, &Outcome::default()).await?;
     tracing::info!(period, ?report, "retention job done");
     Ok(Some(report))
 }
 
 async fn delete_old(pool: &PgPool, config: &RetentionConfig) -> sqlx::Result<Report> {
     let window = Duration::from_secs(u64::from(config.webhook_days) * 86_400);
-    let webhook_claims = claim::sweep_expired(pool, Scope::Stripe, window, config.batch).await?;
+    let webhook_claims = claim::sweep_expired(pool, Surface::Webhook, window, config.batch).await?;
     let mut webhook_events = 0;
     loop {
         // language=PostgreSQL
@@ -121,9 +117,9 @@ async fn delete_old(pool: &PgPool, config: &RetentionConfig) -> sqlx::Result<Rep
     Ok(Report {
         webhook_claims,
         webhook_events,
-        api_claims: claim::sweep_expired(pool, Scope::Api, config.api_key_ttl, config.batch)
+        api_claims: claim::sweep_expired(pool, Surface::Api, config.api_key_ttl, config.batch)
             .await?,
-        job_claims: claim::sweep_expired(pool, Scope::Job, JOB_CLAIM_RETENTION, config.batch)
+        job_claims: claim::sweep_expired(pool, Surface::Job, JOB_CLAIM_RETENTION, config.batch)
             .await?,
     })
 }

@@ -14,8 +14,6 @@ pub struct AppState {
 
 #[derive(Clone, Debug)]
 pub struct Settings {
-    /// How long a claim committed before its work stays ours before another attempt may take it.
-    pub claim_lease: Duration,
     /// `whsec_...` secrets; a signature under any of them is accepted (rotation).
     pub stripe_webhook_secrets: Vec<String>,
     /// Largest accepted |now − t| of a webhook signature, in seconds.
@@ -26,6 +24,8 @@ pub struct Settings {
     pub self_url: String,
     /// How long an API Idempotency-Key names its first request (IDEMPOTENCY_KEY_TTL_HOURS).
     pub idempotency_key_ttl: Duration,
+    /// With it, `/metrics` answers only `Authorization: Bearer <token>`.
+    pub metrics_token: Option<String>,
 }
 
 pub const DEV_WEBHOOK_SECRET: &str = "whsec_dev_invoicer";
@@ -33,12 +33,12 @@ pub const DEV_WEBHOOK_SECRET: &str = "whsec_dev_invoicer";
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            claim_lease: Duration::from_secs(300),
             stripe_webhook_secrets: vec![DEV_WEBHOOK_SECRET.to_owned()],
             stripe_tolerance_secs: 300,
             dev_mode: true,
             self_url: "http://127.0.0.1:3000".to_owned(),
             idempotency_key_ttl: Duration::from_secs(24 * 3600),
+            metrics_token: None,
         }
     }
 }

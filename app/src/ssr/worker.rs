@@ -7,9 +7,10 @@ use sqlx::postgres::PgListener;
 use sqlx::PgPool;
 use tokio::sync::watch;
 
+use crate::ssr::claim::Fence;
 use crate::ssr::failpoint;
 use crate::ssr::mail::{self, Mailer, RenderError};
-use crate::ssr::observe::{self, AttemptOutcome, Surface};
+use crate::ssr::observe::{self, Attempt, AttemptOutcome, Surface};
 use crate::ssr::outbox::{self, Failure};
 use crate::ssr::retention;
 
@@ -112,9 +113,11 @@ pub async fn drain_once(
     config: &WorkerConfig,
 ) -> sqlx::Result<usize> {
     let rows = outbox::lease_due(pool, &config.id, config.batch, config.lease).await?;
-    for row in &rows {
-        let started = std::time::Instant::now();
-        let sent = match mail::render(pool, row, &config.public_url).await {
+    let held = rows.len();
+    for row in rows {
+        let attempt = Attempt::new(Surface::Job, row.id.to_string(), None);
+        attempt.identify(outbox::QUEUE, None);
+        let sent = match mail::render(pool, &row, &config.public_url).await {
             Ok(message) => {
                 failpoint::hit("worker.before_send");
                 mailer.send(message).await.map_err(|e| (e, false))
@@ -129,29 +132,20 @@ pub async fn drain_once(
                 ))
             }
         };
+        let (id, attempts) = (row.id, row.attempts);
         match sent {
             Ok(()) => {
                 // The email is out; a crash here redelivers it after the lease (same Message-ID).
                 failpoint::hit("worker.after_send");
-                let result = if outbox::mark_sent(pool, row).await? {
-                    "sent"
-                } else {
-                    tracing::warn!(row = %row.id, "outbox: lease was taken over; not marking");
-                    "fenced"
+                let (result, outcome) = match outbox::mark_sent(pool, row).await? {
+                    Fence::Held => ("sent", AttemptOutcome::Won),
+                    Fence::TakenOver => {
+                        tracing::warn!(row = %id, "outbox: lease was taken over; not marking");
+                        ("fenced", AttemptOutcome::InFlight)
+                    }
                 };
                 metrics::counter!("invoicer_outbox_sends_total", "result" => result).increment(1);
-                let outcome = if result == "sent" {
-                    AttemptOutcome::Won
-                } else {
-                    AttemptOutcome::InFlight
-                };
-                observe::attempt(
-                    Surface::Job,
-                    outbox::QUEUE,
-                    &row.id.to_string(),
-                    outcome,
-                    started,
-                );
+                observe::log_and_count(&attempt, outcome);
             }
             Err((error, permanent)) => {
                 let failure = outbox::mark_failed(
@@ -163,34 +157,24 @@ pub async fn drain_once(
                     config.backoff_cap,
                 )
                 .await?;
-                let result = match failure {
-                    Failure::Retry(_) => "retry",
-                    Failure::Dead => "dead",
-                    Failure::Fenced => "fenced",
+                let (result, outcome) = match failure {
+                    Failure::Retry(_) => ("retry", AttemptOutcome::Failed),
+                    Failure::Dead => ("dead", AttemptOutcome::Failed),
+                    Failure::Fenced => ("fenced", AttemptOutcome::InFlight),
                 };
                 metrics::counter!("invoicer_outbox_sends_total", "result" => result).increment(1);
-                let outcome = match failure {
-                    Failure::Fenced => AttemptOutcome::InFlight,
-                    Failure::Retry(_) | Failure::Dead => AttemptOutcome::Failed,
-                };
-                observe::attempt(
-                    Surface::Job,
-                    outbox::QUEUE,
-                    &row.id.to_string(),
-                    outcome,
-                    started,
-                );
+                observe::log_and_count(&attempt, outcome);
                 match failure {
-                    Failure::Retry(delay) => tracing::warn!(row = %row.id, attempt = row.attempts,
+                    Failure::Retry(delay) => tracing::warn!(row = %id, attempt = attempts,
                         delay_ms = delay.as_millis() as u64, %error, "outbox: send failed, will retry"),
-                    Failure::Dead => tracing::error!(row = %row.id, attempt = row.attempts, %error,
+                    Failure::Dead => tracing::error!(row = %id, attempt = attempts, %error,
                         "outbox: send failed for good; the row is dead"),
                     Failure::Fenced => {
-                        tracing::warn!(row = %row.id, "outbox: lease was taken over")
+                        tracing::warn!(row = %id, "outbox: lease was taken over")
                     }
                 }
             }
         }
     }
-    Ok(rows.len())
+    Ok(held)
 }

@@ -4,10 +4,12 @@
 
 pub mod served;
 
+use std::path::Path;
 use std::process::Stdio;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+use lab::harness::ServerProcess;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{Connection, PgConnection, PgPool};
 use tokio::process::{Child, Command};
@@ -89,63 +91,43 @@ pub async fn cli(db: &TestDb, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// The real `server` binary on a free loopback port, stderr shown, killed when dropped.
 pub struct Server {
-    pub child: Child,
+    process: ServerProcess,
     pub base: String,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+pub fn free_port() -> u16 {
+    lab::harness::free_port().unwrap()
 }
 
 impl Server {
-    /// Starts the binary with the given failpoints armed and waits until it answers /healthz.
+    /// Starts the binary with the given failpoints armed and waits until it is ready.
     pub async fn start(db: &TestDb, failpoints: &str) -> Server {
-        let port = free_port();
-        let child = Command::new(SERVER)
-            .env("DATABASE_URL", db.url())
-            .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
-            .env("INVOICER_FAILPOINT", failpoints)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
+        let env = [
+            ("DATABASE_URL", db.url()),
+            ("INVOICER_FAILPOINT", failpoints.to_owned()),
+            ("RUST_LOG", "warn".to_owned()),
+        ];
+        let process = ServerProcess::start(Path::new(SERVER), free_port(), &env, None)
+            .await
             .unwrap();
-        let server = Server {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-        };
-        let client = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Ok(res) = client.get(format!("{}/healthz", server.base)).send().await {
-                if res.status().is_success() {
-                    return server;
-                }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "server did not come up within 60 s"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        Server {
+            base: process.base.clone(),
+            process,
         }
     }
 
     /// Waits for the process to exit (a failpoint) and returns its exit code.
     pub async fn exit_code(mut self) -> Option<i32> {
-        tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+        self.process
+            .wait_exit(Duration::from_secs(30))
             .await
             .expect("the server should have exited")
-            .unwrap()
-            .code()
     }
 
-    pub async fn stop(mut self) {
-        let _ = self.child.kill().await;
+    pub async fn stop(self) {
+        let _ = self.process.kill().await;
     }
 }
 
@@ -175,22 +157,7 @@ pub async fn login(client: &reqwest::Client, base: &str, email: &str, password: 
     );
 }
 
-/// The create-invoice form's fields, as a browser without JavaScript posts them.
-pub fn invoice_form(key: &str, customer: &str) -> Vec<(String, String)> {
-    [
-        ("idempotency_key", key),
-        ("input[customer_name]", customer),
-        ("input[customer_email]", "billing@example.com"),
-        ("input[currency]", "usd"),
-        ("input[due_date]", "2027-01-31"),
-        ("input[lines][0][description]", "Consulting"),
-        ("input[lines][0][quantity]", "2"),
-        ("input[lines][0][unit_amount]", "150.00"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect()
-}
+pub use lab::harness::invoice_form;
 
 /// An org (owner `email`) with one open invoice of `total` minor units in `currency`, made with the
 /// same domain code the surfaces use; returns (org, invoice).
@@ -221,6 +188,19 @@ pub async fn seed_invoice(
         .unwrap();
     tx.commit().await.unwrap();
     (org, invoice.id)
+}
+
+/// One click of the Send button of `org` rendered with `click`, as the server function makes it.
+pub async fn queue_email(
+    pool: &PgPool,
+    org: uuid::Uuid,
+    click: uuid::Uuid,
+    invoice: uuid::Uuid,
+) -> Result<app::ssr::surfaces::form::SendOutcome, app::error::AppError> {
+    use app::ssr::observe::{Attempt, Surface};
+    let attempt = Attempt::new(Surface::Form, click.to_string(), None);
+    attempt.identify(org.to_string(), Some(org));
+    app::ssr::surfaces::form::queue_invoice_email(pool, &attempt, org, click, invoice).await
 }
 
 /// A real SMTP server (scripts/smtp_sink.py, aiosmtpd) on a free loopback port, storing messages in a

@@ -1,5 +1,5 @@
-//! Stripe: signature checks, the webhook surface, and a local stand-in that sends signed events.
+//! Stripe: signature checks and a local stand-in that sends signed events (the webhook surface is
+//! `surfaces::webhook`).
 
 pub mod signature;
 pub mod standin;
-pub mod surface;

@@ -8,12 +8,14 @@ use std::time::Duration;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
+use uuid::Uuid;
 
 use crate::model::InvoiceInput;
 use crate::ssr::api_keys::ApiClient;
-use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome, Rules, StoredResponse};
-use crate::ssr::observe::{self, Attempt};
-use crate::ssr::{failpoint, invoices};
+use crate::ssr::claim::{ClaimKey, Outcome, StoredResponse, Terms};
+use crate::ssr::invoices;
+use crate::ssr::observe::{Attempt, AttemptOutcome, Concerns, Tracked};
+use crate::ssr::surfaces::{once, Once, Work};
 
 /// A checked `Idempotency-Key`: 1..255 visible ASCII characters, or the same as a quoted
 /// structured-field string (`"abc"` means `abc`).
@@ -90,82 +92,96 @@ pub fn fingerprint(method: &str, path: &str, body: &serde_json::Value) -> Vec<u8
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ApiOutcome {
-    Created(StoredResponse),
-    Replayed(StoredResponse),
-    InFlight { retry_after: Duration },
+    Created {
+        response: StoredResponse,
+        invoice: Uuid,
+    },
+    Replayed {
+        response: StoredResponse,
+        invoice: Option<Uuid>,
+    },
+    InFlight {
+        retry_after: Duration,
+    },
     Mismatch,
 }
 
-pub struct ApiRules {
-    pub lease: Duration,
-    pub key_ttl: Duration,
+impl Tracked for ApiOutcome {
+    fn outcome(&self) -> AttemptOutcome {
+        match self {
+            ApiOutcome::Created { .. } => AttemptOutcome::Won,
+            ApiOutcome::Replayed { .. } => AttemptOutcome::Replay,
+            ApiOutcome::InFlight { .. } => AttemptOutcome::InFlight,
+            ApiOutcome::Mismatch => AttemptOutcome::Mismatch,
+        }
+    }
+
+    fn concerns(&self) -> Concerns {
+        let invoice = match self {
+            ApiOutcome::Created { invoice, .. } => Some(*invoice),
+            ApiOutcome::Replayed { invoice, .. } => *invoice,
+            ApiOutcome::InFlight { .. } | ApiOutcome::Mismatch => None,
+        };
+        Concerns { org: None, invoice }
+    }
 }
 
 pub const INVOICES_PATH: &str = "/api/v1/invoices";
 
-/// Creates an invoice for this API request at most once per (client, key). When this request wins,
-/// `won` (its activity row, outcome and invoice filled in here) commits with the invoice.
-pub async fn create_invoice_once(
+/// `POST /api/v1/invoices`: creates the invoice at most once per (client, key) and stores the
+/// response on the claim in the same transaction, so a replay returns it byte for byte.
+pub async fn invoice_from_request(
     pool: &PgPool,
+    attempt: &Attempt,
     client: ApiClient,
     key: &IdempotencyKey,
     fingerprint: &[u8],
     input: &InvoiceInput,
-    rules: &ApiRules,
-    won: Option<&Attempt<'_>>,
+    key_ttl: Duration,
 ) -> sqlx::Result<ApiOutcome> {
     let claim_key = ClaimKey::api(client.key_id, key.as_str());
-    let mut tx = pool.begin().await?;
-    let claimed = claim::claim(
-        &mut tx,
-        &claim_key,
-        &Rules {
-            fingerprint: Some(fingerprint),
-            lease: rules.lease,
-            expires_after: Some(rules.key_ttl),
-            nowait: true,
-            // The response is the result, known only after the work: completed below.
-            result_id: None,
-        },
-    )
-    .await?;
-    match claimed {
-        Claimed::Won => {}
-        Claimed::Done(Outcome {
-            response: Some(response),
-            ..
-        }) => return Ok(ApiOutcome::Replayed(response)),
-        Claimed::Done(outcome) => {
-            return Err(sqlx::Error::Protocol(format!(
-                "api claim {claim_key:?} is done without a stored response: {outcome:?}"
-            )))
-        }
-        Claimed::InFlight { retry_after } => return Ok(ApiOutcome::InFlight { retry_after }),
-        Claimed::Mismatch => return Ok(ApiOutcome::Mismatch),
-    }
-    failpoint::hit("api.after_claim");
-
-    let invoice =
-        invoices::insert(&mut tx, uuid::Uuid::now_v7(), client.org_id, None, input).await?;
-    let location = format!("{INVOICES_PATH}/{}", invoice.id);
-    let response = StoredResponse {
-        status: 201,
-        headers: json!({ "content-type": "application/json", "location": location }),
-        body: serde_json::to_vec(&invoice).expect("an invoice serialises"),
+    let terms = Terms {
+        fingerprint: Some(fingerprint),
+        expires_after: Some(key_ttl),
+        no_wait: true,
+        result_id: None,
     };
-    claim::complete(
-        &mut tx,
-        &claim_key,
-        &Outcome {
-            result_id: Some(invoice.id),
-            response: Some(response.clone()),
-        },
-    )
+    let ran = once(pool, attempt, &claim_key, &terms, async |tx| {
+        let invoice = invoices::insert(tx, Uuid::now_v7(), client.org_id, None, input).await?;
+        let location = format!("{INVOICES_PATH}/{}", invoice.id);
+        let response = StoredResponse {
+            status: 201,
+            headers: json!({ "content-type": "application/json", "location": location }),
+            body: serde_json::to_vec(&invoice).expect("an invoice serialises"),
+        };
+        Ok::<_, sqlx::Error>(Work::Commit {
+            answer: (response.clone(), invoice.id),
+            outcome: Outcome {
+                result_id: Some(invoice.id),
+                response: Some(response),
+            },
+            concerns: Concerns {
+                org: Some(client.org_id),
+                invoice: Some(invoice.id),
+            },
+        })
+    })
     .await?;
-    observe::store_won(&mut tx, won, Some(client.org_id), Some(invoice.id)).await?;
-    tx.commit().await?;
-    failpoint::hit("api.after_commit");
-    Ok(ApiOutcome::Created(response))
+    match ran {
+        Once::Ran((response, invoice)) => Ok(ApiOutcome::Created { response, invoice }),
+        Once::Done(Outcome {
+            response: Some(response),
+            result_id,
+        }) => Ok(ApiOutcome::Replayed {
+            response,
+            invoice: result_id,
+        }),
+        Once::Done(outcome) => Err(sqlx::Error::Protocol(format!(
+            "api claim {claim_key:?} is done without a stored response: {outcome:?}"
+        ))),
+        Once::Busy { retry_after } => Ok(ApiOutcome::InFlight { retry_after }),
+        Once::Mismatch => Ok(ApiOutcome::Mismatch),
+    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! `server bench http`: each surface driven over real HTTP by 1, 16 and 64 clients for a bounded
+//! `lab bench http`: each surface driven over real HTTP by 1, 16 and 64 clients for a bounded
 //! time, and in the same run pgbench executing the same SQL (bench/pgbench/*.sql: the statements the
 //! surface sends, in its transaction) with as many clients. Prints events/s, p50/p99 and the ratio
 //! surface/pgbench, then the server's peak RSS and the hydrate wasm size.
@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use uuid::Uuid;
 
-use crate::load::{self, Fixture, ServerProcess, Target};
+use lab::harness::{self, Fixture, ServerProcess, Target};
+
+use crate::Lab;
 
 #[derive(clap::Args, Debug)]
 pub struct HttpBenchArgs {
@@ -37,6 +39,14 @@ pub struct HttpBenchArgs {
     /// Where the pgbench scripts and logs and the server log go (a fresh temporary folder if unset).
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
+}
+
+/// The server's pool: it inherits this process's environment.
+fn server_pool_size() -> u32 {
+    std::env::var("DATABASE_POOL_SIZE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,7 +140,7 @@ impl Sample {
     }
 }
 
-pub async fn run(config: &crate::config::Config, args: HttpBenchArgs) -> anyhow::Result<()> {
+pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
     let work = match &args.work_dir {
         Some(dir) => dir.clone(),
         None => std::env::temp_dir().join(format!("invoicer-bench-{}", std::process::id())),
@@ -145,12 +155,13 @@ pub async fn run(config: &crate::config::Config, args: HttpBenchArgs) -> anyhow:
         .collect();
     anyhow::ensure!(!workloads.is_empty(), "--only names no workload");
 
-    let pool = crate::cli::connect_and_migrate(config).await?;
-    let fixture = load::seed(&pool, args.invoices).await?;
+    let pool = lab.connect().await?;
+    let fixture = harness::seed(&pool, args.invoices).await?;
     let tag = Uuid::new_v4().simple().to_string()[..8].to_owned();
     let secret = "whsec_bench_invoicer".to_owned();
-    let port = load::free_port()?;
+    let port = harness::free_port()?;
     let server = ServerProcess::start(
+        &lab.server,
         port,
         &[
             ("STRIPE_WEBHOOK_SECRET", secret.clone()),
@@ -161,7 +172,7 @@ pub async fn run(config: &crate::config::Config, args: HttpBenchArgs) -> anyhow:
                 std::env::var("BENCH_SERVER_LOG").unwrap_or_else(|_| "info,sqlx=warn".into()),
             ),
         ],
-        &work.join("server.log"),
+        Some(&work.join("server.log")),
     )
     .await?;
     let mut target = Target::new(&server.base, &secret, &fixture)?;
@@ -244,7 +255,7 @@ pub async fn run(config: &crate::config::Config, args: HttpBenchArgs) -> anyhow:
         "invoicer bench http: {} s per measurement, clients {:?}, pool {} connections, {} cores",
         args.secs,
         args.clients,
-        config.pool_size,
+        server_pool_size(),
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!(
@@ -300,7 +311,7 @@ pub async fn run(config: &crate::config::Config, args: HttpBenchArgs) -> anyhow:
                 }
                 Workload::Api => {
                     let target = target.clone();
-                    let body = Arc::new(load::api_body());
+                    let body = Arc::new(harness::api_body());
                     let tag = tag.clone();
                     drive(clients, secs, move |client, i| {
                         let target = target.clone();
@@ -338,7 +349,7 @@ pub async fn run(config: &crate::config::Config, args: HttpBenchArgs) -> anyhow:
             };
             settle(&pool).await;
             let mut pg = pgbench(
-                &config.database_url,
+                &lab.database_url,
                 &work,
                 workload,
                 clients,

@@ -1,4 +1,4 @@
-//! `server bench outbox`: how long from the commit of an outbox row to its arrival at a real SMTP
+//! `lab bench outbox`: how long from the commit of an outbox row to its arrival at a real SMTP
 //! server. Sequential (one email in flight at a time), so each latency is the worker's own path:
 //! NOTIFY wake-up, lease, render, SMTP, mark.
 
@@ -7,12 +7,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::Context;
 use sqlx::PgPool;
 
-pub async fn outbox_latency(
-    pool: &PgPool,
+pub async fn run(
+    lab: &crate::Lab,
     smtp_url: &str,
     sink_dir: &std::path::Path,
     count: usize,
 ) -> anyhow::Result<()> {
+    let pool: &PgPool = &lab.connect().await?;
     let email = format!("bench-{}@example.com", uuid::Uuid::new_v4().simple());
     let account =
         app::ssr::accounts::create_org_with_owner(pool, "Bench", &email, "bench password").await?;

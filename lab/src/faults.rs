@@ -1,4 +1,4 @@
-//! `server faults`: tries to break the guarantees. Under steady mixed load (signed Stripe events,
+//! `lab faults`: tries to break the guarantees. Under steady mixed load (signed Stripe events,
 //! some delivered twice; API posts with Idempotency-Keys; form submissions) it crashes the server at
 //! each failpoint, kills it with SIGKILL at a random moment, and stops Postgres with
 //! `pg_ctl stop -m immediate`, restarting each time; then it drains every retry and checks, like a
@@ -17,7 +17,9 @@ use anyhow::Context;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::load::{self, Fixture, ServerProcess, Target};
+use lab::harness::{self, Fixture, ServerProcess, Target};
+
+use crate::Lab;
 
 #[derive(clap::Args, Debug)]
 pub struct FaultArgs {
@@ -63,16 +65,27 @@ const WEBHOOK_SECRET: &str = "whsec_faults_invoicer";
 /// One logical attempt, as its client saw it.
 #[derive(Debug, Clone)]
 enum Op {
-    /// A Stripe event (a one-cent payment through its own payment intent) and how often it was acknowledged.
+    /// A Stripe event (a one-cent payment through its own payment intent), how often it was
+    /// delivered and how often acknowledged.
     Event {
         id: String,
         payment_intent: String,
+        deliveries: u32,
         acks: u32,
     },
-    /// An API create: the invoice ids in its 201 answers.
-    Api { key: String, invoices: Vec<Uuid> },
-    /// A form submission: the invoice ids it was answered with.
-    Form { key: Uuid, invoices: Vec<Uuid> },
+    /// An API create, how often it was sent to an answer, and the invoice ids in its 201 answers.
+    Api {
+        key: String,
+        sent: u32,
+        invoices: Vec<Uuid>,
+    },
+    /// A form submission, how often it was submitted to an answer, and the invoice ids it was
+    /// answered with.
+    Form {
+        key: Uuid,
+        sent: u32,
+        invoices: Vec<Uuid>,
+    },
 }
 
 #[derive(Default)]
@@ -83,16 +96,16 @@ struct Ledger {
     refused: Mutex<Vec<String>>,
 }
 
-pub async fn run(config: &crate::config::Config, args: FaultArgs) -> anyhow::Result<()> {
+pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
     let work = match &args.work_dir {
         Some(dir) => dir.clone(),
         None => std::env::temp_dir().join(format!("invoicer-faults-{}", std::process::id())),
     };
     std::fs::create_dir_all(&work)?;
     let log = work.join("server.log");
-    let mut pool = crate::cli::connect_and_migrate(config).await?;
-    let fixture = Arc::new(load::seed(&pool, 50).await?);
-    let port = load::free_port()?;
+    let mut pool = lab.connect().await?;
+    let fixture = Arc::new(harness::seed(&pool, 50).await?);
+    let port = harness::free_port()?;
     let env = vec![
         ("STRIPE_WEBHOOK_SECRET", WEBHOOK_SECRET.to_owned()),
         ("SMTP_URL", args.smtp_url.clone()),
@@ -104,7 +117,7 @@ pub async fn run(config: &crate::config::Config, args: FaultArgs) -> anyhow::Res
         ("DATABASE_POOL_SIZE", "8".into()),
     ];
     let started = Instant::now();
-    let mut server = ServerProcess::start(port, &env, &log).await?;
+    let mut server = ServerProcess::start(&lab.server, port, &env, Some(&log)).await?;
     let mut target = Target::new(&server.base, WEBHOOK_SECRET, &fixture)?;
     target.login(&fixture.email, &fixture.password).await?;
 
@@ -138,7 +151,7 @@ pub async fn run(config: &crate::config::Config, args: FaultArgs) -> anyhow::Res
             let mut armed = env.clone();
             armed.push(("INVOICER_FAILPOINT", failpoint.to_owned()));
             // It may die before it is even ready (the worker can reach its point at once).
-            server = ServerProcess::spawn(port, &armed, &log)?;
+            server = ServerProcess::spawn(&lab.server, port, &armed, Some(&log))?;
             let code = server
                 .wait_exit(Duration::from_secs(30))
                 .await
@@ -149,14 +162,14 @@ pub async fn run(config: &crate::config::Config, args: FaultArgs) -> anyhow::Res
             );
             *crashes.entry(failpoint.to_owned()).or_default() += 1;
             faults.push(format!("crash at {failpoint}"));
-            server = ServerProcess::start(port, &env, &log).await?;
+            server = ServerProcess::start(&lab.server, port, &env, Some(&log)).await?;
         }
         // kill -9 at a moment nobody chose.
         tokio::time::sleep(phase + Duration::from_millis(rand_ms(1000))).await;
         server.kill().await?;
         *crashes.entry("SIGKILL".into()).or_default() += 1;
         faults.push("kill -9".to_owned());
-        server = ServerProcess::start(port, &env, &log).await?;
+        server = ServerProcess::start(&lab.server, port, &env, Some(&log)).await?;
 
         // Postgres dies under load and comes back; the server must recover without a restart.
         tokio::time::sleep(phase).await;
@@ -169,7 +182,7 @@ pub async fn run(config: &crate::config::Config, args: FaultArgs) -> anyhow::Res
             .context("the server did not recover after Postgres came back")?;
         // Our own connections died with it too (the pool does not ping before use).
         pool.close().await;
-        pool = crate::cli::connect_and_migrate(config).await?;
+        pool = lab.connect().await?;
     }
     tokio::time::sleep(phase).await;
 
@@ -286,7 +299,7 @@ enum Answer<T> {
 
 /// One load client: makes attempts one after another (event, event, API, form), each retried with
 /// its key until answered; every third event is delivered once more after its acknowledgement, as
-/// Stripe does. Returns how many attempts were still unanswered at the drain deadline.
+/// Stripe does, and every third API and form key is sent again after its answer. Returns how many attempts were still unanswered at the drain deadline.
 async fn client(
     c: usize,
     tag: String,
@@ -296,7 +309,7 @@ async fn client(
     stop_new: Arc<AtomicBool>,
     drain_deadline: Arc<Mutex<Option<Instant>>>,
 ) -> usize {
-    let body = load::api_body();
+    let body = harness::api_body();
     let mut i: usize = 0;
     while !stop_new.load(Ordering::SeqCst) {
         let id = format!("{tag}_{c}_{i}");
@@ -330,51 +343,68 @@ async fn client(
                 Op::Event {
                     id: event,
                     payment_intent,
+                    deliveries,
                     acks,
                 }
             }
             2 => {
                 let key = format!("faults-{id}");
-                let invoice = until_answered(&ledger, &drain_deadline, || async {
-                    match target.api_create(&key, &body).await {
-                        Ok((201, bytes)) => match invoice_id_of(&bytes) {
-                            Some(id) => Answer::Done(id),
-                            None => Answer::Refused(format!("api {key}: 201 without an id")),
-                        },
-                        Ok((s, _)) if s == 409 || s >= 500 => Answer::Retry,
-                        Ok((s, bytes)) => Answer::Refused(format!(
-                            "api {key}: {s} {}",
-                            String::from_utf8_lossy(&bytes)
-                        )),
-                        Err(_) => Answer::Retry,
-                    }
-                })
-                .await;
+                let mut invoices = Vec::new();
+                for _ in 0..sends(i) {
+                    let invoice = until_answered(&ledger, &drain_deadline, || async {
+                        match target.api_create(&key, &body).await {
+                            Ok((201, bytes)) => match invoice_id_of(&bytes) {
+                                Some(id) => Answer::Done(id),
+                                None => Answer::Refused(format!("api {key}: 201 without an id")),
+                            },
+                            Ok((s, _)) if s == 409 || s >= 500 => Answer::Retry,
+                            Ok((s, bytes)) => Answer::Refused(format!(
+                                "api {key}: {s} {}",
+                                String::from_utf8_lossy(&bytes)
+                            )),
+                            Err(_) => Answer::Retry,
+                        }
+                    })
+                    .await;
+                    invoices.extend(invoice);
+                }
+                let sent = sends(i);
                 Op::Api {
                     key,
-                    invoices: invoice.into_iter().collect(),
+                    sent,
+                    invoices,
                 }
             }
             _ => {
                 let key = Uuid::now_v7();
-                let invoice = until_answered(&ledger, &drain_deadline, || async {
-                    match target.form_create_id(key).await {
-                        Ok((200, Some(id))) => Answer::Done(id),
-                        Ok((s, _)) if s >= 500 => Answer::Retry,
-                        Ok((s, _)) => Answer::Refused(format!("form {key}: {s}")),
-                        Err(_) => Answer::Retry,
-                    }
-                })
-                .await;
+                let mut invoices = Vec::new();
+                for _ in 0..sends(i) {
+                    let invoice = until_answered(&ledger, &drain_deadline, || async {
+                        match target.form_create_id(key).await {
+                            Ok((200, Some(id))) => Answer::Done(id),
+                            Ok((s, _)) if s >= 500 => Answer::Retry,
+                            Ok((s, _)) => Answer::Refused(format!("form {key}: {s}")),
+                            Err(_) => Answer::Retry,
+                        }
+                    })
+                    .await;
+                    invoices.extend(invoice);
+                }
                 Op::Form {
                     key,
-                    invoices: invoice.into_iter().collect(),
+                    sent: sends(i),
+                    invoices,
                 }
             }
         };
+        // A redelivery still unanswered at the deadline counts as much as a first delivery.
         let unanswered = match &op {
-            Op::Event { acks, .. } => *acks == 0,
-            Op::Api { invoices, .. } | Op::Form { invoices, .. } => invoices.is_empty(),
+            Op::Event {
+                deliveries, acks, ..
+            } => acks < deliveries,
+            Op::Api { sent, invoices, .. } | Op::Form { sent, invoices, .. } => {
+                invoices.len() < *sent as usize
+            }
         };
         ledger.ops.lock().unwrap().push(op);
         if unanswered {
@@ -384,6 +414,16 @@ async fn client(
         i += 1;
     }
     0
+}
+
+/// Every third API key and form key is sent once more after its answer (a client retrying after a
+/// lost response), so a replay that named another invoice would be caught.
+fn sends(i: usize) -> u32 {
+    if (i / 4).is_multiple_of(3) {
+        2
+    } else {
+        1
+    }
 }
 
 /// Sends until the answer is definitive, or the drain deadline passes (None then).
@@ -441,6 +481,7 @@ struct Report {
     form_acked: usize,
     form_one_invoice: usize,
     form_lost_or_duplicated: usize,
+    form_answers_differ: usize,
     orphan_invoices: i64,
     unanswered: usize,
     emails_expected: i64,
@@ -452,7 +493,7 @@ struct Report {
 impl Report {
     fn print(&self, worker_crashes: u32) {
         println!("{:<44} {:>8}", "check", "count");
-        let rows: [(&str, String); 17] = [
+        let rows: [(&str, String); 18] = [
             ("events acknowledged (2xx)", self.events_acked.to_string()),
             (
                 "  applied exactly once",
@@ -491,6 +532,10 @@ impl Report {
             (
                 "  lost or duplicated",
                 self.form_lost_or_duplicated.to_string(),
+            ),
+            (
+                "  answered with different invoices",
+                self.form_answers_differ.to_string(),
             ),
             (
                 "invoices nobody was answered for",
@@ -549,8 +594,11 @@ impl Report {
             ),
         );
         require(
-            self.form_lost_or_duplicated == 0,
-            format!("form: {} lost/duplicated", self.form_lost_or_duplicated),
+            self.form_lost_or_duplicated == 0 && self.form_answers_differ == 0,
+            format!(
+                "form: {} lost/duplicated, {} differing answers",
+                self.form_lost_or_duplicated, self.form_answers_differ
+            ),
         );
         require(
             self.orphan_invoices == 0,
@@ -622,6 +670,7 @@ async fn check(
             id,
             payment_intent,
             acks,
+            ..
         } = op
         {
             if *acks == 0 {
@@ -675,7 +724,9 @@ async fn check(
     let mut answered_for = std::collections::HashSet::new();
     for op in &ops {
         match op {
-            Op::Api { key, invoices: ids } if !ids.is_empty() => {
+            Op::Api {
+                key, invoices: ids, ..
+            } if !ids.is_empty() => {
                 r.api_acked += 1;
                 if ids.iter().any(|id| *id != ids[0]) {
                     r.api_answers_differ += 1;
@@ -690,8 +741,13 @@ async fn check(
                     r.api_lost_or_duplicated += 1;
                 }
             }
-            Op::Form { key, invoices: ids } if !ids.is_empty() => {
+            Op::Form {
+                key, invoices: ids, ..
+            } if !ids.is_empty() => {
                 r.form_acked += 1;
+                if ids.iter().any(|id| *id != ids[0]) {
+                    r.form_answers_differ += 1;
+                }
                 let by_key: Vec<_> = invoices
                     .iter()
                     .filter(|(_, source)| source.as_deref() == Some(&format!("form:{key}")))

@@ -1,18 +1,16 @@
 //! The Stripe webhook as a surface of the discipline: the key is Stripe's `event.id` (never the
-//! object id: one charge produces several events), claimed as `(stripe, account, event id)` in the
+//! object id: one charge produces several events), claimed as `(webhook, stripe account, event id)` in the
 //! same transaction that applies the event and stores it. The caller answers 200 only after this
 //! returns, that is after commit; any error rolls the claim back with the work, and Stripe retries.
-
-use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value as JsonValue;
 use sqlx::PgPool;
 
-use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome, Rules};
-use crate::ssr::failpoint;
-use crate::ssr::observe::{self, Attempt};
+use crate::ssr::claim::{ClaimKey, Outcome, Terms};
+use crate::ssr::observe::{Attempt, AttemptOutcome, Concerns, Tracked};
 use crate::ssr::payments::{self, Effect, EffectKind, PaymentReceived};
+use crate::ssr::surfaces::{once, Once, Work};
 
 pub const PROVIDER: &str = "stripe";
 /// Events of the platform account itself (no Connect `account` field).
@@ -64,6 +62,15 @@ pub enum Delivery {
     AlreadyProcessed,
 }
 
+impl Tracked for Delivery {
+    fn outcome(&self) -> AttemptOutcome {
+        match self {
+            Delivery::Processed(_) => AttemptOutcome::Won,
+            Delivery::AlreadyProcessed => AttemptOutcome::Replay,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum DeliveryError {
     #[error(transparent)]
@@ -74,69 +81,80 @@ pub enum DeliveryError {
     Internal(&'static str),
 }
 
-/// Processes one delivery of `event` (whose raw bytes are `payload`) at most once. When this
-/// delivery wins, `won` (its activity row, with the org and invoice the event concerned) commits
-/// with the event.
-pub async fn process(
-    pool: &PgPool,
-    event: &Event,
-    payload: &str,
-    lease: Duration,
-    won: Option<&Attempt<'_>>,
-) -> Result<Delivery, DeliveryError> {
-    let key = ClaimKey::stripe(event.account(), &event.id);
-    let mut tx = pool.begin().await?;
-    match claim::claim(&mut tx, &key, &Rules::new(lease)).await? {
-        Claimed::Won => {}
-        Claimed::Done(_) => return Ok(Delivery::AlreadyProcessed),
-        // Not reachable while claim and work share a transaction; never answer it with a 200.
-        Claimed::InFlight { .. } => return Err(DeliveryError::InFlight(event.id.clone())),
-        Claimed::Mismatch => {
-            return Err(DeliveryError::Internal(
-                "webhook claims carry no fingerprint",
-            ))
+impl Tracked for DeliveryError {
+    fn outcome(&self) -> AttemptOutcome {
+        match self {
+            DeliveryError::InFlight(_) => AttemptOutcome::InFlight,
+            DeliveryError::Db(_) | DeliveryError::Internal(_) => AttemptOutcome::Failed,
         }
     }
-    failpoint::hit("webhook.after_claim");
+}
 
-    let effect = apply(&mut tx, event).await?;
-    // language=PostgreSQL
-    let stored = sqlx::query!(
-        r#"
-        insert into stripe_events (account, id, type, payload, outcome, detail, org_id, invoice_id)
-        values ($1, $2, $3, $4, $5, $6, $7, $8)
-        on conflict do nothing
-        "#,
-        event.account(),
-        event.id,
-        event.kind,
-        payload,
-        effect.outcome.as_str(),
-        effect.detail,
-        effect.org_id,
-        effect.invoice_id,
-    )
-    .execute(&mut *tx)
+/// Applies one delivery of `event` (whose raw bytes are `payload`) at most once: the claim, the
+/// event's effect, the stored event and the attempt's row commit together.
+pub async fn apply_delivery(
+    pool: &PgPool,
+    attempt: &Attempt,
+    event: &Event,
+    payload: &str,
+) -> Result<Delivery, DeliveryError> {
+    let key = ClaimKey::webhook(event.account(), &event.id);
+    let ran = once(pool, attempt, &key, &Terms::default(), async |tx| {
+        let effect = apply(tx, event).await?;
+        // language=PostgreSQL
+        let stored = sqlx::query!(
+            r#"
+            insert into stripe_events (account, id, type, payload, outcome, detail, org_id, invoice_id)
+            values ($1, $2, $3, $4, $5, $6, $7, $8)
+            on conflict do nothing
+            "#,
+            event.account(),
+            event.id,
+            event.kind,
+            payload,
+            effect.outcome.as_str(),
+            effect.detail,
+            effect.org_id,
+            effect.invoice_id,
+        )
+        .execute(&mut *tx)
+        .await?;
+        if stored.rows_affected() == 0 {
+            // The claim row was gone (retention) but the event is on record: still a duplicate.
+            return Ok::<_, DeliveryError>(Work::RollBack(None));
+        }
+        Ok(Work::Commit {
+            outcome: Outcome {
+                result_id: effect.payment_id,
+                response: None,
+            },
+            concerns: Concerns {
+                org: effect.org_id,
+                invoice: effect.invoice_id,
+            },
+            answer: Some(effect),
+        })
+    })
     .await?;
-    if stored.rows_affected() == 0 {
-        // The claim row was gone (retention) but the event is on record: still a duplicate.
-        return Ok(Delivery::AlreadyProcessed);
+    match ran {
+        Once::Ran(Some(effect)) => {
+            tracing::info!(event = %event.id, kind = %event.kind, outcome = effect.outcome.as_str(),
+                detail = effect.detail.as_deref().unwrap_or(""), "stripe event processed");
+            Ok(Delivery::Processed(effect))
+        }
+        Once::Ran(None) | Once::Done(_) => {
+            // Its activity row names the org and invoice of the event on record, in one statement.
+            if let Err(e) = store_replay(pool, attempt, event.account()).await {
+                tracing::warn!(error = %e, "could not store an attempt for the activity page");
+            }
+            Ok(Delivery::AlreadyProcessed)
+        }
+        // Not reachable while claim and work share a transaction; never answer it with a 200.
+        Once::Busy { .. } => Err(DeliveryError::InFlight(event.id.clone())),
+        Once::Mismatch => Err(DeliveryError::Internal(
+            "webhook claims carry no fingerprint",
+        )),
     }
-    claim::complete(
-        &mut tx,
-        &key,
-        &Outcome {
-            result_id: effect.payment_id,
-            response: None,
-        },
-    )
-    .await?;
-    observe::store_won(&mut tx, won, effect.org_id, effect.invoice_id).await?;
-    tx.commit().await?;
-    failpoint::hit("webhook.after_commit");
-    tracing::info!(event = %event.id, kind = %event.kind, outcome = effect.outcome.as_str(),
-        detail = effect.detail.as_deref().unwrap_or(""), "stripe event processed");
-    Ok(Delivery::Processed(effect))
 }
 
 async fn apply(tx: &mut sqlx::PgConnection, event: &Event) -> sqlx::Result<Effect> {
@@ -200,9 +218,9 @@ async fn apply(tx: &mut sqlx::PgConnection, event: &Event) -> sqlx::Result<Effec
     }
 }
 
-/// Stores the activity row of a delivery of an event processed before (`a.key` is its event id), with
-/// the org and invoice the stored event concerned: one statement, no separate lookup.
-pub async fn store_replay(pool: &PgPool, a: &Attempt<'_>, account: &str) -> sqlx::Result<()> {
+/// The activity row of a delivery of an event processed before, with the org and invoice the stored
+/// event concerned: one statement, no separate lookup.
+async fn store_replay(pool: &PgPool, attempt: &Attempt, account: &str) -> sqlx::Result<()> {
     // language=PostgreSQL
     sqlx::query!(
         r#"
@@ -212,14 +230,15 @@ pub async fn store_replay(pool: &PgPool, a: &Attempt<'_>, account: &str) -> sqlx
         left join stripe_events e on e.account = $1 and e.id = $2
         "#,
         account,
-        a.key,
-        a.surface.as_str(),
-        a.owner,
-        a.outcome.as_str(),
-        a.request_id,
-        a.started.elapsed().as_secs_f64() * 1000.0,
+        attempt.key(),
+        attempt.surface().as_str(),
+        attempt.owner(),
+        AttemptOutcome::Replay.as_str(),
+        attempt.request_id(),
+        attempt.started().elapsed().as_secs_f64() * 1000.0,
     )
     .execute(pool)
     .await?;
+    attempt.mark_stored();
     Ok(())
 }

@@ -1,0 +1,252 @@
+//! What an API client sends for an invoice, and the checks every surface applies to it.
+
+use chrono::NaiveDate;
+use serde::{Deserialize, Serialize};
+use validator::{Validate, ValidationError, ValidationErrors, ValidationErrorsKind};
+
+use super::money::currency_exponent;
+use crate::error::FieldErrors;
+
+pub const MAX_LINES: usize = 100;
+
+/// The invoice shape of CONTRACT.md, as the API receives it and as the form becomes once parsed.
+/// The `schema(...)` attributes repeat the validator rules for the OpenAPI document.
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
+pub struct InvoiceInput {
+    #[validate(
+        length(min = 1, max = 200, message = "Enter 1 to 200 characters."),
+        custom(function = "not_blank")
+    )]
+    #[cfg_attr(
+        feature = "ssr",
+        schema(
+            min_length = 1,
+            max_length = 200,
+            pattern = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
+        )
+    )]
+    pub customer_name: String,
+    #[validate(
+        length(max = 254, message = "Enter at most 254 characters."),
+        email(message = "Enter a valid email address.")
+    )]
+    #[cfg_attr(feature = "ssr", schema(format = Email, max_length = 254))]
+    pub customer_email: String,
+    /// ISO 4217, lower case.
+    #[validate(custom(function = "known_currency"))]
+    #[cfg_attr(
+        feature = "ssr",
+        schema(
+            pattern = "^(aed|afn|all|amd|ang|aoa|ars|aud|awg|azn|bam|bbd|bdt|bgn|bhd|bif|bmd|bnd|bob|brl|bsd|btn|bwp|byn|bzd|cad|cdf|chf|clp|cny|cop|crc|cup|cve|czk|djf|dkk|dop|dzd|egp|ern|etb|eur|fjd|fkp|gbp|gel|ghs|gip|gmd|gnf|gtq|gyd|hkd|hnl|htg|huf|idr|ils|inr|iqd|irr|isk|jmd|jod|jpy|kes|kgs|khr|kmf|kpw|krw|kwd|kyd|kzt|lak|lbp|lkr|lrd|lsl|lyd|mad|mdl|mga|mkd|mmk|mnt|mop|mru|mur|mvr|mwk|mxn|myr|mzn|nad|ngn|nio|nok|npr|nzd|omr|pab|pen|pgk|php|pkr|pln|pyg|qar|ron|rsd|rub|rwf|sar|sbd|scr|sdg|sek|sgd|shp|sle|sos|srd|ssp|stn|svc|syp|szl|thb|tjs|tmt|tnd|top|try|ttd|twd|tzs|uah|ugx|usd|uyi|uyu|uzs|ves|vnd|vuv|wst|xaf|xcd|xof|xpf|yer|zar|zmw|zwl)$",
+            example = "usd"
+        )
+    )]
+    pub currency: String,
+    pub due_date: NaiveDate,
+    /// Each line is checked by `check`, which reports errors as `lines[i].field`.
+    #[validate(length(min = 1, max = 100, message = "An invoice has 1 to 100 lines."))]
+    #[cfg_attr(feature = "ssr", schema(min_items = 1, max_items = 100))]
+    pub lines: Vec<LineInput>,
+}
+
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
+pub struct LineInput {
+    #[validate(
+        length(min = 1, max = 500, message = "Enter 1 to 500 characters."),
+        custom(function = "not_blank")
+    )]
+    #[cfg_attr(
+        feature = "ssr",
+        schema(
+            min_length = 1,
+            max_length = 500,
+            pattern = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
+        )
+    )]
+    pub description: String,
+    #[validate(range(
+        min = 1,
+        max = 1_000_000,
+        message = "Enter a whole number from 1 to 1,000,000."
+    ))]
+    #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 1_000_000))]
+    #[serde(deserialize_with = "whole_number")]
+    pub quantity: i64,
+    #[validate(range(
+        min = 0,
+        max = 100_000_000,
+        message = "Enter an amount from 0 to 1,000,000.00."
+    ))]
+    #[cfg_attr(feature = "ssr", schema(minimum = 0, maximum = 100_000_000))]
+    #[serde(deserialize_with = "whole_number")]
+    pub unit_amount_cents: i64,
+}
+
+/// JSON has one number type: `3.0` is the integer 3 (as JSON Schema says), `3.5` is not.
+fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    use serde::de::Error;
+    let n = serde_json::Number::deserialize(d)?;
+    if let Some(i) = n.as_i64() {
+        return Ok(i);
+    }
+    match n.as_f64() {
+        Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(f as i64),
+        _ => Err(D::Error::custom(format!(
+            "expected a whole number, got {n}"
+        ))),
+    }
+}
+
+fn not_blank(value: &str) -> Result<(), ValidationError> {
+    if value.trim().is_empty() {
+        return Err(ValidationError::new("blank").with_message("This can't be blank.".into()));
+    }
+    // Postgres text cannot hold NUL; refuse it here with a message instead of failing later.
+    if value.contains('\0') {
+        return Err(
+            ValidationError::new("nul").with_message("This can't contain NUL characters.".into())
+        );
+    }
+    Ok(())
+}
+
+fn known_currency(value: &str) -> Result<(), ValidationError> {
+    if currency_exponent(value).is_none() {
+        return Err(ValidationError::new("currency")
+            .with_message("Choose a currency (ISO 4217 code in lower case, e.g. usd).".into()));
+    }
+    Ok(())
+}
+
+impl InvoiceInput {
+    /// Runs the validator rules and flattens them to `field path → message`.
+    pub fn check(&self) -> Result<(), FieldErrors> {
+        let mut out = FieldErrors::new();
+        if let Err(errors) = self.validate() {
+            flatten_errors("", &errors, &mut out);
+        }
+        for (index, line) in self.lines.iter().enumerate() {
+            if let Err(errors) = line.validate() {
+                flatten_errors(&format!("lines[{index}]"), &errors, &mut out);
+            }
+        }
+        if out.is_empty() {
+            Ok(())
+        } else {
+            Err(out)
+        }
+    }
+
+    pub fn total_cents(&self) -> i64 {
+        self.lines
+            .iter()
+            .map(|l| l.quantity * l.unit_amount_cents)
+            .sum()
+    }
+}
+
+pub(super) fn flatten_errors(prefix: &str, errors: &ValidationErrors, out: &mut FieldErrors) {
+    for (field, kind) in errors.errors() {
+        let path = if prefix.is_empty() {
+            field.to_string()
+        } else {
+            format!("{prefix}.{field}")
+        };
+        match kind {
+            ValidationErrorsKind::Field(list) => {
+                if let Some(first) = list.first() {
+                    let message = first
+                        .message
+                        .as_ref()
+                        .map(|m| m.to_string())
+                        .unwrap_or_else(|| "This value is not valid.".to_owned());
+                    out.entry(path).or_insert(message);
+                }
+            }
+            ValidationErrorsKind::Struct(inner) => flatten_errors(&path, inner, out),
+            ValidationErrorsKind::List(items) => {
+                for (index, inner) in items {
+                    flatten_errors(&format!("{path}[{index}]"), inner, out);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::form::tests::form;
+
+    #[test]
+    fn nul_characters_are_refused_not_stored() {
+        let mut f = form();
+        f.customer_name = "Ada\0".into();
+        f.lines[0].description = "x\0y".into();
+        let errors = f.parse().unwrap_err();
+        assert_eq!(
+            errors["customer_name"],
+            "This can't contain NUL characters."
+        );
+        assert!(errors.contains_key("lines[0].description"));
+    }
+
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn the_schema_pattern_lists_exactly_the_accepted_currencies() {
+        // The pattern in the OpenAPI document must list exactly what `currency_exponent` accepts.
+        let schema =
+            serde_json::to_value(<InvoiceInput as utoipa::PartialSchema>::schema()).unwrap();
+        let pattern = schema["properties"]["currency"]["pattern"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let listed: Vec<&str> = pattern
+            .trim_start_matches("^(")
+            .trim_end_matches(")$")
+            .split('|')
+            .collect();
+        let mut accepted = 0;
+        for a in b'a'..=b'z' {
+            for b in b'a'..=b'z' {
+                for c in b'a'..=b'z' {
+                    let code = String::from_utf8(vec![a, b, c]).unwrap();
+                    if currency_exponent(&code).is_some() {
+                        accepted += 1;
+                        assert!(
+                            listed.contains(&code.as_str()),
+                            "{code} missing from the pattern"
+                        );
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            accepted,
+            listed.len(),
+            "the pattern lists only accepted codes"
+        );
+    }
+
+    #[test]
+    fn whole_floats_are_integers() {
+        let line: LineInput =
+            serde_json::from_str(r#"{"description":"x","quantity":3.0,"unit_amount_cents":1803}"#)
+                .unwrap();
+        assert_eq!(line.quantity, 3);
+        let half = r#"{"description":"x","quantity":3.5,"unit_amount_cents":1}"#;
+        assert!(serde_json::from_str::<LineInput>(half).is_err());
+    }
+
+    #[test]
+    fn api_input_rejects_out_of_range_numbers() {
+        let mut input = form().parse().unwrap();
+        input.lines[0].quantity = 1_000_001;
+        input.lines[0].unit_amount_cents = -1;
+        let errors = input.check().unwrap_err();
+        assert!(errors.contains_key("lines[0].quantity"));
+        assert!(errors.contains_key("lines[0].unit_amount_cents"));
+    }
+}

@@ -1,0 +1,11 @@
+//! Types both sides compile: what a user types, what the server checks, what pages show.
+
+mod form;
+mod input;
+mod money;
+mod views;
+
+pub use form::{InvoiceForm, LineForm};
+pub use input::{InvoiceInput, LineInput, MAX_LINES};
+pub use money::{currency_exponent, format_money, parse_amount, COMMON_CURRENCIES};
+pub use views::*;

@@ -1,0 +1,156 @@
+//! What pages and the API show: invoices, their emails and history, activity, keys, the viewer.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InvoiceStatus {
+    Open,
+    Paid,
+    Void,
+    Refunded,
+}
+
+impl InvoiceStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InvoiceStatus::Open => "open",
+            InvoiceStatus::Paid => "paid",
+            InvoiceStatus::Void => "void",
+            InvoiceStatus::Refunded => "refunded",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "open" => Some(InvoiceStatus::Open),
+            "paid" => Some(InvoiceStatus::Paid),
+            "void" => Some(InvoiceStatus::Void),
+            "refunded" => Some(InvoiceStatus::Refunded),
+            _ => None,
+        }
+    }
+}
+
+/// The invoice as CONTRACT.md shows it.
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Invoice {
+    pub id: Uuid,
+    pub number: String,
+    pub status: InvoiceStatus,
+    pub customer_name: String,
+    pub customer_email: String,
+    pub currency: String,
+    pub due_date: NaiveDate,
+    pub lines: Vec<InvoiceLine>,
+    pub total_cents: i64,
+    pub amount_paid_cents: i64,
+    pub created_at: DateTime<Utc>,
+}
+
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InvoiceLine {
+    pub description: String,
+    pub quantity: i64,
+    pub unit_amount_cents: i64,
+    pub amount_cents: i64,
+}
+
+/// What the invoice page shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InvoicePage {
+    pub invoice: Invoice,
+    /// Development mode: offer "Simulate payment".
+    pub simulate_payments: bool,
+    /// Names the "Send invoice" attempt of this rendering of the page.
+    pub send_key: Uuid,
+    pub emails: Vec<EmailRow>,
+    /// The attempts that concerned this invoice: its creation, replays, payments, refunds.
+    pub history: Vec<ActivityRow>,
+}
+
+/// One outbox email of an invoice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmailRow {
+    pub id: Uuid,
+    pub kind: String,
+    /// queued | retrying | sent | dead
+    pub status: String,
+    pub attempts: i32,
+    pub last_error: Option<String>,
+}
+
+/// One row of the invoice list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InvoiceSummary {
+    pub id: Uuid,
+    pub number: String,
+    pub status: InvoiceStatus,
+    pub customer_name: String,
+    pub currency: String,
+    pub due_date: NaiveDate,
+    pub total_cents: i64,
+    pub amount_paid_cents: i64,
+    pub created_at: DateTime<Utc>,
+}
+
+pub fn invoice_number(n: i32) -> String {
+    format!("INV-{n:06}")
+}
+
+/// One attempt on the activity page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActivityRow {
+    pub created_at: DateTime<Utc>,
+    /// form | webhook | api
+    pub surface: String,
+    /// The form UUID, Stripe event id or Idempotency-Key.
+    pub key: String,
+    /// won | replay | in_flight | mismatch | rejected | failed
+    pub outcome: String,
+    pub invoice_id: Option<Uuid>,
+    pub invoice_number: Option<String>,
+    pub duration_ms: f64,
+    pub request_id: Option<String>,
+    /// The stored webhook payload or API response.
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActivityCount {
+    pub surface: String,
+    pub outcome: String,
+    pub count: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActivityPage {
+    pub rows: Vec<ActivityRow>,
+    /// The last 24 hours, by surface and outcome.
+    pub counts: Vec<ActivityCount>,
+    pub page: u32,
+    pub has_more: bool,
+}
+
+/// An API key as the settings page lists it (never the key itself).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiKeySummary {
+    pub id: Uuid,
+    pub name: String,
+    pub prefix: String,
+    pub created_at: DateTime<Utc>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+/// Who is logged in, as pages see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Viewer {
+    pub email: String,
+    pub org_name: String,
+}

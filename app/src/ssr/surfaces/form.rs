@@ -1,0 +1,181 @@
+//! The web app's forms and buttons as a surface: a key minted at render in a hidden field, claimed as
+//! `(form, <org>/<form name>, key)` in the transaction that does the work.
+
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::error::AppError;
+use crate::model::InvoiceInput;
+use crate::ssr::claim::{ClaimKey, Form, Outcome, Terms};
+use crate::ssr::observe::{Attempt, AttemptOutcome, Concerns, Tracked};
+use crate::ssr::surfaces::{once, Once, Work};
+use crate::ssr::{invoices, outbox};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormOutcome {
+    /// This submission created the invoice.
+    Created(Uuid),
+    /// An earlier submission of the same form, with the same content, did; here is its invoice.
+    Replayed(Uuid),
+    /// This rendered form already created an invoice with other content (edited after Back):
+    /// not a repeat, and not a new attempt either; the user opens a new form.
+    KeyReused,
+}
+
+impl FormOutcome {
+    pub fn invoice_id(self) -> Option<Uuid> {
+        match self {
+            FormOutcome::Created(id) | FormOutcome::Replayed(id) => Some(id),
+            FormOutcome::KeyReused => None,
+        }
+    }
+}
+
+impl Tracked for FormOutcome {
+    fn outcome(&self) -> AttemptOutcome {
+        match self {
+            FormOutcome::Created(_) => AttemptOutcome::Won,
+            FormOutcome::Replayed(_) => AttemptOutcome::Replay,
+            FormOutcome::KeyReused => AttemptOutcome::Mismatch,
+        }
+    }
+
+    fn concerns(&self) -> Concerns {
+        Concerns {
+            org: None,
+            invoice: self.invoice_id(),
+        }
+    }
+}
+
+/// What was submitted, hashed: a resubmit must match it to be a replay.
+fn fingerprint(input: &InvoiceInput) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(serde_json::to_vec(input).expect("an invoice input serialises")).to_vec()
+}
+
+/// The create-invoice form: creates the invoice at most once per rendered form, however often it is
+/// submitted.
+pub async fn invoice_from_form(
+    pool: &PgPool,
+    attempt: &Attempt,
+    org: Uuid,
+    form_key: Uuid,
+    input: &InvoiceInput,
+) -> Result<FormOutcome, AppError> {
+    let key = ClaimKey::form(org, Form::CreateInvoice, form_key);
+    let source_key = format!("form:{form_key}");
+    let fingerprint = fingerprint(input);
+    // The invoice's id is minted first, so the claim is written with it: no statement to finish.
+    let invoice_id = Uuid::now_v7();
+    let terms = Terms {
+        fingerprint: Some(&fingerprint),
+        result_id: Some(invoice_id),
+        ..Terms::default()
+    };
+    let ran = once(pool, attempt, &key, &terms, async |tx| {
+        match invoices::insert(tx, invoice_id, org, Some(&source_key), input).await {
+            Ok(invoice) => Ok(Work::Commit {
+                answer: Some(invoice.id),
+                outcome: Outcome::result(invoice.id),
+                concerns: Concerns {
+                    org: Some(org),
+                    invoice: Some(invoice.id),
+                },
+            }),
+            // The claim row is an optimisation: if it was ever lost (retention), the invoice's own
+            // unique source key still refuses the duplicate, and we answer with the original invoice.
+            Err(sqlx::Error::Database(e)) if e.constraint() == Some("invoices_org_source_key") => {
+                Ok(Work::RollBack(None))
+            }
+            Err(e) => Err(AppError::from(e)),
+        }
+    })
+    .await?;
+    match ran {
+        Once::Ran(Some(id)) => Ok(FormOutcome::Created(id)),
+        Once::Ran(None) => Ok(FormOutcome::Replayed(
+            invoices::id_by_source_key(pool, org, &source_key).await?,
+        )),
+        Once::Done(Outcome {
+            result_id: Some(id),
+            ..
+        }) => Ok(FormOutcome::Replayed(id)),
+        Once::Done(outcome) => Err(AppError::internal(
+            "form claim done without an invoice",
+            format!("{key:?} {outcome:?}"),
+        )),
+        Once::Mismatch => Ok(FormOutcome::KeyReused),
+        Once::Busy { retry_after } => Err(AppError::BadRequest(format!(
+            "This form is still being processed. Try again in {} seconds.",
+            retry_after.as_secs()
+        ))),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendOutcome {
+    /// This click queued the email (the outbox row id).
+    Queued(Uuid),
+    /// An earlier click of the same rendered button did.
+    AlreadyQueued(Uuid),
+}
+
+impl Tracked for SendOutcome {
+    fn outcome(&self) -> AttemptOutcome {
+        match self {
+            SendOutcome::Queued(_) => AttemptOutcome::Won,
+            SendOutcome::AlreadyQueued(_) => AttemptOutcome::Replay,
+        }
+    }
+}
+
+/// "Send invoice": queues the invoice email at most once per rendered button. The claim and the
+/// outbox row commit together; the worker's lease then makes the SMTP send happen once.
+pub async fn queue_invoice_email(
+    pool: &PgPool,
+    attempt: &Attempt,
+    org: Uuid,
+    form_key: Uuid,
+    invoice: Uuid,
+) -> Result<SendOutcome, AppError> {
+    let key = ClaimKey::form(org, Form::SendInvoice, form_key);
+    let ran = once(pool, attempt, &key, &Terms::default(), async |tx| {
+        if !invoices::exists(tx, org, invoice).await? {
+            return Err(AppError::NotFound);
+        }
+        let id = outbox::enqueue(
+            tx,
+            org,
+            Some(invoice),
+            outbox::Kind::InvoiceEmail,
+            serde_json::json!({ "invoice_id": invoice }),
+        )
+        .await?
+        .ok_or_else(|| AppError::internal("send invoice", "outbox insert conflicted"))?;
+        Ok(Work::Commit {
+            answer: id,
+            outcome: Outcome::result(id),
+            concerns: Concerns {
+                org: Some(org),
+                invoice: Some(invoice),
+            },
+        })
+    })
+    .await?;
+    match ran {
+        Once::Ran(id) => Ok(SendOutcome::Queued(id)),
+        Once::Done(Outcome {
+            result_id: Some(id),
+            ..
+        }) => Ok(SendOutcome::AlreadyQueued(id)),
+        Once::Done(_) | Once::Mismatch => Err(AppError::internal(
+            "send claim",
+            format!("{key:?} has no outbox row"),
+        )),
+        Once::Busy { retry_after } => Err(AppError::BadRequest(format!(
+            "This invoice is being sent. Try again in {} seconds.",
+            retry_after.as_secs()
+        ))),
+    }
+}

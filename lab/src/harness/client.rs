@@ -1,0 +1,153 @@
+//! The surfaces' requests as their clients send them: signed Stripe events, API posts with an
+//! Idempotency-Key, the create form's server function with a session cookie.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use uuid::Uuid;
+
+use super::fixture::Fixture;
+
+/// A client of the running server: one connection pool shared by all tasks.
+#[derive(Clone)]
+pub struct Target {
+    http: reqwest::Client,
+    pub base: String,
+    secret: String,
+    api_token: String,
+    cookie: Option<String>,
+}
+
+/// The body the API and form clients send: one line, the same every time.
+pub fn api_body() -> Vec<u8> {
+    serde_json::json!({
+        "customer_name": "Load Client",
+        "customer_email": "billing@example.com",
+        "currency": "usd",
+        "due_date": "2030-01-31",
+        "lines": [{ "description": "Consulting", "quantity": 2, "unit_amount_cents": 15000 }],
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// The create-invoice form's fields, as a browser without JavaScript posts them (one line, 2 x 150.00).
+pub fn invoice_form(key: &str, customer: &str) -> Vec<(String, String)> {
+    [
+        ("idempotency_key", key),
+        ("input[customer_name]", customer),
+        ("input[customer_email]", "billing@example.com"),
+        ("input[currency]", "usd"),
+        ("input[due_date]", "2030-01-31"),
+        ("input[lines][0][description]", "Consulting"),
+        ("input[lines][0][quantity]", "2"),
+        ("input[lines][0][unit_amount]", "150.00"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
+impl Target {
+    pub fn new(base: &str, secret: &str, fixture: &Fixture) -> anyhow::Result<Self> {
+        Ok(Target {
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .pool_max_idle_per_host(256)
+                .timeout(Duration::from_secs(30))
+                .build()?,
+            base: base.to_owned(),
+            secret: secret.to_owned(),
+            api_token: fixture.api_token.clone(),
+            cookie: None,
+        })
+    }
+
+    /// Logs in through the login server function and keeps the session cookie for `form_create`.
+    pub async fn login(&mut self, email: &str, password: &str) -> anyhow::Result<()> {
+        let res = self
+            .http
+            .post(format!("{}/rpc/login", self.base))
+            .header("accept", "text/html")
+            .form(&[("email", email), ("password", password)])
+            .send()
+            .await?;
+        anyhow::ensure!(
+            res.status() == 302,
+            "login answered {}",
+            res.status().as_u16()
+        );
+        let cookie = res
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find(|v| v.starts_with("invoicer_session="))
+            .and_then(|v| v.split(';').next())
+            .context("login set no session cookie")?;
+        self.cookie = Some(cookie.to_owned());
+        Ok(())
+    }
+
+    /// The session id this client's cookie carries (tower-sessions stores it under the same id).
+    pub fn session_id(&self) -> Option<&str> {
+        self.cookie.as_deref()?.strip_prefix("invoicer_session=")
+    }
+
+    /// Signs `payload` now and delivers it, as Stripe does; the status.
+    pub async fn webhook(&self, payload: &str) -> reqwest::Result<u16> {
+        let signature = app::ssr::stripe::signature::header(
+            &self.secret,
+            chrono::Utc::now().timestamp(),
+            payload.as_bytes(),
+        );
+        let res = self
+            .http
+            .post(format!("{}/webhooks/stripe", self.base))
+            .header("content-type", "application/json")
+            .header("stripe-signature", signature)
+            .body(payload.to_owned())
+            .send()
+            .await?;
+        let status = res.status().as_u16();
+        res.bytes().await?;
+        Ok(status)
+    }
+
+    /// `POST /api/v1/invoices` with this Idempotency-Key; the status and body.
+    pub async fn api_create(&self, key: &str, body: &[u8]) -> reqwest::Result<(u16, Vec<u8>)> {
+        let res = self
+            .http
+            .post(format!("{}/api/v1/invoices", self.base))
+            .bearer_auth(&self.api_token)
+            .header("content-type", "application/json")
+            .header("idempotency-key", key)
+            .body(body.to_vec())
+            .send()
+            .await?;
+        let status = res.status().as_u16();
+        Ok((status, res.bytes().await?.to_vec()))
+    }
+
+    /// The create form's server function, as the hydrated page posts it; the status.
+    pub async fn form_create(&self, key: Uuid) -> reqwest::Result<u16> {
+        Ok(self.form_create_id(key).await?.0)
+    }
+
+    /// Like `form_create`, with the invoice id the server function answered.
+    pub async fn form_create_id(&self, key: Uuid) -> reqwest::Result<(u16, Option<Uuid>)> {
+        let key = key.to_string();
+        let fields = invoice_form(&key, "Load Client");
+        let mut req = self
+            .http
+            .post(format!("{}/rpc/create_invoice", self.base))
+            .form(&fields);
+        if let Some(cookie) = &self.cookie {
+            req = req.header("cookie", cookie);
+        }
+        let res = req.send().await?;
+        let status = res.status().as_u16();
+        let body = res.bytes().await?;
+        Ok((status, serde_json::from_slice(&body).ok()))
+    }
+}

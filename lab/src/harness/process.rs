@@ -1,0 +1,138 @@
+//! The built `server` binary as a child process: started on a loopback port, waited for, killed.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+/// A `server serve` child process on a loopback port. Killed (SIGKILL) when dropped.
+#[derive(Debug)]
+pub struct ServerProcess {
+    child: tokio::process::Child,
+    pub base: String,
+    pub pid: u32,
+}
+
+impl ServerProcess {
+    /// Starts `binary serve` with `env` on top of this process's environment and waits until
+    /// /readyz answers 200 (or the child exits, or 60 s pass). Its output goes to `log` (appended),
+    /// or to this process's stderr without one.
+    pub async fn start(
+        binary: &Path,
+        port: u16,
+        env: &[(&str, String)],
+        log: Option<&Path>,
+    ) -> anyhow::Result<Self> {
+        let mut server = Self::spawn(binary, port, env, log)?;
+        let shown = log.map_or_else(|| "its output".to_owned(), |l| l.display().to_string());
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = server.child.try_wait()? {
+                anyhow::bail!("the server exited during start-up ({status}); see {shown}");
+            }
+            let ready = http
+                .get(format!("{}/readyz", server.base))
+                .timeout(Duration::from_secs(1))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            if ready {
+                return Ok(server);
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the server was not ready within 60 s; see {shown}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Starts `binary serve` without waiting for it to be ready.
+    pub fn spawn(
+        binary: &Path,
+        port: u16,
+        env: &[(&str, String)],
+        log: Option<&Path>,
+    ) -> anyhow::Result<Self> {
+        let mut command = tokio::process::Command::new(binary);
+        command
+            .arg("serve")
+            .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
+            .env_remove("INVOICER_FAILPOINT")
+            .kill_on_drop(true);
+        match log {
+            Some(log) => {
+                let out = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(log)
+                    .with_context(|| format!("cannot open {}", log.display()))?;
+                command.stdout(out.try_clone()?).stderr(out);
+            }
+            None => {
+                command.stdout(Stdio::null());
+            }
+        }
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let child = command
+            .spawn()
+            .with_context(|| format!("cannot start {}", binary.display()))?;
+        let pid = child.id().context("the server has no pid")?;
+        Ok(ServerProcess {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            pid,
+        })
+    }
+
+    /// Peak resident set size so far (VmHWM), in KiB.
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))?
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// Waits up to `timeout` for the process to exit by itself; its exit code (None if killed by a
+    /// signal), or Err if it is still running.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> anyhow::Result<Option<i32>> {
+        let status = tokio::time::timeout(timeout, self.child.wait())
+            .await
+            .context("the server is still running")??;
+        Ok(status.code())
+    }
+
+    /// SIGTERM: a graceful stop (requests in flight are answered, workers finish their rows), waited
+    /// for up to 30 s.
+    pub async fn terminate(mut self) -> anyhow::Result<()> {
+        let status = tokio::process::Command::new("kill")
+            .args(["-TERM", &self.pid.to_string()])
+            .status()
+            .await?;
+        anyhow::ensure!(status.success(), "kill -TERM {} failed", self.pid);
+        self.wait_exit(Duration::from_secs(30)).await?;
+        Ok(())
+    }
+
+    /// `kill -9`.
+    pub async fn kill(mut self) -> anyhow::Result<()> {
+        self.child.kill().await?;
+        Ok(())
+    }
+}
+
+/// A free loopback port (bound and let go: a process started right after can take it).
+pub fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}

@@ -1,0 +1,122 @@
+//! `lab bench http|outbox` and `lab faults`: they drive a built `server` binary as a process
+//! (scripts/bench and scripts/faults set up Postgres, SMTP and the build).
+
+mod bench_http;
+mod bench_outbox;
+mod faults;
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "lab",
+    about = "invoicer's benchmarks and fault harness (not shipped)"
+)]
+struct Args {
+    /// Postgres the server and the checks use.
+    #[arg(long, env = "DATABASE_URL", global = true)]
+    database_url: Option<String>,
+    /// The `server` binary to drive.
+    #[arg(
+        long,
+        env = "INVOICER_SERVER_BIN",
+        default_value = "target/release/server",
+        global = true
+    )]
+    server: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Benchmarks (print numbers; not part of the test run).
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
+    /// Crash the server and Postgres under load, then check nothing was lost or done twice
+    /// (scripts/faults sets up a private Postgres and an SMTP server).
+    Faults(faults::FaultArgs),
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Commit of an outbox row -> arrival at the SMTP server (scripts/bench starts one).
+    Outbox {
+        #[arg(long, default_value_t = 200)]
+        count: usize,
+        #[arg(long)]
+        smtp_url: String,
+        /// The SMTP sink's folder (its attempts.log records arrival times).
+        #[arg(long)]
+        sink_dir: PathBuf,
+    },
+    /// Every surface over HTTP at 1/16/64 clients against pgbench running the same SQL
+    /// (scripts/bench starts Postgres and builds in release).
+    Http(bench_http::HttpBenchArgs),
+}
+
+/// What every lab command needs: where the database is and which server binary to run.
+pub struct Lab {
+    pub database_url: String,
+    pub server: PathBuf,
+}
+
+impl Lab {
+    /// A pool on the database, migrated (so seeding works before the server first starts).
+    pub async fn connect(&self) -> anyhow::Result<sqlx::PgPool> {
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(8)
+            .connect(&self.database_url)
+            .await
+            .context("cannot connect to DATABASE_URL")?;
+        app::ssr::MIGRATOR
+            .run(&pool)
+            .await
+            .context("applying database migrations")?;
+        Ok(pool)
+    }
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_target(false)
+        .init();
+    match run(args).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let lab = Lab {
+        database_url: args.database_url.context("DATABASE_URL must be set")?,
+        server: args.server,
+    };
+    match args.command {
+        Command::Bench {
+            command:
+                BenchCommand::Outbox {
+                    count,
+                    smtp_url,
+                    sink_dir,
+                },
+        } => bench_outbox::run(&lab, &smtp_url, &sink_dir, count).await,
+        Command::Bench {
+            command: BenchCommand::Http(args),
+        } => bench_http::run(&lab, args).await,
+        Command::Faults(args) => faults::run(&lab, args).await,
+    }
+}

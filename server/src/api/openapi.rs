@@ -1,0 +1,39 @@
+//! The OpenAPI document (`/api/v1/openapi.json`), generated from the handlers' annotations.
+
+use app::model::{Invoice, InvoiceInput, InvoiceLine, InvoiceStatus, LineInput};
+use axum::Json;
+use utoipa::OpenApi;
+
+use super::invoices::{self, InvoiceList};
+use super::problem::Problem;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "invoicer API", version = "1", description = "Invoices that never happen twice."),
+    paths(invoices::post_invoice, invoices::list_invoices, invoices::get_invoice),
+    components(schemas(InvoiceInput, LineInput, Invoice, InvoiceLine, InvoiceStatus, InvoiceList, Problem)),
+    modifiers(&BearerAuth)
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("ik_...")
+                    .build(),
+            ),
+        );
+    }
+}
+
+pub(super) async fn openapi() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}

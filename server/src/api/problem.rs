@@ -1,0 +1,139 @@
+//! RFC 9457 problem details: the API's one error type. Internal errors are logged with their whole
+//! text and answered with an opaque problem; handlers use a bare `?` through the `From` impls.
+
+use std::collections::BTreeMap;
+
+use app::ssr::observe::{AttemptOutcome, Tracked};
+use app::ssr::surfaces::api::KeyError;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// RFC 9457 problem details.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Problem {
+    /// A URI naming the kind of problem.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    /// Field path → message, for invalid payloads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<BTreeMap<String, String>>,
+}
+
+pub struct ProblemResponse {
+    pub(super) status: StatusCode,
+    pub(super) problem: Box<Problem>,
+    retry_after: Option<u64>,
+}
+
+pub(super) fn problem(
+    status: StatusCode,
+    slug: &str,
+    title: &str,
+    detail: impl Into<String>,
+) -> ProblemResponse {
+    ProblemResponse {
+        status,
+        problem: Box::new(Problem {
+            kind: format!("/problems/{slug}"),
+            title: title.to_owned(),
+            status: status.as_u16(),
+            detail: detail.into(),
+            errors: None,
+        }),
+        retry_after: None,
+    }
+}
+
+pub(super) fn internal(context: &str, err: impl std::fmt::Display) -> ProblemResponse {
+    tracing::error!(error = %err, "api: {context}");
+    problem(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        "Internal error",
+        "Something went wrong on our side; nothing was saved twice. Retry with the same Idempotency-Key.",
+    )
+}
+
+impl ProblemResponse {
+    pub(super) fn retry_after(mut self, after: std::time::Duration) -> Self {
+        self.retry_after = Some(after.as_secs().max(1));
+        self
+    }
+}
+
+impl Tracked for ProblemResponse {
+    fn outcome(&self) -> AttemptOutcome {
+        if self.status.is_client_error() {
+            AttemptOutcome::Rejected
+        } else {
+            AttemptOutcome::Failed
+        }
+    }
+}
+
+/// Logged with its whole text; the client gets the opaque internal problem.
+impl From<sqlx::Error> for ProblemResponse {
+    fn from(err: sqlx::Error) -> Self {
+        internal("database error", err)
+    }
+}
+
+impl From<KeyError> for ProblemResponse {
+    fn from(err: KeyError) -> Self {
+        problem(
+            StatusCode::BAD_REQUEST,
+            "idempotency-key",
+            "Bad Idempotency-Key",
+            err.to_string(),
+        )
+    }
+}
+
+impl From<BytesRejection> for ProblemResponse {
+    fn from(rejection: BytesRejection) -> Self {
+        let status = rejection.status();
+        if status == StatusCode::PAYLOAD_TOO_LARGE {
+            problem(
+                status,
+                "too-large",
+                "Payload too large",
+                "The body may be at most 1 MiB.",
+            )
+        } else {
+            problem(
+                status,
+                "unreadable-body",
+                "Unreadable body",
+                rejection.body_text(),
+            )
+        }
+    }
+}
+
+impl IntoResponse for ProblemResponse {
+    fn into_response(self) -> Response {
+        let mut response = (
+            self.status,
+            [(header::CONTENT_TYPE, "application/problem+json")],
+            serde_json::to_vec(&self.problem).unwrap_or_default(),
+        )
+            .into_response();
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}

@@ -1,0 +1,119 @@
+//! The binary's long-running jobs: serving HTTP (with in-process workers) and working the outbox,
+//! each started after the migrations and stopped gracefully on SIGTERM or Ctrl-C.
+
+use anyhow::Context;
+use app::ssr::{failpoint, AppState};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::config::Config;
+
+pub async fn connect_and_migrate(config: &Config) -> anyhow::Result<sqlx::PgPool> {
+    let pool = config.connect().await?;
+    app::ssr::MIGRATOR
+        .run(&pool)
+        .await
+        .context("applying database migrations")?;
+    Ok(pool)
+}
+
+/// `server` / `server serve`: the web app, and WORKERS outbox workers beside it.
+pub async fn serve(config: Config) -> anyhow::Result<()> {
+    failpoint::init();
+    let pool = connect_and_migrate(&config).await?;
+    let conf = leptos::config::get_configuration(None)?;
+    let leptos_options = conf.leptos_options;
+    let addr = leptos_options.site_addr;
+    if config.dev_mode() && config.stripe_secret_is_default() {
+        tracing::info!(
+            "dev mode: Stripe webhook secret is {} (set STRIPE_WEBHOOK_SECRET to change it)",
+            app::ssr::state::DEV_WEBHOOK_SECRET
+        );
+    }
+    let state = AppState {
+        pool,
+        leptos_options,
+        settings: config.settings(),
+    };
+    let workers = Workers::start(&config, &state.pool, config.workers)?;
+    let app = crate::web::router(state, config.secure_cookies()).await?;
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    tracing::info!("invoicer is listening: open http://{addr}/signup to start");
+    axum::serve(listener, app.into_make_service())
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    workers.stop().await;
+    Ok(())
+}
+
+/// `server worker`: outbox workers only (at least one); several processes may share a database.
+pub async fn work(config: Config) -> anyhow::Result<()> {
+    failpoint::init();
+    let pool = connect_and_migrate(&config).await?;
+    let workers = Workers::start(&config, &pool, config.workers.max(1))?;
+    shutdown_signal().await;
+    workers.stop().await;
+    Ok(())
+}
+
+struct Workers {
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Workers {
+    fn start(config: &Config, pool: &sqlx::PgPool, count: usize) -> anyhow::Result<Workers> {
+        let mailer = app::ssr::mail::Mailer::new(config.smtp_url.as_deref(), &config.mail_dir)
+            .map_err(anyhow::Error::msg)?;
+        if count > 0 && config.smtp_url.is_none() {
+            tracing::info!(
+                "no SMTP_URL: emails are written to {}",
+                config.mail_dir.display()
+            );
+        }
+        let base = config.worker()?;
+        let (stop, stopped) = watch::channel(false);
+        let tasks = (0..count)
+            .map(|n| {
+                let worker = app::ssr::worker::WorkerConfig {
+                    id: format!("{}-{}-{n}", hostname(), std::process::id()),
+                    ..base.clone()
+                };
+                tokio::spawn(app::ssr::worker::run(
+                    pool.clone(),
+                    mailer.clone(),
+                    worker,
+                    stopped.clone(),
+                ))
+            })
+            .collect();
+        Ok(Workers { stop, tasks })
+    }
+
+    /// Graceful: workers stop leasing and finish the rows they hold.
+    async fn stop(self) {
+        let _ = self.stop.send(true);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "host".into())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("installing the SIGTERM handler");
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term.recv() => {},
+    }
+    tracing::info!("shutting down");
+}
