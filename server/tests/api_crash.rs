@@ -1,7 +1,7 @@
 //! The API survives the process dying after the claim (before commit) and after commit (before the
 //! response): the client's retry with the same Idempotency-Key creates exactly one invoice.
 
-use crate::common::{self, cli, Server, TestDb};
+use crate::common::{self, cli, create_org, Server, TestDb};
 
 async fn post(
     base: &str,
@@ -26,20 +26,7 @@ async fn post(
 
 async fn crash_then_retry(failpoint: &str, committed_before_crash: bool) {
     let db = TestDb::new("api_crash").await;
-    cli(
-        &db,
-        &[
-            "admin",
-            "create-org",
-            "--org",
-            "Acme",
-            "--email",
-            "api@example.com",
-            "--password",
-            "correct horse",
-        ],
-    )
-    .await;
+    create_org(&db, "Acme", "api@example.com").await;
     let token = cli(
         &db,
         &["admin", "create-api-key", "--email", "api@example.com"],

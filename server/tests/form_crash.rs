@@ -1,28 +1,12 @@
 //! The form surface survives the process dying at its worst moment: after the claim, before commit.
 
-use crate::common::{self, cli, client, invoice_form, login, Server, TestDb};
+use crate::common::{self, client, create_org, invoice_form, login, Server, TestDb};
 
 #[tokio::test]
 async fn a_crash_after_the_claim_loses_nothing_and_duplicates_nothing() {
     let db = TestDb::new("form_crash").await;
-    let org = cli(
-        &db,
-        &[
-            "admin",
-            "create-org",
-            "--org",
-            "Acme",
-            "--email",
-            "crash@example.com",
-            "--password",
-            "correct horse",
-        ],
-    )
-    .await;
-    assert!(
-        uuid::Uuid::try_parse(org.trim()).is_ok(),
-        "create-org prints the org id, got {org:?}"
-    );
+    // create_org checks that the CLI prints the new org's id.
+    create_org(&db, "Acme", "crash@example.com").await;
     let pool = db.pool().await;
     let key = uuid::Uuid::new_v4().to_string();
     let browser = client();
@@ -89,36 +73,9 @@ async fn a_crash_after_the_claim_loses_nothing_and_duplicates_nothing() {
 #[tokio::test]
 async fn the_form_needs_a_session_and_the_org_comes_from_it() {
     let db = TestDb::new("form_auth").await;
-    cli(
-        &db,
-        &[
-            "admin",
-            "create-org",
-            "--org",
-            "A",
-            "--email",
-            "a@example.com",
-            "--password",
-            "correct horse",
-        ],
-    )
-    .await;
+    create_org(&db, "A", "a@example.com").await;
     // A second, real org: the one an attacker would like the invoice to land in.
-    let other = cli(
-        &db,
-        &[
-            "admin",
-            "create-org",
-            "--org",
-            "B",
-            "--email",
-            "b@example.com",
-            "--password",
-            "correct horse",
-        ],
-    )
-    .await;
-    let other = uuid::Uuid::try_parse(other.trim()).unwrap();
+    let other = create_org(&db, "B", "b@example.com").await;
     let server = Server::start(&db, "").await;
     let pool = db.pool().await;
     let key = uuid::Uuid::new_v4().to_string();
@@ -182,20 +139,7 @@ async fn the_form_needs_a_session_and_the_org_comes_from_it() {
 #[tokio::test]
 async fn create_org_refuses_a_taken_email_with_a_clear_message() {
     let db = TestDb::new("cli").await;
-    cli(
-        &db,
-        &[
-            "admin",
-            "create-org",
-            "--org",
-            "A",
-            "--email",
-            "dup@example.com",
-            "--password",
-            "correct horse",
-        ],
-    )
-    .await;
+    create_org(&db, "A", "dup@example.com").await;
     let out = tokio::process::Command::new(common::SERVER)
         .args([
             "admin",

@@ -5,6 +5,7 @@ mod common;
 
 mod api;
 mod api_crash;
+mod cli;
 mod form_crash;
 mod observability;
 mod outbox;

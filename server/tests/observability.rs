@@ -4,7 +4,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::{self, cli, client, invoice_form, login, TestDb};
+use crate::common::{self, cli, client, create_org, invoice_form, login, TestDb};
 use tokio::io::AsyncBufReadExt;
 
 fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
@@ -22,20 +22,7 @@ fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
 #[tokio::test]
 async fn attempts_are_logged_with_request_ids_and_counted_per_surface_and_outcome() {
     let db = TestDb::new("observe").await;
-    cli(
-        &db,
-        &[
-            "admin",
-            "create-org",
-            "--org",
-            "Obs",
-            "--email",
-            "obs@example.com",
-            "--password",
-            "correct horse",
-        ],
-    )
-    .await;
+    create_org(&db, "Obs", "obs@example.com").await;
     let token = cli(
         &db,
         &["admin", "create-api-key", "--email", "obs@example.com"],

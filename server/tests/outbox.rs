@@ -23,6 +23,19 @@ fn config(id: &str) -> WorkerConfig {
     }
 }
 
+/// Every worker's lease runs out now, and the rows they held come due again (leasing pushed their
+/// next attempt to the lease's end).
+async fn outlive_leases(pool: &PgPool) {
+    sqlx::query("update claims set locked_until = now() - interval '1 second' where scope = 'job'")
+        .execute(pool)
+        .await
+        .unwrap();
+    sqlx::query("update outbox set next_attempt_at = now()")
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
 fn mailer(sink: &SmtpSink) -> Mailer {
     Mailer::new(Some(&sink.url()), std::path::Path::new("unused")).unwrap()
 }
@@ -203,15 +216,7 @@ async fn a_worker_whose_lease_was_taken_over_cannot_complete_the_row(pool: PgPoo
     );
 
     // The slow worker stalls past its lease; another takes the row over.
-    sqlx::query("update claims set locked_until = now() - interval '1 second' where scope = 'job'")
-        .execute(&pool)
-        .await
-        .unwrap();
-    // (The row comes due again with the lease: leasing pushed its next attempt to the lease's end.)
-    sqlx::query("update outbox set next_attempt_at = now()")
-        .execute(&pool)
-        .await
-        .unwrap();
+    outlive_leases(&pool).await;
     let mut fast = outbox::lease_due(&pool, "fast", 10, LEASE).await.unwrap();
     assert_eq!(fast.len(), 1);
     assert_eq!(fast[0].attempts, 2);
@@ -229,14 +234,7 @@ async fn a_worker_whose_lease_was_taken_over_cannot_complete_the_row(pool: PgPoo
     .await
     .unwrap();
     assert_eq!(failed, Failure::Fenced);
-    sqlx::query("update claims set locked_until = now() - interval '1 second' where scope = 'job'")
-        .execute(&pool)
-        .await
-        .unwrap();
-    sqlx::query("update outbox set next_attempt_at = now()")
-        .execute(&pool)
-        .await
-        .unwrap();
+    outlive_leases(&pool).await;
     let mut third = outbox::lease_due(&pool, "third", 10, LEASE).await.unwrap();
     assert_eq!(third.len(), 1);
     assert_eq!(
@@ -337,16 +335,7 @@ async fn a_row_whose_holders_keep_dying_goes_dead_instead_of_looping(pool: PgPoo
                 .len(),
             1
         );
-        sqlx::query(
-            "update claims set locked_until = now() - interval '1 second' where scope = 'job'",
-        )
-        .execute(&pool)
-        .await
-        .unwrap();
-        sqlx::query("update outbox set next_attempt_at = now()")
-            .execute(&pool)
-            .await
-            .unwrap();
+        outlive_leases(&pool).await;
     }
     assert!(outbox::lease_due(&pool, "third", 1, LEASE)
         .await

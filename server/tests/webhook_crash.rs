@@ -1,6 +1,6 @@
 //! The webhook survives the process dying at the worst moments, and the stand-in CLI works end to end.
 
-use crate::common::{self, cli, Server, TestDb};
+use crate::common::{self, cli, create_org, Server, TestDb};
 use sqlx::PgPool;
 
 /// An org with one open invoice of 42.00 usd.
@@ -30,20 +30,7 @@ async fn payments_and_state(pool: &PgPool, invoice: uuid::Uuid) -> (i64, String,
 /// Crash at `failpoint`, restart clean, let Stripe retry: the payment is recorded exactly once.
 async fn crash_then_retry(failpoint: &str, committed_before_crash: bool) {
     let db = TestDb::new("webhook_crash").await;
-    cli(
-        &db,
-        &[
-            "admin",
-            "create-org",
-            "--org",
-            "Warmup",
-            "--email",
-            "w@example.com",
-            "--password",
-            "correct horse",
-        ],
-    )
-    .await; // applies migrations
+    create_org(&db, "Warmup", "w@example.com").await; // applies migrations
     let pool = db.pool().await;
     let invoice = seed_invoice(&pool).await;
     let (_, payload) = app::ssr::stripe::standin::checkout_completed(invoice, 4_200, "usd");

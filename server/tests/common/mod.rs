@@ -92,6 +92,26 @@ pub async fn cli(db: &TestDb, args: &[&str]) -> String {
 }
 
 /// The real `server` binary on a free loopback port, stderr shown, killed when dropped.
+/// `server admin create-org` with the tests' password ("correct horse"); the new org's id.
+pub async fn create_org(db: &TestDb, org: &str, email: &str) -> uuid::Uuid {
+    let printed = cli(
+        db,
+        &[
+            "admin",
+            "create-org",
+            "--org",
+            org,
+            "--email",
+            email,
+            "--password",
+            "correct horse",
+        ],
+    )
+    .await;
+    uuid::Uuid::try_parse(printed.trim())
+        .unwrap_or_else(|_| panic!("create-org prints the org id, got {printed:?}"))
+}
+
 pub struct Server {
     process: ServerProcess,
     pub base: String,
