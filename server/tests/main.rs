@@ -1,5 +1,5 @@
-//! The server's integration tests, linked into one test binary: each `tests/*.rs` file used to be its
-//! own binary linking the whole server, which cost a link per file and most of `target/` in disk.
+//! The server's integration tests, linked into one test binary: a binary per file would link the whole
+//! server once per file and fill `target/` with copies of it.
 
 mod common;
 
