@@ -12,11 +12,23 @@ fn state() -> Result<crate::ssr::AppState, AppError> {
         .ok_or_else(|| AppError::internal("server state", "AppState missing from context"))
 }
 
-/// Only local paths, so `?next=` cannot send a user to another site after logging in.
+/// Where to go after logging in: `next` only when it is a path on this site, else `/invoices`.
+/// A path has one leading `/`, no `//`, and only visible ASCII other than a backslash: browsers drop
+/// tabs and newlines from URLs and read a backslash as `/`, so `/<tab>/evil.example` would leave the
+/// site, and a control character cannot go in a `Location` header at all.
 pub fn safe_next(next: Option<&str>) -> String {
-    match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n.to_owned(),
-        _ => "/invoices".to_owned(),
+    const FALLBACK: &str = "/invoices";
+    let Some(next) = next else {
+        return FALLBACK.to_owned();
+    };
+    let local = next.starts_with('/')
+        && next.len() <= 2048
+        && !next.contains("//")
+        && next.bytes().all(|b| b.is_ascii_graphic() && b != b'\\');
+    if local {
+        next.to_owned()
+    } else {
+        FALLBACK.to_owned()
     }
 }
 
@@ -29,14 +41,25 @@ pub async fn current_user() -> Result<Option<Viewer>, AppError> {
     }))
 }
 
+/// The client address of the server-function request being served.
+#[cfg(feature = "ssr")]
+fn client_address(state: &crate::ssr::AppState) -> std::net::IpAddr {
+    let parts = use_context::<axum::http::request::Parts>();
+    let header = state.settings.client_ip_header.as_deref();
+    parts.map_or(std::net::IpAddr::from([0, 0, 0, 0]), |p| {
+        crate::ssr::throttle::client_address(&p, header)
+    })
+}
+
 #[server(prefix = "/rpc", endpoint = "signup")]
 pub async fn signup(org_name: String, email: String, password: String) -> Result<(), AppError> {
     use crate::ssr::accounts::{create_org_with_owner, SignupError};
-    use crate::ssr::auth::Credentials;
+    use axum_login::AuthnBackend;
 
     let state = state()?;
-    match create_org_with_owner(&state.pool, &org_name, &email, &password).await {
-        Ok(_) => {}
+    state.throttle.signup(client_address(&state))?;
+    let account = match create_org_with_owner(&state.pool, &org_name, &email, &password).await {
+        Ok(account) => account,
         Err(SignupError::EmailTaken) => {
             return Err(AppError::field(
                 "email",
@@ -44,36 +67,38 @@ pub async fn signup(org_name: String, email: String, password: String) -> Result
             ))
         }
         Err(SignupError::Invalid(message)) => return Err(AppError::BadRequest(message)),
+        Err(SignupError::Hashing(e)) => return Err(e.into()),
         Err(e) => return Err(AppError::internal("signup", e)),
-    }
+    };
+    // The password was just hashed: the new user is logged in by id, not by hashing it again.
     let mut session = crate::ssr::auth::current_session().await?;
     let user = session
-        .authenticate(Credentials { email, password })
+        .backend
+        .get_user(&account.user_id)
         .await
-        .map_err(|e| AppError::internal("signup: authenticate", e))?
-        .ok_or_else(|| AppError::internal("signup", "new user could not log in"))?;
-    session
-        .login(&user)
-        .await
-        .map_err(|e| AppError::internal("signup: login", e))?;
+        .map_err(|e| AppError::internal("signup: load user", e))?
+        .ok_or_else(|| AppError::internal("signup", "new user not found"))?;
+    crate::ssr::auth::log_in(&mut session, &user).await?;
     leptos_axum::redirect("/invoices");
     Ok(())
 }
 
+/// Logs in; failed and successful attempts alike count against the account's allowance from this
+/// client address and the address's own (429 with Retry-After when spent), before any hashing.
 #[server(prefix = "/rpc", endpoint = "login")]
 pub async fn login(email: String, password: String, next: Option<String>) -> Result<(), AppError> {
-    use crate::ssr::auth::Credentials;
+    use crate::ssr::auth::{BackendError, Credentials};
 
+    let state = state()?;
+    state.throttle.login(&email, client_address(&state))?;
     let mut session = crate::ssr::auth::current_session().await?;
-    let user = session
-        .authenticate(Credentials { email, password })
-        .await
-        .map_err(|e| AppError::internal("login: authenticate", e))?
-        .ok_or_else(|| AppError::BadRequest("Wrong email or password.".into()))?;
-    session
-        .login(&user)
-        .await
-        .map_err(|e| AppError::internal("login", e))?;
+    let user = match session.authenticate(Credentials { email, password }).await {
+        Ok(Some(user)) => user,
+        Ok(None) => return Err(AppError::BadRequest("Wrong email or password.".into())),
+        Err(axum_login::Error::Backend(BackendError::Hashing(e))) => return Err(e.into()),
+        Err(e) => return Err(AppError::internal("login: authenticate", e)),
+    };
+    crate::ssr::auth::log_in(&mut session, &user).await?;
     leptos_axum::redirect(&safe_next(next.as_deref()));
     Ok(())
 }
@@ -170,7 +195,7 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
         invoice: Some(invoice.id),
         ..Default::default()
     };
-    let history = crate::ssr::activity::list(&state.pool, user.org_id, &only_this, 0)
+    let history = crate::ssr::activity::list(&state.pool, user.org_id, &only_this, None)
         .await?
         .rows;
     Ok(InvoicePage {
@@ -272,6 +297,7 @@ pub async fn send_invoice(invoice_id: String, idempotency_key: String) -> Result
         let key = Uuid::try_parse(&idempotency_key).map_err(|_| {
             AppError::BadRequest("This button has no valid key. Reload the page.".into())
         })?;
+        state.throttle.email(user.org_id)?;
         queue_invoice_email(&state.pool, &attempt, user.org_id, key, invoice).await
     })
     .await
@@ -286,6 +312,9 @@ pub async fn retry_email(id: String, invoice_id: String) -> Result<(), AppError>
     let user = crate::ssr::auth::require_user().await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    // Parsed, not echoed: only a UUID goes back into the Location header.
+    let invoice_id = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
+    state.throttle.email(user.org_id)?;
     if !crate::ssr::outbox::revive(&state.pool, user.org_id, id).await? {
         return Err(AppError::NotFound.respond());
     }
@@ -293,21 +322,62 @@ pub async fn retry_email(id: String, invoice_id: String) -> Result<(), AppError>
     Ok(())
 }
 
-/// The session org's attempts, newest first, filtered; `page` counts from 0.
+/// The session org's attempts, newest first, filtered; `before` is the cursor of the page before.
 #[server(prefix = "/rpc", endpoint = "activity")]
 pub async fn activity(
     surface: Option<String>,
     outcome: Option<String>,
     q: Option<String>,
-    page: Option<u32>,
+    before: Option<String>,
 ) -> Result<ActivityPage, AppError> {
+    use crate::ssr::activity::{list, Cursor, Filter};
+
     let user = crate::ssr::auth::require_user().await?;
     let state = state()?;
-    let filter = crate::ssr::activity::Filter {
+    let before = match before.as_deref().filter(|b| !b.is_empty()) {
+        None => None,
+        Some(text) => Some(Cursor::parse(text).ok_or_else(|| {
+            AppError::BadRequest("This page link is not valid. Start from the newest.".into())
+                .respond()
+        })?),
+    };
+    let filter = Filter {
         surface: surface.filter(|s| !s.is_empty()),
         outcome: outcome.filter(|s| !s.is_empty()),
         search: q,
         invoice: None,
     };
-    Ok(crate::ssr::activity::list(&state.pool, user.org_id, &filter, page.unwrap_or(0)).await?)
+    Ok(list(&state.pool, user.org_id, &filter, before).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::safe_next;
+
+    #[test]
+    fn next_is_honoured_only_as_a_path_on_this_site() {
+        for ok in ["/invoices/42", "/activity?q=a%20b&page=2", "/"] {
+            assert_eq!(safe_next(Some(ok)), ok);
+        }
+        for bad in [
+            "//evil.example",
+            "/\t/evil.example",
+            "/\n/evil.example",
+            "/\\evil.example",
+            "\\\\evil.example",
+            "https://evil.example",
+            "javascript:alert(1)",
+            "evil.example",
+            "/ok\r\nSet-Cookie: x=1",
+            "/a//b",
+            "",
+        ] {
+            assert_eq!(safe_next(Some(bad)), "/invoices", "{bad:?}");
+        }
+        assert_eq!(safe_next(None), "/invoices");
+        assert_eq!(
+            safe_next(Some(&format!("/{}", "a".repeat(3000)))),
+            "/invoices"
+        );
+    }
 }

@@ -35,8 +35,16 @@ pub enum AppError {
     Invalid(Box<Rejected>),
     #[error("{0}")]
     BadRequest(String),
+    #[error("Too many attempts. Please wait {0} seconds and try again.")]
+    Throttled(u64),
+    #[error("The server is busy. Please try again in a few seconds.")]
+    Busy(u64),
     #[error("Something went wrong on our side. Nothing was saved twice; please try again.")]
     Internal,
+    /// Postgres aborted the transaction (deadlock, serialization failure): like `Internal` for the
+    /// client, but the surface runs the transaction again before answering.
+    #[error("Something went wrong on our side. Nothing was saved twice; please try again.")]
+    Contended,
     #[error("The request could not be processed: {0}")]
     Transport(String),
 }
@@ -92,7 +100,17 @@ impl AppError {
             AppError::NotFound => StatusCode::NOT_FOUND,
             AppError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::BadRequest(_) | AppError::Transport(_) => StatusCode::BAD_REQUEST,
-            AppError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            AppError::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
+            AppError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Internal | AppError::Contended => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// Seconds a client should wait before trying again, for `Retry-After`.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            AppError::Throttled(secs) | AppError::Busy(secs) => Some(*secs),
+            _ => None,
         }
     }
 
@@ -109,9 +127,15 @@ impl AppError {
                     .map(|v| v.contains("text/html"))
             })
             .unwrap_or(false);
-        if !plain_form_post {
-            if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+        if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+            if !plain_form_post {
                 response.set_status(self.status_code());
+            }
+            if let Some(secs) = self.retry_after() {
+                response.insert_header(
+                    axum::http::header::RETRY_AFTER,
+                    axum::http::HeaderValue::from(secs),
+                );
             }
         }
         self
@@ -138,7 +162,11 @@ impl crate::ssr::observe::Tracked for AppError {
     fn outcome(&self) -> crate::ssr::observe::AttemptOutcome {
         use crate::ssr::observe::AttemptOutcome;
         match self {
-            AppError::Internal | AppError::Transport(_) => AttemptOutcome::Failed,
+            AppError::Internal
+            | AppError::Contended
+            | AppError::Transport(_)
+            | AppError::Busy(_) => AttemptOutcome::Failed,
+            AppError::Throttled(_) => AttemptOutcome::Rejected,
             AppError::Unauthorized
             | AppError::NotFound
             | AppError::Invalid(_)
@@ -150,6 +178,35 @@ impl crate::ssr::observe::Tracked for AppError {
 #[cfg(feature = "ssr")]
 impl From<sqlx::Error> for AppError {
     fn from(err: sqlx::Error) -> Self {
+        use crate::ssr::surfaces::Transient;
+        if err.is_transient() {
+            tracing::warn!(error = %err, "database: transaction aborted");
+            return AppError::Contended;
+        }
         AppError::internal("database error", err)
+    }
+}
+
+#[cfg(feature = "ssr")]
+impl crate::ssr::surfaces::Transient for AppError {
+    fn is_transient(&self) -> bool {
+        *self == AppError::Contended
+    }
+}
+
+#[cfg(feature = "ssr")]
+impl From<crate::ssr::throttle::Throttled> for AppError {
+    fn from(t: crate::ssr::throttle::Throttled) -> Self {
+        AppError::Throttled(t.retry_after.as_secs().max(1)).respond()
+    }
+}
+
+#[cfg(feature = "ssr")]
+impl From<crate::ssr::throttle::HashError> for AppError {
+    fn from(err: crate::ssr::throttle::HashError) -> Self {
+        match err {
+            crate::ssr::throttle::HashError::Busy => AppError::Busy(1).respond(),
+            other => AppError::internal("password hashing", other),
+        }
     }
 }

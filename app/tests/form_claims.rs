@@ -488,3 +488,83 @@ async fn first_key_of(pool: &PgPool, invoice: Uuid) -> Uuid {
         .unwrap();
     source.strip_prefix("form:").unwrap().parse().unwrap()
 }
+
+/// Raises what Postgres raises when it aborts a transaction to break a deadlock.
+async fn deadlock(conn: &mut sqlx::PgConnection) -> sqlx::Error {
+    sqlx::query("do $$ begin raise exception 'deadlock detected' using errcode = '40P01'; end $$")
+        .execute(conn)
+        .await
+        .unwrap_err()
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_transaction_aborted_by_a_deadlock_is_run_again_from_the_claim(pool: PgPool) {
+    use app::ssr::surfaces::{once, Once, Work};
+    let key = ClaimKey::job("test", "k-deadlock");
+    let attempt = Attempt::new(Surface::Form, "k-deadlock", None);
+    let runs = std::sync::atomic::AtomicU32::new(0);
+    let ran = once(&pool, &attempt, &key, &Terms::default(), || {
+        async |tx| {
+            let run = runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            sqlx::query(
+                "insert into orgs (id, name) values (gen_random_uuid(), 'written in the try')",
+            )
+            .execute(&mut *tx)
+            .await?;
+            if run < 3 {
+                return Err(deadlock(tx).await);
+            }
+            Ok(Work::Commit {
+                answer: run,
+                outcome: Outcome::default(),
+                concerns: Default::default(),
+            })
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        ran,
+        Once::Ran(3),
+        "two aborted tries, then the third commits"
+    );
+    let written: i64 = sqlx::query_scalar("select count(*) from orgs")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(written, 1, "the aborted tries left nothing");
+    let attempts: i64 = sqlx::query_scalar("select count(*) from attempts where outcome = 'won'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(attempts, 1);
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_transaction_that_keeps_deadlocking_is_answered_after_a_bounded_number_of_tries(
+    pool: PgPool,
+) {
+    use app::ssr::surfaces::{once, Once, Transient, MAX_TRIES};
+    let key = ClaimKey::job("test", "k-stuck");
+    let attempt = Attempt::new(Surface::Form, "k-stuck", None);
+    let runs = std::sync::atomic::AtomicU32::new(0);
+    let result: Result<Once<()>, sqlx::Error> =
+        once(&pool, &attempt, &key, &Terms::default(), || {
+            async |tx| {
+                runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Err(deadlock(tx).await)
+            }
+        })
+        .await;
+    let err = result.unwrap_err();
+    assert!(err.is_transient(), "{err}");
+    assert_eq!(runs.into_inner(), MAX_TRIES);
+    let claims: i64 = sqlx::query_scalar("select count(*) from claims")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(claims, 0, "no claim is left behind");
+    // The surfaces' error type turns it into a plain 500 after the tries.
+    let app_error: AppError = err.into();
+    assert_eq!(app_error, AppError::Contended);
+}

@@ -34,8 +34,14 @@ pub async fn run(
             .await?;
     tx.commit().await?;
 
-    let mailer =
-        app::ssr::mail::Mailer::new(Some(smtp_url), sink_dir).map_err(anyhow::Error::msg)?;
+    let mailer = app::ssr::mail::Mailer::new(
+        Some(smtp_url),
+        None,
+        sink_dir,
+        std::time::Duration::from_secs(10),
+        app::ssr::mail::DEV_FROM,
+    )
+    .map_err(anyhow::Error::msg)?;
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let config = app::ssr::worker::WorkerConfig {
         id: "bench".into(),

@@ -112,6 +112,8 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
         // One worker per process: a process crash is at most one worker crash between send and mark.
         ("WORKERS", "1".into()),
         ("WORKER_LEASE_SECS", "2".into()),
+        // The local sink answers at once; the lease must outlast the SMTP timeout.
+        ("SMTP_TIMEOUT_MS", "1000".into()),
         ("WORKER_POLL_MS", "200".into()),
         ("WORKER_BACKOFF_BASE_MS", "100".into()),
         ("DATABASE_POOL_SIZE", "8".into()),

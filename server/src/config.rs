@@ -33,35 +33,44 @@ pub struct Config {
         global = true
     )]
     pub leptos_site_addr: String,
-    /// `DEV` allows dev defaults (the webhook secret) and the Simulate button; `PROD` does not.
-    #[arg(long, env = "LEPTOS_ENV", default_value = "DEV", value_parser = parse_mode, global = true)]
+    /// Production unless `DEV` is asked for (`cargo leptos watch/serve` and `scripts/dev` do): `DEV`
+    /// allows the dev defaults (webhook secret, public URL), the Simulate button and failpoints.
+    #[arg(long, env = "LEPTOS_ENV", default_value = "PROD", value_parser = parse_mode, global = true)]
     pub leptos_env: Mode,
-    /// Public origin; session cookies are `Secure` when it is https.
-    #[arg(
-        long,
-        env = "INVOICER_PUBLIC_URL",
-        default_value = "http://127.0.0.1:3000",
-        global = true
-    )]
-    pub invoicer_public_url: String,
+    /// Public URL (links in emails, the origin form posts must come from); https makes session
+    /// cookies `Secure` and `__Host-` and turns on HSTS. Required in production; dev default
+    /// `http://LEPTOS_SITE_ADDR`.
+    #[arg(long, env = "INVOICER_PUBLIC_URL", global = true)]
+    pub invoicer_public_url: Option<String>,
+    /// `test` or `live`: which Stripe mode this deployment takes events from. Required in
+    /// production; dev default `test`.
+    #[arg(long, env = "STRIPE_MODE", value_parser = ["test", "live"], global = true)]
+    pub stripe_mode: Option<String>,
     /// One or more `whsec_...` secrets, comma separated (rotation: any may match). Required in
     /// production; dev default `whsec_dev_invoicer`.
     #[arg(long, env = "STRIPE_WEBHOOK_SECRET", value_delimiter = ',', value_parser = parse_secret, global = true, hide_env_values = true)]
     pub stripe_webhook_secret: Vec<String>,
-    /// Accepted clock skew of webhook signatures, in seconds.
-    #[arg(
-        long,
-        env = "STRIPE_WEBHOOK_TOLERANCE_SECS",
-        default_value_t = 300,
-        global = true
-    )]
+    /// Accepted clock skew of webhook signatures, in seconds (1 to 3600).
+    #[arg(long, env = "STRIPE_WEBHOOK_TOLERANCE_SECS", default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..=3600), global = true)]
     pub stripe_webhook_tolerance_secs: u32,
     /// How long an API Idempotency-Key names its first request, in hours.
     #[arg(long, env = "IDEMPOTENCY_KEY_TTL_HOURS", default_value_t = 24, value_parser = clap::value_parser!(u64).range(1..), global = true)]
     pub idempotency_key_ttl_hours: u64,
-    /// `smtp://host:port`; unset: emails are written as files to MAIL_DIR.
-    #[arg(long, env = "SMTP_URL", global = true)]
+    /// `smtp://[user:pass@]host:port` (STARTTLS when the server offers it, required with
+    /// credentials) or `smtps://...` (TLS from the start); unset: emails are written as files to
+    /// MAIL_DIR.
+    #[arg(long, env = "SMTP_URL", global = true, hide_env_values = true)]
     pub smtp_url: Option<String>,
+    /// A PEM file with the CA that signed the SMTP server's certificate, for a relay with a private
+    /// CA (public CAs are trusted without it).
+    #[arg(long, env = "SMTP_CA_FILE", global = true)]
+    pub smtp_ca_file: Option<PathBuf>,
+    /// How long one SMTP conversation may take, in milliseconds; WORKER_LEASE_SECS must be longer.
+    #[arg(long, env = "SMTP_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=600_000), global = true)]
+    pub smtp_timeout_ms: u64,
+    /// The sender of every email, `Name <address>`. Required in production.
+    #[arg(long, env = "MAIL_FROM", global = true)]
+    pub mail_from: Option<String>,
     /// Where emails go without SMTP_URL.
     #[arg(long, env = "MAIL_DIR", default_value = "target/mail", global = true)]
     pub mail_dir: PathBuf,
@@ -90,9 +99,41 @@ pub struct Config {
         global = true
     )]
     pub webhook_claim_retention_days: u32,
-    /// With it, `/metrics` requires `Authorization: Bearer <token>`.
+    /// Retention of a rendered form's key, in days (the invoice's unique source key outlives it).
+    #[arg(long, env = "FORM_KEY_RETENTION_DAYS", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub form_key_retention_days: u32,
+    /// Retention of the activity log (attempts), in days.
+    #[arg(long, env = "ACTIVITY_RETENTION_DAYS", default_value_t = 90, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub activity_retention_days: u32,
+    /// Retention of sent and dead emails in the outbox, in days.
+    #[arg(long, env = "OUTBOX_RETENTION_DAYS", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub outbox_retention_days: u32,
+    /// With it, `/metrics` requires `Authorization: Bearer <token>` (at least 16 characters).
     #[arg(long, env = "METRICS_TOKEN", global = true, hide_env_values = true)]
     pub metrics_token: Option<String>,
+    /// A separate listener for `/metrics` only (e.g. `127.0.0.1:9100`, not exposed publicly); then
+    /// the public listener has no `/metrics`.
+    #[arg(long, env = "METRICS_ADDR", global = true)]
+    pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Login attempts per minute for one account from one client address.
+    #[arg(long, env = "LOGINS_PER_ACCOUNT_MINUTE", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub logins_per_account_minute: u32,
+    /// Login attempts per minute from one client address.
+    #[arg(long, env = "LOGINS_PER_ADDRESS_MINUTE", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub logins_per_address_minute: u32,
+    /// Sign-ups per hour from one client address.
+    #[arg(long, env = "SIGNUPS_PER_ADDRESS_HOUR", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub signups_per_address_hour: u32,
+    /// Emails one org may queue per hour (Send and Retry).
+    #[arg(long, env = "EMAILS_PER_ORG_HOUR", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub emails_per_org_hour: u32,
+    /// The header a trusted reverse proxy puts the client address in (its last value counts), e.g.
+    /// `x-forwarded-for`; unset: the connection's peer address. Set it only behind such a proxy.
+    #[arg(long, env = "CLIENT_IP_HEADER", global = true)]
+    pub client_ip_header: Option<String>,
+    /// Longest a request-serving SQL statement may run, in milliseconds.
+    #[arg(long, env = "STATEMENT_TIMEOUT_MS", default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(100..), global = true)]
+    pub statement_timeout_ms: u64,
     /// Crash injection for tests, comma separated (debug builds or `--features failpoints`).
     #[arg(long, env = "INVOICER_FAILPOINT", global = true)]
     pub invoicer_failpoint: Option<String>,
@@ -133,18 +174,92 @@ fn parse_secret(value: &str) -> Result<String, String> {
 }
 
 impl Config {
-    /// Checks what one variable cannot say alone; call once at start-up.
-    pub fn validate(&mut self) -> anyhow::Result<()> {
+    /// Checks what one variable cannot say alone and fills in the dev defaults; call once at
+    /// start-up. Production (the default) has no defaults for what would be unsafe to guess.
+    /// `deployed`: the command serves, works the outbox or talks to Stripe (everything but `admin`,
+    /// which needs only the database).
+    pub fn validate(&mut self, deployed: bool) -> anyhow::Result<()> {
+        let dev = self.dev_mode() || !deployed;
+        let blank = |v: &mut Option<String>| *v = v.take().filter(|s| !s.trim().is_empty());
+        blank(&mut self.smtp_url);
+        blank(&mut self.invoicer_public_url);
+        blank(&mut self.mail_from);
+        blank(&mut self.metrics_token);
+        blank(&mut self.client_ip_header);
         if self.stripe_webhook_secret.is_empty() {
             anyhow::ensure!(
-                self.dev_mode(),
-                "STRIPE_WEBHOOK_SECRET must be set in production (LEPTOS_ENV=PROD)"
+                dev,
+                "STRIPE_WEBHOOK_SECRET must be set in production (LEPTOS_ENV is not DEV)"
             );
             self.stripe_webhook_secret = vec![DEV_WEBHOOK_SECRET.to_owned()];
         }
-        self.smtp_url = self.smtp_url.take().filter(|s| !s.is_empty());
+        anyhow::ensure!(
+            dev || !self
+                .stripe_webhook_secret
+                .iter()
+                .any(|s| s == DEV_WEBHOOK_SECRET),
+            "STRIPE_WEBHOOK_SECRET: the public dev secret {DEV_WEBHOOK_SECRET} is refused in production"
+        );
+        if self.stripe_mode.is_none() {
+            anyhow::ensure!(dev, "STRIPE_MODE (test or live) must be set in production");
+            self.stripe_mode = Some("test".into());
+        }
+        let public_url = match self.invoicer_public_url.take() {
+            Some(url) => url,
+            None => {
+                anyhow::ensure!(
+                    dev,
+                    "INVOICER_PUBLIC_URL must be set in production (e.g. https://billing.example.com)"
+                );
+                format!("http://{}", self.leptos_site_addr)
+            }
+        };
+        crate::security::origin_of(&public_url)
+            .map_err(|e| anyhow::anyhow!("INVOICER_PUBLIC_URL: {e}"))?;
+        self.invoicer_public_url = Some(public_url.trim_end_matches('/').to_owned());
+        if self.mail_from.is_none() {
+            anyhow::ensure!(
+                dev,
+                "MAIL_FROM must be set in production (e.g. \"Acme billing <billing@acme.example>\")"
+            );
+            self.mail_from = Some(app::ssr::mail::DEV_FROM.to_owned());
+        }
+        app::ssr::mail::parse_from(self.mail_from.as_deref().unwrap_or_default())
+            .map_err(|e| anyhow::anyhow!("MAIL_FROM: {e}"))?;
+        if let Some(url) = &self.smtp_url {
+            app::ssr::mail::SmtpTarget::parse(url).map_err(|e| anyhow::anyhow!("SMTP_URL: {e}"))?;
+        }
+        anyhow::ensure!(
+            self.worker_lease_secs * 1000 > self.smtp_timeout_ms,
+            "WORKER_LEASE_SECS ({} s) must be longer than SMTP_TIMEOUT_MS ({} ms): a lease that \
+             ends while its email is still being sent lets another worker send it again",
+            self.worker_lease_secs,
+            self.smtp_timeout_ms
+        );
+        if let Some(token) = &self.metrics_token {
+            anyhow::ensure!(
+                token.len() >= 16,
+                "METRICS_TOKEN must have at least 16 characters"
+            );
+        }
         self.retention()?;
         Ok(())
+    }
+
+    /// The public URL, after [`Config::validate`].
+    pub fn public_url(&self) -> String {
+        self.invoicer_public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", self.leptos_site_addr))
+    }
+
+    pub fn limits(&self) -> app::ssr::throttle::Limits {
+        app::ssr::throttle::Limits {
+            logins_per_account_minute: self.logins_per_account_minute,
+            logins_per_address_minute: self.logins_per_address_minute,
+            signups_per_address_hour: self.signups_per_address_hour,
+            emails_per_org_hour: self.emails_per_org_hour,
+        }
     }
 
     pub fn dev_mode(&self) -> bool {
@@ -161,11 +276,16 @@ impl Config {
     }
 
     fn retention(&self) -> anyhow::Result<RetentionConfig> {
-        RetentionConfig::new(
-            self.webhook_claim_retention_days,
-            self.idempotency_key_ttl(),
-        )
-        .map_err(anyhow::Error::msg)
+        Ok(RetentionConfig {
+            form_key_days: self.form_key_retention_days,
+            activity_days: self.activity_retention_days,
+            outbox_days: self.outbox_retention_days,
+            ..RetentionConfig::new(
+                self.webhook_claim_retention_days,
+                self.idempotency_key_ttl(),
+            )
+            .map_err(anyhow::Error::msg)?
+        })
     }
 
     pub fn worker(&self) -> anyhow::Result<WorkerConfig> {
@@ -173,7 +293,7 @@ impl Config {
             lease: Duration::from_secs(self.worker_lease_secs),
             backoff_base: Duration::from_millis(self.worker_backoff_base_ms),
             poll: Duration::from_millis(self.worker_poll_ms),
-            public_url: self.invoicer_public_url.clone(),
+            public_url: self.public_url(),
             retention: self.retention()?,
             ..Default::default()
         })
@@ -187,6 +307,8 @@ impl Config {
             self_url: format!("http://{}", self.leptos_site_addr),
             idempotency_key_ttl: self.idempotency_key_ttl(),
             metrics_token: self.metrics_token.clone(),
+            limits: self.limits(),
+            client_ip_header: self.client_ip_header.clone(),
         }
     }
 
@@ -196,19 +318,31 @@ impl Config {
     }
 
     pub fn secure_cookies(&self) -> bool {
-        self.invoicer_public_url.starts_with("https://")
+        self.public_url().starts_with("https://")
+    }
+
+    /// The guards' view of this deployment.
+    pub fn guard(&self) -> crate::security::Guard {
+        let url = self.public_url();
+        let origin = crate::security::origin_of(&url).unwrap_or(url);
+        crate::security::Guard::new(&origin, self.secure_cookies())
     }
 
     pub async fn connect(&self) -> anyhow::Result<PgPool> {
         let options = PgConnectOptions::from_str(&self.database_url)
             .context("DATABASE_URL is not a valid Postgres URL")?;
+        let statement_timeout_ms = self.statement_timeout_ms;
         PgPoolOptions::new()
             // Claims rely on READ COMMITTED (a concurrent duplicate waits, then sees the winner's row);
             // a server default of REPEATABLE READ would turn duplicates into serialization errors.
-            .after_connect(|conn, _| {
+            // A statement that runs longer than STATEMENT_TIMEOUT_MS is cancelled: no request can
+            // hold a connection (and the pool) hostage with a slow query.
+            .after_connect(move |conn, _| {
                 Box::pin(async move {
                     use sqlx::Executor;
                     conn.execute("set session characteristics as transaction isolation level read committed")
+                        .await?;
+                    conn.execute(format!("set statement_timeout = {statement_timeout_ms}").as_str())
                         .await
                         .map(drop)
                 })
@@ -306,12 +440,112 @@ mod tests {
             .unwrap()
             .config;
         prod.stripe_webhook_secret.clear();
-        assert!(prod.validate().is_err());
+        assert!(prod.validate(true).is_err());
         let mut dev = Probe::try_parse_from(["server", "--leptos-env", "DEV"])
             .unwrap()
             .config;
         dev.stripe_webhook_secret.clear();
-        dev.validate().unwrap();
+        dev.validate(true).unwrap();
         assert!(dev.stripe_secret_is_default());
+    }
+
+    /// A production configuration with everything required, plus `extra` arguments.
+    fn prod(extra: &[&str]) -> super::Config {
+        let defaults = [
+            ("--leptos-env", "PROD"),
+            ("--stripe-webhook-secret", "whsec_live_one"),
+            ("--stripe-mode", "live"),
+            ("--invoicer-public-url", "https://billing.example.com"),
+            ("--mail-from", "Acme billing <billing@acme.example>"),
+        ];
+        let mut args = vec!["server"];
+        for (flag, value) in defaults {
+            if !extra.contains(&flag) {
+                args.extend([flag, value]);
+            }
+        }
+        args.extend_from_slice(extra);
+        Probe::try_parse_from(args).unwrap().config
+    }
+
+    fn refusal(mut config: super::Config) -> String {
+        config.validate(true).expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn production_refuses_what_would_be_unsafe() {
+        prod(&[]).validate(true).unwrap();
+        let dev_secret = prod(&[
+            "--stripe-webhook-secret",
+            "whsec_live_one,whsec_dev_invoicer",
+        ]);
+        assert!(refusal(dev_secret).contains("STRIPE_WEBHOOK_SECRET"));
+        let mut no_url = prod(&[]);
+        no_url.invoicer_public_url = None;
+        assert!(refusal(no_url).contains("INVOICER_PUBLIC_URL"));
+        let mut no_mode = prod(&[]);
+        no_mode.stripe_mode = None;
+        assert!(refusal(no_mode).contains("STRIPE_MODE"));
+        let mut no_from = prod(&[]);
+        no_from.mail_from = None;
+        assert!(refusal(no_from).contains("MAIL_FROM"));
+        let short_lease = prod(&["--worker-lease-secs", "10", "--smtp-timeout-ms", "10000"]);
+        assert!(refusal(short_lease).contains("WORKER_LEASE_SECS"));
+        let bad_url = prod(&["--invoicer-public-url", "billing.example.com"]);
+        assert!(refusal(bad_url).contains("INVOICER_PUBLIC_URL"));
+        let short_token = prod(&["--metrics-token", "abc"]);
+        assert!(refusal(short_token).contains("METRICS_TOKEN"));
+        let bad_smtp = prod(&["--smtp-url", "http://mail.example"]);
+        assert!(refusal(bad_smtp).contains("SMTP_URL"));
+        // `admin` needs only the database, in production too.
+        let mut admin = prod(&[]);
+        admin.stripe_webhook_secret.clear();
+        admin.invoicer_public_url = None;
+        admin.validate(false).unwrap();
+    }
+
+    #[test]
+    fn out_of_range_numbers_are_refused_by_name() {
+        for (flag, value, var) in [
+            (
+                "--stripe-webhook-tolerance-secs",
+                "-5",
+                "STRIPE_WEBHOOK_TOLERANCE_SECS",
+            ),
+            (
+                "--stripe-webhook-tolerance-secs",
+                "0",
+                "STRIPE_WEBHOOK_TOLERANCE_SECS",
+            ),
+            ("--worker-lease-secs", "0", "WORKER_LEASE_SECS"),
+            (
+                "--logins-per-address-minute",
+                "0",
+                "LOGINS_PER_ADDRESS_MINUTE",
+            ),
+            ("--statement-timeout-ms", "5", "STATEMENT_TIMEOUT_MS"),
+        ] {
+            let err = Probe::try_parse_from(["server".to_owned(), format!("{flag}={value}")])
+                .err()
+                .unwrap_or_else(|| panic!("{flag} {value} accepted"));
+            assert!(
+                err.to_string().contains(var) || err.to_string().contains(flag),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn dev_fills_in_safe_local_defaults() {
+        let mut dev = Probe::try_parse_from(["server", "--leptos-env", "DEV"])
+            .unwrap()
+            .config;
+        dev.invoicer_public_url = None;
+        dev.mail_from = None;
+        dev.stripe_mode = None;
+        dev.validate(true).unwrap();
+        assert_eq!(dev.public_url(), format!("http://{}", dev.leptos_site_addr));
+        assert_eq!(dev.stripe_mode.as_deref(), Some("test"));
+        assert!(dev.mail_from.is_some());
     }
 }

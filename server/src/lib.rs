@@ -5,5 +5,6 @@ pub mod api;
 pub mod cli;
 pub mod config;
 pub mod process;
+pub mod security;
 pub mod web;
 pub mod webhook;

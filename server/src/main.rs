@@ -6,7 +6,8 @@ async fn main() -> std::process::ExitCode {
     let _ = dotenvy::dotenv();
     let mut args = server::cli::Args::parse();
     args.config.init_tracing();
-    if let Err(e) = args.config.validate() {
+    let deployed = !matches!(args.command, Some(server::cli::Command::Admin { .. }));
+    if let Err(e) = args.config.validate(deployed) {
         eprintln!("error: {e:#}");
         return std::process::ExitCode::FAILURE;
     }

@@ -7,6 +7,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::config::Config;
+use crate::web::MetricsAccess;
 
 pub async fn connect_and_migrate(config: &Config) -> anyhow::Result<sqlx::PgPool> {
     let pool = config.connect().await?;
@@ -19,7 +20,7 @@ pub async fn connect_and_migrate(config: &Config) -> anyhow::Result<sqlx::PgPool
 
 /// `server` / `server serve`: the web app, and WORKERS outbox workers beside it.
 pub async fn serve(config: Config) -> anyhow::Result<()> {
-    failpoint::init();
+    failpoint::init(config.dev_mode());
     let pool = connect_and_migrate(&config).await?;
     let conf = leptos::config::get_configuration(None)?;
     let leptos_options = conf.leptos_options;
@@ -30,27 +31,48 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             app::ssr::state::DEV_WEBHOOK_SECRET
         );
     }
-    let state = AppState {
-        pool,
-        leptos_options,
-        settings: config.settings(),
-    };
+    let state = AppState::new(pool, leptos_options, config.settings());
     let workers = Workers::start(&config, &state.pool, config.workers)?;
-    let app = crate::web::router(state, config.secure_cookies()).await?;
+    let metrics = match (&config.metrics_addr, &config.metrics_token) {
+        (Some(_), _) => MetricsAccess::Off,
+        (None, Some(token)) => MetricsAccess::Token(token.clone()),
+        (None, None) if config.dev_mode() => MetricsAccess::Open,
+        (None, None) => {
+            tracing::info!("no METRICS_TOKEN or METRICS_ADDR: /metrics is off");
+            MetricsAccess::Off
+        }
+    };
+    if let Some(metrics_addr) = config.metrics_addr {
+        let listener = tokio::net::TcpListener::bind(metrics_addr)
+            .await
+            .with_context(|| format!("METRICS_ADDR: cannot listen on {metrics_addr}"))?;
+        tracing::info!("metrics on http://{metrics_addr}/metrics");
+        let metrics_app = crate::web::metrics_router(state.clone());
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, metrics_app).await {
+                tracing::error!(error = %e, "metrics listener stopped");
+            }
+        });
+    }
+    let app = crate::web::router(state, config.guard(), metrics).await?;
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     tracing::info!("invoicer is listening: open http://{addr}/signup to start");
-    axum::serve(listener, app.into_make_service())
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    // The peer address is what login and sign-up limits count by (unless CLIENT_IP_HEADER).
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await?;
     workers.stop().await;
     Ok(())
 }
 
 /// `server worker`: outbox workers only (at least one); several processes may share a database.
 pub async fn work(config: Config) -> anyhow::Result<()> {
-    failpoint::init();
+    failpoint::init(config.dev_mode());
     let pool = connect_and_migrate(&config).await?;
     let workers = Workers::start(&config, &pool, config.workers.max(1))?;
     shutdown_signal().await;
@@ -65,8 +87,17 @@ struct Workers {
 
 impl Workers {
     fn start(config: &Config, pool: &sqlx::PgPool, count: usize) -> anyhow::Result<Workers> {
-        let mailer = app::ssr::mail::Mailer::new(config.smtp_url.as_deref(), &config.mail_dir)
-            .map_err(anyhow::Error::msg)?;
+        let mailer = app::ssr::mail::Mailer::new(
+            config.smtp_url.as_deref(),
+            config.smtp_ca_file.as_deref(),
+            &config.mail_dir,
+            std::time::Duration::from_millis(config.smtp_timeout_ms),
+            config
+                .mail_from
+                .as_deref()
+                .unwrap_or(app::ssr::mail::DEV_FROM),
+        )
+        .map_err(anyhow::Error::msg)?;
         if count > 0 && config.smtp_url.is_none() {
             tracing::info!(
                 "no SMTP_URL: emails are written to {}",

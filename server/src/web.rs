@@ -3,6 +3,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use crate::security::Guard;
 use app::ssr::auth::{AuthSession, Backend};
 use app::ssr::AppState;
 use app::{shell, App};
@@ -10,7 +11,8 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
+use axum::Extension;
 use axum::Router;
 use axum_login::AuthManagerLayerBuilder;
 use leptos_axum::{generate_route_list, LeptosRoutes};
@@ -23,8 +25,34 @@ use tower_sessions::session_store::ExpiredDeletion;
 use tower_sessions::{Expiry, SessionManagerLayer};
 use tower_sessions_sqlx_store::PostgresStore;
 
-/// Builds the whole application router. Starts the expired-session sweep in the background.
-pub async fn router(state: AppState, secure_cookies: bool) -> anyhow::Result<Router> {
+/// Who may read `/metrics` on the public listener.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MetricsAccess {
+    /// Anyone (dev).
+    Open,
+    /// Only `Authorization: Bearer <token>`.
+    Token(String),
+    /// Nobody: metrics are on their own listener (METRICS_ADDR), or not configured in production.
+    Off,
+}
+
+/// The session cookie's name: `__Host-` prefixed under https, so that it is `Secure`, for this
+/// host only and the whole path, and no sibling subdomain can plant one.
+pub fn session_cookie_name(https: bool) -> &'static str {
+    if https {
+        "__Host-invoicer_session"
+    } else {
+        "invoicer_session"
+    }
+}
+
+/// Builds the whole application router. Starts the expired-session sweep and the throttle's
+/// clean-up in the background.
+pub async fn router(
+    state: AppState,
+    guard: Guard,
+    metrics: MetricsAccess,
+) -> anyhow::Result<Router> {
     prometheus();
     let store = PostgresStore::new(state.pool.clone());
     store.migrate().await?;
@@ -33,25 +61,44 @@ pub async fn router(state: AppState, secure_cookies: bool) -> anyhow::Result<Rou
             .clone()
             .continuously_delete_expired(Duration::from_secs(600)),
     );
+    let throttle = state.throttle.clone();
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(Duration::from_secs(60));
+        loop {
+            every.tick().await;
+            throttle.forget_idle();
+        }
+    });
     let sessions = SessionManagerLayer::new(store)
-        .with_name("invoicer_session")
+        .with_name(session_cookie_name(guard.https))
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
-        .with_secure(secure_cookies)
+        .with_secure(guard.https)
+        .with_path("/")
         .with_expiry(Expiry::OnInactivity(time::Duration::days(7)));
     let auth = AuthManagerLayerBuilder::new(Backend::new(state.pool.clone()), sessions).build();
 
     let routes = generate_route_list(App);
     let leptos_state = state.clone();
-    let app = Router::new()
+    let dev_reload = state.settings.dev_mode.then(|| {
+        let options = &state.leptos_options;
+        format!("ws://{}:{}", options.site_addr.ip(), options.reload_port)
+    });
+    let mut app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics_text))
-        .route("/logout", get(logout).post(logout))
+        .route("/logout", post(logout));
+    if metrics != MetricsAccess::Off {
+        app = app.route("/metrics", get(metrics_text));
+    }
+    let app = app
         .leptos_routes_with_context(
             &state,
             routes,
-            move || leptos::prelude::provide_context(leptos_state.clone()),
+            move || {
+                leptos::prelude::provide_context(leptos_state.clone());
+                page_csp(dev_reload.as_deref());
+            },
             {
                 let options = state.leptos_options.clone();
                 move || shell(options.clone())
@@ -60,9 +107,22 @@ pub async fn router(state: AppState, secure_cookies: bool) -> anyhow::Result<Rou
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(middleware::from_fn(require_login))
         .layer(auth)
+        .layer(middleware::from_fn_with_state(
+            guard.clone(),
+            crate::security::signed_form_errors,
+        ))
+        .layer(middleware::from_fn_with_state(
+            guard.clone(),
+            crate::security::same_origin_posts,
+        ))
         // Added after the session layers: webhooks carry no cookies and need no session.
         .merge(crate::webhook::routes())
         .merge(crate::api::routes())
+        .layer(Extension(metrics))
+        .layer(middleware::from_fn_with_state(
+            guard,
+            crate::security::response_headers,
+        ))
         // Every request gets an id (or keeps the caller's x-request-id), carried by the span all its
         // log events are in, and sent back in the response.
         .layer(PropagateRequestIdLayer::x_request_id())
@@ -98,6 +158,19 @@ async fn require_login(session: AuthSession, req: Request, next: Next) -> Respon
         return Redirect::to(&format!("/login?{query}")).into_response();
     }
     next.run(req).await
+}
+
+/// The render's Content-Security-Policy, with the nonce leptos_axum made for this render (its
+/// hydration scripts carry it).
+fn page_csp(dev_reload: Option<&str>) {
+    use leptos::prelude::use_context;
+    let nonce = leptos::nonce::use_nonce();
+    if let (Some(nonce), Some(response)) = (nonce, use_context::<leptos_axum::ResponseOptions>()) {
+        let policy = crate::security::page_csp(&nonce.to_string(), dev_reload);
+        if let Ok(value) = axum::http::HeaderValue::from_str(&policy) {
+            response.insert_header(axum::http::header::CONTENT_SECURITY_POLICY, value);
+        }
+    }
 }
 
 async fn logout(mut session: AuthSession) -> Response {
@@ -142,32 +215,30 @@ pub fn prometheus() -> PrometheusHandle {
         .clone()
 }
 
-/// Prometheus text. Outbox gauges are read from the database at scrape time. With `METRICS_TOKEN`
-/// set, scrapers must send `Authorization: Bearer <token>`.
-async fn metrics_text(State(state): State<AppState>, headers: axum::http::HeaderMap) -> Response {
-    if let Some(token) = &state.settings.metrics_token {
-        let sent = headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        if sent != Some(token.as_str()) {
-            return StatusCode::UNAUTHORIZED.into_response();
+/// Prometheus text. Outbox gauges are read from the database at scrape time, through indexes that
+/// hold only pending and dead rows: a scrape costs the same with a million sent emails as with none.
+async fn metrics_text(
+    State(state): State<AppState>,
+    Extension(access): Extension<MetricsAccess>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    match &access {
+        MetricsAccess::Open => {}
+        MetricsAccess::Token(token) => {
+            let sent = headers
+                .get(axum::http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .unwrap_or_default();
+            let same: bool =
+                subtle::ConstantTimeEq::ct_eq(sent.as_bytes(), token.as_bytes()).into();
+            if !same {
+                return StatusCode::UNAUTHORIZED.into_response();
+            }
         }
+        MetricsAccess::Off => return StatusCode::NOT_FOUND.into_response(),
     }
-    // language=PostgreSQL
-    let outbox = sqlx::query!(
-        r#"
-        select count(*) filter (where sent_at is null and dead_at is null) as "pending!",
-               coalesce(extract(epoch from now() - min(next_attempt_at)
-                   filter (where sent_at is null and dead_at is null and next_attempt_at <= now())), 0)::float8
-                   as "oldest_due_seconds!",
-               count(*) filter (where dead_at is not null) as "dead!"
-        from outbox
-        "#
-    )
-    .fetch_one(&state.pool)
-    .await;
-    match outbox {
+    match app::ssr::outbox::gauges(&state.pool).await {
         Ok(o) => {
             metrics::gauge!("invoicer_outbox_pending").set(o.pending as f64);
             metrics::gauge!("invoicer_outbox_oldest_due_seconds").set(o.oldest_due_seconds);
@@ -183,4 +254,13 @@ async fn metrics_text(State(state): State<AppState>, headers: axum::http::Header
         prometheus().render(),
     )
         .into_response()
+}
+
+/// The metrics on a listener of their own (METRICS_ADDR): `/metrics` only, no token.
+pub fn metrics_router(state: AppState) -> Router {
+    prometheus();
+    Router::new()
+        .route("/metrics", get(metrics_text))
+        .layer(Extension(MetricsAccess::Open))
+        .with_state(state)
 }

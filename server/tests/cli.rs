@@ -45,6 +45,20 @@ async fn help_lists_only_what_production_runs_and_every_variable() {
         "WORKER_BACKOFF_BASE_MS",
         "WEBHOOK_CLAIM_RETENTION_DAYS",
         "METRICS_TOKEN",
+        "METRICS_ADDR",
+        "STRIPE_MODE",
+        "MAIL_FROM",
+        "SMTP_TIMEOUT_MS",
+        "SMTP_CA_FILE",
+        "LOGINS_PER_ACCOUNT_MINUTE",
+        "LOGINS_PER_ADDRESS_MINUTE",
+        "SIGNUPS_PER_ADDRESS_HOUR",
+        "EMAILS_PER_ORG_HOUR",
+        "CLIENT_IP_HEADER",
+        "STATEMENT_TIMEOUT_MS",
+        "FORM_KEY_RETENTION_DAYS",
+        "ACTIVITY_RETENTION_DAYS",
+        "OUTBOX_RETENTION_DAYS",
         "INVOICER_FAILPOINT",
         "RUST_LOG",
         "LOG_FORMAT",
@@ -80,14 +94,41 @@ async fn a_bad_value_stops_start_up_naming_its_variable() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(variable), "{variable}={value}: {stderr}");
     }
-    // Production without a webhook secret.
-    let out = server(
-        &["admin", "create-api-key", "--email", "nobody@example.com"],
-        &[("DATABASE_URL", &url), ("LEPTOS_ENV", "PROD")],
-    )
-    .await;
+    // Production is the default: without LEPTOS_ENV, serving needs what production needs, and each
+    // missing or unsafe setting is named.
+    let complete = [
+        ("DATABASE_URL", url.as_str()),
+        ("STRIPE_WEBHOOK_SECRET", "whsec_live_secret"),
+        ("STRIPE_MODE", "live"),
+        ("INVOICER_PUBLIC_URL", "https://billing.example.com"),
+        ("MAIL_FROM", "Billing <billing@example.com>"),
+    ];
+    for (missing, complaint) in [
+        ("STRIPE_WEBHOOK_SECRET", "STRIPE_WEBHOOK_SECRET"),
+        ("STRIPE_MODE", "STRIPE_MODE"),
+        ("INVOICER_PUBLIC_URL", "INVOICER_PUBLIC_URL"),
+        ("MAIL_FROM", "MAIL_FROM"),
+    ] {
+        let env: Vec<_> = complete
+            .iter()
+            .filter(|(k, _)| *k != missing)
+            .copied()
+            .collect();
+        let out = server(&["serve"], &env).await;
+        assert!(!out.status.success(), "served without {missing}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(complaint), "without {missing}: {stderr}");
+    }
+    let mut dev_secret = complete.to_vec();
+    dev_secret[1] = ("STRIPE_WEBHOOK_SECRET", "whsec_dev_invoicer");
+    let out = server(&["worker"], &dev_secret).await;
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("STRIPE_WEBHOOK_SECRET"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("dev secret"));
+    let mut short_lease = complete.to_vec();
+    short_lease.push(("WORKER_LEASE_SECS", "5"));
+    let out = server(&["worker"], &short_lease).await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("WORKER_LEASE_SECS"));
     db.cleanup().await;
 }
 

@@ -39,6 +39,7 @@ async fn attempts_are_logged_with_request_ids_and_counted_per_surface_and_outcom
         .port();
     let base = format!("http://127.0.0.1:{port}");
     let mut server = tokio::process::Command::new(common::SERVER)
+        .env("LEPTOS_ENV", "DEV")
         .env("DATABASE_URL", db.url())
         .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
         .env("LOG_FORMAT", "json")
@@ -192,6 +193,7 @@ async fn attempts_are_logged_with_request_ids_and_counted_per_surface_and_outcom
     let sink = common::SmtpSink::start(0, false).await;
     let mut worker = tokio::process::Command::new(common::SERVER)
         .arg("worker")
+        .env("LEPTOS_ENV", "DEV")
         .env("DATABASE_URL", db.url())
         .env("SMTP_URL", sink.url())
         .env("LOG_FORMAT", "json")

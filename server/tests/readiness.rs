@@ -82,6 +82,7 @@ async fn readyz_fails_while_the_database_is_away_and_recovers() {
         .port();
     let base = format!("http://127.0.0.1:{port}");
     let _server = tokio::process::Command::new(common::SERVER)
+        .env("LEPTOS_ENV", "DEV")
         .env("DATABASE_URL", &url)
         .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
         .env("WORKERS", "0")

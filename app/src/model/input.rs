@@ -43,6 +43,8 @@ pub struct InvoiceInput {
         )
     )]
     pub currency: String,
+    /// From 2000-01-01 to 2199-12-31.
+    #[validate(custom(function = "sane_due_date"))]
     pub due_date: NaiveDate,
     /// Each line is checked by `check`, which reports errors as `lines[i].field`.
     #[validate(length(min = 1, max = 100, message = "An invoice has 1 to 100 lines."))]
@@ -108,6 +110,22 @@ fn not_blank(value: &str) -> Result<(), ValidationError> {
         return Err(
             ValidationError::new("nul").with_message("This can't contain NUL characters.".into())
         );
+    }
+    Ok(())
+}
+
+/// The due dates an invoice may have. Anything else is a typo or a probe (`-5000-01-01` parses as a
+/// date but Postgres cannot store it): refused with a message, never a database error.
+pub const DUE_DATE_RANGE: (NaiveDate, NaiveDate) = (
+    NaiveDate::from_ymd_opt(2000, 1, 1).expect("a date"),
+    NaiveDate::from_ymd_opt(2199, 12, 31).expect("a date"),
+);
+
+fn sane_due_date(value: &NaiveDate) -> Result<(), ValidationError> {
+    let (first, last) = DUE_DATE_RANGE;
+    if *value < first || *value > last {
+        return Err(ValidationError::new("due_date_range")
+            .with_message("Enter a due date between 2000-01-01 and 2199-12-31.".into()));
     }
     Ok(())
 }
@@ -248,5 +266,23 @@ mod tests {
         let errors = input.check().unwrap_err();
         assert!(errors.contains_key("lines[0].quantity"));
         assert!(errors.contains_key("lines[0].unit_amount_cents"));
+    }
+
+    #[test]
+    fn due_dates_outside_the_range_are_refused_with_a_message() {
+        for bad in ["-5000-01-01", "1999-12-31", "2200-01-01"] {
+            let json = format!(
+                r#"{{"customer_name":"A","customer_email":"a@example.com","currency":"usd","due_date":"{bad}","lines":[{{"description":"x","quantity":1,"unit_amount_cents":1}}]}}"#
+            );
+            let input: InvoiceInput = serde_json::from_str(&json).unwrap();
+            let errors = input.check().unwrap_err();
+            assert_eq!(
+                errors["due_date"], "Enter a due date between 2000-01-01 and 2199-12-31.",
+                "{bad}"
+            );
+        }
+        let mut fine = form().parse().unwrap();
+        fine.due_date = DUE_DATE_RANGE.1;
+        fine.check().unwrap();
     }
 }

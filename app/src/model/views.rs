@@ -133,8 +133,8 @@ pub struct ActivityPage {
     pub rows: Vec<ActivityRow>,
     /// The last 24 hours, by surface and outcome.
     pub counts: Vec<ActivityCount>,
-    pub page: u32,
-    pub has_more: bool,
+    /// Where the next (older) page starts, when there is one.
+    pub next_cursor: Option<String>,
 }
 
 /// An API key as the settings page lists it (never the key itself).

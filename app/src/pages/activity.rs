@@ -27,12 +27,10 @@ pub fn ActivityPage() -> impl IntoView {
                 param("surface"),
                 param("outcome"),
                 param("q"),
-                param("page"),
+                param("before"),
             )
         },
-        |(surface, outcome, q, page)| {
-            activity(surface, outcome, q, page.and_then(|p| p.parse().ok()))
-        },
+        |(surface, outcome, q, before)| activity(surface, outcome, q, before),
     );
     let selected =
         move |name: &'static str, value: &'static str| param(name).as_deref() == Some(value);
@@ -62,8 +60,7 @@ pub fn ActivityPage() -> impl IntoView {
                 {move || Suspend::new(async move {
                     match page.await {
                         Ok(p) => {
-                            let next = p.page + 1;
-                            let more = p.has_more;
+                            let next = p.next_cursor.clone();
                             view! {
                                 <p class="counters">
                                     "Last 24 h: "
@@ -97,15 +94,15 @@ pub fn ActivityPage() -> impl IntoView {
                                     }
                                         .into_any()
                                 }}
-                                {more
-                                    .then(|| {
+                                {next
+                                    .map(|cursor| {
                                         view! {
                                             <p>
                                                 <a
                                                     class="older"
                                                     href=move || {
                                                         let mut q = query.get();
-                                                        q.replace("page", next.to_string());
+                                                        q.replace("before", cursor.clone());
                                                         format!("/activity{}", q.to_query_string())
                                                     }
                                                 >

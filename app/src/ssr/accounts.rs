@@ -12,8 +12,8 @@ pub enum SignupError {
     Invalid(String),
     #[error(transparent)]
     Db(#[from] sqlx::Error),
-    #[error("password hashing failed: {0}")]
-    Task(#[from] tokio::task::JoinError),
+    #[error(transparent)]
+    Hashing(#[from] crate::ssr::throttle::HashError),
 }
 
 pub const MIN_PASSWORD_LEN: usize = 8;
@@ -47,7 +47,8 @@ pub async fn create_org_with_owner(
         )));
     }
     let password = password.to_owned();
-    let hash = tokio::task::spawn_blocking(move || password_auth::generate_hash(password)).await?;
+    let hash =
+        crate::ssr::throttle::hashing(move || password_auth::generate_hash(password)).await?;
 
     let account = NewAccount {
         org_id: Uuid::new_v4(),

@@ -17,66 +17,147 @@ pub struct Filter {
     pub invoice: Option<Uuid>,
 }
 
-/// One page of `org`'s attempts (pages from 0) and the last 24 hours' counts.
+/// Where a page starts: strictly older than this attempt. Written in links as `<micros>.<id>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor {
+    pub created_at: DateTime<Utc>,
+    pub id: i64,
+}
+
+impl Cursor {
+    pub fn encode(self) -> String {
+        format!("{}.{}", self.created_at.timestamp_micros(), self.id)
+    }
+
+    pub fn parse(text: &str) -> Option<Cursor> {
+        let (micros, id) = text.split_once('.')?;
+        Some(Cursor {
+            created_at: DateTime::from_timestamp_micros(micros.parse().ok()?)?,
+            id: id.parse().ok()?,
+        })
+    }
+}
+
+/// Longest search considered; keys are at most 255 characters.
+pub const MAX_SEARCH: usize = 255;
+
+/// What a search asks for: an invoice by its number (`INV-000042`, `42`), or attempts whose key
+/// starts with the text (an event id, an Idempotency-Key, a form key). Both are answered from an
+/// index, so a search costs the same whatever the size of the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Search {
+    InvoiceNumber(i32),
+    KeyPrefix(String),
+}
+
+impl Search {
+    pub fn parse(text: &str) -> Option<Search> {
+        let text = text.trim();
+        if text.is_empty() || text.len() > MAX_SEARCH {
+            return None;
+        }
+        let digits = text
+            .strip_prefix("INV-")
+            .or_else(|| text.strip_prefix("inv-"))
+            .unwrap_or(text);
+        if !digits.is_empty() && digits.len() <= 12 && digits.bytes().all(|b| b.is_ascii_digit()) {
+            if let Ok(n) = digits.parse::<i32>() {
+                return Some(Search::InvoiceNumber(n));
+            }
+        }
+        // `like` treats % _ and \ specially: escape them so the text is matched literally.
+        let escaped = text
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        Some(Search::KeyPrefix(format!("{escaped}%")))
+    }
+}
+
+/// One page of `org`'s attempts, older than `before` (newest first without it), and the last 24
+/// hours' counts. Pages by key (created_at, id), never by offset: page 10 000 costs what page 1 does.
 pub async fn list(
     pool: &PgPool,
     org: Uuid,
     filter: &Filter,
-    page: u32,
+    before: Option<Cursor>,
 ) -> sqlx::Result<ActivityPage> {
-    let search = filter
-        .search
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty());
-    // language=PostgreSQL
-    let rows = sqlx::query!(
+    use sqlx::{QueryBuilder, Row};
+
+    let mut q = QueryBuilder::new(
         r#"
-        select a.created_at as "created_at: DateTime<Utc>", a.surface, a.key, a.outcome, a.invoice_id,
-               i.number as "number?", a.duration_ms, a.request_id,
+        select a.id, a.created_at, a.surface, a.key, a.outcome, a.invoice_id, i.number,
+               a.duration_ms, a.request_id,
                case a.surface
-                   when 'webhook' then (select e.payload from stripe_events e
+                   when 'webhook' then (select e.payload::text from stripe_events e
                                         where e.id = a.key and e.org_id = a.org_id limit 1)
                    when 'api' then (select convert_from(c.response_body, 'UTF8') from claims c
                                     where c.scope = 'api' and c.owner = a.owner and c.key = a.key)
-               end as "detail?"
+               end as detail
         from attempts a
         left join invoices i on i.id = a.invoice_id
-        where a.org_id = $1
-          and ($2::text is null or a.surface = $2)
-          and ($3::text is null or a.outcome = $3)
-          and ($4::text is null or a.key ilike '%' || $4 || '%'
-               or 'INV-' || lpad(i.number::text, 6, '0') ilike '%' || $4 || '%')
-          and ($5::uuid is null or a.invoice_id = $5)
-        order by a.created_at desc, a.id desc
-        limit $6 offset $7
-        "#,
-        org,
-        filter.surface,
-        filter.outcome,
-        search,
-        filter.invoice,
-        PAGE_SIZE + 1,
-        i64::from(page) * PAGE_SIZE,
-    )
-    .fetch_all(pool)
-    .await?;
+        where a.org_id = "#,
+    );
+    q.push_bind(org);
+    if let Some(surface) = &filter.surface {
+        q.push(" and a.surface = ").push_bind(surface);
+    }
+    if let Some(outcome) = &filter.outcome {
+        q.push(" and a.outcome = ").push_bind(outcome);
+    }
+    if let Some(invoice) = filter.invoice {
+        q.push(" and a.invoice_id = ").push_bind(invoice);
+    }
+    match filter.search.as_deref().and_then(Search::parse) {
+        Some(Search::InvoiceNumber(n)) => {
+            q.push(" and a.invoice_id = (select id from invoices where org_id = ")
+                .push_bind(org)
+                .push(" and number = ")
+                .push_bind(n)
+                .push(")");
+        }
+        Some(Search::KeyPrefix(pattern)) => {
+            q.push(" and a.key like ").push_bind(pattern);
+        }
+        None => {}
+    }
+    if let Some(cursor) = before {
+        q.push(" and (a.created_at, a.id) < (")
+            .push_bind(cursor.created_at)
+            .push(", ")
+            .push_bind(cursor.id)
+            .push(")");
+    }
+    q.push(" order by a.created_at desc, a.id desc limit ")
+        .push_bind(PAGE_SIZE + 1);
+    let rows = q.build().fetch_all(pool).await?;
     let has_more = rows.len() as i64 > PAGE_SIZE;
-    let rows = rows
-        .into_iter()
-        .take(PAGE_SIZE as usize)
-        .map(|r| ActivityRow {
-            created_at: r.created_at,
-            surface: r.surface,
-            key: r.key,
-            outcome: r.outcome,
-            invoice_id: r.invoice_id,
-            invoice_number: r.number.map(invoice_number),
-            duration_ms: r.duration_ms,
-            request_id: r.request_id,
-            detail: r.detail,
-        })
-        .collect();
+    let mut next_cursor = None;
+    let mut page = Vec::with_capacity(rows.len().min(PAGE_SIZE as usize));
+    for r in rows.into_iter().take(PAGE_SIZE as usize) {
+        let created_at: DateTime<Utc> = r.try_get("created_at")?;
+        next_cursor = Some(Cursor {
+            created_at,
+            id: r.try_get("id")?,
+        });
+        page.push(ActivityRow {
+            created_at,
+            surface: r.try_get("surface")?,
+            key: r.try_get("key")?,
+            outcome: r.try_get("outcome")?,
+            invoice_id: r.try_get("invoice_id")?,
+            invoice_number: r.try_get::<Option<i32>, _>("number")?.map(invoice_number),
+            duration_ms: r.try_get("duration_ms")?,
+            request_id: r.try_get("request_id")?,
+            detail: r.try_get("detail")?,
+        });
+    }
+    let rows = page;
+    let next_cursor = if has_more {
+        next_cursor.map(Cursor::encode)
+    } else {
+        None
+    };
     // language=PostgreSQL
     let counts = sqlx::query!(
         r#"
@@ -100,7 +181,50 @@ pub async fn list(
     Ok(ActivityPage {
         rows,
         counts,
-        page,
-        has_more,
+        next_cursor,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn searches_are_invoice_numbers_or_key_prefixes() {
+        assert_eq!(Search::parse("INV-000042"), Some(Search::InvoiceNumber(42)));
+        assert_eq!(Search::parse(" 42 "), Some(Search::InvoiceNumber(42)));
+        assert_eq!(
+            Search::parse("evt_1"),
+            Some(Search::KeyPrefix("evt\\_1%".into()))
+        );
+        assert_eq!(
+            Search::parse("50%"),
+            Some(Search::KeyPrefix("50\\%%".into()))
+        );
+        assert_eq!(Search::parse(""), None);
+        assert_eq!(Search::parse(&"k".repeat(MAX_SEARCH + 1)), None);
+        assert_eq!(
+            Search::parse("99999999999999999999"),
+            Some(Search::KeyPrefix("99999999999999999999%".into()))
+        );
+    }
+
+    #[test]
+    fn cursors_round_trip_and_garbage_is_refused() {
+        let c = Cursor {
+            created_at: DateTime::from_timestamp_micros(1_764_600_000_123_456).unwrap(),
+            id: 42,
+        };
+        assert_eq!(Cursor::parse(&c.encode()), Some(c));
+        for bad in [
+            "",
+            "x.1",
+            "1.x",
+            "1",
+            "99999999999999999999.1",
+            "4294967295",
+        ] {
+            assert_eq!(Cursor::parse(bad), None, "{bad}");
+        }
+    }
 }

@@ -50,8 +50,8 @@ impl Backend {
 pub enum BackendError {
     #[error(transparent)]
     Db(#[from] sqlx::Error),
-    #[error("password check failed: {0}")]
-    Task(#[from] tokio::task::JoinError),
+    #[error(transparent)]
+    Hashing(#[from] crate::ssr::throttle::HashError),
 }
 
 pub type AuthSession = axum_login::AuthSession<Backend>;
@@ -68,7 +68,7 @@ impl AuthnBackend for Backend {
             .as_ref()
             .map(|u| u.password_hash.clone())
             .unwrap_or_else(|| DUMMY_HASH.clone());
-        let ok = tokio::task::spawn_blocking(move || {
+        let ok = crate::ssr::throttle::hashing(move || {
             password_auth::verify_password(creds.password, &hash).is_ok()
         })
         .await?;
@@ -161,4 +161,18 @@ pub async fn current_session() -> Result<AuthSession, AppError> {
     leptos_axum::extract::<AuthSession>()
         .await
         .map_err(|e| AppError::internal("auth session missing", e))
+}
+
+/// Logs `user` in with a new session id, also over a session that was already logged in (axum-login
+/// cycles the id only when nobody was), so an id planted before login never becomes a login.
+pub async fn log_in(session: &mut AuthSession, user: &SessionUser) -> Result<(), AppError> {
+    session
+        .login(user)
+        .await
+        .map_err(|e| AppError::internal("login", e))?;
+    session
+        .session
+        .cycle_id()
+        .await
+        .map_err(|e| AppError::internal("login: new session id", e))
 }

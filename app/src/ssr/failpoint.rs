@@ -1,13 +1,21 @@
 //! Crash injection for the tests that kill the process at the worst moment
 //! (`INVOICER_FAILPOINT=form.after_claim,...`). Exits with code 70 and no cleanup, as a crash would.
-//! Honoured only in debug builds or with the `failpoints` feature.
+//! Honoured only in dev mode (`LEPTOS_ENV=DEV`) of debug builds or builds with the `failpoints`
+//! feature: a production process never exits on an environment variable.
 
 use std::sync::OnceLock;
 
 const ENABLED: bool = cfg!(any(debug_assertions, feature = "failpoints"));
 
+static ARMED: OnceLock<Vec<String>> = OnceLock::new();
+
 fn armed() -> &'static [String] {
-    static ARMED: OnceLock<Vec<String>> = OnceLock::new();
+    ARMED.get().map_or(&[], Vec::as_slice)
+}
+
+/// Reads INVOICER_FAILPOINT once, at start-up, so a misconfiguration is reported early. Outside dev
+/// mode nothing is armed.
+pub fn init(dev_mode: bool) {
     ARMED.get_or_init(|| {
         let names: Vec<String> = std::env::var("INVOICER_FAILPOINT")
             .unwrap_or_default()
@@ -22,6 +30,13 @@ fn armed() -> &'static [String] {
             );
             return Vec::new();
         }
+        if !names.is_empty() && !dev_mode {
+            tracing::warn!(
+                ?names,
+                "INVOICER_FAILPOINT ignored: failpoints are honoured only with LEPTOS_ENV=DEV"
+            );
+            return Vec::new();
+        }
         if !names.is_empty() {
             tracing::warn!(
                 ?names,
@@ -29,12 +44,7 @@ fn armed() -> &'static [String] {
             );
         }
         names
-    })
-}
-
-/// Reads the environment once, at start-up, so a misconfiguration is reported early.
-pub fn init() {
-    let _ = armed();
+    });
 }
 
 pub fn hit(name: &str) {

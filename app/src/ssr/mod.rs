@@ -15,6 +15,7 @@ pub mod retention;
 pub mod state;
 pub mod stripe;
 pub mod surfaces;
+pub mod throttle;
 pub mod worker;
 
 pub use state::AppState;

@@ -108,7 +108,7 @@ impl Attempt {
             started: Instant::now(),
             who: Mutex::new(Who {
                 owner: "-".into(),
-                key: key.into(),
+                key: bounded(key.into()),
                 org: None,
             }),
             stored: AtomicBool::new(false),
@@ -126,7 +126,7 @@ impl Attempt {
     /// Names the attempt by a key found inside the request (a webhook's event id, read only after
     /// its signature was checked).
     pub fn rekey(&self, key: impl Into<String>) -> &Self {
-        self.who_mut().key = key.into();
+        self.who_mut().key = bounded(key.into());
         self
     }
 
@@ -160,10 +160,10 @@ impl Attempt {
 
     /// The won attempt's row, written in the transaction that did the work: it commits with the work
     /// or not at all, and costs no round trip and commit of its own.
+    /// Writes the won attempt's row in the surface's transaction; call [`Attempt::mark_stored`]
+    /// once that transaction has committed (a rolled-back row was never written).
     pub async fn store_won(&self, conn: &mut PgConnection, concerns: Concerns) -> sqlx::Result<()> {
-        self.store(conn, AttemptOutcome::Won, concerns).await?;
-        self.0.stored.store(true, Ordering::Release);
-        Ok(())
+        self.store(conn, AttemptOutcome::Won, concerns).await
     }
 
     /// For a surface that wrote this attempt's row with a statement of its own (see
@@ -242,4 +242,15 @@ pub fn log_and_count(attempt: &Attempt, outcome: AttemptOutcome) {
         .increment(1);
     metrics::histogram!("invoicer_attempt_duration_seconds", "surface" => surface)
         .record(elapsed.as_secs_f64());
+}
+
+/// Longest key kept in an attempt row: the API's own limit. A refused request's key is whatever
+/// the client sent, so it is cut here rather than stored at any length.
+pub const MAX_KEY_CHARS: usize = 255;
+
+fn bounded(mut key: String) -> String {
+    if let Some((cut, _)) = key.char_indices().nth(MAX_KEY_CHARS) {
+        key.truncate(cut);
+    }
+    key
 }

@@ -301,3 +301,30 @@ pub async fn for_invoice(
         })
         .collect())
 }
+
+/// What `/metrics` reports about the outbox.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Gauges {
+    pub pending: i64,
+    /// How long the oldest due row has waited, in seconds (0 when none is due).
+    pub oldest_due_seconds: f64,
+    pub dead: i64,
+}
+
+/// The pending rows' statement: answered from `outbox_due_idx`, which holds pending rows only.
+pub const PENDING_SQL: &str = "select count(*), coalesce(extract(epoch from now() - min(next_attempt_at) filter (where next_attempt_at <= now())), 0)::float8 from outbox where sent_at is null and dead_at is null";
+/// The dead rows' statement: answered from `outbox_dead_idx`, which holds dead rows only.
+pub const DEAD_SQL: &str = "select count(*) from outbox where dead_at is not null";
+
+/// Reads the gauges through indexes of pending and dead rows only: the cost of a scrape does not
+/// grow with the number of emails ever sent.
+pub async fn gauges(pool: &PgPool) -> sqlx::Result<Gauges> {
+    let (pending, oldest_due_seconds): (i64, f64) =
+        sqlx::query_as(PENDING_SQL).fetch_one(pool).await?;
+    let dead: i64 = sqlx::query_scalar(DEAD_SQL).fetch_one(pool).await?;
+    Ok(Gauges {
+        pending,
+        oldest_due_seconds,
+        dead,
+    })
+}

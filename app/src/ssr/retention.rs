@@ -1,5 +1,7 @@
-//! The retention job: deletes webhook claims and stored events older than the retention window and
-//! expired API claims, in batches. It runs at most once per period across all workers: the period is
+//! The retention job: every table that grows with traffic is trimmed here, in batches: webhook
+//! claims, stored events and refunds still waiting for their payment after the webhook window;
+//! expired API claims; form claims, attempts (the activity page) and finished outbox rows after
+//! their own windows. It runs at most once per period across all workers: the period is
 //! its run id, leased as `(job, retention, <period>)` (a crashed run is taken over and
 //! simply continues: deleting is idempotent).
 
@@ -16,6 +18,12 @@ pub const MIN_WEBHOOK_RETENTION_DAYS: u32 = 3;
 pub struct RetentionConfig {
     pub webhook_days: u32,
     pub api_key_ttl: Duration,
+    /// Form claims (a rendered form's key); `invoices.source_key` stays unique after them.
+    pub form_key_days: u32,
+    /// Attempts, the activity page's rows.
+    pub activity_days: u32,
+    /// Sent and dead outbox rows.
+    pub outbox_days: u32,
     pub batch: i64,
 }
 
@@ -29,7 +37,7 @@ impl RetentionConfig {
         Ok(RetentionConfig {
             webhook_days,
             api_key_ttl,
-            batch: 1000,
+            ..Default::default()
         })
     }
 }
@@ -39,6 +47,9 @@ impl Default for RetentionConfig {
         RetentionConfig {
             webhook_days: 30,
             api_key_ttl: Duration::from_secs(24 * 3600),
+            form_key_days: 30,
+            activity_days: 90,
+            outbox_days: 30,
             batch: 1000,
         }
     }
@@ -48,9 +59,34 @@ impl Default for RetentionConfig {
 pub struct Report {
     pub webhook_claims: u64,
     pub webhook_events: u64,
+    /// Refunds whose payment never arrived within the webhook window.
+    pub pending_refunds: u64,
     pub api_claims: u64,
+    pub form_claims: u64,
     /// Finished job runs (sent emails, past retention periods) older than a week.
     pub job_claims: u64,
+    pub attempts: u64,
+    pub outbox_rows: u64,
+}
+
+fn days(n: u32) -> Duration {
+    Duration::from_secs(u64::from(n) * 86_400)
+}
+
+/// Runs `delete` (which deletes at most `batch` rows) until a pass deletes fewer.
+async fn in_batches<F, Fut>(batch: i64, mut delete: F) -> sqlx::Result<u64>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = sqlx::Result<u64>>,
+{
+    let mut total = 0;
+    loop {
+        let deleted = delete().await?;
+        total += deleted;
+        if deleted < batch as u64 {
+            return Ok(total);
+        }
+    }
 }
 
 /// Job claims are only needed while their run can still be taken over.
@@ -89,12 +125,13 @@ pub async fn run_once(
 }
 
 async fn delete_old(pool: &PgPool, config: &RetentionConfig) -> sqlx::Result<Report> {
-    let window = Duration::from_secs(u64::from(config.webhook_days) * 86_400);
-    let webhook_claims = claim::sweep_expired(pool, Surface::Webhook, window, config.batch).await?;
-    let mut webhook_events = 0;
-    loop {
+    let batch = config.batch;
+    let window = days(config.webhook_days).as_secs_f64();
+    let webhook_claims =
+        claim::sweep_expired(pool, Surface::Webhook, days(config.webhook_days), batch).await?;
+    let webhook_events = in_batches(batch, || async move {
         // language=PostgreSQL
-        let deleted = sqlx::query!(
+        Ok(sqlx::query!(
             r#"
             delete from stripe_events
             where (account, id) in (
@@ -103,24 +140,84 @@ async fn delete_old(pool: &PgPool, config: &RetentionConfig) -> sqlx::Result<Rep
                 limit $2
             )
             "#,
-            window.as_secs_f64(),
-            config.batch
+            window,
+            batch
         )
         .execute(pool)
         .await?
-        .rows_affected();
-        webhook_events += deleted;
-        if deleted < config.batch as u64 {
-            break;
-        }
-    }
+        .rows_affected())
+    })
+    .await?;
+    let pending_refunds = in_batches(batch, || async move {
+        // language=PostgreSQL
+        Ok(sqlx::query!(
+            r#"
+            delete from pending_refunds
+            where (provider, provider_payment_id) in (
+                select provider, provider_payment_id from pending_refunds
+                where received_at < now() - make_interval(secs => $1)
+                limit $2
+            )
+            "#,
+            window,
+            batch
+        )
+        .execute(pool)
+        .await?
+        .rows_affected())
+    })
+    .await?;
+    let activity = days(config.activity_days).as_secs_f64();
+    let attempts = in_batches(batch, || async move {
+        // language=PostgreSQL
+        Ok(sqlx::query!(
+            r#"
+            delete from attempts
+            where id in (
+                select id from attempts
+                where created_at < now() - make_interval(secs => $1)
+                limit $2
+            )
+            "#,
+            activity,
+            batch
+        )
+        .execute(pool)
+        .await?
+        .rows_affected())
+    })
+    .await?;
+    let outbox = days(config.outbox_days).as_secs_f64();
+    let outbox_rows = in_batches(batch, || async move {
+        // Sent and dead rows, each found through its own partial index.
+        // language=PostgreSQL
+        Ok(sqlx::query!(
+            r#"
+            delete from outbox
+            where id in (
+                (select id from outbox where sent_at < now() - make_interval(secs => $1) limit $2)
+                union all
+                (select id from outbox where dead_at < now() - make_interval(secs => $1) limit $2)
+            )
+            "#,
+            outbox,
+            batch
+        )
+        .execute(pool)
+        .await?
+        .rows_affected())
+    })
+    .await?;
     Ok(Report {
         webhook_claims,
         webhook_events,
-        api_claims: claim::sweep_expired(pool, Surface::Api, config.api_key_ttl, config.batch)
+        pending_refunds,
+        api_claims: claim::sweep_expired(pool, Surface::Api, config.api_key_ttl, batch).await?,
+        form_claims: claim::sweep_expired(pool, Surface::Form, days(config.form_key_days), batch)
             .await?,
-        job_claims: claim::sweep_expired(pool, Surface::Job, JOB_CLAIM_RETENTION, config.batch)
-            .await?,
+        job_claims: claim::sweep_expired(pool, Surface::Job, JOB_CLAIM_RETENTION, batch).await?,
+        attempts,
+        outbox_rows,
     })
 }
 

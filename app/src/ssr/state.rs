@@ -10,6 +10,20 @@ pub struct AppState {
     pub pool: PgPool,
     pub leptos_options: LeptosOptions,
     pub settings: Settings,
+    /// Rate limits of the expensive paths (login, sign-up, email), shared by all requests.
+    pub throttle: std::sync::Arc<crate::ssr::throttle::Throttle>,
+}
+
+impl AppState {
+    pub fn new(pool: PgPool, leptos_options: LeptosOptions, settings: Settings) -> AppState {
+        let throttle = std::sync::Arc::new(crate::ssr::throttle::Throttle::new(settings.limits));
+        AppState {
+            pool,
+            leptos_options,
+            settings,
+            throttle,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -26,6 +40,11 @@ pub struct Settings {
     pub idempotency_key_ttl: Duration,
     /// With it, `/metrics` answers only `Authorization: Bearer <token>`.
     pub metrics_token: Option<String>,
+    /// Login, sign-up and email allowances.
+    pub limits: crate::ssr::throttle::Limits,
+    /// The request header a trusted reverse proxy puts the client address in (its last value is
+    /// used); without it, the connection's peer address.
+    pub client_ip_header: Option<String>,
 }
 
 pub const DEV_WEBHOOK_SECRET: &str = "whsec_dev_invoicer";
@@ -39,6 +58,8 @@ impl Default for Settings {
             self_url: "http://127.0.0.1:3000".to_owned(),
             idempotency_key_ttl: Duration::from_secs(24 * 3600),
             metrics_token: None,
+            limits: crate::ssr::throttle::Limits::default(),
+            client_ip_header: None,
         }
     }
 }

@@ -117,20 +117,24 @@ pub async fn drain_once(
     for row in rows {
         let attempt = Attempt::new(Surface::Job, row.id.to_string(), None);
         attempt.identify(outbox::QUEUE, None);
-        let sent = match mail::render(pool, &row, &config.public_url).await {
+        // A failure is (what the invoice page shows, the whole text for the log, permanent?): a
+        // tenant sees a plain class, never the mail server's own words or ours.
+        let sent = match mail::render(pool, &row, &config.public_url, mailer.from()).await {
             Ok(message) => {
                 failpoint::hit("worker.before_send");
-                mailer.send(message).await.map_err(|e| (e, false))
+                mailer
+                    .send(message)
+                    .await
+                    .map_err(|e| (e.class.describe().to_owned(), e.detail, e.class.permanent()))
             }
-            Err(RenderError::Permanent(e)) => Err((e, true)),
-            Err(RenderError::Db(e)) => {
-                // Shown on the invoice page: keep database details in the log only.
-                tracing::warn!(row = %row.id, error = %e, "outbox: rendering failed on a database error");
-                Err((
-                    "temporary database error while preparing the email".to_owned(),
-                    false,
-                ))
+            Err(RenderError::Permanent(e)) => {
+                Err(("the email could not be prepared".to_owned(), e, true))
             }
+            Err(RenderError::Db(e)) => Err((
+                "temporary error while preparing the email".to_owned(),
+                e.to_string(),
+                false,
+            )),
         };
         let (id, attempts) = (row.id, row.attempts);
         match sent {
@@ -147,11 +151,11 @@ pub async fn drain_once(
                 metrics::counter!("invoicer_outbox_sends_total", "result" => result).increment(1);
                 observe::log_and_count(&attempt, outcome);
             }
-            Err((error, permanent)) => {
+            Err((shown, error, permanent)) => {
                 let failure = outbox::mark_failed(
                     pool,
                     row,
-                    &error,
+                    &shown,
                     permanent,
                     config.backoff_base,
                     config.backoff_cap,

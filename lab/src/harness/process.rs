@@ -57,9 +57,16 @@ impl ServerProcess {
         log: Option<&Path>,
     ) -> anyhow::Result<Self> {
         let mut command = tokio::process::Command::new(binary);
+        // Dev mode (failpoints, the dev webhook secret) with the login and email allowances lifted:
+        // the harness plays many users from one address. Callers' `env` may override any of these.
         command
             .arg("serve")
             .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
+            .env("LEPTOS_ENV", "DEV")
+            .env("LOGINS_PER_ADDRESS_MINUTE", "1000000")
+            .env("LOGINS_PER_ACCOUNT_MINUTE", "1000000")
+            .env("SIGNUPS_PER_ADDRESS_HOUR", "1000000")
+            .env("EMAILS_PER_ORG_HOUR", "1000000")
             .env_remove("INVOICER_FAILPOINT")
             .kill_on_drop(true);
         match log {

@@ -9,7 +9,9 @@ mod problem;
 use app::ssr::surfaces::api::INVOICES_PATH;
 use app::ssr::AppState;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::get;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, MethodRouter};
 use axum::Router;
 
 pub use client::Client;
@@ -18,13 +20,52 @@ pub use problem::{Problem, ProblemResponse};
 
 pub const MAX_BODY: usize = 1024 * 1024;
 
+/// Every answer under `/api/` is the API's: an unknown path is a 404 problem and a known path with
+/// another method a 405 problem (with `Allow`), never the web app's HTML.
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route(
             INVOICES_PATH,
-            get(invoices::list_invoices).post(invoices::post_invoice),
+            allowing(
+                get(invoices::list_invoices).post(invoices::post_invoice),
+                "GET, HEAD, POST",
+            ),
         )
-        .route("/api/v1/invoices/{id}", get(invoices::get_invoice))
-        .route("/api/v1/openapi.json", get(openapi::openapi))
+        .route(
+            "/api/v1/invoices/{id}",
+            allowing(get(invoices::get_invoice), "GET, HEAD"),
+        )
+        .route(
+            "/api/v1/openapi.json",
+            allowing(get(openapi::openapi), "GET, HEAD"),
+        )
+        .route("/api", any(not_found))
+        .route("/api/{*rest}", any(not_found))
         .layer(DefaultBodyLimit::max(MAX_BODY))
+}
+
+fn allowing(route: MethodRouter<AppState>, allow: &'static str) -> MethodRouter<AppState> {
+    route.fallback(move || async move {
+        let mut response = problem::problem(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method-not-allowed",
+            "Method not allowed",
+            format!("This resource answers {allow}."),
+        )
+        .into_response();
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static(allow));
+        response
+    })
+}
+
+async fn not_found() -> Response {
+    problem::problem(
+        StatusCode::NOT_FOUND,
+        "not-found",
+        "Not found",
+        "There is no API resource at this path.",
+    )
+    .into_response()
 }

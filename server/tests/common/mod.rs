@@ -78,6 +78,7 @@ impl TestDb {
 pub async fn cli(db: &TestDb, args: &[&str]) -> String {
     let out = Command::new(SERVER)
         .args(args)
+        .env("LEPTOS_ENV", "DEV")
         .env("DATABASE_URL", db.url())
         .env("RUST_LOG", "warn")
         .output()
@@ -233,6 +234,15 @@ pub struct SmtpSink {
 
 impl SmtpSink {
     pub async fn start(fail_first: u32, fail_always: bool) -> SmtpSink {
+        let mut args = vec!["--fail-first".to_owned(), fail_first.to_string()];
+        if fail_always {
+            args.push("--fail-always".into());
+        }
+        Self::start_with(&args).await
+    }
+
+    /// The sink with `args` (see scripts/smtp_sink.py: `--reject-always`, `--tls-cert`, `--auth` ...).
+    pub async fn start_with(args: &[String]) -> SmtpSink {
         use tokio::io::AsyncBufReadExt;
         let dir =
             std::env::temp_dir().join(format!("invoicer-smtp-{}", uuid::Uuid::new_v4().simple()));
@@ -250,13 +260,9 @@ impl SmtpSink {
                 .arg(port.to_string())
                 .arg("--out")
                 .arg(&dir)
-                .arg("--fail-first")
-                .arg(fail_first.to_string())
+                .args(args)
                 .stdout(Stdio::piped())
                 .kill_on_drop(true);
-            if fail_always {
-                cmd.arg("--fail-always");
-            }
             let mut child = cmd
                 .spawn()
                 .unwrap_or_else(|e| panic!("cannot start the SMTP sink with {python}: {e}"));
@@ -289,6 +295,11 @@ impl SmtpSink {
             .iter()
             .map(|p| std::fs::read_to_string(p).unwrap())
             .collect()
+    }
+
+    /// One line per AUTH attempt: `<mechanism> ok|refused tls=True|False`.
+    pub fn auth_log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("auth.log")).unwrap_or_default()
     }
 
     /// When each DATA attempt (accepted or refused) arrived, in seconds.
@@ -338,10 +349,13 @@ pub async fn spawn_worker(
 ) -> Child {
     Command::new(SERVER)
         .arg("worker")
+        .env("LEPTOS_ENV", "DEV")
         .env("DATABASE_URL", db.url())
         .env("SMTP_URL", smtp.url())
         .env("WORKERS", workers.to_string())
         .env("WORKER_LEASE_SECS", lease_secs.to_string())
+        // The local sink answers at once; the lease must outlast the SMTP timeout.
+        .env("SMTP_TIMEOUT_MS", "500")
         .env("WORKER_POLL_MS", "50")
         .env("INVOICER_FAILPOINT", failpoints)
         .env("RUST_LOG", "warn")

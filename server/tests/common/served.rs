@@ -17,19 +17,36 @@ pub struct TestApp {
 
 impl TestApp {
     pub async fn spawn(pool: PgPool) -> TestApp {
+        Self::spawn_with(pool, |_| {}).await
+    }
+
+    /// The router with the tests' settings, changed by `tweak` (limits, for instance).
+    pub async fn spawn_with(pool: PgPool, tweak: impl FnOnce(&mut Settings)) -> TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let state = AppState {
-            pool: pool.clone(),
-            leptos_options: LeptosOptions::builder().output_name("invoicer").build(),
-            settings: Settings {
-                stripe_webhook_secrets: vec![SECRET.to_owned(), OLD_SECRET.to_owned()],
-                self_url: format!("http://{addr}"),
-                ..Settings::default()
-            },
+        let mut settings = Settings {
+            stripe_webhook_secrets: vec![SECRET.to_owned(), OLD_SECRET.to_owned()],
+            self_url: format!("http://{addr}"),
+            ..Settings::default()
         };
-        let router = server::web::router(state, false).await.unwrap();
-        tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+        tweak(&mut settings);
+        let state = AppState::new(
+            pool.clone(),
+            LeptosOptions::builder().output_name("invoicer").build(),
+            settings,
+        );
+        let guard = server::security::Guard::new(&format!("http://{addr}"), false);
+        let router = server::web::router(state, guard, server::web::MetricsAccess::Open)
+            .await
+            .unwrap();
+        tokio::spawn(async move {
+            axum::serve(
+                listener,
+                router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+            )
+            .await
+            .unwrap()
+        });
         TestApp {
             base: format!("http://{addr}"),
             pool,

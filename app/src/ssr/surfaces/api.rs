@@ -146,25 +146,27 @@ pub async fn invoice_from_request(
         no_wait: true,
         result_id: None,
     };
-    let ran = once(pool, attempt, &claim_key, &terms, async |tx| {
-        let invoice = invoices::insert(tx, Uuid::now_v7(), client.org_id, None, input).await?;
-        let location = format!("{INVOICES_PATH}/{}", invoice.id);
-        let response = StoredResponse {
-            status: 201,
-            headers: json!({ "content-type": "application/json", "location": location }),
-            body: serde_json::to_vec(&invoice).expect("an invoice serialises"),
-        };
-        Ok::<_, sqlx::Error>(Work::Commit {
-            answer: (response.clone(), invoice.id),
-            outcome: Outcome {
-                result_id: Some(invoice.id),
-                response: Some(response),
-            },
-            concerns: Concerns {
-                org: Some(client.org_id),
-                invoice: Some(invoice.id),
-            },
-        })
+    let ran = once(pool, attempt, &claim_key, &terms, || {
+        async |tx| {
+            let invoice = invoices::insert(tx, Uuid::now_v7(), client.org_id, None, input).await?;
+            let location = format!("{INVOICES_PATH}/{}", invoice.id);
+            let response = StoredResponse {
+                status: 201,
+                headers: json!({ "content-type": "application/json", "location": location }),
+                body: serde_json::to_vec(&invoice).expect("an invoice serialises"),
+            };
+            Ok::<_, sqlx::Error>(Work::Commit {
+                answer: (response.clone(), invoice.id),
+                outcome: Outcome {
+                    result_id: Some(invoice.id),
+                    response: Some(response),
+                },
+                concerns: Concerns {
+                    org: Some(client.org_id),
+                    invoice: Some(invoice.id),
+                },
+            })
+        }
     })
     .await?;
     match ran {

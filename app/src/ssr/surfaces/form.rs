@@ -73,22 +73,26 @@ pub async fn invoice_from_form(
         result_id: Some(invoice_id),
         ..Terms::default()
     };
-    let ran = once(pool, attempt, &key, &terms, async |tx| {
-        match invoices::insert(tx, invoice_id, org, Some(&source_key), input).await {
-            Ok(invoice) => Ok(Work::Commit {
-                answer: Some(invoice.id),
-                outcome: Outcome::result(invoice.id),
-                concerns: Concerns {
-                    org: Some(org),
-                    invoice: Some(invoice.id),
-                },
-            }),
-            // The claim row is an optimisation: if it was ever lost (retention), the invoice's own
-            // unique source key still refuses the duplicate, and we answer with the original invoice.
-            Err(sqlx::Error::Database(e)) if e.constraint() == Some("invoices_org_source_key") => {
-                Ok(Work::RollBack(None))
+    let ran = once(pool, attempt, &key, &terms, || {
+        async |tx| {
+            match invoices::insert(tx, invoice_id, org, Some(&source_key), input).await {
+                Ok(invoice) => Ok(Work::Commit {
+                    answer: Some(invoice.id),
+                    outcome: Outcome::result(invoice.id),
+                    concerns: Concerns {
+                        org: Some(org),
+                        invoice: Some(invoice.id),
+                    },
+                }),
+                // The claim row is an optimisation: if it was ever lost (retention), the invoice's own
+                // unique source key still refuses the duplicate, and we answer with the original invoice.
+                Err(sqlx::Error::Database(e))
+                    if e.constraint() == Some("invoices_org_source_key") =>
+                {
+                    Ok(Work::RollBack(None))
+                }
+                Err(e) => Err(AppError::from(e)),
             }
-            Err(e) => Err(AppError::from(e)),
         }
     })
     .await?;
@@ -140,27 +144,29 @@ pub async fn queue_invoice_email(
     invoice: Uuid,
 ) -> Result<SendOutcome, AppError> {
     let key = ClaimKey::form(org, Form::SendInvoice, form_key);
-    let ran = once(pool, attempt, &key, &Terms::default(), async |tx| {
-        if !invoices::exists(tx, org, invoice).await? {
-            return Err(AppError::NotFound);
+    let ran = once(pool, attempt, &key, &Terms::default(), || {
+        async |tx| {
+            if !invoices::exists(tx, org, invoice).await? {
+                return Err(AppError::NotFound);
+            }
+            let id = outbox::enqueue(
+                tx,
+                org,
+                Some(invoice),
+                outbox::Kind::InvoiceEmail,
+                serde_json::json!({ "invoice_id": invoice }),
+            )
+            .await?
+            .ok_or_else(|| AppError::internal("send invoice", "outbox insert conflicted"))?;
+            Ok(Work::Commit {
+                answer: id,
+                outcome: Outcome::result(id),
+                concerns: Concerns {
+                    org: Some(org),
+                    invoice: Some(invoice),
+                },
+            })
         }
-        let id = outbox::enqueue(
-            tx,
-            org,
-            Some(invoice),
-            outbox::Kind::InvoiceEmail,
-            serde_json::json!({ "invoice_id": invoice }),
-        )
-        .await?
-        .ok_or_else(|| AppError::internal("send invoice", "outbox insert conflicted"))?;
-        Ok(Work::Commit {
-            answer: id,
-            outcome: Outcome::result(id),
-            concerns: Concerns {
-                org: Some(org),
-                invoice: Some(invoice),
-            },
-        })
     })
     .await?;
     match ran {

@@ -43,20 +43,76 @@ pub enum Once<T> {
     Busy { retry_after: Duration },
 }
 
-/// Claim `key` and run `work` in one transaction; answer only after commit.
+/// An error that may go away if the whole transaction is tried again: Postgres aborted it to break
+/// a deadlock (40P01) or because it could not be serialised (40001).
+pub trait Transient {
+    fn is_transient(&self) -> bool;
+}
+
+impl Transient for sqlx::Error {
+    fn is_transient(&self) -> bool {
+        match self {
+            sqlx::Error::Database(e) => matches!(e.code().as_deref(), Some("40001" | "40P01")),
+            _ => false,
+        }
+    }
+}
+
+/// How many times one attempt's transaction is run before its error is answered.
+pub const MAX_TRIES: u32 = 3;
+
+/// Claim `key` and run the work in one transaction; answer only after commit. `work` makes the
+/// transaction's work (`|| async |tx| { ... }`): a transaction Postgres aborted for a deadlock or a
+/// serialization failure is run again from the claim with a fresh one, up to [`MAX_TRIES`] times in
+/// all (nothing an aborted try did survives its rollback).
 ///
 /// Failpoints `<surface>.after_claim` and `<surface>.after_commit` let tests kill the process where
 /// a claim-first design would lose the attempt.
-pub async fn once<T, E, F>(
+pub async fn once<T, E, F, W>(
     pool: &PgPool,
     attempt: &Attempt,
     key: &ClaimKey,
     terms: &Terms<'_>,
-    work: F,
+    mut work: F,
+) -> Result<Once<T>, E>
+where
+    E: From<sqlx::Error> + Transient,
+    F: FnMut() -> W,
+    W: AsyncFnOnce(&mut PgConnection) -> Result<Work<T>, E>,
+{
+    let mut tries = 1;
+    loop {
+        match try_once(pool, attempt, key, terms, work()).await {
+            Err(e) if e.is_transient() && tries < MAX_TRIES => {
+                tracing::warn!(
+                    surface = key.surface.as_str(),
+                    tries,
+                    "transaction aborted by Postgres (deadlock or serialization); running it again"
+                );
+                metrics::counter!("invoicer_transaction_retries_total", "surface" => key.surface.as_str())
+                    .increment(1);
+                // A short random pause, so that the two sides of a deadlock do not meet again.
+                tokio::time::sleep(Duration::from_millis(
+                    5 + fastrand::u64(0..20 * u64::from(tries)),
+                ))
+                .await;
+                tries += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+async fn try_once<T, E, W>(
+    pool: &PgPool,
+    attempt: &Attempt,
+    key: &ClaimKey,
+    terms: &Terms<'_>,
+    work: W,
 ) -> Result<Once<T>, E>
 where
     E: From<sqlx::Error>,
-    F: AsyncFnOnce(&mut PgConnection) -> Result<Work<T>, E>,
+    W: AsyncFnOnce(&mut PgConnection) -> Result<Work<T>, E>,
 {
     let surface = key.surface.as_str();
     let mut tx = pool.begin().await?;
@@ -89,6 +145,7 @@ where
     }
     attempt.store_won(&mut tx, concerns).await?;
     tx.commit().await?;
+    attempt.mark_stored();
     failpoint::hit_at(surface, "after_commit");
     Ok(Once::Ran(answer))
 }

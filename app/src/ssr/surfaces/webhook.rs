@@ -81,6 +81,12 @@ pub enum DeliveryError {
     Internal(&'static str),
 }
 
+impl super::Transient for DeliveryError {
+    fn is_transient(&self) -> bool {
+        matches!(self, DeliveryError::Db(e) if super::Transient::is_transient(e))
+    }
+}
+
 impl Tracked for DeliveryError {
     fn outcome(&self) -> AttemptOutcome {
         match self {
@@ -99,7 +105,7 @@ pub async fn apply_delivery(
     payload: &str,
 ) -> Result<Delivery, DeliveryError> {
     let key = ClaimKey::webhook(event.account(), &event.id);
-    let ran = once(pool, attempt, &key, &Terms::default(), async |tx| {
+    let ran = once(pool, attempt, &key, &Terms::default(), || async |tx| {
         let effect = apply(tx, event).await?;
         // language=PostgreSQL
         let stored = sqlx::query!(

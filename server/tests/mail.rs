@@ -1,0 +1,223 @@
+//! Mail on the open internet: a configurable sender, STARTTLS with login, implicit TLS, permanent
+//! rejections dead at once, and tenants shown a class of failure, never the mail server's words.
+//! Every test talks to a real SMTP server (aiosmtpd) with a real certificate chain made by openssl.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::common::{self, queue_email, SmtpSink};
+use app::ssr::mail::Mailer;
+use app::ssr::worker::{self, WorkerConfig};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+/// A throwaway CA and a certificate for `localhost` signed by it: (dir, ca.pem, leaf.pem, leaf.key).
+fn certificates() -> (PathBuf, PathBuf, PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("invoicer-tls-{}", Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = r#"
+        set -e
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
+          -out ca.pem -days 1 -subj /CN=invoicer-test-ca 2>/dev/null
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout leaf.key \
+          -out leaf.csr -subj /CN=localhost 2>/dev/null
+        printf 'subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > leaf.ext
+        openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out leaf.pem \
+          -days 1 -extfile leaf.ext 2>/dev/null
+    "#;
+    let status = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .current_dir(&dir)
+        .status()
+        .expect("openssl is needed for the TLS tests");
+    assert!(status.success(), "openssl failed");
+    (
+        dir.clone(),
+        dir.join("ca.pem"),
+        dir.join("leaf.pem"),
+        dir.join("leaf.key"),
+    )
+}
+
+fn mailer(url: &str, ca: Option<&Path>, from: &str) -> Mailer {
+    Mailer::new(
+        Some(url),
+        ca,
+        Path::new("unused"),
+        Duration::from_secs(10),
+        from,
+    )
+    .unwrap()
+}
+
+fn config() -> WorkerConfig {
+    WorkerConfig {
+        id: "mail-test".into(),
+        backoff_base: Duration::ZERO,
+        ..Default::default()
+    }
+}
+
+async fn drain(pool: &PgPool, mailer: &Mailer) {
+    while worker::drain_once(pool, mailer, &config()).await.unwrap() > 0 {}
+}
+
+async fn one_email(pool: &PgPool) -> (Uuid, Uuid) {
+    let email = format!("{}@example.com", Uuid::new_v4().simple());
+    let (org, invoice) = common::seed_invoice(pool, &email, 100, "usd").await;
+    queue_email(pool, org, Uuid::new_v4(), invoice)
+        .await
+        .unwrap();
+    (org, invoice)
+}
+
+async fn outbox_state(pool: &PgPool) -> (i32, bool, bool, Option<String>) {
+    sqlx::query_as(
+        "select attempts, sent_at is not null, dead_at is not null, last_error from outbox",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_permanent_rejection_is_dead_at_once_and_tenants_see_only_its_class(pool: PgPool) {
+    let sink = SmtpSink::start_with(&["--reject-always".into()]).await;
+    let (org, invoice) = one_email(&pool).await;
+    drain(&pool, &mailer(&sink.url(), None, app::ssr::mail::DEV_FROM)).await;
+    let (attempts, sent, dead, error) = outbox_state(&pool).await;
+    assert_eq!(
+        (attempts, sent, dead),
+        (1, false, true),
+        "one try, then dead"
+    );
+    assert_eq!(error.as_deref(), Some("rejected by the mail server"));
+    let shown = app::ssr::outbox::for_invoice(&pool, org, invoice)
+        .await
+        .unwrap();
+    let shown = format!("{shown:?}");
+    assert!(
+        !shown.contains("relay-7") && !shown.contains("550"),
+        "{shown}"
+    );
+    assert_eq!(sink.attempt_times().len(), 1);
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn an_unreachable_server_is_a_plain_class_too(pool: PgPool) {
+    one_email(&pool).await;
+    let closed = common::free_port();
+    let url = format!("smtp://127.0.0.1:{closed}");
+    worker::drain_once(
+        &pool,
+        &mailer(&url, None, app::ssr::mail::DEV_FROM),
+        &config(),
+    )
+    .await
+    .unwrap();
+    let (attempts, sent, dead, error) = outbox_state(&pool).await;
+    assert_eq!((attempts, sent, dead), (1, false, false), "retried later");
+    assert_eq!(error.as_deref(), Some("mail server unreachable"));
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn starttls_with_a_login_delivers_from_the_configured_sender(pool: PgPool) {
+    let (dir, ca, cert, key) = certificates();
+    let sink = SmtpSink::start_with(&[
+        "--tls-cert".into(),
+        cert.display().to_string(),
+        "--tls-key".into(),
+        key.display().to_string(),
+        "--auth".into(),
+        "billing:s3cret pass".into(),
+    ])
+    .await;
+    one_email(&pool).await;
+    let url = format!("smtp://billing:s3cret%20pass@localhost:{}", sink.port);
+    let from = "Acme billing <billing@acme.example>";
+    drain(&pool, &mailer(&url, Some(&ca), from)).await;
+    let messages = sink.wait_for(1, Duration::from_secs(10)).await;
+    assert!(
+        messages[0].contains("From: \"Acme billing\" <billing@acme.example>")
+            || messages[0].contains("From: Acme billing <billing@acme.example>"),
+        "{}",
+        messages[0]
+    );
+    assert!(
+        sink.auth_log().contains("ok tls=True"),
+        "{}",
+        sink.auth_log()
+    );
+    assert!(outbox_state(&pool).await.1, "marked sent");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn credentials_never_travel_in_clear(pool: PgPool) {
+    // A server without STARTTLS: the login is not attempted at all.
+    let sink = SmtpSink::start(0, false).await;
+    one_email(&pool).await;
+    let url = format!("smtp://billing:secret@127.0.0.1:{}", sink.port);
+    worker::drain_once(
+        &pool,
+        &mailer(&url, None, app::ssr::mail::DEV_FROM),
+        &config(),
+    )
+    .await
+    .unwrap();
+    let (attempts, sent, dead, error) = outbox_state(&pool).await;
+    assert_eq!((attempts, sent, dead), (1, false, false));
+    assert_eq!(
+        error.as_deref(),
+        Some("secure connection to the mail server failed")
+    );
+    assert!(sink.auth_log().is_empty() && sink.attempt_times().is_empty());
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn smtps_speaks_tls_from_the_first_byte(pool: PgPool) {
+    let (dir, ca, cert, key) = certificates();
+    let sink = SmtpSink::start_with(&[
+        "--tls-cert".into(),
+        cert.display().to_string(),
+        "--tls-key".into(),
+        key.display().to_string(),
+        "--implicit-tls".into(),
+    ])
+    .await;
+    one_email(&pool).await;
+    let url = format!("smtps://localhost:{}", sink.port);
+    drain(&pool, &mailer(&url, Some(&ca), app::ssr::mail::DEV_FROM)).await;
+    assert_eq!(sink.wait_for(1, Duration::from_secs(10)).await.len(), 1);
+    // Without the CA the certificate is not trusted: nothing is sent.
+    let untrusted = SmtpSink::start_with(&[
+        "--tls-cert".into(),
+        cert.display().to_string(),
+        "--tls-key".into(),
+        key.display().to_string(),
+        "--implicit-tls".into(),
+    ])
+    .await;
+    one_email(&pool).await;
+    let url = format!("smtps://localhost:{}", untrusted.port);
+    worker::drain_once(
+        &pool,
+        &mailer(&url, None, app::ssr::mail::DEV_FROM),
+        &config(),
+    )
+    .await
+    .unwrap();
+    let error: Option<String> = sqlx::query_scalar(
+        "select last_error from outbox where sent_at is null order by created_at desc limit 1",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        error.as_deref(),
+        Some("secure connection to the mail server failed")
+    );
+    assert!(untrusted.messages().is_empty());
+    let _ = std::fs::remove_dir_all(dir);
+}
