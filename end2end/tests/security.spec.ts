@@ -24,7 +24,7 @@ test("the app hydrates and works under its Content-Security-Policy", async ({ pa
   await hydrated(page);
   await fillInvoice(page, { customer: "Csp Customer" });
   // Client-side behaviour (adding a line) needs the hydrated wasm.
-  await page.getByRole("button", { name: /add line/i }).click();
+  await page.getByRole("link", { name: /add line/i }).click();
   await expect(page.locator('input[name="input[lines][1][description]"]')).toBeVisible();
   await page.locator('input[name="input[lines][1][description]"]').fill("Extra");
   await page.locator('input[name="input[lines][1][quantity]"]').fill("1");

@@ -143,7 +143,15 @@ pub enum HashError {
 pub async fn hashing<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, HashError> {
-    let permit = tokio::time::timeout(HASH_WAIT, HASHING.acquire())
+    hashing_in(&HASHING, HASH_WAIT, work).await
+}
+
+async fn hashing_in<T: Send + 'static>(
+    slots: &Semaphore,
+    wait: Duration,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, HashError> {
+    let permit = tokio::time::timeout(wait, slots.acquire())
         .await
         .map_err(|_| HashError::Busy)?
         .expect("the semaphore is never closed");
@@ -236,5 +244,19 @@ mod tests {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         assert!(peak.load(Ordering::SeqCst) <= cores);
         assert!(peak.load(Ordering::SeqCst) >= 1);
+    }
+
+    #[tokio::test]
+    async fn with_every_slot_busy_a_hash_is_refused_after_a_short_wait() {
+        let slots = Semaphore::new(1);
+        let held = slots.acquire().await.unwrap();
+        let refused = hashing_in(&slots, Duration::from_millis(50), || ()).await;
+        assert!(matches!(refused, Err(HashError::Busy)));
+        drop(held);
+        hashing_in(&slots, Duration::from_millis(50), || ())
+            .await
+            .unwrap();
+        let answer = crate::error::AppError::from(HashError::Busy);
+        assert_eq!(answer.retry_after(), Some(1));
     }
 }
