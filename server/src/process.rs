@@ -11,10 +11,17 @@ use crate::web::MetricsAccess;
 
 pub async fn connect_and_migrate(config: &Config) -> anyhow::Result<sqlx::PgPool> {
     let pool = config.connect().await?;
+    // Migrations (an index on a large table, say) may take longer than a request's statement
+    // timeout: they run on a connection of their own without one, closed afterwards.
+    let mut conn = pool.acquire().await?.detach();
+    sqlx::query("set statement_timeout = 0")
+        .execute(&mut conn)
+        .await?;
     app::ssr::MIGRATOR
-        .run(&pool)
+        .run(&mut conn)
         .await
         .context("applying database migrations")?;
+    sqlx::Connection::close(conn).await?;
     Ok(pool)
 }
 

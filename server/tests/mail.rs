@@ -175,30 +175,28 @@ async fn credentials_never_travel_in_clear(pool: PgPool) {
     assert!(sink.auth_log().is_empty() && sink.attempt_times().is_empty());
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
-async fn smtps_speaks_tls_from_the_first_byte(pool: PgPool) {
-    let (dir, ca, cert, key) = certificates();
-    let sink = SmtpSink::start_with(&[
+/// A sink speaking TLS from the first byte with `cert`/`key`.
+async fn implicit_tls_sink(cert: &Path, key: &Path) -> SmtpSink {
+    SmtpSink::start_with(&[
         "--tls-cert".into(),
         cert.display().to_string(),
         "--tls-key".into(),
         key.display().to_string(),
         "--implicit-tls".into(),
     ])
-    .await;
+    .await
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn smtps_speaks_tls_from_the_first_byte(pool: PgPool) {
+    let (dir, ca, cert, key) = certificates();
+    let sink = implicit_tls_sink(&cert, &key).await;
     one_email(&pool).await;
     let url = format!("smtps://localhost:{}", sink.port);
     drain(&pool, &mailer(&url, Some(&ca), app::ssr::mail::DEV_FROM)).await;
     assert_eq!(sink.wait_for(1, Duration::from_secs(10)).await.len(), 1);
     // Without the CA the certificate is not trusted: nothing is sent.
-    let untrusted = SmtpSink::start_with(&[
-        "--tls-cert".into(),
-        cert.display().to_string(),
-        "--tls-key".into(),
-        key.display().to_string(),
-        "--implicit-tls".into(),
-    ])
-    .await;
+    let untrusted = implicit_tls_sink(&cert, &key).await;
     one_email(&pool).await;
     let url = format!("smtps://localhost:{}", untrusted.port);
     worker::drain_once(

@@ -773,39 +773,25 @@ async fn activity_pages_by_cursor_and_searches_by_index(pool: PgPool) {
     assert_eq!(unique.len(), 120, "no attempt twice");
     assert_eq!(seen[0], "key-120", "newest first");
 
-    let found = list(
-        &pool,
-        org,
-        &Filter {
-            search: Some("key-11".into()),
+    let search = async |text: &str| {
+        let filter = Filter {
+            search: Some(text.into()),
             ..Filter::default()
-        },
-        None,
-    )
-    .await
-    .unwrap();
-    let mut keys: Vec<_> = found.rows.iter().map(|r| r.key.as_str()).collect();
-    keys.sort();
+        };
+        let found = list(&pool, org, &filter, None).await.unwrap();
+        let mut keys: Vec<_> = found.rows.into_iter().map(|r| r.key).collect();
+        keys.sort();
+        keys
+    };
     assert_eq!(
-        keys,
+        search("key-11").await,
         [
             "key-11", "key-110", "key-111", "key-112", "key-113", "key-114", "key-115", "key-116",
             "key-117", "key-118", "key-119"
         ]
     );
     // `%` and `_` are matched literally.
-    let literal = list(
-        &pool,
-        org,
-        &Filter {
-            search: Some("key-1_".into()),
-            ..Filter::default()
-        },
-        None,
-    )
-    .await
-    .unwrap();
-    assert!(literal.rows.is_empty());
+    assert!(search("key-1_").await.is_empty());
 
     // The searches use an index (planner asked to avoid scans if it can).
     let mut conn = pool.acquire().await.unwrap();

@@ -157,6 +157,8 @@ pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .cookie_store(true)
         .redirect(reqwest::redirect::Policy::none())
+        // A request that never answers fails the test instead of holding the suite.
+        .timeout(Duration::from_secs(60))
         .build()
         .unwrap()
 }
