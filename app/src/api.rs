@@ -198,11 +198,15 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
     let history = crate::ssr::activity::list(&state.pool, user.org_id, &only_this, None)
         .await?
         .rows;
+    let (payments, anomalies) =
+        crate::ssr::payments::for_invoice(&state.pool, user.org_id, invoice.id).await?;
     Ok(InvoicePage {
         invoice,
         simulate_payments: state.settings.dev_mode,
         send_key: Uuid::now_v7(),
         emails,
+        payments,
+        anomalies,
         history,
     })
 }

@@ -536,7 +536,8 @@ async fn pgbench(
         "customer_name": "Load Client", "customer_email": "billing@example.com",
         "currency": "usd", "due_date": "2030-01-31",
         "lines": [{"description": "Consulting", "quantity": 2, "unit_amount_cents": 15000, "amount_cents": 30000}],
-        "total_cents": 30000, "amount_paid_cents": 0, "created_at": chrono::Utc::now(),
+        "total_cents": 30000, "amount_paid_cents": 0, "payment_state": "unpaid",
+        "created_at": chrono::Utc::now(),
     })
     .to_string();
     let mut command = tokio::process::Command::new("pgbench");

@@ -35,19 +35,42 @@ pub enum Command {
 
 #[derive(Subcommand, Debug)]
 pub enum StripeCommand {
-    /// Build an event with a fresh evt_ id, sign it with STRIPE_WEBHOOK_SECRET and POST it.
-    /// EVENT is checkout.session.completed (needs --invoice) or charge.refunded (needs --payment-intent).
+    /// Build an event with a fresh evt_ id, sign it with STRIPE_WEBHOOK_SECRET and POST it. EVENT is
+    /// checkout.session.completed, checkout.session.async_payment_succeeded or
+    /// checkout.session.async_payment_failed (need --invoice), charge.refunded,
+    /// charge.dispute.created or charge.dispute.closed (need --payment-intent).
     Trigger {
         event: String,
-        /// The invoice paid (checkout.session.completed).
+        /// The invoice paid (checkout events).
         #[arg(long)]
         invoice: Option<uuid::Uuid>,
-        /// Amount in minor units; defaults to what is still due on the invoice.
+        /// Amount in the currency's minor units: what a checkout pays (default: what is still due),
+        /// what a dispute is about.
         #[arg(long)]
         amount: Option<i64>,
-        /// The payment refunded (charge.refunded).
+        /// The payment the event is about; checkout events make a fresh one without it (printed
+        /// on stderr, to pass to later events).
         #[arg(long = "payment-intent")]
         payment_intent: Option<String>,
+        /// checkout.session.completed: `paid`, `unpaid` (a delayed method) or `no_payment_required`.
+        #[arg(long = "payment-status", default_value = "paid", value_parser = ["paid", "unpaid", "no_payment_required"])]
+        payment_status: String,
+        /// charge.refunded: the cumulative refunded amount (minor units); without it, the whole
+        /// charge is refunded.
+        #[arg(long = "amount-refunded")]
+        amount_refunded: Option<i64>,
+        /// Currency of refund and dispute events (checkout events use the invoice's).
+        #[arg(long, default_value = "usd")]
+        currency: String,
+        /// charge.dispute.*: the dispute's id (a fresh dp_ one without it, printed on stderr).
+        #[arg(long)]
+        dispute: Option<String>,
+        /// charge.dispute.closed: `won` or `lost`.
+        #[arg(long = "dispute-status", default_value = "lost", value_parser = ["won", "lost"])]
+        dispute_status: String,
+        /// Send a live-mode event (default: test mode).
+        #[arg(long)]
+        livemode: bool,
         /// Webhook URL; defaults to this configuration's own server.
         #[arg(long)]
         url: Option<String>,
@@ -124,29 +147,76 @@ async fn stripe(config: Config, command: StripeCommand) -> anyhow::Result<()> {
             invoice,
             amount,
             payment_intent,
+            payment_status,
+            amount_refunded,
+            currency,
+            dispute,
+            dispute_status,
+            livemode,
             url,
         } => {
-            let (id, payload) = match event.as_str() {
-                "checkout.session.completed" => {
-                    let invoice = invoice.context("checkout.session.completed needs --invoice ID")?;
+            let id = standin::event_id();
+            let payload = match event.as_str() {
+                "checkout.session.completed"
+                | "checkout.session.async_payment_succeeded"
+                | "checkout.session.async_payment_failed" => {
+                    let invoice = invoice.with_context(|| format!("{event} needs --invoice ID"))?;
                     let pool = config.connect().await?;
                     let due = standin::amount_due(&pool, invoice).await?;
                     let (amount, currency) = match (amount, due) {
                         (Some(amount), Some((_, currency))) => (amount, currency),
                         (None, Some(due)) => due,
-                        (Some(amount), None) => (amount, "usd".to_owned()),
+                        (Some(amount), None) => (amount, currency),
                         (None, None) => anyhow::bail!(
-                            "invoice {invoice} is not in this database: pass --amount CENTS to send anyway"
+                            "invoice {invoice} is not in this database: pass --amount to send anyway"
                         ),
                     };
-                    standin::checkout_completed(invoice, amount, &currency)
+                    let payment_intent = payment_intent.unwrap_or_else(|| {
+                        let pi = standin::payment_intent_id();
+                        eprintln!("payment intent {pi}");
+                        pi
+                    });
+                    standin::Session {
+                        kind: &event,
+                        payment_intent: &payment_intent,
+                        invoice,
+                        amount,
+                        currency: &currency,
+                        payment_status: &payment_status,
+                        livemode,
+                    }
+                    .event(&id)
                 }
                 "charge.refunded" => {
                     let pi = payment_intent.context("charge.refunded needs --payment-intent PI")?;
-                    standin::charge_refunded(&pi)
+                    let (refunded, full) = match amount_refunded {
+                        Some(refunded) => (refunded, false),
+                        None => (0, true),
+                    };
+                    standin::refund_event(&id, &pi, refunded, &currency, full, livemode)
+                }
+                "charge.dispute.created" | "charge.dispute.closed" => {
+                    let pi = payment_intent
+                        .with_context(|| format!("{event} needs --payment-intent PI"))?;
+                    let amount = amount.with_context(|| format!("{event} needs --amount"))?;
+                    let dispute = dispute.unwrap_or_else(|| {
+                        let dp = standin::dispute_id();
+                        eprintln!("dispute {dp}");
+                        dp
+                    });
+                    standin::Dispute {
+                        kind: &event,
+                        dispute_id: &dispute,
+                        payment_intent: &pi,
+                        amount,
+                        currency: &currency,
+                        status: &dispute_status,
+                        livemode,
+                    }
+                    .event(&id)
                 }
                 other => anyhow::bail!(
-                    "unsupported event type {other}: use checkout.session.completed or charge.refunded"
+                    "unsupported event type {other}: see `server stripe trigger --help`"
                 ),
             };
             (url, id, payload)

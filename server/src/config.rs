@@ -303,6 +303,7 @@ impl Config {
         Settings {
             stripe_webhook_secrets: self.stripe_webhook_secret.clone(),
             stripe_tolerance_secs: i64::from(self.stripe_webhook_tolerance_secs),
+            stripe_livemode: self.stripe_mode.as_deref() == Some("live"),
             dev_mode: self.dev_mode(),
             self_url: format!("http://{}", self.leptos_site_addr),
             idempotency_key_ttl: self.idempotency_key_ttl(),

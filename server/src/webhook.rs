@@ -63,7 +63,8 @@ async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bytes)
         attempt
             .rekey(&event.id)
             .identify(format!("stripe/{}", event.account()), None);
-        Ok(webhook::apply_delivery(&state.pool, &attempt, &event, payload).await?)
+        let livemode = settings.stripe_livemode;
+        Ok(webhook::apply_delivery(&state.pool, &attempt, &event, payload, livemode).await?)
     })
     .await;
     match delivery {

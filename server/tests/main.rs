@@ -8,6 +8,8 @@ mod api_crash;
 mod cli;
 mod form_crash;
 mod mail;
+mod money;
+mod money_order;
 mod observability;
 mod outbox;
 mod readiness;

@@ -290,9 +290,9 @@ async fn retention_trims_every_table_that_grows_with_traffic_once_per_period(poo
     .unwrap();
     // language=PostgreSQL
     sqlx::raw_sql(
-        "insert into pending_refunds (provider, provider_payment_id, event_id, received_at)
-         values ('stripe', 'pi_old', 'evt_r1', now() - interval '31 days'),
-                ('stripe', 'pi_new', 'evt_r2', now() - interval '1 day');
+        "insert into refunds (provider, provider_payment_id, amount_refunded_cents, full_refund, event_id, received_at)
+         values ('stripe', 'pi_old', 0, true, 'evt_r1', now() - interval '31 days'),
+                ('stripe', 'pi_new', 0, true, 'evt_r2', now() - interval '1 day');
          insert into attempts (surface, owner, key, outcome, duration_ms, created_at)
          select 'api', 'client', 'k' || n, 'rejected', 1, now() - interval '91 days' from generate_series(1, 3) n
          union all select 'api', 'client', 'recent', 'won', 1, now() - interval '89 days';
@@ -325,7 +325,7 @@ async fn retention_trims_every_table_that_grows_with_traffic_once_per_period(poo
     assert_eq!(
         (
             report.form_claims,
-            report.pending_refunds,
+            report.orphan_facts,
             report.attempts,
             report.outbox_rows
         ),

@@ -38,7 +38,7 @@ pub struct InvoiceInput {
     #[cfg_attr(
         feature = "ssr",
         schema(
-            pattern = "^(aed|afn|all|amd|ang|aoa|ars|aud|awg|azn|bam|bbd|bdt|bgn|bhd|bif|bmd|bnd|bob|brl|bsd|btn|bwp|byn|bzd|cad|cdf|chf|clp|cny|cop|crc|cup|cve|czk|djf|dkk|dop|dzd|egp|ern|etb|eur|fjd|fkp|gbp|gel|ghs|gip|gmd|gnf|gtq|gyd|hkd|hnl|htg|huf|idr|ils|inr|iqd|irr|isk|jmd|jod|jpy|kes|kgs|khr|kmf|kpw|krw|kwd|kyd|kzt|lak|lbp|lkr|lrd|lsl|lyd|mad|mdl|mga|mkd|mmk|mnt|mop|mru|mur|mvr|mwk|mxn|myr|mzn|nad|ngn|nio|nok|npr|nzd|omr|pab|pen|pgk|php|pkr|pln|pyg|qar|ron|rsd|rub|rwf|sar|sbd|scr|sdg|sek|sgd|shp|sle|sos|srd|ssp|stn|svc|syp|szl|thb|tjs|tmt|tnd|top|try|ttd|twd|tzs|uah|ugx|usd|uyi|uyu|uzs|ves|vnd|vuv|wst|xaf|xcd|xof|xpf|yer|zar|zmw|zwl)$",
+            pattern = "^(aed|afn|all|amd|ang|aoa|ars|aud|awg|azn|bam|bbd|bdt|bgn|bhd|bif|bmd|bnd|bob|brl|bsd|bwp|byn|bzd|cad|cdf|chf|clp|cny|cop|crc|cve|czk|djf|dkk|dop|dzd|egp|etb|eur|fjd|fkp|gbp|gel|gip|gmd|gnf|gtq|gyd|hkd|hnl|htg|huf|idr|ils|inr|isk|jmd|jod|jpy|kes|kgs|khr|kmf|krw|kwd|kyd|kzt|lak|lbp|lkr|lrd|lsl|mad|mdl|mga|mkd|mmk|mnt|mop|mur|mvr|mwk|mxn|myr|mzn|nad|ngn|nio|nok|npr|nzd|omr|pab|pen|pgk|php|pkr|pln|pyg|qar|ron|rsd|rub|rwf|sar|sbd|scr|sek|sgd|shp|sle|sos|srd|szl|thb|tjs|tnd|top|try|ttd|twd|tzs|uah|ugx|usd|uyu|uzs|vnd|vuv|wst|xaf|xcd|xof|xpf|yer|zar|zmw)$",
             example = "usd"
         )
     )]
@@ -145,9 +145,20 @@ impl InvoiceInput {
         if let Err(errors) = self.validate() {
             flatten_errors("", &errors, &mut out);
         }
+        let currency = super::money::currency(&self.currency);
         for (index, line) in self.lines.iter().enumerate() {
             if let Err(errors) = line.validate() {
                 flatten_errors(&format!("lines[{index}]"), &errors, &mut out);
+            }
+            // Stripe charges the three-decimal dinars only in tens of their minor unit.
+            if let Some(c) = currency.filter(|c| !c.chargeable(line.unit_amount_cents)) {
+                out.entry(format!("lines[{index}].unit_amount_cents"))
+                    .or_insert_with(|| {
+                        format!(
+                            "{} amounts must have 0 as their last decimal.",
+                            c.code.to_ascii_uppercase()
+                        )
+                    });
             }
         }
         if out.is_empty() {
@@ -284,5 +295,16 @@ mod tests {
         let mut fine = form().parse().unwrap();
         fine.due_date = DUE_DATE_RANGE.1;
         fine.check().unwrap();
+    }
+
+    #[test]
+    fn three_decimal_amounts_must_end_in_zero() {
+        let mut input = form().parse().unwrap();
+        input.currency = "kwd".into();
+        input.lines[0].unit_amount_cents = 5_124;
+        let errors = input.check().unwrap_err();
+        assert!(errors["lines[0].unit_amount_cents"].contains("KWD"));
+        input.lines[0].unit_amount_cents = 5_120;
+        input.check().unwrap();
     }
 }

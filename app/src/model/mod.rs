@@ -7,5 +7,8 @@ mod views;
 
 pub use form::{InvoiceForm, LineForm};
 pub use input::{InvoiceInput, LineInput, MAX_LINES};
-pub use money::{currency_exponent, format_money, parse_amount, COMMON_CURRENCIES};
+pub use money::{
+    currency, currency_exponent, format_money, parse_amount, Currency, COMMON_CURRENCIES,
+    CURRENCIES,
+};
 pub use views::*;

@@ -35,6 +35,61 @@ impl InvoiceStatus {
     }
 }
 
+/// Where an invoice's money stands, derived from its payments, refunds and disputes.
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PaymentState {
+    Unpaid,
+    Processing,
+    PartiallyPaid,
+    Paid,
+    PartiallyRefunded,
+    Refunded,
+    Disputed,
+}
+
+impl PaymentState {
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "unpaid" => PaymentState::Unpaid,
+            "processing" => PaymentState::Processing,
+            "partially_paid" => PaymentState::PartiallyPaid,
+            "paid" => PaymentState::Paid,
+            "partially_refunded" => PaymentState::PartiallyRefunded,
+            "refunded" => PaymentState::Refunded,
+            "disputed" => PaymentState::Disputed,
+            _ => return None,
+        })
+    }
+
+    /// What the pages say.
+    pub fn label(self) -> &'static str {
+        match self {
+            PaymentState::Unpaid => "unpaid",
+            PaymentState::Processing => "payment processing",
+            PaymentState::PartiallyPaid => "partially paid",
+            PaymentState::Paid => "paid",
+            PaymentState::PartiallyRefunded => "partially refunded",
+            PaymentState::Refunded => "refunded",
+            PaymentState::Disputed => "disputed",
+        }
+    }
+}
+
+/// One payment of an invoice, as its owner sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PaymentRow {
+    pub payment_intent: String,
+    pub amount_cents: i64,
+    /// pending | succeeded | failed
+    pub status: String,
+    pub failure: Option<String>,
+    pub refunded_cents: i64,
+    /// The state of its latest dispute: open | won | lost.
+    pub dispute: Option<String>,
+}
+
 /// The invoice as CONTRACT.md shows it.
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -49,6 +104,7 @@ pub struct Invoice {
     pub lines: Vec<InvoiceLine>,
     pub total_cents: i64,
     pub amount_paid_cents: i64,
+    pub payment_state: PaymentState,
     pub created_at: DateTime<Utc>,
 }
 
@@ -70,6 +126,10 @@ pub struct InvoicePage {
     /// Names the "Send invoice" attempt of this rendering of the page.
     pub send_key: Uuid,
     pub emails: Vec<EmailRow>,
+    pub payments: Vec<PaymentRow>,
+    /// Stripe events about this invoice that need the owner's eye (money for a void invoice, an
+    /// overpayment, a wrong currency or mode).
+    pub anomalies: Vec<String>,
     /// The attempts that concerned this invoice: its creation, replays, payments, refunds.
     pub history: Vec<ActivityRow>,
 }
@@ -96,6 +156,7 @@ pub struct InvoiceSummary {
     pub due_date: NaiveDate,
     pub total_cents: i64,
     pub amount_paid_cents: i64,
+    pub payment_state: PaymentState,
     pub created_at: DateTime<Utc>,
 }
 

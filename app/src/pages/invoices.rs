@@ -101,7 +101,7 @@ pub fn InvoicePage() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match invoice.await {
-                    Ok(InvoicePage { invoice: inv, simulate_payments, send_key, emails, history }) => {
+                    Ok(InvoicePage { invoice: inv, simulate_payments, send_key, emails, payments, anomalies, history }) => {
                         let currency = inv.currency.clone();
                         let can_simulate = simulate_payments && inv.status == InvoiceStatus::Open;
                         let invoice_id = inv.id.to_string();
@@ -114,6 +114,7 @@ pub fn InvoicePage() -> impl IntoView {
                                         "status {}",
                                         inv.status.as_str(),
                                     )>{inv.status.as_str()}</span>
+                                    <span class="payment-state">{inv.payment_state.label()}</span>
                                 </div>
                                 <dl>
                                     <dt>"Customer"</dt>
@@ -161,6 +162,50 @@ pub fn InvoicePage() -> impl IntoView {
                                         </tr>
                                     </tfoot>
                                 </table>
+                                {(!anomalies.is_empty())
+                                    .then(|| {
+                                        view! {
+                                            <ul class="anomalies" role="alert">
+                                                {anomalies
+                                                    .into_iter()
+                                                    .map(|a| view! { <li class="anomaly">{a}</li> })
+                                                    .collect_view()}
+                                            </ul>
+                                        }
+                                    })}
+                                {(!payments.is_empty())
+                                    .then(|| {
+                                        let currency = currency.clone();
+                                        view! {
+                                            <h2>"Payments"</h2>
+                                            <table class="payments">
+                                                <tbody>
+                                                    {payments
+                                                        .into_iter()
+                                                        .map(|p| {
+                                                            let shown = match p.status.as_str() {
+                                                                "pending" => "processing".to_owned(),
+                                                                other => other.to_owned(),
+                                                            };
+                                                            view! {
+                                                                <tr class=format!("payment {}", p.status)>
+                                                                    <td><code>{p.payment_intent}</code></td>
+                                                                    <td class="num">{format_money(p.amount_cents, &currency)}</td>
+                                                                    <td class="payment-status">{shown}</td>
+                                                                    <td>
+                                                                        {(p.refunded_cents > 0)
+                                                                            .then(|| format!("refunded {}", format_money(p.refunded_cents, &currency)))}
+                                                                        {p.dispute.map(|d| format!(" dispute {d}"))}
+                                                                        {p.failure}
+                                                                    </td>
+                                                                </tr>
+                                                            }
+                                                        })
+                                                        .collect_view()}
+                                                </tbody>
+                                            </table>
+                                        }
+                                    })}
                                 {can_simulate
                                     .then(|| {
                                         view! {

@@ -6,7 +6,7 @@ use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use crate::model::{
-    invoice_number, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus, InvoiceSummary,
+    invoice_number, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus, InvoiceSummary, PaymentState,
 };
 
 /// Inserts invoice `id` (minted by the caller with `Uuid::now_v7()`, so a claim can name it before
@@ -85,6 +85,7 @@ pub async fn insert(
             .collect(),
         total_cents: total,
         amount_paid_cents: 0,
+        payment_state: PaymentState::Unpaid,
         created_at,
     })
 }
@@ -99,7 +100,8 @@ pub async fn list(
     let rows = sqlx::query!(
         r#"
         select id, number, status, customer_name, currency, due_date as "due_date: NaiveDate",
-               total_cents, amount_paid_cents, created_at as "created_at: DateTime<Utc>"
+               total_cents, amount_paid_cents, payment_state,
+               created_at as "created_at: DateTime<Utc>"
         from invoices
         where org_id = $1
         order by created_at desc, number desc
@@ -121,6 +123,7 @@ pub async fn list(
             due_date: r.due_date,
             total_cents: r.total_cents,
             amount_paid_cents: r.amount_paid_cents,
+            payment_state: PaymentState::parse(&r.payment_state).unwrap_or(PaymentState::Unpaid),
             created_at: r.created_at,
         })
         .collect())
@@ -179,6 +182,7 @@ struct InvoiceRow {
     due_date: NaiveDate,
     total_cents: i64,
     amount_paid_cents: i64,
+    payment_state: String,
     created_at: DateTime<Utc>,
 }
 
@@ -199,7 +203,7 @@ async fn fetch(
                 r#"
             select id, number, status, customer_name, customer_email, currency,
                    due_date as "due_date: NaiveDate", total_cents, amount_paid_cents,
-                   created_at as "created_at: DateTime<Utc>"
+                   payment_state, created_at as "created_at: DateTime<Utc>"
             from invoices
             where id = $2 and org_id = $1
             limit $3
@@ -218,7 +222,7 @@ async fn fetch(
                 r#"
             select id, number, status, customer_name, customer_email, currency,
                    due_date as "due_date: NaiveDate", total_cents, amount_paid_cents,
-                   created_at as "created_at: DateTime<Utc>"
+                   payment_state, created_at as "created_at: DateTime<Utc>"
             from invoices
             where org_id = $1
             order by created_at desc, number desc
@@ -269,6 +273,7 @@ async fn fetch(
             lines: by_invoice.remove(&r.id).unwrap_or_default(),
             total_cents: r.total_cents,
             amount_paid_cents: r.amount_paid_cents,
+            payment_state: PaymentState::parse(&r.payment_state).unwrap_or(PaymentState::Unpaid),
             created_at: r.created_at,
         })
         .collect())

@@ -1,10 +1,14 @@
-//! Payments and refunds, as business writes that are idempotent on their own: a payment is unique on
-//! the provider's payment id, and invoice states only move by conditional updates
-//! (`open → paid`, `paid → refunded`), so neither a duplicate nor a late event can undo anything.
+//! Payments, refunds and disputes as facts, keyed by Stripe's ids and merged by rules that ignore
+//! arrival order: a payment's status only moves up `pending < failed < succeeded`, a refund is the
+//! largest cumulative `amount_refunded` seen, a dispute only moves up `open < won < lost`. After each
+//! fact, the invoice's paid amount, payment state and status are derived from all of its facts by
+//! one SQL rule (`invoice_money()`, migration 20261203000001), in the same transaction. So the final
+//! state is a function of the set of events, whatever their order or repetition.
 
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use crate::model::{currency, format_money};
 use crate::ssr::outbox;
 
 /// What an event did, recorded with the event.
@@ -23,9 +27,10 @@ pub enum EffectKind {
     Applied,
     /// Nothing to do (an event type we do not act on, or already reflected).
     Ignored,
-    /// Kept for later: a refund whose payment has not arrived yet.
+    /// Kept for later: a refund or dispute whose payment has not arrived yet.
     Deferred,
-    /// Cannot be applied and retrying will not help (unknown invoice, wrong currency).
+    /// Needs the owner's eye and retrying will not help (unknown invoice, wrong currency or mode,
+    /// money for a void invoice, an overpayment).
     Anomaly,
 }
 
@@ -58,23 +63,94 @@ impl Effect {
     }
 }
 
-/// A completed checkout, as far as invoices care.
+/// Where a payment stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PaymentStatus {
+    /// A delayed method (a debit) is under way: no money yet.
+    Pending,
+    Failed,
+    Succeeded,
+}
+
+impl PaymentStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaymentStatus::Pending => "pending",
+            PaymentStatus::Failed => "failed",
+            PaymentStatus::Succeeded => "succeeded",
+        }
+    }
+}
+
+/// A dispute's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DisputeStatus {
+    Open,
+    Won,
+    Lost,
+}
+
+impl DisputeStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DisputeStatus::Open => "open",
+            DisputeStatus::Won => "won",
+            DisputeStatus::Lost => "lost",
+        }
+    }
+}
+
+/// A checkout session event (completed, async succeeded, async failed), as far as invoices care.
+/// `amount` is in Stripe's units of `currency`.
 #[derive(Debug, Clone)]
-pub struct PaymentReceived<'a> {
+pub struct SessionFact<'a> {
     pub provider: &'a str,
-    pub provider_payment_id: &'a str,
+    pub payment_intent: &'a str,
     pub invoice_ref: Option<&'a str>,
-    pub amount_cents: i64,
+    pub amount: i64,
+    pub currency: &'a str,
+    pub status: PaymentStatus,
+    pub failure: Option<&'a str>,
+    pub event_id: &'a str,
+}
+
+/// `charge.refunded`: the cumulative refunded amount of a charge (Stripe's units), or all of it.
+#[derive(Debug, Clone)]
+pub struct RefundFact<'a> {
+    pub provider: &'a str,
+    pub payment_intent: &'a str,
+    pub amount_refunded: i64,
+    pub full: bool,
     pub currency: &'a str,
     pub event_id: &'a str,
 }
 
-/// Records a payment against its invoice and moves the invoice `open → paid` once fully paid.
+/// `charge.dispute.created` / `charge.dispute.closed`.
+#[derive(Debug, Clone)]
+pub struct DisputeFact<'a> {
+    pub provider: &'a str,
+    pub dispute_id: &'a str,
+    pub payment_intent: &'a str,
+    pub amount: i64,
+    pub currency: &'a str,
+    pub status: DisputeStatus,
+    pub event_id: &'a str,
+}
+
+/// Stripe's amount of `code` in our minor units, or why it cannot be ours.
+fn ours(amount: i64, code: &str) -> Result<i64, String> {
+    let c = currency(&code.to_ascii_lowercase())
+        .ok_or_else(|| format!("unsupported currency {code}"))?;
+    if amount < 0 {
+        return Err(format!("negative amount {amount}"));
+    }
+    c.from_stripe(amount)
+        .ok_or_else(|| format!("{amount} is not a whole amount of {code} as invoicer counts it"))
+}
+
+/// Records a checkout session's payment fact against its invoice and derives the invoice again.
 /// Call it in the transaction that claimed the event.
-pub async fn record_payment(
-    tx: &mut PgConnection,
-    p: &PaymentReceived<'_>,
-) -> sqlx::Result<Effect> {
+pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx::Result<Effect> {
     let Some(invoice_id) = p.invoice_ref.and_then(|r| Uuid::try_parse(r).ok()) else {
         return Ok(Effect::new(
             EffectKind::Anomaly,
@@ -84,10 +160,10 @@ pub async fn record_payment(
             ),
         ));
     };
-    lock_payment(tx, p.provider, p.provider_payment_id).await?;
+    lock_payment(tx, p.provider, p.payment_intent).await?;
     // language=PostgreSQL
     let Some(invoice) = sqlx::query!(
-        "select org_id, currency from invoices where id = $1 for update",
+        "select org_id, currency, status from invoices where id = $1 for update",
         invoice_id
     )
     .fetch_optional(&mut *tx)
@@ -108,107 +184,265 @@ pub async fn record_payment(
             ),
         )));
     }
+    let amount = match ours(p.amount, &invoice.currency) {
+        Ok(amount) if amount > 0 => amount,
+        Ok(_) => {
+            return Ok(on_invoice(Effect::new(
+                EffectKind::Anomaly,
+                "a payment of nothing".to_owned(),
+            )))
+        }
+        Err(why) => return Ok(on_invoice(Effect::new(EffectKind::Anomaly, why))),
+    };
 
-    let payment_id = Uuid::now_v7();
+    // The status only moves up its ranking: a late `pending` never undoes a `succeeded`.
     // language=PostgreSQL
-    let inserted = sqlx::query_scalar!(
+    let written = sqlx::query!(
         r#"
         insert into payments (id, org_id, invoice_id, provider, provider_payment_id, amount_cents,
-                              currency, event_id)
-        values ($1, $2, $3, $4, $5, $6, $7, $8)
-        on conflict (provider, provider_payment_id) do nothing
-        returning id
+                              currency, event_id, status, failure)
+        values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+        on conflict (provider, provider_payment_id) do update
+            set status = excluded.status, failure = excluded.failure, event_id = excluded.event_id
+            where array_position(array['pending', 'failed', 'succeeded'], excluded.status)
+                > array_position(array['pending', 'failed', 'succeeded'], payments.status)
+        returning id, invoice_id
         "#,
-        payment_id,
+        Uuid::now_v7(),
         invoice.org_id,
         invoice_id,
         p.provider,
-        p.provider_payment_id,
-        p.amount_cents,
-        p.currency.to_ascii_lowercase(),
+        p.payment_intent,
+        amount,
+        invoice.currency,
         p.event_id,
+        p.status.as_str(),
+        p.failure,
     )
     .fetch_optional(&mut *tx)
     .await?;
-    if inserted.is_none() {
+    let Some(payment) = written else {
         return Ok(on_invoice(Effect::new(
             EffectKind::Ignored,
-            format!("payment {} was already recorded", p.provider_payment_id),
+            format!(
+                "payment {} is already {} or further",
+                p.payment_intent,
+                p.status.as_str()
+            ),
+        )));
+    };
+    if payment.invoice_id != invoice_id {
+        return Ok(on_invoice(Effect::new(
+            EffectKind::Anomaly,
+            format!("payment {} belongs to another invoice", p.payment_intent),
         )));
     }
-    // The receipt leaves with this transaction or not at all.
-    outbox::enqueue(
-        tx,
-        invoice.org_id,
-        Some(invoice_id),
-        outbox::Kind::PaymentReceipt,
-        serde_json::json!({ "payment_id": payment_id }),
-    )
-    .await?;
-
-    // A refund that overtook this payment is applied now.
-    // language=PostgreSQL
-    let refunded_early = sqlx::query_scalar!(
-        r#"
-        delete from pending_refunds where provider = $1 and provider_payment_id = $2
-        returning event_id
-        "#,
-        p.provider,
-        p.provider_payment_id
-    )
-    .fetch_optional(&mut *tx)
-    .await?;
-    if refunded_early.is_some() {
-        // language=PostgreSQL
-        sqlx::query!(
-            "update payments set refunded_at = now() where id = $1",
-            payment_id
+    let void = invoice.status == "void";
+    // A receipt for money received, once per payment (outbox_receipt_once), never for a void invoice.
+    if p.status == PaymentStatus::Succeeded && !void {
+        outbox::enqueue(
+            tx,
+            invoice.org_id,
+            Some(invoice_id),
+            outbox::Kind::PaymentReceipt,
+            serde_json::json!({ "payment_id": payment.id }),
         )
-        .execute(&mut *tx)
         .await?;
     }
-
-    // Conditional transitions only: a void or refunded invoice stays what it is.
-    // language=PostgreSQL
-    let status = sqlx::query_scalar!(
-        r#"
-        update invoices
-        set amount_paid_cents = amount_paid_cents + case when $3 then 0 else $2::int8 end,
-            status = case
-                when status = 'open' and amount_paid_cents + $2 >= total_cents
-                    then case when $3 then 'refunded' else 'paid' end
-                else status
-            end,
-            updated_at = now()
-        where id = $1
-        returning status
-        "#,
-        invoice_id,
-        p.amount_cents,
-        refunded_early.is_some(),
-    )
-    .fetch_one(&mut *tx)
-    .await?;
-
-    let detail = match &refunded_early {
-        Some(refund_event) => format!(
-            "payment {} recorded; its earlier refund ({refund_event}) applied; invoice {status}",
-            p.provider_payment_id
-        ),
-        None => format!(
-            "payment {} recorded; invoice {status}",
-            p.provider_payment_id
-        ),
+    let money = derive(tx, invoice_id).await?;
+    let what = match p.status {
+        PaymentStatus::Pending => "processing",
+        PaymentStatus::Failed => "failed",
+        PaymentStatus::Succeeded => "received",
     };
-    let mut effect = on_invoice(Effect::new(EffectKind::Applied, detail));
-    effect.payment_id = Some(payment_id);
+    let mut detail = format!(
+        "payment {} {what} ({}); invoice {}, {}",
+        p.payment_intent,
+        format_money(amount, &invoice.currency),
+        money.status,
+        money.payment_state
+    );
+    let mut outcome = EffectKind::Applied;
+    if void && p.status == PaymentStatus::Succeeded {
+        outcome = EffectKind::Anomaly;
+        detail.push_str("; money received for a void invoice: refund it or re-open the invoice");
+    } else if money.overpaid > 0 {
+        outcome = EffectKind::Anomaly;
+        detail.push_str(&format!(
+            "; overpaid by {}",
+            format_money(money.overpaid, &invoice.currency)
+        ));
+    }
+    let mut effect = on_invoice(Effect::new(outcome, detail));
+    effect.payment_id = Some(payment.id);
     Ok(effect)
 }
 
-/// Payment and refund events of one payment take different claims (different event ids), so they
-/// could run concurrently and miss each other's uncommitted rows (a refund parked as pending while
-/// its payment commits). This transaction-scoped lock on the payment makes them take turns; it is the
-/// first lock either takes.
+/// Records a refund fact (the largest cumulative amount seen) and, once its payment is known,
+/// derives the invoice again; before that it waits in `refunds`.
+pub async fn record_refund(tx: &mut PgConnection, r: &RefundFact<'_>) -> sqlx::Result<Effect> {
+    let amount = match ours(r.amount_refunded, r.currency) {
+        Ok(amount) => amount,
+        Err(why) => return Ok(Effect::new(EffectKind::Anomaly, why)),
+    };
+    lock_payment(tx, r.provider, r.payment_intent).await?;
+    // language=PostgreSQL
+    let grew = sqlx::query_scalar!(
+        r#"
+        insert into refunds (provider, provider_payment_id, amount_refunded_cents, full_refund, event_id)
+        values ($1, $2, $3, $4, $5)
+        on conflict (provider, provider_payment_id) do update
+            set amount_refunded_cents = greatest(refunds.amount_refunded_cents, excluded.amount_refunded_cents),
+                full_refund = refunds.full_refund or excluded.full_refund,
+                event_id = excluded.event_id
+            where excluded.amount_refunded_cents > refunds.amount_refunded_cents
+               or (excluded.full_refund and not refunds.full_refund)
+        returning 1 as "one!"
+        "#,
+        r.provider,
+        r.payment_intent,
+        amount,
+        r.full,
+        r.event_id,
+    )
+    .fetch_optional(&mut *tx)
+    .await?
+    .is_some();
+    let what = if r.full {
+        "refunded in full".to_owned()
+    } else {
+        format!("refunded {} so far", format_money(amount, r.currency))
+    };
+    after_fact(tx, r.provider, r.payment_intent, grew, &what).await
+}
+
+/// Records a dispute fact (its highest-ranked status) and, once its payment is known, derives the
+/// invoice again.
+pub async fn record_dispute(tx: &mut PgConnection, d: &DisputeFact<'_>) -> sqlx::Result<Effect> {
+    let amount = match ours(d.amount, d.currency) {
+        Ok(amount) => amount,
+        Err(why) => return Ok(Effect::new(EffectKind::Anomaly, why)),
+    };
+    lock_payment(tx, d.provider, d.payment_intent).await?;
+    // language=PostgreSQL
+    let moved = sqlx::query_scalar!(
+        r#"
+        insert into disputes (provider, dispute_id, provider_payment_id, amount_cents, status, event_id)
+        values ($1, $2, $3, $4, $5, $6)
+        on conflict (provider, dispute_id) do update
+            set status = excluded.status, event_id = excluded.event_id
+            where array_position(array['open', 'won', 'lost'], excluded.status)
+                > array_position(array['open', 'won', 'lost'], disputes.status)
+        returning 1 as "one!"
+        "#,
+        d.provider,
+        d.dispute_id,
+        d.payment_intent,
+        amount,
+        d.status.as_str(),
+        d.event_id,
+    )
+    .fetch_optional(&mut *tx)
+    .await?
+    .is_some();
+    let what = format!(
+        "dispute {} {} ({})",
+        d.dispute_id,
+        d.status.as_str(),
+        format_money(amount, d.currency)
+    );
+    after_fact(tx, d.provider, d.payment_intent, moved, &what).await
+}
+
+/// After a refund or dispute fact: derive its payment's invoice again, or say it waits.
+async fn after_fact(
+    tx: &mut PgConnection,
+    provider: &str,
+    payment_intent: &str,
+    changed: bool,
+    what: &str,
+) -> sqlx::Result<Effect> {
+    // language=PostgreSQL
+    let payment = sqlx::query!(
+        "select id, org_id, invoice_id from payments where provider = $1 and provider_payment_id = $2",
+        provider,
+        payment_intent
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(payment) = payment else {
+        return Ok(Effect::new(
+            EffectKind::Deferred,
+            format!("{payment_intent} {what}: kept until its payment arrives"),
+        ));
+    };
+    let on_invoice = |e: Effect| e.on_invoice(payment.org_id, payment.invoice_id);
+    if !changed {
+        return Ok(on_invoice(Effect::new(
+            EffectKind::Ignored,
+            format!("{payment_intent} {what}: already known"),
+        )));
+    }
+    let money = derive(tx, payment.invoice_id).await?;
+    let mut effect = on_invoice(Effect::new(
+        EffectKind::Applied,
+        format!(
+            "{payment_intent} {what}; invoice {}, {}",
+            money.status, money.payment_state
+        ),
+    ));
+    effect.payment_id = Some(payment.id);
+    Ok(effect)
+}
+
+/// The invoice as its facts make it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Money {
+    pub status: String,
+    pub payment_state: String,
+    pub amount_paid_cents: i64,
+    /// Kept beyond the total.
+    pub overpaid: i64,
+}
+
+/// Writes the invoice's status, payment state and paid amount as `invoice_money()` derives them
+/// from all of its payments, refunds and disputes.
+pub async fn derive(tx: &mut PgConnection, invoice: Uuid) -> sqlx::Result<Money> {
+    // The row lock first, in a statement of its own: at READ COMMITTED the update below then takes
+    // its snapshot after any transaction that held the invoice has committed, so it sees every fact
+    // committed before it (an update that waited for the lock would compute from its old snapshot).
+    // language=PostgreSQL
+    sqlx::query!(
+        "select 1 as \"one!\" from invoices where id = $1 for update",
+        invoice
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    // language=PostgreSQL
+    let row = sqlx::query!(
+        r#"
+        update invoices i
+        set (status, payment_state, amount_paid_cents) =
+                (select m.new_status, m.new_payment_state, m.kept_cents from invoice_money(i.id) m),
+            updated_at = now()
+        where i.id = $1
+        returning i.status, i.payment_state, i.amount_paid_cents, i.total_cents
+        "#,
+        invoice
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    Ok(Money {
+        overpaid: (row.amount_paid_cents - row.total_cents).max(0),
+        status: row.status,
+        payment_state: row.payment_state,
+        amount_paid_cents: row.amount_paid_cents,
+    })
+}
+
+/// Events of one payment take different claims (different event ids), so they could run
+/// concurrently and miss each other's uncommitted rows. This transaction-scoped lock on the payment
+/// makes them take turns; it is the first lock any of them takes (the invoice row comes second).
 async fn lock_payment(
     tx: &mut PgConnection,
     provider: &str,
@@ -225,87 +459,54 @@ async fn lock_payment(
     Ok(())
 }
 
-/// Marks a payment refunded and moves its invoice `paid → refunded`. A refund for a payment we have
-/// not seen yet is kept and applied when the payment arrives.
-pub async fn record_refund(
-    tx: &mut PgConnection,
-    provider: &str,
-    provider_payment_id: &str,
-    event_id: &str,
-) -> sqlx::Result<Effect> {
-    lock_payment(tx, provider, provider_payment_id).await?;
+/// The payments of `org`'s `invoice` with their refunds and disputes, oldest first, and the
+/// anomalies Stripe's events about it raised.
+pub async fn for_invoice(
+    pool: &sqlx::PgPool,
+    org: Uuid,
+    invoice: Uuid,
+) -> sqlx::Result<(Vec<crate::model::PaymentRow>, Vec<String>)> {
     // language=PostgreSQL
-    let payment = sqlx::query!(
+    let payments = sqlx::query!(
         r#"
-        select id, org_id, invoice_id, amount_cents, refunded_at is not null as "already!"
-        from payments
-        where provider = $1 and provider_payment_id = $2
-        for update
+        select p.provider_payment_id, p.amount_cents, p.status, p.failure,
+               coalesce(case when r.provider is null then 0
+                             when r.full_refund then p.amount_cents
+                             else least(p.amount_cents, r.amount_refunded_cents) end, 0) as "refunded!",
+               (select d.status from disputes d
+                where d.provider = p.provider and d.provider_payment_id = p.provider_payment_id
+                order by d.received_at desc limit 1) as dispute
+        from payments p
+        left join refunds r on r.provider = p.provider and r.provider_payment_id = p.provider_payment_id
+        where p.org_id = $1 and p.invoice_id = $2
+        order by p.created_at
         "#,
-        provider,
-        provider_payment_id
+        org,
+        invoice
     )
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some(payment) = payment else {
-        // language=PostgreSQL
-        sqlx::query!(
-            r#"
-            insert into pending_refunds (provider, provider_payment_id, event_id)
-            values ($1, $2, $3)
-            on conflict do nothing
-            "#,
-            provider,
-            provider_payment_id,
-            event_id
-        )
-        .execute(&mut *tx)
-        .await?;
-        return Ok(Effect::new(
-            EffectKind::Deferred,
-            format!(
-                "refund for unknown payment {provider_payment_id} kept until the payment arrives"
-            ),
-        ));
-    };
-    let on_invoice = |e: Effect| e.on_invoice(payment.org_id, payment.invoice_id);
-    if payment.already {
-        return Ok(on_invoice(Effect::new(
-            EffectKind::Ignored,
-            format!("payment {provider_payment_id} was already refunded"),
-        )));
-    }
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .map(|r| crate::model::PaymentRow {
+        payment_intent: r.provider_payment_id,
+        amount_cents: r.amount_cents,
+        status: r.status,
+        failure: r.failure,
+        refunded_cents: r.refunded,
+        dispute: r.dispute,
+    })
+    .collect();
     // language=PostgreSQL
-    sqlx::query!(
-        "update payments set refunded_at = now() where id = $1",
-        payment.id
-    )
-    .execute(&mut *tx)
-    .await?;
-    // language=PostgreSQL
-    // The refunded amount is no longer paid. A fully paid invoice whose payments are all refunded is
-    // `refunded`; one that is partly paid again (one of two payments refunded) is `open`.
-    // language=PostgreSQL
-    let status = sqlx::query_scalar!(
+    let anomalies = sqlx::query_scalar!(
         r#"
-        update invoices
-        set amount_paid_cents = greatest(amount_paid_cents - $2, 0),
-            status = case
-                when status = 'paid' and amount_paid_cents - $2 <= 0 then 'refunded'
-                when status = 'paid' and amount_paid_cents - $2 < total_cents then 'open'
-                else status
-            end,
-            updated_at = now()
-        where id = $1
-        returning status
+        select coalesce(detail, type) as "detail!" from stripe_events
+        where org_id = $1 and invoice_id = $2 and outcome = 'anomaly'
+        order by received_at
         "#,
-        payment.invoice_id,
-        payment.amount_cents,
+        org,
+        invoice
     )
-    .fetch_one(&mut *tx)
+    .fetch_all(pool)
     .await?;
-    let detail = format!("payment {provider_payment_id} refunded; invoice {status}");
-    let mut effect = on_invoice(Effect::new(EffectKind::Applied, detail));
-    effect.payment_id = Some(payment.id);
-    Ok(effect)
+    Ok((payments, anomalies))
 }

@@ -1,5 +1,6 @@
 //! The retention job: every table that grows with traffic is trimmed here, in batches: webhook
-//! claims, stored events and refunds still waiting for their payment after the webhook window;
+//! claims, stored events and refunds or disputes still waiting for their payment after the webhook
+//! window;
 //! expired API claims; form claims, attempts (the activity page) and finished outbox rows after
 //! their own windows. It runs at most once per period across all workers: the period is
 //! its run id, leased as `(job, retention, <period>)` (a crashed run is taken over and
@@ -59,8 +60,9 @@ impl Default for RetentionConfig {
 pub struct Report {
     pub webhook_claims: u64,
     pub webhook_events: u64,
-    /// Refunds whose payment never arrived within the webhook window.
-    pub pending_refunds: u64,
+    /// Refunds and disputes whose payment never arrived within the webhook window (those of known
+    /// payments are the payments' history and are kept with them).
+    pub orphan_facts: u64,
     pub api_claims: u64,
     pub form_claims: u64,
     /// Finished job runs (sent emails, past retention periods) older than a week.
@@ -71,22 +73,6 @@ pub struct Report {
 
 fn days(n: u32) -> Duration {
     Duration::from_secs(u64::from(n) * 86_400)
-}
-
-/// Runs `delete` (which deletes at most `batch` rows) until a pass deletes fewer.
-async fn in_batches<F, Fut>(batch: i64, mut delete: F) -> sqlx::Result<u64>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = sqlx::Result<u64>>,
-{
-    let mut total = 0;
-    loop {
-        let deleted = delete().await?;
-        total += deleted;
-        if deleted < batch as u64 {
-            return Ok(total);
-        }
-    }
 }
 
 /// Job claims are only needed while their run can still be taken over.
@@ -124,100 +110,97 @@ pub async fn run_once(
     Ok(Some(report))
 }
 
+/// Deletes the rows of `table` whose `time` column is older than `age`, `batch` at a time, each
+/// batch found through the index on `time` and named by the table's key `columns`. The names are
+/// this module's constants, never input.
+async fn trim(
+    pool: &PgPool,
+    table: &str,
+    columns: &str,
+    time: &str,
+    age: Duration,
+    batch: i64,
+) -> sqlx::Result<u64> {
+    let sql = format!(
+        "delete from {table} where ({columns}) in \
+         (select {columns} from {table} where {time} < now() - make_interval(secs => $1) limit $2)"
+    );
+    let mut total = 0;
+    loop {
+        let deleted = sqlx::query(&sql)
+            .bind(age.as_secs_f64())
+            .bind(batch)
+            .execute(pool)
+            .await?
+            .rows_affected();
+        total += deleted;
+        if deleted < batch as u64 {
+            return Ok(total);
+        }
+    }
+}
+
+/// Refund and dispute facts older than `age` whose payment never arrived.
+async fn trim_orphans(pool: &PgPool, age: Duration, batch: i64) -> sqlx::Result<u64> {
+    let mut total = 0;
+    for (table, key) in [
+        ("refunds", "provider, provider_payment_id"),
+        ("disputes", "provider, dispute_id"),
+    ] {
+        let sql = format!(
+            "delete from {table} where ({key}) in \
+             (select {key} from {table} f where received_at < now() - make_interval(secs => $1) \
+              and not exists (select 1 from payments p where p.provider = f.provider \
+                              and p.provider_payment_id = f.provider_payment_id) limit $2)"
+        );
+        loop {
+            let deleted = sqlx::query(&sql)
+                .bind(age.as_secs_f64())
+                .bind(batch)
+                .execute(pool)
+                .await?
+                .rows_affected();
+            total += deleted;
+            if deleted < batch as u64 {
+                break;
+            }
+        }
+    }
+    Ok(total)
+}
+
 async fn delete_old(pool: &PgPool, config: &RetentionConfig) -> sqlx::Result<Report> {
     let batch = config.batch;
-    let window = days(config.webhook_days).as_secs_f64();
-    let webhook_claims =
-        claim::sweep_expired(pool, Surface::Webhook, days(config.webhook_days), batch).await?;
-    let webhook_events = in_batches(batch, || async move {
-        // language=PostgreSQL
-        Ok(sqlx::query!(
-            r#"
-            delete from stripe_events
-            where (account, id) in (
-                select account, id from stripe_events
-                where received_at < now() - make_interval(secs => $1)
-                limit $2
-            )
-            "#,
-            window,
-            batch
-        )
-        .execute(pool)
-        .await?
-        .rows_affected())
-    })
-    .await?;
-    let pending_refunds = in_batches(batch, || async move {
-        // language=PostgreSQL
-        Ok(sqlx::query!(
-            r#"
-            delete from pending_refunds
-            where (provider, provider_payment_id) in (
-                select provider, provider_payment_id from pending_refunds
-                where received_at < now() - make_interval(secs => $1)
-                limit $2
-            )
-            "#,
-            window,
-            batch
-        )
-        .execute(pool)
-        .await?
-        .rows_affected())
-    })
-    .await?;
-    let activity = days(config.activity_days).as_secs_f64();
-    let attempts = in_batches(batch, || async move {
-        // language=PostgreSQL
-        Ok(sqlx::query!(
-            r#"
-            delete from attempts
-            where id in (
-                select id from attempts
-                where created_at < now() - make_interval(secs => $1)
-                limit $2
-            )
-            "#,
-            activity,
-            batch
-        )
-        .execute(pool)
-        .await?
-        .rows_affected())
-    })
-    .await?;
-    let outbox = days(config.outbox_days).as_secs_f64();
-    let outbox_rows = in_batches(batch, || async move {
-        // Sent and dead rows, each found through its own partial index.
-        // language=PostgreSQL
-        Ok(sqlx::query!(
-            r#"
-            delete from outbox
-            where id in (
-                (select id from outbox where sent_at < now() - make_interval(secs => $1) limit $2)
-                union all
-                (select id from outbox where dead_at < now() - make_interval(secs => $1) limit $2)
-            )
-            "#,
-            outbox,
-            batch
-        )
-        .execute(pool)
-        .await?
-        .rows_affected())
-    })
-    .await?;
+    let webhook = days(config.webhook_days);
+    let outbox = days(config.outbox_days);
     Ok(Report {
-        webhook_claims,
-        webhook_events,
-        pending_refunds,
+        webhook_claims: claim::sweep_expired(pool, Surface::Webhook, webhook, batch).await?,
+        webhook_events: trim(
+            pool,
+            "stripe_events",
+            "account, id",
+            "received_at",
+            webhook,
+            batch,
+        )
+        .await?,
+        orphan_facts: trim_orphans(pool, webhook, batch).await?,
         api_claims: claim::sweep_expired(pool, Surface::Api, config.api_key_ttl, batch).await?,
         form_claims: claim::sweep_expired(pool, Surface::Form, days(config.form_key_days), batch)
             .await?,
         job_claims: claim::sweep_expired(pool, Surface::Job, JOB_CLAIM_RETENTION, batch).await?,
-        attempts,
-        outbox_rows,
+        attempts: trim(
+            pool,
+            "attempts",
+            "id",
+            "created_at",
+            days(config.activity_days),
+            batch,
+        )
+        .await?,
+        // Sent and dead rows, each through its own partial index; pending rows are never trimmed.
+        outbox_rows: trim(pool, "outbox", "id", "sent_at", outbox, batch).await?
+            + trim(pool, "outbox", "id", "dead_at", outbox, batch).await?,
     })
 }
 

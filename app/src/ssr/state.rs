@@ -32,6 +32,8 @@ pub struct Settings {
     pub stripe_webhook_secrets: Vec<String>,
     /// Largest accepted |now − t| of a webhook signature, in seconds.
     pub stripe_tolerance_secs: i64,
+    /// STRIPE_MODE=live: only live-mode events apply (else only test-mode ones).
+    pub stripe_livemode: bool,
     /// Development conveniences (the "Simulate payment" button) are offered.
     pub dev_mode: bool,
     /// Where this server can reach itself, for the simulated Stripe delivery.
@@ -54,6 +56,7 @@ impl Default for Settings {
         Settings {
             stripe_webhook_secrets: vec![DEV_WEBHOOK_SECRET.to_owned()],
             stripe_tolerance_secs: 300,
+            stripe_livemode: false,
             dev_mode: true,
             self_url: "http://127.0.0.1:3000".to_owned(),
             idempotency_key_ttl: Duration::from_secs(24 * 3600),

@@ -11,19 +11,13 @@ fn stripe_id(prefix: &str) -> String {
     format!("{prefix}_{}", Uuid::new_v4().simple())
 }
 
-fn event(kind: &str, object: serde_json::Value) -> (String, String) {
-    let id = stripe_id("evt");
-    let body = event_with_id(&id, kind, object);
-    (id, body)
-}
-
-fn event_with_id(id: &str, kind: &str, object: serde_json::Value) -> String {
+fn event_with_id(id: &str, kind: &str, livemode: bool, object: serde_json::Value) -> String {
     json!({
         "id": id,
         "object": "event",
         "api_version": "2024-06-20",
         "created": chrono::Utc::now().timestamp(),
-        "livemode": false,
+        "livemode": livemode,
         "pending_webhooks": 1,
         "type": kind,
         "data": { "object": object },
@@ -31,15 +25,65 @@ fn event_with_id(id: &str, kind: &str, object: serde_json::Value) -> String {
     .to_string()
 }
 
-/// `checkout.session.completed` paying `amount_cents` of `invoice` through a fresh payment intent.
+/// A fresh `pi_...` id.
+pub fn payment_intent_id() -> String {
+    stripe_id("pi")
+}
+
+/// Our minor units of `code` as Stripe's API counts them (ISK in hundredths).
+fn stripe_amount(amount: i64, code: &str) -> i64 {
+    crate::model::currency(code).map_or(amount, |c| c.to_stripe(amount))
+}
+
+/// A checkout session event (`checkout.session.completed` with its `payment_status`, or
+/// `checkout.session.async_payment_succeeded` / `_failed`) paying `amount` (our minor units) of
+/// `invoice` through `payment_intent`.
+#[derive(Debug, Clone)]
+pub struct Session<'a> {
+    pub kind: &'a str,
+    pub payment_intent: &'a str,
+    pub invoice: Uuid,
+    pub amount: i64,
+    pub currency: &'a str,
+    pub payment_status: &'a str,
+    pub livemode: bool,
+}
+
+impl Session<'_> {
+    pub fn event(&self, event_id: &str) -> String {
+        let payment_status = match self.kind {
+            "checkout.session.async_payment_succeeded" => "paid",
+            "checkout.session.async_payment_failed" => "unpaid",
+            _ => self.payment_status,
+        };
+        event_with_id(
+            event_id,
+            self.kind,
+            self.livemode,
+            json!({
+                "id": stripe_id("cs_test"),
+                "object": "checkout.session",
+                "client_reference_id": self.invoice.to_string(),
+                "amount_total": stripe_amount(self.amount, self.currency),
+                "currency": self.currency,
+                "mode": "payment",
+                "payment_status": payment_status,
+                "status": "complete",
+                "payment_intent": self.payment_intent,
+            }),
+        )
+    }
+}
+
+/// `checkout.session.completed` (paid) of `amount_cents` of `invoice` through a fresh payment intent.
 pub fn checkout_completed(invoice: Uuid, amount_cents: i64, currency: &str) -> (String, String) {
     let id = stripe_id("evt");
-    let body = checkout_event(&id, &stripe_id("pi"), invoice, amount_cents, currency);
+    let body = checkout_event(&id, &payment_intent_id(), invoice, amount_cents, currency);
     (id, body)
 }
 
-/// `checkout.session.completed` with the event and payment intent ids given (load generators name
-/// their events so a checker can find them again).
+/// `checkout.session.completed` (paid) with the event and payment intent ids given (load generators
+/// name their events so a checker can find them again).
 pub fn checkout_event(
     event_id: &str,
     payment_intent: &str,
@@ -47,34 +91,94 @@ pub fn checkout_event(
     amount_cents: i64,
     currency: &str,
 ) -> String {
-    event_with_id(
-        event_id,
-        "checkout.session.completed",
-        json!({
-            "id": stripe_id("cs_test"),
-            "object": "checkout.session",
-            "client_reference_id": invoice.to_string(),
-            "amount_total": amount_cents,
-            "currency": currency,
-            "mode": "payment",
-            "payment_status": "paid",
-            "status": "complete",
-            "payment_intent": payment_intent,
-        }),
-    )
+    Session {
+        kind: "checkout.session.completed",
+        payment_intent,
+        invoice,
+        amount: amount_cents,
+        currency,
+        payment_status: "paid",
+        livemode: false,
+    }
+    .event(event_id)
 }
 
-/// `charge.refunded` for the whole charge of `payment_intent`.
-pub fn charge_refunded(payment_intent: &str) -> (String, String) {
-    event(
+/// `charge.refunded` of the charge of `payment_intent`: `amount_refunded` (our minor units) so far,
+/// the whole charge when `full`.
+pub fn refund_event(
+    event_id: &str,
+    payment_intent: &str,
+    amount_refunded: i64,
+    currency: &str,
+    full: bool,
+    livemode: bool,
+) -> String {
+    event_with_id(
+        event_id,
         "charge.refunded",
+        livemode,
         json!({
             "id": stripe_id("ch"),
             "object": "charge",
             "payment_intent": payment_intent,
-            "refunded": true,
+            "amount_refunded": stripe_amount(amount_refunded, currency),
+            "currency": currency,
+            "refunded": full,
         }),
     )
+}
+
+/// `charge.refunded` for the whole charge of `payment_intent` (amount unknown to the caller).
+pub fn charge_refunded(payment_intent: &str) -> (String, String) {
+    let id = stripe_id("evt");
+    let body = refund_event(&id, payment_intent, 0, "usd", true, false);
+    (id, body)
+}
+
+/// `charge.dispute.created` (open) or `charge.dispute.closed` (`status`: `won` / `lost`) of
+/// `amount` (our minor units) of the charge of `payment_intent`.
+#[derive(Debug, Clone)]
+pub struct Dispute<'a> {
+    pub kind: &'a str,
+    pub dispute_id: &'a str,
+    pub payment_intent: &'a str,
+    pub amount: i64,
+    pub currency: &'a str,
+    pub status: &'a str,
+    pub livemode: bool,
+}
+
+impl Dispute<'_> {
+    pub fn event(&self, event_id: &str) -> String {
+        let status = if self.kind == "charge.dispute.created" {
+            "needs_response"
+        } else {
+            self.status
+        };
+        event_with_id(
+            event_id,
+            self.kind,
+            self.livemode,
+            json!({
+                "id": self.dispute_id,
+                "object": "dispute",
+                "payment_intent": self.payment_intent,
+                "amount": stripe_amount(self.amount, self.currency),
+                "currency": self.currency,
+                "status": status,
+            }),
+        )
+    }
+}
+
+/// A fresh `evt_...` id.
+pub fn event_id() -> String {
+    stripe_id("evt")
+}
+
+/// A fresh `dp_...` id.
+pub fn dispute_id() -> String {
+    stripe_id("dp")
 }
 
 /// What is still due on an invoice, and its currency: the defaults for a simulated payment.

@@ -9,7 +9,9 @@ use sqlx::PgPool;
 
 use crate::ssr::claim::{ClaimKey, Outcome, Terms};
 use crate::ssr::observe::{Attempt, AttemptOutcome, Concerns, Tracked};
-use crate::ssr::payments::{self, Effect, EffectKind, PaymentReceived};
+use crate::ssr::payments::{
+    self, DisputeFact, DisputeStatus, Effect, EffectKind, PaymentStatus, RefundFact, SessionFact,
+};
 use crate::ssr::surfaces::{once, Once, Work};
 
 pub const PROVIDER: &str = "stripe";
@@ -24,6 +26,9 @@ pub struct Event {
     pub kind: String,
     #[serde(default)]
     pub account: Option<String>,
+    /// Live or test mode; an event of the other mode than this deployment's applies nothing.
+    #[serde(default)]
+    pub livemode: Option<bool>,
     pub data: EventData,
 }
 
@@ -44,14 +49,28 @@ struct CheckoutSession {
     amount_total: Option<i64>,
     currency: Option<String>,
     payment_intent: Option<String>,
+    /// `paid`, `unpaid` (a delayed method under way) or `no_payment_required`.
+    payment_status: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 struct Charge {
     payment_intent: Option<String>,
-    /// True once the whole charge is refunded; partial refunds leave the invoice as it is.
+    /// Cumulative, in Stripe's units.
+    amount_refunded: Option<i64>,
+    /// True once the whole charge is refunded.
     #[serde(default)]
     refunded: Option<bool>,
+    currency: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Dispute {
+    id: String,
+    payment_intent: Option<String>,
+    amount: i64,
+    currency: String,
+    status: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,10 +122,11 @@ pub async fn apply_delivery(
     attempt: &Attempt,
     event: &Event,
     payload: &str,
+    livemode: bool,
 ) -> Result<Delivery, DeliveryError> {
     let key = ClaimKey::webhook(event.account(), &event.id);
     let ran = once(pool, attempt, &key, &Terms::default(), || async |tx| {
-        let effect = apply(tx, event).await?;
+        let effect = apply(tx, event, livemode).await?;
         // language=PostgreSQL
         let stored = sqlx::query!(
             r#"
@@ -163,59 +183,122 @@ pub async fn apply_delivery(
     }
 }
 
-async fn apply(tx: &mut sqlx::PgConnection, event: &Event) -> sqlx::Result<Effect> {
+fn anomaly(detail: &str) -> sqlx::Result<Effect> {
+    Ok(Effect::new(EffectKind::Anomaly, detail.to_owned()))
+}
+
+/// What an event means for invoices; every event is keyed by its payment intent, whose facts are
+/// merged without regard to order (see `payments`).
+async fn apply(tx: &mut sqlx::PgConnection, event: &Event, livemode: bool) -> sqlx::Result<Effect> {
+    // A test-mode event at a live deployment (or the reverse) is answered and stored, never applied:
+    // a test card must not pay a real invoice.
+    if event.livemode.is_some_and(|mode| mode != livemode) {
+        let (theirs, ours) = if livemode {
+            ("test", "live")
+        } else {
+            ("live", "test")
+        };
+        return Ok(Effect::new(
+            EffectKind::Anomaly,
+            format!("a {theirs}-mode event at this {ours}-mode deployment: nothing applied"),
+        ));
+    }
+    let object = || event.data.object.clone();
     match event.kind.as_str() {
-        "checkout.session.completed" => {
-            let Ok(session) = serde_json::from_value::<CheckoutSession>(event.data.object.clone())
-            else {
-                return Ok(Effect::new(
-                    EffectKind::Anomaly,
-                    "unreadable checkout session".to_owned(),
-                ));
+        kind @ ("checkout.session.completed"
+        | "checkout.session.async_payment_succeeded"
+        | "checkout.session.async_payment_failed") => {
+            let Ok(session) = serde_json::from_value::<CheckoutSession>(object()) else {
+                return anomaly("unreadable checkout session");
+            };
+            let status = match (kind, session.payment_status.as_deref()) {
+                ("checkout.session.async_payment_succeeded", _) => PaymentStatus::Succeeded,
+                ("checkout.session.async_payment_failed", _) => PaymentStatus::Failed,
+                (_, Some("paid")) => PaymentStatus::Succeeded,
+                (_, Some("unpaid")) => PaymentStatus::Pending,
+                (_, Some("no_payment_required")) => {
+                    return Ok(Effect::new(
+                        EffectKind::Ignored,
+                        "checkout needed no payment: nothing to record".to_owned(),
+                    ))
+                }
+                (_, other) => return anomaly(&format!("unknown payment_status {other:?}")),
             };
             let (Some(payment_intent), Some(amount), Some(currency)) = (
                 session.payment_intent.as_deref(),
                 session.amount_total,
                 session.currency.as_deref(),
             ) else {
-                return Ok(Effect::new(
-                    EffectKind::Anomaly,
-                    "checkout session without payment_intent, amount_total or currency".to_owned(),
-                ));
+                return anomaly(
+                    "checkout session without payment_intent, amount_total or currency",
+                );
             };
-            payments::record_payment(
+            payments::record_session(
                 tx,
-                &PaymentReceived {
+                &SessionFact {
                     provider: PROVIDER,
-                    provider_payment_id: payment_intent,
+                    payment_intent,
                     invoice_ref: session.client_reference_id.as_deref(),
-                    amount_cents: amount,
+                    amount,
                     currency,
+                    status,
+                    failure: (status == PaymentStatus::Failed)
+                        .then_some("the delayed payment failed (Stripe: async_payment_failed)"),
                     event_id: &event.id,
                 },
             )
             .await
         }
         "charge.refunded" => {
-            let Ok(charge) = serde_json::from_value::<Charge>(event.data.object.clone()) else {
-                return Ok(Effect::new(
-                    EffectKind::Anomaly,
-                    "unreadable charge".to_owned(),
-                ));
+            let Ok(charge) = serde_json::from_value::<Charge>(object()) else {
+                return anomaly("unreadable charge");
             };
-            let Some(payment_intent) = charge.payment_intent.as_deref() else {
-                return Ok(Effect::new(
-                    EffectKind::Anomaly,
-                    "charge without payment_intent".to_owned(),
-                ));
+            let (Some(payment_intent), Some(currency)) =
+                (charge.payment_intent.as_deref(), charge.currency.as_deref())
+            else {
+                return anomaly("charge without payment_intent or currency");
             };
-            if charge.refunded == Some(false) {
-                return Ok(Effect::new(
-                    EffectKind::Ignored,
-                    format!("partial refund of {payment_intent}: invoice unchanged"),
-                ));
-            }
-            payments::record_refund(tx, PROVIDER, payment_intent, &event.id).await
+            let full = charge.refunded == Some(true);
+            payments::record_refund(
+                tx,
+                &RefundFact {
+                    provider: PROVIDER,
+                    payment_intent,
+                    amount_refunded: charge.amount_refunded.unwrap_or(0),
+                    full,
+                    currency,
+                    event_id: &event.id,
+                },
+            )
+            .await
+        }
+        kind @ ("charge.dispute.created" | "charge.dispute.closed") => {
+            let Ok(dispute) = serde_json::from_value::<Dispute>(object()) else {
+                return anomaly("unreadable dispute");
+            };
+            let Some(payment_intent) = dispute.payment_intent.as_deref() else {
+                return anomaly("dispute without payment_intent");
+            };
+            // A closed dispute is won or lost; `warning_closed` (an inquiry that never became a
+            // chargeback) keeps the money, as a win does.
+            let status = match (kind, dispute.status.as_str()) {
+                ("charge.dispute.closed", "lost") => DisputeStatus::Lost,
+                ("charge.dispute.closed", _) => DisputeStatus::Won,
+                _ => DisputeStatus::Open,
+            };
+            payments::record_dispute(
+                tx,
+                &DisputeFact {
+                    provider: PROVIDER,
+                    dispute_id: &dispute.id,
+                    payment_intent,
+                    amount: dispute.amount,
+                    currency: &dispute.currency,
+                    status,
+                    event_id: &event.id,
+                },
+            )
+            .await
         }
         other => Ok(Effect::new(
             EffectKind::Ignored,

@@ -1,0 +1,353 @@
+//! Order never matters: random sets of Stripe events about one invoice (payments that succeed, wait
+//! or fail, partial and full refunds, disputes won and lost, for one or two payments), each delivered
+//! one to three times, in random order, some at once, through the real route and real Postgres. The
+//! invoice and payment rows must equal what a plain in-memory model of the same set says.
+//!
+//! `MONEY_ORDER_CASES` sets the number of cases (default 150; e.g. 5000 for a long run).
+
+use std::collections::BTreeMap;
+
+use crate::common::served::TestApp;
+use app::ssr::stripe::standin;
+use futures::future::join_all;
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, TestRunner};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+const TOTAL: i64 = 10_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Event {
+    Completed {
+        paid: bool,
+    },
+    AsyncSucceeded,
+    AsyncFailed,
+    /// Cumulative refunded amount so far.
+    Refunded {
+        amount: i64,
+    },
+    RefundedFully,
+    DisputeOpened,
+    DisputeClosed {
+        lost: bool,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Payment {
+    amount: i64,
+    events: Vec<Event>,
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    payments: Vec<Payment>,
+    /// Each distinct event (payment index, event index) with how often it is delivered.
+    repeats: Vec<usize>,
+    /// A permutation of all deliveries.
+    order: Vec<usize>,
+    /// Sizes of the groups delivered at once, in order.
+    groups: Vec<usize>,
+}
+
+fn event() -> impl Strategy<Value = Event> {
+    prop_oneof![
+        any::<bool>().prop_map(|paid| Event::Completed { paid }),
+        Just(Event::AsyncSucceeded),
+        Just(Event::AsyncFailed),
+        (1..=4i64).prop_map(|q| Event::Refunded { amount: q * 1_000 }),
+        Just(Event::RefundedFully),
+        Just(Event::DisputeOpened),
+        any::<bool>().prop_map(|lost| Event::DisputeClosed { lost }),
+    ]
+}
+
+fn payment() -> impl Strategy<Value = Payment> {
+    (
+        prop_oneof![Just(4_000i64), Just(6_000), Just(10_000)],
+        prop::collection::vec(event(), 1..=5),
+    )
+        .prop_map(|(amount, mut events)| {
+            events.dedup();
+            Payment { amount, events }
+        })
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    prop::collection::vec(payment(), 1..=2).prop_flat_map(|payments| {
+        let distinct: usize = payments.iter().map(|p| p.events.len()).sum();
+        prop::collection::vec(1..=3usize, distinct).prop_flat_map(move |repeats| {
+            let deliveries: usize = repeats.iter().sum();
+            let payments = payments.clone();
+            (
+                Just((0..deliveries).collect::<Vec<_>>()).prop_shuffle(),
+                prop::collection::vec(1..=4usize, deliveries),
+            )
+                .prop_map(move |(order, groups)| Case {
+                    payments: payments.clone(),
+                    repeats: repeats.clone(),
+                    order,
+                    groups,
+                })
+        })
+    })
+}
+
+/// What the set of events means, computed without the database.
+#[derive(Debug, PartialEq, Eq)]
+struct Expected {
+    status: String,
+    payment_state: String,
+    amount_paid: i64,
+    /// payment intent index → pending | failed | succeeded, for payments with a checkout event.
+    payments: BTreeMap<usize, String>,
+    receipts: i64,
+}
+
+fn model(payments: &[Payment]) -> Expected {
+    let (mut received, mut kept) = (0, 0);
+    let (mut disputed, mut pending) = (false, false);
+    let mut statuses = BTreeMap::new();
+    for (i, p) in payments.iter().enumerate() {
+        // 0 pending, 1 failed, 2 succeeded: the highest wins.
+        let rank = p
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Completed { paid: true } | Event::AsyncSucceeded => Some(2),
+                Event::AsyncFailed => Some(1),
+                Event::Completed { paid: false } => Some(0),
+                _ => None,
+            })
+            .max();
+        let Some(rank) = rank else { continue };
+        statuses.insert(i, ["pending", "failed", "succeeded"][rank].to_owned());
+        pending |= rank == 0;
+        if rank != 2 {
+            continue;
+        }
+        let full = p.events.contains(&Event::RefundedFully);
+        let partial = p
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Refunded { amount } => Some(*amount),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        let refunded = if full {
+            p.amount
+        } else {
+            partial.min(p.amount)
+        };
+        let closed = p.events.iter().find_map(|e| match e {
+            Event::DisputeClosed { lost } => Some(*lost),
+            _ => None,
+        });
+        let lost = p.events.contains(&Event::DisputeClosed { lost: true });
+        let open = closed.is_none() && p.events.contains(&Event::DisputeOpened);
+        disputed |= open;
+        received += p.amount;
+        kept += (p.amount - refunded - if lost { p.amount } else { 0 }).max(0);
+    }
+    let payment_state = if disputed {
+        "disputed"
+    } else if received == 0 && pending {
+        "processing"
+    } else if received == 0 {
+        "unpaid"
+    } else if kept == 0 {
+        "refunded"
+    } else if kept >= TOTAL {
+        "paid"
+    } else if kept < received {
+        "partially_refunded"
+    } else {
+        "partially_paid"
+    };
+    let status = if received > 0 && kept >= TOTAL {
+        "paid"
+    } else if received > 0 && kept == 0 {
+        "refunded"
+    } else {
+        "open"
+    };
+    Expected {
+        status: status.into(),
+        payment_state: payment_state.into(),
+        amount_paid: kept,
+        receipts: statuses.values().filter(|s| *s == "succeeded").count() as i64,
+        payments: statuses,
+    }
+}
+
+/// The payload of each distinct event of `case` for `invoice`.
+fn payloads(case: &Case, invoice: Uuid, tag: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, p) in case.payments.iter().enumerate() {
+        let pi = format!("pi_{tag}_{i}");
+        let dispute = format!("dp_{tag}_{i}");
+        for (j, e) in p.events.iter().enumerate() {
+            let id = format!("evt_{tag}_{i}_{j}");
+            let session = |kind: &'static str, status: &'static str| {
+                standin::Session {
+                    kind,
+                    payment_intent: &pi,
+                    invoice,
+                    amount: p.amount,
+                    currency: "usd",
+                    payment_status: status,
+                    livemode: false,
+                }
+                .event(&id)
+            };
+            let dispute = |kind: &'static str, status: &'static str| {
+                standin::Dispute {
+                    kind,
+                    dispute_id: &dispute,
+                    payment_intent: &pi,
+                    amount: p.amount,
+                    currency: "usd",
+                    status,
+                    livemode: false,
+                }
+                .event(&id)
+            };
+            out.push(match *e {
+                Event::Completed { paid } => session(
+                    "checkout.session.completed",
+                    if paid { "paid" } else { "unpaid" },
+                ),
+                Event::AsyncSucceeded => session("checkout.session.async_payment_succeeded", ""),
+                Event::AsyncFailed => session("checkout.session.async_payment_failed", ""),
+                Event::Refunded { amount } => {
+                    standin::refund_event(&id, &pi, amount, "usd", false, false)
+                }
+                Event::RefundedFully => {
+                    standin::refund_event(&id, &pi, p.amount, "usd", true, false)
+                }
+                Event::DisputeOpened => dispute("charge.dispute.created", ""),
+                Event::DisputeClosed { lost } => {
+                    dispute("charge.dispute.closed", if lost { "lost" } else { "won" })
+                }
+            });
+        }
+    }
+    out
+}
+
+async fn run(app: &TestApp, case: &Case) {
+    let (org, invoice) = app.invoice(TOTAL, "usd").await;
+    let tag = Uuid::new_v4().simple().to_string();
+    let distinct = payloads(case, invoice, &tag);
+    let deliveries: Vec<&String> = case
+        .repeats
+        .iter()
+        .enumerate()
+        .flat_map(|(i, n)| std::iter::repeat_n(&distinct[i], *n))
+        .collect();
+    let mut order = case.order.iter();
+    for size in &case.groups {
+        let group: Vec<_> = order.by_ref().take(*size).map(|&k| deliveries[k]).collect();
+        if group.is_empty() {
+            break;
+        }
+        for (status, body) in join_all(group.into_iter().map(|p| app.deliver(p))).await {
+            assert_eq!(status, 200, "{body} in {case:?}");
+        }
+    }
+    let (status, payment_state, amount_paid): (String, String, i64) = sqlx::query_as(
+        "select status, payment_state, amount_paid_cents from invoices where id = $1",
+    )
+    .bind(invoice)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let rows: Vec<(String, String)> =
+        sqlx::query_as("select provider_payment_id, status from payments where invoice_id = $1")
+            .bind(invoice)
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    let payments = rows
+        .into_iter()
+        .map(|(pi, s)| (pi.rsplit('_').next().unwrap().parse().unwrap(), s))
+        .collect();
+    let receipts: i64 = sqlx::query_scalar(
+        "select count(*) from outbox where org_id = $1 and kind = 'payment_receipt'",
+    )
+    .bind(org)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let got = Expected {
+        status,
+        payment_state,
+        amount_paid,
+        payments,
+        receipts,
+    };
+    assert_eq!(got, model(&case.payments), "{case:?}");
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn the_final_invoice_is_a_function_of_the_set_of_its_events(pool: PgPool) {
+    let cases: u32 = std::env::var("MONEY_ORDER_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(150);
+    let app = TestApp::spawn(pool).await;
+    let mut runner = TestRunner::new(Config::default());
+    let strategy = case();
+    for _ in 0..cases {
+        let case = strategy.new_tree(&mut runner).unwrap().current();
+        run(&app, &case).await;
+    }
+}
+
+#[test]
+fn the_model_reads_the_rule_table() {
+    let paid = |amount, events: Vec<Event>| Payment { amount, events };
+    let m = model(&[paid(10_000, vec![Event::Completed { paid: true }])]);
+    assert_eq!(
+        (m.status.as_str(), m.payment_state.as_str(), m.amount_paid),
+        ("paid", "paid", 10_000)
+    );
+    let m = model(&[paid(10_000, vec![Event::Completed { paid: false }])]);
+    assert_eq!(
+        (m.status.as_str(), m.payment_state.as_str()),
+        ("open", "processing")
+    );
+    let m = model(&[
+        paid(6_000, vec![Event::Completed { paid: true }]),
+        paid(
+            4_000,
+            vec![Event::RefundedFully, Event::Completed { paid: true }],
+        ),
+    ]);
+    assert_eq!(
+        (m.status.as_str(), m.payment_state.as_str(), m.amount_paid),
+        ("open", "partially_refunded", 6_000)
+    );
+    let m = model(&[paid(
+        10_000,
+        vec![Event::Completed { paid: true }, Event::DisputeOpened],
+    )]);
+    assert_eq!(m.payment_state, "disputed");
+    let m = model(&[paid(
+        10_000,
+        vec![
+            Event::DisputeOpened,
+            Event::Completed { paid: true },
+            Event::DisputeClosed { lost: true },
+        ],
+    )]);
+    assert_eq!(
+        (m.status.as_str(), m.payment_state.as_str(), m.amount_paid),
+        ("refunded", "refunded", 0)
+    );
+}
