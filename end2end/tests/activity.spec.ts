@@ -48,6 +48,7 @@ test("each surface's repeat shows once as won and once as replay; another org se
         client_reference_id: invoiceId,
         amount_total: 37500,
         currency: "usd",
+        payment_status: "paid",
         payment_intent: `pi_${randomUUID().replace(/-/g, "")}`,
       },
     },
