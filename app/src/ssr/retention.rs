@@ -110,20 +110,19 @@ pub async fn run_once(
     Ok(Some(report))
 }
 
-/// Deletes the rows of `table` whose `time` column is older than `age`, `batch` at a time, each
-/// batch found through the index on `time` and named by the table's key `columns`. The names are
-/// this module's constants, never input.
+/// Deletes the rows of `table` whose `time` column is older than `age` (and that meet `extra`, a
+/// condition on the row as `f`), `batch` at a time, each batch found through the index on `time` and
+/// named by the table's key `columns`. The names are this module's constants, never input.
 async fn trim(
     pool: &PgPool,
-    table: &str,
-    columns: &str,
-    time: &str,
+    (table, columns, time, extra): (&str, &str, &str, &str),
     age: Duration,
     batch: i64,
 ) -> sqlx::Result<u64> {
     let sql = format!(
         "delete from {table} where ({columns}) in \
-         (select {columns} from {table} where {time} < now() - make_interval(secs => $1) limit $2)"
+         (select {columns} from {table} f \
+          where f.{time} < now() - make_interval(secs => $1) {extra} limit $2)"
     );
     let mut total = 0;
     loop {
@@ -140,67 +139,40 @@ async fn trim(
     }
 }
 
-/// Refund and dispute facts older than `age` whose payment never arrived.
-async fn trim_orphans(pool: &PgPool, age: Duration, batch: i64) -> sqlx::Result<u64> {
-    let mut total = 0;
-    for (table, key) in [
-        ("refunds", "provider, provider_payment_id"),
-        ("disputes", "provider, dispute_id"),
-    ] {
-        let sql = format!(
-            "delete from {table} where ({key}) in \
-             (select {key} from {table} f where received_at < now() - make_interval(secs => $1) \
-              and not exists (select 1 from payments p where p.provider = f.provider \
-                              and p.provider_payment_id = f.provider_payment_id) limit $2)"
-        );
-        loop {
-            let deleted = sqlx::query(&sql)
-                .bind(age.as_secs_f64())
-                .bind(batch)
-                .execute(pool)
-                .await?
-                .rows_affected();
-            total += deleted;
-            if deleted < batch as u64 {
-                break;
-            }
-        }
-    }
-    Ok(total)
-}
+/// A refund or dispute whose payment never arrived (those of known payments are kept with them).
+const ORPHAN: &str = "and not exists (select 1 from payments p \
+                      where p.provider = f.provider and p.provider_payment_id = f.provider_payment_id)";
 
 async fn delete_old(pool: &PgPool, config: &RetentionConfig) -> sqlx::Result<Report> {
     let batch = config.batch;
     let webhook = days(config.webhook_days);
     let outbox = days(config.outbox_days);
+    let events = ("stripe_events", "account, id", "received_at", "");
+    let refunds = (
+        "refunds",
+        "provider, provider_payment_id",
+        "received_at",
+        ORPHAN,
+    );
+    let disputes = ("disputes", "provider, dispute_id", "received_at", ORPHAN);
+    let attempts = ("attempts", "id", "created_at", "");
+    // Sent and dead rows, each through its own partial index; pending rows are never trimmed.
+    let (sent, dead) = (
+        ("outbox", "id", "sent_at", ""),
+        ("outbox", "id", "dead_at", ""),
+    );
     Ok(Report {
         webhook_claims: claim::sweep_expired(pool, Surface::Webhook, webhook, batch).await?,
-        webhook_events: trim(
-            pool,
-            "stripe_events",
-            "account, id",
-            "received_at",
-            webhook,
-            batch,
-        )
-        .await?,
-        orphan_facts: trim_orphans(pool, webhook, batch).await?,
+        webhook_events: trim(pool, events, webhook, batch).await?,
+        orphan_facts: trim(pool, refunds, webhook, batch).await?
+            + trim(pool, disputes, webhook, batch).await?,
         api_claims: claim::sweep_expired(pool, Surface::Api, config.api_key_ttl, batch).await?,
         form_claims: claim::sweep_expired(pool, Surface::Form, days(config.form_key_days), batch)
             .await?,
         job_claims: claim::sweep_expired(pool, Surface::Job, JOB_CLAIM_RETENTION, batch).await?,
-        attempts: trim(
-            pool,
-            "attempts",
-            "id",
-            "created_at",
-            days(config.activity_days),
-            batch,
-        )
-        .await?,
-        // Sent and dead rows, each through its own partial index; pending rows are never trimmed.
-        outbox_rows: trim(pool, "outbox", "id", "sent_at", outbox, batch).await?
-            + trim(pool, "outbox", "id", "dead_at", outbox, batch).await?,
+        attempts: trim(pool, attempts, days(config.activity_days), batch).await?,
+        outbox_rows: trim(pool, sent, outbox, batch).await?
+            + trim(pool, dead, outbox, batch).await?,
     })
 }
 
