@@ -218,11 +218,15 @@ impl Config {
             .map_err(|e| anyhow::anyhow!("INVOICER_PUBLIC_URL: {e}"))?;
         self.invoicer_public_url = Some(public_url.trim_end_matches('/').to_owned());
         if self.mail_from.is_none() {
-            anyhow::ensure!(
-                dev,
-                "MAIL_FROM must be set in production (e.g. \"Acme billing <billing@acme.example>\")"
-            );
-            self.mail_from = Some(app::ssr::mail::DEV_FROM.to_owned());
+            // Production mails from the public host (the operator's own domain), never from the
+            // dev sender's `.invalid` one.
+            let host = url::Url::parse(&public_url)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_owned));
+            self.mail_from = Some(match host {
+                Some(host) if !dev && host.contains('.') => format!("invoicer <billing@{host}>"),
+                _ => app::ssr::mail::DEV_FROM.to_owned(),
+            });
         }
         app::ssr::mail::parse_from(self.mail_from.as_deref().unwrap_or_default())
             .map_err(|e| anyhow::anyhow!("MAIL_FROM: {e}"))?;
@@ -489,7 +493,13 @@ mod tests {
         assert!(refusal(no_mode).contains("STRIPE_MODE"));
         let mut no_from = prod(&[]);
         no_from.mail_from = None;
-        assert!(refusal(no_from).contains("MAIL_FROM"));
+        no_from.validate(true).unwrap();
+        assert_eq!(
+            no_from.mail_from.as_deref(),
+            Some("invoicer <billing@billing.example.com>"),
+            "production mails from its public host by default"
+        );
+        assert!(refusal(prod(&["--mail-from", "not a mailbox"])).contains("MAIL_FROM"));
         let short_lease = prod(&["--worker-lease-secs", "10", "--smtp-timeout-ms", "10000"]);
         assert!(refusal(short_lease).contains("WORKER_LEASE_SECS"));
         let bad_url = prod(&["--invoicer-public-url", "billing.example.com"]);

@@ -107,7 +107,6 @@ async fn a_bad_value_stops_start_up_naming_its_variable() {
         ("STRIPE_WEBHOOK_SECRET", "STRIPE_WEBHOOK_SECRET"),
         ("STRIPE_MODE", "STRIPE_MODE"),
         ("INVOICER_PUBLIC_URL", "INVOICER_PUBLIC_URL"),
-        ("MAIL_FROM", "MAIL_FROM"),
     ] {
         let env: Vec<_> = complete
             .iter()
