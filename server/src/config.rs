@@ -33,10 +33,11 @@ pub struct Config {
         global = true
     )]
     pub leptos_site_addr: String,
-    /// Production unless `DEV` is asked for (`cargo leptos watch/serve` and `scripts/dev` do): `DEV`
-    /// allows the dev defaults (webhook secret, public URL), the Simulate button and failpoints.
-    #[arg(long, env = "LEPTOS_ENV", default_value = "PROD", value_parser = parse_mode, global = true)]
-    pub leptos_env: Mode,
+    /// Production unless `DEV` is asked for (`scripts/dev` does; so does `cargo leptos watch`,
+    /// which sets LEPTOS_WATCH=true): `DEV` allows the dev defaults (webhook secret, public URL),
+    /// the Simulate button and failpoints. [default: PROD]
+    #[arg(long, env = "LEPTOS_ENV", value_parser = parse_mode, global = true)]
+    pub leptos_env: Option<Mode>,
     /// Public URL (links in emails, the origin form posts must come from); https makes session
     /// cookies `Secure` and `__Host-` and turns on HSTS. Required in production; dev default
     /// `http://LEPTOS_SITE_ADDR`.
@@ -267,7 +268,11 @@ impl Config {
     }
 
     pub fn dev_mode(&self) -> bool {
-        self.leptos_env == Mode::Dev
+        let watching = std::env::var("LEPTOS_WATCH").is_ok_and(|w| w == "true");
+        let mode = self
+            .leptos_env
+            .unwrap_or(if watching { Mode::Dev } else { Mode::Prod });
+        mode == Mode::Dev
     }
 
     /// True when the secret is the built-in dev default (printed at start-up in dev).
@@ -558,5 +563,17 @@ mod tests {
         assert_eq!(dev.public_url(), format!("http://{}", dev.leptos_site_addr));
         assert_eq!(dev.stripe_mode.as_deref(), Some("test"));
         assert!(dev.mail_from.is_some());
+    }
+
+    #[test]
+    fn an_unset_leptos_env_is_production() {
+        let config = Probe::try_parse_from(["server"]).unwrap().config;
+        if std::env::var("LEPTOS_ENV").is_err() && std::env::var("LEPTOS_WATCH").is_err() {
+            assert!(!config.dev_mode());
+        }
+        let dev = Probe::try_parse_from(["server", "--leptos-env", "DEV"])
+            .unwrap()
+            .config;
+        assert!(dev.dev_mode());
     }
 }

@@ -6,6 +6,7 @@ mod common;
 mod api;
 mod api_crash;
 mod cli;
+mod customers;
 mod form_crash;
 mod mail;
 mod money;

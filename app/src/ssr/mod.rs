@@ -5,6 +5,7 @@ pub mod activity;
 pub mod api_keys;
 pub mod auth;
 pub mod claim;
+pub mod customers;
 pub mod failpoint;
 pub mod invoices;
 pub mod mail;

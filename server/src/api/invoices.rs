@@ -1,38 +1,21 @@
 //! The invoice endpoints: create (once per Idempotency-Key, through the API surface), list, get.
 
 use app::model::{Invoice, InvoiceInput};
-use app::ssr::claim::StoredResponse;
-use app::ssr::observe::{track, Attempt, Surface};
-use app::ssr::surfaces::api::{self, ApiOutcome, IdempotencyKey, INVOICES_PATH};
+use app::ssr::observe::track;
+use app::ssr::surfaces::api::{self, IdempotencyKey, INVOICES_PATH};
 use app::ssr::{invoices, AppState};
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::client::Client;
-use super::problem::{internal, problem, Problem, ProblemResponse};
-
-fn stored_to_response(stored: StoredResponse, replayed: bool) -> Response {
-    let mut builder = Response::builder().status(stored.status);
-    if let Some(headers) = stored.headers.as_object() {
-        for (name, value) in headers {
-            if let Some(value) = value.as_str() {
-                builder = builder.header(name.as_str(), value);
-            }
-        }
-    }
-    if replayed {
-        builder = builder.header("idempotent-replayed", "true");
-    }
-    builder
-        .body(Body::from(stored.body))
-        .unwrap_or_else(|e| internal("rebuilding a stored response", e).into_response())
-}
+use super::problem::{problem, Problem, ProblemResponse};
+use super::write;
 
 /// Create an invoice, once per `Idempotency-Key`.
 #[utoipa::path(
@@ -60,16 +43,10 @@ pub(super) async fn post_invoice(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ProblemResponse> {
-    let key = headers
-        .get("idempotency-key")
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-        .unwrap_or_default();
-    let request_id = header_text(&headers, "x-request-id");
-    let attempt = Attempt::new(Surface::Api, key, request_id);
-    attempt.identify(client.key_id.to_string(), Some(client.org_id));
+    let attempt = write::attempt(client, &headers);
     let outcome = track(&state.pool, attempt, async |attempt| {
         let key = IdempotencyKey::parse(headers.get("idempotency-key").map(|v| v.as_bytes()))?;
-        let (value, input) = invoice_body(body)?;
+        let (value, input) = write::json_body(body, "invoice", InvoiceInput::check)?;
         let fingerprint = api::fingerprint("POST", INVOICES_PATH, &value);
         let ttl = state.settings.idempotency_key_ttl;
         let created = api::invoice_from_request(
@@ -85,64 +62,7 @@ pub(super) async fn post_invoice(
         Ok::<_, ProblemResponse>(created)
     })
     .await?;
-    match outcome {
-        ApiOutcome::Created { response, .. } => Ok(stored_to_response(response, false)),
-        ApiOutcome::Replayed { response, .. } => Ok(stored_to_response(response, true)),
-        ApiOutcome::InFlight { retry_after } => Err(problem(
-            StatusCode::CONFLICT,
-            "in-flight",
-            "Request in flight",
-            "A request with this Idempotency-Key is still being processed. Retry later.",
-        )
-        .retry_after(retry_after)),
-        ApiOutcome::Mismatch => Err(problem(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "idempotency-key-reused",
-            "Idempotency-Key already used with a different request",
-            "This key was used for a request with another method, path or body. Use a new key.",
-        )),
-    }
-}
-
-/// The body as JSON (for the fingerprint) and as an invoice, checked before claiming: an invalid
-/// request is not stored, so its key stays usable.
-fn invoice_body(
-    body: Result<Bytes, BytesRejection>,
-) -> Result<(serde_json::Value, InvoiceInput), ProblemResponse> {
-    let value: serde_json::Value = serde_json::from_slice(&body?).map_err(|e| {
-        problem(
-            StatusCode::BAD_REQUEST,
-            "malformed-json",
-            "Malformed JSON",
-            format!("The body is not JSON: {e}"),
-        )
-    })?;
-    let input: InvoiceInput = serde_json::from_value(value.clone()).map_err(|e| {
-        problem(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid-invoice",
-            "Invalid invoice",
-            e.to_string(),
-        )
-    })?;
-    if let Err(fields) = input.check() {
-        let mut p = problem(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid-invoice",
-            "Invalid invoice",
-            "Some fields are invalid; see `errors`.",
-        );
-        p.problem.errors = Some(fields);
-        return Err(p);
-    }
-    Ok((value, input))
-}
-
-fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
+    write::answer(outcome)
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

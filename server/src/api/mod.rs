@@ -2,11 +2,13 @@
 //! Errors are RFC 9457 problem+json and never carry internal text.
 
 mod client;
+mod customers;
 mod invoices;
 mod openapi;
 mod problem;
+mod write;
 
-use app::ssr::surfaces::api::INVOICES_PATH;
+use app::ssr::surfaces::api::{CUSTOMERS_PATH, INVOICES_PATH};
 use app::ssr::AppState;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -34,6 +36,17 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/api/v1/invoices/{id}",
             allowing(get(invoices::get_invoice), "GET, HEAD"),
+        )
+        .route(
+            CUSTOMERS_PATH,
+            allowing(
+                get(customers::list_customers).post(customers::post_customer),
+                "GET, HEAD, POST",
+            ),
+        )
+        .route(
+            "/api/v1/customers/{id}",
+            allowing(get(customers::get_customer), "GET, HEAD"),
         )
         .route(
             "/api/v1/openapi.json",

@@ -1,17 +1,40 @@
 //! The OpenAPI document (`/api/v1/openapi.json`), generated from the handlers' annotations.
 
-use app::model::{Invoice, InvoiceInput, InvoiceLine, InvoiceStatus, LineInput};
+use app::model::{
+    Customer, CustomerInput, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus, LineInput,
+    PaymentState,
+};
 use axum::Json;
 use utoipa::OpenApi;
 
+use super::customers::{self, CustomerList};
 use super::invoices::{self, InvoiceList};
 use super::problem::Problem;
 
 #[derive(OpenApi)]
 #[openapi(
     info(title = "invoicer API", version = "1", description = "Invoices that never happen twice."),
-    paths(invoices::post_invoice, invoices::list_invoices, invoices::get_invoice),
-    components(schemas(InvoiceInput, LineInput, Invoice, InvoiceLine, InvoiceStatus, InvoiceList, Problem)),
+    paths(
+        invoices::post_invoice,
+        invoices::list_invoices,
+        invoices::get_invoice,
+        customers::post_customer,
+        customers::list_customers,
+        customers::get_customer
+    ),
+    components(schemas(
+        InvoiceInput,
+        LineInput,
+        Invoice,
+        InvoiceLine,
+        InvoiceStatus,
+        PaymentState,
+        InvoiceList,
+        CustomerInput,
+        Customer,
+        CustomerList,
+        Problem
+    )),
     modifiers(&BearerAuth)
 )]
 pub struct ApiDoc;

@@ -109,9 +109,20 @@ impl TestApp {
         key: Option<&str>,
         body: &str,
     ) -> ApiResponse {
+        self.post_to("/api/v1/invoices", token, key, body).await
+    }
+
+    /// POST `path` with the given token, Idempotency-Key and raw JSON body.
+    pub async fn post_to(
+        &self,
+        path: &str,
+        token: Option<&str>,
+        key: Option<&str>,
+        body: &str,
+    ) -> ApiResponse {
         let mut req = self
             .http
-            .post(format!("{}/api/v1/invoices", self.base))
+            .post(format!("{}{path}", self.base))
             .header("content-type", "application/json")
             .body(body.to_owned());
         if let Some(token) = token {

@@ -1,13 +1,13 @@
-//! The public API's create call as a surface of the discipline: the key is the client's
+//! The public API's writes as a surface of the discipline: the key is the client's
 //! `Idempotency-Key`, claimed as `(api, api key id, key)` with a fingerprint of the request, and the
 //! response (status, headers that matter, body bytes) is stored on the claim in the transaction that
-//! creates the invoice. A replay returns those bytes, whatever happened to the invoice since.
+//! does the write. A replay returns those bytes, whatever happened to the record since.
 
 use std::time::Duration;
 
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::model::InvoiceInput;
@@ -94,7 +94,7 @@ pub fn fingerprint(method: &str, path: &str, body: &serde_json::Value) -> Vec<u8
 pub enum ApiOutcome {
     Created {
         response: StoredResponse,
-        invoice: Uuid,
+        invoice: Option<Uuid>,
     },
     Replayed {
         response: StoredResponse,
@@ -118,7 +118,7 @@ impl Tracked for ApiOutcome {
 
     fn concerns(&self) -> Concerns {
         let invoice = match self {
-            ApiOutcome::Created { invoice, .. } => Some(*invoice),
+            ApiOutcome::Created { invoice, .. } => *invoice,
             ApiOutcome::Replayed { invoice, .. } => *invoice,
             ApiOutcome::InFlight { .. } | ApiOutcome::Mismatch => None,
         };
@@ -128,17 +128,24 @@ impl Tracked for ApiOutcome {
 
 pub const INVOICES_PATH: &str = "/api/v1/invoices";
 
-/// `POST /api/v1/invoices`: creates the invoice at most once per (client, key) and stores the
-/// response on the claim in the same transaction, so a replay returns it byte for byte.
-pub async fn invoice_from_request(
+/// Runs an API client's request at most once per (client, Idempotency-Key): `work` makes the
+/// transaction's work, which answers with the response to store on the claim (and the invoice it
+/// concerns, if any) in the same transaction, so a replay returns it byte for byte. A new
+/// idempotent endpoint is its work and nothing else.
+#[allow(clippy::too_many_arguments)]
+pub async fn respond_once<F, W>(
     pool: &PgPool,
     attempt: &Attempt,
     client: ApiClient,
     key: &IdempotencyKey,
     fingerprint: &[u8],
-    input: &InvoiceInput,
     key_ttl: Duration,
-) -> sqlx::Result<ApiOutcome> {
+    mut work: F,
+) -> sqlx::Result<ApiOutcome>
+where
+    F: FnMut() -> W,
+    W: AsyncFnOnce(&mut PgConnection) -> sqlx::Result<(StoredResponse, Option<Uuid>)>,
+{
     let claim_key = ClaimKey::api(client.key_id, key.as_str());
     let terms = Terms {
         fingerprint: Some(fingerprint),
@@ -147,23 +154,18 @@ pub async fn invoice_from_request(
         result_id: None,
     };
     let ran = once(pool, attempt, &claim_key, &terms, || {
-        async |tx| {
-            let invoice = invoices::insert(tx, Uuid::now_v7(), client.org_id, None, input).await?;
-            let location = format!("{INVOICES_PATH}/{}", invoice.id);
-            let response = StoredResponse {
-                status: 201,
-                headers: json!({ "content-type": "application/json", "location": location }),
-                body: serde_json::to_vec(&invoice).expect("an invoice serialises"),
-            };
+        let work = work();
+        async move |tx: &mut PgConnection| {
+            let (response, invoice) = work(tx).await?;
             Ok::<_, sqlx::Error>(Work::Commit {
-                answer: (response.clone(), invoice.id),
+                answer: (response.clone(), invoice),
                 outcome: Outcome {
-                    result_id: Some(invoice.id),
+                    result_id: invoice,
                     response: Some(response),
                 },
                 concerns: Concerns {
                     org: Some(client.org_id),
-                    invoice: Some(invoice.id),
+                    invoice,
                 },
             })
         }
@@ -184,6 +186,57 @@ pub async fn invoice_from_request(
         Once::Busy { retry_after } => Ok(ApiOutcome::InFlight { retry_after }),
         Once::Mismatch => Ok(ApiOutcome::Mismatch),
     }
+}
+
+/// A stored `201 Created` of `body` at `location`.
+pub fn created(location: &str, body: &impl serde::Serialize) -> StoredResponse {
+    StoredResponse {
+        status: 201,
+        headers: json!({ "content-type": "application/json", "location": location }),
+        body: serde_json::to_vec(body).expect("API answers serialise"),
+    }
+}
+
+/// `POST /api/v1/invoices`: creates the invoice at most once per (client, key).
+pub async fn invoice_from_request(
+    pool: &PgPool,
+    attempt: &Attempt,
+    client: ApiClient,
+    key: &IdempotencyKey,
+    fingerprint: &[u8],
+    input: &InvoiceInput,
+    key_ttl: Duration,
+) -> sqlx::Result<ApiOutcome> {
+    respond_once(pool, attempt, client, key, fingerprint, key_ttl, || {
+        async |tx| {
+            let invoice = invoices::insert(tx, Uuid::now_v7(), client.org_id, None, input).await?;
+            let location = format!("{INVOICES_PATH}/{}", invoice.id);
+            Ok((created(&location, &invoice), Some(invoice.id)))
+        }
+    })
+    .await
+}
+
+pub const CUSTOMERS_PATH: &str = "/api/v1/customers";
+
+/// `POST /api/v1/customers`: creates the customer at most once per (client, key).
+pub async fn customer_from_request(
+    pool: &PgPool,
+    attempt: &Attempt,
+    client: ApiClient,
+    key: &IdempotencyKey,
+    fingerprint: &[u8],
+    input: &crate::model::CustomerInput,
+    key_ttl: Duration,
+) -> sqlx::Result<ApiOutcome> {
+    respond_once(pool, attempt, client, key, fingerprint, key_ttl, || {
+        async |tx| {
+            let id = Uuid::now_v7();
+            let customer = crate::ssr::customers::insert(tx, id, client.org_id, input).await?;
+            Ok((created(&format!("{CUSTOMERS_PATH}/{id}"), &customer), None))
+        }
+    })
+    .await
 }
 
 #[cfg(test)]

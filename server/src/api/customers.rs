@@ -1,0 +1,146 @@
+//! The customer endpoints: create (once per Idempotency-Key, through the API surface), list with a
+//! search, get.
+
+use app::model::{Customer, CustomerInput};
+use app::ssr::observe::track;
+use app::ssr::surfaces::api::{self, IdempotencyKey, CUSTOMERS_PATH};
+use app::ssr::{customers, AppState};
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::client::Client;
+use super::problem::{problem, Problem, ProblemResponse};
+use super::write;
+
+/// Create a customer, once per `Idempotency-Key`.
+#[utoipa::path(
+    post,
+    path = "/api/v1/customers",
+    tag = "customers",
+    request_body = CustomerInput,
+    params(
+        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Names this attempt, as for invoices."),
+    ),
+    responses(
+        (status = 201, description = "Created; replays return the stored response with `Idempotent-Replayed: true`", body = Customer,
+            headers(("Location" = String, description = "The customer's URL"))),
+        (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing, unknown or revoked API key", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The same key is still in flight", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 1 MiB", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid customer (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = []))
+)]
+pub(super) async fn post_customer(
+    State(state): State<AppState>,
+    Client(client): Client,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ProblemResponse> {
+    let attempt = write::attempt(client, &headers);
+    let outcome = track(&state.pool, attempt, async |attempt| {
+        let key = IdempotencyKey::parse(headers.get("idempotency-key").map(|v| v.as_bytes()))?;
+        let (value, input) = write::json_body(body, "customer", CustomerInput::check)?;
+        let fingerprint = api::fingerprint("POST", CUSTOMERS_PATH, &value);
+        let ttl = state.settings.idempotency_key_ttl;
+        let pool = &state.pool;
+        let created =
+            api::customer_from_request(pool, &attempt, client, &key, &fingerprint, &input, ttl)
+                .await?;
+        Ok::<_, ProblemResponse>(created)
+    })
+    .await?;
+    write::answer(outcome)
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CustomerQuery {
+    /// The start of a name or an email (case-insensitive).
+    #[param(max_length = 200)]
+    pub q: Option<String>,
+    /// 1..100, default 20.
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CustomerList {
+    /// Newest first, or by name when searching.
+    pub data: Vec<Customer>,
+}
+
+fn bad_query(detail: impl Into<String>) -> ProblemResponse {
+    problem(StatusCode::BAD_REQUEST, "bad-query", "Bad query", detail)
+}
+
+/// The org's customers, newest first, or those whose name or email starts with `q`.
+#[utoipa::path(
+    get,
+    path = "/api/v1/customers",
+    tag = "customers",
+    params(CustomerQuery),
+    responses(
+        (status = 200, body = CustomerList),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = []))
+)]
+pub(super) async fn list_customers(
+    State(state): State<AppState>,
+    Client(client): Client,
+    query: Result<Query<CustomerQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<CustomerList>, ProblemResponse> {
+    let Query(query) = query.map_err(|e| bad_query(e.body_text()))?;
+    let limit = query.limit.unwrap_or(20);
+    if !(1..=100).contains(&limit) {
+        return Err(bad_query("limit must be 1..100"));
+    }
+    let search = query.q.as_deref();
+    if search.is_some_and(|q| q.chars().count() > 200 || q.contains('\0')) {
+        return Err(bad_query("q must be at most 200 characters, without NUL"));
+    }
+    let data = customers::list(&state.pool, client.org_id, search, limit).await?;
+    Ok(Json(CustomerList { data }))
+}
+
+/// One customer of the org; another org's id is 404.
+#[utoipa::path(
+    get,
+    path = "/api/v1/customers/{id}",
+    tag = "customers",
+    params(("id" = String, Path, description = "Customer id (UUID)")),
+    responses(
+        (status = 200, body = Customer),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = []))
+)]
+pub(super) async fn get_customer(
+    State(state): State<AppState>,
+    Client(client): Client,
+    Path(id): Path<String>,
+) -> Result<Json<Customer>, ProblemResponse> {
+    let not_found = || {
+        problem(
+            StatusCode::NOT_FOUND,
+            "not-found",
+            "Not found",
+            "No such customer.",
+        )
+    };
+    let id = uuid::Uuid::try_parse(&id).map_err(|_| not_found())?;
+    customers::get(&state.pool, client.org_id, id)
+        .await?
+        .map(Json)
+        .ok_or_else(not_found)
+}
