@@ -53,8 +53,8 @@ fn location(res: &reqwest::Response) -> String {
 
 // --- 1. Signatures: refusals cost at most one MAC per secret ------------------------------------
 
-/// The `invoicer_webhook_signature_macs_total` counter of a server process.
-async fn macs(base: &str) -> u64 {
+/// The sum over all labels of the Prometheus series `name` of a server process (0 before it exists).
+async fn metric(base: &str, name: &str) -> u64 {
     let text = reqwest::get(format!("{base}/metrics"))
         .await
         .unwrap()
@@ -62,9 +62,14 @@ async fn macs(base: &str) -> u64 {
         .await
         .unwrap();
     text.lines()
-        .find(|l| l.starts_with("invoicer_webhook_signature_macs_total"))
-        .and_then(|l| l.rsplit(' ').next())
-        .map_or(0, |n| n.parse::<f64>().unwrap() as u64)
+        .filter(|l| l.starts_with(name))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+/// MACs computed by the webhook's signature check.
+async fn macs(base: &str) -> u64 {
+    metric(base, "invoicer_webhook_signature_macs_total").await
 }
 
 async fn spam(http: &reqwest::Client, base: &str, header: &str, body: &[u8]) -> (u16, String) {
@@ -126,18 +131,9 @@ async fn signature_spam_is_refused_for_at_most_one_mac_per_secret() {
     db.cleanup().await;
 }
 
-/// `invoicer_webhook_signature_failures_total`, all reasons.
+/// Webhook deliveries refused on their signature, all reasons.
 async fn refused_signatures(base: &str) -> u64 {
-    let text = reqwest::get(format!("{base}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .filter(|l| l.starts_with("invoicer_webhook_signature_failures_total"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum::<f64>() as u64
+    metric(base, "invoicer_webhook_signature_failures_total").await
 }
 
 /// Two floods at once (signature spam with 1 MiB bodies, and password guessing that keeps every
