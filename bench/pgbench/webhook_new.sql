@@ -30,7 +30,6 @@ values (:outbox_id::uuid, :org::uuid, md5('bench/' || :org::uuid || '/' || :n)::
         jsonb_build_object('payment_id', :pay::uuid))
 on conflict do nothing
 returning id;
-select 1 from invoices where id = md5('bench/' || :org::uuid || '/' || :n)::uuid for update;
 update invoices i
 set (status, payment_state, amount_paid_cents) =
         (select m.new_status, m.new_payment_state, m.kept_cents from invoice_money(i.id) m),

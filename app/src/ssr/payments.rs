@@ -363,8 +363,14 @@ async fn after_fact(
     what: &str,
 ) -> sqlx::Result<Effect> {
     // language=PostgreSQL
+    // Finding the payment locks its invoice (see `derive`).
     let payment = sqlx::query!(
-        "select id, org_id, invoice_id from payments where provider = $1 and provider_payment_id = $2",
+        r#"
+        select p.id, p.org_id, p.invoice_id
+        from payments p join invoices i on i.id = p.invoice_id
+        where p.provider = $1 and p.provider_payment_id = $2
+        for update of i
+        "#,
         provider,
         payment_intent
     )
@@ -406,18 +412,11 @@ pub struct Money {
 }
 
 /// Writes the invoice's status, payment state and paid amount as `invoice_money()` derives them
-/// from all of its payments, refunds and disputes.
+/// from all of its payments, refunds and disputes. The caller holds the invoice's row lock, taken
+/// by an earlier statement: at READ COMMITTED this update then takes its snapshot after any
+/// transaction that held the invoice has committed, so it sees every fact committed before it (an
+/// update that itself waited for the lock would compute from its older snapshot).
 pub async fn derive(tx: &mut PgConnection, invoice: Uuid) -> sqlx::Result<Money> {
-    // The row lock first, in a statement of its own: at READ COMMITTED the update below then takes
-    // its snapshot after any transaction that held the invoice has committed, so it sees every fact
-    // committed before it (an update that waited for the lock would compute from its old snapshot).
-    // language=PostgreSQL
-    sqlx::query!(
-        "select 1 as \"one!\" from invoices where id = $1 for update",
-        invoice
-    )
-    .fetch_one(&mut *tx)
-    .await?;
     // language=PostgreSQL
     let row = sqlx::query!(
         r#"
