@@ -3,7 +3,9 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
-use validator::{Validate, ValidationError};
+use validator::Validate;
+
+use super::input::{no_nul, not_blank};
 
 use crate::error::FieldErrors;
 
@@ -64,22 +66,6 @@ pub struct Customer {
     pub tax_id: Option<String>,
     pub notes: String,
     pub created_at: DateTime<Utc>,
-}
-
-fn not_blank(value: &str) -> Result<(), ValidationError> {
-    if value.trim().is_empty() {
-        return Err(ValidationError::new("blank").with_message("This can't be blank.".into()));
-    }
-    no_nul(value)
-}
-
-fn no_nul(value: &str) -> Result<(), ValidationError> {
-    if value.contains('\0') {
-        return Err(
-            ValidationError::new("nul").with_message("This can't contain NUL characters.".into())
-        );
-    }
-    Ok(())
 }
 
 impl CustomerInput {

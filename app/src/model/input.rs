@@ -101,11 +101,15 @@ fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error>
     }
 }
 
-fn not_blank(value: &str) -> Result<(), ValidationError> {
+pub(super) fn not_blank(value: &str) -> Result<(), ValidationError> {
     if value.trim().is_empty() {
         return Err(ValidationError::new("blank").with_message("This can't be blank.".into()));
     }
-    // Postgres text cannot hold NUL; refuse it here with a message instead of failing later.
+    no_nul(value)
+}
+
+/// Postgres text cannot hold NUL; refuse it here with a message instead of failing later.
+pub(super) fn no_nul(value: &str) -> Result<(), ValidationError> {
     if value.contains('\0') {
         return Err(
             ValidationError::new("nul").with_message("This can't contain NUL characters.".into())
