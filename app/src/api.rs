@@ -204,6 +204,7 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
         invoice,
         simulate_payments: state.settings.dev_mode,
         send_key: Uuid::now_v7(),
+        action_key: Uuid::now_v7(),
         emails,
         payments,
         anomalies,
@@ -220,7 +221,7 @@ async fn own_invoice(
 ) -> Result<crate::model::Invoice, AppError> {
     let id = Uuid::try_parse(id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.pool.acquire().await?;
-    crate::ssr::invoices::get(&mut conn, org, id)
+    crate::ssr::invoices::get(&mut conn, org, id, &state.settings.public_url)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())
 }
@@ -308,6 +309,94 @@ pub async fn send_invoice(invoice_id: String, idempotency_key: String) -> Result
     .map_err(AppError::respond)?;
     leptos_axum::redirect(&format!("/invoices/{invoice}"));
     Ok(())
+}
+
+/// A lifecycle button (`finalize`, `void`, `mark_uncollectible`, `delete`): applied once per
+/// rendered button (`idempotency_key`); a repeat or a lost race shows the invoice as it is now, a move
+/// that cannot apply says why.
+#[server(prefix = "/rpc", endpoint = "invoice_action")]
+pub async fn invoice_action(
+    invoice_id: String,
+    action: String,
+    idempotency_key: String,
+) -> Result<(), AppError> {
+    use crate::ssr::lifecycle::{Action, Moved};
+    use crate::ssr::observe::{track, Attempt, Surface};
+
+    let state = state()?;
+    let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
+    let invoice = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
+    let action = Action::parse(&action)
+        .ok_or_else(|| AppError::BadRequest("Unknown action.".into()).respond())?;
+    let moved = track(&state.pool, attempt, async |attempt| {
+        let user = crate::ssr::auth::require_user().await?;
+        attempt.identify(user.org_id.to_string(), Some(user.org_id));
+        let key = parse_button_key(&idempotency_key)?;
+        crate::ssr::surfaces::form::invoice_action(
+            &state.pool,
+            &attempt,
+            user.org_id,
+            key,
+            invoice,
+            action,
+        )
+        .await
+    })
+    .await
+    .map_err(AppError::respond)?;
+    match moved {
+        Moved::Refused(status, payment) => {
+            return Err(AppError::BadRequest(action.refusal(status, payment)).respond())
+        }
+        Moved::NotFound if action != Action::DeleteDraft => {
+            return Err(AppError::NotFound.respond())
+        }
+        Moved::NotFound | Moved::Now | Moved::Already => {}
+    }
+    if action == Action::DeleteDraft {
+        leptos_axum::redirect("/invoices");
+    } else {
+        leptos_axum::redirect(&format!("/invoices/{invoice}"));
+    }
+    Ok(())
+}
+
+/// "Duplicate": a new draft from this invoice, once per rendered button; goes to the draft.
+#[server(prefix = "/rpc", endpoint = "duplicate_invoice")]
+pub async fn duplicate_invoice(
+    invoice_id: String,
+    idempotency_key: String,
+) -> Result<Uuid, AppError> {
+    use crate::ssr::observe::{track, Attempt, Surface};
+
+    let state = state()?;
+    let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
+    let invoice = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
+    let draft = track(&state.pool, attempt, async |attempt| {
+        let user = crate::ssr::auth::require_user().await?;
+        attempt.identify(user.org_id.to_string(), Some(user.org_id));
+        let key = parse_button_key(&idempotency_key)?;
+        crate::ssr::surfaces::form::duplicate_invoice(
+            &state.pool,
+            &attempt,
+            user.org_id,
+            key,
+            invoice,
+        )
+        .await
+    })
+    .await
+    .map_err(AppError::respond)?
+    .invoice_id()
+    .ok_or_else(|| AppError::internal("duplicate", "no draft").respond())?;
+    leptos_axum::redirect(&format!("/invoices/{draft}"));
+    Ok(draft)
+}
+
+#[cfg(feature = "ssr")]
+fn parse_button_key(key: &str) -> Result<Uuid, AppError> {
+    Uuid::try_parse(key)
+        .map_err(|_| AppError::BadRequest("This button has no valid key. Reload the page.".into()))
 }
 
 /// Gives a dead email a fresh set of attempts.

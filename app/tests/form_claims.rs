@@ -29,6 +29,7 @@ fn input(customer: &str) -> InvoiceInput {
             quantity: 3,
             unit_amount_cents: 12_500,
         }],
+        draft: false,
     }
 }
 
@@ -154,7 +155,7 @@ async fn a_transaction_that_fails_after_claiming_leaves_the_key_free(pool: PgPoo
                 .unwrap(),
             Claimed::Won
         );
-        invoices::insert(&mut tx, Uuid::new_v4(), org, None, &input("Ada"))
+        invoices::insert(&mut tx, Uuid::new_v4(), org, None, &input("Ada"), "")
             .await
             .unwrap();
         // The failure: the transaction ends without commit (an error, a crash, a dropped connection).

@@ -27,11 +27,18 @@ pub async fn run(
             quantity: 1,
             unit_amount_cents: 100,
         }],
+        draft: false,
     };
     let mut tx = pool.begin().await?;
-    let invoice =
-        app::ssr::invoices::insert(&mut tx, uuid::Uuid::new_v4(), account.org_id, None, &input)
-            .await?;
+    let invoice = app::ssr::invoices::insert(
+        &mut tx,
+        uuid::Uuid::new_v4(),
+        account.org_id,
+        None,
+        &input,
+        "",
+    )
+    .await?;
     tx.commit().await?;
 
     let mailer = app::ssr::mail::Mailer::new(

@@ -315,6 +315,7 @@ impl Config {
             stripe_livemode: self.stripe_mode.as_deref() == Some("live"),
             dev_mode: self.dev_mode(),
             self_url: format!("http://{}", self.leptos_site_addr),
+            public_url: self.public_url(),
             idempotency_key_ttl: self.idempotency_key_ttl(),
             metrics_token: self.metrics_token.clone(),
             limits: self.limits(),

@@ -5,6 +5,7 @@ pub mod api;
 pub mod cli;
 pub mod config;
 pub mod process;
+pub mod public;
 pub mod security;
 pub mod web;
 pub mod webhook;

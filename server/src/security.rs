@@ -199,10 +199,13 @@ pub async fn response_headers(State(guard): State<Guard>, req: Request, next: Ne
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    headers.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("strict-origin-when-cross-origin"),
-    );
+    // A page may ask for less (the customer's page sends no referrer at all).
+    if !headers.contains_key(header::REFERRER_POLICY) {
+        headers.insert(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("strict-origin-when-cross-origin"),
+        );
+    }
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     if guard.https {
         headers.insert(

@@ -118,6 +118,7 @@ pub async fn router(
         // Added after the session layers: webhooks carry no cookies and need no session.
         .merge(crate::webhook::routes())
         .merge(crate::api::routes())
+        .merge(crate::public::routes())
         .layer(Extension(metrics))
         .layer(middleware::from_fn_with_state(
             guard,

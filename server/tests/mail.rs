@@ -219,3 +219,21 @@ async fn smtps_speaks_tls_from_the_first_byte(pool: PgPool) {
     assert!(untrusted.messages().is_empty());
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn invoice_emails_link_to_the_customers_page_not_the_owners(pool: PgPool) {
+    let sink = SmtpSink::start(0, false).await;
+    let (_, invoice) = one_email(&pool).await;
+    drain(&pool, &mailer(&sink.url(), None, "billing@example.com")).await;
+    let messages = sink.wait_for(1, Duration::from_secs(10)).await;
+    let token: String = sqlx::query_scalar("select public_token from invoices where id = $1")
+        .bind(invoice)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let base = config().public_url;
+    // Quoted-printable may fold long lines: compare without soft line breaks.
+    let text = messages[0].replace("=\r\n", "").replace("=\n", "");
+    assert!(text.contains(&format!("{base}/i/{token}")), "{text}");
+    assert!(!text.contains(&format!("/invoices/{invoice}")), "{text}");
+}

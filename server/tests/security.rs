@@ -502,7 +502,7 @@ async fn sends_per_org_are_limited(pool: PgPool) {
         .unwrap();
     let mut tx = app.pool.begin().await.unwrap();
     let input: app::model::InvoiceInput = serde_json::from_str(&invoice_body("Mail")).unwrap();
-    let invoice = app::ssr::invoices::insert(&mut tx, Uuid::new_v4(), org, None, &input)
+    let invoice = app::ssr::invoices::insert(&mut tx, Uuid::new_v4(), org, None, &input, "")
         .await
         .unwrap();
     tx.commit().await.unwrap();

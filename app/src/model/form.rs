@@ -22,6 +22,9 @@ pub struct InvoiceForm {
     pub due_date: String,
     #[serde(default)]
     pub lines: Vec<LineForm>,
+    /// Set by the "Save draft" button (its name and value travel with the submit).
+    #[serde(default)]
+    pub draft: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -93,6 +96,7 @@ impl InvoiceForm {
             currency,
             due_date: due_date.unwrap_or_default(),
             lines,
+            draft: self.draft.as_deref().is_some_and(|d| d == "true"),
         };
         if let Err(more) = input.check() {
             // Line errors were reported above, by form row.
@@ -124,6 +128,7 @@ pub(super) mod tests {
                 quantity: "3".into(),
                 unit_amount: "12.50".into(),
             }],
+            draft: None,
         }
     }
 

@@ -50,6 +50,9 @@ pub struct InvoiceInput {
     #[validate(length(min = 1, max = 100, message = "An invoice has 1 to 100 lines."))]
     #[cfg_attr(feature = "ssr", schema(min_items = 1, max_items = 100))]
     pub lines: Vec<LineInput>,
+    /// Save as a draft (no number, editable, not sent) instead of finalizing at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub draft: bool,
 }
 
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]

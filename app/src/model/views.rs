@@ -8,27 +8,33 @@ use uuid::Uuid;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum InvoiceStatus {
+    Draft,
     Open,
     Paid,
     Void,
+    Uncollectible,
     Refunded,
 }
 
 impl InvoiceStatus {
     pub fn as_str(self) -> &'static str {
         match self {
+            InvoiceStatus::Draft => "draft",
             InvoiceStatus::Open => "open",
             InvoiceStatus::Paid => "paid",
             InvoiceStatus::Void => "void",
+            InvoiceStatus::Uncollectible => "uncollectible",
             InvoiceStatus::Refunded => "refunded",
         }
     }
 
     pub fn parse(text: &str) -> Option<Self> {
         match text {
+            "draft" => Some(InvoiceStatus::Draft),
             "open" => Some(InvoiceStatus::Open),
             "paid" => Some(InvoiceStatus::Paid),
             "void" => Some(InvoiceStatus::Void),
+            "uncollectible" => Some(InvoiceStatus::Uncollectible),
             "refunded" => Some(InvoiceStatus::Refunded),
             _ => None,
         }
@@ -95,16 +101,30 @@ pub struct PaymentRow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Invoice {
     pub id: Uuid,
-    pub number: String,
+    /// Assigned at finalization; a draft has none.
+    pub number: Option<String>,
     pub status: InvoiceStatus,
+    /// Drafts: what `If-Match` names when editing (also the `ETag`). Bumped by every edit.
+    pub version: i32,
+    pub customer_id: Option<Uuid>,
     pub customer_name: String,
     pub customer_email: String,
+    /// The customer's billing address and tax id, copied from the customer at finalization.
+    pub customer_address: String,
+    pub customer_tax_id: Option<String>,
     pub currency: String,
     pub due_date: NaiveDate,
     pub lines: Vec<InvoiceLine>,
     pub total_cents: i64,
     pub amount_paid_cents: i64,
     pub payment_state: PaymentState,
+    /// Open or uncollectible, not fully paid, and past its due date in the org's time zone.
+    pub overdue: bool,
+    /// The customer's page (no login), once finalized; gone when voided.
+    pub public_url: Option<String>,
+    pub finalized_at: Option<DateTime<Utc>>,
+    /// When the customer first opened the public page.
+    pub viewed_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -125,6 +145,9 @@ pub struct InvoicePage {
     pub simulate_payments: bool,
     /// Names the "Send invoice" attempt of this rendering of the page.
     pub send_key: Uuid,
+    /// Names the lifecycle buttons' attempts of this rendering (each button claims it in its own
+    /// namespace: finalize, void, ...).
+    pub action_key: Uuid,
     pub emails: Vec<EmailRow>,
     pub payments: Vec<PaymentRow>,
     /// Stripe events about this invoice that need the owner's eye (money for a void invoice, an
@@ -149,7 +172,7 @@ pub struct EmailRow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InvoiceSummary {
     pub id: Uuid,
-    pub number: String,
+    pub number: Option<String>,
     pub status: InvoiceStatus,
     pub customer_name: String,
     pub currency: String,
@@ -157,11 +180,8 @@ pub struct InvoiceSummary {
     pub total_cents: i64,
     pub amount_paid_cents: i64,
     pub payment_state: PaymentState,
+    pub overdue: bool,
     pub created_at: DateTime<Utc>,
-}
-
-pub fn invoice_number(n: i32) -> String {
-    format!("INV-{n:06}")
 }
 
 /// One attempt on the activity page.

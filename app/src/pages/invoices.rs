@@ -6,7 +6,8 @@ use uuid::Uuid;
 
 use super::layout::{error_banner, NotFound};
 use crate::api::{
-    get_invoice, list_invoices, CreateInvoice, RetryEmail, SendInvoice, SimulatePayment,
+    get_invoice, list_invoices, CreateInvoice, DuplicateInvoice, InvoiceAction, RetryEmail,
+    SendInvoice, SimulatePayment,
 };
 use crate::error::{AppError, FieldErrors};
 use crate::model::{
@@ -48,7 +49,7 @@ pub fn InvoiceListPage() -> impl IntoView {
                                                 view! {
                                                     <tr class="invoice-row">
                                                         <td>
-                                                            <a href=format!("/invoices/{}", inv.id)>{inv.number}</a>
+                                                            <a href=format!("/invoices/{}", inv.id)>{inv.number.unwrap_or_else(|| "Draft".to_owned())}</a>
                                                         </td>
                                                         <td>{inv.customer_name}</td>
                                                         <td>{inv.due_date.to_string()}</td>
@@ -57,6 +58,7 @@ pub fn InvoiceListPage() -> impl IntoView {
                                                                 "status {}",
                                                                 inv.status.as_str(),
                                                             )>{inv.status.as_str()}</span>
+                                                            {inv.overdue.then(|| view! { " " <span class="status overdue">"overdue"</span> })}
                                                         </td>
                                                         <td class="num">
                                                             {format_money(inv.total_cents, &inv.currency)}
@@ -87,12 +89,17 @@ pub fn InvoicePage() -> impl IntoView {
     let simulate = ServerAction::<SimulatePayment>::new();
     let send = ServerAction::<SendInvoice>::new();
     let retry = ServerAction::<RetryEmail>::new();
+    let act = ServerAction::<InvoiceAction>::new();
+    let duplicate = ServerAction::<DuplicateInvoice>::new();
     // Refetched after each action on the page.
     let invoice = Resource::new(
         move || {
             (
                 params.with(|p| p.get("id").unwrap_or_default()),
-                simulate.version().get() + send.version().get() + retry.version().get(),
+                simulate.version().get()
+                    + send.version().get()
+                    + retry.version().get()
+                    + act.version().get(),
             )
         },
         |(id, _)| get_invoice(id),
@@ -101,21 +108,37 @@ pub fn InvoicePage() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match invoice.await {
-                    Ok(InvoicePage { invoice: inv, simulate_payments, send_key, emails, payments, anomalies, history }) => {
+                    Ok(InvoicePage { invoice: inv, simulate_payments, send_key, action_key, emails, payments, anomalies, history }) => {
                         let currency = inv.currency.clone();
                         let can_simulate = simulate_payments && inv.status == InvoiceStatus::Open;
+                        let can_send = !matches!(inv.status, InvoiceStatus::Draft | InvoiceStatus::Void);
                         let invoice_id = inv.id.to_string();
                         let (simulate_id, send_id) = (invoice_id.clone(), invoice_id.clone());
+                        let buttons = lifecycle_buttons(&inv, action_key, act, duplicate);
                         view! {
                             <section class="card invoice">
                                 <div class="heading">
-                                    <h1 class="number">{inv.number.clone()}</h1>
+                                    <h1 class="number">{inv.number.clone().unwrap_or_else(|| "Draft".to_owned())}</h1>
                                     <span class=format!(
                                         "status {}",
                                         inv.status.as_str(),
                                     )>{inv.status.as_str()}</span>
+                                    {inv.overdue.then(|| view! { <span class="status overdue">"overdue"</span> })}
                                     <span class="payment-state">{inv.payment_state.label()}</span>
                                 </div>
+                                {buttons}
+                                {move || act.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                                {move || duplicate.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                                {inv.public_url.clone().map(|url| view! {
+                                    <p class="public-link">
+                                        "Customer's page: " <a href=url.clone()>{url.clone()}</a>
+                                        " · " <a href=format!("{url}/pdf") class="pdf">"Download PDF"</a>
+                                        {match inv.viewed_at {
+                                            Some(at) => format!(" · viewed {}", at.format("%Y-%m-%d %H:%M UTC")),
+                                            None => " · not viewed yet".to_owned(),
+                                        }}
+                                    </p>
+                                })}
                                 <dl>
                                     <dt>"Customer"</dt>
                                     <dd class="customer">{inv.customer_name.clone()}</dd>
@@ -225,13 +248,15 @@ pub fn InvoicePage() -> impl IntoView {
                                         .and_then(|r| r.err())
                                         .and_then(|e| error_banner(&e))
                                 }}
-                                <ActionForm action=send>
-                                    <input type="hidden" name="invoice_id" value=send_id />
-                                    <input type="hidden" name="idempotency_key" value=send_key.to_string() />
-                                    <button type="submit" class="send" disabled=move || send.pending().get()>
-                                        "Send invoice to " {inv.customer_email.clone()}
-                                    </button>
-                                </ActionForm>
+                                {can_send.then(|| view! {
+                                    <ActionForm action=send>
+                                        <input type="hidden" name="invoice_id" value=send_id.clone() />
+                                        <input type="hidden" name="idempotency_key" value=send_key.to_string() />
+                                        <button type="submit" class="send" disabled=move || send.pending().get()>
+                                            "Send invoice to " {inv.customer_email.clone()}
+                                        </button>
+                                    </ActionForm>
+                                })}
                                 {move || send.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
                                 {(!emails.is_empty())
                                     .then(|| {
@@ -290,6 +315,54 @@ pub fn InvoicePage() -> impl IntoView {
                 }
             })}
         </Suspense>
+    }
+}
+
+/// The lifecycle buttons this invoice's state allows. One key, minted when the page was rendered,
+/// names every button's attempt (each claims it in its own namespace); a double click applies once.
+fn lifecycle_buttons(
+    inv: &crate::model::Invoice,
+    key: Uuid,
+    act: ServerAction<InvoiceAction>,
+    duplicate: ServerAction<DuplicateInvoice>,
+) -> impl IntoView {
+    let unpaid = inv.payment_state == crate::model::PaymentState::Unpaid;
+    let allowed: Vec<(&str, &str)> = match inv.status {
+        InvoiceStatus::Draft => vec![("finalize", "Finalize"), ("delete", "Delete draft")],
+        InvoiceStatus::Open if unpaid => vec![
+            ("void", "Void"),
+            ("mark_uncollectible", "Mark uncollectible"),
+        ],
+        InvoiceStatus::Open => vec![("mark_uncollectible", "Mark uncollectible")],
+        InvoiceStatus::Uncollectible if unpaid => vec![("void", "Void")],
+        _ => vec![],
+    };
+    let id = inv.id;
+    view! {
+        <div class="actions">
+            {allowed
+                .into_iter()
+                .map(|(action, label)| {
+                    view! {
+                        <ActionForm action=act>
+                            <input type="hidden" name="invoice_id" value=id.to_string() />
+                            <input type="hidden" name="action" value=action />
+                            <input type="hidden" name="idempotency_key" value=key.to_string() />
+                            <button type="submit" class=format!("action {action}") disabled=move || act.pending().get()>
+                                {label}
+                            </button>
+                        </ActionForm>
+                    }
+                })
+                .collect_view()}
+            <ActionForm action=duplicate>
+                <input type="hidden" name="invoice_id" value=id.to_string() />
+                <input type="hidden" name="idempotency_key" value=key.to_string() />
+                <button type="submit" class="action duplicate" disabled=move || duplicate.pending().get()>
+                    "Duplicate"
+                </button>
+            </ActionForm>
+        </div>
     }
 }
 
@@ -468,6 +541,10 @@ pub fn NewInvoicePage() -> impl IntoView {
                 </p>
                 <button type="submit" class="primary" disabled=move || pending.get()>
                     {move || if pending.get() { "Creating…" } else { "Create invoice" }}
+                </button>
+                " "
+                <button type="submit" class="secondary save-draft" name="input[draft]" value="true" disabled=move || pending.get()>
+                    "Save draft"
                 </button>
             </ActionForm>
         </section>

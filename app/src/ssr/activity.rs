@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::model::{invoice_number, ActivityCount, ActivityPage, ActivityRow};
+use crate::model::{ActivityCount, ActivityPage, ActivityRow};
 
 pub const PAGE_SIZE: i64 = 50;
 
@@ -86,7 +86,7 @@ pub async fn list(
 
     let mut q = QueryBuilder::new(
         r#"
-        select a.id, a.created_at, a.surface, a.key, a.outcome, a.invoice_id, i.number,
+        select a.id, a.created_at, a.surface, a.key, a.outcome, a.invoice_id, i.number_text,
                a.duration_ms, a.request_id,
                case a.surface
                    when 'webhook' then (select e.payload::text from stripe_events e
@@ -110,7 +110,8 @@ pub async fn list(
     }
     match filter.search.as_deref().and_then(Search::parse) {
         Some(Search::InvoiceNumber(n)) => {
-            q.push(" and a.invoice_id = (select id from invoices where org_id = ")
+            // Numbers that restart yearly repeat their sequence number: any of them.
+            q.push(" and a.invoice_id in (select id from invoices where org_id = ")
                 .push_bind(org)
                 .push(" and number = ")
                 .push_bind(n)
@@ -146,7 +147,7 @@ pub async fn list(
             key: r.try_get("key")?,
             outcome: r.try_get("outcome")?,
             invoice_id: r.try_get("invoice_id")?,
-            invoice_number: r.try_get::<Option<i32>, _>("number")?.map(invoice_number),
+            invoice_number: r.try_get("number_text")?,
             duration_ms: r.try_get("duration_ms")?,
             request_id: r.try_get("request_id")?,
             detail: r.try_get("detail")?,

@@ -54,13 +54,22 @@ impl Surface {
 pub enum Form {
     CreateInvoice,
     SendInvoice,
+    /// A lifecycle button: finalize, void, mark uncollectible, delete a draft.
+    InvoiceAction(crate::ssr::lifecycle::Action),
+    DuplicateInvoice,
 }
 
 impl Form {
     pub fn as_str(self) -> &'static str {
+        use crate::ssr::lifecycle::Action;
         match self {
             Form::CreateInvoice => "create_invoice",
             Form::SendInvoice => "send_invoice",
+            Form::InvoiceAction(Action::Finalize) => "finalize_invoice",
+            Form::InvoiceAction(Action::Void) => "void_invoice",
+            Form::InvoiceAction(Action::MarkUncollectible) => "mark_uncollectible",
+            Form::InvoiceAction(Action::DeleteDraft) => "delete_draft",
+            Form::DuplicateInvoice => "duplicate_invoice",
         }
     }
 }

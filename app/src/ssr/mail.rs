@@ -384,8 +384,8 @@ pub async fn render(
     // language=PostgreSQL
     let inv = sqlx::query!(
         r#"
-        select i.number, i.customer_name, i.customer_email, i.currency, i.total_cents,
-               i.amount_paid_cents, i.due_date::text as "due!", o.name as org_name
+        select i.number_text, i.public_token, i.customer_name, i.customer_email, i.currency,
+               i.total_cents, i.amount_paid_cents, i.due_date::text as "due!", o.name as org_name
         from invoices i join orgs o on o.id = i.org_id
         where i.id = $1
         "#,
@@ -394,8 +394,13 @@ pub async fn render(
     .fetch_optional(pool)
     .await?
     .ok_or_else(|| RenderError::Permanent(format!("invoice {invoice_id} not found")))?;
-    let number = crate::model::invoice_number(inv.number);
-    let link = format!("{public_url}/invoices/{invoice_id}");
+    // Emails link to the customer's own page; a draft or a void invoice has none, and is not mailed.
+    let (Some(number), Some(token)) = (inv.number_text, inv.public_token) else {
+        return Err(RenderError::Permanent(format!(
+            "invoice {invoice_id} is a draft or void: it has no page to link to"
+        )));
+    };
+    let link = crate::ssr::invoices::public_url(public_url, &token);
     let total = format_money(inv.total_cents, &inv.currency);
     let (subject, text) = match subject_kind {
         None => (

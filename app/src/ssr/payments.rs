@@ -237,8 +237,10 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
             format!("payment {} belongs to another invoice", p.payment_intent),
         )));
     }
-    let void = invoice.status == "void";
-    // A receipt for money received, once per payment (outbox_receipt_once), never for a void invoice.
+    // Money for a void invoice or a draft (never sent, no number) keeps its status: the owner reviews it.
+    let void = matches!(invoice.status.as_str(), "void" | "draft");
+    // A receipt for money received, once per payment (outbox_receipt_once), never for a void invoice
+    // or a draft.
     if p.status == PaymentStatus::Succeeded && !void {
         outbox::enqueue(
             tx,
@@ -265,7 +267,10 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
     let mut outcome = EffectKind::Applied;
     if void && p.status == PaymentStatus::Succeeded {
         outcome = EffectKind::Anomaly;
-        detail.push_str("; money received for a void invoice: refund it or re-open the invoice");
+        detail.push_str(&format!(
+            "; money received for a {} invoice: refund it or re-open the invoice",
+            invoice.status
+        ));
     } else if money.overpaid > 0 {
         outcome = EffectKind::Anomaly;
         detail.push_str(&format!(

@@ -38,6 +38,9 @@ pub struct Settings {
     pub dev_mode: bool,
     /// Where this server can reach itself, for the simulated Stripe delivery.
     pub self_url: String,
+    /// INVOICER_PUBLIC_URL without a trailing slash: the base of links that leave the app (the
+    /// customer's invoice page).
+    pub public_url: String,
     /// How long an API Idempotency-Key names its first request (IDEMPOTENCY_KEY_TTL_HOURS).
     pub idempotency_key_ttl: Duration,
     /// With it, `/metrics` answers only `Authorization: Bearer <token>`.
@@ -59,6 +62,7 @@ impl Default for Settings {
             stripe_livemode: false,
             dev_mode: true,
             self_url: "http://127.0.0.1:3000".to_owned(),
+            public_url: "http://127.0.0.1:3000".to_owned(),
             idempotency_key_ttl: Duration::from_secs(24 * 3600),
             metrics_token: None,
             limits: crate::ssr::throttle::Limits::default(),

@@ -13,7 +13,7 @@ use app::ssr::AppState;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, MethodRouter};
+use axum::routing::{any, get, post, MethodRouter};
 use axum::Router;
 
 pub use client::Client;
@@ -36,6 +36,18 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/api/v1/invoices/{id}",
             allowing(get(invoices::get_invoice), "GET, HEAD"),
+        )
+        .route(
+            "/api/v1/invoices/{id}/finalize",
+            allowing(post(invoices::finalize_invoice), "POST"),
+        )
+        .route(
+            "/api/v1/invoices/{id}/void",
+            allowing(post(invoices::void_invoice), "POST"),
+        )
+        .route(
+            "/api/v1/invoices/{id}/mark_uncollectible",
+            allowing(post(invoices::mark_uncollectible), "POST"),
         )
         .route(
             CUSTOMERS_PATH,

@@ -18,6 +18,9 @@ use super::problem::Problem;
         invoices::post_invoice,
         invoices::list_invoices,
         invoices::get_invoice,
+        invoices::finalize_invoice,
+        invoices::void_invoice,
+        invoices::mark_uncollectible,
         customers::post_customer,
         customers::list_customers,
         customers::get_customer

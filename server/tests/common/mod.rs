@@ -204,9 +204,10 @@ pub async fn seed_invoice(
             quantity: 1,
             unit_amount_cents: total,
         }],
+        draft: false,
     };
     let mut tx = pool.begin().await.unwrap();
-    let invoice = app::ssr::invoices::insert(&mut tx, uuid::Uuid::new_v4(), org, None, &input)
+    let invoice = app::ssr::invoices::insert(&mut tx, uuid::Uuid::new_v4(), org, None, &input, "")
         .await
         .unwrap();
     tx.commit().await.unwrap();

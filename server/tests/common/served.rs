@@ -27,6 +27,7 @@ impl TestApp {
         let mut settings = Settings {
             stripe_webhook_secrets: vec![SECRET.to_owned(), OLD_SECRET.to_owned()],
             self_url: format!("http://{addr}"),
+            public_url: format!("http://{addr}"),
             ..Settings::default()
         };
         tweak(&mut settings);

@@ -197,7 +197,17 @@ pub fn created(location: &str, body: &impl serde::Serialize) -> StoredResponse {
     }
 }
 
+/// A stored `200 OK` of `body`.
+pub fn ok(body: &impl serde::Serialize) -> StoredResponse {
+    StoredResponse {
+        status: 200,
+        headers: json!({ "content-type": "application/json" }),
+        body: serde_json::to_vec(body).expect("API answers serialise"),
+    }
+}
+
 /// `POST /api/v1/invoices`: creates the invoice at most once per (client, key).
+#[allow(clippy::too_many_arguments)]
 pub async fn invoice_from_request(
     pool: &PgPool,
     attempt: &Attempt,
@@ -206,10 +216,12 @@ pub async fn invoice_from_request(
     fingerprint: &[u8],
     input: &InvoiceInput,
     key_ttl: Duration,
+    public_base: &str,
 ) -> sqlx::Result<ApiOutcome> {
     respond_once(pool, attempt, client, key, fingerprint, key_ttl, || {
         async |tx| {
-            let invoice = invoices::insert(tx, Uuid::now_v7(), client.org_id, None, input).await?;
+            let id = Uuid::now_v7();
+            let invoice = invoices::insert(tx, id, client.org_id, None, input, public_base).await?;
             let location = format!("{INVOICES_PATH}/{}", invoice.id);
             Ok((created(&location, &invoice), Some(invoice.id)))
         }

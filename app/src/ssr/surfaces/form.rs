@@ -7,6 +7,7 @@ use uuid::Uuid;
 use crate::error::AppError;
 use crate::model::InvoiceInput;
 use crate::ssr::claim::{ClaimKey, Form, Outcome, Terms};
+use crate::ssr::lifecycle::{self, Action, Moved};
 use crate::ssr::observe::{Attempt, AttemptOutcome, Concerns, Tracked};
 use crate::ssr::surfaces::{once, Once, Work};
 use crate::ssr::{invoices, outbox};
@@ -75,7 +76,7 @@ pub async fn invoice_from_form(
     };
     let ran = once(pool, attempt, &key, &terms, || {
         async |tx| {
-            match invoices::insert(tx, invoice_id, org, Some(&source_key), input).await {
+            match invoices::insert(tx, invoice_id, org, Some(&source_key), input, "").await {
                 Ok(invoice) => Ok(Work::Commit {
                     answer: Some(invoice.id),
                     outcome: Outcome::result(invoice.id),
@@ -181,6 +182,107 @@ pub async fn queue_invoice_email(
         )),
         Once::Busy { retry_after } => Err(AppError::BadRequest(format!(
             "This invoice is being sent. Try again in {} seconds.",
+            retry_after.as_secs()
+        ))),
+    }
+}
+
+impl Tracked for Moved {
+    fn outcome(&self) -> AttemptOutcome {
+        match self {
+            Moved::Now => AttemptOutcome::Won,
+            Moved::Already => AttemptOutcome::Replay,
+            Moved::Refused(..) | Moved::NotFound => AttemptOutcome::Rejected,
+        }
+    }
+}
+
+/// A lifecycle button (finalize, void, mark uncollectible, delete): applied at most once per rendered
+/// button, and as a conditional move, so a repeat or a lost race answers where the invoice is now.
+pub async fn invoice_action(
+    pool: &PgPool,
+    attempt: &Attempt,
+    org: Uuid,
+    form_key: Uuid,
+    invoice: Uuid,
+    action: Action,
+) -> Result<Moved, AppError> {
+    let key = ClaimKey::form(org, Form::InvoiceAction(action), form_key);
+    let terms = Terms {
+        result_id: Some(invoice),
+        ..Terms::default()
+    };
+    let ran = once(pool, attempt, &key, &terms, || {
+        async |tx| {
+            let moved = lifecycle::apply(tx, org, invoice, action).await?;
+            if moved != Moved::Now {
+                // Nothing moved: nothing to record, the claim goes back with the rest, and a
+                // repeat is judged again against the invoice as it will be then.
+                return Ok::<_, AppError>(Work::RollBack(moved));
+            }
+            Ok(Work::Commit {
+                answer: moved,
+                outcome: Outcome::result(invoice),
+                concerns: Concerns {
+                    org: Some(org),
+                    invoice: (action != Action::DeleteDraft).then_some(invoice),
+                },
+            })
+        }
+    })
+    .await?;
+    match ran {
+        Once::Ran(moved) => Ok(moved),
+        Once::Done(_) => Ok(Moved::Already),
+        Once::Mismatch => Ok(Moved::Already),
+        Once::Busy { retry_after } => Err(AppError::BadRequest(format!(
+            "This action is still being processed. Try again in {} seconds.",
+            retry_after.as_secs()
+        ))),
+    }
+}
+
+/// "Duplicate": a new draft from any invoice, at most once per rendered button.
+pub async fn duplicate_invoice(
+    pool: &PgPool,
+    attempt: &Attempt,
+    org: Uuid,
+    form_key: Uuid,
+    invoice: Uuid,
+) -> Result<FormOutcome, AppError> {
+    let key = ClaimKey::form(org, Form::DuplicateInvoice, form_key);
+    let new_id = Uuid::now_v7();
+    let source_key = format!("duplicate:{form_key}");
+    let terms = Terms {
+        result_id: Some(new_id),
+        ..Terms::default()
+    };
+    let ran = once(pool, attempt, &key, &terms, || {
+        async |tx| match lifecycle::duplicate(tx, org, invoice, new_id, &source_key).await? {
+            Some(_) => Ok::<_, AppError>(Work::Commit {
+                answer: new_id,
+                outcome: Outcome::result(new_id),
+                concerns: Concerns {
+                    org: Some(org),
+                    invoice: Some(new_id),
+                },
+            }),
+            None => Err(AppError::NotFound),
+        }
+    })
+    .await?;
+    match ran {
+        Once::Ran(id) => Ok(FormOutcome::Created(id)),
+        Once::Done(Outcome {
+            result_id: Some(id),
+            ..
+        }) => Ok(FormOutcome::Replayed(id)),
+        Once::Done(_) | Once::Mismatch => Err(AppError::internal(
+            "duplicate claim",
+            format!("{key:?} has no draft"),
+        )),
+        Once::Busy { retry_after } => Err(AppError::BadRequest(format!(
+            "This invoice is being duplicated. Try again in {} seconds.",
             retry_after.as_secs()
         ))),
     }

@@ -1,0 +1,259 @@
+//! The invoice lifecycle: finalize, void, mark uncollectible, delete a draft, duplicate. Each move is
+//! one conditional statement (it names the states it may start from), so a repeat or a race moves
+//! nothing a second time and answers with where the invoice is now. Call them inside the
+//! transaction that claimed the attempt.
+
+use chrono::NaiveDate;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::model::{InvoiceStatus, PaymentState};
+use crate::ssr::invoices::mint_public_token;
+
+/// A lifecycle action of the owner (a button) or an API client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Finalize,
+    Void,
+    MarkUncollectible,
+    DeleteDraft,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Finalize => "finalize",
+            Action::Void => "void",
+            Action::MarkUncollectible => "mark_uncollectible",
+            Action::DeleteDraft => "delete",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Action> {
+        [
+            Action::Finalize,
+            Action::Void,
+            Action::MarkUncollectible,
+            Action::DeleteDraft,
+        ]
+        .into_iter()
+        .find(|a| a.as_str() == text)
+    }
+
+    /// What a person reads when the action could not apply.
+    pub fn refusal(self, status: InvoiceStatus, payment: PaymentState) -> String {
+        match self {
+            Action::Finalize => "Only a draft can be finalized.".to_owned(),
+            Action::Void if status == InvoiceStatus::Draft => {
+                "A draft cannot be voided; delete it instead.".to_owned()
+            }
+            Action::Void => format!(
+                "Only an open or uncollectible invoice with no payment can be voided; \
+                 this one is {} and {}.",
+                status.as_str(),
+                payment.label()
+            ),
+            Action::MarkUncollectible => format!(
+                "Only an open invoice can be marked uncollectible; this one is {}.",
+                status.as_str()
+            ),
+            Action::DeleteDraft => "Only a draft can be deleted; void it instead.".to_owned(),
+        }
+    }
+}
+
+/// Where a move left the invoice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moved {
+    /// This call made the move.
+    Now,
+    /// It was already where the action leads (a repeat, or someone else's click won).
+    Already,
+    /// It cannot go there from where it is.
+    Refused(InvoiceStatus, PaymentState),
+    /// No such invoice in this org (or, for a delete, already gone).
+    NotFound,
+}
+
+/// Runs `action` on invoice `id` of `org`.
+pub async fn apply(
+    tx: &mut PgConnection,
+    org: Uuid,
+    id: Uuid,
+    action: Action,
+) -> sqlx::Result<Moved> {
+    let moved = match action {
+        Action::Finalize => finalize(tx, org, id).await?,
+        Action::Void => {
+            // language=PostgreSQL
+            sqlx::query!(
+                r#"
+                update invoices
+                set status = 'void', public_token = null, voided_at = now(), updated_at = now()
+                where id = $1 and org_id = $2 and status in ('open', 'uncollectible')
+                  and payment_state = 'unpaid'
+                "#,
+                id,
+                org
+            )
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1
+        }
+        Action::MarkUncollectible => {
+            // language=PostgreSQL
+            sqlx::query!(
+                r#"
+                update invoices set status = 'uncollectible', updated_at = now()
+                where id = $1 and org_id = $2 and status = 'open'
+                "#,
+                id,
+                org
+            )
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1
+        }
+        Action::DeleteDraft => {
+            // language=PostgreSQL
+            // A draft some Stripe event named (money for a draft is an anomaly the owner reviews)
+            // keeps its row, so the event's record keeps pointing at something.
+            sqlx::query!(
+                r#"
+                delete from invoices
+                where id = $1 and org_id = $2 and status = 'draft'
+                  and not exists (select from stripe_events e where e.invoice_id = $1)
+                  and not exists (select from payments p where p.invoice_id = $1)
+                "#,
+                id,
+                org
+            )
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1
+        }
+    };
+    if moved {
+        return Ok(Moved::Now);
+    }
+    // language=PostgreSQL
+    let now = sqlx::query!(
+        "select status, payment_state from invoices where id = $1 and org_id = $2",
+        id,
+        org
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(now) = now else {
+        return Ok(Moved::NotFound);
+    };
+    let status = InvoiceStatus::parse(&now.status).unwrap_or(InvoiceStatus::Open);
+    let payment = PaymentState::parse(&now.payment_state).unwrap_or(PaymentState::Unpaid);
+    let already = match action {
+        // Any finalized invoice is past "finalize".
+        Action::Finalize => status != InvoiceStatus::Draft,
+        Action::Void => status == InvoiceStatus::Void,
+        Action::MarkUncollectible => status == InvoiceStatus::Uncollectible,
+        Action::DeleteDraft => false,
+    };
+    Ok(if already {
+        Moved::Already
+    } else {
+        Moved::Refused(status, payment)
+    })
+}
+
+/// draft → open: the org's next number in its format (gapless per org and period: the counter row
+/// is locked until commit, and a rollback gives the number back), a public token, and the customer's
+/// billing details copied from the customer record, so the finalized invoice never changes with it.
+async fn finalize(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
+    let token = mint_public_token();
+    // The draft is locked first; a concurrent finalize or delete waits for it and then finds no
+    // draft, so it takes no number.
+    // language=PostgreSQL
+    let done = sqlx::query_scalar!(
+        r#"
+        with draft as (
+            select customer_id from invoices
+            where id = $1 and org_id = $2 and status = 'draft'
+            for update
+        ), org as (
+            select number_format, number_reset,
+                   extract(year from now() at time zone time_zone)::int as yr
+            from orgs where id = $2
+        ), counter as (
+            insert into invoice_counters (org_id, period, last_number)
+            select $2, case when org.number_reset = 'yearly' then org.yr else 0 end, 1
+            from draft, org
+            on conflict (org_id, period) do update set last_number = invoice_counters.last_number + 1
+            returning period, last_number
+        )
+        update invoices i
+        set status = 'open', number = c.last_number, number_period = c.period,
+            number_text = invoice_number_text(org.number_format, c.last_number, org.yr),
+            public_token = $3, finalized_at = now(), updated_at = now(), version = i.version + 1,
+            customer_name = coalesce(cu.name, i.customer_name),
+            customer_email = coalesce(cu.email, i.customer_email),
+            customer_address = coalesce(cu.billing_address, i.customer_address),
+            customer_tax_id = case when cu.id is null then i.customer_tax_id else cu.tax_id end
+        from counter c
+        cross join org
+        left join customers cu on cu.id = (select customer_id from draft) and cu.org_id = $2
+        where i.id = $1
+        returning true as "done!"
+        "#,
+        id,
+        org,
+        token
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    Ok(done.is_some())
+}
+
+/// A new draft `new_id` with the lines, customer and currency of invoice `id` (any status), due as
+/// many days after today (in the org's time zone) as the original was after it was issued. None when
+/// `id` is not an invoice of `org`.
+pub async fn duplicate(
+    tx: &mut PgConnection,
+    org: Uuid,
+    id: Uuid,
+    new_id: Uuid,
+    source_key: &str,
+) -> sqlx::Result<Option<NaiveDate>> {
+    // language=PostgreSQL
+    sqlx::query_scalar!(
+        r#"
+        with src as (
+            select i.*, (now() at time zone o.time_zone)::date as today,
+                   (coalesce(i.finalized_at, i.created_at) at time zone o.time_zone)::date as issued
+            from invoices i join orgs o on o.id = i.org_id
+            where i.id = $1 and i.org_id = $2
+        ), copy as (
+            insert into invoices (id, org_id, status, customer_id, customer_name, customer_email,
+                                  customer_address, customer_tax_id, currency, due_date,
+                                  total_cents, source_key)
+            select $3, org_id, 'draft', customer_id, customer_name, customer_email,
+                   customer_address, customer_tax_id, currency,
+                   today + greatest(due_date - issued, 0), total_cents, $4
+            from src
+            returning due_date
+        ), lines as (
+            insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
+            select $3, l.position, l.description, l.quantity, l.unit_amount_cents
+            from invoice_lines l
+            where l.invoice_id = $1 and exists (select from copy)
+        )
+        select due_date as "due_date!: NaiveDate" from copy
+        "#,
+        id,
+        org,
+        new_id,
+        source_key
+    )
+    .fetch_optional(&mut *tx)
+    .await
+}

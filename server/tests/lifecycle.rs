@@ -1,0 +1,442 @@
+//! The invoice lifecycle: drafts, finalization (gapless numbers in the org's format), void, mark
+//! uncollectible, delete, duplicate; every move conditional, so repeats and races move nothing twice.
+
+use std::sync::Arc;
+
+use app::model::InvoiceStatus;
+use app::ssr::lifecycle::{self, Action, Moved};
+use app::ssr::stripe::standin;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::common::served::{invoice_body, TestApp};
+
+fn draft_body(customer: &str) -> String {
+    let mut body: serde_json::Value = serde_json::from_str(&invoice_body(customer)).unwrap();
+    body["draft"] = true.into();
+    body.to_string()
+}
+
+/// A draft of a fresh org (through the API, as a client would make it); returns (org, draft id).
+async fn draft(app: &TestApp, token: &str) -> Uuid {
+    let res = app
+        .post_invoice(
+            Some(token),
+            Some(&Uuid::new_v4().to_string()),
+            &draft_body("Ada"),
+        )
+        .await;
+    assert_eq!(res.status, 201, "{}", String::from_utf8_lossy(&res.body));
+    let json = res.json();
+    assert_eq!(json["status"], "draft");
+    assert_eq!(json["number"], serde_json::Value::Null);
+    assert_eq!(json["public_url"], serde_json::Value::Null);
+    json["id"].as_str().unwrap().parse().unwrap()
+}
+
+async fn apply(pool: &PgPool, org: Uuid, id: Uuid, action: Action) -> Moved {
+    let mut tx = pool.begin().await.unwrap();
+    let moved = lifecycle::apply(&mut tx, org, id, action).await.unwrap();
+    tx.commit().await.unwrap();
+    moved
+}
+
+async fn status(pool: &PgPool, id: Uuid) -> (String, Option<String>, Option<String>) {
+    sqlx::query_as("select status, number_text, public_token from invoices where id = $1")
+        .bind(id)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_draft_takes_no_number_until_it_is_finalized(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (org, token) = app.api_client().await;
+    let first = draft(&app, &token).await;
+    // An invoice finalized at once takes number 1; the draft created before it has none.
+    let open = app
+        .post_invoice(Some(&token), Some("open-1"), &invoice_body("Bob"))
+        .await
+        .json();
+    assert_eq!(open["number"], "INV-000001");
+    assert!(open["public_url"]
+        .as_str()
+        .unwrap()
+        .starts_with(&format!("{}/i/", app.base)));
+
+    assert_eq!(apply(&pool, org, first, Action::Finalize).await, Moved::Now);
+    let (s, number, token_now) = status(&pool, first).await;
+    assert_eq!(
+        (s.as_str(), number.as_deref()),
+        ("open", Some("INV-000002"))
+    );
+    assert_eq!(token_now.as_ref().map(String::len), Some(64));
+    // A repeat moves nothing and keeps the number and the page.
+    assert_eq!(
+        apply(&pool, org, first, Action::Finalize).await,
+        Moved::Already
+    );
+    assert_eq!(status(&pool, first).await.2, token_now);
+    assert_eq!(
+        app.count("select last_number::int8 from invoice_counters")
+            .await,
+        2
+    );
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn fifty_concurrent_finalizations_in_one_org_number_without_gaps(pool: PgPool) {
+    let app = Arc::new(TestApp::spawn(pool.clone()).await);
+    let (org, token) = app.api_client().await;
+    let mut drafts = Vec::new();
+    for _ in 0..50 {
+        drafts.push(draft(&app, &token).await);
+    }
+    // Each draft finalized twice at once (a double click across two tabs), all at the same time.
+    let runs = drafts
+        .iter()
+        .flat_map(|&id| [id, id])
+        .map(|id| {
+            let pool = pool.clone();
+            tokio::spawn(async move { apply(&pool, org, id, Action::Finalize).await })
+        })
+        .collect::<Vec<_>>();
+    let mut now = 0;
+    for run in runs {
+        match run.await.unwrap() {
+            Moved::Now => now += 1,
+            Moved::Already => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(now, 50, "each draft finalized exactly once");
+    let numbers: Vec<i32> =
+        sqlx::query_scalar("select number from invoices where org_id = $1 order by number")
+            .bind(org)
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(numbers, (1..=50).collect::<Vec<_>>());
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn finalize_and_delete_race_and_exactly_one_wins(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (org, token) = app.api_client().await;
+    for _ in 0..20 {
+        let id = draft(&app, &token).await;
+        let (a, b) = tokio::join!(
+            {
+                let pool = pool.clone();
+                tokio::spawn(async move { apply(&pool, org, id, Action::Finalize).await })
+            },
+            {
+                let pool = pool.clone();
+                tokio::spawn(async move { apply(&pool, org, id, Action::DeleteDraft).await })
+            }
+        );
+        let (finalized, deleted) = (a.unwrap(), b.unwrap());
+        let row: Option<(String,)> = sqlx::query_as("select status from invoices where id = $1")
+            .bind(id)
+            .fetch_optional(&pool)
+            .await
+            .unwrap();
+        match (finalized, deleted, row) {
+            (Moved::Now, Moved::Refused(InvoiceStatus::Open, _), Some((s,))) => {
+                assert_eq!(s, "open")
+            }
+            (Moved::NotFound, Moved::Now, None) => {}
+            other => panic!("both or neither won: {other:?}"),
+        }
+    }
+    // Numbers went only to finalized invoices, without gaps.
+    let (count, max): (i64, Option<i32>) =
+        sqlx::query_as("select count(number), max(number) from invoices where org_id = $1")
+            .bind(org)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(i64::from(max.unwrap_or(0)), count);
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn void_and_payment_race_and_the_invoice_ends_consistent(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    for _ in 0..10 {
+        let (org, invoice) = app.invoice(5_000, "usd").await;
+        let (_, payload) = standin::checkout_completed(invoice, 5_000, "usd");
+        let (voided, delivered) = tokio::join!(
+            {
+                let pool = pool.clone();
+                tokio::spawn(async move { apply(&pool, org, invoice, Action::Void).await })
+            },
+            app.deliver(&payload)
+        );
+        assert_eq!(delivered.0, 200, "{}", delivered.1);
+        let (s, payment_state, token): (String, String, Option<String>) = sqlx::query_as(
+            "select status, payment_state, public_token from invoices where id = $1",
+        )
+        .bind(invoice)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        match voided.unwrap() {
+            // Void first: the money is recorded against a void invoice and flagged, never "paid".
+            Moved::Now => {
+                assert_eq!((s.as_str(), payment_state.as_str()), ("void", "paid"));
+                assert_eq!(token, None, "voiding revokes the customer's page");
+                let anomalies = app
+                    .count(&format!(
+                        "select count(*) from stripe_events where invoice_id = '{invoice}' \
+                         and outcome = 'anomaly'"
+                    ))
+                    .await;
+                assert_eq!(anomalies, 1);
+            }
+            // Payment first: the void is refused, the invoice is paid.
+            Moved::Refused(InvoiceStatus::Paid, _) => assert_eq!(s, "paid"),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn each_move_starts_only_where_it_may(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (org, token) = app.api_client().await;
+    let d = draft(&app, &token).await;
+    // A draft cannot be voided or marked uncollectible.
+    for action in [Action::Void, Action::MarkUncollectible] {
+        assert!(matches!(
+            apply(&pool, org, d, action).await,
+            Moved::Refused(InvoiceStatus::Draft, _)
+        ));
+    }
+    apply(&pool, org, d, Action::Finalize).await;
+    // An open invoice cannot be deleted; it can be marked uncollectible, then voided.
+    assert!(matches!(
+        apply(&pool, org, d, Action::DeleteDraft).await,
+        Moved::Refused(InvoiceStatus::Open, _)
+    ));
+    assert_eq!(
+        apply(&pool, org, d, Action::MarkUncollectible).await,
+        Moved::Now
+    );
+    assert_eq!(
+        apply(&pool, org, d, Action::MarkUncollectible).await,
+        Moved::Already
+    );
+    assert_eq!(apply(&pool, org, d, Action::Void).await, Moved::Now);
+    assert_eq!(apply(&pool, org, d, Action::Void).await, Moved::Already);
+    assert_eq!(status(&pool, d).await.0, "void");
+
+    // An uncollectible invoice paid in full becomes paid (as at Stripe).
+    let (org2, inv) = app.invoice(2_000, "usd").await;
+    assert_eq!(
+        apply(&pool, org2, inv, Action::MarkUncollectible).await,
+        Moved::Now
+    );
+    let (_, payload) = standin::checkout_completed(inv, 2_000, "usd");
+    assert_eq!(app.deliver(&payload).await.0, 200);
+    assert_eq!(status(&pool, inv).await.0, "paid");
+    // A paid invoice cannot be voided.
+    assert!(matches!(
+        apply(&pool, org2, inv, Action::Void).await,
+        Moved::Refused(InvoiceStatus::Paid, _)
+    ));
+    // Another org's id is not found.
+    assert_eq!(
+        apply(&pool, org, inv, Action::MarkUncollectible).await,
+        Moved::NotFound
+    );
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn numbers_follow_the_orgs_format_and_restart_yearly(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (org, token) = app.api_client().await;
+    sqlx::query(
+        "update orgs set number_format = 'F{YYYY}-{seq:3}', number_reset = 'yearly', \
+         time_zone = 'Pacific/Kiritimati' where id = $1",
+    )
+    .bind(org)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let year: i32 = sqlx::query_scalar(
+        "select extract(year from now() at time zone 'Pacific/Kiritimati')::int",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let a = app
+        .post_invoice(Some(&token), Some("y-1"), &invoice_body("A"))
+        .await
+        .json();
+    assert_eq!(a["number"], format!("F{year}-001"));
+    // Last year's counter is its own: this year's numbering is unaffected by it.
+    sqlx::query("insert into invoice_counters (org_id, period, last_number) values ($1, $2, 99)")
+        .bind(org)
+        .bind(year - 1)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let b = app
+        .post_invoice(Some(&token), Some("y-2"), &invoice_body("B"))
+        .await
+        .json();
+    assert_eq!(b["number"], format!("F{year}-002"));
+    // A yearly restart without the year in the format would repeat numbers: refused.
+    let refused = sqlx::query("update orgs set number_format = 'N-{seq}' where id = $1")
+        .bind(org)
+        .execute(&pool)
+        .await;
+    assert!(refused.is_err());
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn duplicate_makes_a_new_draft_with_the_same_lines(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (org, token) = app.api_client().await;
+    let original = app
+        .post_invoice(Some(&token), Some("orig"), &invoice_body("Carol"))
+        .await
+        .json();
+    let id: Uuid = original["id"].as_str().unwrap().parse().unwrap();
+    let copy = Uuid::now_v7();
+    let mut tx = pool.begin().await.unwrap();
+    let due = lifecycle::duplicate(&mut tx, org, id, copy, "duplicate:test")
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert!(due.is_some());
+    let got = app
+        .get(&token, &format!("/api/v1/invoices/{copy}"))
+        .await
+        .json();
+    assert_eq!(got["status"], "draft");
+    assert_eq!(got["number"], serde_json::Value::Null);
+    assert_eq!(got["lines"], original["lines"]);
+    assert_eq!(got["total_cents"], original["total_cents"]);
+    // Another org's invoice cannot be duplicated.
+    let (other_org, _) = app.api_client().await;
+    let mut tx = pool.begin().await.unwrap();
+    let none = lifecycle::duplicate(&mut tx, other_org, id, Uuid::now_v7(), "duplicate:x")
+        .await
+        .unwrap();
+    assert_eq!(none, None);
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn api_finalize_and_void_are_once_per_key_and_answer_the_current_state(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (_, token) = app.api_client().await;
+    let id = draft(&app, &token).await;
+    let path = format!("/api/v1/invoices/{id}/finalize");
+    let first = app.post_to(&path, Some(&token), Some("fin-1"), "").await;
+    assert_eq!(
+        first.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&first.body)
+    );
+    assert_eq!(first.json()["number"], "INV-000001");
+    assert_eq!(first.json()["status"], "open");
+    let replay = app.post_to(&path, Some(&token), Some("fin-1"), "").await;
+    assert_eq!((replay.status, &replay.body), (200, &first.body));
+    assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    // Another key on an invoice already finalized: the current state, not an error.
+    let again = app.post_to(&path, Some(&token), Some("fin-2"), "{}").await;
+    assert_eq!(again.status, 200);
+    assert_eq!(again.json()["number"], "INV-000001");
+    // The same key for another path is another request.
+    let void_path = format!("/api/v1/invoices/{id}/void");
+    let mismatch = app
+        .post_to(&void_path, Some(&token), Some("fin-1"), "")
+        .await;
+    assert_eq!(mismatch.status, 422);
+
+    let voided = app
+        .post_to(&void_path, Some(&token), Some("void-1"), "")
+        .await;
+    assert_eq!(voided.status, 200);
+    assert_eq!(voided.json()["status"], "void");
+    assert_eq!(voided.json()["public_url"], serde_json::Value::Null);
+    // Finalizing a void invoice: it is past that, so its state comes back.
+    let late = app.post_to(&path, Some(&token), Some("fin-3"), "").await;
+    assert_eq!(late.json()["status"], "void");
+
+    // A refused move is a 409 problem, replayed as such.
+    let open = app
+        .post_invoice(Some(&token), Some("open"), &invoice_body("Dan"))
+        .await
+        .json();
+    let open_id = open["id"].as_str().unwrap();
+    let uncollectible = format!("/api/v1/invoices/{open_id}/mark_uncollectible");
+    assert_eq!(
+        app.post_to(&uncollectible, Some(&token), Some("u-1"), "")
+            .await
+            .status,
+        200
+    );
+    let fin_open = format!("/api/v1/invoices/{open_id}/finalize");
+    assert_eq!(
+        app.post_to(&fin_open, Some(&token), Some("f-open"), "")
+            .await
+            .json()["status"],
+        "uncollectible"
+    );
+    // Unknown and foreign ids are 404 and claim nothing: the key stays usable.
+    let missing = format!("/api/v1/invoices/{}/finalize", Uuid::new_v4());
+    assert_eq!(
+        app.post_to(&missing, Some(&token), Some("k-404"), "")
+            .await
+            .status,
+        404
+    );
+    let (_, other_token) = app.api_client().await;
+    assert_eq!(
+        app.post_to(&path, Some(&other_token), Some("k-x"), "")
+            .await
+            .status,
+        404
+    );
+    // A body that is not an object is refused before anything is claimed.
+    assert_eq!(
+        app.post_to(&path, Some(&token), Some("k-bad"), "[1]")
+            .await
+            .status,
+        400
+    );
+    assert_eq!(
+        app.post_to(&path, Some(&token), None, "").await.status,
+        400,
+        "the Idempotency-Key is required"
+    );
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn api_void_of_a_paid_invoice_is_a_stored_409(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (_, token) = app.api_client().await;
+    let open = app
+        .post_invoice(Some(&token), Some("o"), &invoice_body("Eve"))
+        .await
+        .json();
+    let id: Uuid = open["id"].as_str().unwrap().parse().unwrap();
+    let total = open["total_cents"].as_i64().unwrap();
+    let (_, payload) = standin::checkout_completed(id, total, "eur");
+    assert_eq!(app.deliver(&payload).await.0, 200);
+    let path = format!("/api/v1/invoices/{id}/void");
+    let refused = app.post_to(&path, Some(&token), Some("v"), "").await;
+    assert_eq!(refused.status, 409);
+    assert_eq!(
+        refused.header("content-type"),
+        Some("application/problem+json")
+    );
+    assert_eq!(refused.json()["type"], "/problems/invalid-transition");
+    let replay = app.post_to(&path, Some(&token), Some("v"), "").await;
+    assert_eq!((replay.status, &replay.body), (409, &refused.body));
+    assert_eq!(app.invoice_state(id).await.0, "paid");
+}

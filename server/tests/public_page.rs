@@ -1,0 +1,135 @@
+//! The customer's page `/i/{token}`: no login, not indexable, a wrong token says nothing, views are
+//! recorded, void revokes it.
+
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::common::served::{invoice_body, TestApp};
+
+async fn get(app: &TestApp, path: &str) -> (u16, reqwest::header::HeaderMap, String) {
+    let res = app
+        .http
+        .get(format!("{}{path}", app.base))
+        .send()
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    let headers = res.headers().clone();
+    (status, headers, res.text().await.unwrap())
+}
+
+/// An open invoice through the API; returns (invoice id, public path).
+async fn open_invoice(app: &TestApp, token: &str, customer: &str) -> (Uuid, String) {
+    let json = app
+        .post_invoice(
+            Some(token),
+            Some(&Uuid::new_v4().to_string()),
+            &invoice_body(customer),
+        )
+        .await
+        .json();
+    let url = json["public_url"].as_str().unwrap().to_owned();
+    let path = url.strip_prefix(&app.base).unwrap().to_owned();
+    (json["id"].as_str().unwrap().parse().unwrap(), path)
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn the_customer_opens_the_invoice_without_logging_in(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (org, token) = app.api_client().await;
+    sqlx::query("update orgs set address = '9 Rue <b>Haute</b>, Paris' where id = $1")
+        .bind(org)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let (id, path) = open_invoice(&app, &token, "Zoë <script>").await;
+    assert!(path.starts_with("/i/") && !path.contains(&id.to_string()));
+
+    let (status, headers, html) = get(&app, &path).await;
+    assert_eq!(status, 200);
+    assert_eq!(headers["x-robots-tag"], "noindex, nofollow");
+    assert_eq!(headers["referrer-policy"], "no-referrer");
+    assert!(html.contains(r#"<meta name="robots" content="noindex, nofollow">"#));
+    assert!(html.contains("INV-000001"));
+    assert!(html.contains("Api Co"), "the org's name");
+    assert!(html.contains("Hosting") && html.contains("Support"));
+    // 12 × 25.00 + 99.00 = 399.00, due in full.
+    assert!(html.contains("€399.00"), "{html}");
+    assert!(html.contains(&format!("{path}/pdf")));
+    // Everything typed by people is escaped.
+    assert!(html.contains("Zoë &lt;script&gt;") && !html.contains("<script>"));
+    assert!(html.contains("&lt;b&gt;Haute"));
+
+    let viewed: Option<chrono::DateTime<chrono::Utc>> =
+        sqlx::query_scalar("select first_viewed_at from invoices where id = $1")
+            .bind(id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert!(viewed.is_some(), "the view is recorded");
+    let owner_view = app
+        .get(&token, &format!("/api/v1/invoices/{id}"))
+        .await
+        .json();
+    assert!(owner_view["viewed_at"].is_string());
+    // Reloads within a minute count once: a token cannot be used to write at will.
+    for _ in 0..3 {
+        assert_eq!(get(&app, &path).await.0, 200);
+    }
+    assert_eq!(
+        app.count(&format!(
+            "select view_count::int8 from invoices where id = '{id}'"
+        ))
+        .await,
+        1
+    );
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_wrong_token_is_a_404_that_tells_nothing(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, token) = app.api_client().await;
+    let (_, path) = open_invoice(&app, &token, "Ada").await;
+    let mut real = path.clone();
+    // The same length and alphabet, one character off.
+    let last = real.pop().unwrap();
+    let near = format!("{real}{}", if last == '0' { '1' } else { '0' });
+    let answers: Vec<_> = [
+        near.as_str(),
+        "/i/short",
+        "/i/ZZZZ",
+        &format!("/i/{}", "a".repeat(5000)),
+    ]
+    .into_iter()
+    .map(|p| p.to_owned())
+    .collect();
+    let mut bodies = Vec::new();
+    for p in &answers {
+        let (status, headers, body) = get(&app, p).await;
+        assert_eq!(status, 404, "{p}");
+        assert_eq!(headers["x-robots-tag"], "noindex, nofollow");
+        bodies.push(body);
+    }
+    assert!(
+        bodies.windows(2).all(|w| w[0] == w[1]),
+        "one answer for all"
+    );
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn voiding_revokes_the_page(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, token) = app.api_client().await;
+    let (id, path) = open_invoice(&app, &token, "Ada").await;
+    assert_eq!(get(&app, &path).await.0, 200);
+    let voided = app
+        .post_to(
+            &format!("/api/v1/invoices/{id}/void"),
+            Some(&token),
+            Some("v"),
+            "",
+        )
+        .await;
+    assert_eq!(voided.status, 200);
+    assert_eq!(get(&app, &path).await.0, 404);
+}
