@@ -24,6 +24,16 @@ ensure_rust() {
     step "adding the wasm32-unknown-unknown target"
     rustup target add wasm32-unknown-unknown
   fi
+  # What the build itself needs from the system: the font the invoice PDF embeds (server/build.rs).
+  if [ -z "${PDF_FONT_DIR:-}" ] && [ ! -f /usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf ]; then
+    step "installing the PDF font (fonts-dejavu-core)"
+    apt_install fonts-dejavu-core
+  fi
+  # pdftotext and pdfinfo read the PDFs back in tests.
+  if ! command -v pdftotext >/dev/null || ! command -v pdfinfo >/dev/null; then
+    step "installing poppler-utils (pdftotext, for the PDF tests)"
+    apt_install poppler-utils
+  fi
 }
 
 ensure_cargo_leptos() {

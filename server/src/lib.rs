@@ -4,6 +4,7 @@
 pub mod api;
 pub mod cli;
 pub mod config;
+pub mod pdf;
 pub mod process;
 pub mod public;
 pub mod security;

@@ -4,12 +4,14 @@
 use app::model::{format_money, InvoiceStatus};
 use app::ssr::public::{self, PublicInvoice};
 use app::ssr::AppState;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use leptos::prelude::*;
+
+use crate::pdf::Paper;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -79,17 +81,7 @@ async fn page(State(state): State<AppState>, Path(token): Path<String>) -> Respo
             private(axum::response::Html(body).into_response())
         }
         Ok(None) => not_found(),
-        Err(e) => {
-            tracing::error!(error = %e, "public invoice page");
-            private(
-                (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    [(header::RETRY_AFTER, "5")],
-                    "This page is temporarily unavailable. Try again in a moment.",
-                )
-                    .into_response(),
-            )
-        }
+        Err(e) => unavailable("public invoice page", e),
     }
 }
 
@@ -177,7 +169,78 @@ fn render(found: PublicInvoice, token: &str) -> String {
     .to_html()
 }
 
-async fn pdf(State(state): State<AppState>, Path(token): Path<String>) -> Response {
-    let _ = (&state, &token);
-    not_found()
+#[derive(Debug, serde::Deserialize)]
+struct PdfQuery {
+    /// `a4` (default) or `letter`.
+    paper: Option<String>,
+}
+
+/// PDFs drawn at once: rendering is CPU work, so a token holder cannot occupy every core.
+static RENDERS: std::sync::LazyLock<tokio::sync::Semaphore> = std::sync::LazyLock::new(|| {
+    tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get()))
+});
+
+async fn pdf(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+    Query(query): Query<PdfQuery>,
+) -> Response {
+    let paper = match query.paper.as_deref() {
+        None | Some("a4") => Paper::A4,
+        Some("letter") => Paper::Letter,
+        Some(_) => return not_found(),
+    };
+    let found = match public::open(&state.pool, &token, &state.settings.public_url).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return not_found(),
+        Err(e) => return unavailable("public invoice pdf", e),
+    };
+    let Ok(permit) =
+        tokio::time::timeout(std::time::Duration::from_secs(5), RENDERS.acquire()).await
+    else {
+        return unavailable("public invoice pdf", "every renderer is busy");
+    };
+    let number = found.invoice.number.clone().unwrap_or_default();
+    let rendered = tokio::task::spawn_blocking(move || crate::pdf::render(&found, paper)).await;
+    drop(permit);
+    let bytes = match rendered {
+        Ok(bytes) => bytes,
+        Err(e) => return unavailable("rendering a pdf", e),
+    };
+    // Only characters that need no quoting go into the file name.
+    let file: String = number
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    private(
+        (
+            [
+                (header::CONTENT_TYPE, "application/pdf".to_owned()),
+                (
+                    header::CONTENT_DISPOSITION,
+                    format!("attachment; filename=\"invoice-{file}.pdf\""),
+                ),
+            ],
+            bytes,
+        )
+            .into_response(),
+    )
+}
+
+fn unavailable(context: &str, e: impl std::fmt::Display) -> Response {
+    tracing::error!(error = %e, "{context}");
+    private(
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "5")],
+            "This page is temporarily unavailable. Try again in a moment.",
+        )
+            .into_response(),
+    )
 }

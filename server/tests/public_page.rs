@@ -133,3 +133,155 @@ async fn voiding_revokes_the_page(pool: PgPool) {
     assert_eq!(voided.status, 200);
     assert_eq!(get(&app, &path).await.0, 404);
 }
+
+/// `pdftotext -layout` of `bytes`, and the page count `pdfinfo` reads.
+fn pdf_text(bytes: &[u8]) -> (String, usize, String) {
+    let dir = std::env::temp_dir().join(format!("invoicer-pdf-{}", Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("invoice.pdf");
+    std::fs::write(&file, bytes).unwrap();
+    let run = |cmd: &str, args: &[&str]| {
+        let out = std::process::Command::new(cmd)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("{cmd} (Debian's poppler-utils): {e}"));
+        assert!(
+            out.status.success(),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let path = file.to_str().unwrap();
+    let text = run("pdftotext", &["-layout", path, "-"]);
+    let info = run("pdfinfo", &[path]);
+    let pages = info
+        .lines()
+        .find_map(|l| l.strip_prefix("Pages:"))
+        .map(|n| n.trim().parse().unwrap())
+        .unwrap();
+    let size = info
+        .lines()
+        .find_map(|l| l.strip_prefix("Page size:"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let _ = std::fs::remove_dir_all(dir);
+    (text, pages, size)
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn the_pdf_has_the_pages_numbers_as_extractable_text(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (org, token) = app.api_client().await;
+    sqlx::query("update orgs set address = '1 Quai Est, Lyon' where id = $1")
+        .bind(org)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let (_, path) = open_invoice(&app, &token, "Zoë Привет").await;
+    let res = app
+        .http
+        .get(format!("{}{path}/pdf", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["content-type"], "application/pdf");
+    assert_eq!(res.headers()["x-robots-tag"], "noindex, nofollow");
+    assert_eq!(
+        res.headers()["content-disposition"],
+        "attachment; filename=\"invoice-INV-000001.pdf\""
+    );
+    let (text, pages, size) = pdf_text(&res.bytes().await.unwrap());
+    assert_eq!(pages, 1);
+    assert!(
+        size.starts_with("595.") && size.contains("841."),
+        "A4: {size}"
+    );
+    for expected in [
+        "INV-000001",
+        "Api Co",
+        "1 Quai Est, Lyon",
+        "Zoë Привет",
+        "Hosting",
+        "€25.00",
+        "€300.00",
+        "€99.00",
+        "€399.00",
+        "Amount due",
+        "Due 2027-02-28",
+    ] {
+        assert!(
+            text.contains(expected),
+            "{expected:?} missing from:\n{text}"
+        );
+    }
+
+    let letter = app
+        .http
+        .get(format!("{}{path}/pdf?paper=letter", app.base))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert!(pdf_text(&letter).2.starts_with("612 x 792"), "US Letter");
+    // A wrong token gets the page's 404, not a PDF.
+    let mut wrong = path.clone();
+    wrong.replace_range(3..4, if &path[3..4] == "0" { "1" } else { "0" });
+    let missing = app
+        .http
+        .get(format!("{}{wrong}/pdf", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_hundred_long_lines_flow_onto_more_pages(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, token) = app.api_client().await;
+    let lines: Vec<_> = (1..=100)
+        .map(|i| {
+            serde_json::json!({
+                "description": format!("Line {i}: {}", "consulting work on the ledger ".repeat(6)),
+                "quantity": 1,
+                "unit_amount_cents": 100,
+            })
+        })
+        .collect();
+    let body = serde_json::json!({
+        "customer_name": "Many Lines Ltd",
+        "customer_email": "ap@example.com",
+        "currency": "usd",
+        "due_date": "2027-02-28",
+        "lines": lines,
+    })
+    .to_string();
+    let json = app
+        .post_invoice(Some(&token), Some("long"), &body)
+        .await
+        .json();
+    let path = json["public_url"]
+        .as_str()
+        .unwrap()
+        .strip_prefix(&app.base)
+        .unwrap()
+        .to_owned();
+    let bytes = app
+        .http
+        .get(format!("{}{path}/pdf", app.base))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let (text, pages, _) = pdf_text(&bytes);
+    assert!(pages > 3, "{pages} pages");
+    assert!(text.contains("Line 100:") && text.contains("$100.00"));
+    assert!(text.contains(&format!("page {pages} of {pages}")));
+}

@@ -1,0 +1,426 @@
+//! The invoice as a PDF (A4 or US Letter), drawn with krilla: the embedded font is subset, so any
+//! name a customer has (Zoë, Łukasz, Привет) is drawn and extractable as text. The numbers are the
+//! page's: the same `PublicInvoice`, the same `format_money`.
+
+use std::sync::LazyLock;
+
+use app::model::{format_money, InvoiceStatus};
+use app::ssr::public::PublicInvoice;
+use krilla::color::rgb;
+use krilla::geom::{PathBuilder, Point};
+use krilla::metadata::Metadata;
+use krilla::num::NormalizedF32;
+use krilla::page::PageSettings;
+use krilla::paint::{Fill, Stroke};
+use krilla::surface::Surface;
+use krilla::text::{Font, TextDirection};
+use krilla::Document;
+
+static REGULAR: &[u8] = include_bytes!(env!("INVOICER_PDF_FONT_REGULAR"));
+static BOLD: &[u8] = include_bytes!(env!("INVOICER_PDF_FONT_BOLD"));
+
+struct Face {
+    font: Font,
+    shaper: rustybuzz::Face<'static>,
+}
+
+impl Face {
+    fn load(data: &'static [u8]) -> Face {
+        Face {
+            font: Font::new(data.into(), 0).expect("the embedded font parses"),
+            shaper: rustybuzz::Face::from_slice(data, 0).expect("the embedded font parses"),
+        }
+    }
+
+    /// The width of `text` at `size` points, as it will be drawn.
+    fn width(&self, text: &str, size: f32) -> f32 {
+        let mut buffer = rustybuzz::UnicodeBuffer::new();
+        buffer.push_str(text);
+        let shaped = rustybuzz::shape(&self.shaper, &[], buffer);
+        let units: i32 = shaped.glyph_positions().iter().map(|p| p.x_advance).sum();
+        units as f32 / self.shaper.units_per_em() as f32 * size
+    }
+}
+
+static FACES: LazyLock<(Face, Face)> = LazyLock::new(|| (Face::load(REGULAR), Face::load(BOLD)));
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Paper {
+    A4,
+    Letter,
+}
+
+impl Paper {
+    /// Width and height in points.
+    fn size(self) -> (f32, f32) {
+        match self {
+            Paper::A4 => (595.28, 841.89),
+            Paper::Letter => (612.0, 792.0),
+        }
+    }
+}
+
+const MARGIN: f32 = 50.0;
+const BODY: f32 = 10.0;
+const LINE: f32 = 14.0;
+
+/// Right edges of the quantity, unit price and amount columns; the description takes what is left.
+fn columns(width: f32) -> (f32, f32, f32) {
+    let right = width - MARGIN;
+    (right - 170.0, right - 85.0, right)
+}
+
+/// Draws pages top to bottom, starting a new page when the next block does not fit.
+struct Writer<'a> {
+    doc: &'a mut Document,
+    paper: Paper,
+    pages: Vec<Vec<Op>>,
+    y: f32,
+}
+
+/// What is drawn on a page, recorded first so "page n of m" can be written once m is known.
+enum Op {
+    Text {
+        x: f32,
+        y: f32,
+        text: String,
+        size: f32,
+        bold: bool,
+        grey: bool,
+    },
+    Rule {
+        y: f32,
+        weight: f32,
+    },
+}
+
+impl Writer<'_> {
+    fn width(&self) -> f32 {
+        self.paper.size().0
+    }
+
+    fn bottom(&self) -> f32 {
+        self.paper.size().1 - MARGIN - LINE
+    }
+
+    fn new_page(&mut self) {
+        self.pages.push(Vec::new());
+        self.y = MARGIN;
+    }
+
+    /// Makes room for `height` more points, on a new page if need be.
+    fn room(&mut self, height: f32) {
+        if self.y + height > self.bottom() {
+            self.new_page();
+        }
+    }
+
+    fn push(&mut self, op: Op) {
+        self.pages.last_mut().expect("a page was started").push(op);
+    }
+
+    fn text(&mut self, x: f32, text: &str, size: f32, bold: bool) {
+        let y = self.y;
+        self.push(Op::Text {
+            x,
+            y,
+            text: text.to_owned(),
+            size,
+            bold,
+            grey: false,
+        });
+    }
+
+    fn grey(&mut self, x: f32, text: &str, size: f32) {
+        let y = self.y;
+        self.push(Op::Text {
+            x,
+            y,
+            text: text.to_owned(),
+            size,
+            bold: false,
+            grey: true,
+        });
+    }
+
+    /// `text` ending at `right`.
+    fn text_right(&mut self, right: f32, text: &str, size: f32, bold: bool) {
+        let face = if bold { &FACES.1 } else { &FACES.0 };
+        let x = right - face.width(text, size);
+        self.text(x, text, size, bold);
+    }
+
+    fn rule(&mut self, weight: f32) {
+        let y = self.y;
+        self.push(Op::Rule { y, weight });
+    }
+
+    fn finish(self, footer: &str) {
+        let (width, height) = self.paper.size();
+        let count = self.pages.len();
+        for (n, ops) in self.pages.into_iter().enumerate() {
+            let mut page = self
+                .doc
+                .start_page_with(PageSettings::from_wh(width, height).expect("a paper size"));
+            let mut surface = page.surface();
+            for op in ops {
+                draw(&mut surface, op, width);
+            }
+            let label = format!("{footer} · page {} of {count}", n + 1);
+            draw(
+                &mut surface,
+                Op::Text {
+                    x: MARGIN,
+                    y: height - MARGIN / 2.0,
+                    text: label,
+                    size: 8.0,
+                    bold: false,
+                    grey: true,
+                },
+                width,
+            );
+            surface.finish();
+            page.finish();
+        }
+    }
+}
+
+fn draw(surface: &mut Surface<'_>, op: Op, width: f32) {
+    match op {
+        Op::Text {
+            x,
+            y,
+            text,
+            size,
+            bold,
+            grey,
+        } => {
+            let shade = if grey { 110 } else { 20 };
+            surface.set_fill(Some(Fill {
+                paint: rgb::Color::new(shade, shade, shade).into(),
+                ..Fill::default()
+            }));
+            let face = if bold { &FACES.1 } else { &FACES.0 };
+            surface.draw_text(
+                Point::from_xy(x, y),
+                face.font.clone(),
+                size,
+                &text,
+                false,
+                TextDirection::Auto,
+            );
+        }
+        Op::Rule { y, weight } => {
+            let mut path = PathBuilder::new();
+            path.move_to(MARGIN, y);
+            path.line_to(width - MARGIN, y);
+            if let Some(path) = path.finish() {
+                surface.set_fill(None);
+                surface.set_stroke(Some(Stroke {
+                    paint: rgb::Color::new(150, 150, 150).into(),
+                    width: weight,
+                    opacity: NormalizedF32::ONE,
+                    ..Stroke::default()
+                }));
+                surface.draw_path(&path);
+                surface.set_stroke(None);
+            }
+        }
+    }
+}
+
+/// Splits `text` into lines no wider than `width` at `size`, at spaces where it can (a word longer
+/// than a line is cut). Explicit newlines are kept.
+fn wrap(text: &str, width: f32, size: f32) -> Vec<String> {
+    let face = &FACES.0;
+    let mut lines = Vec::new();
+    for paragraph in text.lines() {
+        let mut line = String::new();
+        for word in paragraph.split_whitespace() {
+            let candidate = if line.is_empty() {
+                word.to_owned()
+            } else {
+                format!("{line} {word}")
+            };
+            if face.width(&candidate, size) <= width {
+                line = candidate;
+                continue;
+            }
+            if !line.is_empty() {
+                lines.push(std::mem::take(&mut line));
+            }
+            // A word wider than the line: cut it where it overflows.
+            let mut piece = String::new();
+            for c in word.chars() {
+                piece.push(c);
+                if face.width(&piece, size) > width {
+                    piece.pop();
+                    lines.push(std::mem::take(&mut piece));
+                    piece.push(c);
+                }
+            }
+            line = piece;
+        }
+        lines.push(line);
+    }
+    if lines.is_empty() {
+        lines.push(String::new());
+    }
+    lines
+}
+
+fn status_line(inv: &app::model::Invoice) -> String {
+    let status = match inv.status {
+        _ if inv.overdue => "overdue",
+        InvoiceStatus::Paid => "paid",
+        InvoiceStatus::Refunded => "refunded",
+        other => other.as_str(),
+    };
+    format!("Status: {status}")
+}
+
+/// The invoice as PDF bytes.
+pub fn render(found: &PublicInvoice, paper: Paper) -> Vec<u8> {
+    let inv = &found.invoice;
+    let number = inv.number.clone().unwrap_or_else(|| "Draft".to_owned());
+    let currency = &inv.currency;
+    let mut doc = Document::new();
+    doc.set_metadata(
+        Metadata::new()
+            .title(format!("Invoice {number} from {}", found.org_name))
+            .creator("invoicer".to_owned()),
+    );
+    let mut w = Writer {
+        doc: &mut doc,
+        paper,
+        pages: Vec::new(),
+        y: MARGIN,
+    };
+    w.new_page();
+    let width = w.width();
+    let right = width - MARGIN;
+    let (qty_right, unit_right, amount_right) = columns(width);
+    let description_width = qty_right - 40.0 - MARGIN;
+
+    // The sender, and the invoice's identity on the right.
+    w.y += 18.0;
+    w.text(MARGIN, &found.org_name, 16.0, true);
+    w.text_right(right, "INVOICE", 16.0, true);
+    w.y += LINE + 4.0;
+    let issued = inv
+        .finalized_at
+        .map(|at| at.date_naive().to_string())
+        .unwrap_or_default();
+    let facts = [
+        format!("Number {number}"),
+        format!("Issued {issued}"),
+        format!("Due {}", inv.due_date),
+        status_line(inv),
+    ];
+    let address = wrap(&found.org_address, 250.0, BODY);
+    for row in 0..facts.len().max(address.len()) {
+        if let Some(line) = address.get(row) {
+            w.text(MARGIN, line, BODY, false);
+        }
+        if let Some(fact) = facts.get(row) {
+            w.text_right(right, fact, BODY, row == 0);
+        }
+        w.y += LINE;
+    }
+
+    // The customer.
+    w.y += LINE;
+    w.grey(MARGIN, "Billed to", 9.0);
+    w.y += LINE;
+    w.text(MARGIN, &inv.customer_name, 11.0, true);
+    w.y += LINE;
+    w.text(MARGIN, &inv.customer_email, BODY, false);
+    w.y += LINE;
+    for line in wrap(&inv.customer_address, 300.0, BODY) {
+        if !line.is_empty() {
+            w.text(MARGIN, &line, BODY, false);
+            w.y += LINE;
+        }
+    }
+    if let Some(tax_id) = &inv.customer_tax_id {
+        w.text(MARGIN, &format!("Tax id {tax_id}"), BODY, false);
+        w.y += LINE;
+    }
+
+    // The lines.
+    w.y += LINE;
+    let header = |w: &mut Writer<'_>| {
+        w.text(MARGIN, "Description", 9.0, true);
+        w.text_right(qty_right, "Qty", 9.0, true);
+        w.text_right(unit_right, "Unit price", 9.0, true);
+        w.text_right(amount_right, "Amount", 9.0, true);
+        w.y += 6.0;
+        w.rule(0.8);
+        w.y += LINE;
+    };
+    header(&mut w);
+    for line in &inv.lines {
+        let wrapped = wrap(&line.description, description_width, BODY);
+        let height = wrapped.len() as f32 * LINE + 4.0;
+        if w.y + height > w.bottom() {
+            w.new_page();
+            header(&mut w);
+        }
+        w.text_right(qty_right, &line.quantity.to_string(), BODY, false);
+        w.text_right(
+            unit_right,
+            &format_money(line.unit_amount_cents, currency),
+            BODY,
+            false,
+        );
+        w.text_right(
+            amount_right,
+            &format_money(line.amount_cents, currency),
+            BODY,
+            false,
+        );
+        for part in &wrapped {
+            w.text(MARGIN, part, BODY, false);
+            w.y += LINE;
+        }
+        w.y += 4.0;
+    }
+    w.y -= LINE - 4.0;
+    w.rule(0.8);
+    w.y += LINE + 4.0;
+
+    // Totals.
+    w.room(4.0 * LINE);
+    let due = (inv.total_cents - inv.amount_paid_cents).max(0);
+    for (label, cents, bold) in [
+        ("Total", inv.total_cents, false),
+        ("Paid", inv.amount_paid_cents, false),
+        ("Amount due", due, true),
+    ] {
+        w.text_right(unit_right, label, BODY, bold);
+        w.text_right(amount_right, &format_money(cents, currency), BODY, bold);
+        w.y += LINE;
+    }
+
+    let footer = format!("{} · invoice {number}", found.org_name);
+    w.finish(&footer);
+    doc.finish()
+        .expect("a PDF of text and rules always serialises")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_words_and_lines_wrap_within_the_width() {
+        let text = format!("short words here {} end", "x".repeat(200));
+        let lines = wrap(&text, 100.0, BODY);
+        assert!(lines.len() > 3);
+        for line in &lines {
+            assert!(FACES.0.width(line, BODY) <= 100.0, "{line}");
+        }
+        assert_eq!(lines.concat().replace(' ', ""), text.replace(' ', ""));
+        assert_eq!(wrap("", 100.0, BODY), vec![String::new()]);
+    }
+}
