@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use uuid::Uuid;
 
 use crate::error::AppError;
-use crate::model::{ActivityPage, ApiKeySummary, InvoiceForm, InvoicePage, InvoiceSummary, Viewer};
+use crate::model::{ActivityPage, ApiKeySummary, InvoiceForm, InvoicePage, Viewer};
 
 #[cfg(feature = "ssr")]
 fn state() -> Result<crate::ssr::AppState, AppError> {
@@ -144,9 +144,11 @@ pub async fn create_invoice(
         // A refusal keeps the key and the typed values: the corrected resubmit is the same attempt.
         let refuse = |fields| AppError::rejected_form(idempotency_key.clone(), fields, &input);
         let form_key = parse_form_key(idempotency_key.as_deref()).map_err(refuse)?;
-        let parsed = input.parse().map_err(refuse)?;
         let user = crate::ssr::auth::require_user().await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
+        let parsed = with_customer(&state, user.org_id, &input)
+            .await
+            .map_err(refuse)?;
         invoice_from_form(&state.pool, &attempt, user.org_id, form_key, &parsed).await
     })
     .await
@@ -166,6 +168,35 @@ pub async fn create_invoice(
     Ok(id)
 }
 
+/// The invoice form parsed, with the picked customer's name and email when one was picked (one of
+/// `org`'s, or a field error).
+#[cfg(feature = "ssr")]
+async fn with_customer(
+    state: &crate::ssr::AppState,
+    org: Uuid,
+    form: &InvoiceForm,
+) -> Result<crate::model::InvoiceInput, crate::error::FieldErrors> {
+    let mut form = form.clone();
+    let picked = form
+        .customer_id
+        .as_deref()
+        .and_then(|id| Uuid::try_parse(id.trim()).ok());
+    if picked.is_some() {
+        let (name, email) = (&mut form.customer_name, &mut form.customer_email);
+        if let Err(e) =
+            crate::ssr::customers::fill_invoice(&state.pool, org, picked, name, email).await
+        {
+            return Err(e.field_errors().cloned().unwrap_or_else(|| {
+                crate::error::FieldErrors::from([(
+                    "customer_id".to_owned(),
+                    "Your customers could not be read. Try again.".to_owned(),
+                )])
+            }));
+        }
+    }
+    form.parse()
+}
+
 /// The key a form was rendered with, or the field error that tells the user to reload.
 #[cfg(feature = "ssr")]
 fn parse_form_key(key: Option<&str>) -> Result<Uuid, crate::error::FieldErrors> {
@@ -178,11 +209,36 @@ fn parse_form_key(key: Option<&str>) -> Result<Uuid, crate::error::FieldErrors> 
         })
 }
 
+/// One page of the session org's invoices, filtered; `before` is the cursor the previous page gave.
 #[server(prefix = "/rpc", endpoint = "list_invoices")]
-pub async fn list_invoices() -> Result<Vec<InvoiceSummary>, AppError> {
+pub async fn list_invoices(
+    status: Option<String>,
+    payment_state: Option<String>,
+    q: Option<String>,
+    before: Option<String>,
+) -> Result<crate::model::InvoiceListPage, AppError> {
+    use crate::ssr::invoices::{check_filter, page, ListCursor, ListFilter};
+
     let user = crate::ssr::auth::require_user().await?;
     let state = state()?;
-    Ok(crate::ssr::invoices::list(&state.pool, user.org_id, 200).await?)
+    let filter = ListFilter {
+        status: status.filter(|s| !s.is_empty()),
+        payment_state: payment_state.filter(|s| !s.is_empty()),
+        q: q.filter(|s| !s.is_empty()),
+    };
+    check_filter(&filter).map_err(|e| AppError::BadRequest(e).respond())?;
+    let before = match before.as_deref().filter(|b| !b.is_empty()) {
+        None => None,
+        Some(text) => Some(ListCursor::parse(text).ok_or_else(|| {
+            AppError::BadRequest("This page link is not valid. Start from the newest.".into())
+                .respond()
+        })?),
+    };
+    let (rows, next) = page(&state.pool, user.org_id, &filter, before, 50).await?;
+    Ok(crate::model::InvoiceListPage {
+        rows,
+        next_cursor: next.map(ListCursor::encode),
+    })
 }
 
 #[server(prefix = "/rpc", endpoint = "get_invoice")]
@@ -397,6 +453,180 @@ pub async fn duplicate_invoice(
 fn parse_button_key(key: &str) -> Result<Uuid, AppError> {
     Uuid::try_parse(key)
         .map_err(|_| AppError::BadRequest("This button has no valid key. Reload the page.".into()))
+}
+
+/// A draft's edit page: its content, its version, and the key this rendering's save is named by.
+#[server(prefix = "/rpc", endpoint = "get_draft")]
+pub async fn get_draft(id: String) -> Result<crate::model::DraftEdit, AppError> {
+    let user = crate::ssr::auth::require_user().await?;
+    let state = state()?;
+    let invoice = own_invoice(&state, user.org_id, &id).await?;
+    if invoice.status != crate::model::InvoiceStatus::Draft {
+        return Err(AppError::BadRequest(format!(
+            "This invoice is {} and can no longer be edited; duplicate it to start a new draft.",
+            invoice.status.as_str()
+        ))
+        .respond());
+    }
+    Ok(crate::model::DraftEdit {
+        id: invoice.id,
+        version: invoice.version,
+        key: Uuid::now_v7(),
+        form: InvoiceForm::from_invoice(&invoice),
+    })
+}
+
+/// Saves a draft's edit form: once per rendered form (`idempotency_key`), and only if the draft is
+/// still at `version` (the one the form was rendered from).
+#[server(prefix = "/rpc", endpoint = "update_draft")]
+pub async fn update_draft(
+    invoice_id: String,
+    idempotency_key: Option<String>,
+    version: String,
+    input: InvoiceForm,
+) -> Result<(), AppError> {
+    use crate::ssr::lifecycle::Edited;
+    use crate::ssr::observe::{track, Attempt, Surface};
+    use crate::ssr::surfaces::form::{edit_draft, DraftSave};
+
+    let state = state()?;
+    let invoice = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
+    let attempt = Attempt::new(
+        Surface::Form,
+        idempotency_key.clone().unwrap_or_default(),
+        request_id(),
+    );
+    let refuse = |fields| AppError::rejected_form(idempotency_key.clone(), fields, &input);
+    let saved = track(&state.pool, attempt, async |attempt| {
+        let form_key = parse_form_key(idempotency_key.as_deref()).map_err(refuse)?;
+        let version: i32 = version.trim().parse().map_err(|_| {
+            refuse(crate::error::FieldErrors::from([(
+                "version".to_owned(),
+                "This form has no valid version. Open the draft again.".to_owned(),
+            )]))
+        })?;
+        let user = crate::ssr::auth::require_user().await?;
+        attempt.identify(user.org_id.to_string(), Some(user.org_id));
+        let parsed = with_customer(&state, user.org_id, &input)
+            .await
+            .map_err(refuse)?;
+        edit_draft(
+            &state.pool,
+            &attempt,
+            user.org_id,
+            form_key,
+            invoice,
+            version,
+            &parsed,
+        )
+        .await
+    })
+    .await
+    .map_err(AppError::respond)?;
+    let message = match saved {
+        DraftSave::Saved | DraftSave::Replayed | DraftSave::Refused(Edited::Now(_)) => {
+            leptos_axum::redirect(&format!("/invoices/{invoice}"));
+            return Ok(());
+        }
+        DraftSave::Refused(Edited::Stale { .. }) => {
+            "Someone else saved this draft after you opened it, so your changes were not saved \
+             (nothing was overwritten). What you typed is still below: copy it, then open the \
+             draft again to see their version."
+        }
+        DraftSave::Refused(Edited::NotDraft(_)) => {
+            "This invoice was finalized or voided since you opened it, so it can no longer be \
+             edited. Duplicate it to start a new draft."
+        }
+        DraftSave::Refused(Edited::NotFound) => return Err(AppError::NotFound.respond()),
+        DraftSave::KeyReused => {
+            "This form already saved other changes. Open the draft again to edit it further."
+        }
+    };
+    Err(refuse(crate::error::FieldErrors::from([(
+        "version".to_owned(),
+        message.to_owned(),
+    )]))
+    .respond())
+}
+
+/// The session org's customers, newest first, or those whose name or email starts with `q`.
+#[server(prefix = "/rpc", endpoint = "list_customers")]
+pub async fn list_customers(q: Option<String>) -> Result<Vec<crate::model::Customer>, AppError> {
+    let user = crate::ssr::auth::require_user().await?;
+    let state = state()?;
+    if q.as_ref()
+        .is_some_and(|q| q.chars().count() > 200 || q.contains('\0'))
+    {
+        return Err(AppError::BadRequest("Search for at most 200 characters.".into()).respond());
+    }
+    Ok(crate::ssr::customers::list(&state.pool, user.org_id, q.as_deref(), 100).await?)
+}
+
+/// A customer's page: the customer and the key this rendering's save is named by.
+#[server(prefix = "/rpc", endpoint = "get_customer")]
+pub async fn get_customer(id: String) -> Result<crate::model::CustomerPage, AppError> {
+    let user = crate::ssr::auth::require_user().await?;
+    let state = state()?;
+    let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    let customer = crate::ssr::customers::get(&state.pool, user.org_id, id)
+        .await?
+        .ok_or_else(|| AppError::NotFound.respond())?;
+    Ok(crate::model::CustomerPage {
+        customer,
+        key: Uuid::now_v7(),
+    })
+}
+
+/// Creates a customer (new) or saves one (`customer_id` given), once per rendered form.
+#[server(prefix = "/rpc", endpoint = "save_customer")]
+pub async fn save_customer(
+    idempotency_key: Option<String>,
+    customer_id: Option<String>,
+    input: crate::model::CustomerInput,
+) -> Result<Uuid, AppError> {
+    use crate::ssr::observe::{track, Attempt, Surface};
+    use crate::ssr::surfaces::form::{customer_from_form, update_customer, CustomerSaved};
+
+    let state = state()?;
+    let attempt = Attempt::new(
+        Surface::Form,
+        idempotency_key.clone().unwrap_or_default(),
+        request_id(),
+    );
+    let existing = match customer_id.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(id) => Some(Uuid::try_parse(id).map_err(|_| AppError::NotFound.respond())?),
+    };
+    let saved = track(&state.pool, attempt, async |attempt| {
+        let invalid = |fields| {
+            AppError::Invalid(Box::new(crate::error::Rejected {
+                idempotency_key: idempotency_key.clone(),
+                fields,
+                values: None,
+            }))
+        };
+        let form_key = parse_form_key(idempotency_key.as_deref()).map_err(invalid)?;
+        input.check().map_err(invalid)?;
+        let user = crate::ssr::auth::require_user().await?;
+        attempt.identify(user.org_id.to_string(), Some(user.org_id));
+        let pool = &state.pool;
+        match existing {
+            None => customer_from_form(pool, &attempt, user.org_id, form_key, &input).await,
+            Some(id) => update_customer(pool, &attempt, user.org_id, form_key, id, &input).await,
+        }
+    })
+    .await
+    .map_err(AppError::respond)?;
+    match saved {
+        CustomerSaved::Created(id) | CustomerSaved::Replayed(id) => {
+            leptos_axum::redirect(&format!("/customers/{id}"));
+            Ok(id)
+        }
+        CustomerSaved::KeyReused => Err(AppError::BadRequest(
+            "This form already saved other details. Open the customer again to change more.".into(),
+        )
+        .respond()),
+    }
 }
 
 /// Gives a dead email a fresh set of attempts.

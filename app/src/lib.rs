@@ -17,7 +17,8 @@ use leptos_router::{path, SsrMode};
 
 use pages::activity::ActivityPage;
 use pages::auth::{LoginPage, SignupPage};
-use pages::invoices::{InvoiceListPage, InvoicePage, NewInvoicePage};
+use pages::customers::{CustomerPage, CustomersPage, NewCustomerPage};
+use pages::invoices::{EditInvoicePage, InvoiceListPage, InvoicePage, NewInvoicePage};
 use pages::layout::{Nav, NotFound};
 use pages::settings::ApiKeysPage;
 
@@ -64,6 +65,10 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/invoices") view=InvoiceListPage ssr=SsrMode::Async />
                     <Route path=path!("/invoices/new") view=NewInvoicePage ssr=SsrMode::Async />
                     <Route path=path!("/invoices/:id") view=InvoicePage ssr=SsrMode::Async />
+                    <Route path=path!("/invoices/:id/edit") view=EditInvoicePage ssr=SsrMode::Async />
+                    <Route path=path!("/customers") view=CustomersPage ssr=SsrMode::Async />
+                    <Route path=path!("/customers/new") view=NewCustomerPage ssr=SsrMode::Async />
+                    <Route path=path!("/customers/:id") view=CustomerPage ssr=SsrMode::Async />
                     <Route path=path!("/settings/api-keys") view=ApiKeysPage ssr=SsrMode::Async />
                     <Route path=path!("/activity") view=ActivityPage ssr=SsrMode::Async />
                 </Routes>

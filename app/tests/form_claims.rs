@@ -30,6 +30,7 @@ fn input(customer: &str) -> InvoiceInput {
             unit_amount_cents: 12_500,
         }],
         draft: false,
+        customer_id: None,
     }
 }
 

@@ -32,7 +32,7 @@ export async function openForm(page: Page, js = true): Promise<void> {
 
 export const invoiceForm = (page: Page) => page.locator("main form");
 export const keyInput = (page: Page) => page.locator('input[name="idempotency_key"]');
-export const submitButton = (page: Page) => invoiceForm(page).locator('button[type="submit"]');
+export const submitButton = (page: Page) => invoiceForm(page).locator('button[type="submit"].primary');
 
 export interface InvoiceFields {
   customer?: string;

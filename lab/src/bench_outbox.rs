@@ -28,6 +28,7 @@ pub async fn run(
             unit_amount_cents: 100,
         }],
         draft: false,
+        customer_id: None,
     };
     let mut tx = pool.begin().await?;
     let invoice = app::ssr::invoices::insert(

@@ -150,3 +150,171 @@ async fn customers_are_searched_by_prefix_and_scoped_to_their_org(pool: PgPool) 
         404
     );
 }
+
+async fn patch_customer(
+    app: &TestApp,
+    token: &str,
+    id: &str,
+    key: &str,
+    body: &str,
+) -> ApiResponse {
+    let res = app
+        .http
+        .patch(format!("{}/api/v1/customers/{id}", app.base))
+        .bearer_auth(token)
+        .header("idempotency-key", key)
+        .header("content-type", "application/merge-patch+json")
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap();
+    ApiResponse::read(res).await
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn an_invoice_takes_its_customers_details_and_keeps_them_once_finalized(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, token) = app.api_client().await;
+    let customer = post(&app, &token, "c", &body("Ada", "ada@example.com"))
+        .await
+        .json();
+    let cid = customer["id"].as_str().unwrap().to_owned();
+    let invoice = |draft: bool| {
+        serde_json::json!({
+            "customer_id": cid,
+            "currency": "usd",
+            "due_date": "2027-02-28",
+            "draft": draft,
+            "lines": [{ "description": "Work", "quantity": 1, "unit_amount_cents": 1000 }],
+        })
+        .to_string()
+    };
+    let open = app
+        .post_invoice(Some(&token), Some("i-1"), &invoice(false))
+        .await;
+    assert_eq!(open.status, 201, "{}", String::from_utf8_lossy(&open.body));
+    let open = open.json();
+    assert_eq!(open["customer_name"], "Ada");
+    assert_eq!(open["customer_email"], "ada@example.com");
+    assert_eq!(open["customer_address"], "1 Main Street, Springfield");
+    assert_eq!(open["customer_tax_id"], "US-42");
+    let draft = app
+        .post_invoice(Some(&token), Some("i-2"), &invoice(true))
+        .await
+        .json();
+
+    // The customer moves.
+    let moved = patch_customer(
+        &app,
+        &token,
+        &cid,
+        "p-1",
+        r#"{"billing_address": "2 New Road", "tax_id": null}"#,
+    )
+    .await;
+    assert_eq!(
+        moved.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&moved.body)
+    );
+    assert_eq!(moved.json()["billing_address"], "2 New Road");
+    assert_eq!(moved.json()["name"], "Ada", "untouched fields stay");
+    assert_eq!(moved.json()["tax_id"], serde_json::Value::Null);
+    let replay = patch_customer(
+        &app,
+        &token,
+        &cid,
+        "p-1",
+        r#"{"billing_address": "2 New Road", "tax_id": null}"#,
+    )
+    .await;
+    assert_eq!((replay.status, &replay.body), (200, &moved.body));
+    assert_eq!(
+        patch_customer(&app, &token, &cid, "p-2", r#"{"email": "nope"}"#)
+            .await
+            .status,
+        422
+    );
+
+    // The finalized invoice keeps what it was finalized with; the draft takes the new address when
+    // it is finalized.
+    let id = open["id"].as_str().unwrap();
+    let again = app
+        .get(&token, &format!("/api/v1/invoices/{id}"))
+        .await
+        .json();
+    assert_eq!(again["customer_address"], "1 Main Street, Springfield");
+    let draft_id = draft["id"].as_str().unwrap();
+    let finalized = app
+        .post_to(
+            &format!("/api/v1/invoices/{draft_id}/finalize"),
+            Some(&token),
+            Some("f"),
+            "",
+        )
+        .await
+        .json();
+    assert_eq!(finalized["customer_address"], "2 New Road");
+    assert_eq!(finalized["customer_tax_id"], serde_json::Value::Null);
+
+    // Another org's customer cannot be named.
+    let (_, other) = app.api_client().await;
+    let refused = app
+        .post_invoice(Some(&other), Some("i-x"), &invoice(false))
+        .await;
+    assert_eq!(refused.status, 422);
+    assert!(refused.json()["errors"]["customer_id"].is_string());
+    assert_eq!(
+        patch_customer(&app, &other, &cid, "p-x", r#"{"name": "Eve"}"#)
+            .await
+            .status,
+        404
+    );
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn the_customer_form_creates_once_per_rendered_form(pool: PgPool) {
+    use app::ssr::observe::{Attempt, Surface};
+    use app::ssr::surfaces::form::{customer_from_form, CustomerSaved};
+
+    let app = Arc::new(TestApp::spawn(pool.clone()).await);
+    let (org, _) = app.api_client().await;
+    let input: app::model::CustomerInput =
+        serde_json::from_str(&body("Grace", "grace@example.com")).unwrap();
+    let key = uuid::Uuid::now_v7();
+    let runs = (0..20).map(|_| {
+        let (pool, input) = (pool.clone(), input.clone());
+        tokio::spawn(async move {
+            let attempt = Attempt::new(Surface::Form, key.to_string(), None);
+            customer_from_form(&pool, &attempt, org, key, &input)
+                .await
+                .unwrap()
+        })
+    });
+    let mut ids = std::collections::HashSet::new();
+    let mut created = 0;
+    for run in runs {
+        match run.await.unwrap() {
+            CustomerSaved::Created(id) => {
+                created += 1;
+                ids.insert(id);
+            }
+            CustomerSaved::Replayed(id) => {
+                ids.insert(id);
+            }
+            CustomerSaved::KeyReused => panic!("same content is a replay"),
+        }
+    }
+    assert_eq!((created, ids.len()), (1, 1));
+    assert_eq!(app.count("select count(*) from customers").await, 1);
+    let mut other = input.clone();
+    other.name = "Grace Hopper".into();
+    let attempt = Attempt::new(Surface::Form, key.to_string(), None);
+    assert_eq!(
+        customer_from_form(&pool, &attempt, org, key, &other)
+            .await
+            .unwrap(),
+        CustomerSaved::KeyReused
+    );
+}

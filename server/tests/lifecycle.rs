@@ -440,3 +440,164 @@ async fn api_void_of_a_paid_invoice_is_a_stored_409(pool: PgPool) {
     assert_eq!((replay.status, &replay.body), (409, &refused.body));
     assert_eq!(app.invoice_state(id).await.0, "paid");
 }
+
+async fn patch(
+    app: &TestApp,
+    token: &str,
+    id: Uuid,
+    key: &str,
+    if_match: Option<&str>,
+    body: &str,
+) -> crate::common::served::ApiResponse {
+    let mut req = app
+        .http
+        .patch(format!("{}/api/v1/invoices/{id}", app.base))
+        .bearer_auth(token)
+        .header("idempotency-key", key)
+        .header("content-type", "application/merge-patch+json")
+        .body(body.to_owned());
+    if let Some(version) = if_match {
+        req = req.header("if-match", version);
+    }
+    crate::common::served::ApiResponse::read(req.send().await.unwrap()).await
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn two_edits_from_the_same_version_save_exactly_one(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (org, token) = app.api_client().await;
+    for round in 0..10 {
+        let id = draft(&app, &token).await;
+        let edit = |name: &str| {
+            let mut input: app::model::InvoiceInput =
+                serde_json::from_str(&draft_body(name)).unwrap();
+            input.lines[0].quantity = 7;
+            input
+        };
+        let (a, b) = (edit("First"), edit("Second"));
+        let runs = [a, b].map(|input| {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let mut tx = pool.begin().await.unwrap();
+                let edited = lifecycle::edit_draft(&mut tx, org, id, 1, &input)
+                    .await
+                    .unwrap();
+                tx.commit().await.unwrap();
+                edited
+            })
+        });
+        let mut saved = 0;
+        for run in runs {
+            match run.await.unwrap() {
+                lifecycle::Edited::Now(2) => saved += 1,
+                lifecycle::Edited::Stale { current: 2 } => {}
+                other => panic!("round {round}: {other:?}"),
+            }
+        }
+        assert_eq!(saved, 1, "round {round}");
+        let lines = app
+            .count(&format!(
+                "select count(*) from invoice_lines where invoice_id = '{id}'"
+            ))
+            .await;
+        assert_eq!(lines, 2, "the saved edit's lines, once");
+    }
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn api_patch_edits_a_draft_with_if_match_once_per_key(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, token) = app.api_client().await;
+    let id = draft(&app, &token).await;
+    let got = app.get(&token, &format!("/api/v1/invoices/{id}")).await;
+    assert_eq!(got.header("etag"), Some("\"1\""));
+
+    let body = r#"{"customer_name": "Ada Byron", "lines": [{"description": "Audit", "quantity": 2, "unit_amount_cents": 5000}]}"#;
+    assert_eq!(patch(&app, &token, id, "p-0", None, body).await.status, 428);
+    assert_eq!(
+        patch(&app, &token, id, "p-0", Some("soon"), body)
+            .await
+            .status,
+        400
+    );
+    let first = patch(&app, &token, id, "p-1", Some("\"1\""), body).await;
+    assert_eq!(
+        first.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&first.body)
+    );
+    let json = first.json();
+    assert_eq!(json["customer_name"], "Ada Byron");
+    assert_eq!(
+        json["customer_email"], "ap@example.com",
+        "untouched fields stay"
+    );
+    assert_eq!(json["total_cents"], 10_000);
+    assert_eq!(json["version"], 2);
+    assert_eq!(first.header("etag"), Some("\"2\""));
+    // A retry of the same request: the stored answer, nothing saved twice.
+    let replay = patch(&app, &token, id, "p-1", Some("\"1\""), body).await;
+    assert_eq!((replay.status, &replay.body), (200, &first.body));
+    assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    // Another client editing from version 1 now: refused, nothing overwritten.
+    let stale = patch(
+        &app,
+        &token,
+        id,
+        "p-2",
+        Some("\"1\""),
+        r#"{"customer_name": "Eve"}"#,
+    )
+    .await;
+    assert_eq!(stale.status, 412);
+    assert_eq!(stale.json()["type"], "/problems/stale-version");
+    // An invalid result is a 422 that claims nothing: the same key then works.
+    let invalid = patch(&app, &token, id, "p-3", Some("\"2\""), r#"{"lines": []}"#).await;
+    assert_eq!(invalid.status, 422);
+    let fixed = patch(
+        &app,
+        &token,
+        id,
+        "p-3",
+        Some("\"2\""),
+        r#"{"due_date": "2027-03-31"}"#,
+    )
+    .await;
+    assert_eq!(fixed.status, 200);
+    assert_eq!(fixed.json()["due_date"], "2027-03-31");
+    assert_eq!(
+        app.get(&token, &format!("/api/v1/invoices/{id}"))
+            .await
+            .json()["customer_name"],
+        "Ada Byron"
+    );
+    // A finalized invoice is not a draft any more.
+    let fin = app
+        .post_to(
+            &format!("/api/v1/invoices/{id}/finalize"),
+            Some(&token),
+            Some("f"),
+            "",
+        )
+        .await;
+    assert_eq!(fin.status, 200);
+    let late = patch(
+        &app,
+        &token,
+        id,
+        "p-4",
+        Some("\"4\""),
+        r#"{"customer_name": "X"}"#,
+    )
+    .await;
+    assert_eq!(late.status, 409);
+    // Another org's draft is not found.
+    let (_, other) = app.api_client().await;
+    assert_eq!(
+        patch(&app, &other, id, "p-5", Some("\"1\""), body)
+            .await
+            .status,
+        404
+    );
+}

@@ -8,6 +8,7 @@ mod api_crash;
 mod cli;
 mod customers;
 mod form_crash;
+mod invoice_lists;
 mod lifecycle;
 mod mail;
 mod money;

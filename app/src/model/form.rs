@@ -25,6 +25,9 @@ pub struct InvoiceForm {
     /// Set by the "Save draft" button (its name and value travel with the submit).
     #[serde(default)]
     pub draft: Option<String>,
+    /// One of the org's customers, picked from the list (empty: none).
+    #[serde(default)]
+    pub customer_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -47,6 +50,27 @@ impl LineForm {
 }
 
 impl InvoiceForm {
+    /// The form filled with an invoice's content, as its edit page shows it.
+    pub fn from_invoice(invoice: &super::Invoice) -> InvoiceForm {
+        InvoiceForm {
+            customer_name: invoice.customer_name.clone(),
+            customer_email: invoice.customer_email.clone(),
+            currency: invoice.currency.clone(),
+            due_date: invoice.due_date.to_string(),
+            lines: invoice
+                .lines
+                .iter()
+                .map(|l| LineForm {
+                    description: l.description.clone(),
+                    quantity: l.quantity.to_string(),
+                    unit_amount: super::money::plain_amount(l.unit_amount_cents, &invoice.currency),
+                })
+                .collect(),
+            draft: None,
+            customer_id: invoice.customer_id.map(|id| id.to_string()),
+        }
+    }
+
     /// Parses and validates. Wholly empty line rows are ignored (the form always offers spare rows).
     /// Errors name the same paths the form's inputs use, e.g. `lines[1].unit_amount_cents`.
     pub fn parse(&self) -> Result<InvoiceInput, FieldErrors> {
@@ -90,6 +114,16 @@ impl InvoiceForm {
             }
             lines.push(line);
         }
+        let customer_id = match self.customer_id.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(text) => match uuid::Uuid::try_parse(text) {
+                Ok(id) => Some(id),
+                Err(_) => {
+                    errors.insert("customer_id".into(), "Choose one of your customers.".into());
+                    None
+                }
+            },
+        };
         let input = InvoiceInput {
             customer_name: self.customer_name.trim().to_owned(),
             customer_email: self.customer_email.trim().to_owned(),
@@ -97,6 +131,7 @@ impl InvoiceForm {
             due_date: due_date.unwrap_or_default(),
             lines,
             draft: self.draft.as_deref().is_some_and(|d| d == "true"),
+            customer_id,
         };
         if let Err(more) = input.check() {
             // Line errors were reported above, by form row.
@@ -129,6 +164,7 @@ pub(super) mod tests {
                 unit_amount: "12.50".into(),
             }],
             draft: None,
+            customer_id: None,
         }
     }
 

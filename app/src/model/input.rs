@@ -14,6 +14,8 @@ pub const MAX_LINES: usize = 100;
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
 pub struct InvoiceInput {
+    /// May be left out when `customer_id` is given: the customer's is used.
+    #[serde(default)]
     #[validate(
         length(min = 1, max = 200, message = "Enter 1 to 200 characters."),
         custom(function = "not_blank")
@@ -31,6 +33,8 @@ pub struct InvoiceInput {
         length(max = 254, message = "Enter at most 254 characters."),
         email(message = "Enter a valid email address.")
     )]
+    /// May be left out when `customer_id` is given: the customer's is used.
+    #[serde(default)]
     #[cfg_attr(feature = "ssr", schema(format = Email, max_length = 254))]
     pub customer_email: String,
     /// ISO 4217, lower case.
@@ -50,6 +54,10 @@ pub struct InvoiceInput {
     #[validate(length(min = 1, max = 100, message = "An invoice has 1 to 100 lines."))]
     #[cfg_attr(feature = "ssr", schema(min_items = 1, max_items = 100))]
     pub lines: Vec<LineInput>,
+    /// One of the org's customers: the invoice takes their name, email, billing address and tax id
+    /// (copied again at finalization, then never changed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub customer_id: Option<uuid::Uuid>,
     /// Save as a draft (no number, editable, not sent) instead of finalizing at once.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub draft: bool,
@@ -146,6 +154,27 @@ fn known_currency(value: &str) -> Result<(), ValidationError> {
 }
 
 impl InvoiceInput {
+    /// What `invoice` was made from: its content as input (a draft's, to edit it).
+    pub fn of(invoice: &super::Invoice) -> InvoiceInput {
+        InvoiceInput {
+            customer_name: invoice.customer_name.clone(),
+            customer_email: invoice.customer_email.clone(),
+            currency: invoice.currency.clone(),
+            due_date: invoice.due_date,
+            lines: invoice
+                .lines
+                .iter()
+                .map(|l| LineInput {
+                    description: l.description.clone(),
+                    quantity: l.quantity,
+                    unit_amount_cents: l.unit_amount_cents,
+                })
+                .collect(),
+            customer_id: invoice.customer_id,
+            draft: invoice.status == super::InvoiceStatus::Draft,
+        }
+    }
+
     /// Runs the validator rules and flattens them to `field path → message`.
     pub fn check(&self) -> Result<(), FieldErrors> {
         let mut out = FieldErrors::new();

@@ -137,6 +137,23 @@ impl Currency {
 /// Currencies offered first in the form's picker.
 pub const COMMON_CURRENCIES: &[&str] = &["usd", "eur", "gbp", "cad", "aud", "chf", "jpy", "sek"];
 
+/// `1234550, "usd"` → `12345.50`: the amount as a person types it into a form (no symbol, no
+/// grouping), which `parse_amount` reads back to the same minor units.
+pub fn plain_amount(minor: i64, currency: &str) -> String {
+    let exponent = currency_exponent(currency).unwrap_or(2);
+    let scale = 10_i64.pow(exponent);
+    let sign = if minor < 0 { "-" } else { "" };
+    let (whole, fraction) = (minor.abs() / scale, minor.abs() % scale);
+    if exponent == 0 {
+        format!("{sign}{whole}")
+    } else {
+        format!(
+            "{sign}{whole}.{fraction:0width$}",
+            width = exponent as usize
+        )
+    }
+}
+
 /// `1234567, "usd"` → `$12,345.67`; unknown symbols print the code: `12,345.67 CHF`.
 pub fn format_money(minor: i64, currency: &str) -> String {
     let exponent = currency_exponent(currency).unwrap_or(2);
@@ -173,6 +190,23 @@ pub fn format_money(minor: i64, currency: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_amounts_parse_back_to_the_same_minor_units() {
+        for (minor, code) in [
+            (0, "usd"),
+            (5, "usd"),
+            (1_234_550, "usd"),
+            (100_000_000, "eur"),
+            (1_234, "jpy"),
+            (1_230, "kwd"),
+        ] {
+            let text = plain_amount(minor, code);
+            assert_eq!(parse_amount(&text, code), Ok(minor), "{text} {code}");
+        }
+        assert_eq!(plain_amount(1_234_550, "usd"), "12345.50");
+        assert_eq!(plain_amount(1_234, "jpy"), "1234");
+    }
 
     #[test]
     fn amounts_follow_the_currency() {

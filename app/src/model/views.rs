@@ -157,6 +157,33 @@ pub struct InvoicePage {
     pub history: Vec<ActivityRow>,
 }
 
+/// A customer's page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CustomerPage {
+    pub customer: super::Customer,
+    /// Names this rendering's save.
+    pub key: Uuid,
+}
+
+/// One page of the invoice list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InvoiceListPage {
+    pub rows: Vec<InvoiceSummary>,
+    /// Where the next (older) page starts, when there is one.
+    pub next_cursor: Option<String>,
+}
+
+/// A draft's edit page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DraftEdit {
+    pub id: Uuid,
+    /// The version this rendering edits; a save from an older one is refused.
+    pub version: i32,
+    /// Names this rendering's save (a double click saves once).
+    pub key: Uuid,
+    pub form: super::InvoiceForm,
+}
+
 /// One outbox email of an invoice.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EmailRow {

@@ -6,31 +6,87 @@ use uuid::Uuid;
 
 use super::layout::{error_banner, NotFound};
 use crate::api::{
-    get_invoice, list_invoices, CreateInvoice, DuplicateInvoice, InvoiceAction, RetryEmail,
-    SendInvoice, SimulatePayment,
+    get_draft, get_invoice, list_customers, list_invoices, CreateInvoice, DuplicateInvoice,
+    InvoiceAction, RetryEmail, SendInvoice, SimulatePayment, UpdateDraft,
 };
 use crate::error::{AppError, FieldErrors};
 use crate::model::{
     format_money, InvoiceForm, InvoicePage, InvoiceStatus, LineForm, COMMON_CURRENCIES, MAX_LINES,
 };
 
+const STATUSES: &[&str] = &[
+    "draft",
+    "open",
+    "overdue",
+    "paid",
+    "uncollectible",
+    "void",
+    "refunded",
+];
+const PAYMENT_STATES: &[&str] = &[
+    "unpaid",
+    "processing",
+    "partially_paid",
+    "paid",
+    "partially_refunded",
+    "refunded",
+    "disputed",
+];
+
 #[component]
 pub fn InvoiceListPage() -> impl IntoView {
-    let invoices = Resource::new(|| (), |_| list_invoices());
+    let query = use_query_map();
+    let param = move |name: &str| query.with(|q| q.get(name)).filter(|v| !v.is_empty());
+    let invoices = Resource::new(
+        move || {
+            (
+                param("status"),
+                param("payment_state"),
+                param("q"),
+                param("before"),
+            )
+        },
+        |(status, payment_state, q, before)| list_invoices(status, payment_state, q, before),
+    );
+    let selected =
+        move |name: &'static str, value: &'static str| param(name).as_deref() == Some(value);
     view! {
         <section class="card">
             <div class="heading">
                 <h1>"Invoices"</h1>
                 <a class="button" href="/invoices/new">"New invoice"</a>
             </div>
+            <form method="get" action="/invoices" class="filters" role="search">
+                <label class="sr-only" for="filter-status">"Status"</label>
+                <select id="filter-status" name="status">
+                    <option value="">"Any status"</option>
+                    {STATUSES
+                        .iter()
+                        .map(|s| view! { <option value=*s selected=move || selected("status", s)>{*s}</option> })
+                        .collect_view()}
+                </select>
+                <label class="sr-only" for="filter-payment">"Payment"</label>
+                <select id="filter-payment" name="payment_state">
+                    <option value="">"Any payment"</option>
+                    {PAYMENT_STATES
+                        .iter()
+                        .map(|s| view! { <option value=*s selected=move || selected("payment_state", s)>{s.replace('_', " ")}</option> })
+                        .collect_view()}
+                </select>
+                <label class="sr-only" for="filter-q">"Number or customer"</label>
+                <input id="filter-q" type="search" name="q" placeholder="INV-… or customer" value=move || param("q") />
+                <button type="submit">"Filter"</button>
+            </form>
             <Suspense fallback=|| view! { <p>"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match invoices.await {
-                        Ok(list) if list.is_empty() => {
-                            view! { <p class="empty">"No invoices yet."</p> }.into_any()
+                        Ok(page) if page.rows.is_empty() => {
+                            view! { <p class="empty">"No invoices match."</p> }.into_any()
                         }
-                        Ok(list) => {
+                        Ok(page) => {
+                            let next = page.next_cursor.clone();
                             view! {
+                                <div class="table-scroll">
                                 <table class="invoices">
                                     <thead>
                                         <tr>
@@ -43,7 +99,8 @@ pub fn InvoiceListPage() -> impl IntoView {
                                         </tr>
                                     </thead>
                                     <tbody>
-                                        {list
+                                        {page
+                                            .rows
                                             .into_iter()
                                             .map(|inv| {
                                                 view! {
@@ -72,6 +129,24 @@ pub fn InvoiceListPage() -> impl IntoView {
                                             .collect_view()}
                                     </tbody>
                                 </table>
+                                </div>
+                                {next
+                                    .map(|cursor| {
+                                        view! {
+                                            <p>
+                                                <a
+                                                    class="older"
+                                                    href=move || {
+                                                        let mut q = query.get();
+                                                        q.replace("before", cursor.clone());
+                                                        format!("/invoices{}", q.to_query_string())
+                                                    }
+                                                >
+                                                    "Older invoices →"
+                                                </a>
+                                            </p>
+                                        }
+                                    })}
                             }
                                 .into_any()
                         }
@@ -338,8 +413,10 @@ fn lifecycle_buttons(
         _ => vec![],
     };
     let id = inv.id;
+    let draft = inv.status == InvoiceStatus::Draft;
     view! {
         <div class="actions">
+            {draft.then(|| view! { <a class="button edit" href=format!("/invoices/{id}/edit")>"Edit"</a> })}
             {allowed
                 .into_iter()
                 .map(|(action, label)| {
@@ -387,6 +464,101 @@ pub fn NewInvoicePage() -> impl IntoView {
         .unwrap_or_else(|| minted.to_string());
     let values = rejected.and_then(|r| r.values).unwrap_or_default();
 
+    let errors = Signal::derive(move || match action.value().get() {
+        Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
+        _ => FieldErrors::new(),
+    });
+    let pending = action.pending();
+
+    view! {
+        <section class="card">
+            <h1>"New invoice"</h1>
+            {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+            <ActionForm action>
+                <input type="hidden" name="idempotency_key" value=key />
+                <InvoiceFields values errors more_lines="/invoices/new".to_owned() />
+                <button type="submit" class="primary" disabled=move || pending.get()>
+                    {move || if pending.get() { "Creating…" } else { "Create invoice" }}
+                </button>
+                " "
+                <button type="submit" class="secondary save-draft" name="input[draft]" value="true" disabled=move || pending.get()>
+                    "Save draft"
+                </button>
+            </ActionForm>
+        </section>
+    }
+}
+
+/// A draft's edit form. Its key comes with the draft (minted by the server when it rendered the page,
+/// and carried through hydration with the resource), and so does the version it edits: a double
+/// click saves once, and a save from a page someone else has saved since is refused, the typed values
+/// kept on the page.
+#[component]
+pub fn EditInvoicePage() -> impl IntoView {
+    let params = use_params_map();
+    let action = ServerAction::<UpdateDraft>::new();
+    let draft = Resource::new(
+        move || params.with(|p| p.get("id").unwrap_or_default()),
+        get_draft,
+    );
+    // Without JavaScript a refused save comes back through the URL with its key and values.
+    let rejected = match action.value().get_untracked() {
+        Some(Err(AppError::Invalid(r))) => Some(r),
+        _ => None,
+    };
+    let errors = Signal::derive(move || match action.value().get() {
+        Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
+        _ => FieldErrors::new(),
+    });
+    let pending = action.pending();
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || {
+                let rejected = rejected.clone();
+                Suspend::new(async move {
+                    match draft.await {
+                        Ok(crate::model::DraftEdit { id, version, key, form }) => {
+                            let key = rejected
+                                .as_ref()
+                                .and_then(|r| r.idempotency_key.clone())
+                                .unwrap_or_else(|| key.to_string());
+                            let values = rejected.and_then(|r| r.values).unwrap_or(form);
+                            view! {
+                                <section class="card">
+                                    <h1>"Edit draft"</h1>
+                                    {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                                    <ActionForm action>
+                                        <input type="hidden" name="invoice_id" value=id.to_string() />
+                                        <input type="hidden" name="idempotency_key" value=key />
+                                        <input type="hidden" name="version" value=version.to_string() />
+                                        <InvoiceFields values errors more_lines=format!("/invoices/{id}/edit") />
+                                        <button type="submit" class="primary save" disabled=move || pending.get()>
+                                            {move || if pending.get() { "Saving…" } else { "Save draft" }}
+                                        </button>
+                                        " "
+                                        <a href=format!("/invoices/{id}")>"Cancel"</a>
+                                    </ActionForm>
+                                </section>
+                            }
+                                .into_any()
+                        }
+                        Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
+                        Err(e) => error_banner(&e).into_any(),
+                    }
+                })
+            }}
+        </Suspense>
+    }
+}
+
+/// The invoice's fields and line rows, shared by the new-invoice and edit-draft forms. Spare rows
+/// come from `?lines=N` (so "+ Add line" works without JavaScript: `more_lines` is the page's path).
+#[component]
+fn InvoiceFields(
+    values: InvoiceForm,
+    errors: Signal<FieldErrors>,
+    more_lines: String,
+) -> impl IntoView {
     let wanted_rows = use_query_map()
         .with_untracked(|q| q.get("lines").and_then(|n| n.parse::<usize>().ok()))
         .unwrap_or(1);
@@ -398,12 +570,7 @@ pub fn NewInvoicePage() -> impl IntoView {
     );
     let next_row_id = StoredValue::new(row_count);
 
-    let errors = move || -> FieldErrors {
-        match action.value().get() {
-            Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
-            _ => FieldErrors::new(),
-        }
-    };
+    let errors = move || errors.get();
     let error_for = move |field: String| {
         move || {
             errors()
@@ -412,14 +579,16 @@ pub fn NewInvoicePage() -> impl IntoView {
                 .map(|m| view! { <span class="error">{m}</span> })
         }
     };
-    let pending = action.pending();
     let InvoiceForm {
         customer_name,
         customer_email,
         currency,
         due_date,
+        customer_id,
         ..
     } = values;
+    let customers = Resource::new(|| (), |_| list_customers(None));
+    let picked = customer_id.unwrap_or_default();
     let currency = if currency.is_empty() {
         "usd".to_owned()
     } else {
@@ -436,117 +605,129 @@ pub fn NewInvoicePage() -> impl IntoView {
     };
 
     view! {
-        <section class="card">
-            <h1>"New invoice"</h1>
-            {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
-            <ActionForm action>
-                <input type="hidden" name="idempotency_key" value=key />
+        <label>
+            "Customer"
+            <Suspense fallback=|| view! { <select disabled=true><option>"Loading…"</option></select> }>
+                {move || {
+                    let picked = picked.clone();
+                    Suspend::new(async move {
+                        let list = customers.await.unwrap_or_default();
+                        view! {
+                            <select name="input[customer_id]">
+                                <option value="">"None: type the customer's name and email below"</option>
+                                {list
+                                    .into_iter()
+                                    .map(|c| {
+                                        let id = c.id.to_string();
+                                        let selected = id == picked;
+                                        view! { <option value=id selected=selected>{format!("{} <{}>", c.name, c.email)}</option> }
+                                    })
+                                    .collect_view()}
+                            </select>
+                        }
+                    })
+                }}
+            </Suspense>
+            <span class="hint">"A picked customer's name, email, address and tax id go on the invoice."</span>
+            {error_for("customer_id".into())}
+        </label>
                 <div class="grid">
-                    <label>
-                        "Customer name"
-                        <input type="text" name="input[customer_name]" value=customer_name maxlength="200" />
-                        {error_for("customer_name".into())}
-                    </label>
-                    <label>
-                        "Customer email"
-                        // Text, not type=email: the server's message, not the browser's, explains what is wrong.
-                        <input
-                            type="text"
-                            inputmode="email"
-                            autocomplete="off"
-                            name="input[customer_email]"
-                            value=customer_email
-                        />
-                        {error_for("customer_email".into())}
-                    </label>
-                    <label>
-                        "Currency"
-                        <select name="input[currency]">
-                            {COMMON_CURRENCIES
-                                .iter()
-                                .map(|c| {
-                                    view! {
-                                        <option value=*c selected=*c == currency>
-                                            {c.to_ascii_uppercase()}
-                                        </option>
-                                    }
-                                })
-                                .collect_view()}
-                        </select>
-                        {error_for("currency".into())}
-                    </label>
-                    <label>
-                        "Due date"
-                        <input type="date" name="input[due_date]" value=due_date />
-                        {error_for("due_date".into())}
-                    </label>
-                </div>
-                <table class="lines">
-                    <thead>
-                        <tr>
-                            <th>"Description"</th>
-                            <th>"Quantity"</th>
-                            <th>"Unit price"</th>
-                            <th></th>
-                        </tr>
-                    </thead>
-                    <tbody>
-                        <For
-                            each=move || rows.get()
-                            key=|(id, _)| *id
-                            children=move |(id, line)| {
-                                let index = move || rows.with(|r| r.iter().position(|(i, _)| *i == id).unwrap_or(0));
-                                let name = move |field: &'static str| move || format!("input[lines][{}][{field}]", index());
-                                let line_error = move |field: &'static str| {
-                                    move || {
-                                        let key = format!("lines[{}].{field}", index());
-                                        errors().get(&key).cloned().map(|m| view! { <span class="error">{m}</span> })
-                                    }
-                                };
-                                view! {
-                                    <tr class="line">
-                                        <td>
-                                            <input type="text" name=name("description") value=line.description maxlength="500" />
-                                            {line_error("description")}
-                                        </td>
-                                        <td>
-                                            <input type="text" inputmode="numeric" name=name("quantity") value=line.quantity />
-                                            {line_error("quantity")}
-                                        </td>
-                                        <td>
-                                            <input type="text" inputmode="decimal" name=name("unit_amount") value=line.unit_amount placeholder="0.00" />
-                                            {line_error("unit_amount_cents")}
-                                        </td>
-                                        <td>
-                                            <button
-                                                type="button"
-                                                class="link remove-line"
-                                                on:click=move |_| rows.update(|r| if r.len() > 1 { r.retain(|(i, _)| *i != id) })
-                                            >
-                                                "Remove"
-                                            </button>
-                                        </td>
-                                    </tr>
-                                }
+            <label>
+                "Customer name"
+                <input type="text" name="input[customer_name]" value=customer_name maxlength="200" />
+                {error_for("customer_name".into())}
+            </label>
+            <label>
+                "Customer email"
+                // Text, not type=email: the server's message, not the browser's, explains what is wrong.
+                <input
+                    type="text"
+                    inputmode="email"
+                    autocomplete="off"
+                    name="input[customer_email]"
+                    value=customer_email
+                />
+                {error_for("customer_email".into())}
+            </label>
+            <label>
+                "Currency"
+                <select name="input[currency]">
+                    {COMMON_CURRENCIES
+                        .iter()
+                        .map(|c| {
+                            view! {
+                                <option value=*c selected=*c == currency>
+                                    {c.to_ascii_uppercase()}
+                                </option>
                             }
-                        />
-                    </tbody>
-                </table>
-                {move || errors().get("lines").cloned().map(|m| view! { <p class="error">{m}</p> })}
-                // Works without JavaScript too: the link re-renders the form with one more row.
-                <p>
-                    <a class="add-line" href=move || format!("/invoices/new?lines={}", rows.with(|r| r.len()) + 1) on:click=add_row>
-                        "+ Add line"
-                    </a>
-                </p>
-                <button type="submit" class="primary" disabled=move || pending.get()>
-                    {move || if pending.get() { "Creating…" } else { "Create invoice" }}
-                </button>
-                " "
-                <button type="submit" class="secondary save-draft" name="input[draft]" value="true" disabled=move || pending.get()>
-                    "Save draft"
-                </button>
-            </ActionForm>
-        </section>
+                        })
+                        .collect_view()}
+                </select>
+                {error_for("currency".into())}
+            </label>
+            <label>
+                "Due date"
+                <input type="date" name="input[due_date]" value=due_date />
+                {error_for("due_date".into())}
+            </label>
+        </div>
+        <table class="lines">
+            <thead>
+                <tr>
+                    <th>"Description"</th>
+                    <th>"Quantity"</th>
+                    <th>"Unit price"</th>
+                    <th></th>
+                </tr>
+            </thead>
+            <tbody>
+                <For
+                    each=move || rows.get()
+                    key=|(id, _)| *id
+                    children=move |(id, line)| {
+                        let index = move || rows.with(|r| r.iter().position(|(i, _)| *i == id).unwrap_or(0));
+                        let name = move |field: &'static str| move || format!("input[lines][{}][{field}]", index());
+                        let line_error = move |field: &'static str| {
+                            move || {
+                                let key = format!("lines[{}].{field}", index());
+                                errors().get(&key).cloned().map(|m| view! { <span class="error">{m}</span> })
+                            }
+                        };
+                        view! {
+                            <tr class="line">
+                                <td>
+                                    <input type="text" name=name("description") value=line.description maxlength="500" />
+                                    {line_error("description")}
+                                </td>
+                                <td>
+                                    <input type="text" inputmode="numeric" name=name("quantity") value=line.quantity />
+                                    {line_error("quantity")}
+                                </td>
+                                <td>
+                                    <input type="text" inputmode="decimal" name=name("unit_amount") value=line.unit_amount placeholder="0.00" />
+                                    {line_error("unit_amount_cents")}
+                                </td>
+                                <td>
+                                    <button
+                                        type="button"
+                                        class="link remove-line"
+                                        on:click=move |_| rows.update(|r| if r.len() > 1 { r.retain(|(i, _)| *i != id) })
+                                    >
+                                        "Remove"
+                                    </button>
+                                </td>
+                            </tr>
+                        }
+                    }
+                />
+            </tbody>
+        </table>
+        {move || errors().get("lines").cloned().map(|m| view! { <p class="error">{m}</p> })}
+        // Works without JavaScript too: the link re-renders the form with one more row.
+        <p>
+            <a class="add-line" href=move || format!("{more_lines}?lines={}", rows.with(|r| r.len()) + 1) on:click=add_row>
+                "+ Add line"
+            </a>
+        </p>
     }
 }

@@ -17,6 +17,7 @@ pub fn Nav() -> impl IntoView {
                             view! {
                                 <nav>
                                     <a href="/invoices">"Invoices"</a>
+                                    <a href="/customers">"Customers"</a>
                                     <a href="/invoices/new">"New invoice"</a>
                                     <a href="/activity">"Activity"</a>
                                     <a href="/settings/api-keys">"API keys"</a>
@@ -70,19 +71,24 @@ fn set_not_found_status() {}
 /// A message for errors that are not about one field.
 pub fn error_banner(error: &AppError) -> Option<AnyView> {
     match error {
-        AppError::Invalid(r) if !r.fields.contains_key("idempotency_key") => None,
-        AppError::Invalid(r) => Some(
-            view! { <p class="error banner" role="alert">{r.fields["idempotency_key"].clone()}</p> }
-                .into_any(),
-        ),
+        // Field errors sit next to their fields; those about the form as a whole (its key, the
+        // version it was rendered from) are a banner.
+        AppError::Invalid(r) => ["idempotency_key", "version"]
+            .into_iter()
+            .find_map(|f| r.fields.get(f))
+            .map(|message| {
+                view! { <p class="error banner" role="alert">{message.clone()}</p> }.into_any()
+            }),
         AppError::Unauthorized => Some(
             view! {
                 <p class="error banner" role="alert">
                     "Your session has ended. " <a href="/login">"Log in"</a> " again."
                 </p>
             }
-                .into_any(),
+            .into_any(),
         ),
-        other => Some(view! { <p class="error banner" role="alert">{other.to_string()}</p> }.into_any()),
+        other => {
+            Some(view! { <p class="error banner" role="alert">{other.to_string()}</p> }.into_any())
+        }
     }
 }

@@ -1,5 +1,6 @@
 pub mod activity;
 pub mod auth;
+pub mod customers;
 pub mod invoices;
 pub mod layout;
 pub mod settings;

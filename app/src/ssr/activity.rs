@@ -65,12 +65,7 @@ impl Search {
                 return Some(Search::InvoiceNumber(n));
             }
         }
-        // `like` treats % _ and \ specially: escape them so the text is matched literally.
-        let escaped = text
-            .replace('\\', "\\\\")
-            .replace('%', "\\%")
-            .replace('_', "\\_");
-        Some(Search::KeyPrefix(format!("{escaped}%")))
+        Some(Search::KeyPrefix(crate::ssr::like_prefix(text)))
     }
 }
 

@@ -57,6 +57,9 @@ pub enum Form {
     /// A lifecycle button: finalize, void, mark uncollectible, delete a draft.
     InvoiceAction(crate::ssr::lifecycle::Action),
     DuplicateInvoice,
+    EditDraft,
+    CreateCustomer,
+    EditCustomer,
 }
 
 impl Form {
@@ -70,6 +73,9 @@ impl Form {
             Form::InvoiceAction(Action::MarkUncollectible) => "mark_uncollectible",
             Form::InvoiceAction(Action::DeleteDraft) => "delete_draft",
             Form::DuplicateInvoice => "duplicate_invoice",
+            Form::EditDraft => "edit_draft",
+            Form::CreateCustomer => "create_customer",
+            Form::EditCustomer => "edit_customer",
         }
     }
 }

@@ -30,19 +30,21 @@ impl From<Row> for Customer {
     }
 }
 
-/// Inserts customer `id` (minted by the caller, so a claim can name it) of `org`.
+/// Inserts customer `id` (minted by the caller, so a claim can name it) of `org`; `source_key`
+/// names the attempt (unique per org) when a form made it.
 pub async fn insert(
     tx: &mut PgConnection,
     id: Uuid,
     org: Uuid,
+    source_key: Option<&str>,
     input: &CustomerInput,
 ) -> sqlx::Result<Customer> {
     // language=PostgreSQL
     let row = sqlx::query_as!(
         Row,
         r#"
-        insert into customers (id, org_id, name, email, billing_address, tax_id, notes)
-        values ($1, $2, $3, $4, $5, $6, $7)
+        insert into customers (id, org_id, source_key, name, email, billing_address, tax_id, notes)
+        values ($1, $2, $8, $3, $4, $5, $6, $7)
         returning id, name, email, billing_address, tax_id, notes,
                   created_at as "created_at: DateTime<Utc>"
         "#,
@@ -57,10 +59,58 @@ pub async fn insert(
             .map(str::trim)
             .filter(|t| !t.is_empty()),
         input.notes,
+        source_key,
     )
     .fetch_one(&mut *tx)
     .await?;
     Ok(row.into())
+}
+
+/// Replaces customer `id`'s details; None when `org` has no such customer. Invoices already
+/// finalized keep the details they were finalized with; drafts pick the new ones up at finalization.
+pub async fn update(
+    tx: &mut PgConnection,
+    org: Uuid,
+    id: Uuid,
+    input: &CustomerInput,
+) -> sqlx::Result<Option<Customer>> {
+    // language=PostgreSQL
+    let row = sqlx::query_as!(
+        Row,
+        r#"
+        update customers
+        set name = $3, email = $4, billing_address = $5, tax_id = $6, notes = $7, updated_at = now()
+        where org_id = $1 and id = $2
+        returning id, name, email, billing_address, tax_id, notes,
+                  created_at as "created_at: DateTime<Utc>"
+        "#,
+        org,
+        id,
+        input.name.trim(),
+        input.email.trim(),
+        input.billing_address,
+        input
+            .tax_id
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty()),
+        input.notes,
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    Ok(row.map(Into::into))
+}
+
+/// The customer a form created under `source_key`.
+pub async fn id_by_source_key(pool: &PgPool, org: Uuid, source_key: &str) -> sqlx::Result<Uuid> {
+    // language=PostgreSQL
+    sqlx::query_scalar!(
+        "select id from customers where org_id = $1 and source_key = $2",
+        org,
+        source_key
+    )
+    .fetch_one(pool)
+    .await
 }
 
 /// `org`'s customer `id`, or None (also for another org's).
@@ -108,13 +158,7 @@ pub async fn list(
             .await?
         }
         Some(text) => {
-            let prefix = format!(
-                "{}%",
-                text.to_lowercase()
-                    .replace('\\', "\\\\")
-                    .replace('%', "\\%")
-                    .replace('_', "\\_")
-            );
+            let prefix = crate::ssr::like_prefix(&text.to_lowercase());
             // language=PostgreSQL
             sqlx::query_as!(
                 Row,
@@ -135,4 +179,30 @@ pub async fn list(
         }
     };
     Ok(rows.into_iter().map(Into::into).collect())
+}
+
+/// An invoice that names one of `org`'s customers takes that customer's name and email (the rest
+/// is copied at finalization). A customer of another org, or none, is a field error, before anything
+/// is claimed.
+pub async fn fill_invoice(
+    pool: &PgPool,
+    org: Uuid,
+    customer: Option<Uuid>,
+    name: &mut String,
+    email: &mut String,
+) -> Result<(), crate::error::AppError> {
+    let Some(id) = customer else {
+        return Ok(());
+    };
+    match get(pool, org, id).await? {
+        Some(c) => {
+            *name = c.name;
+            *email = c.email;
+            Ok(())
+        }
+        None => Err(crate::error::AppError::field(
+            "customer_id",
+            "Choose one of your customers.",
+        )),
+    }
 }

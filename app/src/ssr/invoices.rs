@@ -56,20 +56,25 @@ pub async fn insert(
             returning period, last_number
         ), invoice as (
             insert into invoices (id, org_id, status, number, number_period, number_text,
-                                  public_token, finalized_at, customer_name, customer_email,
+                                  public_token, finalized_at, customer_id, customer_name,
+                                  customer_email, customer_address, customer_tax_id,
                                   currency, due_date, total_cents, source_key)
             select $1::uuid, $2::uuid, case when c.last_number is null then 'draft' else 'open' end,
                    c.last_number, c.period, invoice_number_text(org.number_format, c.last_number, org.yr),
                    $13::text, case when c.last_number is not null then now() end,
-                   $3::text, $4::text, $5::text, $6::date, $7::int8, $8::text
+                   cu.id, $3::text, $4::text, coalesce(cu.billing_address, ''), cu.tax_id,
+                   $5::text, $6::date, $7::int8, $8::text
             from (select) one left join counter c on true left join org on true
-            returning number_text, finalized_at, created_at
+            left join customers cu on cu.id = $14::uuid and cu.org_id = $2::uuid
+            returning number_text, finalized_at, created_at, customer_id, customer_address,
+                      customer_tax_id
         ), lines as (
             insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
             select $1::uuid, * from unnest($9::int2[], $10::text[], $11::int4[], $12::int8[])
         )
         select number_text, finalized_at as "finalized_at: DateTime<Utc>",
-               created_at as "created_at!: DateTime<Utc>",
+               created_at as "created_at!: DateTime<Utc>", customer_id,
+               customer_address as "customer_address!", customer_tax_id,
                $13::text is not null and $6::date < (select (now() at time zone o.time_zone)::date
                                                      from orgs o where o.id = $2::uuid)
                    as "overdue!"
@@ -88,6 +93,7 @@ pub async fn insert(
         &quantities,
         &amounts,
         token,
+        input.customer_id,
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -101,11 +107,11 @@ pub async fn insert(
             InvoiceStatus::Open
         },
         version: 1,
-        customer_id: None,
+        customer_id: row.customer_id,
         customer_name: input.customer_name.clone(),
         customer_email: input.customer_email.clone(),
-        customer_address: String::new(),
-        customer_tax_id: None,
+        customer_address: row.customer_address,
+        customer_tax_id: row.customer_tax_id,
         currency: input.currency.clone(),
         due_date: input.due_date,
         lines: input
@@ -129,46 +135,35 @@ pub async fn insert(
     })
 }
 
-/// Newest first. Scoped to `org`.
-pub async fn list(
-    db: impl PgExecutor<'_>,
-    org: Uuid,
-    limit: i64,
-) -> sqlx::Result<Vec<InvoiceSummary>> {
+/// Replaces the lines of invoice `id` (a draft being edited) with `input`'s.
+pub async fn replace_lines(
+    tx: &mut PgConnection,
+    id: Uuid,
+    input: &InvoiceInput,
+) -> sqlx::Result<()> {
+    let positions: Vec<i16> = (1..=input.lines.len() as i16).collect();
+    let descriptions: Vec<String> = input.lines.iter().map(|l| l.description.clone()).collect();
+    let quantities: Vec<i32> = input.lines.iter().map(|l| l.quantity as i32).collect();
+    let amounts: Vec<i64> = input.lines.iter().map(|l| l.unit_amount_cents).collect();
     // language=PostgreSQL
-    let rows = sqlx::query!(
+    sqlx::query!("delete from invoice_lines where invoice_id = $1", id)
+        .execute(&mut *tx)
+        .await?;
+    // language=PostgreSQL
+    sqlx::query!(
         r#"
-        select i.id, i.number_text, i.status, i.customer_name, i.currency,
-               i.due_date as "due_date: NaiveDate", i.total_cents, i.amount_paid_cents,
-               i.payment_state, i.created_at as "created_at: DateTime<Utc>",
-               i.status in ('open', 'uncollectible')
-                   and i.due_date < (now() at time zone o.time_zone)::date as "overdue!"
-        from invoices i join orgs o on o.id = i.org_id
-        where i.org_id = $1
-        order by i.created_at desc, i.id desc
-        limit $2
+        insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
+        select $1, * from unnest($2::int2[], $3::text[], $4::int4[], $5::int8[])
         "#,
-        org,
-        limit
+        id,
+        &positions,
+        &descriptions,
+        &quantities,
+        &amounts
     )
-    .fetch_all(db)
+    .execute(&mut *tx)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| InvoiceSummary {
-            id: r.id,
-            number: r.number_text,
-            status: InvoiceStatus::parse(&r.status).unwrap_or(InvoiceStatus::Open),
-            customer_name: r.customer_name,
-            currency: r.currency,
-            due_date: r.due_date,
-            total_cents: r.total_cents,
-            amount_paid_cents: r.amount_paid_cents,
-            payment_state: PaymentState::parse(&r.payment_state).unwrap_or(PaymentState::Unpaid),
-            overdue: r.overdue,
-            created_at: r.created_at,
-        })
-        .collect())
+    Ok(())
 }
 
 /// Whether invoice `id` belongs to `org`.
@@ -207,17 +202,7 @@ pub async fn get(
     id: Uuid,
     public_base: &str,
 ) -> sqlx::Result<Option<Invoice>> {
-    Ok(fetch(conn, org, Some(id), 1, public_base).await?.pop())
-}
-
-/// Newest first, with lines (the API's list).
-pub async fn list_full(
-    conn: &mut PgConnection,
-    org: Uuid,
-    limit: i64,
-    public_base: &str,
-) -> sqlx::Result<Vec<Invoice>> {
-    fetch(conn, org, None, limit, public_base).await
+    Ok(get_many(conn, org, &[id], public_base).await?.pop())
 }
 
 struct InvoiceRow {
@@ -242,68 +227,12 @@ struct InvoiceRow {
     created_at: DateTime<Utc>,
 }
 
-/// Invoices of `org` with their lines, newest first; `only` narrows to one id. Two queries whatever
-/// the count; one statement per case (not `$2 is null or id = $2`), so each keeps a generic plan
-/// on its own index.
-async fn fetch(
+/// The invoices of `rows` with their lines, in `rows`' order: one query for all the lines.
+async fn with_lines(
     conn: &mut PgConnection,
-    org: Uuid,
-    only: Option<Uuid>,
-    limit: i64,
+    rows: Vec<InvoiceRow>,
     public_base: &str,
 ) -> sqlx::Result<Vec<Invoice>> {
-    let rows = match only {
-        // language=PostgreSQL
-        Some(id) => {
-            sqlx::query_as!(
-                InvoiceRow,
-                r#"
-            select i.id, i.number_text, i.status, i.version, i.customer_id, i.customer_name,
-                   i.customer_email, i.customer_address, i.customer_tax_id, i.currency,
-                   i.due_date as "due_date: NaiveDate", i.total_cents, i.amount_paid_cents,
-                   i.payment_state,
-                   i.status in ('open', 'uncollectible')
-                       and i.due_date < (now() at time zone o.time_zone)::date as "overdue!",
-                   i.public_token, i.finalized_at as "finalized_at: DateTime<Utc>",
-                   i.first_viewed_at as "first_viewed_at: DateTime<Utc>",
-                   i.created_at as "created_at: DateTime<Utc>"
-            from invoices i join orgs o on o.id = i.org_id
-            where i.id = $2 and i.org_id = $1
-            limit $3
-            "#,
-                org,
-                id,
-                limit
-            )
-            .fetch_all(&mut *conn)
-            .await?
-        }
-        // language=PostgreSQL
-        None => {
-            sqlx::query_as!(
-                InvoiceRow,
-                r#"
-            select i.id, i.number_text, i.status, i.version, i.customer_id, i.customer_name,
-                   i.customer_email, i.customer_address, i.customer_tax_id, i.currency,
-                   i.due_date as "due_date: NaiveDate", i.total_cents, i.amount_paid_cents,
-                   i.payment_state,
-                   i.status in ('open', 'uncollectible')
-                       and i.due_date < (now() at time zone o.time_zone)::date as "overdue!",
-                   i.public_token, i.finalized_at as "finalized_at: DateTime<Utc>",
-                   i.first_viewed_at as "first_viewed_at: DateTime<Utc>",
-                   i.created_at as "created_at: DateTime<Utc>"
-            from invoices i join orgs o on o.id = i.org_id
-            where i.org_id = $1
-            order by i.created_at desc, i.id desc
-            limit $2
-            "#,
-                org,
-                limit
-            )
-            .fetch_all(&mut *conn)
-            .await?
-        }
-    };
     let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
     // language=PostgreSQL
     let lines = sqlx::query!(
@@ -354,4 +283,189 @@ async fn fetch(
             created_at: r.created_at,
         })
         .collect())
+}
+
+/// The owner's filters on the invoice list (the page and the API share them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListFilter {
+    /// A lifecycle status, or `overdue` (open or uncollectible, past due in the org's time zone).
+    pub status: Option<String>,
+    pub payment_state: Option<String>,
+    /// The start of a number (`INV-0000`) or of the customer's name, case-insensitive.
+    pub q: Option<String>,
+}
+
+/// What a filter refuses, in words for the page and the API.
+pub fn check_filter(filter: &ListFilter) -> Result<(), String> {
+    if let Some(status) = &filter.status {
+        if status != "overdue" && InvoiceStatus::parse(status).is_none() {
+            return Err(format!(
+                "status must be draft, open, paid, void, uncollectible, refunded or overdue, not {status:?}"
+            ));
+        }
+    }
+    if let Some(state) = &filter.payment_state {
+        if PaymentState::parse(state).is_none() {
+            return Err(format!("payment_state {state:?} is not a payment state"));
+        }
+    }
+    if filter
+        .q
+        .as_ref()
+        .is_some_and(|q| q.chars().count() > 200 || q.contains('\0'))
+    {
+        return Err("q is at most 200 characters, without NUL".to_owned());
+    }
+    for value in [&filter.status, &filter.payment_state]
+        .into_iter()
+        .flatten()
+    {
+        if value.contains('\0') {
+            return Err("filters cannot contain NUL".to_owned());
+        }
+    }
+    Ok(())
+}
+
+/// Where a page of the list starts: strictly older than this invoice. Written as `<micros>.<id>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListCursor {
+    pub created_at: DateTime<Utc>,
+    pub id: Uuid,
+}
+
+impl ListCursor {
+    pub fn encode(self) -> String {
+        format!(
+            "{}.{}",
+            self.created_at.timestamp_micros(),
+            self.id.simple()
+        )
+    }
+
+    pub fn parse(text: &str) -> Option<ListCursor> {
+        let (micros, id) = text.split_once('.')?;
+        Some(ListCursor {
+            created_at: DateTime::from_timestamp_micros(micros.parse().ok()?)?,
+            id: Uuid::try_parse(id).ok()?,
+        })
+    }
+}
+
+/// One page of `org`'s invoices, newest first, filtered, older than `before`; and where the next page
+/// starts when there is one. Pages by key, never by offset, each filter served by an index that
+/// leads with the org.
+pub async fn page(
+    db: impl PgExecutor<'_>,
+    org: Uuid,
+    filter: &ListFilter,
+    before: Option<ListCursor>,
+    limit: i64,
+) -> sqlx::Result<(Vec<InvoiceSummary>, Option<ListCursor>)> {
+    use sqlx::{QueryBuilder, Row};
+
+    let mut q = QueryBuilder::new(
+        r#"
+        select i.id, i.number_text, i.status, i.customer_name, i.currency, i.due_date, i.total_cents,
+               i.amount_paid_cents, i.payment_state, i.created_at,
+               i.status in ('open', 'uncollectible')
+                   and i.due_date < (now() at time zone o.time_zone)::date as overdue
+        from invoices i join orgs o on o.id = i.org_id
+        where i.org_id = "#,
+    );
+    q.push_bind(org);
+    match filter.status.as_deref() {
+        Some("overdue") => {
+            q.push(
+                " and i.status in ('open', 'uncollectible') \
+                 and i.due_date < (now() at time zone o.time_zone)::date",
+            );
+        }
+        Some(status) => {
+            q.push(" and i.status = ").push_bind(status.to_owned());
+        }
+        None => {}
+    }
+    if let Some(state) = &filter.payment_state {
+        q.push(" and i.payment_state = ").push_bind(state.clone());
+    }
+    if let Some(text) = filter.q.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        let prefix = crate::ssr::like_prefix(&text.to_lowercase());
+        q.push(" and (lower(i.number_text) like ")
+            .push_bind(prefix.clone())
+            .push(" or lower(i.customer_name) like ")
+            .push_bind(prefix)
+            .push(")");
+    }
+    if let Some(cursor) = before {
+        q.push(" and (i.created_at, i.id) < (")
+            .push_bind(cursor.created_at)
+            .push(", ")
+            .push_bind(cursor.id)
+            .push(")");
+    }
+    q.push(" order by i.created_at desc, i.id desc limit ")
+        .push_bind(limit + 1);
+    let rows = q.build().fetch_all(db).await?;
+    let more = rows.len() as i64 > limit;
+    let mut page = Vec::with_capacity(rows.len());
+    for r in rows.into_iter().take(limit as usize) {
+        page.push(InvoiceSummary {
+            id: r.try_get("id")?,
+            number: r.try_get("number_text")?,
+            status: InvoiceStatus::parse(r.try_get("status")?).unwrap_or(InvoiceStatus::Open),
+            customer_name: r.try_get("customer_name")?,
+            currency: r.try_get("currency")?,
+            due_date: r.try_get("due_date")?,
+            total_cents: r.try_get("total_cents")?,
+            amount_paid_cents: r.try_get("amount_paid_cents")?,
+            payment_state: PaymentState::parse(r.try_get("payment_state")?)
+                .unwrap_or(PaymentState::Unpaid),
+            overdue: r.try_get("overdue")?,
+            created_at: r.try_get("created_at")?,
+        });
+    }
+    let next = more
+        .then(|| {
+            page.last().map(|s| ListCursor {
+                created_at: s.created_at,
+                id: s.id,
+            })
+        })
+        .flatten();
+    Ok((page, next))
+}
+
+/// Invoices `ids` of `org`, with their lines, in the order given (the API's page after [`page`]).
+/// Two queries whatever the count.
+pub async fn get_many(
+    conn: &mut PgConnection,
+    org: Uuid,
+    ids: &[Uuid],
+    public_base: &str,
+) -> sqlx::Result<Vec<Invoice>> {
+    // language=PostgreSQL
+    let rows = sqlx::query_as!(
+        InvoiceRow,
+        r#"
+        select i.id, i.number_text, i.status, i.version, i.customer_id, i.customer_name,
+               i.customer_email, i.customer_address, i.customer_tax_id, i.currency,
+               i.due_date as "due_date: NaiveDate", i.total_cents, i.amount_paid_cents,
+               i.payment_state,
+               i.status in ('open', 'uncollectible')
+                   and i.due_date < (now() at time zone o.time_zone)::date as "overdue!",
+               i.public_token, i.finalized_at as "finalized_at: DateTime<Utc>",
+               i.first_viewed_at as "first_viewed_at: DateTime<Utc>",
+               i.created_at as "created_at: DateTime<Utc>"
+        from invoices i join orgs o on o.id = i.org_id
+        where i.id = any($2) and i.org_id = $1
+        "#,
+        org,
+        ids
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut found = with_lines(conn, rows, public_base).await?;
+    found.sort_by_key(|inv| ids.iter().position(|id| *id == inv.id));
+    Ok(found)
 }

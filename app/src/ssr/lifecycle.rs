@@ -257,3 +257,72 @@ pub async fn duplicate(
     .fetch_optional(&mut *tx)
     .await
 }
+
+/// What an edit of a draft did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edited {
+    /// Saved; the draft's new version.
+    Now(i32),
+    /// The draft is at another version than the edit was made from: someone saved in between.
+    Stale {
+        current: i32,
+    },
+    /// It is no longer a draft (finalized, or voided after).
+    NotDraft(InvoiceStatus),
+    NotFound,
+}
+
+/// Replaces draft `id`'s content with `input`, if it is still a draft at version `expected`. The
+/// version check is in the update's own condition, so of two edits made from the same version
+/// exactly one is saved.
+pub async fn edit_draft(
+    tx: &mut PgConnection,
+    org: Uuid,
+    id: Uuid,
+    expected: i32,
+    input: &crate::model::InvoiceInput,
+) -> sqlx::Result<Edited> {
+    // language=PostgreSQL
+    let saved = sqlx::query_scalar!(
+        r#"
+        update invoices
+        set customer_name = $4, customer_email = $5, currency = $6, due_date = $7,
+            total_cents = $8, version = version + 1, updated_at = now(),
+            customer_id = (select c.id from customers c where c.id = $9 and c.org_id = $2)
+        where id = $1 and org_id = $2 and status = 'draft' and version = $3
+        returning version
+        "#,
+        id,
+        org,
+        expected,
+        input.customer_name,
+        input.customer_email,
+        input.currency,
+        input.due_date as _,
+        input.total_cents(),
+        input.customer_id,
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some(version) = saved {
+        crate::ssr::invoices::replace_lines(tx, id, input).await?;
+        return Ok(Edited::Now(version));
+    }
+    // language=PostgreSQL
+    let now = sqlx::query!(
+        "select status, version from invoices where id = $1 and org_id = $2",
+        id,
+        org
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    Ok(match now {
+        None => Edited::NotFound,
+        Some(row) if row.status != "draft" => {
+            Edited::NotDraft(InvoiceStatus::parse(&row.status).unwrap_or(InvoiceStatus::Open))
+        }
+        Some(row) => Edited::Stale {
+            current: row.version,
+        },
+    })
+}

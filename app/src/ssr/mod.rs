@@ -23,5 +23,15 @@ pub mod worker;
 
 pub use state::AppState;
 
+/// A `like` pattern matching values that start with `text`, taken literally: `%`, `_` and the
+/// backslash are escaped (Postgres' default escape character is the backslash).
+pub fn like_prefix(text: &str) -> String {
+    let escaped = text
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
+    format!("{escaped}%")
+}
+
 /// Migrations, embedded so the binary and the database tests apply the same files.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");

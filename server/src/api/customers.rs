@@ -130,17 +130,97 @@ pub(super) async fn get_customer(
     Client(client): Client,
     Path(id): Path<String>,
 ) -> Result<Json<Customer>, ProblemResponse> {
-    let not_found = || {
-        problem(
-            StatusCode::NOT_FOUND,
-            "not-found",
-            "Not found",
-            "No such customer.",
-        )
-    };
     let id = uuid::Uuid::try_parse(&id).map_err(|_| not_found())?;
     customers::get(&state.pool, client.org_id, id)
         .await?
         .map(Json)
         .ok_or_else(not_found)
+}
+
+fn not_found() -> ProblemResponse {
+    problem(
+        StatusCode::NOT_FOUND,
+        "not-found",
+        "Not found",
+        "No such customer.",
+    )
+}
+
+/// Update a customer: a JSON merge patch (RFC 7396) of its fields, once per `Idempotency-Key`.
+/// Finalized invoices keep the details they were finalized with.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/customers/{id}",
+    tag = "customers",
+    request_body(content = serde_json::Value, description = "A JSON merge patch of the customer's fields", content_type = "application/merge-patch+json"),
+    params(
+        ("id" = String, Path, description = "Customer id (UUID)"),
+        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Names this attempt, as for creation."),
+    ),
+    responses(
+        (status = 200, description = "Updated; replays return the stored response with `Idempotent-Replayed: true`", body = Customer),
+        (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is not a JSON object", body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The same key is still in flight", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The result is invalid (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = []))
+)]
+pub(super) async fn patch_customer(
+    State(state): State<AppState>,
+    Client(client): Client,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ProblemResponse> {
+    let attempt = write::attempt(client, &headers);
+    let outcome = track(&state.pool, attempt, async |attempt| {
+        let key = IdempotencyKey::parse(headers.get("idempotency-key").map(|v| v.as_bytes()))?;
+        let id = uuid::Uuid::try_parse(&id).map_err(|_| not_found())?;
+        let patch: serde_json::Value = serde_json::from_slice(&body?)
+            .ok()
+            .filter(serde_json::Value::is_object)
+            .ok_or_else(|| {
+                problem(
+                    StatusCode::BAD_REQUEST,
+                    "malformed-json",
+                    "Malformed JSON",
+                    "The body must be a JSON object (a merge patch of the customer).",
+                )
+            })?;
+        let current = customers::get(&state.pool, client.org_id, id)
+            .await?
+            .ok_or_else(not_found)?;
+        let mut merged = serde_json::json!({
+            "name": current.name,
+            "email": current.email,
+            "billing_address": current.billing_address,
+            "tax_id": current.tax_id,
+            "notes": current.notes,
+        });
+        write::merge_patch(&mut merged, &patch);
+        let (_, input) = write::json_body(
+            Ok(Bytes::from(merged.to_string())),
+            "customer",
+            CustomerInput::check,
+        )?;
+        let path = format!("{CUSTOMERS_PATH}/{id}");
+        let fingerprint = api::fingerprint("PATCH", &path, &patch);
+        let ttl = state.settings.idempotency_key_ttl;
+        let pool = &state.pool;
+        let ran = api::respond_once(pool, &attempt, client, &key, &fingerprint, ttl, || {
+            async |tx| {
+                let response = match customers::update(tx, client.org_id, id, &input).await? {
+                    Some(customer) => api::ok(&customer),
+                    None => write::stored_problem(not_found()),
+                };
+                Ok((response, None))
+            }
+        })
+        .await?;
+        Ok::<_, ProblemResponse>(ran)
+    })
+    .await?;
+    write::answer(outcome)
 }

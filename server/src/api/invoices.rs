@@ -2,15 +2,15 @@
 
 use app::model::{Invoice, InvoiceInput};
 use app::ssr::claim::StoredResponse;
-use app::ssr::lifecycle::{self, Action, Moved};
+use app::ssr::lifecycle::{self, Action, Edited, Moved};
 use app::ssr::observe::track;
 use app::ssr::surfaces::api::{self, IdempotencyKey, INVOICES_PATH};
 use app::ssr::{invoices, AppState};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -48,7 +48,8 @@ pub(super) async fn post_invoice(
     let attempt = write::attempt(client, &headers);
     let outcome = track(&state.pool, attempt, async |attempt| {
         let key = IdempotencyKey::parse(headers.get("idempotency-key").map(|v| v.as_bytes()))?;
-        let (value, input) = write::json_body(body, "invoice", InvoiceInput::check)?;
+        let (value, mut input) = write::json_body(body, "invoice", |_: &InvoiceInput| Ok(()))?;
+        with_customer(&state, client.org_id, &mut input).await?;
         let fingerprint = api::fingerprint("POST", INVOICES_PATH, &value);
         let ttl = state.settings.idempotency_key_ttl;
         let created = api::invoice_from_request(
@@ -74,15 +75,28 @@ pub struct ListQuery {
     /// 1..100, default 20.
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
+    /// draft | open | paid | void | uncollectible | refunded | overdue
+    pub status: Option<String>,
+    /// unpaid | processing | partially_paid | paid | partially_refunded | refunded | disputed
+    pub payment_state: Option<String>,
+    /// The start of a number or of the customer's name (case-insensitive).
+    #[param(max_length = 200)]
+    pub q: Option<String>,
+    /// `next_cursor` of the previous page.
+    #[param(max_length = 100)]
+    pub cursor: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct InvoiceList {
     /// Newest first.
     pub data: Vec<Invoice>,
+    /// Pass as `cursor` for the next (older) page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
-/// The org's invoices, newest first.
+/// The org's invoices, newest first, filtered, a page at a time.
 #[utoipa::path(
     get,
     path = "/api/v1/invoices",
@@ -100,27 +114,34 @@ pub(super) async fn list_invoices(
     Client(client): Client,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<InvoiceList>, ProblemResponse> {
-    let Query(query) = query.map_err(|e| {
-        problem(
-            StatusCode::BAD_REQUEST,
-            "bad-query",
-            "Bad query",
-            e.body_text(),
-        )
-    })?;
+    let bad = |detail: String| problem(StatusCode::BAD_REQUEST, "bad-query", "Bad query", detail);
+    let Query(query) = query.map_err(|e| bad(e.body_text()))?;
     let limit = query.limit.unwrap_or(20);
     if !(1..=100).contains(&limit) {
-        return Err(problem(
-            StatusCode::BAD_REQUEST,
-            "bad-query",
-            "Bad query",
-            "limit must be 1..100",
-        ));
+        return Err(bad("limit must be 1..100".to_owned()));
     }
+    let filter = invoices::ListFilter {
+        status: query.status.filter(|s| !s.is_empty()),
+        payment_state: query.payment_state.filter(|s| !s.is_empty()),
+        q: query.q.filter(|s| !s.is_empty()),
+    };
+    invoices::check_filter(&filter).map_err(bad)?;
+    let before = match query.cursor.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(text) => Some(
+            invoices::ListCursor::parse(text)
+                .ok_or_else(|| bad("cursor is not one this API gave out".to_owned()))?,
+        ),
+    };
     let mut conn = state.pool.acquire().await?;
+    let (page, next) = invoices::page(&mut *conn, client.org_id, &filter, before, limit).await?;
+    let ids: Vec<uuid::Uuid> = page.iter().map(|s| s.id).collect();
     let data =
-        invoices::list_full(&mut conn, client.org_id, limit, &state.settings.public_url).await?;
-    Ok(Json(InvoiceList { data }))
+        invoices::get_many(&mut conn, client.org_id, &ids, &state.settings.public_url).await?;
+    Ok(Json(InvoiceList {
+        data,
+        next_cursor: next.map(invoices::ListCursor::encode),
+    }))
 }
 
 /// One invoice of the org; another org's id is 404.
@@ -130,7 +151,7 @@ pub(super) async fn list_invoices(
     tag = "invoices",
     params(("id" = String, Path, description = "Invoice id (UUID)")),
     responses(
-        (status = 200, body = Invoice),
+        (status = 200, body = Invoice, headers(("ETag" = String, description = "The version, for If-Match when editing a draft"))),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
     ),
@@ -140,13 +161,14 @@ pub(super) async fn get_invoice(
     State(state): State<AppState>,
     Client(client): Client,
     Path(id): Path<String>,
-) -> Result<Json<Invoice>, ProblemResponse> {
+) -> Result<Response, ProblemResponse> {
     let id = uuid::Uuid::try_parse(&id).map_err(|_| not_found())?;
     let mut conn = state.pool.acquire().await?;
-    invoices::get(&mut conn, client.org_id, id, &state.settings.public_url)
+    let invoice = invoices::get(&mut conn, client.org_id, id, &state.settings.public_url)
         .await?
-        .map(Json)
-        .ok_or_else(not_found)
+        .ok_or_else(not_found)?;
+    let etag = format!("\"{}\"", invoice.version);
+    Ok(([(header::ETAG, etag)], Json(invoice)).into_response())
 }
 
 fn not_found() -> ProblemResponse {
@@ -156,15 +178,6 @@ fn not_found() -> ProblemResponse {
         "Not found",
         "No such invoice.",
     )
-}
-
-/// The stored answer of a problem (a lifecycle refusal is as final for its key as a success).
-fn stored_problem(p: ProblemResponse) -> StoredResponse {
-    StoredResponse {
-        status: p.status.as_u16(),
-        headers: serde_json::json!({ "content-type": "application/problem+json" }),
-        body: serde_json::to_vec(&p.problem).expect("problems serialise"),
-    }
 }
 
 /// A lifecycle action, once per `Idempotency-Key`: 200 with the invoice when it moved or was already
@@ -214,16 +227,16 @@ async fn act(
                     Moved::Now | Moved::Already => {
                         match invoices::get(tx, client.org_id, id, base).await? {
                             Some(invoice) => api::ok(&invoice),
-                            None => stored_problem(not_found()),
+                            None => write::stored_problem(not_found()),
                         }
                     }
-                    Moved::Refused(status, payment) => stored_problem(problem(
+                    Moved::Refused(status, payment) => write::stored_problem(problem(
                         StatusCode::CONFLICT,
                         "invalid-transition",
                         "Invalid transition",
                         action.refusal(status, payment),
                     )),
-                    Moved::NotFound => stored_problem(not_found()),
+                    Moved::NotFound => write::stored_problem(not_found()),
                 };
                 Ok((response, Some(id)))
             }
@@ -286,3 +299,171 @@ action_route!(
     "/api/v1/invoices/{id}/mark_uncollectible",
     "Mark an open invoice uncollectible (it can still be paid)."
 );
+
+/// `If-Match: "3"` (or a bare `3`): the draft version the edit was made from.
+fn if_match(headers: &HeaderMap) -> Result<i32, ProblemResponse> {
+    let Some(value) = headers.get(header::IF_MATCH) else {
+        return Err(problem(
+            StatusCode::PRECONDITION_REQUIRED,
+            "if-match-required",
+            "If-Match required",
+            "Editing a draft needs If-Match with the version you edited (the invoice's ETag).",
+        ));
+    };
+    value
+        .to_str()
+        .ok()
+        .map(|v| v.trim().trim_matches('"'))
+        .and_then(|v| v.parse::<i32>().ok())
+        .ok_or_else(|| {
+            problem(
+                StatusCode::BAD_REQUEST,
+                "bad-if-match",
+                "Malformed If-Match",
+                "If-Match must be the invoice's ETag, e.g. \"3\".",
+            )
+        })
+}
+
+/// Edit a draft: a JSON merge patch (RFC 7396) of the invoice input, applied only if the draft is
+/// still at the version `If-Match` names, once per `Idempotency-Key`.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/invoices/{id}",
+    tag = "invoices",
+    request_body(content = serde_json::Value, description = "A JSON merge patch of the invoice input (`lines`, when given, replaces all lines)", content_type = "application/merge-patch+json"),
+    params(
+        ("id" = String, Path, description = "Invoice id (UUID)"),
+        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Names this attempt, as for creation."),
+        ("If-Match" = String, Header, description = "The draft's version as its ETag, e.g. \"3\"."),
+    ),
+    responses(
+        (status = 200, description = "Saved; the new version is in `version` and the ETag", body = Invoice,
+            headers(("ETag" = String, description = "The draft's new version"))),
+        (status = 400, description = "Missing or malformed Idempotency-Key or If-Match, or a body that is not a JSON object", body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Not a draft any more, or the same key is still in flight", body = Problem, content_type = "application/problem+json"),
+        (status = 412, description = "The draft is at another version: someone saved since", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The patched invoice is invalid (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
+        (status = 428, description = "If-Match is missing", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = []))
+)]
+pub(super) async fn patch_invoice(
+    State(state): State<AppState>,
+    Client(client): Client,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ProblemResponse> {
+    let attempt = write::attempt(client, &headers);
+    let outcome = track(&state.pool, attempt, async |attempt| {
+        let key = IdempotencyKey::parse(headers.get("idempotency-key").map(|v| v.as_bytes()))?;
+        let id = uuid::Uuid::try_parse(&id).map_err(|_| not_found())?;
+        let version = if_match(&headers)?;
+        let patch: serde_json::Value = serde_json::from_slice(&body?)
+            .ok()
+            .filter(serde_json::Value::is_object)
+            .ok_or_else(|| {
+                problem(
+                    StatusCode::BAD_REQUEST,
+                    "malformed-json",
+                    "Malformed JSON",
+                    "The body must be a JSON object (a merge patch of the invoice input).",
+                )
+            })?;
+        let base = &state.settings.public_url;
+        // Checked before anything is claimed: an unknown id, a stale version or an invalid result
+        // leaves the key usable.
+        let current = invoices::get(&mut *state.pool.acquire().await?, client.org_id, id, base)
+            .await?
+            .ok_or_else(not_found)?;
+        let stale = || {
+            problem(
+                StatusCode::PRECONDITION_FAILED,
+                "stale-version",
+                "Stale version",
+                "The draft was saved by someone else since the version you edited. GET it again and reapply your change.",
+            )
+        };
+        let not_draft = |status: app::model::InvoiceStatus| {
+            problem(
+                StatusCode::CONFLICT,
+                "not-a-draft",
+                "Not a draft",
+                format!("This invoice is {}; only drafts can be edited.", status.as_str()),
+            )
+        };
+        // A draft at the named version: the patched result is checked now, so an invalid one claims
+        // nothing. Otherwise the edit cannot apply (versions only grow, drafts never come back); the
+        // claim still decides, so a retry of a request that did apply gets its stored answer.
+        let editable = current.status == app::model::InvoiceStatus::Draft && current.version == version;
+        let input = if editable {
+            let mut merged =
+                serde_json::to_value(InvoiceInput::of(&current)).expect("input serialises");
+            write::merge_patch(&mut merged, &patch);
+            merged["draft"] = true.into();
+            let (_, mut input) = write::json_body(
+                Ok(Bytes::from(merged.to_string())),
+                "invoice",
+                |_: &InvoiceInput| Ok(()),
+            )?;
+            with_customer(&state, client.org_id, &mut input).await?;
+            input
+        } else {
+            InvoiceInput::of(&current)
+        };
+        let path = format!("{INVOICES_PATH}/{id}");
+        let mut fingerprinted = patch.clone();
+        fingerprinted["if-match"] = version.into();
+        let fingerprint = api::fingerprint("PATCH", &path, &fingerprinted);
+        let ttl = state.settings.idempotency_key_ttl;
+        let pool = &state.pool;
+        let ran = api::respond_once(pool, &attempt, client, &key, &fingerprint, ttl, || {
+            async |tx| {
+                let org = client.org_id;
+                let response = match lifecycle::edit_draft(tx, org, id, version, &input).await? {
+                    Edited::Now(_) => match invoices::get(tx, org, id, base).await? {
+                        Some(invoice) => with_etag(api::ok(&invoice), invoice.version),
+                        None => write::stored_problem(not_found()),
+                    },
+                    Edited::Stale { .. } => write::stored_problem(stale()),
+                    Edited::NotDraft(status) => write::stored_problem(not_draft(status)),
+                    Edited::NotFound => write::stored_problem(not_found()),
+                };
+                Ok((response, Some(id)))
+            }
+        })
+        .await?;
+        Ok::<_, ProblemResponse>(ran)
+    })
+    .await?;
+    write::answer(outcome)
+}
+
+fn with_etag(mut stored: StoredResponse, version: i32) -> StoredResponse {
+    stored.headers["etag"] = format!("\"{version}\"").into();
+    stored
+}
+
+/// The named customer's name and email onto `input` (one of the org's, or a 422), then the input's
+/// own checks.
+async fn with_customer(
+    state: &AppState,
+    org: uuid::Uuid,
+    input: &mut InvoiceInput,
+) -> Result<(), ProblemResponse> {
+    let (name, email) = (&mut input.customer_name, &mut input.customer_email);
+    match app::ssr::customers::fill_invoice(&state.pool, org, input.customer_id, name, email).await
+    {
+        Ok(()) => {}
+        Err(app::error::AppError::Invalid(rejected)) => {
+            return Err(write::invalid("invoice", rejected.fields))
+        }
+        Err(e) => return Err(super::problem::internal("reading a customer", e)),
+    }
+    input
+        .check()
+        .map_err(|fields| write::invalid("invoice", fields))
+}

@@ -35,7 +35,10 @@ pub fn routes() -> Router<AppState> {
         )
         .route(
             "/api/v1/invoices/{id}",
-            allowing(get(invoices::get_invoice), "GET, HEAD"),
+            allowing(
+                get(invoices::get_invoice).patch(invoices::patch_invoice),
+                "GET, HEAD, PATCH",
+            ),
         )
         .route(
             "/api/v1/invoices/{id}/finalize",
@@ -58,7 +61,10 @@ pub fn routes() -> Router<AppState> {
         )
         .route(
             "/api/v1/customers/{id}",
-            allowing(get(customers::get_customer), "GET, HEAD"),
+            allowing(
+                get(customers::get_customer).patch(customers::patch_customer),
+                "GET, HEAD, PATCH",
+            ),
         )
         .route(
             "/api/v1/openapi.json",

@@ -18,12 +18,14 @@ use super::problem::Problem;
         invoices::post_invoice,
         invoices::list_invoices,
         invoices::get_invoice,
+        invoices::patch_invoice,
         invoices::finalize_invoice,
         invoices::void_invoice,
         invoices::mark_uncollectible,
         customers::post_customer,
         customers::list_customers,
-        customers::get_customer
+        customers::get_customer,
+        customers::patch_customer
     ),
     components(schemas(
         InvoiceInput,

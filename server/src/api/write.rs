@@ -56,17 +56,20 @@ pub(super) fn json_body<T: DeserializeOwned>(
             e.to_string(),
         )
     })?;
-    if let Err(fields) = check(&input) {
-        let mut p = problem(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            &slug,
-            &title,
-            "Some fields are invalid; see `errors`.",
-        );
-        p.problem.errors = Some(fields);
-        return Err(p);
-    }
+    check(&input).map_err(|fields| invalid(what, fields))?;
     Ok((value, input))
+}
+
+/// 422 `invalid-<what>` with the field errors (nothing was claimed: the key stays usable).
+pub(super) fn invalid(what: &str, fields: BTreeMap<String, String>) -> ProblemResponse {
+    let mut p = problem(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        &format!("invalid-{what}"),
+        &format!("Invalid {what}"),
+        "Some fields are invalid; see `errors`.",
+    );
+    p.problem.errors = Some(fields);
+    p
 }
 
 /// The HTTP answer of a write's outcome.
@@ -105,4 +108,33 @@ fn stored_to_response(stored: StoredResponse, replayed: bool) -> Response {
     builder
         .body(Body::from(stored.body))
         .unwrap_or_else(|e| internal("rebuilding a stored response", e).into_response())
+}
+
+/// RFC 7396 JSON merge patch: objects merge key by key, `null` removes, anything else replaces.
+pub(super) fn merge_patch(target: &mut serde_json::Value, patch: &serde_json::Value) {
+    use serde_json::Value;
+    let Value::Object(fields) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Default::default());
+    }
+    let target = target.as_object_mut().expect("made an object above");
+    for (name, value) in fields {
+        if value.is_null() {
+            target.remove(name);
+        } else {
+            merge_patch(target.entry(name.clone()).or_insert(Value::Null), value);
+        }
+    }
+}
+
+/// The stored answer of a problem (a lifecycle refusal is as final for its key as a success).
+pub(super) fn stored_problem(p: ProblemResponse) -> StoredResponse {
+    StoredResponse {
+        status: p.status.as_u16(),
+        headers: serde_json::json!({ "content-type": "application/problem+json" }),
+        body: serde_json::to_vec(&p.problem).expect("problems serialise"),
+    }
 }

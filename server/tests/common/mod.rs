@@ -205,6 +205,7 @@ pub async fn seed_invoice(
             unit_amount_cents: total,
         }],
         draft: false,
+        customer_id: None,
     };
     let mut tx = pool.begin().await.unwrap();
     let invoice = app::ssr::invoices::insert(&mut tx, uuid::Uuid::new_v4(), org, None, &input, "")

@@ -190,7 +190,7 @@ pub struct ApiResponse {
 }
 
 impl ApiResponse {
-    async fn read(res: reqwest::Response) -> ApiResponse {
+    pub async fn read(res: reqwest::Response) -> ApiResponse {
         ApiResponse {
             status: res.status().as_u16(),
             headers: res.headers().clone(),

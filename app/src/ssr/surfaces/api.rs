@@ -244,7 +244,8 @@ pub async fn customer_from_request(
     respond_once(pool, attempt, client, key, fingerprint, key_ttl, || {
         async |tx| {
             let id = Uuid::now_v7();
-            let customer = crate::ssr::customers::insert(tx, id, client.org_id, input).await?;
+            let customer =
+                crate::ssr::customers::insert(tx, id, client.org_id, None, input).await?;
             Ok((created(&format!("{CUSTOMERS_PATH}/{id}"), &customer), None))
         }
     })

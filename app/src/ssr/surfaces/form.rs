@@ -7,7 +7,7 @@ use uuid::Uuid;
 use crate::error::AppError;
 use crate::model::InvoiceInput;
 use crate::ssr::claim::{ClaimKey, Form, Outcome, Terms};
-use crate::ssr::lifecycle::{self, Action, Moved};
+use crate::ssr::lifecycle::{self, Action, Edited, Moved};
 use crate::ssr::observe::{Attempt, AttemptOutcome, Concerns, Tracked};
 use crate::ssr::surfaces::{once, Once, Work};
 use crate::ssr::{invoices, outbox};
@@ -283,6 +283,216 @@ pub async fn duplicate_invoice(
         )),
         Once::Busy { retry_after } => Err(AppError::BadRequest(format!(
             "This invoice is being duplicated. Try again in {} seconds.",
+            retry_after.as_secs()
+        ))),
+    }
+}
+
+/// How a draft's edit form ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DraftSave {
+    /// This submit saved the draft.
+    Saved,
+    /// A repeat of a submit that saved it (a double click): nothing saved twice.
+    Replayed,
+    /// Not saved: the edit was made from `Stale`'s version, someone saved since, or it is no longer a
+    /// draft, or it is gone.
+    Refused(Edited),
+    /// This rendered form already saved other content (Back, edit, submit).
+    KeyReused,
+}
+
+impl Tracked for DraftSave {
+    fn outcome(&self) -> AttemptOutcome {
+        match self {
+            DraftSave::Saved => AttemptOutcome::Won,
+            DraftSave::Replayed => AttemptOutcome::Replay,
+            DraftSave::Refused(_) => AttemptOutcome::Rejected,
+            DraftSave::KeyReused => AttemptOutcome::Mismatch,
+        }
+    }
+}
+
+/// A draft's edit form: saved at most once per rendered form (its key), and only if the draft is
+/// still at the version the form was rendered from, so an edit from a stale page never overwrites
+/// someone else's.
+#[allow(clippy::too_many_arguments)]
+pub async fn edit_draft(
+    pool: &PgPool,
+    attempt: &Attempt,
+    org: Uuid,
+    form_key: Uuid,
+    invoice: Uuid,
+    version: i32,
+    input: &InvoiceInput,
+) -> Result<DraftSave, AppError> {
+    let key = ClaimKey::form(org, Form::EditDraft, form_key);
+    let fingerprint = {
+        use sha2::{Digest, Sha256};
+        let mut hash = Sha256::new();
+        hash.update(invoice.as_bytes());
+        hash.update(version.to_be_bytes());
+        hash.update(fingerprint(input));
+        hash.finalize().to_vec()
+    };
+    let terms = Terms {
+        fingerprint: Some(&fingerprint),
+        result_id: Some(invoice),
+        ..Terms::default()
+    };
+    let ran = once(pool, attempt, &key, &terms, || {
+        async |tx| match lifecycle::edit_draft(tx, org, invoice, version, input).await? {
+            Edited::Now(_) => Ok::<_, AppError>(Work::Commit {
+                answer: DraftSave::Saved,
+                outcome: Outcome::result(invoice),
+                concerns: Concerns {
+                    org: Some(org),
+                    invoice: Some(invoice),
+                },
+            }),
+            refused => Ok(Work::RollBack(DraftSave::Refused(refused))),
+        }
+    })
+    .await?;
+    Ok(match ran {
+        Once::Ran(save) => save,
+        Once::Done(_) => DraftSave::Replayed,
+        Once::Mismatch => DraftSave::KeyReused,
+        Once::Busy { retry_after } => {
+            return Err(AppError::BadRequest(format!(
+                "This draft is being saved. Try again in {} seconds.",
+                retry_after.as_secs()
+            )))
+        }
+    })
+}
+
+/// How a customer form ended (its claims name customers, not invoices).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CustomerSaved {
+    /// This submit wrote the customer.
+    Created(Uuid),
+    /// A repeat of the submit that did.
+    Replayed(Uuid),
+    /// This rendered form already saved other content.
+    KeyReused,
+}
+
+impl Tracked for CustomerSaved {
+    fn outcome(&self) -> AttemptOutcome {
+        match self {
+            CustomerSaved::Created(_) => AttemptOutcome::Won,
+            CustomerSaved::Replayed(_) => AttemptOutcome::Replay,
+            CustomerSaved::KeyReused => AttemptOutcome::Mismatch,
+        }
+    }
+}
+
+/// The new-customer form: creates the customer at most once per rendered form.
+pub async fn customer_from_form(
+    pool: &PgPool,
+    attempt: &Attempt,
+    org: Uuid,
+    form_key: Uuid,
+    input: &crate::model::CustomerInput,
+) -> Result<CustomerSaved, AppError> {
+    use sha2::{Digest, Sha256};
+
+    let key = ClaimKey::form(org, Form::CreateCustomer, form_key);
+    let source_key = format!("form:{form_key}");
+    let fingerprint = Sha256::digest(serde_json::to_vec(input).expect("input serialises")).to_vec();
+    let customer_id = Uuid::now_v7();
+    let terms = Terms {
+        fingerprint: Some(&fingerprint),
+        result_id: Some(customer_id),
+        ..Terms::default()
+    };
+    let ran = once(pool, attempt, &key, &terms, || {
+        async |tx| {
+            match crate::ssr::customers::insert(tx, customer_id, org, Some(&source_key), input)
+                .await
+            {
+                Ok(_) => Ok(Work::Commit {
+                    answer: true,
+                    outcome: Outcome::result(customer_id),
+                    concerns: Concerns {
+                        org: Some(org),
+                        invoice: None,
+                    },
+                }),
+                // A lost claim row: the customer's own source key still refuses the duplicate.
+                Err(sqlx::Error::Database(e))
+                    if e.constraint() == Some("customers_org_source_key") =>
+                {
+                    Ok(Work::RollBack(false))
+                }
+                Err(e) => Err(AppError::from(e)),
+            }
+        }
+    })
+    .await?;
+    match ran {
+        Once::Ran(true) => Ok(CustomerSaved::Created(customer_id)),
+        Once::Ran(false) => Ok(CustomerSaved::Replayed(
+            crate::ssr::customers::id_by_source_key(pool, org, &source_key).await?,
+        )),
+        Once::Done(Outcome {
+            result_id: Some(id),
+            ..
+        }) => Ok(CustomerSaved::Replayed(id)),
+        Once::Done(outcome) => Err(AppError::internal(
+            "customer claim done without a customer",
+            format!("{key:?} {outcome:?}"),
+        )),
+        Once::Mismatch => Ok(CustomerSaved::KeyReused),
+        Once::Busy { retry_after } => Err(AppError::BadRequest(format!(
+            "This form is still being processed. Try again in {} seconds.",
+            retry_after.as_secs()
+        ))),
+    }
+}
+
+/// A customer's edit form: applied at most once per rendered form.
+pub async fn update_customer(
+    pool: &PgPool,
+    attempt: &Attempt,
+    org: Uuid,
+    form_key: Uuid,
+    customer: Uuid,
+    input: &crate::model::CustomerInput,
+) -> Result<CustomerSaved, AppError> {
+    use sha2::{Digest, Sha256};
+
+    let key = ClaimKey::form(org, Form::EditCustomer, form_key);
+    let mut hash = Sha256::new();
+    hash.update(customer.as_bytes());
+    hash.update(serde_json::to_vec(input).expect("input serialises"));
+    let fingerprint = hash.finalize().to_vec();
+    let terms = Terms {
+        fingerprint: Some(&fingerprint),
+        result_id: Some(customer),
+        ..Terms::default()
+    };
+    let ran = once(pool, attempt, &key, &terms, || {
+        async |tx| match crate::ssr::customers::update(tx, org, customer, input).await? {
+            Some(_) => Ok::<_, AppError>(Work::Commit {
+                answer: (),
+                outcome: Outcome::result(customer),
+                concerns: Concerns {
+                    org: Some(org),
+                    invoice: None,
+                },
+            }),
+            None => Err(AppError::NotFound),
+        }
+    })
+    .await?;
+    match ran {
+        Once::Ran(()) => Ok(CustomerSaved::Created(customer)),
+        Once::Done(_) => Ok(CustomerSaved::Replayed(customer)),
+        Once::Mismatch => Ok(CustomerSaved::KeyReused),
+        Once::Busy { retry_after } => Err(AppError::BadRequest(format!(
+            "This form is still being processed. Try again in {} seconds.",
             retry_after.as_secs()
         ))),
     }

@@ -1,0 +1,180 @@
+//! Customers: the list (searched by the start of a name or email), a new one, one to edit.
+
+use leptos::prelude::*;
+use leptos_router::hooks::{use_params_map, use_query_map};
+use uuid::Uuid;
+
+use super::layout::{error_banner, NotFound};
+use crate::api::{get_customer, list_customers, SaveCustomer};
+use crate::error::{AppError, FieldErrors};
+use crate::model::Customer;
+
+#[component]
+pub fn CustomersPage() -> impl IntoView {
+    let query = use_query_map();
+    let q = move || query.with(|q| q.get("q")).filter(|v| !v.is_empty());
+    let customers = Resource::new(q, list_customers);
+    view! {
+        <section class="card">
+            <div class="heading">
+                <h1>"Customers"</h1>
+                <a class="button" href="/customers/new">"New customer"</a>
+            </div>
+            <form method="get" action="/customers" class="filters" role="search">
+                <label class="sr-only" for="customer-q">"Name or email"</label>
+                <input id="customer-q" type="search" name="q" placeholder="Name or email starts with…" value=q />
+                <button type="submit">"Search"</button>
+            </form>
+            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match customers.await {
+                        Ok(list) if list.is_empty() => view! { <p class="empty">"No customers match."</p> }.into_any(),
+                        Ok(list) => view! {
+                            <div class="table-scroll">
+                                <table class="customers">
+                                    <thead><tr><th>"Name"</th><th>"Email"</th><th>"Tax id"</th></tr></thead>
+                                    <tbody>
+                                        {list.into_iter().map(|c| view! {
+                                            <tr class="customer-row">
+                                                <td><a href=format!("/customers/{}", c.id)>{c.name}</a></td>
+                                                <td>{c.email}</td>
+                                                <td>{c.tax_id.unwrap_or_default()}</td>
+                                            </tr>
+                                        }).collect_view()}
+                                    </tbody>
+                                </table>
+                            </div>
+                        }.into_any(),
+                        Err(e) => error_banner(&e).into_any(),
+                    }
+                })}
+            </Suspense>
+        </section>
+    }
+}
+
+#[component]
+pub fn NewCustomerPage() -> impl IntoView {
+    // Minted on the server at render and carried through hydration: every submit of this rendered
+    // form is the same attempt.
+    let minted = SharedValue::new_str(Uuid::now_v7).into_inner();
+    view! {
+        <section class="card">
+            <h1>"New customer"</h1>
+            <CustomerForm key=minted customer=None />
+        </section>
+    }
+}
+
+#[component]
+pub fn CustomerPage() -> impl IntoView {
+    let params = use_params_map();
+    let page = Resource::new(
+        move || params.with(|p| p.get("id").unwrap_or_default()),
+        get_customer,
+    );
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match page.await {
+                    Ok(p) => view! {
+                        <section class="card">
+                            <h1 class="customer-name">{p.customer.name.clone()}</h1>
+                            <p>
+                                <a href=format!("/invoices?q={}", urlencoding_min(&p.customer.name))>"Their invoices"</a>
+                            </p>
+                            <CustomerForm key=p.key customer=Some(p.customer) />
+                        </section>
+                    }.into_any(),
+                    Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
+                    Err(e) => error_banner(&e).into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+/// Percent-encodes what a query value cannot carry as is.
+fn urlencoding_min(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The customer's fields; saving creates (no `customer`) or replaces (with one) its details.
+#[component]
+fn CustomerForm(key: Uuid, customer: Option<Customer>) -> impl IntoView {
+    let action = ServerAction::<SaveCustomer>::new();
+    let errors = Signal::derive(move || match action.value().get() {
+        Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
+        _ => FieldErrors::new(),
+    });
+    let error_for = move |field: &'static str| {
+        move || {
+            errors
+                .get()
+                .get(field)
+                .cloned()
+                .map(|m| view! { <span class="error">{m}</span> })
+        }
+    };
+    let pending = action.pending();
+    let id = customer
+        .as_ref()
+        .map(|c| c.id.to_string())
+        .unwrap_or_default();
+    let label = if customer.is_some() {
+        "Save customer"
+    } else {
+        "Create customer"
+    };
+    let c = customer.unwrap_or(Customer {
+        id: Uuid::nil(),
+        name: String::new(),
+        email: String::new(),
+        billing_address: String::new(),
+        tax_id: None,
+        notes: String::new(),
+        created_at: Default::default(),
+    });
+    view! {
+        {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+        <ActionForm action>
+            <input type="hidden" name="idempotency_key" value=key.to_string() />
+            <input type="hidden" name="customer_id" value=id />
+            <div class="grid">
+                <label>
+                    "Name"
+                    <input type="text" name="input[name]" value=c.name maxlength="200" />
+                    {error_for("name")}
+                </label>
+                <label>
+                    "Email"
+                    <input type="text" inputmode="email" name="input[email]" value=c.email maxlength="254" />
+                    {error_for("email")}
+                </label>
+                <label>
+                    "Tax id"
+                    <input type="text" name="input[tax_id]" value=c.tax_id.unwrap_or_default() maxlength="50" />
+                    {error_for("tax_id")}
+                </label>
+            </div>
+            <label>
+                "Billing address"
+                <textarea name="input[billing_address]" rows="3" maxlength="1000">{c.billing_address}</textarea>
+                {error_for("billing_address")}
+            </label>
+            <label>
+                "Notes"
+                <textarea name="input[notes]" rows="2" maxlength="2000">{c.notes}</textarea>
+                {error_for("notes")}
+            </label>
+            <button type="submit" class="primary" disabled=move || pending.get()>{label}</button>
+        </ActionForm>
+    }
+}
