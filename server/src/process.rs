@@ -38,6 +38,24 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             app::ssr::state::DEV_WEBHOOK_SECRET
         );
     }
+    // `scripts/dev --demo`: a populated demo org, in dev mode only.
+    if std::env::var("INVOICER_SEED_DEMO").is_ok_and(|v| v == "1") {
+        if !config.dev_mode() {
+            anyhow::bail!("INVOICER_SEED_DEMO is for development (LEPTOS_ENV=DEV) only");
+        }
+        match app::ssr::demo::seed(&pool).await {
+            Ok(Some(_)) => tracing::info!(
+                "demo org seeded: log in as {} / {}",
+                app::ssr::demo::EMAIL,
+                app::ssr::demo::PASSWORD
+            ),
+            Ok(None) => tracing::info!(
+                "demo org already there: log in as {}",
+                app::ssr::demo::EMAIL
+            ),
+            Err(e) => anyhow::bail!("seeding the demo org: {e}"),
+        }
+    }
     let state = AppState::new(pool, leptos_options, config.settings());
     let workers = Workers::start(&config, &state.pool, config.workers)?;
     let metrics = match (&config.metrics_addr, &config.metrics_token) {

@@ -601,3 +601,51 @@ async fn api_patch_edits_a_draft_with_if_match_once_per_key(pool: PgPool) {
         404
     );
 }
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn the_demo_org_has_every_state_and_seeds_once(pool: PgPool) {
+    let org = app::ssr::demo::seed(&pool).await.unwrap().expect("seeded");
+    assert_eq!(
+        app::ssr::demo::seed(&pool).await.unwrap(),
+        None,
+        "seeded once"
+    );
+    let states: Vec<(String, String)> = sqlx::query_as(
+        "select distinct status, payment_state from invoices where org_id = $1 order by 1, 2",
+    )
+    .bind(org)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    for want in [
+        ("draft", "unpaid"),
+        ("open", "unpaid"),
+        ("open", "partially_paid"),
+        ("open", "processing"),
+        ("paid", "paid"),
+        ("refunded", "refunded"),
+        ("uncollectible", "unpaid"),
+        ("void", "unpaid"),
+    ] {
+        assert!(
+            states.contains(&(want.0.to_owned(), want.1.to_owned())),
+            "{want:?} missing from {states:?}"
+        );
+    }
+    let overdue: i64 = sqlx::query_scalar(
+        "select count(*) from invoices where org_id = $1 and status = 'open' and due_date < current_date",
+    )
+    .bind(org)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!(overdue >= 1);
+    assert_eq!(
+        sqlx::query_scalar::<_, i64>("select count(*) from customers where org_id = $1")
+            .bind(org)
+            .fetch_one(&pool)
+            .await
+            .unwrap(),
+        5
+    );
+}

@@ -6,6 +6,7 @@ pub mod api_keys;
 pub mod auth;
 pub mod claim;
 pub mod customers;
+pub mod demo;
 pub mod failpoint;
 pub mod invoices;
 pub mod lifecycle;

@@ -1,0 +1,189 @@
+//! A demo org for a newcomer (`scripts/dev --demo`): customers, and invoices in every lifecycle and
+//! payment state. Idempotent: an existing demo owner means it was seeded already.
+
+use chrono::{Duration, Utc};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::model::{CustomerInput, InvoiceInput, LineInput};
+use crate::ssr::lifecycle::{self, Action};
+use crate::ssr::payments::{self, PaymentStatus, RefundFact, SessionFact};
+use crate::ssr::{accounts, customers, invoices};
+
+pub const EMAIL: &str = "demo@example.com";
+pub const PASSWORD: &str = "demo password";
+
+/// Seeds the demo org unless its owner exists; returns the org id when it seeded.
+pub async fn seed(pool: &PgPool) -> Result<Option<Uuid>, crate::error::AppError> {
+    // language=PostgreSQL
+    let exists = sqlx::query_scalar!(
+        r#"select true as "found!" from users where lower(email) = lower($1)"#,
+        EMAIL
+    )
+    .fetch_optional(pool)
+    .await?;
+    if exists.is_some() {
+        return Ok(None);
+    }
+    let org = accounts::create_org_with_owner(pool, "Demo Studio", EMAIL, PASSWORD)
+        .await
+        .map_err(|e| crate::error::AppError::internal("creating the demo org", e))?
+        .org_id;
+    // language=PostgreSQL
+    sqlx::query!(
+        "update orgs set address = $2, number_format = 'INV-{YYYY}-{seq:4}', number_reset = 'yearly' \
+         where id = $1",
+        org,
+        "12 Rue des Lilas\n69001 Lyon, France"
+    )
+    .execute(pool)
+    .await?;
+
+    let mut tx = pool.begin().await?;
+    let mut people = Vec::new();
+    for (name, email, address, tax_id) in [
+        (
+            "Zoë Müller GmbH",
+            "ap@mueller.example",
+            "Hauptstraße 5\n10115 Berlin",
+            Some("DE123456789"),
+        ),
+        (
+            "Ada Analytics Ltd",
+            "billing@ada.example",
+            "1 Engine Row\nLondon N1",
+            Some("GB999888777"),
+        ),
+        (
+            "Grace & Co",
+            "grace@grace.example",
+            "42 Compiler Ave\nArlington, VA",
+            None,
+        ),
+        (
+            "Łukasz Nowak",
+            "lukasz@nowak.example",
+            "ul. Długa 7\n00-238 Warszawa",
+            None,
+        ),
+        (
+            "Hopper Logistics",
+            "finance@hopper.example",
+            "9 Harbour Road\nRotterdam",
+            Some("NL00112233B01"),
+        ),
+    ] {
+        let input = CustomerInput {
+            name: name.into(),
+            email: email.into(),
+            billing_address: address.into(),
+            tax_id: tax_id.map(Into::into),
+            notes: String::new(),
+        };
+        let customer = customers::insert(&mut tx, Uuid::now_v7(), org, None, &input).await?;
+        people.push(customer);
+    }
+    let today = Utc::now().date_naive();
+    let invoice = |who: usize, lines: &[(&str, i64, i64)], due_in: i64, draft: bool| InvoiceInput {
+        customer_name: people[who].name.clone(),
+        customer_email: people[who].email.clone(),
+        currency: if who == 1 { "gbp" } else { "eur" }.into(),
+        due_date: today + Duration::days(due_in),
+        lines: lines
+            .iter()
+            .map(|(description, quantity, cents)| LineInput {
+                description: (*description).into(),
+                quantity: *quantity,
+                unit_amount_cents: *cents,
+            })
+            .collect(),
+        customer_id: Some(people[who].id),
+        draft,
+    };
+    let mut made = Vec::new();
+    for (who, lines, due_in, draft) in [
+        (
+            0,
+            &[
+                ("Website redesign: discovery", 1, 240_000),
+                ("Hosting (monthly)", 12, 2_500),
+            ][..],
+            30,
+            false,
+        ),
+        (1, &[("Data audit", 3, 95_000)][..], -12, false),
+        (2, &[("Support retainer", 1, 150_000)][..], 15, false),
+        (3, &[("Translation, 40 pages", 40, 3_500)][..], 30, false),
+        (
+            4,
+            &[("Route optimisation study", 1, 480_000)][..],
+            30,
+            false,
+        ),
+        (0, &[("Maintenance", 6, 12_000)][..], 30, false),
+        (1, &[("Workshop", 2, 60_000)][..], -40, false),
+        (2, &[("Consulting", 10, 15_000)][..], 20, false),
+        (3, &[("Proofreading", 1, 30_000)][..], 14, true),
+        (
+            4,
+            &[
+                ("Fleet dashboard, phase 2", 1, 320_000),
+                ("Training day", 1, 90_000),
+            ][..],
+            30,
+            true,
+        ),
+    ] {
+        let input = invoice(who, lines, due_in, draft);
+        let inv = invoices::insert(&mut tx, Uuid::now_v7(), org, None, &input, "").await?;
+        made.push(inv);
+    }
+    // Money and lifecycle, as Stripe's events and the owner's buttons would leave them.
+    let pay = async |tx: &mut sqlx::PgConnection, i: usize, amount: i64, status: PaymentStatus| {
+        let inv = &made[i];
+        let pi = format!("pi_demo_{}", inv.id.simple());
+        let event = format!("evt_demo_{}_{}", inv.id.simple(), status as u8);
+        let reference = inv.id.to_string();
+        payments::record_session(
+            tx,
+            &SessionFact {
+                provider: "stripe",
+                payment_intent: &pi,
+                invoice_ref: Some(&reference),
+                amount,
+                currency: &inv.currency,
+                status,
+                failure: None,
+                event_id: &event,
+            },
+        )
+        .await
+        .map(|_| pi)
+    };
+    pay(&mut tx, 2, made[2].total_cents, PaymentStatus::Succeeded).await?;
+    pay(
+        &mut tx,
+        3,
+        made[3].total_cents / 2,
+        PaymentStatus::Succeeded,
+    )
+    .await?;
+    pay(&mut tx, 4, made[4].total_cents, PaymentStatus::Pending).await?;
+    let refunded = pay(&mut tx, 5, made[5].total_cents, PaymentStatus::Succeeded).await?;
+    payments::record_refund(
+        &mut tx,
+        &RefundFact {
+            provider: "stripe",
+            payment_intent: &refunded,
+            amount_refunded: made[5].total_cents,
+            full: true,
+            currency: &made[5].currency,
+            event_id: "evt_demo_refund",
+        },
+    )
+    .await?;
+    lifecycle::apply(&mut tx, org, made[6].id, Action::MarkUncollectible).await?;
+    lifecycle::apply(&mut tx, org, made[7].id, Action::Void).await?;
+    tx.commit().await?;
+    Ok(Some(org))
+}
