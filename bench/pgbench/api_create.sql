@@ -16,24 +16,37 @@ insert into claims (scope, owner, key, fingerprint, status, result_id, completed
 values ('api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text, sha256(convert_to('pgb-' || :r::text, 'UTF8')), 'done', null::uuid, now())
 on conflict do nothing
 returning true;
-with counter as (
-    insert into invoice_counters (org_id, last_number) values (:org::uuid, 1)
-    on conflict (org_id) do update set last_number = invoice_counters.last_number + 1
-    returning last_number
+with org as (
+    select number_format, number_reset, extract(year from now() at time zone time_zone)::int as yr
+    from orgs where id = :org::uuid and (md5(random()::text) || md5(random()::text))::text is not null
+), counter as (
+    insert into invoice_counters (org_id, period, last_number)
+    select :org::uuid, case when number_reset = 'yearly' then yr else 0 end, 1 from org
+    on conflict (org_id, period) do update set last_number = invoice_counters.last_number + 1
+    returning period, last_number
 ), invoice as (
-    insert into invoices (id, org_id, number, customer_name, customer_email, currency, due_date,
-                          total_cents, source_key)
-    select :inv::uuid, :org::uuid, last_number, 'Load Client',
-           'billing@example.com', 'usd', date '2030-01-31', 30000::int8,
-           null::text
-    from counter
-    returning number, created_at
+    insert into invoices (id, org_id, status, number, number_period, number_text, public_token,
+                          finalized_at, customer_id, customer_name, customer_email,
+                          customer_address, customer_tax_id, currency, due_date, total_cents,
+                          source_key)
+    select :inv::uuid, :org::uuid, case when c.last_number is null then 'draft' else 'open' end,
+           c.last_number, c.period, invoice_number_text(org.number_format, c.last_number, org.yr),
+           md5(random()::text) || md5(random()::text),
+           case when c.last_number is not null then now() end,
+           cu.id, 'Load Client', 'billing@example.com', coalesce(cu.billing_address, ''), cu.tax_id,
+           'usd', date '2030-01-31', 30000::int8, null::text
+    from (select) one left join counter c on true left join org on true
+    left join customers cu on cu.id = null::uuid and cu.org_id = :org::uuid
+    returning number_text, finalized_at, created_at, customer_id, customer_address, customer_tax_id
 ), lines as (
     insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
     select :inv::uuid, *
     from unnest('{1}'::int2[], '{Consulting}'::text[], '{2}'::int4[], '{15000}'::int8[])
 )
-select number, created_at from invoice;
+select number_text, finalized_at, created_at, customer_id, customer_address, customer_tax_id,
+       true and date '2030-01-31' < (select (now() at time zone o.time_zone)::date
+                                     from orgs o where o.id = :org::uuid) as overdue
+from invoice;
 update claims
 set result_id = :inv::uuid, response_status = 201,
     response_headers = '{"content-type": "application/json", "location": "/api/v1/invoices/x"}'::jsonb,

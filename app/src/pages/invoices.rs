@@ -81,7 +81,11 @@ pub fn InvoiceListPage() -> impl IntoView {
                 {move || Suspend::new(async move {
                     match invoices.await {
                         Ok(page) if page.rows.is_empty() => {
-                            view! { <p class="empty">"No invoices match."</p> }.into_any()
+                            let filtered = ["status", "payment_state", "q", "before"]
+                                .into_iter()
+                                .any(|name| param(name).is_some());
+                            let text = if filtered { "No invoices match." } else { "No invoices yet." };
+                            view! { <p class="empty">{text}</p> }.into_any()
                         }
                         Ok(page) => {
                             let next = page.next_cursor.clone();
@@ -696,15 +700,15 @@ fn InvoiceFields(
                         view! {
                             <tr class="line">
                                 <td>
-                                    <input type="text" name=name("description") value=line.description maxlength="500" />
+                                    <input type="text" name=name("description") value=line.description maxlength="500" aria-label=move || format!("Line {} description", index() + 1) />
                                     {line_error("description")}
                                 </td>
                                 <td>
-                                    <input type="text" inputmode="numeric" name=name("quantity") value=line.quantity />
+                                    <input type="text" inputmode="numeric" name=name("quantity") value=line.quantity aria-label=move || format!("Line {} quantity", index() + 1) />
                                     {line_error("quantity")}
                                 </td>
                                 <td>
-                                    <input type="text" inputmode="decimal" name=name("unit_amount") value=line.unit_amount placeholder="0.00" />
+                                    <input type="text" inputmode="decimal" name=name("unit_amount") value=line.unit_amount placeholder="0.00" aria-label=move || format!("Line {} unit price", index() + 1) />
                                     {line_error("unit_amount_cents")}
                                 </td>
                                 <td>

@@ -34,10 +34,12 @@ pub async fn seed(pool: &PgPool, invoices: usize) -> anyhow::Result<Fixture> {
     // language=PostgreSQL
     let ids = sqlx::query_scalar!(
         r#"
-        insert into invoices (id, org_id, number, customer_name, customer_email, currency, due_date,
+        insert into invoices (id, org_id, number, number_period, number_text, public_token,
+                              finalized_at, customer_name, customer_email, currency, due_date,
                               total_cents)
-        select md5('bench/' || $1::uuid || '/' || g)::uuid, $1, g, 'Load', 'load@example.com', 'usd',
-               date '2030-01-01', $3
+        select md5('bench/' || $1::uuid || '/' || g)::uuid, $1, g, 0, 'INV-' || lpad(g::text, 6, '0'),
+               md5('token/' || $1::uuid || '/' || g) || md5(random()::text), now(),
+               'Load', 'load@example.com', 'usd', date '2030-01-01', $3
         from generate_series(1, $2::int4) g
         order by g
         returning id
