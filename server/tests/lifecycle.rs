@@ -649,3 +649,60 @@ async fn the_demo_org_has_every_state_and_seeds_once(pool: PgPool) {
         5
     );
 }
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn api_delete_and_duplicate_are_once_per_key(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, token) = app.api_client().await;
+    let open = app
+        .post_invoice(Some(&token), Some("o"), &invoice_body("Fay"))
+        .await
+        .json();
+    let id = open["id"].as_str().unwrap();
+    let dup_path = format!("/api/v1/invoices/{id}/duplicate");
+    let copy = app.post_to(&dup_path, Some(&token), Some("d-1"), "").await;
+    assert_eq!(copy.status, 201, "{}", String::from_utf8_lossy(&copy.body));
+    assert_eq!(copy.json()["status"], "draft");
+    assert_eq!(copy.json()["lines"], open["lines"]);
+    let again = app.post_to(&dup_path, Some(&token), Some("d-1"), "").await;
+    assert_eq!(
+        (again.status, &again.body),
+        (201, &copy.body),
+        "one draft per key"
+    );
+    assert_eq!(
+        app.count("select count(*) from invoices where status = 'draft'")
+            .await,
+        1
+    );
+
+    let delete = |key: &'static str, target: String| {
+        let (app, token) = (&app, token.clone());
+        async move {
+            let res = app
+                .http
+                .delete(format!("{}/api/v1/invoices/{target}", app.base))
+                .bearer_auth(token)
+                .header("idempotency-key", key)
+                .send()
+                .await
+                .unwrap();
+            crate::common::served::ApiResponse::read(res).await
+        }
+    };
+    let draft = copy.json()["id"].as_str().unwrap().to_owned();
+    let gone = delete("x-1", draft.clone()).await;
+    assert_eq!(gone.status, 204);
+    let replay = delete("x-1", draft.clone()).await;
+    assert_eq!(
+        replay.status, 204,
+        "a retry after success gets the stored answer"
+    );
+    assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    assert_eq!(delete("x-2", draft).await.status, 404);
+    let refused = delete("x-3", id.to_owned()).await;
+    assert_eq!(
+        refused.status, 409,
+        "an open invoice is voided, not deleted"
+    );
+}

@@ -211,10 +211,16 @@ async fn act(
                 }
             }
         };
-        let path = format!("{INVOICES_PATH}/{id}/{}", action.as_str());
-        let fingerprint = api::fingerprint("POST", &path, &value);
-        // An unknown id is answered before anything is claimed: the key stays usable.
-        if !invoices::exists(&mut *state.pool.acquire().await?, client.org_id, id).await? {
+        let (method, path) = match action {
+            Action::DeleteDraft => ("DELETE", format!("{INVOICES_PATH}/{id}")),
+            _ => ("POST", format!("{INVOICES_PATH}/{id}/{}", action.as_str())),
+        };
+        let fingerprint = api::fingerprint(method, &path, &value);
+        // An unknown id is answered before anything is claimed: the key stays usable. Not for a
+        // delete, whose retry after success finds no invoice and must get the stored answer.
+        if action != Action::DeleteDraft
+            && !invoices::exists(&mut *state.pool.acquire().await?, client.org_id, id).await?
+        {
             return Err(not_found());
         }
         let base = &state.settings.public_url;
@@ -224,6 +230,11 @@ async fn act(
             async |tx| {
                 let moved = lifecycle::apply(tx, client.org_id, id, action).await?;
                 let response = match moved {
+                    Moved::Now if action == Action::DeleteDraft => StoredResponse {
+                        status: 204,
+                        headers: serde_json::json!({}),
+                        body: Vec::new(),
+                    },
                     Moved::Now | Moved::Already => {
                         match invoices::get(tx, client.org_id, id, base).await? {
                             Some(invoice) => api::ok(&invoice),
@@ -238,7 +249,14 @@ async fn act(
                     )),
                     Moved::NotFound => write::stored_problem(not_found()),
                 };
-                Ok((response, Some(id)))
+                // An invoice that is not there (deleted now, or never) cannot be named by the
+                // attempt's row: its foreign key.
+                let concerns = match moved {
+                    Moved::NotFound => None,
+                    Moved::Now if action == Action::DeleteDraft => None,
+                    _ => Some(id),
+                };
+                Ok((response, concerns))
             }
         })
         .await?;
@@ -423,7 +441,8 @@ pub(super) async fn patch_invoice(
         let ran = api::respond_once(pool, &attempt, client, &key, &fingerprint, ttl, || {
             async |tx| {
                 let org = client.org_id;
-                let response = match lifecycle::edit_draft(tx, org, id, version, &input).await? {
+                let edited = lifecycle::edit_draft(tx, org, id, version, &input).await?;
+                let response = match edited {
                     Edited::Now(_) => match invoices::get(tx, org, id, base).await? {
                         Some(invoice) => with_etag(api::ok(&invoice), invoice.version),
                         None => write::stored_problem(not_found()),
@@ -432,7 +451,8 @@ pub(super) async fn patch_invoice(
                     Edited::NotDraft(status) => write::stored_problem(not_draft(status)),
                     Edited::NotFound => write::stored_problem(not_found()),
                 };
-                Ok((response, Some(id)))
+                // Deleted since the check: the attempt's row cannot name it.
+                Ok((response, (edited != Edited::NotFound).then_some(id)))
             }
         })
         .await?;
@@ -466,4 +486,95 @@ async fn with_customer(
     input
         .check()
         .map_err(|fields| write::invalid("invoice", fields))
+}
+
+/// Delete a draft, once per `Idempotency-Key` (a retry after success gets the stored 204).
+#[utoipa::path(
+    delete,
+    path = "/api/v1/invoices/{id}",
+    tag = "invoices",
+    params(
+        ("id" = String, Path, description = "Invoice id (UUID)"),
+        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Names this attempt, as for creation."),
+    ),
+    responses(
+        (status = 204, description = "Deleted; replays return the stored 204 with `Idempotent-Replayed: true`"),
+        (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is neither empty nor a JSON object", body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such invoice (stored for the key)", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Not a draft (void it instead), or the same key is still in flight", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The key was used with a different request", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = []))
+)]
+pub(super) async fn delete_invoice(
+    State(state): State<AppState>,
+    Client(client): Client,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ProblemResponse> {
+    act(state, client, headers, id, body, Action::DeleteDraft).await
+}
+
+/// Duplicate any invoice as a new draft, once per `Idempotency-Key`.
+#[utoipa::path(
+    post,
+    path = "/api/v1/invoices/{id}/duplicate",
+    tag = "invoices",
+    params(
+        ("id" = String, Path, description = "Invoice id (UUID)"),
+        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Names this attempt, as for creation."),
+    ),
+    responses(
+        (status = 201, description = "The new draft; replays return the stored response with `Idempotent-Replayed: true`", body = Invoice,
+            headers(("Location" = String, description = "The draft's URL"))),
+        (status = 400, description = "Missing or malformed Idempotency-Key", body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The same key is still in flight", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The key was used with a different request", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = []))
+)]
+pub(super) async fn duplicate_invoice(
+    State(state): State<AppState>,
+    Client(client): Client,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ProblemResponse> {
+    let attempt = write::attempt(client, &headers);
+    let outcome = track(&state.pool, attempt, async |attempt| {
+        let key = IdempotencyKey::parse(headers.get("idempotency-key").map(|v| v.as_bytes()))?;
+        let id = uuid::Uuid::try_parse(&id).map_err(|_| not_found())?;
+        if !invoices::exists(&mut *state.pool.acquire().await?, client.org_id, id).await? {
+            return Err(not_found());
+        }
+        let path = format!("{INVOICES_PATH}/{id}/duplicate");
+        let fingerprint = api::fingerprint("POST", &path, &serde_json::Value::Null);
+        let (base, ttl, pool) = (
+            &state.settings.public_url,
+            state.settings.idempotency_key_ttl,
+            &state.pool,
+        );
+        let ran = api::respond_once(pool, &attempt, client, &key, &fingerprint, ttl, || {
+            async |tx| {
+                let copy = uuid::Uuid::now_v7();
+                let source = format!("duplicate:api:{}", copy);
+                let response =
+                    match lifecycle::duplicate(tx, client.org_id, id, copy, &source).await? {
+                        Some(_) => match invoices::get(tx, client.org_id, copy, base).await? {
+                            Some(draft) => api::created(&format!("{INVOICES_PATH}/{copy}"), &draft),
+                            None => write::stored_problem(not_found()),
+                        },
+                        None => write::stored_problem(not_found()),
+                    };
+                Ok((response, Some(copy)))
+            }
+        })
+        .await?;
+        Ok::<_, ProblemResponse>(ran)
+    })
+    .await?;
+    write::answer(outcome)
 }

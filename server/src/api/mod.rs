@@ -36,8 +36,10 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/api/v1/invoices/{id}",
             allowing(
-                get(invoices::get_invoice).patch(invoices::patch_invoice),
-                "GET, HEAD, PATCH",
+                get(invoices::get_invoice)
+                    .patch(invoices::patch_invoice)
+                    .delete(invoices::delete_invoice),
+                "GET, HEAD, PATCH, DELETE",
             ),
         )
         .route(
@@ -47,6 +49,10 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/api/v1/invoices/{id}/void",
             allowing(post(invoices::void_invoice), "POST"),
+        )
+        .route(
+            "/api/v1/invoices/{id}/duplicate",
+            allowing(post(invoices::duplicate_invoice), "POST"),
         )
         .route(
             "/api/v1/invoices/{id}/mark_uncollectible",

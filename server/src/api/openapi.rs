@@ -19,6 +19,8 @@ use super::problem::Problem;
         invoices::list_invoices,
         invoices::get_invoice,
         invoices::patch_invoice,
+        invoices::delete_invoice,
+        invoices::duplicate_invoice,
         invoices::finalize_invoice,
         invoices::void_invoice,
         invoices::mark_uncollectible,
