@@ -318,3 +318,33 @@ async fn the_customer_form_creates_once_per_rendered_form(pool: PgPool) {
         CustomerSaved::KeyReused
     );
 }
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_name_sent_with_a_customer_must_still_be_valid(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, token) = app.api_client().await;
+    let customer = post(&app, &token, "c", &body("Ada", "ada@example.com"))
+        .await
+        .json();
+    let invoice = serde_json::json!({
+        "customer_id": customer["id"],
+        "customer_name": "bad\u{0}name",
+        "currency": "usd",
+        "due_date": "2027-02-28",
+        "lines": [{ "description": "Work", "quantity": 1, "unit_amount_cents": 1000 }],
+    })
+    .to_string();
+    let refused = app.post_invoice(Some(&token), Some("i"), &invoice).await;
+    assert_eq!(refused.status, 422);
+    assert!(refused.json()["errors"]["customer_name"].is_string());
+    // Sent empty is not "left out".
+    let empty = invoice.replace("bad\\u0000name", "");
+    assert!(empty.contains(r#""customer_name":"""#), "{empty}");
+    assert_eq!(
+        app.post_invoice(Some(&token), Some("i"), &empty)
+            .await
+            .status,
+        422
+    );
+    assert_eq!(app.count("select count(*) from invoices").await, 0);
+}

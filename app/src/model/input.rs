@@ -15,7 +15,7 @@ pub const MAX_LINES: usize = 100;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
 pub struct InvoiceInput {
     /// May be left out when `customer_id` is given: the customer's is used.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "not_empty_if_sent")]
     #[validate(
         length(min = 1, max = 200, message = "Enter 1 to 200 characters."),
         custom(function = "not_blank")
@@ -34,7 +34,7 @@ pub struct InvoiceInput {
         email(message = "Enter a valid email address.")
     )]
     /// May be left out when `customer_id` is given: the customer's is used.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "not_empty_if_sent")]
     #[cfg_attr(feature = "ssr", schema(format = Email, max_length = 254))]
     pub customer_email: String,
     /// ISO 4217, lower case.
@@ -95,6 +95,18 @@ pub struct LineInput {
     #[cfg_attr(feature = "ssr", schema(minimum = 0, maximum = 100_000_000))]
     #[serde(deserialize_with = "whole_number")]
     pub unit_amount_cents: i64,
+}
+
+/// A field that may be left out (then empty) but, when sent, is not empty: "" is refused as sent,
+/// as the schema's `minLength` says, not taken for "left out".
+fn not_empty_if_sent<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let text = String::deserialize(d)?;
+    if text.is_empty() {
+        return Err(serde::de::Error::custom(
+            "an empty string; leave the field out to use the customer's",
+        ));
+    }
+    Ok(text)
 }
 
 /// JSON has one number type: `3.0` is the integer 3 (as JSON Schema says), `3.5` is not.

@@ -353,7 +353,7 @@ fn if_match(headers: &HeaderMap) -> Result<i32, ProblemResponse> {
     params(
         ("id" = String, Path, description = "Invoice id (UUID)"),
         ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Names this attempt, as for creation."),
-        ("If-Match" = String, Header, description = "The draft's version as its ETag, e.g. \"3\"."),
+        ("If-Match" = Option<String>, Header, description = "The draft's version as its ETag, e.g. \"3\". Required: without it the answer is 428."),
     ),
     responses(
         (status = 200, description = "Saved; the new version is in `version` and the ETag", body = Invoice,
@@ -474,6 +474,21 @@ async fn with_customer(
     org: uuid::Uuid,
     input: &mut InvoiceInput,
 ) -> Result<(), ProblemResponse> {
+    // What was sent is checked as sent: with a customer, a name and email may be left out (blank),
+    // but one that is there must be valid, even though the customer's replaces it.
+    if let Err(mut fields) = input.check() {
+        if input.customer_id.is_some() {
+            if input.customer_name.is_empty() {
+                fields.remove("customer_name");
+            }
+            if input.customer_email.is_empty() {
+                fields.remove("customer_email");
+            }
+        }
+        if !fields.is_empty() {
+            return Err(write::invalid("invoice", fields));
+        }
+    }
     let (name, email) = (&mut input.customer_name, &mut input.customer_email);
     match app::ssr::customers::fill_invoice(&state.pool, org, input.customer_id, name, email).await
     {
