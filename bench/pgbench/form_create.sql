@@ -25,11 +25,13 @@ values ('form', :org::text || '/create_invoice', :form_key::uuid::text,
 on conflict do nothing
 returning true;
 with org as (
-    select number_format, number_reset, extract(year from now() at time zone time_zone)::int as yr
-    from orgs where id = :org::uuid and (md5(random()::text) || md5(random()::text))::text is not null
+    select number_format, number_reset, time_zone,
+           extract(year from now() at time zone time_zone)::int as yr
+    from orgs where id = :org::uuid
 ), counter as (
     insert into invoice_counters (org_id, period, last_number)
     select :org::uuid, case when number_reset = 'yearly' then yr else 0 end, 1 from org
+    where (md5(random()::text) || md5(random()::text))::text is not null
     on conflict (org_id, period) do update set last_number = invoice_counters.last_number + 1
     returning period, last_number
 ), invoice as (
@@ -45,16 +47,16 @@ with org as (
            'usd', date '2030-01-31', 30000::int8, 'form:' || :form_key::uuid::text
     from (select) one left join counter c on true left join org on true
     left join customers cu on cu.id = null::uuid and cu.org_id = :org::uuid
-    returning number_text, finalized_at, created_at, customer_id, customer_address, customer_tax_id
+    returning status, due_date, number_text, finalized_at, created_at, customer_id,
+              customer_address, customer_tax_id
 ), lines as (
     insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
     select :inv::uuid, *
     from unnest('{1}'::int2[], '{Consulting}'::text[], '{2}'::int4[], '{15000}'::int8[])
 )
 select number_text, finalized_at, created_at, customer_id, customer_address, customer_tax_id,
-       true and date '2030-01-31' < (select (now() at time zone o.time_zone)::date
-                                     from orgs o where o.id = :org::uuid) as overdue
-from invoice;
+       invoice_overdue(invoice.status, invoice.due_date, org.time_zone) as overdue
+from invoice, org;
 insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
 values (:org::uuid, 'form', :org::text, :form_key::uuid::text, 'won',
         :inv::uuid, gen_random_uuid()::text, 1.0);

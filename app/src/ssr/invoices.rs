@@ -46,12 +46,13 @@ pub async fn insert(
     let row = sqlx::query!(
         r#"
         with org as (
-            select number_format, number_reset,
+            select number_format, number_reset, time_zone,
                    extract(year from now() at time zone time_zone)::int as yr
-            from orgs where id = $2::uuid and $13::text is not null
+            from orgs where id = $2::uuid
         ), counter as (
             insert into invoice_counters (org_id, period, last_number)
             select $2::uuid, case when number_reset = 'yearly' then yr else 0 end, 1 from org
+            where $13::text is not null
             on conflict (org_id, period) do update set last_number = invoice_counters.last_number + 1
             returning period, last_number
         ), invoice as (
@@ -66,8 +67,8 @@ pub async fn insert(
                    $5::text, $6::date, $7::int8, $8::text
             from (select) one left join counter c on true left join org on true
             left join customers cu on cu.id = $14::uuid and cu.org_id = $2::uuid
-            returning number_text, finalized_at, created_at, customer_id, customer_address,
-                      customer_tax_id
+            returning status, due_date, number_text, finalized_at, created_at, customer_id,
+                      customer_address, customer_tax_id
         ), lines as (
             insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
             select $1::uuid, * from unnest($9::int2[], $10::text[], $11::int4[], $12::int8[])
@@ -75,10 +76,8 @@ pub async fn insert(
         select number_text, finalized_at as "finalized_at: DateTime<Utc>",
                created_at as "created_at!: DateTime<Utc>", customer_id,
                customer_address as "customer_address!", customer_tax_id,
-               $13::text is not null and $6::date < (select (now() at time zone o.time_zone)::date
-                                                     from orgs o where o.id = $2::uuid)
-                   as "overdue!"
-        from invoice
+               invoice_overdue(invoice.status, invoice.due_date, org.time_zone) as "overdue!"
+        from invoice, org
         "#,
         id,
         org,
@@ -368,18 +367,14 @@ pub async fn page(
         r#"
         select i.id, i.number_text, i.status, i.customer_name, i.currency, i.due_date, i.total_cents,
                i.amount_paid_cents, i.payment_state, i.created_at,
-               i.status in ('open', 'uncollectible')
-                   and i.due_date < (now() at time zone o.time_zone)::date as overdue
+               invoice_overdue(i.status, i.due_date, o.time_zone) as overdue
         from invoices i join orgs o on o.id = i.org_id
         where i.org_id = "#,
     );
     q.push_bind(org);
     match filter.status.as_deref() {
         Some("overdue") => {
-            q.push(
-                " and i.status in ('open', 'uncollectible') \
-                 and i.due_date < (now() at time zone o.time_zone)::date",
-            );
+            q.push(" and invoice_overdue(i.status, i.due_date, o.time_zone)");
         }
         Some(status) => {
             q.push(" and i.status = ").push_bind(status.to_owned());
@@ -451,9 +446,7 @@ pub async fn get_many(
         select i.id, i.number_text, i.status, i.version, i.customer_id, i.customer_name,
                i.customer_email, i.customer_address, i.customer_tax_id, i.currency,
                i.due_date as "due_date: NaiveDate", i.total_cents, i.amount_paid_cents,
-               i.payment_state,
-               i.status in ('open', 'uncollectible')
-                   and i.due_date < (now() at time zone o.time_zone)::date as "overdue!",
+               i.payment_state, invoice_overdue(i.status, i.due_date, o.time_zone) as "overdue!",
                i.public_token, i.finalized_at as "finalized_at: DateTime<Utc>",
                i.first_viewed_at as "first_viewed_at: DateTime<Utc>",
                i.created_at as "created_at: DateTime<Utc>"
