@@ -30,6 +30,15 @@ impl From<Row> for Customer {
     }
 }
 
+/// The tax id as stored: trimmed, and none when blank.
+fn tax_id(input: &CustomerInput) -> Option<&str> {
+    input
+        .tax_id
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+}
+
 /// Inserts customer `id` (minted by the caller, so a claim can name it) of `org`; `source_key`
 /// names the attempt (unique per org) when a form made it.
 pub async fn insert(
@@ -53,11 +62,7 @@ pub async fn insert(
         input.name.trim(),
         input.email.trim(),
         input.billing_address,
-        input
-            .tax_id
-            .as_deref()
-            .map(str::trim)
-            .filter(|t| !t.is_empty()),
+        tax_id(input),
         input.notes,
         source_key,
     )
@@ -89,11 +94,7 @@ pub async fn update(
         input.name.trim(),
         input.email.trim(),
         input.billing_address,
-        input
-            .tax_id
-            .as_deref()
-            .map(str::trim)
-            .filter(|t| !t.is_empty()),
+        tax_id(input),
         input.notes,
     )
     .fetch_optional(&mut *tx)
