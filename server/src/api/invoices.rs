@@ -180,6 +180,30 @@ fn not_found() -> ProblemResponse {
     )
 }
 
+/// What every action on one invoice (finalize, void, delete, duplicate, ...) is asked with: the key,
+/// the id, and no body or a JSON object (ignored, but part of the fingerprint).
+fn action_request(
+    headers: &HeaderMap,
+    id: &str,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(IdempotencyKey, uuid::Uuid, serde_json::Value), ProblemResponse> {
+    let key = IdempotencyKey::parse(headers.get("idempotency-key").map(|v| v.as_bytes()))?;
+    let id = uuid::Uuid::try_parse(id).map_err(|_| not_found())?;
+    let body = body?;
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok((key, id, serde_json::Value::Null));
+    }
+    match serde_json::from_slice(&body) {
+        Ok(value @ serde_json::Value::Object(_)) => Ok((key, id, value)),
+        _ => Err(problem(
+            StatusCode::BAD_REQUEST,
+            "malformed-json",
+            "Malformed JSON",
+            "The body must be empty or a JSON object.",
+        )),
+    }
+}
+
 /// A lifecycle action, once per `Idempotency-Key`: 200 with the invoice when it moved or was already
 /// there (a repeat, or a race someone else won), 409 when it cannot move from where it is.
 async fn act(
@@ -192,25 +216,7 @@ async fn act(
 ) -> Result<Response, ProblemResponse> {
     let attempt = write::attempt(client, &headers);
     let outcome = track(&state.pool, attempt, async |attempt| {
-        let key = IdempotencyKey::parse(headers.get("idempotency-key").map(|v| v.as_bytes()))?;
-        let id = uuid::Uuid::try_parse(&id).map_err(|_| not_found())?;
-        // No body, or a JSON object (ignored): either way it is part of the fingerprint.
-        let body = body?;
-        let value: serde_json::Value = if body.iter().all(u8::is_ascii_whitespace) {
-            serde_json::Value::Null
-        } else {
-            match serde_json::from_slice(&body) {
-                Ok(v @ serde_json::Value::Object(_)) => v,
-                _ => {
-                    return Err(problem(
-                        StatusCode::BAD_REQUEST,
-                        "malformed-json",
-                        "Malformed JSON",
-                        "The body must be empty or a JSON object.",
-                    ))
-                }
-            }
-        };
+        let (key, id, value) = action_request(&headers, &id, body)?;
         let (method, path) = match action {
             Action::DeleteDraft => ("DELETE", format!("{INVOICES_PATH}/{id}")),
             _ => ("POST", format!("{INVOICES_PATH}/{id}/{}", action.as_str())),
@@ -544,7 +550,7 @@ pub(super) async fn delete_invoice(
     responses(
         (status = 201, description = "The new draft; replays return the stored response with `Idempotent-Replayed: true`", body = Invoice,
             headers(("Location" = String, description = "The draft's URL"))),
-        (status = 400, description = "Missing or malformed Idempotency-Key", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is neither empty nor a JSON object", body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The same key is still in flight", body = Problem, content_type = "application/problem+json"),
@@ -557,16 +563,16 @@ pub(super) async fn duplicate_invoice(
     Client(client): Client,
     headers: HeaderMap,
     Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ProblemResponse> {
     let attempt = write::attempt(client, &headers);
     let outcome = track(&state.pool, attempt, async |attempt| {
-        let key = IdempotencyKey::parse(headers.get("idempotency-key").map(|v| v.as_bytes()))?;
-        let id = uuid::Uuid::try_parse(&id).map_err(|_| not_found())?;
+        let (key, id, value) = action_request(&headers, &id, body)?;
         if !invoices::exists(&mut *state.pool.acquire().await?, client.org_id, id).await? {
             return Err(not_found());
         }
         let path = format!("{INVOICES_PATH}/{id}/duplicate");
-        let fingerprint = api::fingerprint("POST", &path, &serde_json::Value::Null);
+        let fingerprint = api::fingerprint("POST", &path, &value);
         let (base, ttl, pool) = (
             &state.settings.public_url,
             state.settings.idempotency_key_ttl,
