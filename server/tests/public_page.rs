@@ -18,6 +18,15 @@ async fn get(app: &TestApp, path: &str) -> (u16, reqwest::header::HeaderMap, Str
     (status, headers, res.text().await.unwrap())
 }
 
+async fn set_address(pool: &PgPool, org: Uuid, address: &str) {
+    sqlx::query("update orgs set address = $2 where id = $1")
+        .bind(org)
+        .bind(address)
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
 /// An open invoice through the API; returns (invoice id, public path).
 async fn open_invoice(app: &TestApp, token: &str, customer: &str) -> (Uuid, String) {
     let json = app
@@ -37,11 +46,7 @@ async fn open_invoice(app: &TestApp, token: &str, customer: &str) -> (Uuid, Stri
 async fn the_customer_opens_the_invoice_without_logging_in(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (org, token) = app.api_client().await;
-    sqlx::query("update orgs set address = '9 Rue <b>Haute</b>, Paris' where id = $1")
-        .bind(org)
-        .execute(&pool)
-        .await
-        .unwrap();
+    set_address(&pool, org, "9 Rue <b>Haute</b>, Paris").await;
     let (id, path) = open_invoice(&app, &token, "Zoë <script>").await;
     assert!(path.starts_with("/i/") && !path.contains(&id.to_string()));
 
@@ -174,11 +179,7 @@ fn pdf_text(bytes: &[u8]) -> (String, usize, String) {
 async fn the_pdf_has_the_pages_numbers_as_extractable_text(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (org, token) = app.api_client().await;
-    sqlx::query("update orgs set address = '1 Quai Est, Lyon' where id = $1")
-        .bind(org)
-        .execute(&pool)
-        .await
-        .unwrap();
+    set_address(&pool, org, "1 Quai Est, Lyon").await;
     let (_, path) = open_invoice(&app, &token, "Zoë Привет").await;
     let res = app
         .http
