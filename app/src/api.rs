@@ -169,7 +169,7 @@ pub async fn create_invoice(
 }
 
 /// The invoice form parsed, with the picked customer's name and email when one was picked (one of
-/// `org`'s, or a field error).
+/// `org`'s, or a field error), and its lines' tax rates checked to be `org`'s.
 #[cfg(feature = "ssr")]
 async fn with_customer(
     state: &crate::ssr::AppState,
@@ -194,7 +194,16 @@ async fn with_customer(
             }));
         }
     }
-    form.parse()
+    let parsed = form.parse()?;
+    if let Err(e) = crate::ssr::tax_rates::check(&state.pool, org, &parsed).await {
+        return Err(e.field_errors().cloned().unwrap_or_else(|| {
+            crate::error::FieldErrors::from([(
+                "lines".to_owned(),
+                "Your tax rates could not be read. Try again.".to_owned(),
+            )])
+        }));
+    }
+    Ok(parsed)
 }
 
 /// The key a form was rendered with, or the field error that tells the user to reload.
@@ -562,6 +571,14 @@ pub async fn list_customers(q: Option<String>) -> Result<Vec<crate::model::Custo
     Ok(crate::ssr::customers::list(&state.pool, user.org_id, q.as_deref(), 100).await?)
 }
 
+/// The session org's tax rates (archived ones too when `archived`), oldest first.
+#[server(prefix = "/rpc", endpoint = "list_tax_rates")]
+pub async fn list_tax_rates(archived: bool) -> Result<Vec<crate::model::TaxRate>, AppError> {
+    let user = crate::ssr::auth::require_user().await?;
+    let state = state()?;
+    Ok(crate::ssr::tax_rates::list(&state.pool, user.org_id, archived).await?)
+}
+
 /// A customer's page: the customer and the key this rendering's save is named by.
 #[server(prefix = "/rpc", endpoint = "get_customer")]
 pub async fn get_customer(id: String) -> Result<crate::model::CustomerPage, AppError> {
@@ -585,7 +602,7 @@ pub async fn save_customer(
     input: crate::model::CustomerInput,
 ) -> Result<Uuid, AppError> {
     use crate::ssr::observe::{track, Attempt, Surface};
-    use crate::ssr::surfaces::form::{customer_from_form, update_customer, CustomerSaved};
+    use crate::ssr::surfaces::form::{customer_from_form, update_customer, Saved};
 
     let state = state()?;
     let attempt = Attempt::new(
@@ -618,15 +635,179 @@ pub async fn save_customer(
     .await
     .map_err(AppError::respond)?;
     match saved {
-        CustomerSaved::Created(id) | CustomerSaved::Replayed(id) => {
+        Saved::Created(id) | Saved::Replayed(id) => {
             leptos_axum::redirect(&format!("/customers/{id}"));
             Ok(id)
         }
-        CustomerSaved::KeyReused => Err(AppError::BadRequest(
+        Saved::KeyReused => Err(AppError::BadRequest(
             "This form already saved other details. Open the customer again to change more.".into(),
         )
         .respond()),
     }
+}
+
+/// The org settings page: the settings, the tax rates, and fresh keys for its forms.
+#[server(prefix = "/rpc", endpoint = "get_org_settings")]
+pub async fn get_org_settings() -> Result<crate::model::OrgSettingsPage, AppError> {
+    let user = crate::ssr::auth::require_user().await?;
+    let state = state()?;
+    let settings = crate::ssr::orgs::settings(&state.pool, user.org_id).await?;
+    let tax_rates = crate::ssr::tax_rates::list(&state.pool, user.org_id, true).await?;
+    let year = chrono::Datelike::year(&chrono::Utc::now());
+    Ok(crate::model::OrgSettingsPage {
+        next_number: settings.preview(1, year),
+        settings,
+        archive_keys: tax_rates.iter().map(|_| Uuid::now_v7()).collect(),
+        tax_rates,
+        settings_key: Uuid::now_v7(),
+        tax_rate_key: Uuid::now_v7(),
+    })
+}
+
+/// Runs one settings form of the session org at most once per rendered form (`form_key`), then
+/// sends the browser back to the settings page.
+#[cfg(feature = "ssr")]
+async fn settings_form<F, W>(
+    form: crate::ssr::claim::Form,
+    idempotency_key: Option<String>,
+    content: &(impl serde::Serialize + Sync),
+    check: impl FnOnce() -> Result<(), crate::error::FieldErrors>,
+    save: impl Fn(Uuid) -> F,
+) -> Result<(), AppError>
+where
+    F: FnMut() -> W,
+    W: AsyncFnOnce(&mut sqlx::PgConnection) -> Result<Uuid, AppError>,
+{
+    use crate::ssr::observe::{track, Attempt, Surface};
+    use crate::ssr::surfaces::form::{setting_once, Saved};
+
+    let state = state()?;
+    let key = idempotency_key.clone().unwrap_or_default();
+    let attempt = Attempt::new(Surface::Form, key, request_id());
+    let saved = track(&state.pool, attempt, async |attempt| {
+        let invalid = |fields| {
+            AppError::Invalid(Box::new(crate::error::Rejected {
+                idempotency_key: idempotency_key.clone(),
+                fields,
+                values: None,
+            }))
+        };
+        let form_key = parse_form_key(idempotency_key.as_deref()).map_err(invalid)?;
+        check().map_err(invalid)?;
+        let user = crate::ssr::auth::require_user().await?;
+        attempt.identify(user.org_id.to_string(), Some(user.org_id));
+        let pool = &state.pool;
+        setting_once(
+            pool,
+            &attempt,
+            user.org_id,
+            form,
+            form_key,
+            content,
+            save(user.org_id),
+        )
+        .await
+    })
+    .await
+    .map_err(AppError::respond)?;
+    match saved {
+        Saved::Created(_) | Saved::Replayed(_) => {
+            leptos_axum::redirect("/settings/org");
+            Ok(())
+        }
+        Saved::KeyReused => Err(AppError::BadRequest(
+            "This form was already used with other values. Reload the page and try again.".into(),
+        )
+        .respond()),
+    }
+}
+
+/// Saves the org's settings, once per rendered form.
+#[server(prefix = "/rpc", endpoint = "save_org_settings")]
+pub async fn save_org_settings(
+    idempotency_key: Option<String>,
+    settings: crate::model::OrgSettings,
+) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    let check = || settings.check();
+    settings_form(
+        Form::EditOrgSettings,
+        idempotency_key.clone(),
+        &settings,
+        check,
+        |org| {
+            let settings = &settings;
+            move || {
+                async move |tx: &mut sqlx::PgConnection| {
+                    crate::ssr::orgs::save_settings(tx, org, settings).await?;
+                    Ok(org)
+                }
+            }
+        },
+    )
+    .await
+}
+
+/// Adds a tax rate, once per rendered form.
+#[server(prefix = "/rpc", endpoint = "add_tax_rate")]
+pub async fn add_tax_rate(
+    idempotency_key: Option<String>,
+    name: String,
+    percent: String,
+) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    let parsed = crate::model::TaxRateInput::parse(&name, &percent);
+    let check = || parsed.clone().map(|_| ());
+    let content = (&name, &percent);
+    let source_key = format!(
+        "form:{}",
+        idempotency_key.as_deref().unwrap_or_default().trim()
+    );
+    settings_form(
+        Form::AddTaxRate,
+        idempotency_key.clone(),
+        &content,
+        check,
+        |org| {
+            let (parsed, source_key) = (&parsed, &source_key);
+            move || {
+                async move |tx: &mut sqlx::PgConnection| {
+                    let input = parsed.as_ref().map_err(|f| AppError::invalid(f.clone()))?;
+                    let rate =
+                        crate::ssr::tax_rates::insert(tx, Uuid::now_v7(), org, source_key, input)
+                            .await?;
+                    Ok(rate.id)
+                }
+            }
+        },
+    )
+    .await
+}
+
+/// Archives a tax rate (lines that have it keep it), once per rendered button.
+#[server(prefix = "/rpc", endpoint = "archive_tax_rate")]
+pub async fn archive_tax_rate(idempotency_key: Option<String>, id: String) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    let rate = Uuid::try_parse(id.trim()).map_err(|_| AppError::NotFound.respond())?;
+    settings_form(
+        Form::ArchiveTaxRate,
+        idempotency_key.clone(),
+        &rate,
+        || Ok(()),
+        |org| {
+            move || {
+                async move |tx: &mut sqlx::PgConnection| match crate::ssr::tax_rates::archive(
+                    tx, org, rate,
+                )
+                .await?
+                {
+                    true => Ok(rate),
+                    false => Err(AppError::NotFound),
+                }
+            }
+        },
+    )
+    .await
 }
 
 /// Gives a dead email a fresh set of attempts.

@@ -7,6 +7,9 @@ pub mod error;
 pub mod model;
 mod pages;
 
+/// The invoice's due line and totals rows, for the customer's page rendered outside the app.
+pub use pages::invoices::{due_text, totals_rows};
+
 #[cfg(feature = "ssr")]
 pub mod ssr;
 
@@ -20,7 +23,7 @@ use pages::auth::{LoginPage, SignupPage};
 use pages::customers::{CustomerPage, CustomersPage, NewCustomerPage};
 use pages::invoices::{EditInvoicePage, InvoiceListPage, InvoicePage, NewInvoicePage};
 use pages::layout::{Nav, NotFound};
-use pages::settings::ApiKeysPage;
+use pages::settings::{ApiKeysPage, OrgSettingsPage};
 
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     view! {
@@ -70,6 +73,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/customers/new") view=NewCustomerPage ssr=SsrMode::Async />
                     <Route path=path!("/customers/:id") view=CustomerPage ssr=SsrMode::Async />
                     <Route path=path!("/settings/api-keys") view=ApiKeysPage ssr=SsrMode::Async />
+                    <Route path=path!("/settings/org") view=OrgSettingsPage ssr=SsrMode::Async />
                     <Route path=path!("/activity") view=ActivityPage ssr=SsrMode::Async />
                 </Routes>
             </main>

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use app::error::AppError;
-use app::model::{InvoiceInput, LineInput};
+use app::model::{InvoiceInput, LineInput, Thousandths};
 use app::ssr::accounts::create_org_with_owner;
 use app::ssr::claim::{self, ClaimKey, Claimed, Fence, Form, Leased, Outcome, Terms};
 use app::ssr::invoices;
@@ -23,14 +23,16 @@ fn input(customer: &str) -> InvoiceInput {
         customer_name: customer.into(),
         customer_email: "billing@example.com".into(),
         currency: "usd".into(),
-        due_date: "2027-01-31".parse().unwrap(),
+        due_date: Some("2027-01-31".parse().unwrap()),
         lines: vec![LineInput {
             description: "Consulting".into(),
-            quantity: 3,
+            quantity: Thousandths::whole(3),
             unit_amount_cents: 12_500,
+            tax_rate_id: None,
         }],
         draft: false,
         customer_id: None,
+        ..Default::default()
     }
 }
 

@@ -26,7 +26,8 @@ on conflict do nothing
 returning true;
 with org as (
     select number_format, number_reset, time_zone,
-           extract(year from now() at time zone time_zone)::int as yr
+           extract(year from now() at time zone time_zone)::int as yr,
+           (now() at time zone time_zone)::date as today
     from orgs where id = :org::uuid
 ), counter as (
     insert into invoice_counters (org_id, period, last_number)
@@ -38,21 +39,28 @@ with org as (
     insert into invoices (id, org_id, status, number, number_period, number_text, public_token,
                           finalized_at, customer_id, customer_name, customer_email,
                           customer_address, customer_tax_id, currency, due_date, total_cents,
-                          source_key)
+                          source_key, subtotal_cents, discount_percent_milli,
+                          discount_amount_cents, discount_cents, tax_cents, notes,
+                          payment_terms_days)
     select :inv::uuid, :org::uuid, case when c.last_number is null then 'draft' else 'open' end,
            c.last_number, c.period, invoice_number_text(org.number_format, c.last_number, org.yr),
            md5(random()::text) || md5(random()::text),
            case when c.last_number is not null then now() end,
            cu.id, 'Load Client', 'billing@example.com', coalesce(cu.billing_address, ''), cu.tax_id,
-           'usd', date '2030-01-31', 30000::int8, 'form:' || :form_key::uuid::text
+           'usd', coalesce(org.today + null::int2, date '2030-01-31'), 30000::int8, 'form:' || :form_key::uuid::text,
+           30000::int8, null::int4, null::int8, 0::int8, 0::int8, ''::text, null::int2
     from (select) one left join counter c on true left join org on true
     left join customers cu on cu.id = null::uuid and cu.org_id = :org::uuid
     returning status, due_date, number_text, finalized_at, created_at, customer_id,
               customer_address, customer_tax_id
 ), lines as (
-    insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
+    insert into invoice_lines (invoice_id, position, description, quantity_milli,
+                               unit_amount_cents, amount_cents, tax_rate_id, tax_name,
+                               tax_percent_milli, discount_cents, tax_cents)
     select :inv::uuid, *
-    from unnest('{1}'::int2[], '{Consulting}'::text[], '{2}'::int4[], '{15000}'::int8[])
+    from unnest('{1}'::int2[], '{Consulting}'::text[], '{2000}'::int8[], '{15000}'::int8[],
+                '{30000}'::int8[], '{NULL}'::uuid[], '{NULL}'::text[], '{NULL}'::int4[],
+                '{0}'::int8[], '{0}'::int8[])
 )
 select number_text, finalized_at, created_at, customer_id, customer_address, customer_tax_id,
        invoice_overdue(invoice.status, invoice.due_date, org.time_zone) as overdue

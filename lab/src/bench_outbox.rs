@@ -21,14 +21,16 @@ pub async fn run(
         customer_name: "Bench".into(),
         customer_email: "bench@example.com".into(),
         currency: "usd".into(),
-        due_date: chrono::NaiveDate::from_ymd_opt(2030, 1, 1).context("date")?,
+        due_date: Some(chrono::NaiveDate::from_ymd_opt(2030, 1, 1).context("date")?),
         lines: vec![app::model::LineInput {
             description: "Benchmark".into(),
-            quantity: 1,
+            quantity: app::model::Thousandths::whole(1),
             unit_amount_cents: 100,
+            tax_rate_id: None,
         }],
         draft: false,
         customer_id: None,
+        ..Default::default()
     };
     let mut tx = pool.begin().await?;
     let invoice = app::ssr::invoices::insert(

@@ -4,7 +4,7 @@
 
 use std::sync::LazyLock;
 
-use app::model::{format_money, InvoiceStatus};
+use app::model::{format_money, Discount, InvoiceStatus};
 use app::ssr::public::PublicInvoice;
 use krilla::color::rgb;
 use krilla::geom::{PathBuilder, Point};
@@ -314,7 +314,7 @@ pub fn render(found: &PublicInvoice, paper: Paper) -> Vec<u8> {
     let facts = [
         format!("Number {number}"),
         format!("Issued {issued}"),
-        format!("Due {}", inv.due_date),
+        format!("Due {}", app::due_text(inv)),
         status_line(inv),
     ];
     let address = wrap(&found.org_address, 250.0, BODY);
@@ -383,6 +383,11 @@ pub fn render(found: &PublicInvoice, paper: Paper) -> Vec<u8> {
             w.text(MARGIN, part, BODY, false);
             w.y += LINE;
         }
+        if let (Some(name), Some(percent)) = (&line.tax_name, line.tax_percent) {
+            w.room(LINE);
+            w.grey(MARGIN, &format!("Tax: {name} {percent}%"), 9.0);
+            w.y += LINE;
+        }
         w.y += 4.0;
     }
     w.y -= LINE - 4.0;
@@ -390,16 +395,48 @@ pub fn render(found: &PublicInvoice, paper: Paper) -> Vec<u8> {
     w.y += LINE + 4.0;
 
     // Totals.
-    w.room(4.0 * LINE);
     let due = (inv.total_cents - inv.amount_paid_cents).max(0);
-    for (label, cents, bold) in [
-        ("Total", inv.total_cents, false),
-        ("Paid", inv.amount_paid_cents, false),
-        ("Amount due", due, true),
-    ] {
-        w.text_right(unit_right, label, BODY, bold);
-        w.text_right(amount_right, &format_money(cents, currency), BODY, bold);
+    let mut rows = vec![(
+        "Subtotal".to_owned(),
+        format_money(inv.subtotal_cents, currency),
+        false,
+    )];
+    if let Some(discount) = inv.discount {
+        let label = match discount {
+            Discount::Percent(p) => format!("Discount ({p}%)"),
+            Discount::AmountCents(_) => "Discount".to_owned(),
+        };
+        let amount = format!("-{}", format_money(inv.discount_cents, currency));
+        rows.push((label, amount, false));
+    }
+    for tax in &inv.taxes {
+        let label = format!("{} {}%", tax.name, tax.percent);
+        rows.push((label, format_money(tax.amount_cents, currency), false));
+    }
+    rows.push((
+        "Total".to_owned(),
+        format_money(inv.total_cents, currency),
+        false,
+    ));
+    rows.push((
+        "Paid".to_owned(),
+        format_money(inv.amount_paid_cents, currency),
+        false,
+    ));
+    rows.push(("Amount due".to_owned(), format_money(due, currency), true));
+    w.room(rows.len() as f32 * LINE);
+    for (label, amount, bold) in rows {
+        w.text_right(unit_right, &label, BODY, bold);
+        w.text_right(amount_right, &amount, BODY, bold);
         w.y += LINE;
+    }
+    if !inv.notes.is_empty() {
+        w.y += LINE;
+        for line in wrap(&inv.notes, width - 2.0 * MARGIN, BODY) {
+            w.room(LINE);
+            w.text(MARGIN, &line, BODY, false);
+            w.y += LINE;
+        }
     }
 
     let footer = format!("{} · invoice {number}", found.org_name);

@@ -90,8 +90,8 @@ fn status_text(found: &PublicInvoice) -> String {
     match inv.status {
         InvoiceStatus::Paid => "Paid".to_owned(),
         InvoiceStatus::Refunded => "Refunded".to_owned(),
-        _ if inv.overdue => format!("Overdue: was due {}", inv.due_date),
-        _ => format!("Due {}", inv.due_date),
+        _ if inv.overdue => format!("Overdue: was due {}", app::due_text(inv)),
+        _ => format!("Due {}", app::due_text(inv)),
     }
 }
 
@@ -111,8 +111,11 @@ fn render(found: PublicInvoice, token: &str) -> String {
             view! {
                 <tr>
                     <td>{l.description.clone()}</td>
-                    <td class="num">{l.quantity}</td>
+                    <td class="num">{l.quantity.to_string()}</td>
                     <td class="num">{format_money(l.unit_amount_cents, &currency)}</td>
+                    <td class="tax">
+                        {l.tax_name.clone().zip(l.tax_percent).map(|(n, p)| format!("{n} {p}%"))}
+                    </td>
                     <td class="num">{format_money(l.amount_cents, &currency)}</td>
                 </tr>
             }
@@ -141,26 +144,25 @@ fn render(found: PublicInvoice, token: &str) -> String {
                             <th scope="col">"Description"</th>
                             <th scope="col" class="num">"Qty"</th>
                             <th scope="col" class="num">"Unit price"</th>
+                            <th scope="col">"Tax"</th>
                             <th scope="col" class="num">"Amount"</th>
                         </tr>
                     </thead>
                     <tbody>{lines}</tbody>
                     <tfoot>
+                        {app::totals_rows(&inv, 4)}
                         <tr>
-                            <th scope="row" colspan="3">"Total"</th>
-                            <td class="num total">{format_money(inv.total_cents, &currency)}</td>
-                        </tr>
-                        <tr>
-                            <th scope="row" colspan="3">"Paid"</th>
+                            <th scope="row" colspan="4">"Paid"</th>
                             <td class="num">{format_money(inv.amount_paid_cents, &currency)}</td>
                         </tr>
                         <tr>
-                            <th scope="row" colspan="3">"Amount due"</th>
+                            <th scope="row" colspan="4">"Amount due"</th>
                             <td class="num amount-due">{format_money(due.max(0), &currency)}</td>
                         </tr>
                     </tfoot>
                 </table>
             </div>
+            {(!inv.notes.is_empty()).then(|| view! { <p class="notes">{inv.notes.clone()}</p> })}
             <p>
                 <a class="button pdf" href=format!("/i/{token}/pdf")>"Download PDF"</a>
             </p>

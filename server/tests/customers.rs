@@ -276,7 +276,7 @@ async fn an_invoice_takes_its_customers_details_and_keeps_them_once_finalized(po
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn the_customer_form_creates_once_per_rendered_form(pool: PgPool) {
     use app::ssr::observe::{Attempt, Surface};
-    use app::ssr::surfaces::form::{customer_from_form, CustomerSaved};
+    use app::ssr::surfaces::form::{customer_from_form, Saved};
 
     let app = Arc::new(TestApp::spawn(pool.clone()).await);
     let (org, _) = app.api_client().await;
@@ -296,14 +296,14 @@ async fn the_customer_form_creates_once_per_rendered_form(pool: PgPool) {
     let mut created = 0;
     for run in runs {
         match run.await.unwrap() {
-            CustomerSaved::Created(id) => {
+            Saved::Created(id) => {
                 created += 1;
                 ids.insert(id);
             }
-            CustomerSaved::Replayed(id) => {
+            Saved::Replayed(id) => {
                 ids.insert(id);
             }
-            CustomerSaved::KeyReused => panic!("same content is a replay"),
+            Saved::KeyReused => panic!("same content is a replay"),
         }
     }
     assert_eq!((created, ids.len()), (1, 1));
@@ -315,7 +315,7 @@ async fn the_customer_form_creates_once_per_rendered_form(pool: PgPool) {
         customer_from_form(&pool, &attempt, org, key, &other)
             .await
             .unwrap(),
-        CustomerSaved::KeyReused
+        Saved::KeyReused
     );
 }
 

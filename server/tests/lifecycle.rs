@@ -471,7 +471,7 @@ async fn two_edits_from_the_same_version_save_exactly_one(pool: PgPool) {
         let edit = |name: &str| {
             let mut input: app::model::InvoiceInput =
                 serde_json::from_str(&draft_body(name)).unwrap();
-            input.lines[0].quantity = 7;
+            input.lines[0].quantity = app::model::Thousandths::whole(7);
             input
         };
         let (a, b) = (edit("First"), edit("Second"));

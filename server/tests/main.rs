@@ -10,6 +10,7 @@ mod customers;
 mod form_crash;
 mod invoice_lists;
 mod lifecycle;
+mod line_items;
 mod mail;
 mod money;
 mod money_order;

@@ -4,8 +4,10 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
+use super::decimal::Thousandths;
 use super::input::{flatten_errors, InvoiceInput, LineInput};
 use super::money::parse_amount;
+use super::totals::Discount;
 use crate::error::FieldErrors;
 
 /// What the HTML form posts: everything as typed, so a bad number becomes a message next to its
@@ -28,7 +30,25 @@ pub struct InvoiceForm {
     /// One of the org's customers, picked from the list (empty: none).
     #[serde(default)]
     pub customer_id: Option<String>,
+    /// "Save as a new customer" (create-invoice form only): the typed name and email become a
+    /// customer of the org, in the same transaction as the invoice.
+    #[serde(default)]
+    pub save_customer: Option<String>,
+    /// Net N days, or empty for "on the due date".
+    #[serde(default)]
+    pub payment_terms_days: String,
+    /// `percent` or `amount`.
+    #[serde(default)]
+    pub discount_kind: String,
+    /// As typed: `10` (percent) or `25.00` (amount); empty for none.
+    #[serde(default)]
+    pub discount: String,
+    #[serde(default)]
+    pub notes: String,
 }
+
+/// The payment terms the form offers (days; 0 is "due on receipt").
+pub const PAYMENT_TERMS: &[u16] = &[0, 7, 14, 15, 30, 45, 60, 90];
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LineForm {
@@ -39,6 +59,9 @@ pub struct LineForm {
     /// In major units as a person writes it: `12.50`.
     #[serde(default)]
     pub unit_amount: String,
+    /// One of the org's tax rates, or empty.
+    #[serde(default)]
+    pub tax_rate_id: String,
 }
 
 impl LineForm {
@@ -64,10 +87,26 @@ impl InvoiceForm {
                     description: l.description.clone(),
                     quantity: l.quantity.to_string(),
                     unit_amount: super::money::plain_amount(l.unit_amount_cents, &invoice.currency),
+                    tax_rate_id: l.tax_rate_id.map(|id| id.to_string()).unwrap_or_default(),
                 })
                 .collect(),
             draft: None,
             customer_id: invoice.customer_id.map(|id| id.to_string()),
+            save_customer: None,
+            payment_terms_days: invoice
+                .payment_terms_days
+                .map(|d| d.to_string())
+                .unwrap_or_default(),
+            discount_kind: match invoice.discount {
+                Some(Discount::AmountCents(_)) => "amount".into(),
+                _ => "percent".into(),
+            },
+            discount: match invoice.discount {
+                None => String::new(),
+                Some(Discount::Percent(p)) => p.to_string(),
+                Some(Discount::AmountCents(a)) => super::money::plain_amount(a, &invoice.currency),
+            },
+            notes: invoice.notes.clone(),
         }
     }
 
@@ -76,26 +115,77 @@ impl InvoiceForm {
     pub fn parse(&self) -> Result<InvoiceInput, FieldErrors> {
         let mut errors = FieldErrors::new();
         let currency = self.currency.trim().to_ascii_lowercase();
-        let due_date = match NaiveDate::parse_from_str(self.due_date.trim(), "%Y-%m-%d") {
-            Ok(date) => Some(date),
-            Err(_) => {
-                errors.insert("due_date".into(), "Enter a date as YYYY-MM-DD.".into());
-                None
-            }
+        let payment_terms_days = match self.payment_terms_days.trim() {
+            "" => None,
+            text => match text.parse::<u16>() {
+                Ok(days) => Some(days),
+                Err(_) => {
+                    errors.insert(
+                        "payment_terms_days".into(),
+                        "Choose payment terms from the list.".into(),
+                    );
+                    None
+                }
+            },
+        };
+        // Terms set the due date; the date field is read only without them.
+        let due_date = match self.due_date.trim() {
+            "" => None,
+            _ if payment_terms_days.is_some() => None,
+            text => match NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+                Ok(date) => Some(date),
+                Err(_) => {
+                    errors.insert("due_date".into(), "Enter a date as YYYY-MM-DD.".into());
+                    None
+                }
+            },
+        };
+        let discount = match (self.discount_kind.as_str(), self.discount.trim()) {
+            (_, "") => None,
+            ("amount", text) => match parse_amount(text, &currency) {
+                Ok(cents) => Some(Discount::AmountCents(cents)),
+                Err(message) => {
+                    errors.insert("discount".into(), message);
+                    None
+                }
+            },
+            (_, text) => match Thousandths::parse(text.trim_end_matches('%')) {
+                Some(p) => Some(Discount::Percent(p)),
+                None => {
+                    errors.insert(
+                        "discount".into(),
+                        "Enter a percentage such as 10 or 12.5.".into(),
+                    );
+                    None
+                }
+            },
         };
         // Errors carry the row's position in the form (blank rows included), so they land next to
         // the right inputs.
         let mut lines = Vec::with_capacity(self.lines.len());
         for (index, row) in self.lines.iter().enumerate().filter(|(_, l)| !l.is_blank()) {
-            let quantity = match row.quantity.trim().replace(',', "").parse::<i64>() {
-                Ok(q) => q,
-                Err(_) => {
+            let quantity = match Thousandths::parse(&row.quantity) {
+                Some(q) => q,
+                None => {
                     errors.insert(
                         format!("lines[{index}].quantity"),
-                        "Enter a whole number from 1 to 1,000,000.".into(),
+                        "Enter a quantity such as 2 or 1.5 (up to 3 decimals).".into(),
                     );
-                    1
+                    Thousandths::whole(1)
                 }
+            };
+            let tax_rate_id = match row.tax_rate_id.trim() {
+                "" => None,
+                text => match uuid::Uuid::try_parse(text) {
+                    Ok(id) => Some(id),
+                    Err(_) => {
+                        errors.insert(
+                            format!("lines[{index}].tax_rate_id"),
+                            "Choose one of your tax rates.".into(),
+                        );
+                        None
+                    }
+                },
             };
             let unit_amount_cents = match parse_amount(&row.unit_amount, &currency) {
                 Ok(cents) => cents,
@@ -108,6 +198,7 @@ impl InvoiceForm {
                 description: row.description.trim().to_owned(),
                 quantity,
                 unit_amount_cents,
+                tax_rate_id,
             };
             if let Err(line_errors) = line.validate() {
                 flatten_errors(&format!("lines[{index}]"), &line_errors, &mut errors);
@@ -128,13 +219,17 @@ impl InvoiceForm {
             customer_name: self.customer_name.trim().to_owned(),
             customer_email: self.customer_email.trim().to_owned(),
             currency,
-            due_date: due_date.unwrap_or_default(),
+            due_date,
+            payment_terms_days,
             lines,
             draft: self.draft.as_deref().is_some_and(|d| d == "true"),
             customer_id,
+            save_customer: self.save_customer.as_deref().is_some_and(|s| s == "true"),
+            discount,
+            notes: self.notes.trim().to_owned(),
         };
         if let Err(more) = input.check() {
-            // Line errors were reported above, by form row.
+            // Line errors were reported above, by form row; a date error above is the clearer one.
             for (field, message) in more.into_iter().filter(|(f, _)| !f.starts_with("lines[")) {
                 errors.entry(field).or_insert(message);
             }
@@ -162,9 +257,11 @@ pub(super) mod tests {
                 description: "Consulting".into(),
                 quantity: "3".into(),
                 unit_amount: "12.50".into(),
+                tax_rate_id: String::new(),
             }],
             draft: None,
             customer_id: None,
+            ..InvoiceForm::default()
         }
     }
 
@@ -172,7 +269,36 @@ pub(super) mod tests {
     fn a_good_form_parses_to_cents() {
         let input = form().parse().unwrap();
         assert_eq!(input.lines[0].unit_amount_cents, 1250);
-        assert_eq!(input.total_cents(), 3750);
+        assert_eq!(input.subtotal_cents(), 3750);
+    }
+
+    #[test]
+    fn decimals_terms_discount_and_notes_are_read() {
+        let mut f = form();
+        f.lines[0].quantity = "1.5".into();
+        f.payment_terms_days = "30".into();
+        f.due_date = "not a date, and ignored: terms set the due date".into();
+        f.discount_kind = "amount".into();
+        f.discount = "5".into();
+        f.notes = "  Thanks!  ".into();
+        let input = f.parse().unwrap();
+        assert_eq!(input.lines[0].quantity, Thousandths(1500));
+        assert_eq!((input.payment_terms_days, input.due_date), (Some(30), None));
+        assert_eq!(input.discount, Some(Discount::AmountCents(500)));
+        assert_eq!(input.notes, "Thanks!");
+        f.discount_kind = "percent".into();
+        f.discount = "12.5%".into();
+        assert_eq!(
+            f.parse().unwrap().discount,
+            Some(Discount::Percent(Thousandths(12_500)))
+        );
+        f.discount = "lots".into();
+        f.lines[0].quantity = "1.2345".into();
+        f.lines[0].tax_rate_id = "vat".into();
+        let errors = f.parse().unwrap_err();
+        for field in ["discount", "lines[0].quantity", "lines[0].tax_rate_id"] {
+            assert!(errors.contains_key(field), "{field}: {errors:?}");
+        }
     }
 
     #[test]

@@ -4,7 +4,9 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use validator::{Validate, ValidationError, ValidationErrors, ValidationErrorsKind};
 
+use super::decimal::Thousandths;
 use super::money::currency_exponent;
+use super::totals::{self, Discount, LineBasis};
 use crate::error::FieldErrors;
 
 pub const MAX_LINES: usize = 100;
@@ -12,7 +14,7 @@ pub const MAX_LINES: usize = 100;
 /// The invoice shape of CONTRACT.md, as the API receives it and as the form becomes once parsed.
 /// The `schema(...)` attributes repeat the validator rules for the OpenAPI document.
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Validate)]
 pub struct InvoiceInput {
     /// May be left out when `customer_id` is given: the customer's is used.
     #[serde(default, deserialize_with = "not_empty_if_sent")]
@@ -47,9 +49,16 @@ pub struct InvoiceInput {
         )
     )]
     pub currency: String,
-    /// From 2000-01-01 to 2199-12-31.
+    /// From 2000-01-01 to 2199-12-31. May be left out when `payment_terms_days` is given, which
+    /// wins when both are.
+    #[serde(default)]
     #[validate(custom(function = "sane_due_date"))]
-    pub due_date: NaiveDate,
+    pub due_date: Option<NaiveDate>,
+    /// Net N: due N days after the invoice is issued (finalized), in the org's time zone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[validate(range(max = 365, message = "Payment terms are 0 to 365 days."))]
+    #[cfg_attr(feature = "ssr", schema(minimum = 0, maximum = 365))]
+    pub payment_terms_days: Option<u16>,
     /// Each line is checked by `check`, which reports errors as `lines[i].field`.
     #[validate(length(min = 1, max = 100, message = "An invoice has 1 to 100 lines."))]
     #[cfg_attr(feature = "ssr", schema(min_items = 1, max_items = 100))]
@@ -58,13 +67,28 @@ pub struct InvoiceInput {
     /// (copied again at finalization, then never changed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub customer_id: Option<uuid::Uuid>,
+    /// On creation: save the customer name and email as a new customer of the org, in the same
+    /// transaction as the invoice, and link the invoice to it. Not with `customer_id`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub save_customer: bool,
     /// Save as a draft (no number, editable, not sent) instead of finalizing at once.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub draft: bool,
+    /// Off the subtotal, before tax; shared among the lines in proportion to their amounts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discount: Option<Discount>,
+    /// Shown on the invoice, its page and its PDF.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[validate(
+        length(max = 2000, message = "Enter at most 2000 characters."),
+        custom(function = "no_nul")
+    )]
+    #[cfg_attr(feature = "ssr", schema(max_length = 2000, pattern = r"^[^\u0000]*$"))]
+    pub notes: String,
 }
 
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Validate)]
 pub struct LineInput {
     #[validate(
         length(min = 1, max = 500, message = "Enter 1 to 500 characters."),
@@ -79,14 +103,13 @@ pub struct LineInput {
         )
     )]
     pub description: String,
-    #[validate(range(
-        min = 1,
-        max = 1_000_000,
-        message = "Enter a whole number from 1 to 1,000,000."
-    ))]
-    #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 1_000_000))]
-    #[serde(deserialize_with = "whole_number")]
-    pub quantity: i64,
+    /// Up to 3 decimals: 1.5 (hours).
+    #[validate(custom(function = "sane_quantity"))]
+    #[cfg_attr(
+        feature = "ssr",
+        schema(value_type = f64, minimum = 0.001, maximum = 1_000_000, multiple_of = 0.001)
+    )]
+    pub quantity: Thousandths,
     #[validate(range(
         min = 0,
         max = 100_000_000,
@@ -95,6 +118,21 @@ pub struct LineInput {
     #[cfg_attr(feature = "ssr", schema(minimum = 0, maximum = 100_000_000))]
     #[serde(deserialize_with = "whole_number")]
     pub unit_amount_cents: i64,
+    /// One of the org's tax rates (`GET /api/v1/tax_rates`); none: untaxed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tax_rate_id: Option<uuid::Uuid>,
+}
+
+/// Quantities run from 0.001 to 1,000,000.
+pub const QUANTITY_RANGE: (Thousandths, Thousandths) =
+    (Thousandths(1), Thousandths::whole(1_000_000));
+
+fn sane_quantity(value: &Thousandths) -> Result<(), ValidationError> {
+    if *value < QUANTITY_RANGE.0 || *value > QUANTITY_RANGE.1 {
+        return Err(ValidationError::new("quantity_range")
+            .with_message("Enter a quantity from 0.001 to 1,000,000 (up to 3 decimals).".into()));
+    }
+    Ok(())
 }
 
 /// A field that may be left out (then empty) but, when sent, is not empty: "" is refused as sent,
@@ -172,7 +210,8 @@ impl InvoiceInput {
             customer_name: invoice.customer_name.clone(),
             customer_email: invoice.customer_email.clone(),
             currency: invoice.currency.clone(),
-            due_date: invoice.due_date,
+            due_date: Some(invoice.due_date),
+            payment_terms_days: invoice.payment_terms_days,
             lines: invoice
                 .lines
                 .iter()
@@ -180,10 +219,14 @@ impl InvoiceInput {
                     description: l.description.clone(),
                     quantity: l.quantity,
                     unit_amount_cents: l.unit_amount_cents,
+                    tax_rate_id: l.tax_rate_id,
                 })
                 .collect(),
             customer_id: invoice.customer_id,
+            save_customer: false,
             draft: invoice.status == super::InvoiceStatus::Draft,
+            discount: invoice.discount,
+            notes: invoice.notes.clone(),
         }
     }
 
@@ -209,6 +252,35 @@ impl InvoiceInput {
                     });
             }
         }
+        if self.save_customer && self.customer_id.is_some() {
+            out.entry("save_customer".into()).or_insert_with(|| {
+                "The picked customer is saved already: pick none to save a new one.".into()
+            });
+        }
+        if self.due_date.is_none() && self.payment_terms_days.is_none() {
+            out.entry("due_date".into())
+                .or_insert_with(|| "Enter a due date or choose payment terms.".into());
+        }
+        let step = currency.map_or(1, |c| c.step);
+        match self.discount {
+            Some(Discount::Percent(p)) if !(0..=100_000).contains(&p.0) => {
+                out.insert("discount".into(), "A discount is 0 to 100 percent.".into());
+            }
+            Some(Discount::AmountCents(a)) if a < 0 || a % step != 0 => {
+                out.insert(
+                    "discount".into(),
+                    "Enter a discount amount of 0 or more, in the currency's chargeable units."
+                        .into(),
+                );
+            }
+            Some(Discount::AmountCents(a)) if a > self.subtotal_cents() => {
+                out.insert(
+                    "discount".into(),
+                    "The discount can't be more than the subtotal.".into(),
+                );
+            }
+            _ => {}
+        }
         if out.is_empty() {
             Ok(())
         } else {
@@ -216,11 +288,29 @@ impl InvoiceInput {
         }
     }
 
-    pub fn total_cents(&self) -> i64 {
+    /// The sum of the lines before discount and tax.
+    pub fn subtotal_cents(&self) -> i64 {
+        let step = super::money::currency(&self.currency).map_or(1, |c| c.step);
         self.lines
             .iter()
-            .map(|l| l.quantity * l.unit_amount_cents)
+            .map(|l| totals::line_amount(l.quantity, l.unit_amount_cents, step))
             .sum()
+    }
+
+    /// The totals by the rule in [`totals`], `taxes[i]` being line `i`'s tax.
+    pub fn totals(&self, taxes: &[Option<totals::AppliedTax>]) -> totals::Totals {
+        let step = super::money::currency(&self.currency).map_or(1, |c| c.step);
+        let lines: Vec<LineBasis> = self
+            .lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| LineBasis {
+                quantity: l.quantity,
+                unit_amount_cents: l.unit_amount_cents,
+                tax: taxes.get(i).cloned().flatten(),
+            })
+            .collect();
+        totals::compute(&lines, self.discount, step)
     }
 }
 
@@ -308,19 +398,57 @@ mod tests {
     }
 
     #[test]
-    fn whole_floats_are_integers() {
-        let line: LineInput =
-            serde_json::from_str(r#"{"description":"x","quantity":3.0,"unit_amount_cents":1803}"#)
-                .unwrap();
-        assert_eq!(line.quantity, 3);
-        let half = r#"{"description":"x","quantity":3.5,"unit_amount_cents":1}"#;
-        assert!(serde_json::from_str::<LineInput>(half).is_err());
+    fn quantities_take_up_to_three_decimals() {
+        let read = |q: &str| {
+            serde_json::from_str::<LineInput>(&format!(
+                r#"{{"description":"x","quantity":{q},"unit_amount_cents":1803}}"#
+            ))
+            .map(|l| l.quantity)
+        };
+        assert_eq!(read("3").unwrap(), Thousandths(3000));
+        assert_eq!(read("3.0").unwrap(), Thousandths(3000));
+        assert_eq!(read("1.5").unwrap(), Thousandths(1500));
+        assert_eq!(read("0.125").unwrap(), Thousandths(125));
+        assert!(read("0.0005").is_err());
+        assert!(read("\"2\"").is_err());
+    }
+
+    #[test]
+    fn due_date_or_terms_and_a_sane_discount() {
+        let mut input = form().parse().unwrap();
+        input.due_date = None;
+        assert_eq!(
+            input.check().unwrap_err()["due_date"],
+            "Enter a due date or choose payment terms."
+        );
+        input.payment_terms_days = Some(30);
+        input.check().unwrap();
+        input.payment_terms_days = Some(366);
+        assert!(input
+            .check()
+            .unwrap_err()
+            .contains_key("payment_terms_days"));
+        input.payment_terms_days = Some(30);
+        // The form's line is 3 × 12.50 = 37.50.
+        input.discount = Some(Discount::AmountCents(3751));
+        assert_eq!(
+            input.check().unwrap_err()["discount"],
+            "The discount can't be more than the subtotal."
+        );
+        input.discount = Some(Discount::AmountCents(3750));
+        input.check().unwrap();
+        input.discount = Some(Discount::Percent(Thousandths(100_001)));
+        assert!(input.check().unwrap_err().contains_key("discount"));
+        input.discount = Some(Discount::Percent(Thousandths(12_500)));
+        input.check().unwrap();
+        let json = serde_json::to_value(&input).unwrap();
+        assert_eq!(json["discount"], serde_json::json!({"percent": 12.5}));
     }
 
     #[test]
     fn api_input_rejects_out_of_range_numbers() {
         let mut input = form().parse().unwrap();
-        input.lines[0].quantity = 1_000_001;
+        input.lines[0].quantity = Thousandths(1_000_000_001);
         input.lines[0].unit_amount_cents = -1;
         let errors = input.check().unwrap_err();
         assert!(errors.contains_key("lines[0].quantity"));
@@ -341,7 +469,7 @@ mod tests {
             );
         }
         let mut fine = form().parse().unwrap();
-        fine.due_date = DUE_DATE_RANGE.1;
+        fine.due_date = Some(DUE_DATE_RANGE.1);
         fine.check().unwrap();
     }
 

@@ -1,16 +1,26 @@
 //! Types both sides compile: what a user types, what the server checks, what pages show.
 
 mod customer;
+mod decimal;
 mod form;
 mod input;
 mod money;
+mod org;
+mod tax_rate;
+mod totals;
 mod views;
 
 pub use customer::{Customer, CustomerInput};
-pub use form::{InvoiceForm, LineForm};
-pub use input::{InvoiceInput, LineInput, MAX_LINES};
+pub use decimal::Thousandths;
+pub use form::{InvoiceForm, LineForm, PAYMENT_TERMS};
+pub use input::{InvoiceInput, LineInput, MAX_LINES, QUANTITY_RANGE};
 pub use money::{
     currency, currency_exponent, format_money, parse_amount, Currency, COMMON_CURRENCIES,
     CURRENCIES,
+};
+pub use org::{OrgSettings, OrgSettingsPage};
+pub use tax_rate::TaxRateInput;
+pub use totals::{
+    compute as compute_totals, line_amount, AppliedTax, Discount, LineAmounts, TaxTotal, Totals,
 };
 pub use views::*;

@@ -113,9 +113,23 @@ pub struct Invoice {
     pub customer_address: String,
     pub customer_tax_id: Option<String>,
     pub currency: String,
+    /// For a draft with payment terms: the due date if it were finalized today.
     pub due_date: NaiveDate,
+    /// Net N: due N days after issue; null when a date was given.
+    pub payment_terms_days: Option<u16>,
     pub lines: Vec<InvoiceLine>,
+    /// The lines' amounts before discount and tax.
+    pub subtotal_cents: i64,
+    /// As sent: `{"percent": 10}` or `{"amount_cents": 500}`.
+    pub discount: Option<super::Discount>,
+    /// The discount in minor units.
+    pub discount_cents: i64,
+    /// Tax per rate, each the sum of its lines' taxes (rounded per line).
+    pub taxes: Vec<super::TaxTotal>,
+    pub tax_cents: i64,
+    /// subtotal − discount + tax.
     pub total_cents: i64,
+    pub notes: String,
     pub amount_paid_cents: i64,
     pub payment_state: PaymentState,
     /// Open or uncollectible, not fully paid, and past its due date in the org's time zone.
@@ -132,9 +146,31 @@ pub struct Invoice {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InvoiceLine {
     pub description: String,
-    pub quantity: i64,
+    #[cfg_attr(feature = "ssr", schema(value_type = f64))]
+    pub quantity: super::Thousandths,
     pub unit_amount_cents: i64,
+    /// quantity × unit price, rounded half up to the currency's chargeable unit.
     pub amount_cents: i64,
+    pub tax_rate_id: Option<Uuid>,
+    /// The rate's name and percent when the line was saved.
+    pub tax_name: Option<String>,
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<f64>))]
+    pub tax_percent: Option<super::Thousandths>,
+    /// This line's share of the invoice's discount.
+    pub discount_cents: i64,
+    pub tax_cents: i64,
+}
+
+/// One of an org's tax rates. Its percent never changes (as at Stripe): archive it and add another.
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaxRate {
+    pub id: Uuid,
+    pub name: String,
+    #[cfg_attr(feature = "ssr", schema(value_type = f64))]
+    pub percent: super::Thousandths,
+    pub archived: bool,
+    pub created_at: DateTime<Utc>,
 }
 
 /// What the invoice page shows.

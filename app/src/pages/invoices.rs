@@ -6,12 +6,13 @@ use uuid::Uuid;
 
 use super::layout::{error_banner, NotFound};
 use crate::api::{
-    get_draft, get_invoice, list_customers, list_invoices, CreateInvoice, DuplicateInvoice,
-    InvoiceAction, RetryEmail, SendInvoice, SimulatePayment, UpdateDraft,
+    get_draft, get_invoice, list_customers, list_invoices, list_tax_rates, CreateInvoice,
+    DuplicateInvoice, InvoiceAction, RetryEmail, SendInvoice, SimulatePayment, UpdateDraft,
 };
 use crate::error::{AppError, FieldErrors};
 use crate::model::{
-    format_money, InvoiceForm, InvoicePage, InvoiceStatus, LineForm, COMMON_CURRENCIES, MAX_LINES,
+    format_money, Discount, Invoice, InvoiceForm, InvoicePage, InvoiceStatus, LineForm,
+    COMMON_CURRENCIES, MAX_LINES, PAYMENT_TERMS,
 };
 
 const STATUSES: &[&str] = &[
@@ -224,7 +225,7 @@ pub fn InvoicePage() -> impl IntoView {
                                     <dt>"Email"</dt>
                                     <dd>{inv.customer_email.clone()}</dd>
                                     <dt>"Due"</dt>
-                                    <dd>{inv.due_date.to_string()}</dd>
+                                    <dd>{due_text(&inv)}</dd>
                                 </dl>
                                 <table>
                                     <thead>
@@ -232,6 +233,7 @@ pub fn InvoicePage() -> impl IntoView {
                                             <th>"Description"</th>
                                             <th class="num">"Qty"</th>
                                             <th class="num">"Unit"</th>
+                                            <th>"Tax"</th>
                                             <th class="num">"Amount"</th>
                                         </tr>
                                     </thead>
@@ -243,9 +245,12 @@ pub fn InvoicePage() -> impl IntoView {
                                                 view! {
                                                     <tr>
                                                         <td>{l.description.clone()}</td>
-                                                        <td class="num">{l.quantity}</td>
+                                                        <td class="num">{l.quantity.to_string()}</td>
                                                         <td class="num">
                                                             {format_money(l.unit_amount_cents, &currency)}
+                                                        </td>
+                                                        <td class="tax">
+                                                            {l.tax_name.clone().zip(l.tax_percent).map(|(n, p)| format!("{n} {p}%"))}
                                                         </td>
                                                         <td class="num">{format_money(l.amount_cents, &currency)}</td>
                                                     </tr>
@@ -254,16 +259,14 @@ pub fn InvoicePage() -> impl IntoView {
                                             .collect_view()}
                                     </tbody>
                                     <tfoot>
+                                        {totals_rows(&inv, 4)}
                                         <tr>
-                                            <td colspan="3">"Total"</td>
-                                            <td class="num total">{format_money(inv.total_cents, &currency)}</td>
-                                        </tr>
-                                        <tr>
-                                            <td colspan="3">"Paid"</td>
+                                            <td colspan="4">"Paid"</td>
                                             <td class="num">{format_money(inv.amount_paid_cents, &currency)}</td>
                                         </tr>
                                     </tfoot>
                                 </table>
+                                {(!inv.notes.is_empty()).then(|| view! { <p class="notes">{inv.notes.clone()}</p> })}
                                 {(!anomalies.is_empty())
                                     .then(|| {
                                         view! {
@@ -447,6 +450,58 @@ fn lifecycle_buttons(
     }
 }
 
+/// "2027-01-31", with the terms when it has them: "2027-01-31 (net 30)".
+pub fn due_text(inv: &Invoice) -> String {
+    match inv.payment_terms_days {
+        Some(0) => format!("{} (due on receipt)", inv.due_date),
+        Some(days) => format!("{} (net {days})", inv.due_date),
+        None => inv.due_date.to_string(),
+    }
+}
+
+/// The rows under an invoice's lines: subtotal, discount, each tax, total (`span` cells before the
+/// amounts). The owner's page and the customer's page show the same.
+pub fn totals_rows(inv: &Invoice, span: usize) -> impl IntoView {
+    let currency = inv.currency.clone();
+    let money = move |cents: i64| format_money(cents, &currency);
+    let discount = inv.discount.map(|d| {
+        let label = match d {
+            Discount::Percent(p) => format!("Discount ({p}%)"),
+            Discount::AmountCents(_) => "Discount".to_owned(),
+        };
+        view! {
+            <tr class="discount">
+                <th scope="row" colspan=span>{label}</th>
+                <td class="num">{format!("−{}", money(inv.discount_cents))}</td>
+            </tr>
+        }
+    });
+    let taxes = inv
+        .taxes
+        .iter()
+        .map(|t| {
+            view! {
+                <tr class="tax-total">
+                    <th scope="row" colspan=span>{format!("{} {}%", t.name, t.percent)}</th>
+                    <td class="num">{money(t.amount_cents)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <tr class="subtotal">
+            <th scope="row" colspan=span>"Subtotal"</th>
+            <td class="num">{money(inv.subtotal_cents)}</td>
+        </tr>
+        {discount}
+        {taxes}
+        <tr>
+            <th scope="row" colspan=span>"Total"</th>
+            <td class="num total">{money(inv.total_cents)}</td>
+        </tr>
+    }
+}
+
 /// The create form. Its `idempotency_key` is minted once, on the server, when the form is rendered,
 /// and carried into the browser by `SharedValue` so hydration keeps the same value: every submit of
 /// this rendered form is the same attempt.
@@ -480,7 +535,7 @@ pub fn NewInvoicePage() -> impl IntoView {
             {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
             <ActionForm action>
                 <input type="hidden" name="idempotency_key" value=key />
-                <InvoiceFields values errors more_lines="/invoices/new".to_owned() />
+                <InvoiceFields values errors more_lines="/invoices/new".to_owned() offer_save_customer=true />
                 <button type="submit" class="primary" disabled=move || pending.get()>
                     {move || if pending.get() { "Creating…" } else { "Create invoice" }}
                 </button>
@@ -562,6 +617,9 @@ fn InvoiceFields(
     values: InvoiceForm,
     errors: Signal<FieldErrors>,
     more_lines: String,
+    /// The create form offers "Save as a new customer"; a draft's edit form does not.
+    #[prop(optional)]
+    offer_save_customer: bool,
 ) -> impl IntoView {
     let wanted_rows = use_query_map()
         .with_untracked(|q| q.get("lines").and_then(|n| n.parse::<usize>().ok()))
@@ -589,16 +647,22 @@ fn InvoiceFields(
         currency,
         due_date,
         customer_id,
+        save_customer,
+        payment_terms_days,
+        discount_kind,
+        discount,
+        notes,
         ..
     } = values;
     let customers = Resource::new(|| (), |_| list_customers(None));
+    // Archived rates too: a draft saved with one keeps it; new picks see only the active ones.
+    let tax_rates = Resource::new(|| (), |_| list_tax_rates(true));
     let picked = customer_id.unwrap_or_default();
     let currency = if currency.is_empty() {
         "usd".to_owned()
     } else {
         currency
     };
-
     let add_row = move |ev: leptos::ev::MouseEvent| {
         ev.prevent_default();
         if rows.with(|r| r.len()) < MAX_LINES {
@@ -674,13 +738,40 @@ fn InvoiceFields(
                 <input type="date" name="input[due_date]" value=due_date />
                 {error_for("due_date".into())}
             </label>
+            <label>
+                "Payment terms"
+                <select name="input[payment_terms_days]">
+                    <option value="" selected=payment_terms_days.is_empty()>"Due on the date above"</option>
+                    {PAYMENT_TERMS
+                        .iter()
+                        .map(|days| {
+                            let value = days.to_string();
+                            let selected = value == payment_terms_days;
+                            let label = if *days == 0 { "Due on receipt".to_owned() } else { format!("Net {days}") };
+                            view! { <option value=value selected=selected>{label}</option> }
+                        })
+                        .collect_view()}
+                </select>
+                <span class="hint">"Terms set the due date when the invoice is issued."</span>
+                {error_for("payment_terms_days".into())}
+            </label>
         </div>
+        {offer_save_customer
+            .then(|| {
+                view! {
+                    <label class="checkbox">
+                        <input type="checkbox" name="input[save_customer]" value="true" checked=save_customer.is_some() />
+                        "Save as a new customer (name and email above)"
+                    </label>
+                }
+            })}
         <table class="lines">
             <thead>
                 <tr>
                     <th>"Description"</th>
                     <th>"Quantity"</th>
                     <th>"Unit price"</th>
+                    <th>"Tax"</th>
                     <th></th>
                 </tr>
             </thead>
@@ -704,12 +795,38 @@ fn InvoiceFields(
                                     {line_error("description")}
                                 </td>
                                 <td>
-                                    <input type="text" inputmode="numeric" name=name("quantity") value=line.quantity aria-label=move || format!("Line {} quantity", index() + 1) />
+                                    <input type="text" inputmode="decimal" name=name("quantity") value=line.quantity placeholder="1" aria-label=move || format!("Line {} quantity", index() + 1) />
                                     {line_error("quantity")}
                                 </td>
                                 <td>
                                     <input type="text" inputmode="decimal" name=name("unit_amount") value=line.unit_amount placeholder="0.00" aria-label=move || format!("Line {} unit price", index() + 1) />
                                     {line_error("unit_amount_cents")}
+                                </td>
+                                <td>
+                                    <Suspense fallback=|| view! { <select disabled=true aria-label="Tax"><option>"…"</option></select> }>
+                                        {move || {
+                                            let picked = line.tax_rate_id.clone();
+                                            Suspend::new(async move {
+                                                let rates = tax_rates.await.unwrap_or_default();
+                                                view! {
+                                                    <select name=name("tax_rate_id") aria-label=move || format!("Line {} tax", index() + 1)>
+                                                        <option value="">"No tax"</option>
+                                                        {rates
+                                                            .into_iter()
+                                                            // An archived rate is offered only to the line that has it.
+                                                            .filter(|r| !r.archived || r.id.to_string() == picked)
+                                                            .map(|r| {
+                                                                let id = r.id.to_string();
+                                                                let selected = id == picked;
+                                                                view! { <option value=id selected=selected>{format!("{} {}%", r.name, r.percent)}</option> }
+                                                            })
+                                                            .collect_view()}
+                                                    </select>
+                                                }
+                                            })
+                                        }}
+                                    </Suspense>
+                                    {line_error("tax_rate_id")}
                                 </td>
                                 <td>
                                     <button
@@ -733,5 +850,25 @@ fn InvoiceFields(
                 "+ Add line"
             </a>
         </p>
+        <div class="grid">
+            <label>
+                "Discount"
+                <input type="text" inputmode="decimal" name="input[discount]" value=discount placeholder="none" />
+                {error_for("discount".into())}
+            </label>
+            <label>
+                "Discount is"
+                <select name="input[discount_kind]">
+                    <option value="percent" selected=discount_kind != "amount">"a percentage of the subtotal"</option>
+                    <option value="amount" selected=discount_kind == "amount">"an amount"</option>
+                </select>
+            </label>
+        </div>
+        <label>
+            "Notes (shown on the invoice)"
+            <textarea name="input[notes]" maxlength="2000" rows="3">{notes}</textarea>
+            {error_for("notes".into())}
+        </label>
+        <p class="hint">"Totals, taxes and the discount are computed when you save (see the invoice page)."</p>
     }
 }

@@ -20,6 +20,7 @@ pub fn Nav() -> impl IntoView {
                                     <a href="/customers">"Customers"</a>
                                     <a href="/invoices/new">"New invoice"</a>
                                     <a href="/activity">"Activity"</a>
+                                    <a href="/settings/org">"Settings"</a>
                                     <a href="/settings/api-keys">"API keys"</a>
                                 </nav>
                                 <span class="who">{u.org_name} " · " {u.email}</span>

@@ -1,9 +1,157 @@
-//! `/settings/api-keys`: create (shown once), list, revoke.
+//! `/settings/org`: the org's settings and tax rates; `/settings/api-keys`: create (shown once),
+//! list, revoke.
 
 use leptos::prelude::*;
 
 use super::layout::error_banner;
-use crate::api::{list_api_keys, CreateApiKey, RevokeApiKey};
+use crate::api::{
+    get_org_settings, list_api_keys, AddTaxRate, ArchiveTaxRate, CreateApiKey, RevokeApiKey,
+    SaveOrgSettings,
+};
+use crate::error::FieldErrors;
+
+/// The org's settings and its tax rates. Every form carries a key minted when the page was rendered
+/// (each "Archive" button its own): a double submit saves once.
+#[component]
+pub fn OrgSettingsPage() -> impl IntoView {
+    let save = ServerAction::<SaveOrgSettings>::new();
+    let add = ServerAction::<AddTaxRate>::new();
+    let archive = ServerAction::<ArchiveTaxRate>::new();
+    // Reloaded after each successful save only: a refused one keeps what was typed on the page.
+    let saved = Memo::new(move |before: Option<&usize>| {
+        let ok = |v: Option<Result<(), crate::error::AppError>>| matches!(v, Some(Ok(())));
+        let succeeded =
+            ok(save.value().get()) || ok(add.value().get()) || ok(archive.value().get());
+        let now = save.version().get() + add.version().get() + archive.version().get();
+        match (succeeded, before) {
+            (false, Some(before)) => *before,
+            _ => now,
+        }
+    });
+    let page = Resource::new(move || saved.get(), |_| get_org_settings());
+    let errors = move |e: Option<Result<(), crate::error::AppError>>| match e {
+        Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
+        _ => FieldErrors::new(),
+    };
+    let save_errors = Signal::derive(move || errors(save.value().get()));
+    let add_errors = Signal::derive(move || errors(add.value().get()));
+    // A field's message from the latest submit of its form, next to the field.
+    let error_of = move |fields: Signal<FieldErrors>, name: &'static str| {
+        move || {
+            fields
+                .get()
+                .get(name)
+                .cloned()
+                .map(|m| view! { <span class="error">{m}</span> })
+        }
+    };
+    view! {
+        <Transition fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match page.await {
+                    Ok(p) => {
+                        let s = p.settings;
+                        view! {
+                            <section class="card">
+                                <h1>"Settings"</h1>
+                                {move || save.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                                <ActionForm action=save>
+                                    <input type="hidden" name="idempotency_key" value=p.settings_key.to_string() />
+                                    <label>
+                                        "Address (printed on invoices)"
+                                        <textarea name="settings[address]" rows="3" maxlength="1000">{s.address}</textarea>
+                                        {error_of(save_errors, "address")}
+                                    </label>
+                                    <div class="grid">
+                                        <label>
+                                            "Time zone"
+                                            <input type="text" name="settings[time_zone]" value=s.time_zone maxlength="64" />
+                                            <span class="hint">"Due dates and \"overdue\" are counted in it, e.g. Europe/Amsterdam."</span>
+                                            {error_of(save_errors, "time_zone")}
+                                        </label>
+                                        <label>
+                                            "Invoice number format"
+                                            <input type="text" name="settings[number_format]" value=s.number_format maxlength="60" />
+                                            <span class="hint">"{seq:4} is 0001, {YYYY} the year. Next: " <code class="next-number">{p.next_number}</code></span>
+                                            {error_of(save_errors, "number_format")}
+                                        </label>
+                                        <label>
+                                            "Numbers restart"
+                                            <select name="settings[number_reset]">
+                                                <option value="never" selected=s.number_reset == "never">"never"</option>
+                                                <option value="yearly" selected=s.number_reset == "yearly">"each year"</option>
+                                            </select>
+                                            {error_of(save_errors, "number_reset")}
+                                        </label>
+                                    </div>
+                                    <button type="submit" class="primary save-settings" disabled=move || save.pending().get()>
+                                        "Save settings"
+                                    </button>
+                                </ActionForm>
+                            </section>
+                            <section class="card">
+                                <h2>"Tax rates"</h2>
+                                <p class="hint">"A rate's percent never changes: archive it and add another. Invoices keep the rate they were saved with."</p>
+                                {move || add.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                                <table class="tax-rates">
+                                    <tbody>
+                                        {p.tax_rates
+                                            .into_iter()
+                                            .zip(p.archive_keys)
+                                            .map(|(r, key)| {
+                                                let id = r.id.to_string();
+                                                view! {
+                                                    <tr class="tax-rate">
+                                                        <td>{r.name}</td>
+                                                        <td class="num">{format!("{}%", r.percent)}</td>
+                                                        <td>
+                                                            {if r.archived {
+                                                                view! { <span class="status void">"archived"</span> }.into_any()
+                                                            } else {
+                                                                view! {
+                                                                    <ActionForm action=archive>
+                                                                        <input type="hidden" name="idempotency_key" value=key.to_string() />
+                                                                        <input type="hidden" name="id" value=id />
+                                                                        <button type="submit" class="link archive">"Archive"</button>
+                                                                    </ActionForm>
+                                                                }
+                                                                    .into_any()
+                                                            }}
+                                                        </td>
+                                                    </tr>
+                                                }
+                                            })
+                                            .collect_view()}
+                                    </tbody>
+                                </table>
+                                <ActionForm action=add>
+                                    <input type="hidden" name="idempotency_key" value=p.tax_rate_key.to_string() />
+                                    <div class="grid">
+                                        <label>
+                                            "Name"
+                                            <input type="text" name="name" maxlength="100" placeholder="VAT" />
+                                            {error_of(add_errors, "name")}
+                                        </label>
+                                        <label>
+                                            "Percent"
+                                            <input type="text" inputmode="decimal" name="percent" placeholder="20" />
+                                            {error_of(add_errors, "percent")}
+                                        </label>
+                                    </div>
+                                    <button type="submit" class="primary add-tax-rate" disabled=move || add.pending().get()>
+                                        "Add tax rate"
+                                    </button>
+                                </ActionForm>
+                            </section>
+                        }
+                            .into_any()
+                    }
+                    Err(e) => error_banner(&e).into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
 
 #[component]
 pub fn ApiKeysPage() -> impl IntoView {

@@ -60,6 +60,9 @@ pub enum Form {
     EditDraft,
     CreateCustomer,
     EditCustomer,
+    EditOrgSettings,
+    AddTaxRate,
+    ArchiveTaxRate,
 }
 
 impl Form {
@@ -76,6 +79,9 @@ impl Form {
             Form::EditDraft => "edit_draft",
             Form::CreateCustomer => "create_customer",
             Form::EditCustomer => "edit_customer",
+            Form::EditOrgSettings => "edit_org_settings",
+            Form::AddTaxRate => "add_tax_rate",
+            Form::ArchiveTaxRate => "archive_tax_rate",
         }
     }
 }

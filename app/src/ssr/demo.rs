@@ -5,10 +5,10 @@ use chrono::{Duration, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::model::{CustomerInput, InvoiceInput, LineInput};
+use crate::model::{CustomerInput, Discount, InvoiceInput, LineInput, TaxRateInput, Thousandths};
 use crate::ssr::lifecycle::{self, Action};
 use crate::ssr::payments::{self, PaymentStatus, RefundFact, SessionFact};
-use crate::ssr::{accounts, customers, invoices};
+use crate::ssr::{accounts, customers, invoices, tax_rates};
 
 pub const EMAIL: &str = "demo@example.com";
 pub const PASSWORD: &str = "demo password";
@@ -83,22 +83,32 @@ pub async fn seed(pool: &PgPool) -> Result<Option<Uuid>, crate::error::AppError>
         let customer = customers::insert(&mut tx, Uuid::now_v7(), org, None, &input).await?;
         people.push(customer);
     }
+    let vat = TaxRateInput {
+        name: "VAT".into(),
+        percent: Thousandths::whole(21),
+    };
+    let vat = tax_rates::insert(&mut tx, Uuid::now_v7(), org, "demo:vat", &vat).await?;
     let today = Utc::now().date_naive();
     let invoice = |who: usize, lines: &[(&str, i64, i64)], due_in: i64, draft: bool| InvoiceInput {
         customer_name: people[who].name.clone(),
         customer_email: people[who].email.clone(),
         currency: if who == 1 { "gbp" } else { "eur" }.into(),
-        due_date: today + Duration::days(due_in),
+        due_date: Some(today + Duration::days(due_in)),
         lines: lines
             .iter()
             .map(|(description, quantity, cents)| LineInput {
                 description: (*description).into(),
-                quantity: *quantity,
+                quantity: Thousandths::whole(*quantity),
                 unit_amount_cents: *cents,
+                // Euro invoices carry VAT; the others are untaxed.
+                tax_rate_id: (who != 1).then_some(vat.id),
             })
             .collect(),
         customer_id: Some(people[who].id),
         draft,
+        discount: (who == 4).then_some(Discount::Percent(Thousandths::whole(5))),
+        notes: "Thank you for your business.".into(),
+        ..InvoiceInput::default()
     };
     let mut made = Vec::new();
     for (who, lines, due_in, draft) in [

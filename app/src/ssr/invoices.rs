@@ -6,7 +6,8 @@ use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use crate::model::{
-    Invoice, InvoiceInput, InvoiceLine, InvoiceStatus, InvoiceSummary, PaymentState,
+    AppliedTax, Discount, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus, InvoiceSummary,
+    PaymentState, TaxTotal, Thousandths, Totals,
 };
 
 /// A fresh public-page token: two random (v4) UUIDs, 244 random bits, as 64 hex characters.
@@ -19,10 +20,92 @@ pub fn public_url(base: &str, token: &str) -> String {
     format!("{base}/i/{token}")
 }
 
+/// The columns of an invoice's lines, one array per column, as the statements bind them.
+struct LineColumns {
+    positions: Vec<i16>,
+    descriptions: Vec<String>,
+    quantities: Vec<i64>,
+    unit_amounts: Vec<i64>,
+    amounts: Vec<i64>,
+    tax_ids: Vec<Option<Uuid>>,
+    tax_names: Vec<Option<String>>,
+    tax_percents: Vec<Option<i32>>,
+    discounts: Vec<i64>,
+    taxes: Vec<i64>,
+}
+
+impl LineColumns {
+    fn of(input: &InvoiceInput, taxes: &[Option<AppliedTax>], totals: &Totals) -> LineColumns {
+        let lines = input.lines.iter().zip(taxes).zip(&totals.lines);
+        let mut c = LineColumns {
+            positions: (1..=input.lines.len() as i16).collect(),
+            descriptions: Vec::new(),
+            quantities: Vec::new(),
+            unit_amounts: Vec::new(),
+            amounts: Vec::new(),
+            tax_ids: Vec::new(),
+            tax_names: Vec::new(),
+            tax_percents: Vec::new(),
+            discounts: Vec::new(),
+            taxes: Vec::new(),
+        };
+        for ((line, tax), amounts) in lines {
+            c.descriptions.push(line.description.clone());
+            c.quantities.push(line.quantity.0);
+            c.unit_amounts.push(line.unit_amount_cents);
+            c.amounts.push(amounts.amount_cents);
+            c.tax_ids.push(tax.as_ref().map(|t| t.rate_id));
+            c.tax_names.push(tax.as_ref().map(|t| t.name.clone()));
+            c.tax_percents
+                .push(tax.as_ref().map(|t| t.percent.0 as i32));
+            c.discounts.push(amounts.discount_cents);
+            c.taxes.push(amounts.tax_cents);
+        }
+        c
+    }
+
+    /// The lines as the API shows them.
+    fn lines(&self) -> Vec<InvoiceLine> {
+        (0..self.positions.len())
+            .map(|i| InvoiceLine {
+                description: self.descriptions[i].clone(),
+                quantity: Thousandths(self.quantities[i]),
+                unit_amount_cents: self.unit_amounts[i],
+                amount_cents: self.amounts[i],
+                tax_rate_id: self.tax_ids[i],
+                tax_name: self.tax_names[i].clone(),
+                tax_percent: self.tax_percents[i].map(|p| Thousandths(p.into())),
+                discount_cents: self.discounts[i],
+                tax_cents: self.taxes[i],
+            })
+            .collect()
+    }
+}
+
+/// The discount as the two columns store it: (percent in thousandths, fixed amount).
+pub(crate) fn discount_columns(discount: Option<Discount>) -> (Option<i32>, Option<i64>) {
+    match discount {
+        None => (None, None),
+        Some(Discount::Percent(p)) => (Some(p.0 as i32), None),
+        Some(Discount::AmountCents(a)) => (None, Some(a)),
+    }
+}
+
+fn discount_of(percent: Option<i32>, amount: Option<i64>) -> Option<Discount> {
+    match (percent, amount) {
+        (Some(p), _) => Some(Discount::Percent(Thousandths(p.into()))),
+        (None, Some(a)) => Some(Discount::AmountCents(a)),
+        (None, None) => None,
+    }
+}
+
 /// Inserts invoice `id` (minted by the caller with `Uuid::now_v7()`, so a claim can name it before
 /// the insert) and its lines: a draft when `input.draft`, else finalized at once with the org's next
 /// number. Call it inside the transaction that claimed the attempt: a rollback gives the number back,
-/// so numbers stay gapless on success.
+/// so numbers stay gapless on success. The totals are computed here, by the rule of
+/// [`crate::model::compute_totals`], from the org's tax rates; the surface has checked the rates
+/// ([`crate::ssr::tax_rates::check`]) before claiming. With `save_customer`, the typed name and email
+/// become a customer of the org first, in the same transaction.
 pub async fn insert(
     tx: &mut PgConnection,
     id: Uuid,
@@ -31,23 +114,40 @@ pub async fn insert(
     input: &InvoiceInput,
     public_base: &str,
 ) -> sqlx::Result<Invoice> {
-    let total = input.total_cents();
-    let positions: Vec<i16> = (1..=input.lines.len() as i16).collect();
-    let descriptions: Vec<String> = input.lines.iter().map(|l| l.description.clone()).collect();
-    let quantities: Vec<i32> = input.lines.iter().map(|l| l.quantity as i32).collect();
-    let amounts: Vec<i64> = input.lines.iter().map(|l| l.unit_amount_cents).collect();
+    let customer_id = match (input.save_customer, input.customer_id) {
+        (true, None) => {
+            let customer = Uuid::now_v7();
+            let details = crate::model::CustomerInput {
+                name: input.customer_name.clone(),
+                email: input.customer_email.clone(),
+                billing_address: String::new(),
+                tax_id: None,
+                notes: String::new(),
+            };
+            let source_key = format!("invoice:{id}");
+            crate::ssr::customers::insert(tx, customer, org, Some(&source_key), &details).await?;
+            Some(customer)
+        }
+        (_, picked) => picked,
+    };
+    let taxes = crate::ssr::tax_rates::of_lines(tx, org, input).await?;
+    let totals = input.totals(&taxes);
+    let c = LineColumns::of(input, &taxes, &totals);
+    let (discount_percent, discount_amount) = discount_columns(input.discount);
     let token = (!input.draft).then(mint_public_token);
     // One statement, one round trip: for a finalized invoice the org's next number in its format (a
     // draft takes none), the invoice, its lines. The counter's row lock serialises numbering per org
     // and period until commit (a rollback gives the number back); claims on other keys are not
     // blocked, and the org row is only read. The lines' foreign key is checked at the end of the
-    // statement, when the invoice row exists.
+    // statement, when the invoice row exists. Payment terms set the due date from today in the org's
+    // time zone (finalization sets it again for a draft).
     // language=PostgreSQL
     let row = sqlx::query!(
         r#"
         with org as (
             select number_format, number_reset, time_zone,
-                   extract(year from now() at time zone time_zone)::int as yr
+                   extract(year from now() at time zone time_zone)::int as yr,
+                   (now() at time zone time_zone)::date as today
             from orgs where id = $2::uuid
         ), counter as (
             insert into invoice_counters (org_id, period, last_number)
@@ -59,23 +159,31 @@ pub async fn insert(
             insert into invoices (id, org_id, status, number, number_period, number_text,
                                   public_token, finalized_at, customer_id, customer_name,
                                   customer_email, customer_address, customer_tax_id,
-                                  currency, due_date, total_cents, source_key)
+                                  currency, due_date, total_cents, source_key, subtotal_cents,
+                                  discount_percent_milli, discount_amount_cents, discount_cents,
+                                  tax_cents, notes, payment_terms_days)
             select $1::uuid, $2::uuid, case when c.last_number is null then 'draft' else 'open' end,
                    c.last_number, c.period, invoice_number_text(org.number_format, c.last_number, org.yr),
                    $13::text, case when c.last_number is not null then now() end,
                    cu.id, $3::text, $4::text, coalesce(cu.billing_address, ''), cu.tax_id,
-                   $5::text, $6::date, $7::int8, $8::text
+                   $5::text, coalesce(org.today + $27::int2, $6::date), $7::int8, $8::text, $20::int8,
+                   $21::int4, $22::int8, $23::int8, $24::int8, $25::text, $27::int2
             from (select) one left join counter c on true left join org on true
             left join customers cu on cu.id = $14::uuid and cu.org_id = $2::uuid
             returning status, due_date, number_text, finalized_at, created_at, customer_id,
                       customer_address, customer_tax_id
         ), lines as (
-            insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
-            select $1::uuid, * from unnest($9::int2[], $10::text[], $11::int4[], $12::int8[])
+            insert into invoice_lines (invoice_id, position, description, quantity_milli,
+                                       unit_amount_cents, amount_cents, tax_rate_id, tax_name,
+                                       tax_percent_milli, discount_cents, tax_cents)
+            select $1::uuid, * from unnest($9::int2[], $10::text[], $11::int8[], $12::int8[],
+                                           $15::int8[], $16::uuid[], $17::text[], $18::int4[],
+                                           $19::int8[], $26::int8[])
         )
         select number_text, finalized_at as "finalized_at: DateTime<Utc>",
                created_at as "created_at!: DateTime<Utc>", customer_id,
                customer_address as "customer_address!", customer_tax_id,
+               due_date as "due_date!: NaiveDate",
                invoice_overdue(invoice.status, invoice.due_date, org.time_zone) as "overdue!"
         from invoice, org
         "#,
@@ -85,14 +193,27 @@ pub async fn insert(
         input.customer_email,
         input.currency,
         input.due_date as _,
-        total,
+        totals.total_cents,
         source_key,
-        &positions,
-        &descriptions,
-        &quantities,
-        &amounts,
+        &c.positions,
+        &c.descriptions,
+        &c.quantities,
+        &c.unit_amounts,
         token,
-        input.customer_id,
+        customer_id,
+        &c.amounts,
+        &c.tax_ids as &[Option<Uuid>],
+        &c.tax_names as &[Option<String>],
+        &c.tax_percents as &[Option<i32>],
+        &c.discounts,
+        totals.subtotal_cents,
+        discount_percent,
+        discount_amount,
+        totals.discount_cents,
+        totals.tax_cents,
+        input.notes,
+        &c.taxes,
+        input.payment_terms_days.map(|d| d as i16),
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -112,18 +233,16 @@ pub async fn insert(
         customer_address: row.customer_address,
         customer_tax_id: row.customer_tax_id,
         currency: input.currency.clone(),
-        due_date: input.due_date,
-        lines: input
-            .lines
-            .iter()
-            .map(|l| InvoiceLine {
-                description: l.description.clone(),
-                quantity: l.quantity,
-                unit_amount_cents: l.unit_amount_cents,
-                amount_cents: l.quantity * l.unit_amount_cents,
-            })
-            .collect(),
-        total_cents: total,
+        due_date: row.due_date,
+        payment_terms_days: input.payment_terms_days,
+        lines: c.lines(),
+        subtotal_cents: totals.subtotal_cents,
+        discount: input.discount,
+        discount_cents: totals.discount_cents,
+        taxes: totals.taxes,
+        tax_cents: totals.tax_cents,
+        total_cents: totals.total_cents,
+        notes: input.notes.clone(),
         amount_paid_cents: 0,
         payment_state: PaymentState::Unpaid,
         overdue: row.overdue,
@@ -134,16 +253,18 @@ pub async fn insert(
     })
 }
 
-/// Replaces the lines of invoice `id` (a draft being edited) with `input`'s.
-pub async fn replace_lines(
+/// Replaces the content of draft `id` of `org` with `input`'s: the lines, and the invoice's totals,
+/// discount, notes and terms (the caller's update has checked it is a draft at the right version).
+pub async fn replace_content(
     tx: &mut PgConnection,
+    org: Uuid,
     id: Uuid,
     input: &InvoiceInput,
 ) -> sqlx::Result<()> {
-    let positions: Vec<i16> = (1..=input.lines.len() as i16).collect();
-    let descriptions: Vec<String> = input.lines.iter().map(|l| l.description.clone()).collect();
-    let quantities: Vec<i32> = input.lines.iter().map(|l| l.quantity as i32).collect();
-    let amounts: Vec<i64> = input.lines.iter().map(|l| l.unit_amount_cents).collect();
+    let taxes = crate::ssr::tax_rates::of_lines(tx, org, input).await?;
+    let totals = input.totals(&taxes);
+    let c = LineColumns::of(input, &taxes, &totals);
+    let (discount_percent, discount_amount) = discount_columns(input.discount);
     // language=PostgreSQL
     sqlx::query!("delete from invoice_lines where invoice_id = $1", id)
         .execute(&mut *tx)
@@ -151,14 +272,41 @@ pub async fn replace_lines(
     // language=PostgreSQL
     sqlx::query!(
         r#"
-        insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
-        select $1, * from unnest($2::int2[], $3::text[], $4::int4[], $5::int8[])
+        with lines as (
+            insert into invoice_lines (invoice_id, position, description, quantity_milli,
+                                       unit_amount_cents, amount_cents, tax_rate_id, tax_name,
+                                       tax_percent_milli, discount_cents, tax_cents)
+            select $1, * from unnest($2::int2[], $3::text[], $4::int8[], $5::int8[], $6::int8[],
+                                     $7::uuid[], $8::text[], $9::int4[], $10::int8[], $11::int8[])
+        )
+        update invoices i
+        set subtotal_cents = $12, discount_percent_milli = $13, discount_amount_cents = $14,
+            discount_cents = $15, tax_cents = $16, total_cents = $17, notes = $18,
+            payment_terms_days = $19,
+            due_date = coalesce((now() at time zone o.time_zone)::date + $19::int2, $20::date)
+        from orgs o
+        where i.id = $1 and o.id = i.org_id
         "#,
         id,
-        &positions,
-        &descriptions,
-        &quantities,
-        &amounts
+        &c.positions,
+        &c.descriptions,
+        &c.quantities,
+        &c.unit_amounts,
+        &c.amounts,
+        &c.tax_ids as &[Option<Uuid>],
+        &c.tax_names as &[Option<String>],
+        &c.tax_percents as &[Option<i32>],
+        &c.discounts,
+        &c.taxes,
+        totals.subtotal_cents,
+        discount_percent,
+        discount_amount,
+        totals.discount_cents,
+        totals.tax_cents,
+        totals.total_cents,
+        input.notes,
+        input.payment_terms_days.map(|d| d as i16),
+        input.due_date as _,
     )
     .execute(&mut *tx)
     .await?;
@@ -216,7 +364,14 @@ struct InvoiceRow {
     customer_tax_id: Option<String>,
     currency: String,
     due_date: NaiveDate,
+    payment_terms_days: Option<i16>,
+    subtotal_cents: i64,
+    discount_percent_milli: Option<i32>,
+    discount_amount_cents: Option<i64>,
+    discount_cents: i64,
+    tax_cents: i64,
     total_cents: i64,
+    notes: String,
     amount_paid_cents: i64,
     payment_state: String,
     overdue: bool,
@@ -236,7 +391,8 @@ async fn with_lines(
     // language=PostgreSQL
     let lines = sqlx::query!(
         r#"
-        select invoice_id, description, quantity, unit_amount_cents
+        select invoice_id, description, quantity_milli, unit_amount_cents, amount_cents, tax_rate_id,
+               tax_name, tax_percent_milli, discount_cents, tax_cents
         from invoice_lines
         where invoice_id = any($1)
         order by invoice_id, position
@@ -252,36 +408,74 @@ async fn with_lines(
             .or_default()
             .push(InvoiceLine {
                 description: l.description,
-                quantity: l.quantity as i64,
+                quantity: Thousandths(l.quantity_milli),
                 unit_amount_cents: l.unit_amount_cents,
-                amount_cents: l.quantity as i64 * l.unit_amount_cents,
+                amount_cents: l.amount_cents,
+                tax_rate_id: l.tax_rate_id,
+                tax_name: l.tax_name,
+                tax_percent: l.tax_percent_milli.map(|p| Thousandths(p.into())),
+                discount_cents: l.discount_cents,
+                tax_cents: l.tax_cents,
             });
     }
     Ok(rows
         .into_iter()
-        .map(|r| Invoice {
-            id: r.id,
-            number: r.number_text,
-            status: InvoiceStatus::parse(&r.status).unwrap_or(InvoiceStatus::Open),
-            version: r.version,
-            customer_id: r.customer_id,
-            customer_name: r.customer_name,
-            customer_email: r.customer_email,
-            customer_address: r.customer_address,
-            customer_tax_id: r.customer_tax_id,
-            currency: r.currency,
-            due_date: r.due_date,
-            lines: by_invoice.remove(&r.id).unwrap_or_default(),
-            total_cents: r.total_cents,
-            amount_paid_cents: r.amount_paid_cents,
-            payment_state: PaymentState::parse(&r.payment_state).unwrap_or(PaymentState::Unpaid),
-            overdue: r.overdue,
-            public_url: r.public_token.map(|t| public_url(public_base, &t)),
-            finalized_at: r.finalized_at,
-            viewed_at: r.first_viewed_at,
-            created_at: r.created_at,
+        .map(|r| {
+            let lines = by_invoice.remove(&r.id).unwrap_or_default();
+            Invoice {
+                id: r.id,
+                number: r.number_text,
+                status: InvoiceStatus::parse(&r.status).unwrap_or(InvoiceStatus::Open),
+                version: r.version,
+                customer_id: r.customer_id,
+                customer_name: r.customer_name,
+                customer_email: r.customer_email,
+                customer_address: r.customer_address,
+                customer_tax_id: r.customer_tax_id,
+                currency: r.currency,
+                due_date: r.due_date,
+                payment_terms_days: r.payment_terms_days.map(|d| d as u16),
+                taxes: tax_totals(&lines),
+                lines,
+                subtotal_cents: r.subtotal_cents,
+                discount: discount_of(r.discount_percent_milli, r.discount_amount_cents),
+                discount_cents: r.discount_cents,
+                tax_cents: r.tax_cents,
+                total_cents: r.total_cents,
+                notes: r.notes,
+                amount_paid_cents: r.amount_paid_cents,
+                payment_state: PaymentState::parse(&r.payment_state)
+                    .unwrap_or(PaymentState::Unpaid),
+                overdue: r.overdue,
+                public_url: r.public_token.map(|t| public_url(public_base, &t)),
+                finalized_at: r.finalized_at,
+                viewed_at: r.first_viewed_at,
+                created_at: r.created_at,
+            }
         })
         .collect())
+}
+
+/// Tax per rate, from the stored lines, in the order the rates first appear.
+fn tax_totals(lines: &[InvoiceLine]) -> Vec<TaxTotal> {
+    let mut out: Vec<TaxTotal> = Vec::new();
+    for line in lines {
+        let (Some(id), Some(name), Some(percent)) =
+            (line.tax_rate_id, &line.tax_name, line.tax_percent)
+        else {
+            continue;
+        };
+        match out.iter_mut().find(|t| t.tax_rate_id == id) {
+            Some(total) => total.amount_cents += line.tax_cents,
+            None => out.push(TaxTotal {
+                tax_rate_id: id,
+                name: name.clone(),
+                percent,
+                amount_cents: line.tax_cents,
+            }),
+        }
+    }
+    out
 }
 
 /// The owner's filters on the invoice list (the page and the API share them).
@@ -445,7 +639,9 @@ pub async fn get_many(
         r#"
         select i.id, i.number_text, i.status, i.version, i.customer_id, i.customer_name,
                i.customer_email, i.customer_address, i.customer_tax_id, i.currency,
-               i.due_date as "due_date: NaiveDate", i.total_cents, i.amount_paid_cents,
+               i.due_date as "due_date: NaiveDate", i.payment_terms_days, i.subtotal_cents,
+               i.discount_percent_milli, i.discount_amount_cents, i.discount_cents, i.tax_cents,
+               i.total_cents, i.notes, i.amount_paid_cents,
                i.payment_state, invoice_overdue(i.status, i.due_date, o.time_zone) as "overdue!",
                i.public_token, i.finalized_at as "finalized_at: DateTime<Utc>",
                i.first_viewed_at as "first_viewed_at: DateTime<Utc>",

@@ -182,7 +182,8 @@ async fn finalize(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<bo
             for update
         ), org as (
             select number_format, number_reset,
-                   extract(year from now() at time zone time_zone)::int as yr
+                   extract(year from now() at time zone time_zone)::int as yr,
+                   (now() at time zone time_zone)::date as today
             from orgs where id = $2
         ), counter as (
             insert into invoice_counters (org_id, period, last_number)
@@ -195,6 +196,7 @@ async fn finalize(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<bo
         set status = 'open', number = c.last_number, number_period = c.period,
             number_text = invoice_number_text(org.number_format, c.last_number, org.yr),
             public_token = $3, finalized_at = now(), updated_at = now(), version = i.version + 1,
+            due_date = coalesce(org.today + i.payment_terms_days, i.due_date),
             customer_name = coalesce(cu.name, i.customer_name),
             customer_email = coalesce(cu.email, i.customer_email),
             customer_address = coalesce(cu.billing_address, i.customer_address),
@@ -214,8 +216,9 @@ async fn finalize(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<bo
     Ok(done.is_some())
 }
 
-/// A new draft `new_id` with the lines, customer and currency of invoice `id` (any status), due as
-/// many days after today (in the org's time zone) as the original was after it was issued. None when
+/// A new draft `new_id` with the lines (with their taxes), discount, notes, terms, customer and
+/// currency of invoice `id` (any status), due by its payment terms, or else as many days after today
+/// (in the org's time zone) as the original was after it was issued. None when
 /// `id` is not an invoice of `org`.
 pub async fn duplicate(
     tx: &mut PgConnection,
@@ -235,15 +238,23 @@ pub async fn duplicate(
         ), copy as (
             insert into invoices (id, org_id, status, customer_id, customer_name, customer_email,
                                   customer_address, customer_tax_id, currency, due_date,
-                                  total_cents, source_key)
+                                  total_cents, source_key, subtotal_cents, discount_percent_milli,
+                                  discount_amount_cents, discount_cents, tax_cents, notes,
+                                  payment_terms_days)
             select $3, org_id, 'draft', customer_id, customer_name, customer_email,
                    customer_address, customer_tax_id, currency,
-                   today + greatest(due_date - issued, 0), total_cents, $4
+                   today + coalesce(payment_terms_days, greatest(due_date - issued, 0)),
+                   total_cents, $4, subtotal_cents, discount_percent_milli, discount_amount_cents,
+                   discount_cents, tax_cents, notes, payment_terms_days
             from src
             returning due_date
         ), lines as (
-            insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
-            select $3, l.position, l.description, l.quantity, l.unit_amount_cents
+            insert into invoice_lines (invoice_id, position, description, quantity_milli,
+                                       unit_amount_cents, amount_cents, tax_rate_id, tax_name,
+                                       tax_percent_milli, discount_cents, tax_cents)
+            select $3, l.position, l.description, l.quantity_milli, l.unit_amount_cents,
+                   l.amount_cents, l.tax_rate_id, l.tax_name, l.tax_percent_milli,
+                   l.discount_cents, l.tax_cents
             from invoice_lines l
             where l.invoice_id = $1 and exists (select from copy)
         )
@@ -286,9 +297,9 @@ pub async fn edit_draft(
     let saved = sqlx::query_scalar!(
         r#"
         update invoices
-        set customer_name = $4, customer_email = $5, currency = $6, due_date = $7,
-            total_cents = $8, version = version + 1, updated_at = now(),
-            customer_id = (select c.id from customers c where c.id = $9 and c.org_id = $2)
+        set customer_name = $4, customer_email = $5, currency = $6,
+            version = version + 1, updated_at = now(),
+            customer_id = (select c.id from customers c where c.id = $7 and c.org_id = $2)
         where id = $1 and org_id = $2 and status = 'draft' and version = $3
         returning version
         "#,
@@ -298,14 +309,12 @@ pub async fn edit_draft(
         input.customer_name,
         input.customer_email,
         input.currency,
-        input.due_date as _,
-        input.total_cents(),
         input.customer_id,
     )
     .fetch_optional(&mut *tx)
     .await?;
     if let Some(version) = saved {
-        crate::ssr::invoices::replace_lines(tx, id, input).await?;
+        crate::ssr::invoices::replace_content(tx, org, id, input).await?;
         return Ok(Edited::Now(version));
     }
     // language=PostgreSQL

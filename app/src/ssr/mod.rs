@@ -12,6 +12,7 @@ pub mod invoices;
 pub mod lifecycle;
 pub mod mail;
 pub mod observe;
+pub mod orgs;
 pub mod outbox;
 pub mod payments;
 pub mod public;
@@ -19,6 +20,7 @@ pub mod retention;
 pub mod state;
 pub mod stripe;
 pub mod surfaces;
+pub mod tax_rates;
 pub mod throttle;
 pub mod worker;
 

@@ -36,10 +36,10 @@ pub async fn seed(pool: &PgPool, invoices: usize) -> anyhow::Result<Fixture> {
         r#"
         insert into invoices (id, org_id, number, number_period, number_text, public_token,
                               finalized_at, customer_name, customer_email, currency, due_date,
-                              total_cents)
+                              total_cents, subtotal_cents)
         select md5('bench/' || $1::uuid || '/' || g)::uuid, $1, g, 0, 'INV-' || lpad(g::text, 6, '0'),
                md5('token/' || $1::uuid || '/' || g) || md5(random()::text), now(),
-               'Load', 'load@example.com', 'usd', date '2030-01-01', $3
+               'Load', 'load@example.com', 'usd', date '2030-01-01', $3, $3
         from generate_series(1, $2::int4) g
         order by g
         returning id
@@ -53,8 +53,9 @@ pub async fn seed(pool: &PgPool, invoices: usize) -> anyhow::Result<Fixture> {
     // language=PostgreSQL
     sqlx::query!(
         r#"
-        insert into invoice_lines (invoice_id, position, description, quantity, unit_amount_cents)
-        select id, 1, 'Load', 1, total_cents from invoices where org_id = $1
+        insert into invoice_lines (invoice_id, position, description, quantity_milli,
+                                   unit_amount_cents, amount_cents)
+        select id, 1, 'Load', 1000, total_cents, total_cents from invoices where org_id = $1
         "#,
         account.org_id
     )

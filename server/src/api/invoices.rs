@@ -426,12 +426,25 @@ pub(super) async fn patch_invoice(
         let input = if editable {
             let mut merged =
                 serde_json::to_value(InvoiceInput::of(&current)).expect("input serialises");
+            // A due date sent alone replaces the draft's terms: the later choice wins.
+            let sets_date_only = patch.get("due_date").is_some_and(|d| !d.is_null())
+                && patch.get("payment_terms_days").is_none();
             write::merge_patch(&mut merged, &patch);
             merged["draft"] = true.into();
+            if sets_date_only {
+                merged["payment_terms_days"] = serde_json::Value::Null;
+            }
             let (_, mut input) = write::json_body(
                 Ok(Bytes::from(merged.to_string())),
                 "invoice",
-                |_: &InvoiceInput| Ok(()),
+                |input: &InvoiceInput| match input.save_customer {
+                    true => Err(app::error::FieldErrors::from([(
+                        "save_customer".to_owned(),
+                        "Only when creating an invoice: create the customer, then set customer_id."
+                            .to_owned(),
+                    )])),
+                    false => Ok(()),
+                },
             )?;
             with_customer(&state, client.org_id, &mut input).await?;
             input
@@ -474,7 +487,7 @@ fn with_etag(mut stored: StoredResponse, version: i32) -> StoredResponse {
 }
 
 /// The named customer's name and email onto `input` (one of the org's, or a 422), then the input's
-/// own checks.
+/// own checks, then its lines' tax rates (the org's, or a 422).
 async fn with_customer(
     state: &AppState,
     org: uuid::Uuid,
@@ -506,7 +519,14 @@ async fn with_customer(
     }
     input
         .check()
-        .map_err(|fields| write::invalid("invoice", fields))
+        .map_err(|fields| write::invalid("invoice", fields))?;
+    match app::ssr::tax_rates::check(&state.pool, org, input).await {
+        Ok(()) => Ok(()),
+        Err(app::error::AppError::Invalid(rejected)) => {
+            Err(write::invalid("invoice", rejected.fields))
+        }
+        Err(e) => Err(super::problem::internal("reading tax rates", e)),
+    }
 }
 
 /// Delete a draft, once per `Idempotency-Key` (a retry after success gets the stored 204).

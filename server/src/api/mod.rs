@@ -6,9 +6,10 @@ mod customers;
 mod invoices;
 mod openapi;
 mod problem;
+mod tax_rates;
 mod write;
 
-use app::ssr::surfaces::api::{CUSTOMERS_PATH, INVOICES_PATH};
+use app::ssr::surfaces::api::{CUSTOMERS_PATH, INVOICES_PATH, TAX_RATES_PATH};
 use app::ssr::AppState;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -70,6 +71,13 @@ pub fn routes() -> Router<AppState> {
             allowing(
                 get(customers::get_customer).patch(customers::patch_customer),
                 "GET, HEAD, PATCH",
+            ),
+        )
+        .route(
+            TAX_RATES_PATH,
+            allowing(
+                get(tax_rates::list_tax_rates).post(tax_rates::post_tax_rate),
+                "GET, HEAD, POST",
             ),
         )
         .route(

@@ -1,8 +1,8 @@
 //! The OpenAPI document (`/api/v1/openapi.json`), generated from the handlers' annotations.
 
 use app::model::{
-    Customer, CustomerInput, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus, LineInput,
-    PaymentState,
+    Customer, CustomerInput, Discount, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus,
+    LineInput, PaymentState, TaxRate, TaxRateInput, TaxTotal,
 };
 use axum::Json;
 use utoipa::OpenApi;
@@ -10,6 +10,7 @@ use utoipa::OpenApi;
 use super::customers::{self, CustomerList};
 use super::invoices::{self, InvoiceList};
 use super::problem::Problem;
+use super::tax_rates::{self, TaxRateList};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -27,7 +28,9 @@ use super::problem::Problem;
         customers::post_customer,
         customers::list_customers,
         customers::get_customer,
-        customers::patch_customer
+        customers::patch_customer,
+        tax_rates::post_tax_rate,
+        tax_rates::list_tax_rates
     ),
     components(schemas(
         InvoiceInput,
@@ -40,6 +43,11 @@ use super::problem::Problem;
         CustomerInput,
         Customer,
         CustomerList,
+        Discount,
+        TaxTotal,
+        TaxRateInput,
+        TaxRate,
+        TaxRateList,
         Problem
     )),
     modifiers(&BearerAuth)

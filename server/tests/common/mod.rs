@@ -198,14 +198,16 @@ pub async fn seed_invoice(
         customer_name: "Ada".into(),
         customer_email: "ada@example.com".into(),
         currency: currency.into(),
-        due_date: "2027-01-31".parse().unwrap(),
+        due_date: Some("2027-01-31".parse().unwrap()),
         lines: vec![app::model::LineInput {
             description: "Work".into(),
-            quantity: 1,
+            quantity: app::model::Thousandths::whole(1),
             unit_amount_cents: total,
+            tax_rate_id: None,
         }],
         draft: false,
         customer_id: None,
+        ..Default::default()
     };
     let mut tx = pool.begin().await.unwrap();
     let invoice = app::ssr::invoices::insert(&mut tx, uuid::Uuid::new_v4(), org, None, &input, "")

@@ -252,6 +252,30 @@ pub async fn customer_from_request(
     .await
 }
 
+pub const TAX_RATES_PATH: &str = "/api/v1/tax_rates";
+
+/// `POST /api/v1/tax_rates`: adds the rate at most once per (client, key).
+pub async fn tax_rate_from_request(
+    pool: &PgPool,
+    attempt: &Attempt,
+    client: ApiClient,
+    key: &IdempotencyKey,
+    fingerprint: &[u8],
+    input: &crate::model::TaxRateInput,
+    key_ttl: Duration,
+) -> sqlx::Result<ApiOutcome> {
+    respond_once(pool, attempt, client, key, fingerprint, key_ttl, || {
+        async |tx| {
+            let id = Uuid::now_v7();
+            let source_key = format!("api:{id}");
+            let rate =
+                crate::ssr::tax_rates::insert(tx, id, client.org_id, &source_key, input).await?;
+            Ok((created(&format!("{TAX_RATES_PATH}/{id}"), &rate), None))
+        }
+    })
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

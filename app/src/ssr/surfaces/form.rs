@@ -367,10 +367,10 @@ pub async fn edit_draft(
     })
 }
 
-/// How a customer form ended (its claims name customers, not invoices).
+/// How a form that saves one thing ended (a customer, a setting, a tax rate: not an invoice).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CustomerSaved {
-    /// This submit wrote the customer.
+pub enum Saved {
+    /// This submit saved it.
     Created(Uuid),
     /// A repeat of the submit that did.
     Replayed(Uuid),
@@ -378,12 +378,12 @@ pub enum CustomerSaved {
     KeyReused,
 }
 
-impl Tracked for CustomerSaved {
+impl Tracked for Saved {
     fn outcome(&self) -> AttemptOutcome {
         match self {
-            CustomerSaved::Created(_) => AttemptOutcome::Won,
-            CustomerSaved::Replayed(_) => AttemptOutcome::Replay,
-            CustomerSaved::KeyReused => AttemptOutcome::Mismatch,
+            Saved::Created(_) => AttemptOutcome::Won,
+            Saved::Replayed(_) => AttemptOutcome::Replay,
+            Saved::KeyReused => AttemptOutcome::Mismatch,
         }
     }
 }
@@ -395,7 +395,7 @@ pub async fn customer_from_form(
     org: Uuid,
     form_key: Uuid,
     input: &crate::model::CustomerInput,
-) -> Result<CustomerSaved, AppError> {
+) -> Result<Saved, AppError> {
     use sha2::{Digest, Sha256};
 
     let key = ClaimKey::form(org, Form::CreateCustomer, form_key);
@@ -432,19 +432,19 @@ pub async fn customer_from_form(
     })
     .await?;
     match ran {
-        Once::Ran(true) => Ok(CustomerSaved::Created(customer_id)),
-        Once::Ran(false) => Ok(CustomerSaved::Replayed(
+        Once::Ran(true) => Ok(Saved::Created(customer_id)),
+        Once::Ran(false) => Ok(Saved::Replayed(
             crate::ssr::customers::id_by_source_key(pool, org, &source_key).await?,
         )),
         Once::Done(Outcome {
             result_id: Some(id),
             ..
-        }) => Ok(CustomerSaved::Replayed(id)),
+        }) => Ok(Saved::Replayed(id)),
         Once::Done(outcome) => Err(AppError::internal(
             "customer claim done without a customer",
             format!("{key:?} {outcome:?}"),
         )),
-        Once::Mismatch => Ok(CustomerSaved::KeyReused),
+        Once::Mismatch => Ok(Saved::KeyReused),
         Once::Busy { retry_after } => Err(AppError::BadRequest(format!(
             "This form is still being processed. Try again in {} seconds.",
             retry_after.as_secs()
@@ -460,7 +460,7 @@ pub async fn update_customer(
     form_key: Uuid,
     customer: Uuid,
     input: &crate::model::CustomerInput,
-) -> Result<CustomerSaved, AppError> {
+) -> Result<Saved, AppError> {
     use sha2::{Digest, Sha256};
 
     let key = ClaimKey::form(org, Form::EditCustomer, form_key);
@@ -488,9 +488,66 @@ pub async fn update_customer(
     })
     .await?;
     match ran {
-        Once::Ran(()) => Ok(CustomerSaved::Created(customer)),
-        Once::Done(_) => Ok(CustomerSaved::Replayed(customer)),
-        Once::Mismatch => Ok(CustomerSaved::KeyReused),
+        Once::Ran(()) => Ok(Saved::Created(customer)),
+        Once::Done(_) => Ok(Saved::Replayed(customer)),
+        Once::Mismatch => Ok(Saved::KeyReused),
+        Once::Busy { retry_after } => Err(AppError::BadRequest(format!(
+            "This form is still being processed. Try again in {} seconds.",
+            retry_after.as_secs()
+        ))),
+    }
+}
+
+/// A settings form, at most once per rendered form: `save` writes the change in the claim's
+/// transaction and names what it saved. A new settings form costs these few lines at its call site.
+pub async fn setting_once<F, W>(
+    pool: &PgPool,
+    attempt: &Attempt,
+    org: Uuid,
+    form: Form,
+    form_key: Uuid,
+    content: &impl serde::Serialize,
+    mut save: F,
+) -> Result<Saved, AppError>
+where
+    F: FnMut() -> W,
+    W: AsyncFnOnce(&mut sqlx::PgConnection) -> Result<Uuid, AppError>,
+{
+    use sha2::{Digest, Sha256};
+
+    let key = ClaimKey::form(org, form, form_key);
+    let fingerprint =
+        Sha256::digest(serde_json::to_vec(content).expect("form content serialises")).to_vec();
+    let terms = Terms {
+        fingerprint: Some(&fingerprint),
+        ..Terms::default()
+    };
+    let ran = once(pool, attempt, &key, &terms, || {
+        let save = save();
+        async move |tx: &mut sqlx::PgConnection| {
+            let id = save(tx).await?;
+            Ok::<_, AppError>(Work::Commit {
+                answer: id,
+                outcome: Outcome::result(id),
+                concerns: Concerns {
+                    org: Some(org),
+                    invoice: None,
+                },
+            })
+        }
+    })
+    .await?;
+    match ran {
+        Once::Ran(id) => Ok(Saved::Created(id)),
+        Once::Done(Outcome {
+            result_id: Some(id),
+            ..
+        }) => Ok(Saved::Replayed(id)),
+        Once::Done(outcome) => Err(AppError::internal(
+            "settings claim done without a result",
+            format!("{key:?} {outcome:?}"),
+        )),
+        Once::Mismatch => Ok(Saved::KeyReused),
         Once::Busy { retry_after } => Err(AppError::BadRequest(format!(
             "This form is still being processed. Try again in {} seconds.",
             retry_after.as_secs()

@@ -1,0 +1,143 @@
+//! An org's settings: how invoice numbers look and restart, the time zone dates are reckoned in, the
+//! address printed on invoices.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::FieldErrors;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OrgSettings {
+    /// Printed on invoices, their page and PDF.
+    #[serde(default)]
+    pub address: String,
+    /// An IANA zone ("Europe/Amsterdam"): "overdue", "this year" and payment terms count days in it.
+    #[serde(default)]
+    pub time_zone: String,
+    /// `{seq}` or `{seq:N}` (zero-padded to N digits), `{YYYY}`, `{YY}`: `INV-{YYYY}-{seq:4}`.
+    #[serde(default)]
+    pub number_format: String,
+    /// `never` or `yearly` (numbers restart at 1 each year; the format must name the year).
+    #[serde(default)]
+    pub number_reset: String,
+}
+
+impl OrgSettings {
+    /// The checks that need no database (the time zone is checked against Postgres' list).
+    pub fn check(&self) -> Result<(), FieldErrors> {
+        let mut out = FieldErrors::new();
+        if self.address.chars().count() > 1000 || self.address.contains('\0') {
+            out.insert("address".into(), "Enter at most 1000 characters.".into());
+        }
+        let zone = self.time_zone.trim();
+        if zone.is_empty()
+            || zone.len() > 64
+            || !zone
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"/_-+".contains(&b))
+        {
+            out.insert(
+                "time_zone".into(),
+                "Enter a time zone such as Europe/Amsterdam or UTC.".into(),
+            );
+        }
+        let format = self.number_format.trim();
+        let seq = format.matches("{seq}").count()
+            + (1..=9)
+                .filter(|n| format.contains(&format!("{{seq:{n}}}")))
+                .count();
+        if format.is_empty() || format.chars().count() > 60 || format.contains('\0') || seq != 1 {
+            out.insert(
+                "number_format".into(),
+                "Use 1 to 60 characters with {seq} (or {seq:4} for 0001) exactly once.".into(),
+            );
+        }
+        match self.number_reset.as_str() {
+            "never" => {}
+            "yearly" if format.contains("{YYYY}") || format.contains("{YY}") => {}
+            "yearly" => {
+                out.insert(
+                    "number_reset".into(),
+                    "Numbers that restart each year need {YYYY} or {YY} in the format.".into(),
+                );
+            }
+            _ => {
+                out.insert("number_reset".into(), "Choose never or yearly.".into());
+            }
+        }
+        if out.is_empty() {
+            Ok(())
+        } else {
+            Err(out)
+        }
+    }
+
+    /// The number the format gives to `seq` in `year`, as Postgres' `invoice_number_text` does.
+    pub fn preview(&self, seq: u32, year: i32) -> String {
+        let mut text = self.number_format.trim().to_owned();
+        for n in 1..=9 {
+            text = text.replace(&format!("{{seq:{n}}}"), &format!("{seq:0n$}"));
+        }
+        text.replace("{seq}", &seq.to_string())
+            .replace("{YYYY}", &year.to_string())
+            .replace("{YY}", &format!("{:02}", year % 100))
+    }
+}
+
+/// What the org settings page shows: the settings, the rates, and the keys of this rendering's forms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OrgSettingsPage {
+    pub settings: OrgSettings,
+    pub settings_key: uuid::Uuid,
+    pub tax_rates: Vec<super::TaxRate>,
+    /// One per rate, in the same order: each "Archive" button is its own attempt.
+    pub archive_keys: Vec<uuid::Uuid>,
+    pub tax_rate_key: uuid::Uuid,
+    /// The next number as the format would print it this year (a preview).
+    pub next_number: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(format: &str, reset: &str) -> OrgSettings {
+        OrgSettings {
+            address: String::new(),
+            time_zone: "Europe/Amsterdam".into(),
+            number_format: format.into(),
+            number_reset: reset.into(),
+        }
+    }
+
+    #[test]
+    fn formats_name_the_sequence_once_and_yearly_ones_the_year() {
+        settings("INV-{YYYY}-{seq:4}", "yearly").check().unwrap();
+        settings("{seq}", "never").check().unwrap();
+        assert!(settings("INV", "never")
+            .check()
+            .unwrap_err()
+            .contains_key("number_format"));
+        assert!(settings("{seq}-{seq}", "never").check().is_err());
+        assert!(settings("INV-{seq}", "yearly")
+            .check()
+            .unwrap_err()
+            .contains_key("number_reset"));
+        assert!(settings("{seq}", "monthly").check().is_err());
+        let mut bad_zone = settings("{seq}", "never");
+        bad_zone.time_zone = "Europe/Amsterdam'; drop".into();
+        assert!(bad_zone.check().unwrap_err().contains_key("time_zone"));
+    }
+
+    #[test]
+    fn the_preview_pads_like_postgres() {
+        assert_eq!(
+            settings("INV-{YYYY}-{seq:4}", "yearly").preview(7, 2027),
+            "INV-2027-0007"
+        );
+        assert_eq!(
+            settings("{YY}/{seq:2}", "yearly").preview(123, 2005),
+            "05/123"
+        );
+        assert_eq!(settings("A{seq}", "never").preview(42, 2027), "A42");
+    }
+}

@@ -1,0 +1,105 @@
+//! The tax-rate endpoints: add one (once per Idempotency-Key, through the API surface) and list them.
+//! A rate's percent never changes; invoices name rates by id on each line.
+
+use app::model::{TaxRate, TaxRateInput};
+use app::ssr::observe::track;
+use app::ssr::surfaces::api::{self, TAX_RATES_PATH};
+use app::ssr::{tax_rates, AppState};
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::client::Client;
+use super::problem::{problem, Problem, ProblemResponse};
+use super::write;
+
+/// Add a tax rate, once per `Idempotency-Key`.
+#[utoipa::path(
+    post,
+    path = "/api/v1/tax_rates",
+    tag = "tax_rates",
+    request_body = TaxRateInput,
+    params(
+        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Names this attempt, as for invoices."),
+    ),
+    responses(
+        (status = 201, description = "Created; replays return the stored response with `Idempotent-Replayed: true`", body = TaxRate,
+            headers(("Location" = String, description = "The rate's URL"))),
+        (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing, unknown or revoked API key", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The same key is still in flight", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 1 MiB", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid rate (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = []))
+)]
+pub(super) async fn post_tax_rate(
+    State(state): State<AppState>,
+    Client(client): Client,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ProblemResponse> {
+    let attempt = write::attempt(client, &headers);
+    let outcome = track(&state.pool, attempt, async |attempt| {
+        let key = api::IdempotencyKey::parse(headers.get("idempotency-key").map(|v| v.as_bytes()))?;
+        let (value, input) = write::json_body(body, "tax rate", TaxRateInput::check)?;
+        let fingerprint = api::fingerprint("POST", TAX_RATES_PATH, &value);
+        let ttl = state.settings.idempotency_key_ttl;
+        let pool = &state.pool;
+        let created =
+            api::tax_rate_from_request(pool, &attempt, client, &key, &fingerprint, &input, ttl)
+                .await?;
+        Ok::<_, ProblemResponse>(created)
+    })
+    .await?;
+    write::answer(outcome)
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct TaxRateQuery {
+    /// Include archived rates (lines saved with them keep them).
+    pub archived: Option<bool>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TaxRateList {
+    /// Oldest first.
+    pub data: Vec<TaxRate>,
+}
+
+/// The org's tax rates, oldest first.
+#[utoipa::path(
+    get,
+    path = "/api/v1/tax_rates",
+    tag = "tax_rates",
+    params(TaxRateQuery),
+    responses(
+        (status = 200, body = TaxRateList),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = []))
+)]
+pub(super) async fn list_tax_rates(
+    State(state): State<AppState>,
+    Client(client): Client,
+    query: Result<Query<TaxRateQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<TaxRateList>, ProblemResponse> {
+    let Query(query) = query.map_err(|e| {
+        problem(
+            StatusCode::BAD_REQUEST,
+            "bad-query",
+            "Bad query",
+            e.body_text(),
+        )
+    })?;
+    let archived = query.archived.unwrap_or(false);
+    let data = tax_rates::list(&state.pool, client.org_id, archived).await?;
+    Ok(Json(TaxRateList { data }))
+}
