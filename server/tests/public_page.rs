@@ -286,3 +286,80 @@ async fn a_hundred_long_lines_flow_onto_more_pages(pool: PgPool) {
     assert!(text.contains("Line 100:") && text.contains("$100.00"));
     assert!(text.contains(&format!("page {pages} of {pages}")));
 }
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn the_page_and_the_pdf_show_subtotal_discount_each_tax_and_notes(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, token) = app.api_client().await;
+    let rate = app
+        .post_to(
+            "/api/v1/tax_rates",
+            Some(&token),
+            Some("vat"),
+            r#"{"name": "VAT", "percent": 21}"#,
+        )
+        .await
+        .json();
+    // 2.5 × 40.00 = 100.00; 10.00 off; VAT 21 % of 90.00 = 18.90; total 108.90.
+    let body = serde_json::json!({
+        "customer_name": "Taxed Ltd",
+        "customer_email": "ap@example.com",
+        "currency": "usd",
+        "payment_terms_days": 30,
+        "discount": { "amount_cents": 1_000 },
+        "notes": "Bank transfer within 30 days, please.",
+        "lines": [{ "description": "Hours", "quantity": 2.5, "unit_amount_cents": 4_000,
+                    "tax_rate_id": rate["id"] }],
+    })
+    .to_string();
+    let json = app
+        .post_invoice(Some(&token), Some("taxed"), &body)
+        .await
+        .json();
+    assert_eq!(json["total_cents"], 10_890);
+    let path = json["public_url"]
+        .as_str()
+        .unwrap()
+        .strip_prefix(&app.base)
+        .unwrap()
+        .to_owned();
+    let (status, _, html) = get(&app, &path).await;
+    assert_eq!(status, 200);
+    for shown in [
+        "$100.00",
+        "−$10.00",
+        "VAT 21%",
+        "$18.90",
+        "$108.90",
+        "(net 30)",
+        "within 30 days",
+    ] {
+        assert!(html.contains(shown), "{shown} missing from the page");
+    }
+    let bytes = app
+        .http
+        .get(format!("{}{path}/pdf", app.base))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let (text, _, _) = pdf_text(&bytes);
+    for shown in [
+        "Subtotal",
+        "$100.00",
+        "-$10.00",
+        "VAT 21%",
+        "$18.90",
+        "$108.90",
+        "net 30",
+        "Tax: VAT 21%",
+        "within 30 days",
+    ] {
+        assert!(
+            text.contains(shown),
+            "{shown} missing from the PDF:\n{text}"
+        );
+    }
+}
