@@ -101,7 +101,8 @@ ensure_chromium() {
 
 ensure_e2e_packages() {
   command -v npm >/dev/null || die "npm is missing: install Node.js 20"
-  if [ ! -d end2end/node_modules/@playwright/test ] || [ ! -d end2end/node_modules/@axe-core/playwright ]; then
+  if [ ! -d end2end/node_modules/@playwright/test ] || [ ! -d end2end/node_modules/@axe-core/playwright ] \
+    || [ ! -d end2end/node_modules/stripe ]; then
     step "installing the end-to-end test packages"
     # Playwright's own browser download cannot work here; Debian's chromium is used instead.
     (cd end2end && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)

@@ -307,6 +307,8 @@ pub async fn simulate_payment(invoice_id: String) -> Result<(), AppError> {
     if due <= 0 {
         return Err(AppError::BadRequest("Nothing is due on this invoice.".into()).respond());
     }
+    // Through a session the app created, as a real payment is (simulated: no call to Stripe).
+    standin::open_simulated_session(&state.pool, invoice.id).await?;
     let (event_id, payload) = standin::checkout_completed(invoice.id, due, &invoice.currency);
     let url = format!("{}/webhooks/stripe", state.settings.self_url);
     let secret = &state.settings.stripe_webhook_secrets[0];

@@ -2,3 +2,4 @@
 //! fault harness) and the harness the server's integration tests share with them. Nothing here ships.
 
 pub mod harness;
+pub mod stripe_local;

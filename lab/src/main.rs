@@ -41,6 +41,33 @@ enum Command {
     /// Crash the server and Postgres under load, then check nothing was lost or done twice
     /// (scripts/faults sets up a private Postgres and an SMTP server).
     Faults(faults::FaultArgs),
+    /// The local Stripe of dev and tests (scripts/stripe-local): Checkout sessions, a hosted
+    /// checkout page, signed webhook delivery.
+    StripeLocal {
+        #[arg(long, default_value_t = 12111)]
+        port: u16,
+        /// Where events go.
+        #[arg(
+            long,
+            env = "STRIPE_LOCAL_WEBHOOK_URL",
+            default_value = "http://127.0.0.1:3000/webhooks/stripe"
+        )]
+        webhook_url: String,
+        /// The endpoint secret events are signed with (the app's STRIPE_WEBHOOK_SECRET).
+        #[arg(
+            long,
+            env = "STRIPE_WEBHOOK_SECRET",
+            default_value = "whsec_dev_invoicer",
+            hide_env_values = true
+        )]
+        webhook_secret: String,
+        /// The secret key requests must carry (the app's STRIPE_SECRET_KEY).
+        #[arg(long, default_value = "sk_test_local")]
+        api_key: String,
+        /// Deliver each event two or three times, some at once, out of order.
+        #[arg(long)]
+        chaos: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -101,6 +128,31 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
+    if let Command::StripeLocal {
+        port,
+        webhook_url,
+        webhook_secret,
+        api_key,
+        chaos,
+    } = args.command
+    {
+        let config = lab::stripe_local::Config {
+            api_key,
+            webhook_url: Some(webhook_url.clone()),
+            webhook_secret,
+            chaos,
+            fail_first: 0,
+        };
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let stripe = lab::stripe_local::LocalStripe::start(addr, config).await?;
+        eprintln!(
+            "local Stripe on {} (events to {webhook_url}{})",
+            stripe.base,
+            if chaos { ", chaos" } else { "" }
+        );
+        tokio::signal::ctrl_c().await?;
+        return Ok(());
+    }
     let lab = Lab {
         database_url: args.database_url.context("DATABASE_URL must be set")?,
         server: args.server,
@@ -118,5 +170,6 @@ async fn run(args: Args) -> anyhow::Result<()> {
             command: BenchCommand::Http(args),
         } => bench_http::run(&lab, args).await,
         Command::Faults(args) => faults::run(&lab, args).await,
+        Command::StripeLocal { .. } => unreachable!("served above"),
     }
 }

@@ -163,6 +163,10 @@ async fn stripe(config: Config, command: StripeCommand) -> anyhow::Result<()> {
                     let invoice = invoice.with_context(|| format!("{event} needs --invoice ID"))?;
                     let pool = config.connect().await?;
                     let due = standin::amount_due(&pool, invoice).await?;
+                    // The event pays through a session the app created (simulated: no Stripe call).
+                    if due.is_some() {
+                        standin::open_simulated_session(&pool, invoice).await?;
+                    }
                     let (amount, currency) = match (amount, due) {
                         (Some(amount), Some((_, currency))) => (amount, currency),
                         (None, Some(due)) => due,

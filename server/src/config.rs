@@ -16,6 +16,10 @@ use sqlx::PgPool;
 /// The local cluster over its unix socket, database `invoicer`, as the OS user (peer auth).
 pub const DEFAULT_DATABASE_URL: &str = "postgres:///invoicer?host=/var/run/postgresql";
 
+/// The local Stripe of dev and tests (`scripts/stripe-local`), and the key it accepts.
+pub const LOCAL_STRIPE: &str = "http://127.0.0.1:12111";
+pub const LOCAL_STRIPE_KEY: &str = "sk_test_local";
+
 #[derive(clap::Args, Debug, Clone)]
 #[command(next_help_heading = "Configuration (environment variables)")]
 pub struct Config {
@@ -51,6 +55,15 @@ pub struct Config {
     /// production; dev default `whsec_dev_invoicer`.
     #[arg(long, env = "STRIPE_WEBHOOK_SECRET", value_delimiter = ',', value_parser = parse_secret, global = true, hide_env_values = true)]
     pub stripe_webhook_secret: Vec<String>,
+    /// The secret API key (`sk_test_...` / `sk_live_...`) the app creates Checkout sessions with.
+    /// Unset in production: the Pay button answers "payment unavailable". Dev default: the local
+    /// Stripe's `sk_test_local`.
+    #[arg(long, env = "STRIPE_SECRET_KEY", global = true, hide_env_values = true)]
+    pub stripe_secret_key: Option<String>,
+    /// The Stripe API the app calls. Default `https://api.stripe.com`; dev default the local Stripe,
+    /// `http://127.0.0.1:12111` (`scripts/stripe-local`).
+    #[arg(long, env = "STRIPE_API_BASE", global = true)]
+    pub stripe_api_base: Option<String>,
     /// Accepted clock skew of webhook signatures, in seconds (1 to 3600).
     #[arg(long, env = "STRIPE_WEBHOOK_TOLERANCE_SECS", default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..=3600), global = true)]
     pub stripe_webhook_tolerance_secs: u32,
@@ -187,6 +200,14 @@ impl Config {
         blank(&mut self.mail_from);
         blank(&mut self.metrics_token);
         blank(&mut self.client_ip_header);
+        blank(&mut self.stripe_secret_key);
+        blank(&mut self.stripe_api_base);
+        if dev {
+            self.stripe_api_base
+                .get_or_insert_with(|| LOCAL_STRIPE.to_owned());
+            self.stripe_secret_key
+                .get_or_insert_with(|| LOCAL_STRIPE_KEY.to_owned());
+        }
         if self.stripe_webhook_secret.is_empty() {
             anyhow::ensure!(
                 dev,
@@ -320,6 +341,11 @@ impl Config {
             metrics_token: self.metrics_token.clone(),
             limits: self.limits(),
             client_ip_header: self.client_ip_header.clone(),
+            stripe_api_base: self
+                .stripe_api_base
+                .clone()
+                .unwrap_or_else(|| app::ssr::stripe::client::DEFAULT_API_BASE.to_owned()),
+            stripe_secret_key: self.stripe_secret_key.clone(),
         }
     }
 

@@ -17,11 +17,18 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/i/{token}", get(page))
         .route("/i/{token}/pdf", get(pdf))
+        .route("/i/{token}/pay", axum::routing::post(pay))
 }
 
 /// Headers of every answer under `/i/`: not indexed, not cached by anyone but the browser, the
 /// token never sent onwards in a Referer, no script at all.
-fn private(mut response: Response) -> Response {
+fn private(response: Response) -> Response {
+    private_paying(response, "")
+}
+
+/// As [`private`], letting the page's Pay form end at `checkout` (origins the 303 may lead to: a
+/// form's redirects are held to `form-action` too).
+fn private_paying(mut response: Response, checkout: &str) -> Response {
     let headers = response.headers_mut();
     headers.insert(
         "x-robots-tag",
@@ -35,14 +42,80 @@ fn private(mut response: Response) -> Response {
         header::REFERRER_POLICY,
         HeaderValue::from_static("no-referrer"),
     );
+    let policy = format!(
+        "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'{}{checkout}; \
+         base-uri 'none'; frame-ancestors 'none'",
+        if checkout.is_empty() { "" } else { " " }
+    );
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; \
-             base-uri 'none'; frame-ancestors 'none'",
-        ),
+        HeaderValue::from_str(&policy).expect("origins are header-safe"),
     );
     response
+}
+
+/// Where a checkout session's page may be: Stripe's, and the configured API's host (the local
+/// Stripe serves its own checkout page).
+fn checkout_origins(state: &AppState) -> String {
+    let mut origins = vec!["https://checkout.stripe.com".to_owned()];
+    if let Ok(origin) = crate::security::origin_of(&state.settings.stripe_api_base) {
+        if !origin.contains(['"', ';', ' ']) && origin != "https://api.stripe.com" {
+            origins.push(origin);
+        }
+    }
+    origins.join(" ")
+}
+
+/// The Pay button: the invoice's checkout session (made once per amount due, however often it is
+/// pressed), then 303 to Stripe's page. A second press while the first is still talking to Stripe
+/// waits for it and lands on the same session.
+async fn pay(State(state): State<AppState>, Path(token): Path<String>) -> Response {
+    use app::ssr::checkout::{self, Checkout, CheckoutError, Urls};
+
+    let found = match checkout::by_token(&state.pool, &token).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return not_found(),
+        Err(e) => return unavailable("public pay", e),
+    };
+    let urls = Urls {
+        public_base: &state.settings.public_url,
+    };
+    let (org, invoice) = found;
+    let waited = std::time::Duration::from_secs(10);
+    let see_other = |to: &str| {
+        private((StatusCode::SEE_OTHER, [(header::LOCATION, to.to_owned())]).into_response())
+    };
+    match checkout::session_waiting(&state.pool, &state.stripe, &urls, org, invoice, waited).await {
+        Ok(Checkout::Session(session)) => see_other(&session.url),
+        Ok(Checkout::NothingDue { .. }) => see_other(&format!("/i/{token}")),
+        Ok(Checkout::NotFound) => not_found(),
+        Err(CheckoutError::Busy(_)) => payment_unavailable("checkout still being created", "busy"),
+        Err(CheckoutError::Stripe(e)) => payment_unavailable("creating a checkout session", e),
+        Err(CheckoutError::Db(e)) => unavailable("public pay", e),
+    }
+}
+
+/// What the customer sees when Stripe cannot be reached: try again; the detail goes to the log.
+fn payment_unavailable(context: &str, e: impl std::fmt::Display) -> Response {
+    tracing::error!(error = %e, "{context}");
+    let body = document(
+        "Payment temporarily unavailable",
+        view! {
+            <main class="public">
+                <h1>"Payment is temporarily unavailable"</h1>
+                <p>"Nothing was charged. Please go back and try again in a minute."</p>
+            </main>
+        }
+        .to_html(),
+    );
+    private(
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "30")],
+            axum::response::Html(body),
+        )
+            .into_response(),
+    )
 }
 
 /// The same answer for a malformed, unknown or revoked token: nothing tells them apart.
@@ -78,7 +151,10 @@ async fn page(State(state): State<AppState>, Path(token): Path<String>) -> Respo
                 &format!("Invoice {number} from {}", found.org_name),
                 render(found, &token),
             );
-            private(axum::response::Html(body).into_response())
+            private_paying(
+                axum::response::Html(body).into_response(),
+                &checkout_origins(&state),
+            )
         }
         Ok(None) => not_found(),
         Err(e) => unavailable("public invoice page", e),
@@ -104,6 +180,11 @@ fn render(found: PublicInvoice, token: &str) -> String {
     } = found;
     let currency = inv.currency.clone();
     let due = inv.total_cents - inv.amount_paid_cents;
+    let payable = due > 0
+        && matches!(
+            inv.status,
+            InvoiceStatus::Open | InvoiceStatus::Uncollectible
+        );
     let lines = inv
         .lines
         .iter()
@@ -163,6 +244,17 @@ fn render(found: PublicInvoice, token: &str) -> String {
                 </table>
             </div>
             {(!inv.notes.is_empty()).then(|| view! { <p class="notes">{inv.notes.clone()}</p> })}
+            {payable
+                .then(|| {
+                    view! {
+                        // A plain form: paying works without JavaScript.
+                        <form method="post" action=format!("/i/{token}/pay") class="pay">
+                            <button type="submit" class="button primary pay">
+                                {format!("Pay {}", format_money(due, &currency))}
+                            </button>
+                        </form>
+                    }
+                })}
             <p>
                 <a class="button pdf" href=format!("/i/{token}/pdf")>"Download PDF"</a>
             </p>

@@ -96,6 +96,9 @@ async fn filters_by_status_payment_overdue_and_search(pool: PgPool) {
     post("Ada Open", "2199-01-01", false).await;
     post("100% Percent", "2199-01-01", false).await;
     let id: Uuid = paid["id"].as_str().unwrap().parse().unwrap();
+    app::ssr::stripe::standin::open_simulated_session(&app.pool, id)
+        .await
+        .unwrap();
     let (_, payload) = app::ssr::stripe::standin::checkout_completed(id, 1000, "usd");
     assert_eq!(app.deliver(&payload).await.0, 200);
 

@@ -426,6 +426,7 @@ async fn api_void_of_a_paid_invoice_is_a_stored_409(pool: PgPool) {
         .json();
     let id: Uuid = open["id"].as_str().unwrap().parse().unwrap();
     let total = open["total_cents"].as_i64().unwrap();
+    standin::open_simulated_session(&pool, id).await.unwrap();
     let (_, payload) = standin::checkout_completed(id, total, "eur");
     assert_eq!(app.deliver(&payload).await.0, 200);
     let path = format!("/api/v1/invoices/{id}/void");

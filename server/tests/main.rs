@@ -5,6 +5,7 @@ mod common;
 
 mod api;
 mod api_crash;
+mod checkout;
 mod cli;
 mod customers;
 mod form_crash;

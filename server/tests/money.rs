@@ -185,6 +185,12 @@ async fn an_event_of_the_other_mode_is_stored_and_applies_nothing(pool: PgPool) 
     // A live deployment takes live events and refuses test ones.
     let live = TestApp::spawn_with(app.pool.clone(), |s| s.stripe_livemode = true).await;
     let (_, other) = live.invoice(5_000, "usd").await;
+    // A live deployment's sessions are live ones.
+    sqlx::query("update checkout_sessions set livemode = true where invoice_id = $1")
+        .bind(other)
+        .execute(&app.pool)
+        .await
+        .unwrap();
     let q = pay(&live, other, 5_000, "usd").await;
     assert_eq!(
         q.session("checkout.session.completed", "paid", false).await,
@@ -362,6 +368,9 @@ async fn the_invoice_page_and_api_show_the_payment_state(pool: PgPool) {
     assert_eq!(created.json()["payment_state"], "unpaid");
     let invoice: Uuid = created.json()["id"].as_str().unwrap().parse().unwrap();
     let total = created.json()["total_cents"].as_i64().unwrap();
+    app::ssr::stripe::standin::open_simulated_session(&app.pool, invoice)
+        .await
+        .unwrap();
     let outcome = pay(&app, invoice, total, "eur")
         .await
         .session("checkout.session.completed", "unpaid", false)

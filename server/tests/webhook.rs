@@ -224,7 +224,7 @@ async fn unknown_invoices_and_wrong_currencies_are_anomalies_not_retries(pool: P
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|(o, _)| o == "anomaly"), "{rows:?}");
     assert!(
-        rows[1].1.as_deref().unwrap().contains("paid in eur"),
+        rows[1].1.as_deref().unwrap().contains("the event says eur"),
         "{rows:?}"
     );
     assert_eq!(app.count(PAYMENTS).await, 0);

@@ -35,6 +35,8 @@ pub enum Surface {
     Api,
     /// A background job: `(queue, run id)`.
     Job,
+    /// A call out to a third party: `(service/call, the attempt's stable key)`.
+    Outbound,
 }
 
 impl Surface {
@@ -44,6 +46,7 @@ impl Surface {
             Surface::Webhook => "webhook",
             Surface::Api => "api",
             Surface::Job => "job",
+            Surface::Outbound => "outbound",
         }
     }
 }
@@ -119,6 +122,16 @@ impl ClaimKey {
             surface: Surface::Api,
             owner: api_key_id.to_string(),
             key: idempotency_key.to_owned(),
+        }
+    }
+
+    /// A call out to a third party (`stripe/checkout`), keyed by what names the attempt there (the
+    /// invoice, the amount due and the session's generation).
+    pub fn outbound(call: &str, key: &str) -> Self {
+        ClaimKey {
+            surface: Surface::Outbound,
+            owner: call.to_owned(),
+            key: key.to_owned(),
         }
     }
 
@@ -255,6 +268,34 @@ pub async fn claim(
     Err(sqlx::Error::Protocol(
         "claim kept changing under us; giving up".into(),
     ))
+}
+
+/// What a claim of `key` would answer now, without claiming: `None` when the key is free (or its
+/// claim expired). For work that must happen before the claiming transaction (a call out), so a
+/// replay or a reused key is answered before the work is done again.
+pub async fn peek(
+    conn: &mut PgConnection,
+    key: &ClaimKey,
+    terms: &Terms<'_>,
+) -> sqlx::Result<Option<Claimed>> {
+    let ttl_secs = terms.expires_after.map(|d| d.as_secs_f64());
+    let Some(found) = existing(conn, key, ttl_secs).await? else {
+        return Ok(None);
+    };
+    if found.expired {
+        return Ok(None);
+    }
+    if let (Some(asked), Some(stored)) = (terms.fingerprint, found.fingerprint.as_deref()) {
+        if asked != stored {
+            return Ok(Some(Claimed::Mismatch));
+        }
+    }
+    Ok(Some(match found.done {
+        Some(outcome) => Claimed::Done(outcome),
+        None => Claimed::Busy {
+            retry_after: found.retry_after(),
+        },
+    }))
 }
 
 /// Records what a won claim's work produced. Call it in the transaction that did the work, before

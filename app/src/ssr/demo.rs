@@ -154,10 +154,13 @@ pub async fn seed(pool: &PgPool) -> Result<Option<Uuid>, crate::error::AppError>
         let pi = format!("pi_demo_{}", inv.id.simple());
         let event = format!("evt_demo_{}_{}", inv.id.simple(), status as u8);
         let reference = inv.id.to_string();
+        let session = crate::ssr::stripe::standin::open_simulated_session(&mut *tx, inv.id).await?;
         payments::record_session(
             tx,
             &SessionFact {
                 provider: "stripe",
+                session_id: Some(&session),
+                livemode: false,
                 payment_intent: &pi,
                 invoice_ref: Some(&reference),
                 amount,

@@ -4,6 +4,7 @@ pub mod accounts;
 pub mod activity;
 pub mod api_keys;
 pub mod auth;
+pub mod checkout;
 pub mod claim;
 pub mod customers;
 pub mod demo;

@@ -105,6 +105,10 @@ impl DisputeStatus {
 #[derive(Debug, Clone)]
 pub struct SessionFact<'a> {
     pub provider: &'a str,
+    /// The checkout session (`cs_...`): it must be one the app created for this invoice.
+    pub session_id: Option<&'a str>,
+    /// The event's mode (this deployment's, or the event was refused before).
+    pub livemode: bool,
     pub payment_intent: &'a str,
     pub invoice_ref: Option<&'a str>,
     pub amount: i64,
@@ -148,6 +152,41 @@ fn ours(amount: i64, code: &str) -> Result<i64, String> {
         .ok_or_else(|| format!("{amount} is not a whole amount of {code} as invoicer counts it"))
 }
 
+/// Why `p`'s checkout session does not bind its payment to invoice `invoice` of `org`, if it does not.
+async fn unbound(
+    tx: &mut PgConnection,
+    p: &SessionFact<'_>,
+    org: Uuid,
+    invoice: Uuid,
+) -> sqlx::Result<Option<String>> {
+    let Some(session) = p.session_id else {
+        return Ok(Some("a checkout event without a session id".to_owned()));
+    };
+    // language=PostgreSQL
+    let created = sqlx::query!(
+        "select org_id, invoice_id, currency, livemode from checkout_sessions where id = $1",
+        session
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    Ok(match created {
+        None => Some(format!(
+            "checkout session {session} was not created by invoicer: unmatched payment, nothing applied"
+        )),
+        Some(s) if s.org_id != org || s.invoice_id != invoice => Some(format!(
+            "checkout session {session} was created for another invoice: nothing applied"
+        )),
+        Some(s) if !s.currency.eq_ignore_ascii_case(p.currency) => Some(format!(
+            "checkout session {session} was created in {}, the event says {}: nothing applied",
+            s.currency, p.currency
+        )),
+        Some(s) if s.livemode != p.livemode => Some(format!(
+            "checkout session {session} was created in the other mode: nothing applied"
+        )),
+        Some(_) => None,
+    })
+}
+
 /// Records a checkout session's payment fact against its invoice and derives the invoice again.
 /// Call it in the transaction that claimed the event.
 pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx::Result<Effect> {
@@ -175,6 +214,19 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
         ));
     };
     let on_invoice = |e: Effect| e.on_invoice(invoice.org_id, invoice_id);
+    // Money is believed only through a session the app created, for this invoice, in this mode and
+    // currency; anything else is kept for the owner to review and changes nothing.
+    if let Some(why) = unbound(tx, p, invoice.org_id, invoice_id).await? {
+        return Ok(on_invoice(Effect::new(EffectKind::Anomaly, why)));
+    }
+    // Used: the next Pay makes a new session (a failed debit can be paid again).
+    // language=PostgreSQL
+    sqlx::query!(
+        "update checkout_sessions set completed_at = coalesce(completed_at, now()) where id = $1",
+        p.session_id
+    )
+    .execute(&mut *tx)
+    .await?;
     if !invoice.currency.eq_ignore_ascii_case(p.currency) {
         return Ok(on_invoice(Effect::new(
             EffectKind::Anomaly,

@@ -12,16 +12,23 @@ pub struct AppState {
     pub settings: Settings,
     /// Rate limits of the expensive paths (login, sign-up, email), shared by all requests.
     pub throttle: std::sync::Arc<crate::ssr::throttle::Throttle>,
+    /// The Stripe API client (Checkout sessions).
+    pub stripe: crate::ssr::stripe::client::Stripe,
 }
 
 impl AppState {
     pub fn new(pool: PgPool, leptos_options: LeptosOptions, settings: Settings) -> AppState {
         let throttle = std::sync::Arc::new(crate::ssr::throttle::Throttle::new(settings.limits));
+        let stripe = crate::ssr::stripe::client::Stripe::new(
+            &settings.stripe_api_base,
+            settings.stripe_secret_key.clone(),
+        );
         AppState {
             pool,
             leptos_options,
             settings,
             throttle,
+            stripe,
         }
     }
 }
@@ -50,6 +57,10 @@ pub struct Settings {
     /// The request header a trusted reverse proxy puts the client address in (its last value is
     /// used); without it, the connection's peer address.
     pub client_ip_header: Option<String>,
+    /// The Stripe API the app calls (STRIPE_API_BASE).
+    pub stripe_api_base: String,
+    /// STRIPE_SECRET_KEY; without it, paying answers "payment unavailable".
+    pub stripe_secret_key: Option<String>,
 }
 
 pub const DEV_WEBHOOK_SECRET: &str = "whsec_dev_invoicer";
@@ -67,6 +78,8 @@ impl Default for Settings {
             metrics_token: None,
             limits: crate::ssr::throttle::Limits::default(),
             client_ip_header: None,
+            stripe_api_base: crate::ssr::stripe::client::DEFAULT_API_BASE.to_owned(),
+            stripe_secret_key: None,
         }
     }
 }

@@ -53,9 +53,17 @@ pub async fn seed(pool: &PgPool, invoices: usize) -> anyhow::Result<Fixture> {
     // language=PostgreSQL
     sqlx::query!(
         r#"
-        insert into invoice_lines (invoice_id, position, description, quantity_milli,
-                                   unit_amount_cents, amount_cents)
-        select id, 1, 'Load', 1000, total_cents, total_cents from invoices where org_id = $1
+        with lines as (
+            insert into invoice_lines (invoice_id, position, description, quantity_milli,
+                                       unit_amount_cents, amount_cents)
+            select id, 1, 'Load', 1000, total_cents, total_cents from invoices where org_id = $1
+        )
+        -- The sessions the load's payment events name (the stand-in's), as if the app made them.
+        insert into checkout_sessions (id, org_id, invoice_id, amount_cents, currency, livemode, url,
+                                       expires_at, idempotency_key, simulated)
+        select 'cs_test_sim_' || replace(id::text, '-', ''), org_id, id, total_cents, currency, false,
+               '', now() + interval '1 day', 'simulated:' || id, true
+        from invoices where org_id = $1
         "#,
         account.org_id
     )

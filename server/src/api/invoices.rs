@@ -324,6 +324,106 @@ action_route!(
     "Mark an open invoice uncollectible (it can still be paid)."
 );
 
+/// A Checkout session to pay an invoice: where to send the payer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CheckoutSession {
+    /// Stripe's session id (`cs_...`).
+    pub id: String,
+    /// Stripe's hosted payment page.
+    pub url: String,
+    pub expires_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// A Checkout session for the amount due, once per `Idempotency-Key`; and one per invoice and amount
+/// due whatever the keys: another key (or the customer's Pay button) gets the same open session.
+#[utoipa::path(
+    post,
+    path = "/api/v1/invoices/{id}/checkout",
+    tag = "invoices",
+    params(
+        ("id" = String, Path, description = "Invoice id (UUID)"),
+        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Names this attempt, as for creation."),
+    ),
+    responses(
+        (status = 200, description = "The open session; replays return the stored response with `Idempotent-Replayed: true`", body = CheckoutSession),
+        (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is neither empty nor a JSON object", body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Nothing is due (draft, paid, void), or the same key (or the session) is still being created: retry after `Retry-After`", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The key was used with a different request", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Stripe could not be reached (nothing stored: retry with the same key)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("api_key" = []))
+)]
+pub(super) async fn checkout_invoice(
+    State(state): State<AppState>,
+    Client(client): Client,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ProblemResponse> {
+    use app::ssr::checkout::{self, Checkout, CheckoutError, Urls};
+
+    let attempt = write::attempt(client, &headers);
+    let outcome = track(&state.pool, attempt, async |attempt| {
+        let (key, id, value) = action_request(&headers, &id, body)?;
+        let path = format!("{INVOICES_PATH}/{id}/checkout");
+        let fingerprint = api::fingerprint("POST", &path, &value);
+        let ttl = state.settings.idempotency_key_ttl;
+        let pool = &state.pool;
+        // A replay (or a reused key) is answered before anything calls Stripe.
+        if let Some(earlier) = api::answered(pool, client, &key, &fingerprint, ttl).await? {
+            return Ok(earlier);
+        }
+        let urls = Urls {
+            public_base: &state.settings.public_url,
+        };
+        let response = match checkout::session(pool, &state.stripe, &urls, client.org_id, id).await
+        {
+            Ok(Checkout::Session(s)) => api::ok(&CheckoutSession {
+                id: s.id,
+                url: s.url,
+                expires_at: s.expires_at,
+            }),
+            Ok(Checkout::NothingDue { status }) => write::stored_problem(problem(
+                StatusCode::CONFLICT,
+                "nothing-due",
+                "Nothing to pay",
+                format!("This invoice is {status} with nothing due."),
+            )),
+            Ok(Checkout::NotFound) => return Err(not_found()),
+            Err(CheckoutError::Busy(retry_after)) => {
+                return Err(problem(
+                    StatusCode::CONFLICT,
+                    "in-flight",
+                    "Checkout in flight",
+                    "The checkout session is being created. Retry later.",
+                )
+                .retry_after(retry_after))
+            }
+            Err(CheckoutError::Stripe(e)) => {
+                tracing::error!(error = %e, invoice = %id, "creating a checkout session");
+                return Err(problem(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "payment-unavailable",
+                    "Payment temporarily unavailable",
+                    "Stripe could not be reached. Nothing was stored: retry with the same key.",
+                )
+                .retry_after(std::time::Duration::from_secs(30)));
+            }
+            Err(CheckoutError::Db(e)) => return Err(e.into()),
+        };
+        let ran = api::respond_once(pool, &attempt, client, &key, &fingerprint, ttl, || {
+            let response = response.clone();
+            async move |_tx: &mut sqlx::PgConnection| Ok((response, Some(id)))
+        })
+        .await?;
+        Ok::<_, ProblemResponse>(ran)
+    })
+    .await?;
+    write::answer(outcome)
+}
+
 /// `If-Match: "3"` (or a bare `3`): the draft version the edit was made from.
 fn if_match(headers: &HeaderMap) -> Result<i32, ProblemResponse> {
     let Some(value) = headers.get(header::IF_MATCH) else {

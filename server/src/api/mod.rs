@@ -56,6 +56,10 @@ pub fn routes() -> Router<AppState> {
             allowing(post(invoices::duplicate_invoice), "POST"),
         )
         .route(
+            "/api/v1/invoices/{id}/checkout",
+            allowing(post(invoices::checkout_invoice), "POST"),
+        )
+        .route(
             "/api/v1/invoices/{id}/mark_uncollectible",
             allowing(post(invoices::mark_uncollectible), "POST"),
         )

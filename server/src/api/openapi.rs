@@ -8,7 +8,7 @@ use axum::Json;
 use utoipa::OpenApi;
 
 use super::customers::{self, CustomerList};
-use super::invoices::{self, InvoiceList};
+use super::invoices::{self, CheckoutSession, InvoiceList};
 use super::problem::Problem;
 use super::tax_rates::{self, TaxRateList};
 
@@ -25,6 +25,7 @@ use super::tax_rates::{self, TaxRateList};
         invoices::finalize_invoice,
         invoices::void_invoice,
         invoices::mark_uncollectible,
+        invoices::checkout_invoice,
         customers::post_customer,
         customers::list_customers,
         customers::get_customer,
@@ -40,6 +41,7 @@ use super::tax_rates::{self, TaxRateList};
         InvoiceStatus,
         PaymentState,
         InvoiceList,
+        CheckoutSession,
         CustomerInput,
         Customer,
         CustomerList,

@@ -125,11 +125,17 @@ pub fn free_port() -> u16 {
 impl Server {
     /// Starts the binary with the given failpoints armed and waits until it is ready.
     pub async fn start(db: &TestDb, failpoints: &str) -> Server {
-        let env = [
+        Self::start_with(db, failpoints, &[]).await
+    }
+
+    /// As [`Server::start`], with more environment (`STRIPE_API_BASE`, ...).
+    pub async fn start_with(db: &TestDb, failpoints: &str, more: &[(&str, String)]) -> Server {
+        let mut env = vec![
             ("DATABASE_URL", db.url()),
             ("INVOICER_FAILPOINT", failpoints.to_owned()),
             ("RUST_LOG", "warn".to_owned()),
         ];
+        env.extend(more.iter().cloned());
         let process = ServerProcess::start(Path::new(SERVER), free_port(), &env, None)
             .await
             .unwrap();
@@ -183,7 +189,7 @@ pub async fn login(client: &reqwest::Client, base: &str, email: &str, password: 
 pub use lab::harness::invoice_form;
 
 /// An org (owner `email`) with one open invoice of `total` minor units in `currency`, made with the
-/// same domain code the surfaces use; returns (org, invoice).
+/// same domain code the surfaces use, and its checkout session opened; returns (org, invoice).
 pub async fn seed_invoice(
     pool: &PgPool,
     email: &str,
@@ -214,6 +220,10 @@ pub async fn seed_invoice(
         .await
         .unwrap();
     tx.commit().await.unwrap();
+    // The session the stand-in's payment events name, as the app would have created it at Stripe.
+    app::ssr::stripe::standin::open_simulated_session(pool, invoice.id)
+        .await
+        .unwrap();
     (org, invoice.id)
 }
 

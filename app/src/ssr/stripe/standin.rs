@@ -61,7 +61,7 @@ impl Session<'_> {
             self.kind,
             self.livemode,
             json!({
-                "id": stripe_id("cs_test"),
+                "id": simulated_session_id(self.invoice),
                 "object": "checkout.session",
                 "client_reference_id": self.invoice.to_string(),
                 "amount_total": stripe_amount(self.amount, self.currency),
@@ -73,6 +73,37 @@ impl Session<'_> {
             }),
         )
     }
+}
+
+/// The session the stand-in's events of `invoice` name: the one [`open_simulated_session`] records.
+pub fn simulated_session_id(invoice: Uuid) -> String {
+    format!("cs_test_sim_{}", invoice.simple())
+}
+
+/// Records the session the stand-in's events of `invoice` pay through, as if the app had created it
+/// at Stripe (test mode, in the invoice's currency, for what is due now): the development Simulate
+/// button, `server stripe trigger` and tests pay through it. Nothing when the invoice does not exist.
+pub async fn open_simulated_session(
+    db: impl sqlx::PgExecutor<'_>,
+    invoice: Uuid,
+) -> sqlx::Result<String> {
+    let id = simulated_session_id(invoice);
+    // language=PostgreSQL
+    sqlx::query!(
+        r#"
+        insert into checkout_sessions (id, org_id, invoice_id, amount_cents, currency, livemode, url,
+                                       expires_at, idempotency_key, simulated)
+        select $1, org_id, id, greatest(total_cents - amount_paid_cents, 1), currency, false, '',
+               now() + interval '1 day', 'simulated:' || $1, true
+        from invoices where id = $2
+        on conflict (id) do nothing
+        "#,
+        id,
+        invoice
+    )
+    .execute(db)
+    .await?;
+    Ok(id)
 }
 
 /// `checkout.session.completed` (paid) of `amount_cents` of `invoice` through a fresh payment intent.

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::model::InvoiceInput;
 use crate::ssr::api_keys::ApiClient;
-use crate::ssr::claim::{ClaimKey, Outcome, StoredResponse, Terms};
+use crate::ssr::claim::{ClaimKey, Claimed, Outcome, StoredResponse, Terms};
 use crate::ssr::invoices;
 use crate::ssr::observe::{Attempt, AttemptOutcome, Concerns, Tracked};
 use crate::ssr::surfaces::{once, Once, Work};
@@ -186,6 +186,38 @@ where
         Once::Busy { retry_after } => Ok(ApiOutcome::InFlight { retry_after }),
         Once::Mismatch => Ok(ApiOutcome::Mismatch),
     }
+}
+
+/// What [`respond_once`] would answer for (client, key) without running anything: a stored answer,
+/// a mismatch, a request in flight; `None` when the key is free. Endpoints whose work leaves the
+/// database (a call to Stripe) ask first, so a replay never calls out again.
+pub async fn answered(
+    pool: &PgPool,
+    client: ApiClient,
+    key: &IdempotencyKey,
+    fingerprint: &[u8],
+    key_ttl: Duration,
+) -> sqlx::Result<Option<ApiOutcome>> {
+    let claim_key = ClaimKey::api(client.key_id, key.as_str());
+    let terms = Terms {
+        fingerprint: Some(fingerprint),
+        expires_after: Some(key_ttl),
+        ..Terms::default()
+    };
+    let found = crate::ssr::claim::peek(&mut *pool.acquire().await?, &claim_key, &terms).await?;
+    Ok(match found {
+        None | Some(Claimed::Won) => None,
+        Some(Claimed::Done(Outcome {
+            response: Some(response),
+            result_id,
+        })) => Some(ApiOutcome::Replayed {
+            response,
+            invoice: result_id,
+        }),
+        Some(Claimed::Done(_)) => None,
+        Some(Claimed::Mismatch) => Some(ApiOutcome::Mismatch),
+        Some(Claimed::Busy { retry_after }) => Some(ApiOutcome::InFlight { retry_after }),
+    })
 }
 
 /// A stored `201 Created` of `body` at `location`.

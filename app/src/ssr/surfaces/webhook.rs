@@ -45,6 +45,7 @@ impl Event {
 
 #[derive(Debug, Deserialize)]
 struct CheckoutSession {
+    id: Option<String>,
     client_reference_id: Option<String>,
     amount_total: Option<i64>,
     currency: Option<String>,
@@ -237,6 +238,8 @@ async fn apply(tx: &mut sqlx::PgConnection, event: &Event, livemode: bool) -> sq
                 tx,
                 &SessionFact {
                     provider: PROVIDER,
+                    session_id: session.id.as_deref(),
+                    livemode,
                     payment_intent,
                     invoice_ref: session.client_reference_id.as_deref(),
                     amount,

@@ -1,0 +1,118 @@
+import { test, expect, Page, Browser } from "@playwright/test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { signUp, openForm, fillInvoice, hydrated, INVOICE_URL } from "./helpers";
+
+// scripts/test runs a real SMTP server (scripts/smtp_sink.py) writing each message here, and the local
+// Stripe with --chaos (every event delivered two or three times, some at once, out of order).
+const MAIL_DIR = process.env.E2E_MAIL_DIR ?? "";
+const STRIPE = process.env.STRIPE_API_BASE ?? "http://127.0.0.1:12111";
+
+/** The messages the SMTP server accepted for `to`, raw. */
+function mailTo(to: string): string[] {
+  return readdirSync(MAIL_DIR)
+    .filter((f) => f.endsWith(".eml"))
+    .map((f) => readFileSync(join(MAIL_DIR, f), "utf8"))
+    .filter((m) => m.includes(`To: ${to}`));
+}
+
+/** Sessions the local Stripe made for `invoiceId`. */
+async function sessionsAtStripe(page: Page, invoiceId: string): Promise<string[]> {
+  const res = await page.request.get(`${STRIPE}/v1/checkout/sessions`, {
+    headers: { authorization: "Bearer sk_test_local" },
+  });
+  const list = await res.json();
+  return list.data.filter((s: { client_reference_id: string }) => s.client_reference_id === invoiceId).map((s: { id: string }) => s.id);
+}
+
+/** An invoice for `email`, sent; returns its id and the link the email carries. */
+async function sendInvoice(page: Page, email: string): Promise<{ id: string; link: string }> {
+  await openForm(page);
+  await fillInvoice(page, { email, quantity: "2", price: "50.00" });
+  await page.getByRole("button", { name: "Create invoice" }).click();
+  await expect(page).toHaveURL(INVOICE_URL);
+  const id = page.url().split("/").pop()!;
+  await hydrated(page);
+  await page.getByRole("button", { name: "Send invoice" }).click();
+  let link = "";
+  await expect(async () => {
+    const mail = mailTo(email).find((m) => m.includes("Subject: Invoice"));
+    expect(mail).toBeTruthy();
+    link = mail!.match(/http:\/\/\S+\/i\/[0-9a-f]{64}/)![0];
+  }).toPass({ timeout: 20_000 });
+  return { id, link };
+}
+
+/** The customer, in a fresh browser without a session, presses Pay twice; lands on one checkout. */
+async function payTwice(browser: Browser, link: string) {
+  const context = await browser.newContext();
+  const customer = await context.newPage();
+  await customer.goto(link);
+  await expect(customer.locator("button.pay")).toHaveText("Pay $100.00");
+  await customer.locator("button.pay").dblclick();
+  await expect(customer).toHaveURL(/\/checkout\/cs_test_/);
+  return { context, customer };
+}
+
+test.describe("the customer pays", () => {
+  test("by card: two presses, one session, paid, one payment, one receipt, replays shown", async ({ page, browser }) => {
+    test.skip(!MAIL_DIR, "needs the SMTP sink of scripts/test");
+    await signUp(page, "pay-card");
+    const email = `card-${Date.now()}@example.com`;
+    const { id, link } = await sendInvoice(page, email);
+    const { context, customer } = await payTwice(browser, link);
+    expect(await sessionsAtStripe(page, id)).toHaveLength(1);
+    await customer.getByRole("button", { name: "Pay by card" }).click();
+    await expect(customer).toHaveURL(/\/i\/[0-9a-f]{64}\?paid=1$/);
+    await expect(async () => {
+      await customer.reload();
+      await expect(customer.locator(".public-status")).toHaveText("Paid");
+    }).toPass({ timeout: 20_000 });
+    await context.close();
+
+    await page.goto(`/invoices/${id}`);
+    await expect(page.locator("tr.payment")).toHaveCount(1);
+    await expect(page.locator("tr.payment .payment-status")).toHaveText("succeeded");
+    // Chaos delivered the event more than once: the first won, the others were replays.
+    await expect(async () => {
+      await page.goto("/activity?surface=webhook");
+      await expect(page.locator("tr.attempt.webhook.won")).toHaveCount(1);
+      expect(await page.locator("tr.attempt.webhook.replay").count()).toBeGreaterThanOrEqual(1);
+    }).toPass({ timeout: 20_000 });
+    await expect(async () => {
+      expect(mailTo(email).filter((m) => m.includes("Subject: Receipt"))).toHaveLength(1);
+    }).toPass({ timeout: 20_000 });
+  });
+
+  test("by bank debit: processing, then paid", async ({ page, browser }) => {
+    test.skip(!MAIL_DIR, "needs the SMTP sink of scripts/test");
+    await signUp(page, "pay-bank");
+    const { id, link } = await sendInvoice(page, `bank-${Date.now()}@example.com`);
+    const { context, customer } = await payTwice(browser, link);
+    await customer.getByRole("button", { name: "Pay by bank debit" }).click();
+    await expect(customer).toHaveURL(/\?paid=1$/);
+    await expect(async () => {
+      await customer.reload();
+      await expect(customer.locator(".public-status")).toHaveText("Paid");
+    }).toPass({ timeout: 20_000 });
+    await context.close();
+    await page.goto(`/invoices/${id}`);
+    await expect(page.locator("tr.payment .payment-status")).toHaveText("succeeded");
+  });
+
+  test("declined: still open, and Pay works again on the same session", async ({ page, browser }) => {
+    test.skip(!MAIL_DIR, "needs the SMTP sink of scripts/test");
+    await signUp(page, "pay-decline");
+    const { id, link } = await sendInvoice(page, `decline-${Date.now()}@example.com`);
+    const { context, customer } = await payTwice(browser, link);
+    const first = customer.url();
+    await customer.getByRole("button", { name: "Decline" }).click();
+    await expect(customer.locator("h1.declined")).toBeVisible();
+    await customer.getByRole("link", { name: "Back to the invoice" }).click();
+    await expect(customer.locator(".public-status")).toContainText("Due");
+    await customer.locator("button.pay").click();
+    await expect(customer).toHaveURL(first);
+    expect(await sessionsAtStripe(page, id)).toHaveLength(1);
+    await context.close();
+  });
+});

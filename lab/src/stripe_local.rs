@@ -1,0 +1,560 @@
+//! A local Stripe for development and tests: the subset of Stripe's API invoicer calls, with
+//! Stripe's idempotency semantics and error shapes, a hosted checkout page, and signed webhook
+//! delivery retried until the app answers 2xx. Not part of the production binary.
+//!
+//! - `POST /v1/checkout/sessions` (form-encoded, `Authorization: Bearer <key>`, optional
+//!   `Idempotency-Key`: the same key and parameters replay the first response with
+//!   `Idempotent-Replayed: true`; the same key with other parameters is a 400 `idempotency_error`).
+//! - `GET /v1/checkout/sessions/{id}`, `GET /v1/checkout/sessions` (a list, newest first).
+//! - `GET /checkout/{id}`: the payment page: "Pay by card" (paid at once), "Pay by bank debit" (unpaid,
+//!   then an asynchronous success), "Bank debit that fails" (unpaid, then an asynchronous failure),
+//!   "Decline" (nothing happens; the session stays open).
+//! - Events (`checkout.session.completed`, `..._async_payment_succeeded`, `..._async_payment_failed`)
+//!   are signed with the endpoint secret and POSTed to the webhook URL, retried with backoff until
+//!   2xx. With `chaos`, each event goes two or three times, some at once, in shuffled order.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Form, Json, Router};
+use serde_json::{json, Value};
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The secret key requests must carry.
+    pub api_key: String,
+    /// Where events go (`<app>/webhooks/stripe`); none: no events are sent.
+    pub webhook_url: Option<String>,
+    /// The endpoint's `whsec_...` secret events are signed with.
+    pub webhook_secret: String,
+    /// Deliver each event two or three times, some concurrently, out of order.
+    pub chaos: bool,
+    /// Answer the first N session creations with a 500 (to exercise clients' retries).
+    pub fail_first: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            api_key: "sk_test_local".to_owned(),
+            webhook_url: None,
+            webhook_secret: "whsec_dev_invoicer".to_owned(),
+            chaos: false,
+            fail_first: 0,
+        }
+    }
+}
+
+/// What an Idempotency-Key was first used with, and what was answered.
+struct Keyed {
+    params: Vec<(String, String)>,
+    status: u16,
+    body: Value,
+}
+
+#[derive(Default)]
+struct Store {
+    /// Sessions by id, with the order they were made in.
+    sessions: HashMap<String, Value>,
+    order: Vec<String>,
+    /// Idempotency-Key → the first request under it.
+    keys: HashMap<String, Keyed>,
+    /// Session creations answered (failures included), and events sent.
+    create_calls: u64,
+    events: Vec<Value>,
+}
+
+#[derive(Clone)]
+struct Shared {
+    config: Config,
+    /// Where events go now (set at start from the config, or later).
+    webhook_url: Arc<Mutex<Option<String>>>,
+    base: String,
+    store: Arc<Mutex<Store>>,
+    http: reqwest::Client,
+}
+
+/// A running local Stripe.
+pub struct LocalStripe {
+    pub base: String,
+    shared: Shared,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl LocalStripe {
+    /// Serves on `addr` (port 0: any free port).
+    pub async fn start(addr: SocketAddr, config: Config) -> anyhow::Result<LocalStripe> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let base = format!("http://{}", listener.local_addr()?);
+        let shared = Shared {
+            webhook_url: Arc::new(Mutex::new(config.webhook_url.clone())),
+            config,
+            base: base.clone(),
+            store: Arc::default(),
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()?,
+        };
+        let router = Router::new()
+            .route(
+                "/v1/checkout/sessions",
+                post(create_session).get(list_sessions),
+            )
+            .route("/v1/checkout/sessions/{id}", get(get_session))
+            .route("/checkout/{id}", get(checkout_page))
+            .route("/checkout/{id}/pay", post(pay))
+            .with_state(shared.clone());
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        Ok(LocalStripe { base, shared, task })
+    }
+
+    /// Sends events to `url` from now on (an app started after this).
+    pub fn send_events_to(&self, url: &str) {
+        *self.shared.webhook_url.lock().unwrap() = Some(url.to_owned());
+    }
+
+    /// How many session creations were answered (successes, replays and failures).
+    pub fn create_calls(&self) -> u64 {
+        self.shared.store.lock().unwrap().create_calls
+    }
+
+    /// The sessions made (replays of a key make none).
+    pub fn session_count(&self) -> usize {
+        self.shared.store.lock().unwrap().order.len()
+    }
+
+    /// The events sent so far (each once, whatever the deliveries).
+    pub fn events(&self) -> Vec<Value> {
+        self.shared.store.lock().unwrap().events.clone()
+    }
+
+    /// Pays session `id` as its page would (`card`, `bank`, `bank_fail`, `decline`).
+    pub async fn pay(&self, id: &str, method: &str) -> anyhow::Result<()> {
+        let form = [("method", method)];
+        // As the page's form would, without following the customer back to the app.
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        let res = http
+            .post(format!("{}/checkout/{id}/pay", self.base))
+            .form(&form)
+            .send()
+            .await?;
+        anyhow::ensure!(
+            res.status().is_success() || res.status().is_redirection(),
+            "paying {id}: {}",
+            res.status()
+        );
+        Ok(())
+    }
+}
+
+impl Drop for LocalStripe {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn stripe_error(status: StatusCode, kind: &str, code: Option<&str>, message: &str) -> Response {
+    let mut error = json!({ "type": kind, "message": message });
+    if let Some(code) = code {
+        error["code"] = code.into();
+    }
+    (status, Json(json!({ "error": error }))).into_response()
+}
+
+/// The refusal of a request without the configured key, or none.
+fn unauthorised(shared: &Shared, headers: &HeaderMap) -> Option<Response> {
+    let expected = format!("Bearer {}", shared.config.api_key);
+    match headers.get(header::AUTHORIZATION) {
+        Some(v) if v.as_bytes() == expected.as_bytes() => None,
+        _ => Some(stripe_error(
+            StatusCode::UNAUTHORIZED,
+            "invalid_request_error",
+            None,
+            "Invalid API Key provided.",
+        )),
+    }
+}
+
+fn random_id(prefix: &str) -> String {
+    let tail: String = (0..24).map(|_| fastrand::alphanumeric()).collect();
+    format!("{prefix}_{tail}")
+}
+
+async fn create_session(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    Form(params): Form<Vec<(String, String)>>,
+) -> Response {
+    if let Some(denied) = unauthorised(&shared, &headers) {
+        return denied;
+    }
+    let key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let mut params = params;
+    params.sort();
+    let mut store = shared.store.lock().unwrap();
+    store.create_calls += 1;
+    if let Some(key) = &key {
+        if let Some(Keyed {
+            params: first,
+            status,
+            body,
+        }) = store.keys.get(key)
+        {
+            if *first != params {
+                return stripe_error(
+                    StatusCode::BAD_REQUEST,
+                    "idempotency_error",
+                    None,
+                    &format!(
+                        "Keys for idempotent requests can only be used with the same parameters \
+                         they were first used with. Try using a key other than '{key}' if you \
+                         meant to execute a different request."
+                    ),
+                );
+            }
+            let mut response = (
+                StatusCode::from_u16(*status).unwrap_or(StatusCode::OK),
+                Json(body.clone()),
+            )
+                .into_response();
+            response
+                .headers_mut()
+                .insert("idempotent-replayed", "true".parse().unwrap());
+            return response;
+        }
+    }
+    if store.create_calls <= u64::from(shared.config.fail_first) {
+        // Not stored under the key, as Stripe does for its own errors: the retry runs anew.
+        return stripe_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "api_error",
+            None,
+            "An unknown error occurred (the local Stripe's fail_first).",
+        );
+    }
+    let p: HashMap<&str, &str> = params
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let missing = [
+        "mode",
+        "success_url",
+        "line_items[0][price_data][currency]",
+        "line_items[0][price_data][unit_amount]",
+    ]
+    .into_iter()
+    .find(|name| !p.contains_key(name));
+    let (status, body) = match missing {
+        Some(name) => (
+            400,
+            json!({ "error": {
+                "type": "invalid_request_error",
+                "code": "parameter_missing",
+                "param": name,
+                "message": format!("Missing required param: {name}."),
+            }}),
+        ),
+        None => {
+            let unit: i64 = p["line_items[0][price_data][unit_amount]"]
+                .parse()
+                .unwrap_or(-1);
+            let quantity: i64 = p
+                .get("line_items[0][quantity]")
+                .map_or(Some(1), |q| q.parse().ok())
+                .unwrap_or(-1);
+            if unit < 0 || quantity < 1 || p["mode"] != "payment" {
+                (
+                    400,
+                    json!({ "error": {
+                        "type": "invalid_request_error",
+                        "message": "Invalid mode, unit_amount or quantity.",
+                    }}),
+                )
+            } else {
+                let id = random_id("cs_test");
+                let now = chrono::Utc::now().timestamp();
+                let expires_at = p
+                    .get("expires_at")
+                    .and_then(|e| e.parse::<i64>().ok())
+                    .unwrap_or(now + 24 * 3600);
+                let metadata: serde_json::Map<String, Value> = params
+                    .iter()
+                    .filter_map(|(k, v)| {
+                        let name = k.strip_prefix("metadata[")?.strip_suffix(']')?;
+                        Some((name.to_owned(), Value::from(v.as_str())))
+                    })
+                    .collect();
+                let session = json!({
+                    "id": id,
+                    "object": "checkout.session",
+                    "amount_total": unit * quantity,
+                    "currency": p["line_items[0][price_data][currency]"],
+                    "client_reference_id": p.get("client_reference_id"),
+                    "customer_email": p.get("customer_email"),
+                    "metadata": metadata,
+                    "mode": "payment",
+                    "livemode": false,
+                    "status": "open",
+                    "payment_status": "unpaid",
+                    "payment_intent": Value::Null,
+                    "success_url": p["success_url"],
+                    "cancel_url": p.get("cancel_url"),
+                    "expires_at": expires_at,
+                    "created": now,
+                    "url": format!("{}/checkout/{id}", shared.base),
+                });
+                store.sessions.insert(id.clone(), session.clone());
+                store.order.push(id);
+                (200, session)
+            }
+        }
+    };
+    if let Some(key) = key {
+        let keyed = Keyed {
+            params,
+            status,
+            body: body.clone(),
+        };
+        store.keys.insert(key, keyed);
+    }
+    (
+        StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
+        Json(body),
+    )
+        .into_response()
+}
+
+async fn get_session(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    if let Some(denied) = unauthorised(&shared, &headers) {
+        return denied;
+    }
+    match shared.store.lock().unwrap().sessions.get(&id) {
+        Some(session) => Json(session.clone()).into_response(),
+        None => stripe_error(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            Some("resource_missing"),
+            &format!("No such checkout.session: '{id}'"),
+        ),
+    }
+}
+
+async fn list_sessions(State(shared): State<Shared>, headers: HeaderMap) -> Response {
+    if let Some(denied) = unauthorised(&shared, &headers) {
+        return denied;
+    }
+    let store = shared.store.lock().unwrap();
+    let data: Vec<Value> = store
+        .order
+        .iter()
+        .rev()
+        .map(|id| store.sessions[id].clone())
+        .collect();
+    Json(json!({ "object": "list", "data": data, "has_more": false })).into_response()
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+async fn checkout_page(State(shared): State<Shared>, Path(id): Path<String>) -> Response {
+    let Some(session) = shared.store.lock().unwrap().sessions.get(&id).cloned() else {
+        return (
+            StatusCode::NOT_FOUND,
+            Html("<h1>No such checkout session</h1>"),
+        )
+            .into_response();
+    };
+    let amount = session["amount_total"].as_i64().unwrap_or(0);
+    let currency = session["currency"]
+        .as_str()
+        .unwrap_or("")
+        .to_ascii_uppercase();
+    let open = session["status"] == "open";
+    let buttons = if open {
+        let id = escape(&id);
+        [
+            ("card", "Pay by card"),
+            ("bank", "Pay by bank debit"),
+            ("bank_fail", "Bank debit that fails"),
+            ("decline", "Decline"),
+        ]
+        .iter()
+        .map(|(method, label)| {
+            format!(
+                "<form method=\"post\" action=\"/checkout/{id}/pay\"><input type=\"hidden\" \
+                 name=\"method\" value=\"{method}\"><button type=\"submit\" class=\"{method}\">\
+                 {label}</button></form>"
+            )
+        })
+        .collect::<String>()
+    } else {
+        "<p class=\"closed\">This checkout session is no longer open.</p>".to_owned()
+    };
+    Html(format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" \
+         content=\"width=device-width, initial-scale=1\"><title>Local Stripe checkout</title></head>\
+         <body><main><h1>Local Stripe checkout</h1><p class=\"amount\">{amount} {currency} \
+         (minor units)</p>{buttons}</main></body></html>"
+    ))
+    .into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct PayForm {
+    method: String,
+}
+
+async fn pay(
+    State(shared): State<Shared>,
+    Path(id): Path<String>,
+    Form(form): Form<PayForm>,
+) -> Response {
+    let (session, events) = {
+        let mut store = shared.store.lock().unwrap();
+        let Some(session) = store.sessions.get_mut(&id) else {
+            return (
+                StatusCode::NOT_FOUND,
+                Html("<h1>No such checkout session</h1>"),
+            )
+                .into_response();
+        };
+        if session["status"] != "open" {
+            return Html("<p class=\"closed\">This checkout session is no longer open.</p>")
+                .into_response();
+        }
+        if form.method == "decline" {
+            let back = session["cancel_url"].as_str().unwrap_or("/").to_owned();
+            return Html(format!(
+                "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Declined\
+                 </title></head><body><main><h1 class=\"declined\">Your card was declined</h1>\
+                 <p><a href=\"{}\">Back to the invoice</a></p></main></body></html>",
+                escape(&back)
+            ))
+            .into_response();
+        }
+        let (paid_now, later) = match form.method.as_str() {
+            "card" => ("paid", None),
+            "bank" => ("unpaid", Some("checkout.session.async_payment_succeeded")),
+            "bank_fail" => ("unpaid", Some("checkout.session.async_payment_failed")),
+            _ => return (StatusCode::BAD_REQUEST, "unknown method").into_response(),
+        };
+        session["status"] = "complete".into();
+        session["payment_status"] = paid_now.into();
+        session["payment_intent"] = random_id("pi").into();
+        session["url"] = Value::Null;
+        let mut events = vec![event("checkout.session.completed", session)];
+        if let Some(kind) = later {
+            let mut settled = session.clone();
+            settled["payment_status"] = if kind.ends_with("succeeded") {
+                "paid"
+            } else {
+                "unpaid"
+            }
+            .into();
+            events.push(event(kind, &settled));
+        }
+        store.events.extend(events.iter().cloned());
+        (store.sessions[&id].clone(), events)
+    };
+    deliver_all(shared, events);
+    let success = session["success_url"].as_str().unwrap_or("/").to_owned();
+    (StatusCode::SEE_OTHER, [(header::LOCATION, success)]).into_response()
+}
+
+fn event(kind: &str, session: &Value) -> Value {
+    json!({
+        "id": random_id("evt"),
+        "object": "event",
+        "api_version": app::ssr::stripe::client::STRIPE_VERSION,
+        "created": chrono::Utc::now().timestamp(),
+        "livemode": false,
+        "pending_webhooks": 1,
+        "type": kind,
+        "data": { "object": session },
+    })
+}
+
+/// Sends `events` in the background, in order (a delayed method's settlement after its completion),
+/// or with chaos: each two or three times, some at once, in shuffled order.
+fn deliver_all(shared: Shared, events: Vec<Value>) {
+    let Some(url) = shared.webhook_url.lock().unwrap().clone() else {
+        return;
+    };
+    tokio::spawn(async move {
+        if !shared.config.chaos {
+            for e in events {
+                deliver(&shared, &url, &e.to_string()).await;
+            }
+            return;
+        }
+        let mut copies: Vec<String> = events
+            .iter()
+            .flat_map(|e| std::iter::repeat_n(e.to_string(), fastrand::usize(2..=3)))
+            .collect();
+        fastrand::shuffle(&mut copies);
+        let mut sends = Vec::new();
+        for payload in copies {
+            let (shared, url) = (shared.clone(), url.clone());
+            // Half go at once, the others after a short random pause: overlaps and reorderings.
+            let pause = if fastrand::bool() {
+                Duration::ZERO
+            } else {
+                Duration::from_millis(fastrand::u64(5..150))
+            };
+            sends.push(tokio::spawn(async move {
+                tokio::time::sleep(pause).await;
+                deliver(&shared, &url, &payload).await;
+            }));
+        }
+        for send in sends {
+            let _ = send.await;
+        }
+    });
+}
+
+/// One event, signed now, retried with backoff until the app answers 2xx (or ten tries).
+async fn deliver(shared: &Shared, url: &str, payload: &str) {
+    let mut pause = Duration::from_millis(200);
+    for _ in 0..10 {
+        let signature = app::ssr::stripe::signature::header(
+            &shared.config.webhook_secret,
+            chrono::Utc::now().timestamp(),
+            payload.as_bytes(),
+        );
+        let sent = shared
+            .http
+            .post(url)
+            .header("stripe-signature", signature)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(payload.to_owned())
+            .send()
+            .await;
+        if sent.is_ok_and(|r| r.status().is_success()) {
+            return;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(10));
+    }
+    eprintln!("local stripe: gave up delivering an event to {url}");
+}
