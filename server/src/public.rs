@@ -166,6 +166,9 @@ fn status_text(found: &PublicInvoice) -> String {
     match inv.status {
         InvoiceStatus::Paid => "Paid".to_owned(),
         InvoiceStatus::Refunded => "Refunded".to_owned(),
+        _ if inv.payment_state == app::model::PaymentState::Processing => {
+            "Payment processing: we will confirm when it arrives".to_owned()
+        }
         _ if inv.overdue => format!("Overdue: was due {}", app::due_text(inv)),
         _ => format!("Due {}", app::due_text(inv)),
     }
@@ -180,7 +183,9 @@ fn render(found: PublicInvoice, token: &str) -> String {
     } = found;
     let currency = inv.currency.clone();
     let due = inv.total_cents - inv.amount_paid_cents;
+    // Not while a delayed payment (a bank debit) is under way: it would be paid twice.
     let payable = due > 0
+        && inv.payment_state != app::model::PaymentState::Processing
         && matches!(
             inv.status,
             InvoiceStatus::Open | InvoiceStatus::Uncollectible

@@ -36,7 +36,7 @@ pub struct OpenSession {
 pub enum Checkout {
     /// Pay here.
     Session(OpenSession),
-    /// Not open, or nothing is due (paid, void, a draft): nothing to pay.
+    /// Not open, nothing due (paid, void, a draft), or a delayed payment under way: nothing to pay.
     NothingDue {
         status: String,
     },
@@ -88,7 +88,8 @@ pub async fn session(
         // language=PostgreSQL
         let Some(inv) = sqlx::query!(
             r#"
-            select i.status, i.currency, i.total_cents - i.amount_paid_cents as "due!",
+            select i.status, i.payment_state, i.currency,
+                   i.total_cents - i.amount_paid_cents as "due!",
                    i.number_text, i.public_token, i.customer_email, o.name as org_name,
                    (select count(*) from checkout_sessions s
                     where s.invoice_id = i.id and s.amount_cents = i.total_cents - i.amount_paid_cents
@@ -104,7 +105,9 @@ pub async fn session(
         else {
             return Ok(Checkout::NotFound);
         };
-        let payable = matches!(inv.status.as_str(), "open" | "uncollectible");
+        // Not while a delayed payment (a bank debit) is under way: it would be paid twice.
+        let payable = matches!(inv.status.as_str(), "open" | "uncollectible")
+            && inv.payment_state != "processing";
         let (Some(token), true, true) = (inv.public_token, payable, inv.due > 0) else {
             return Ok(Checkout::NothingDue { status: inv.status });
         };
