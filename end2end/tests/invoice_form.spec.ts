@@ -120,7 +120,7 @@ test.describe("create-invoice form with JavaScript", () => {
     await submitButton(page).click();
     await expect(page.getByText("Enter 1 to 200 characters.")).toBeVisible();
     await expect(page.getByText("Enter a valid email address.")).toBeVisible();
-    await expect(page.getByText("Enter a date as YYYY-MM-DD.")).toBeVisible();
+    await expect(page.getByText("Enter a due date or choose payment terms.")).toBeVisible();
     await expect(page.getByText("An invoice has 1 to 100 lines.")).toBeVisible();
 
     await fillInvoice(page, { price: "-5", quantity: "0" });
@@ -129,7 +129,7 @@ test.describe("create-invoice form with JavaScript", () => {
     await page.locator('input[name="input[customer_name]"]').evaluate((el: HTMLInputElement) => (el.value = "y".repeat(201)));
     await submitButton(page).click();
     await expect(page.getByText("The amount can't be negative.")).toBeVisible();
-    await expect(page.getByText("Enter a whole number from 1 to 1,000,000.")).toBeVisible();
+    await expect(page.getByText("Enter a quantity from 0.001 to 1,000,000 (up to 3 decimals).")).toBeVisible();
     await expect(page.getByText("Enter 1 to 500 characters.")).toBeVisible();
     await expect(page.getByText("Enter 1 to 200 characters.")).toBeVisible();
 

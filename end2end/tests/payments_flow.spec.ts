@@ -8,11 +8,11 @@ import { signUp, openForm, fillInvoice, hydrated, INVOICE_URL } from "./helpers"
 const MAIL_DIR = process.env.E2E_MAIL_DIR ?? "";
 const STRIPE = process.env.STRIPE_API_BASE ?? "http://127.0.0.1:12111";
 
-/** The messages the SMTP server accepted for `to`, raw. */
+/** The messages the SMTP server accepted for `to`, with quoted-printable soft line breaks undone. */
 function mailTo(to: string): string[] {
   return readdirSync(MAIL_DIR)
     .filter((f) => f.endsWith(".eml"))
-    .map((f) => readFileSync(join(MAIL_DIR, f), "utf8"))
+    .map((f) => readFileSync(join(MAIL_DIR, f), "utf8").replace(/=\r?\n/g, ""))
     .filter((m) => m.includes(`To: ${to}`));
 }
 
