@@ -64,7 +64,7 @@ const WEBHOOK_SECRET: &str = "whsec_faults_invoicer";
 
 /// One logical attempt, as its client saw it.
 #[derive(Debug, Clone)]
-enum Op {
+pub(crate) enum Op {
     /// A Stripe event (a one-cent payment through its own payment intent), how often it was
     /// delivered and how often acknowledged.
     Event {
@@ -89,11 +89,11 @@ enum Op {
 }
 
 #[derive(Default)]
-struct Ledger {
-    ops: Mutex<Vec<Op>>,
-    requests: AtomicU64,
-    retries: AtomicU64,
-    refused: Mutex<Vec<String>>,
+pub(crate) struct Ledger {
+    pub(crate) ops: Mutex<Vec<Op>>,
+    pub(crate) requests: AtomicU64,
+    pub(crate) retries: AtomicU64,
+    pub(crate) refused: Mutex<Vec<String>>,
 }
 
 pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
@@ -248,11 +248,11 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn rand_ms(max: u64) -> u64 {
+pub(crate) fn rand_ms(max: u64) -> u64 {
     u64::from(Uuid::new_v4().as_u128() as u32) % max
 }
 
-async fn shell(command: &str) -> anyhow::Result<()> {
+pub(crate) async fn shell(command: &str) -> anyhow::Result<()> {
     let status = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(command)
@@ -262,7 +262,7 @@ async fn shell(command: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn wait_ready(base: &str, within: Duration) -> anyhow::Result<()> {
+pub(crate) async fn wait_ready(base: &str, within: Duration) -> anyhow::Result<()> {
     let http = reqwest::Client::new();
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
@@ -280,7 +280,7 @@ async fn wait_ready(base: &str, within: Duration) -> anyhow::Result<()> {
     anyhow::bail!("not ready within {within:?}")
 }
 
-async fn unsent(pool: &PgPool, org: Uuid) -> sqlx::Result<i64> {
+pub(crate) async fn unsent(pool: &PgPool, org: Uuid) -> sqlx::Result<i64> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         r#"select count(*) as "n!" from outbox where org_id = $1 and sent_at is null and dead_at is null"#,
@@ -302,7 +302,7 @@ enum Answer<T> {
 /// One load client: makes attempts one after another (event, event, API, form), each retried with
 /// its key until answered; every third event is delivered once more after its acknowledgement, as
 /// Stripe does, and every third API and form key is sent again after its answer. Returns how many attempts were still unanswered at the drain deadline.
-async fn client(
+pub(crate) async fn client(
     c: usize,
     tag: String,
     target: Target,
@@ -464,13 +464,13 @@ where
     }
 }
 
-fn invoice_id_of(body: &[u8]) -> Option<Uuid> {
+pub(crate) fn invoice_id_of(body: &[u8]) -> Option<Uuid> {
     let v: serde_json::Value = serde_json::from_slice(body).ok()?;
     Uuid::try_parse(v.get("id")?.as_str()?).ok()
 }
 
 #[derive(Debug, Default)]
-struct Report {
+pub(crate) struct Report {
     events_acked: usize,
     events_applied_once: usize,
     events_lost: usize,
@@ -493,7 +493,7 @@ struct Report {
 }
 
 impl Report {
-    fn print(&self, worker_crashes: u32) {
+    pub(crate) fn print(&self, worker_crashes: u32) {
         println!("{:<44} {:>8}", "check", "count");
         let rows: [(&str, String); 18] = [
             ("events acknowledged (2xx)", self.events_acked.to_string()),
@@ -562,7 +562,7 @@ impl Report {
         }
     }
 
-    fn problems(&self, worker_crashes: u32) -> Vec<String> {
+    pub(crate) fn problems(&self, worker_crashes: u32) -> Vec<String> {
         let mut p = Vec::new();
         let mut require = |ok: bool, what: String| {
             if !ok {
@@ -629,7 +629,7 @@ impl Report {
     }
 }
 
-async fn check(
+pub(crate) async fn check(
     pool: &PgPool,
     fixture: &Fixture,
     ledger: &Ledger,

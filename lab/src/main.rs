@@ -4,6 +4,7 @@
 mod bench_http;
 mod bench_outbox;
 mod faults;
+mod faults_cluster;
 
 use std::path::PathBuf;
 
@@ -41,6 +42,9 @@ enum Command {
     /// Crash the server and Postgres under load, then check nothing was lost or done twice
     /// (scripts/faults sets up a private Postgres and an SMTP server).
     Faults(faults::FaultArgs),
+    /// The fault run on the topology of scripts/cluster: replicas and a worker killed, the primary
+    /// stopped and the standby promoted, under load; then the same checker.
+    FaultsCluster(faults_cluster::ClusterFaultArgs),
     /// The local Stripe of dev and tests (scripts/stripe-local): Checkout sessions, a hosted
     /// checkout page, signed webhook delivery.
     StripeLocal {
@@ -82,6 +86,8 @@ enum BenchCommand {
         #[arg(long)]
         sink_dir: PathBuf,
     },
+    /// API creates through a running cluster (scripts/cluster), or one replica of it.
+    Cluster(faults_cluster::ClusterBenchArgs),
     /// Every surface over HTTP at 1/16/64 clients against pgbench running the same SQL
     /// (scripts/bench starts Postgres and builds in release).
     Http(bench_http::HttpBenchArgs),
@@ -170,6 +176,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
             command: BenchCommand::Http(args),
         } => bench_http::run(&lab, args).await,
         Command::Faults(args) => faults::run(&lab, args).await,
+        Command::FaultsCluster(args) => faults_cluster::run(&lab, args).await,
+        Command::Bench {
+            command: BenchCommand::Cluster(args),
+        } => faults_cluster::bench(&lab, args).await,
         Command::StripeLocal { .. } => unreachable!("served above"),
     }
 }

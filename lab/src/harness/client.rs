@@ -16,6 +16,10 @@ pub struct Target {
     secret: String,
     api_token: String,
     cookie: Option<String>,
+    /// With several servers (a load balancer and the replicas behind it), each request goes to the
+    /// next: a retry, or the second submit of a form, lands on another process.
+    spread: Vec<String>,
+    turn: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// The body the API and form clients send: one line, the same every time.
@@ -60,7 +64,24 @@ impl Target {
             secret: secret.to_owned(),
             api_token: fixture.api_token.clone(),
             cookie: None,
+            spread: Vec::new(),
+            turn: Default::default(),
         })
+    }
+
+    /// Sends each request to the next of `bases` in turn (login stays on `base`).
+    pub fn spread_over(mut self, bases: Vec<String>) -> Self {
+        self.spread = bases;
+        self
+    }
+
+    /// Where the next request goes.
+    fn next(&self) -> &str {
+        if self.spread.is_empty() {
+            return &self.base;
+        }
+        let turn = self.turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        &self.spread[turn % self.spread.len()]
     }
 
     /// Logs in through the login server function and keeps the session cookie for `form_create`.
@@ -103,7 +124,7 @@ impl Target {
         );
         let res = self
             .http
-            .post(format!("{}/webhooks/stripe", self.base))
+            .post(format!("{}/webhooks/stripe", self.next()))
             .header("content-type", "application/json")
             .header("stripe-signature", signature)
             .body(payload.to_owned())
@@ -118,7 +139,7 @@ impl Target {
     pub async fn api_create(&self, key: &str, body: &[u8]) -> reqwest::Result<(u16, Vec<u8>)> {
         let res = self
             .http
-            .post(format!("{}/api/v1/invoices", self.base))
+            .post(format!("{}/api/v1/invoices", self.next()))
             .bearer_auth(&self.api_token)
             .header("content-type", "application/json")
             .header("idempotency-key", key)
@@ -140,7 +161,7 @@ impl Target {
         let fields = invoice_form(&key, "Load Client");
         let mut req = self
             .http
-            .post(format!("{}/rpc/create_invoice", self.base))
+            .post(format!("{}/rpc/create_invoice", self.next()))
             .form(&fields);
         if let Some(cookie) = &self.cookie {
             req = req.header("cookie", cookie);
