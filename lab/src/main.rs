@@ -3,6 +3,8 @@
 
 mod bench_http;
 mod bench_outbox;
+mod bench_read;
+mod datagen;
 mod faults;
 mod faults_cluster;
 
@@ -42,6 +44,8 @@ enum Command {
     /// Crash the server and Postgres under load, then check nothing was lost or done twice
     /// (scripts/faults sets up a private Postgres and an SMTP server).
     Faults(faults::FaultArgs),
+    /// Years of data for the read benchmarks (small: 1k invoices; medium: 200k; large: 1M).
+    Datagen(datagen::DatagenArgs),
     /// The fault run on the topology of scripts/cluster: replicas and a worker killed, the primary
     /// stopped and the standby promoted, under load; then the same checker.
     FaultsCluster(faults_cluster::ClusterFaultArgs),
@@ -86,6 +90,8 @@ enum BenchCommand {
         #[arg(long)]
         sink_dir: PathBuf,
     },
+    /// The read paths at 1/16/64 clients against a running server over `lab datagen` data.
+    Read(bench_read::ReadBenchArgs),
     /// API creates through a running cluster (scripts/cluster), or one replica of it.
     Cluster(faults_cluster::ClusterBenchArgs),
     /// Every surface over HTTP at 1/16/64 clients against pgbench running the same SQL
@@ -177,9 +183,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
         } => bench_http::run(&lab, args).await,
         Command::Faults(args) => faults::run(&lab, args).await,
         Command::FaultsCluster(args) => faults_cluster::run(&lab, args).await,
+        Command::Datagen(args) => datagen::run(&lab.connect().await?, &args).await.map(|_| ()),
         Command::Bench {
             command: BenchCommand::Cluster(args),
         } => faults_cluster::bench(&lab, args).await,
+        Command::Bench {
+            command: BenchCommand::Read(args),
+        } => bench_read::run(&lab.connect().await?, args).await,
         Command::StripeLocal { .. } => unreachable!("served above"),
     }
 }

@@ -126,7 +126,10 @@ pub async fn list(
     }
     q.push(" order by a.created_at desc, a.id desc limit ")
         .push_bind(PAGE_SIZE + 1);
-    let rows = q.build().fetch_all(pool).await?;
+    // Unprepared: planned with its pattern every time. A prepared statement's generic plan (Postgres
+    // switches to one after five runs) cannot see that `like $n` is a prefix, so it would not use the
+    // prefix index and would scan the org's rows: fast at 1,000 invoices, slow at 100,000.
+    let rows = q.build().persistent(false).fetch_all(pool).await?;
     let has_more = rows.len() as i64 > PAGE_SIZE;
     let mut next_cursor = None;
     let mut page = Vec::with_capacity(rows.len().min(PAGE_SIZE as usize));

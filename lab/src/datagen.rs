@@ -1,0 +1,272 @@
+//! `lab datagen --size small|medium|large`: years of data for the read benchmarks, generated inside
+//! Postgres (`insert ... select ... from generate_series`, one statement per table and org batch: no
+//! row crosses the wire, which beats COPY from a client). Deterministic: ids and tokens are hashes of
+//! the org and the row number, so a run can be repeated and a reader can find rows again.
+//!
+//! Proportions per org of N invoices, spread over three years, newest last: 5 % drafts, 55 % paid,
+//! 25 % open (the older ones overdue), 5 % void, 5 % uncollectible, 5 % refunded; 1–10 lines each;
+//! a customer per 20 invoices; a payment per paid or refunded invoice and a refund per refunded one,
+//! each with its webhook event, claim and attempt; an API or form claim and attempt per invoice; an
+//! invoice email per finalized invoice and a receipt per payment in the outbox, 1 % of them dead.
+
+use std::time::Instant;
+
+use anyhow::Context;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Size {
+    /// One org of 1,000 invoices.
+    Small,
+    /// One org of 100,000 invoices, and 1,000 orgs of 100.
+    Medium,
+    /// One org of 100,000 invoices, and 900 orgs of 1,000: a million invoices, 1.6 million attempts.
+    Large,
+}
+
+impl Size {
+    /// (the big org's invoices, other orgs, their invoices each).
+    fn shape(self) -> (i64, i64, i64) {
+        match self {
+            Size::Small => (1_000, 0, 0),
+            Size::Medium => (100_000, 1_000, 100),
+            Size::Large => (100_000, 900, 1_000),
+        }
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DatagenArgs {
+    #[arg(long, value_enum, default_value = "small")]
+    pub size: Size,
+    /// The big org's owner (the read benchmark logs in as them).
+    #[arg(long, default_value = "reader@example.com")]
+    pub email: String,
+}
+
+/// Generates `args.size` into the database; prints what it made and how long it took. Returns the
+/// big org's id.
+pub async fn run(pool: &PgPool, args: &DatagenArgs) -> anyhow::Result<Uuid> {
+    let started = Instant::now();
+    let (big, others, each) = args.size.shape();
+    let account = app::ssr::accounts::create_org_with_owner(
+        pool,
+        "Reader Ltd",
+        &args.email,
+        "reader password",
+    )
+    .await
+    .context("creating the big org")?;
+    org(pool, account.org_id, big).await?;
+    // The small orgs are plain rows (nobody logs in as them): their owners' password hashing would
+    // cost more than all their data.
+    let mut made = big;
+    for batch in 0..(others + 99) / 100 {
+        let ids: Vec<Uuid> = (0..100.min(others - batch * 100))
+            .map(|_| Uuid::now_v7())
+            .collect();
+        // language=PostgreSQL
+        sqlx::query(
+            "insert into orgs (id, name) select id, 'Org ' || id from unnest($1::uuid[]) id",
+        )
+        .bind(&ids)
+        .execute(pool)
+        .await?;
+        for id in ids {
+            org(pool, id, each).await?;
+            made += each;
+        }
+        eprintln!(
+            "  {made} invoices, {:.0} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    // language=PostgreSQL
+    sqlx::query("analyze").execute(pool).await?;
+    let counts: Vec<(String, i64)> = sqlx::query_as(
+        r#"
+        select relname::text, n_live_tup from pg_stat_user_tables
+        where relname in ('invoices', 'invoice_lines', 'payments', 'stripe_events', 'claims',
+                          'outbox', 'attempts', 'customers')
+        order by relname
+        "#,
+    )
+    .fetch_all(pool)
+    .await?;
+    println!(
+        "datagen {:?}: {} in {:.0} s",
+        args.size,
+        counts
+            .iter()
+            .map(|(t, n)| format!("{t} {n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(account.org_id)
+}
+
+/// One org's data: `n` invoices and everything that hangs off them.
+async fn org(pool: &PgPool, org: Uuid, n: i64) -> anyhow::Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    let customers = (n / 20).max(5);
+    let mut tx = pool.begin().await?;
+    // The generated rows, as the statements below see them: row g of the org, its status by g % 20.
+    // language=PostgreSQL
+    sqlx::query(
+        r#"
+        create temporary table gen on commit drop as
+        select g, md5($1::text || '/i/' || g)::uuid as id,
+               case when g % 20 = 0 then 'draft' when g % 20 <= 11 then 'paid'
+                    when g % 20 <= 16 then 'open' when g % 20 = 17 then 'void'
+                    when g % 20 = 18 then 'uncollectible' else 'refunded' end as status,
+               1 + g % 10 as lines, 1000 + (g % 97) * 100 as unit,
+               now() - interval '3 years' * (1 - g::float8 / $2) as at,
+               1 + g % $3 as customer
+        from generate_series(1, $2::int8) g
+        "#,
+    )
+    .bind(org)
+    .bind(n)
+    .bind(customers)
+    .execute(&mut *tx)
+    .await?;
+    // language=PostgreSQL
+    sqlx::query(
+        r#"
+        insert into customers (id, org_id, name, email, billing_address, created_at, updated_at)
+        select md5($1::text || '/c/' || c)::uuid, $1, 'Customer ' || c, 'c' || c || '@example.com',
+               c || ' Main Street', now() - interval '3 years', now() - interval '3 years'
+        from generate_series(1, $2::int8) c
+        "#,
+    )
+    .bind(org)
+    .bind(customers)
+    .execute(&mut *tx)
+    .await?;
+    // language=PostgreSQL
+    sqlx::query(
+        r#"
+        insert into invoices (id, org_id, number, number_period, number_text, status, payment_state,
+                              customer_id, customer_name, customer_email, currency, due_date,
+                              subtotal_cents, total_cents, amount_paid_cents, source_key, public_token,
+                              finalized_at, voided_at, created_at, updated_at)
+        select id, $1, case when status <> 'draft' then g end, case when status <> 'draft' then 0 end,
+               case when status <> 'draft' then 'INV-' || lpad(g::text, 7, '0') end,
+               status,
+               case status when 'paid' then 'paid' when 'refunded' then 'refunded' else 'unpaid' end,
+               md5($1::text || '/c/' || customer)::uuid, 'Customer ' || customer,
+               'c' || customer || '@example.com', 'usd', (at + interval '30 days')::date,
+               lines * unit, lines * unit, case when status = 'paid' then lines * unit else 0 end,
+               case when g % 3 = 0 then 'api:' || g else 'form:' || md5($1::text || '/f/' || g)::uuid end,
+               case when status <> 'draft' then md5($1::text || '/t/' || g) || md5($1::text || '/u/' || g) end,
+               case when status <> 'draft' then at end, case when status = 'void' then at end, at, at
+        from gen
+        "#,
+    )
+    .bind(org)
+    .execute(&mut *tx)
+    .await?;
+    // language=PostgreSQL
+    sqlx::query(
+        r#"
+        insert into invoice_lines (invoice_id, position, description, unit_amount_cents,
+                                   quantity_milli, amount_cents)
+        select id, p, 'Consulting, part ' || p, unit, 1000, unit
+        from gen cross join lateral generate_series(1, lines) p
+        "#,
+    )
+    .execute(&mut *tx)
+    .await?;
+    // language=PostgreSQL
+    sqlx::query(
+        "insert into invoice_counters (org_id, period, last_number) values ($1, 0, $2::int8::int4)",
+    )
+    .bind(org)
+    .bind(n)
+    .execute(&mut *tx)
+    .await?;
+    // Payments, refunds, their events and the events' claims and attempts.
+    // language=PostgreSQL
+    sqlx::query(
+        r#"
+        with paid as (
+            select g, id as invoice, lines * unit as amount, at + interval '1 day' as at, status,
+                   'pi_' || md5($1::text || '/p/' || g) as pi, 'evt_' || md5($1::text || '/e/' || g) as evt,
+                   md5($1::text || '/pay/' || g)::uuid as payment
+            from gen where status in ('paid', 'refunded')
+        ), payments as (
+            insert into payments (id, org_id, invoice_id, provider, provider_payment_id, amount_cents,
+                                  currency, event_id, status, created_at)
+            select payment, $1, invoice, 'stripe', pi, amount, 'usd', evt, 'succeeded', at from paid
+        ), refunds as (
+            insert into refunds (provider, provider_payment_id, amount_refunded_cents, full_refund,
+                                 event_id, received_at)
+            select 'stripe', pi, amount, true, evt || '_r', at + interval '1 day' from paid
+            where status = 'refunded'
+        ), events as (
+            insert into stripe_events (account, id, type, payload, received_at, processed_at, outcome,
+                                       org_id, invoice_id)
+            select 'default', evt, 'checkout.session.completed',
+                   '{"id":"' || evt || '","type":"checkout.session.completed"}', at, at, 'applied',
+                   $1, invoice
+            from paid
+        ), receipts as (
+            insert into outbox (id, org_id, invoice_id, kind, payload, attempts, sent_at, dead_at,
+                                next_attempt_at, created_at)
+            select md5($1::text || '/r/' || g)::uuid, $1, invoice, 'payment_receipt',
+                   jsonb_build_object('payment_id', payment), 1,
+                   case when g % 100 <> 1 then at end, case when g % 100 = 1 then at end, at, at
+            from paid
+        ), claims as (
+            insert into claims (scope, owner, key, status, completed_at, claimed_at, created_at)
+            select 'webhook', 'default', evt, 'done', at, at, at from paid
+        )
+        insert into attempts (org_id, surface, owner, key, outcome, invoice_id, duration_ms, created_at)
+        select $1, 'webhook', 'default', evt, case when g % 7 = 0 then 'replay' else 'won' end, invoice,
+               3.5, at
+        from paid
+        "#,
+    )
+    .bind(org)
+    .execute(&mut *tx)
+    .await?;
+    // Each invoice's own claim and attempt (API or form), and its email.
+    // language=PostgreSQL
+    sqlx::query(
+        r#"
+        with made as (
+            select g, id, status, at, g % 3 = 0 as api,
+                   case when g % 3 = 0 then 'k' || g else md5($1::text || '/f/' || g)::uuid::text end as key
+            from gen
+        ), claims as (
+            insert into claims (scope, owner, key, status, result_id, response_status, completed_at,
+                                claimed_at, created_at)
+            select case when api then 'api' else 'form' end,
+                   case when api then $1::text || '/api-key' else $1::text || '/create_invoice' end,
+                   key, 'done', id, case when api then 201 end, at, at, at
+            from made
+        ), emails as (
+            insert into outbox (id, org_id, invoice_id, kind, payload, attempts, sent_at, dead_at,
+                                next_attempt_at, created_at)
+            select md5($1::text || '/m/' || g)::uuid, $1, id, 'invoice_email',
+                   jsonb_build_object('invoice_id', id), 1,
+                   case when g % 100 <> 2 then at end, case when g % 100 = 2 then at end, at, at
+            from made where status <> 'draft'
+        )
+        insert into attempts (org_id, surface, owner, key, outcome, invoice_id, duration_ms, created_at)
+        select $1, case when api then 'api' else 'form' end,
+               case when api then $1::text || '/api-key' else $1::text || '/create_invoice' end,
+               key, 'won', id, 4.2, at
+        from made
+        "#,
+    )
+    .bind(org)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
