@@ -226,7 +226,7 @@ async fn org(pool: &PgPool, org: Uuid, n: i64) -> anyhow::Result<()> {
             select 'webhook', 'default', evt, 'done', at, at, at from paid
         )
         insert into attempts (org_id, surface, owner, key, outcome, invoice_id, duration_ms, created_at)
-        select $1, 'webhook', 'default', evt, case when g % 7 = 0 then 'replay' else 'won' end, invoice,
+        select $1, 'webhook', 'stripe/default', evt, case when g % 7 = 0 then 'replay' else 'won' end, invoice,
                3.5, at
         from paid
         "#,
