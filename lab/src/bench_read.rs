@@ -161,6 +161,7 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
     );
     println!("| path | clients | requests/s | p50 ms | p99 ms | errors |");
     println!("|---|---|---|---|---|---|");
+    let mut failed = 0;
     for read in &reads {
         for &clients in &args.clients {
             let (rate, p50, p99, errors) = measure(
@@ -177,8 +178,10 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
                 "| {} | {clients} | {rate:.0} | {p50:.1} | {p99:.1} | {errors} |",
                 read.name
             );
+            failed += errors;
         }
     }
+    anyhow::ensure!(failed == 0, "{failed} reads failed");
     Ok(())
 }
 
