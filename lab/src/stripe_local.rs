@@ -171,11 +171,18 @@ fn stripe_error(status: StatusCode, kind: &str, code: Option<&str>, message: &st
     (status, Json(json!({ "error": error }))).into_response()
 }
 
-/// The refusal of a request without the configured key, or none.
+/// The refusal of a request without the configured key, or none. As at Stripe, the key comes as a
+/// bearer token or as the user name of basic authentication (`curl -u sk_test_...:`).
 fn unauthorised(shared: &Shared, headers: &HeaderMap) -> Option<Response> {
-    let expected = format!("Bearer {}", shared.config.api_key);
+    use base64::Engine;
+    let key = &shared.config.api_key;
+    let bearer = format!("Bearer {key}");
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{key}:"))
+    );
     match headers.get(header::AUTHORIZATION) {
-        Some(v) if v.as_bytes() == expected.as_bytes() => None,
+        Some(v) if v.as_bytes() == bearer.as_bytes() || v.as_bytes() == basic.as_bytes() => None,
         _ => Some(stripe_error(
             StatusCode::UNAUTHORIZED,
             "invalid_request_error",
