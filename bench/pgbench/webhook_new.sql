@@ -15,10 +15,11 @@ select org_id, currency, status,
        (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as pay,
        (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as outbox_id
 from invoices where id = md5('bench/' || :org::uuid || '/' || :n)::uuid for update \gset
-select org_id, invoice_id, currency, livemode from checkout_sessions
-where id = 'cs_test_sim_' || replace(md5('bench/' || :org::uuid || '/' || :n)::uuid::text, '-', '');
 update checkout_sessions set completed_at = coalesce(completed_at, now())
-where id = 'cs_test_sim_' || replace(md5('bench/' || :org::uuid || '/' || :n)::uuid::text, '-', '');
+where id = 'cs_test_sim_' || replace(md5('bench/' || :org::uuid || '/' || :n)::uuid::text, '-', '')
+  and org_id = :org::uuid and invoice_id = md5('bench/' || :org::uuid || '/' || :n)::uuid
+  and lower(currency) = lower('usd') and livemode = false
+returning true;
 insert into payments (id, org_id, invoice_id, provider, provider_payment_id, amount_cents,
                       currency, event_id, status, failure)
 values (:pay::uuid, :org::uuid, md5('bench/' || :org::uuid || '/' || :n)::uuid,

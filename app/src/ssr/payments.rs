@@ -152,15 +152,16 @@ fn ours(amount: i64, code: &str) -> Result<i64, String> {
         .ok_or_else(|| format!("{amount} is not a whole amount of {code} as invoicer counts it"))
 }
 
-/// Why `p`'s checkout session does not bind its payment to invoice `invoice` of `org`, if it does not.
+/// Why `p`'s checkout session does not bind its payment to invoice `invoice` of `org` (read only on
+/// that cold path).
 async fn unbound(
     tx: &mut PgConnection,
     p: &SessionFact<'_>,
     org: Uuid,
     invoice: Uuid,
-) -> sqlx::Result<Option<String>> {
+) -> sqlx::Result<String> {
     let Some(session) = p.session_id else {
-        return Ok(Some("a checkout event without a session id".to_owned()));
+        return Ok("a checkout event without a session id".to_owned());
     };
     // language=PostgreSQL
     let created = sqlx::query!(
@@ -170,20 +171,19 @@ async fn unbound(
     .fetch_optional(&mut *tx)
     .await?;
     Ok(match created {
-        None => Some(format!(
+        None => format!(
             "checkout session {session} was not created by invoicer: unmatched payment, nothing applied"
-        )),
-        Some(s) if s.org_id != org || s.invoice_id != invoice => Some(format!(
+        ),
+        Some(s) if s.org_id != org || s.invoice_id != invoice => format!(
             "checkout session {session} was created for another invoice: nothing applied"
-        )),
-        Some(s) if !s.currency.eq_ignore_ascii_case(p.currency) => Some(format!(
+        ),
+        Some(s) if !s.currency.eq_ignore_ascii_case(p.currency) => format!(
             "checkout session {session} was created in {}, the event says {}: nothing applied",
             s.currency, p.currency
-        )),
-        Some(s) if s.livemode != p.livemode => Some(format!(
+        ),
+        _ => format!(
             "checkout session {session} was created in the other mode: nothing applied"
-        )),
-        Some(_) => None,
+        ),
     })
 }
 
@@ -215,18 +215,28 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
     };
     let on_invoice = |e: Effect| e.on_invoice(invoice.org_id, invoice_id);
     // Money is believed only through a session the app created, for this invoice, in this mode and
-    // currency; anything else is kept for the owner to review and changes nothing.
-    if let Some(why) = unbound(tx, p, invoice.org_id, invoice_id).await? {
+    // currency; anything else is kept for the owner to review and changes nothing. One statement
+    // checks the binding and marks the session used (the next Pay makes a new one).
+    // language=PostgreSQL
+    let bound = sqlx::query_scalar!(
+        r#"
+        update checkout_sessions set completed_at = coalesce(completed_at, now())
+        where id = $1 and org_id = $2 and invoice_id = $3 and lower(currency) = lower($4)
+          and livemode = $5
+        returning true as "bound!"
+        "#,
+        p.session_id,
+        invoice.org_id,
+        invoice_id,
+        p.currency,
+        p.livemode
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    if bound.is_none() {
+        let why = unbound(tx, p, invoice.org_id, invoice_id).await?;
         return Ok(on_invoice(Effect::new(EffectKind::Anomaly, why)));
     }
-    // Used: the next Pay makes a new session (a failed debit can be paid again).
-    // language=PostgreSQL
-    sqlx::query!(
-        "update checkout_sessions set completed_at = coalesce(completed_at, now()) where id = $1",
-        p.session_id
-    )
-    .execute(&mut *tx)
-    .await?;
     if !invoice.currency.eq_ignore_ascii_case(p.currency) {
         return Ok(on_invoice(Effect::new(
             EffectKind::Anomaly,
