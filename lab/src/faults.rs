@@ -198,18 +198,13 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
     // The outbox drains too: every email row sent. One worker sends the backlog the load left; the
     // wait ends when it is empty, when it made no progress for 30 s, or after 10 minutes (then the
     // check reports what is unsent).
-    let outbox_deadline = Instant::now() + Duration::from_secs(600);
-    let (mut left, mut progressed) = (i64::MAX, Instant::now());
-    while Instant::now() < outbox_deadline && progressed.elapsed() < Duration::from_secs(30) {
-        let now_left = unsent(&pool, fixture.org).await?;
-        if now_left == 0 {
-            break;
-        }
-        if now_left < left {
-            (left, progressed) = (now_left, Instant::now());
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    outbox_drained(
+        &pool,
+        fixture.org,
+        Duration::from_secs(600),
+        Duration::from_secs(30),
+    )
+    .await?;
     server.terminate().await?;
 
     let report = check(&pool, &fixture, &ledger, &args.sink_dir, unanswered).await?;
@@ -280,7 +275,30 @@ pub(crate) async fn wait_ready(base: &str, within: Duration) -> anyhow::Result<(
     anyhow::bail!("not ready within {within:?}")
 }
 
-pub(crate) async fn unsent(pool: &PgPool, org: Uuid) -> sqlx::Result<i64> {
+/// Waits until `org`'s outbox has no unsent row, it made no progress for `idle`, or `within` passed
+/// (then the check reports what is unsent).
+pub(crate) async fn outbox_drained(
+    pool: &PgPool,
+    org: Uuid,
+    within: Duration,
+    idle: Duration,
+) -> sqlx::Result<()> {
+    let deadline = Instant::now() + within;
+    let (mut left, mut progressed) = (i64::MAX, Instant::now());
+    while Instant::now() < deadline && progressed.elapsed() < idle {
+        let now_left = unsent(pool, org).await?;
+        if now_left == 0 {
+            break;
+        }
+        if now_left < left {
+            (left, progressed) = (now_left, Instant::now());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
+}
+
+async fn unsent(pool: &PgPool, org: Uuid) -> sqlx::Result<i64> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         r#"select count(*) as "n!" from outbox where org_id = $1 and sent_at is null and dead_at is null"#,

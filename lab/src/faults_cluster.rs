@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use lab::harness::{self, Target};
 
-use crate::faults::{check, client, invoice_id_of, rand_ms, shell, unsent, Ledger, Op};
+use crate::faults::{check, client, invoice_id_of, outbox_drained, rand_ms, shell, Ledger, Op};
 
 #[derive(clap::Args, Debug)]
 pub struct ClusterFaultArgs {
@@ -116,18 +116,13 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
     // Our own pool still points at the dead primary's connections: a fresh one, through the balancer.
     pool.close().await;
     pool = lab.connect().await?;
-    let outbox_deadline = Instant::now() + Duration::from_secs(300);
-    let (mut left, mut progressed) = (i64::MAX, Instant::now());
-    while Instant::now() < outbox_deadline && progressed.elapsed() < Duration::from_secs(45) {
-        let now_left = unsent(&pool, fixture.org).await?;
-        if now_left == 0 {
-            break;
-        }
-        if now_left < left {
-            (left, progressed) = (now_left, Instant::now());
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    outbox_drained(
+        &pool,
+        fixture.org,
+        Duration::from_secs(300),
+        Duration::from_secs(45),
+    )
+    .await?;
     let report = check(&pool, &fixture, &ledger, &args.sink_dir, unanswered).await?;
     println!(
         "invoicer faults on the cluster: {} clients, {} s phases, {:.0} s in all",
