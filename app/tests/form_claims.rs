@@ -247,9 +247,6 @@ async fn a_reused_key_with_another_fingerprint_is_a_mismatch(pool: PgPool) {
             .unwrap(),
         Claimed::Won
     );
-    claim::finish(&mut tx, &key, &Outcome::default())
-        .await
-        .unwrap();
     tx.commit().await.unwrap();
 
     let mut conn = pool.acquire().await.unwrap();

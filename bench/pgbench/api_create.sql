@@ -1,8 +1,8 @@
 -- POST /api/v1/invoices with a new Idempotency-Key, as the database sees it: the key lookup
 -- (api_keys::authenticate; last_used_at is written at most once a minute, so not here), then
--- surfaces::api::invoice_from_request's transaction (advisory try-lock, claim with fingerprint, the
--- org's number, invoice and lines in one statement, claim completion with the stored response,
--- the won attempt's row).
+-- surfaces::api::invoice_from_request's transaction: the claim with its fingerprint behind the key's
+-- advisory try-lock (one statement), the org's number, invoice and lines (one statement), then
+-- claim::finish (the stored response and the won attempt's row, one statement).
 -- Variables: -D org, apikeyhash (hex), apikeyid, response (a real 201 body).
 -- Ids the server mints (UUIDv7, time-ordered) are minted here the same way, in the first statement.
 \set r random(1, 1000000000000)
@@ -11,11 +11,17 @@ select id, org_id, last_used_at is null or last_used_at < now() - interval '1 mi
 from api_keys
 where hash = decode(:apikeyhash, 'hex') and revoked_at is null \gset
 BEGIN;
-select pg_try_advisory_xact_lock(hashtextextended('api' || '/' || :apikeyid::text || '/' || ('pgb-' || :client_id::text || '-' || :r::text), 0));
-insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
-values ('api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text, sha256(convert_to('pgb-' || :r::text, 'UTF8')), 'done', null::uuid, now())
-on conflict do nothing
-returning true;
+with lock as (
+    select case when true then pg_try_advisory_xact_lock(hashtextextended('api' || '/' || :apikeyid::text || '/' || ('pgb-' || :client_id::text || '-' || :r::text), 0))
+                else true end as free
+), won as (
+    insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
+    select 'api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text, sha256(convert_to('pgb-' || :r::text, 'UTF8')), 'done', null::uuid, now()
+    from lock where free
+    on conflict do nothing
+    returning true
+)
+select free, exists (select from won) from lock;
 with org as (
     select number_format, number_reset, time_zone,
            extract(year from now() at time zone time_zone)::int as yr,
@@ -57,12 +63,16 @@ with org as (
 select number_text, finalized_at, created_at, customer_id, customer_address, customer_tax_id,
        invoice_overdue(invoice.status, invoice.due_date, org.time_zone) as overdue
 from invoice, org;
-update claims
-set result_id = :inv::uuid, response_status = 201,
-    response_headers = '{"content-type": "application/json", "location": "/api/v1/invoices/x"}'::jsonb,
-    response_body = convert_to(:response, 'UTF8')
-where scope = 'api' and owner = :apikeyid::text and key = 'pgb-' || :client_id::text || '-' || :r::text and status = 'done';
+with finished as (
+    update claims
+    set result_id = :inv::uuid, response_status = 201,
+        response_headers = '{"content-type": "application/json", "location": "/api/v1/invoices/x"}'::jsonb,
+        response_body = convert_to(:response, 'UTF8')
+    where true and scope = 'api' and owner = :apikeyid::text and key = 'pgb-' || :client_id::text || '-' || :r::text and status = 'done'
+    returning 1
+)
 insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
 values (:org::uuid, 'api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text, 'won',
-        :inv::uuid, gen_random_uuid()::text, 1.0);
+        :inv::uuid, gen_random_uuid()::text, 1.0)
+returning (select count(*) from finished);
 COMMIT;

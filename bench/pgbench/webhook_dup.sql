@@ -4,10 +4,16 @@
 -- Variables: -D tag, dups (the events bench http delivered before measuring).
 \set n random(1, :dups)
 BEGIN;
-insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
-values ('webhook', 'default', 'evt_dup_' || :tag::text || '_' || :n::text, null, 'done', null::uuid, now())
-on conflict do nothing
-returning true;
+with lock as (
+    select case when false then pg_try_advisory_xact_lock(0) else true end as free
+), won as (
+    insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
+    select 'webhook', 'default', 'evt_dup_' || :tag::text || '_' || :n::text, null, 'done', null::uuid, now()
+    from lock where free
+    on conflict do nothing
+    returning true
+)
+select free, exists (select from won) from lock;
 select status, fingerprint, result_id, response_status, response_headers, response_body,
        extract(epoch from greatest(locked_until - now(), interval '0'))::float8,
        coalesce(created_at < now() - make_interval(secs => null::float8), false)

@@ -1,40 +1,56 @@
 -- POST /webhooks/stripe with a new checkout.session.completed, as the database sees it: the statements
--- surfaces::webhook::apply_delivery (claim, payments::record_session, the stored event, claim
--- completion, the won attempt's row) sends in its one transaction.
+-- surfaces::webhook::apply_delivery sends in its one transaction: the claim, then
+-- payments::record_session (the payment intent's lock and the invoice's row in one statement, the
+-- checkout session's binding, the payment and its receipt in the outbox in one statement, the
+-- invoice's status derived from its payments), the stored event, and claim::finish (the won
+-- attempt's row; a webhook claim records nothing more).
 -- Variables: -D org, invoices, payload (a real event's bytes); :client_id is pgbench's own.
 \set n random(1, :invoices)
 -- Ids the server mints (UUIDv7, time-ordered) are minted here the same way, in the first statement.
 \set r random(1, 1000000000000)
 BEGIN;
-insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
-values ('webhook', 'default', 'evt_pgb_' || :client_id::text || '_' || :r::text, null, 'done', null::uuid, now())
-on conflict do nothing
-returning true;
-select 1 from (select pg_advisory_xact_lock(hashtextextended('stripe' || '/' || ('pi_pgb_' || :client_id::text || '_' || :r::text), 0))) l;
+with lock as (
+    select case when false then pg_try_advisory_xact_lock(0) else true end as free
+), won as (
+    insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
+    select 'webhook', 'default', 'evt_pgb_' || :client_id::text || '_' || :r::text, null, 'done', null::uuid, now()
+    from lock where free
+    on conflict do nothing
+    returning true
+)
+select free, exists (select from won) from lock;
 select org_id, currency, status,
        (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as pay,
        (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as outbox_id
-from invoices where id = md5('bench/' || :org::uuid || '/' || :n)::uuid for update \gset
+from invoices
+where id = md5('bench/' || :org::uuid || '/' || :n)::uuid
+  and (select true from (select pg_advisory_xact_lock(hashtextextended('stripe' || '/' || ('pi_pgb_' || :client_id::text || '_' || :r::text), 0))) l)
+for update \gset
 update checkout_sessions set completed_at = coalesce(completed_at, now())
 where id = 'cs_test_sim_' || replace(md5('bench/' || :org::uuid || '/' || :n)::uuid::text, '-', '')
   and org_id = :org::uuid and invoice_id = md5('bench/' || :org::uuid || '/' || :n)::uuid
   and lower(currency) = lower('usd') and livemode = false
 returning true;
-insert into payments (id, org_id, invoice_id, provider, provider_payment_id, amount_cents,
-                      currency, event_id, status, failure)
-values (:pay::uuid, :org::uuid, md5('bench/' || :org::uuid || '/' || :n)::uuid,
-        'stripe', 'pi_pgb_' || :client_id::text || '_' || :r::text, 1, 'usd',
-        'evt_pgb_' || :client_id::text || '_' || :r::text, 'succeeded', null)
-on conflict (provider, provider_payment_id) do update
-    set status = excluded.status, failure = excluded.failure, event_id = excluded.event_id
-    where array_position(array['pending', 'failed', 'succeeded'], excluded.status)
-        > array_position(array['pending', 'failed', 'succeeded'], payments.status)
-returning id, invoice_id;
-insert into outbox (id, org_id, invoice_id, kind, payload)
-values (:outbox_id::uuid, :org::uuid, md5('bench/' || :org::uuid || '/' || :n)::uuid, 'payment_receipt',
-        jsonb_build_object('payment_id', :pay::uuid))
-on conflict do nothing
-returning id;
+with payment as (
+    insert into payments (id, org_id, invoice_id, provider, provider_payment_id, amount_cents,
+                          currency, event_id, status, failure)
+    values (:pay::uuid, :org::uuid, md5('bench/' || :org::uuid || '/' || :n)::uuid,
+            'stripe', 'pi_pgb_' || :client_id::text || '_' || :r::text, 1, 'usd',
+            'evt_pgb_' || :client_id::text || '_' || :r::text, 'succeeded', null)
+    on conflict (provider, provider_payment_id) do update
+        set status = excluded.status, failure = excluded.failure, event_id = excluded.event_id
+        where array_position(array['pending', 'failed', 'succeeded'], excluded.status)
+            > array_position(array['pending', 'failed', 'succeeded'], payments.status)
+    returning id, invoice_id
+), receipt as (
+    insert into outbox (id, org_id, invoice_id, kind, payload)
+    select :outbox_id::uuid, :org::uuid, md5('bench/' || :org::uuid || '/' || :n)::uuid, 'payment_receipt',
+           jsonb_build_object('payment_id', p.id)
+    from payment p
+    where true and p.invoice_id = md5('bench/' || :org::uuid || '/' || :n)::uuid
+    on conflict do nothing
+)
+select id, invoice_id from payment;
 update invoices i
 set (status, payment_state, amount_paid_cents) =
         (select m.new_status, m.new_payment_state, m.kept_cents from invoice_money(i.id) m),
@@ -45,11 +61,14 @@ insert into stripe_events (account, id, type, payload, outcome, detail, org_id, 
 values ('default', 'evt_pgb_' || :client_id::text || '_' || :r::text, 'checkout.session.completed', :payload,
         'applied', 'payment pi_pgb recorded; invoice open', :org::uuid, md5('bench/' || :org::uuid || '/' || :n)::uuid)
 on conflict do nothing;
-update claims
-set result_id = :pay::uuid, response_status = null,
-    response_headers = null, response_body = null
-where scope = 'webhook' and owner = 'default' and key = 'evt_pgb_' || :client_id::text || '_' || :r::text and status = 'done';
+with finished as (
+    update claims
+    set result_id = null, response_status = null, response_headers = null, response_body = null
+    where false and scope = 'webhook' and owner = 'default' and key = 'evt_pgb_' || :client_id::text || '_' || :r::text and status = 'done'
+    returning 1
+)
 insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
 values (:org::uuid, 'webhook', 'stripe/default', 'evt_pgb_' || :client_id::text || '_' || :r::text, 'won',
-        md5('bench/' || :org::uuid || '/' || :n)::uuid, gen_random_uuid()::text, 1.0);
+        md5('bench/' || :org::uuid || '/' || :n)::uuid, gen_random_uuid()::text, 1.0)
+returning (select count(*) from finished);
 COMMIT;

@@ -207,42 +207,40 @@ pub async fn claim(
     terms: &Terms<'_>,
 ) -> sqlx::Result<Claimed> {
     let ttl_secs = terms.expires_after.map(|d| d.as_secs_f64());
-    if terms.no_wait {
-        // language=PostgreSQL
-        let free = sqlx::query_scalar!(
-            r#"select pg_try_advisory_xact_lock(hashtextextended($1 || '/' || $2 || '/' || $3, 0)) as "free!""#,
-            key.surface.as_str(),
-            key.owner,
-            key.key,
-        )
-        .fetch_one(&mut *conn)
-        .await?;
-        if !free {
-            return Ok(Claimed::Busy {
-                retry_after: Duration::from_secs(1),
-            });
-        }
-    }
     // A few rounds at most: the row we collided with can expire or be swept before we read it.
     for _ in 0..3 {
-        // Written done at once: it commits with the work, so nobody sees it before it is.
+        // One round trip: with `no_wait`, the key's transaction-scoped lock is tried first and the
+        // insert runs only if it was free (taking it again in a later round is a no-op). The row is
+        // written done at once: it commits with the work, so nobody sees it before it is.
         // language=PostgreSQL
-        let won = sqlx::query_scalar!(
+        let claimed = sqlx::query!(
             r#"
-            insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
-            values ($1, $2, $3, $4, 'done', $5, now())
-            on conflict do nothing
-            returning true as "won!"
+            with lock as (
+                select case when $6::bool then pg_try_advisory_xact_lock(hashtextextended($1 || '/' || $2 || '/' || $3, 0))
+                            else true end as free
+            ), won as (
+                insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
+                select $1, $2, $3, $4::bytea, 'done', $5::uuid, now() from lock where free
+                on conflict do nothing
+                returning true
+            )
+            select free as "free!", exists (select from won) as "won!" from lock
             "#,
             key.surface.as_str(),
             key.owner,
             key.key,
             terms.fingerprint,
             terms.result_id,
+            terms.no_wait,
         )
-        .fetch_optional(&mut *conn)
+        .fetch_one(&mut *conn)
         .await?;
-        if won.is_some() {
+        if !claimed.free {
+            return Ok(Claimed::Busy {
+                retry_after: Duration::from_secs(1),
+            });
+        }
+        if claimed.won {
             return Ok(Claimed::Won);
         }
         let Some(found) = existing(conn, key, ttl_secs).await? else {
@@ -298,42 +296,63 @@ pub async fn peek(
     }))
 }
 
-/// Records what a won claim's work produced. Call it in the transaction that did the work, before
-/// commit.
+/// Settles a won claim in the transaction that did the work, before commit, in one statement:
+/// records what the work produced (`outcome`; `None` when it was written with the claim) and writes
+/// the won attempt's activity row, so both commit with the work or not at all.
 pub async fn finish(
     conn: &mut PgConnection,
     key: &ClaimKey,
-    outcome: &Outcome,
+    outcome: Option<&Outcome>,
+    won: &WonRow,
 ) -> sqlx::Result<()> {
-    let (status, headers, body) = match &outcome.response {
-        Some(r) => (
-            Some(r.status as i16),
-            Some(r.headers.clone()),
-            Some(r.body.as_slice()),
-        ),
-        None => (None, None, None),
-    };
+    let response = outcome.and_then(|o| o.response.as_ref());
     // language=PostgreSQL
-    let updated = sqlx::query!(
+    let finished = sqlx::query_scalar!(
         r#"
-        update claims
-        set result_id = $4, response_status = $5, response_headers = $6, response_body = $7
-        where scope = $1 and owner = $2 and key = $3 and status = 'done'
+        with finished as (
+            update claims
+            set result_id = $5, response_status = $6, response_headers = $7, response_body = $8
+            where $4 and scope = $1 and owner = $2 and key = $3 and status = 'done'
+            returning 1
+        )
+        insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
+        values ($9, $10, $11, $12, 'won', $13, $14, $15)
+        returning (select count(*) from finished) as "finished!"
         "#,
         key.surface.as_str(),
         key.owner,
         key.key,
-        outcome.result_id,
-        status,
-        headers,
-        body,
+        outcome.is_some(),
+        outcome.and_then(|o| o.result_id),
+        response.map(|r| r.status as i16),
+        response.map(|r| r.headers.clone()),
+        response.map(|r| r.body.as_slice()),
+        won.org,
+        won.surface.as_str(),
+        won.owner,
+        won.key,
+        won.invoice,
+        won.request_id,
+        won.duration_ms,
     )
-    .execute(&mut *conn)
+    .fetch_one(&mut *conn)
     .await?;
-    if updated.rows_affected() != 1 {
+    if outcome.is_some() && finished != 1 {
         return Err(sqlx::Error::RowNotFound);
     }
     Ok(())
+}
+
+/// A won attempt's activity row, as [`finish`] writes it (see `observe::Attempt::won_row`).
+#[derive(Debug, Clone)]
+pub struct WonRow {
+    pub org: Option<Uuid>,
+    pub surface: Surface,
+    pub owner: String,
+    pub key: String,
+    pub invoice: Option<Uuid>,
+    pub request_id: Option<String>,
+    pub duration_ms: f64,
 }
 
 /// The fencing token of a lease: when its current holder took it. A takeover changes it.

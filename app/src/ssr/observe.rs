@@ -2,7 +2,7 @@
 //! activity page's row, from one place, whatever the surface.
 //!
 //! Every surface runs its attempt inside [`track`]. The outcome comes from the answer's type
-//! ([`Tracked`]), never from a response. A won attempt's row is written by [`Attempt::store_won`]
+//! ([`Tracked`]), never from a response. A won attempt's row is written by `claim::finish` (see [`Attempt::won_row`])
 //! inside the transaction that did the work (so it commits with the work or not at all); every other
 //! outcome's row is written by `track` after the answer is known.
 
@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use sqlx::{PgConnection, PgExecutor, PgPool};
+use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 pub use crate::ssr::claim::Surface;
@@ -158,12 +158,21 @@ impl Attempt {
         self.who().owner
     }
 
-    /// The won attempt's row, written in the transaction that did the work: it commits with the work
-    /// or not at all, and costs no round trip and commit of its own.
-    /// Writes the won attempt's row in the surface's transaction; call [`Attempt::mark_stored`]
-    /// once that transaction has committed (a rolled-back row was never written).
-    pub async fn store_won(&self, conn: &mut PgConnection, concerns: Concerns) -> sqlx::Result<()> {
-        self.store(conn, AttemptOutcome::Won, concerns).await
+    /// The won attempt's row, for `claim::finish` to write in the transaction that did the work: it
+    /// commits with the work or not at all, and costs no round trip of its own. Call
+    /// [`Attempt::mark_stored`] once that transaction has committed (a rolled-back row was never
+    /// written).
+    pub fn won_row(&self, concerns: Concerns) -> crate::ssr::claim::WonRow {
+        let who = self.who();
+        crate::ssr::claim::WonRow {
+            org: concerns.org.or(who.org),
+            surface: self.0.surface,
+            owner: who.owner,
+            key: who.key,
+            invoice: concerns.invoice,
+            request_id: self.0.request_id.clone(),
+            duration_ms: self.0.started.elapsed().as_secs_f64() * 1000.0,
+        }
     }
 
     /// For a surface that wrote this attempt's row with a statement of its own (see

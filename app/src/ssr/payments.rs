@@ -199,11 +199,19 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
             ),
         ));
     };
-    lock_payment(tx, p.provider, p.payment_intent).await?;
+    // The payment intent's lock (see `lock_payment`), then the invoice's row, in one statement: the
+    // uncorrelated lock subquery is a one-time filter, evaluated before the invoice is read.
     // language=PostgreSQL
     let Some(invoice) = sqlx::query!(
-        "select org_id, currency, status from invoices where id = $1 for update",
-        invoice_id
+        r#"
+        select org_id, currency, status from invoices
+        where id = $1
+          and (select true from (select pg_advisory_xact_lock(hashtextextended($2 || '/' || $3, 0))) l)
+        for update
+        "#,
+        invoice_id,
+        p.provider,
+        p.payment_intent,
     )
     .fetch_optional(&mut *tx)
     .await?
@@ -257,18 +265,32 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
         Err(why) => return Ok(on_invoice(Effect::new(EffectKind::Anomaly, why))),
     };
 
-    // The status only moves up its ranking: a late `pending` never undoes a `succeeded`.
+    // Money for a void invoice or a draft (never sent, no number) keeps its status: the owner reviews it.
+    let void = matches!(invoice.status.as_str(), "void" | "draft");
+    // The payment and, for money received, its receipt in the outbox: one statement. The status only
+    // moves up its ranking (a late `pending` never undoes a `succeeded`); a receipt is written once
+    // per payment (outbox_receipt_once), never for a void invoice or a draft, nor for a payment
+    // intent that belongs to another invoice.
     // language=PostgreSQL
     let written = sqlx::query!(
         r#"
-        insert into payments (id, org_id, invoice_id, provider, provider_payment_id, amount_cents,
-                              currency, event_id, status, failure)
-        values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-        on conflict (provider, provider_payment_id) do update
-            set status = excluded.status, failure = excluded.failure, event_id = excluded.event_id
-            where array_position(array['pending', 'failed', 'succeeded'], excluded.status)
-                > array_position(array['pending', 'failed', 'succeeded'], payments.status)
-        returning id, invoice_id
+        with payment as (
+            insert into payments (id, org_id, invoice_id, provider, provider_payment_id, amount_cents,
+                                  currency, event_id, status, failure)
+            values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            on conflict (provider, provider_payment_id) do update
+                set status = excluded.status, failure = excluded.failure, event_id = excluded.event_id
+                where array_position(array['pending', 'failed', 'succeeded'], excluded.status)
+                    > array_position(array['pending', 'failed', 'succeeded'], payments.status)
+            returning id, invoice_id
+        ), receipt as (
+            insert into outbox (id, org_id, invoice_id, kind, payload)
+            select $11, $2, $3, $12, jsonb_build_object('payment_id', p.id)
+            from payment p
+            where $13 and p.invoice_id = $3
+            on conflict do nothing
+        )
+        select id as "id!", invoice_id as "invoice_id!" from payment
         "#,
         Uuid::now_v7(),
         invoice.org_id,
@@ -280,6 +302,9 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
         p.event_id,
         p.status.as_str(),
         p.failure,
+        Uuid::now_v7(),
+        outbox::Kind::PaymentReceipt.as_str(),
+        p.status == PaymentStatus::Succeeded && !void,
     )
     .fetch_optional(&mut *tx)
     .await?;
@@ -298,20 +323,6 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
             EffectKind::Anomaly,
             format!("payment {} belongs to another invoice", p.payment_intent),
         )));
-    }
-    // Money for a void invoice or a draft (never sent, no number) keeps its status: the owner reviews it.
-    let void = matches!(invoice.status.as_str(), "void" | "draft");
-    // A receipt for money received, once per payment (outbox_receipt_once), never for a void invoice
-    // or a draft.
-    if p.status == PaymentStatus::Succeeded && !void {
-        outbox::enqueue(
-            tx,
-            invoice.org_id,
-            Some(invoice_id),
-            outbox::Kind::PaymentReceipt,
-            serde_json::json!({ "payment_id": payment.id }),
-        )
-        .await?;
     }
     let money = derive(tx, invoice_id).await?;
     let what = match p.status {

@@ -135,15 +135,14 @@ where
             return Ok(Once::Ran(answer));
         }
     };
-    // A result known up front was written with the claim; anything else is recorded now.
+    // A result known up front was written with the claim; anything else is recorded now, with the
+    // won attempt's row.
     let written = Outcome {
         result_id: terms.result_id,
         response: None,
     };
-    if outcome != written {
-        claim::finish(&mut tx, key, &outcome).await?;
-    }
-    attempt.store_won(&mut tx, concerns).await?;
+    let unrecorded = (outcome != written).then_some(&outcome);
+    claim::finish(&mut tx, key, unrecorded, &attempt.won_row(concerns)).await?;
     tx.commit().await?;
     attempt.mark_stored();
     failpoint::hit_at(surface, "after_commit");

@@ -151,10 +151,9 @@ pub async fn apply_delivery(
             return Ok::<_, DeliveryError>(Work::RollBack(None));
         }
         Ok(Work::Commit {
-            outcome: Outcome {
-                result_id: effect.payment_id,
-                response: None,
-            },
+            // The claim records nothing more: the stored event says what it did, and the payment it
+            // made names it (`payments.event_id`).
+            outcome: Outcome::default(),
             concerns: Concerns {
                 org: effect.org_id,
                 invoice: effect.invoice_id,

@@ -1,0 +1,58 @@
+-- The floor of POST /api/v1/invoices: the least SQL any design must send for its guarantee. The
+-- key's lookup, then one transaction: the claim (the key, the request's fingerprint and the invoice's
+-- id, minted up front), and the invoice (its number, the invoice, its lines: one statement). What the
+-- API sends beyond this (api_create.sql) is the in-flight check (a try-lock, in the claim's
+-- statement), the stored response and the activity row (one statement).
+-- Variables: -D org, apikeyhash (hex), apikeyid.
+\set r random(1, 1000000000000)
+select id, org_id, last_used_at is null or last_used_at < now() - interval '1 minute' as stale,
+       (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as inv
+from api_keys
+where hash = decode(:apikeyhash, 'hex') and revoked_at is null \gset
+BEGIN;
+insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
+values ('api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text, sha256(convert_to('pgb-' || :r::text, 'UTF8')), 'done', :inv::uuid, now())
+on conflict do nothing
+returning true;
+with org as (
+    select number_format, number_reset, time_zone,
+           extract(year from now() at time zone time_zone)::int as yr,
+           (now() at time zone time_zone)::date as today
+    from orgs where id = :org::uuid
+), counter as (
+    insert into invoice_counters (org_id, period, last_number)
+    select :org::uuid, case when number_reset = 'yearly' then yr else 0 end, 1 from org
+    where (md5(random()::text) || md5(random()::text))::text is not null
+    on conflict (org_id, period) do update set last_number = invoice_counters.last_number + 1
+    returning period, last_number
+), invoice as (
+    insert into invoices (id, org_id, status, number, number_period, number_text, public_token,
+                          finalized_at, customer_id, customer_name, customer_email,
+                          customer_address, customer_tax_id, currency, due_date, total_cents,
+                          source_key, subtotal_cents, discount_percent_milli,
+                          discount_amount_cents, discount_cents, tax_cents, notes,
+                          payment_terms_days)
+    select :inv::uuid, :org::uuid, case when c.last_number is null then 'draft' else 'open' end,
+           c.last_number, c.period, invoice_number_text(org.number_format, c.last_number, org.yr),
+           md5(random()::text) || md5(random()::text),
+           case when c.last_number is not null then now() end,
+           cu.id, 'Load Client', 'billing@example.com', coalesce(cu.billing_address, ''), cu.tax_id,
+           'usd', coalesce(org.today + null::int2, date '2030-01-31'), 30000::int8, null::text,
+           30000::int8, null::int4, null::int8, 0::int8, 0::int8, ''::text, null::int2
+    from (select) one left join counter c on true left join org on true
+    left join customers cu on cu.id = null::uuid and cu.org_id = :org::uuid
+    returning status, due_date, number_text, finalized_at, created_at, customer_id,
+              customer_address, customer_tax_id
+), lines as (
+    insert into invoice_lines (invoice_id, position, description, quantity_milli,
+                               unit_amount_cents, amount_cents, tax_rate_id, tax_name,
+                               tax_percent_milli, discount_cents, tax_cents)
+    select :inv::uuid, *
+    from unnest('{1}'::int2[], '{Consulting}'::text[], '{2000}'::int8[], '{15000}'::int8[],
+                '{30000}'::int8[], '{NULL}'::uuid[], '{NULL}'::text[], '{NULL}'::int4[],
+                '{0}'::int8[], '{0}'::int8[])
+)
+select number_text, finalized_at, created_at, customer_id, customer_address, customer_tax_id,
+       invoice_overdue(invoice.status, invoice.due_date, org.time_zone) as overdue
+from invoice, org;
+COMMIT;

@@ -1,0 +1,40 @@
+-- GET /activity (lab bench read), as the database sees it: the activity page's server function
+-- (app/src/api.rs activity, rendered by app/src/pages/activity.rs) -> app/src/ssr/activity.rs
+-- list: one page of 50 attempts (+1), each with its webhook payload or API response, then the
+-- last 24 hours' counts for the whole org.
+-- The session load (tower-sessions-sqlx-store PostgresStore::load; the app passes its clock as
+-- $2, here now()) and the user load (axum-login Backend::get_user -> app/src/ssr/auth.rs
+-- find_user, by id) come first: the auth layer of server/src/web.rs router runs them on every
+-- request that carries the session cookie.
+-- The page statement is unprepared in the server (QueryBuilder ... .persistent(false): an
+-- unnamed statement, parsed and planned with its values on every request); pgbench -M prepared
+-- plans it once.
+-- Variables: -D org, user, session.
+select data from "tower_sessions"."session"
+where id = :session and expiry_date > now();
+select u.id, u.email, u.password_hash, o.id as org_id, o.name as org_name
+from users u
+join memberships m on m.user_id = u.id
+join orgs o on o.id = m.org_id
+where u.id = :user::uuid
+order by m.created_at
+limit 1;
+select a.id, a.created_at, a.surface, a.key, a.outcome, a.invoice_id, i.number_text,
+       a.duration_ms, a.request_id,
+       case a.surface
+           when 'webhook' then (select e.payload::text from stripe_events e
+                                -- The attempt's owner is `stripe/<account>`: the
+                                -- event's whole key, so its primary key finds it.
+                                where e.account = substr(a.owner, 8) and e.id = a.key
+                                  and e.org_id = a.org_id)
+           when 'api' then (select convert_from(c.response_body, 'UTF8') from claims c
+                            where c.scope = 'api' and c.owner = a.owner and c.key = a.key)
+       end as detail
+from attempts a
+left join invoices i on i.id = a.invoice_id
+where a.org_id = :org::uuid order by a.created_at desc, a.id desc limit 51;
+select surface, outcome, count(*) as "count!"
+from attempts
+where org_id = :org::uuid and created_at > now() - interval '24 hours'
+group by surface, outcome
+order by surface, outcome;

@@ -1,0 +1,41 @@
+-- GET /api/v1/invoices?limit=20&cursor=<cursor> (lab bench read), as the database sees it: the
+-- key lookup (server/src/api/client.rs Client -> app/src/ssr/api_keys.rs authenticate;
+-- last_used_at is written at most once a minute, so not here), then server/src/api/invoices.rs
+-- list_invoices on one pooled connection: a page of 20 (+1) with app/src/ssr/invoices.rs page,
+-- then those 20 invoices in full and their lines (get_many, with_lines), the ids bound as a
+-- uuid[].
+-- The page statement is unprepared in the server (QueryBuilder ... .persistent(false): an
+-- unnamed statement, parsed and planned with its values on every request); pgbench -M prepared
+-- plans it once.
+-- The others are prepared (sqlx statement cache).
+-- The page's ids are needed by the next two statements: the page statement is wrapped to return
+-- them as one row for \gset (the first 20 ids, as the server takes; count(l.*) keeps every
+-- column of the page computed, as the server's statement does). The wrapped statement is the
+-- server's.
+-- Variables: -D org, apikeyhash (hex), cursor_at, cursor_id.
+select id, org_id, last_used_at is null or last_used_at < now() - interval '1 minute' as "stale!"
+from api_keys
+where hash = decode(:apikeyhash, 'hex') and revoked_at is null;
+select (array_agg(l.id))[1:20] as ids, count(l.*) as page_rows from (
+select i.id, i.number_text, i.status, i.customer_name, i.currency, i.due_date, i.total_cents,
+       i.amount_paid_cents, i.payment_state, i.created_at,
+       invoice_overdue(i.status, i.due_date, o.time_zone) as overdue
+from invoices i join orgs o on o.id = i.org_id
+where i.org_id = :org::uuid and (i.created_at, i.id) < (:cursor_at::timestamptz, :cursor_id::uuid) order by i.created_at desc, i.id desc limit 21
+) l \gset
+select i.id, i.number_text, i.status, i.version, i.customer_id, i.customer_name,
+       i.customer_email, i.customer_address, i.customer_tax_id, i.currency,
+       i.due_date as "due_date: NaiveDate", i.payment_terms_days, i.subtotal_cents,
+       i.discount_percent_milli, i.discount_amount_cents, i.discount_cents, i.tax_cents,
+       i.total_cents, i.notes, i.amount_paid_cents,
+       i.payment_state, invoice_overdue(i.status, i.due_date, o.time_zone) as "overdue!",
+       i.public_token, i.finalized_at as "finalized_at: DateTime<Utc>",
+       i.first_viewed_at as "first_viewed_at: DateTime<Utc>",
+       i.created_at as "created_at: DateTime<Utc>"
+from invoices i join orgs o on o.id = i.org_id
+where i.id = any(:ids::uuid[]) and i.org_id = :org::uuid;
+select invoice_id, description, quantity_milli, unit_amount_cents, amount_cents, tax_rate_id,
+       tax_name, tax_percent_milli, discount_cents, tax_cents
+from invoice_lines
+where invoice_id = any(:ids::uuid[])
+order by invoice_id, position;

@@ -1,0 +1,76 @@
+-- GET /invoices/{id} (lab bench read), as the database sees it: the invoice page's server
+-- function (app/src/api.rs get_invoice, rendered by app/src/pages/invoices.rs), one statement
+-- after the other: the invoice and its lines (own_invoice -> app/src/ssr/invoices.rs get ->
+-- get_many, with_lines; the server binds the id as a one-element uuid[]), its emails
+-- (app/src/ssr/outbox.rs for_invoice), its history (app/src/ssr/activity.rs list with the
+-- invoice filter, then that function's last-24-hours counts for the whole org, which get_invoice
+-- drops: it keeps only .rows), its payments and anomalies (app/src/ssr/payments.rs for_invoice).
+-- The session load (tower-sessions-sqlx-store PostgresStore::load; the app passes its clock as
+-- $2, here now()) and the user load (axum-login Backend::get_user -> app/src/ssr/auth.rs
+-- find_user, by id) come first: the auth layer of server/src/web.rs router runs them on every
+-- request that carries the session cookie.
+-- The history statement is unprepared in the server (QueryBuilder ... .persistent(false)); the
+-- others are prepared (sqlx statement cache).
+-- Variables: -D org, user, session, invoice.
+select data from "tower_sessions"."session"
+where id = :session and expiry_date > now();
+select u.id, u.email, u.password_hash, o.id as org_id, o.name as org_name
+from users u
+join memberships m on m.user_id = u.id
+join orgs o on o.id = m.org_id
+where u.id = :user::uuid
+order by m.created_at
+limit 1;
+select i.id, i.number_text, i.status, i.version, i.customer_id, i.customer_name,
+       i.customer_email, i.customer_address, i.customer_tax_id, i.currency,
+       i.due_date as "due_date: NaiveDate", i.payment_terms_days, i.subtotal_cents,
+       i.discount_percent_milli, i.discount_amount_cents, i.discount_cents, i.tax_cents,
+       i.total_cents, i.notes, i.amount_paid_cents,
+       i.payment_state, invoice_overdue(i.status, i.due_date, o.time_zone) as "overdue!",
+       i.public_token, i.finalized_at as "finalized_at: DateTime<Utc>",
+       i.first_viewed_at as "first_viewed_at: DateTime<Utc>",
+       i.created_at as "created_at: DateTime<Utc>"
+from invoices i join orgs o on o.id = i.org_id
+where i.id = any(array[:invoice::uuid]) and i.org_id = :org::uuid;
+select invoice_id, description, quantity_milli, unit_amount_cents, amount_cents, tax_rate_id,
+       tax_name, tax_percent_milli, discount_cents, tax_cents
+from invoice_lines
+where invoice_id = any(array[:invoice::uuid])
+order by invoice_id, position;
+select id, kind, attempts, last_error, sent_at is not null as "sent!", dead_at is not null as "dead!"
+from outbox
+where org_id = :org::uuid and invoice_id = :invoice::uuid
+order by created_at;
+select a.id, a.created_at, a.surface, a.key, a.outcome, a.invoice_id, i.number_text,
+       a.duration_ms, a.request_id,
+       case a.surface
+           when 'webhook' then (select e.payload::text from stripe_events e
+                                -- The attempt's owner is `stripe/<account>`: the
+                                -- event's whole key, so its primary key finds it.
+                                where e.account = substr(a.owner, 8) and e.id = a.key
+                                  and e.org_id = a.org_id)
+           when 'api' then (select convert_from(c.response_body, 'UTF8') from claims c
+                            where c.scope = 'api' and c.owner = a.owner and c.key = a.key)
+       end as detail
+from attempts a
+left join invoices i on i.id = a.invoice_id
+where a.org_id = :org::uuid and a.invoice_id = :invoice::uuid order by a.created_at desc, a.id desc limit 51;
+select surface, outcome, count(*) as "count!"
+from attempts
+where org_id = :org::uuid and created_at > now() - interval '24 hours'
+group by surface, outcome
+order by surface, outcome;
+select p.provider_payment_id, p.amount_cents, p.status, p.failure,
+       coalesce(case when r.provider is null then 0
+                     when r.full_refund then p.amount_cents
+                     else least(p.amount_cents, r.amount_refunded_cents) end, 0) as "refunded!",
+       (select d.status from disputes d
+        where d.provider = p.provider and d.provider_payment_id = p.provider_payment_id
+        order by d.received_at desc limit 1) as dispute
+from payments p
+left join refunds r on r.provider = p.provider and r.provider_payment_id = p.provider_payment_id
+where p.org_id = :org::uuid and p.invoice_id = :invoice::uuid
+order by p.created_at;
+select coalesce(detail, type) as "detail!" from stripe_events
+where org_id = :org::uuid and invoice_id = :invoice::uuid and outcome = 'anomaly'
+order by received_at;
