@@ -255,16 +255,16 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
     let user = crate::ssr::auth::require_user().await?;
     let state = state()?;
     let invoice = own_invoice(&state, user.org_id, &id).await?;
-    let emails = crate::ssr::outbox::for_invoice(&state.pool, user.org_id, invoice.id).await?;
     let only_this = crate::ssr::activity::Filter {
         invoice: Some(invoice.id),
         ..Default::default()
     };
-    let history = crate::ssr::activity::list(&state.pool, user.org_id, &only_this, None)
-        .await?
-        .rows;
-    let (payments, anomalies) =
-        crate::ssr::payments::for_invoice(&state.pool, user.org_id, invoice.id).await?;
+    // Independent reads, side by side on their own connections.
+    let (emails, (history, _), (payments, anomalies)) = tokio::try_join!(
+        crate::ssr::outbox::for_invoice(&state.pool, user.org_id, invoice.id),
+        crate::ssr::activity::rows(&state.pool, user.org_id, &only_this, None),
+        crate::ssr::payments::for_invoice(&state.pool, user.org_id, invoice.id),
+    )?;
     Ok(InvoicePage {
         invoice,
         simulate_payments: state.settings.dev_mode,

@@ -1,10 +1,9 @@
 -- GET /invoices/{id} (lab bench read), as the database sees it: the invoice page's server
--- function (app/src/api.rs get_invoice, rendered by app/src/pages/invoices.rs), one statement
--- after the other: the invoice and its lines (own_invoice -> app/src/ssr/invoices.rs get ->
--- get_many, with_lines; the server binds the id as a one-element uuid[]), its emails
--- (app/src/ssr/outbox.rs for_invoice), its history (app/src/ssr/activity.rs list with the
--- invoice filter, then that function's last-24-hours counts for the whole org, which get_invoice
--- drops: it keeps only .rows), its payments and anomalies (app/src/ssr/payments.rs for_invoice).
+-- function (app/src/api.rs get_invoice, rendered by app/src/pages/invoices.rs): the invoice and
+-- its lines (own_invoice -> app/src/ssr/invoices.rs get -> get_many, with_lines; the server binds
+-- the id as a one-element uuid[]), then side by side on their own connections its emails
+-- (app/src/ssr/outbox.rs for_invoice), its history (app/src/ssr/activity.rs rows with the invoice
+-- filter) and its payments and anomalies (app/src/ssr/payments.rs for_invoice); here in sequence.
 -- The session load (tower-sessions-sqlx-store PostgresStore::load; the app passes its clock as
 -- $2, here now()) and the user load (axum-login Backend::get_user -> app/src/ssr/auth.rs
 -- find_user, by id) come first: the auth layer of server/src/web.rs router runs them on every
@@ -55,11 +54,6 @@ select a.id, a.created_at, a.surface, a.key, a.outcome, a.invoice_id, i.number_t
 from attempts a
 left join invoices i on i.id = a.invoice_id
 where a.org_id = :org::uuid and a.invoice_id = :invoice::uuid order by a.created_at desc, a.id desc limit 51;
-select surface, outcome, count(*) as "count!"
-from attempts
-where org_id = :org::uuid and created_at > now() - interval '24 hours'
-group by surface, outcome
-order by surface, outcome;
 select p.provider_payment_id, p.amount_cents, p.status, p.failure,
        coalesce(case when r.provider is null then 0
                      when r.full_refund then p.amount_cents

@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use lab::harness::{self, Fixture, ServerProcess, Target};
 
+use crate::pgbench::{self, Sample};
 use crate::Lab;
 
 #[derive(clap::Args, Debug)]
@@ -91,9 +92,19 @@ impl Workload {
             Workload::FormOneOrg => &[("form_create_one_org.sql", 1)],
         }
     }
+
+    /// The least SQL any design must send for this surface's guarantee (see the scripts' headers).
+    fn floor(self) -> Option<&'static [(&'static str, u32)]> {
+        match self {
+            Workload::Webhook => Some(&[("webhook_floor.sql", 1)]),
+            Workload::Api => Some(&[("api_floor.sql", 1)]),
+            Workload::Form => Some(&[("form_floor.sql", 1)]),
+            Workload::WebhookDup50 | Workload::WebhookDup100 | Workload::FormOneOrg => None,
+        }
+    }
 }
 
-const SCRIPTS: [(&str, &str); 5] = [
+const SCRIPTS: [(&str, &str); 8] = [
     (
         "webhook_new.sql",
         include_str!("../../bench/pgbench/webhook_new.sql"),
@@ -114,31 +125,19 @@ const SCRIPTS: [(&str, &str); 5] = [
         "form_create_one_org.sql",
         include_str!("../../bench/pgbench/form_create_one_org.sql"),
     ),
+    (
+        "webhook_floor.sql",
+        include_str!("../../bench/pgbench/webhook_floor.sql"),
+    ),
+    (
+        "api_floor.sql",
+        include_str!("../../bench/pgbench/api_floor.sql"),
+    ),
+    (
+        "form_floor.sql",
+        include_str!("../../bench/pgbench/form_floor.sql"),
+    ),
 ];
-
-/// Latencies (µs) and counts of one measurement.
-#[derive(Debug, Default)]
-struct Sample {
-    done: u64,
-    failed: u64,
-    secs: f64,
-    latencies_us: Vec<u64>,
-}
-
-impl Sample {
-    fn rate(&self) -> f64 {
-        self.done as f64 / self.secs
-    }
-
-    fn quantile_ms(&mut self, q: f64) -> f64 {
-        if self.latencies_us.is_empty() {
-            return f64::NAN;
-        }
-        self.latencies_us.sort_unstable();
-        let i = ((self.latencies_us.len() - 1) as f64 * q).round() as usize;
-        self.latencies_us[i] as f64 / 1000.0
-    }
-}
 
 pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
     let work = match &args.work_dir {
@@ -259,7 +258,7 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!(
-        "{:<16} {:>7} {:>10} {:>8} {:>8} {:>8} | {:>10} {:>8} {:>8} | {:>6}",
+        "{:<16} {:>7} {:>10} {:>8} {:>8} {:>8} | {:>10} {:>8} {:>8} | {:>6} | {:>9} {:>6}",
         "surface",
         "clients",
         "events/s",
@@ -269,11 +268,13 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
         "pgbench/s",
         "p50 ms",
         "p99 ms",
+        "ratio",
+        "floor/s",
         "ratio"
     );
     let mut markdown = vec![
-        "| surface | clients | events/s | p50 ms | p99 ms | pgbench tx/s | pgbench p50 ms | pgbench p99 ms | ratio |".to_owned(),
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|".to_owned(),
+        "| surface | clients | events/s | p50 ms | p99 ms | pgbench tx/s | pgbench p50 ms | pgbench p99 ms | ratio | floor tx/s | ratio to floor |".to_owned(),
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|".to_owned(),
     ];
     let secs = Duration::from_secs(args.secs);
     let mut failures = 0;
@@ -348,20 +349,36 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
                 }
             };
             settle(&pool).await;
-            let mut pg = pgbench(
-                &lab.database_url,
-                &work,
-                workload,
-                clients,
-                args.secs,
-                &fixture,
-                &tag,
-                args.dup_events,
-                args.invoices,
-                &session,
-            )
-            .await
-            .with_context(|| format!("pgbench for {}", workload.name()))?;
+            let run_pgbench = |scripts: &'static [(&'static str, u32)], name: String| {
+                pgbench(
+                    &lab.database_url,
+                    &work,
+                    scripts,
+                    name,
+                    clients,
+                    args.secs,
+                    &fixture,
+                    &tag,
+                    args.dup_events,
+                    args.invoices,
+                    &session,
+                )
+            };
+            let mut pg = run_pgbench(workload.scripts(), workload.name().to_owned())
+                .await
+                .with_context(|| format!("pgbench for {}", workload.name()))?;
+            // The floor, right after, on the same database.
+            let floor = match workload.floor() {
+                Some(scripts) => {
+                    settle(&pool).await;
+                    let sample = run_pgbench(scripts, format!("{}-floor", workload.name()))
+                        .await
+                        .with_context(|| format!("the floor of {}", workload.name()))?;
+                    failures += sample.failed;
+                    Some(sample.rate())
+                }
+                None => None,
+            };
             failures += http.failed + pg.failed;
             let ratio = http.rate() / pg.rate();
             let (p50, p99, pg50, pg99) = (
@@ -370,8 +387,12 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
                 pg.quantile_ms(0.5),
                 pg.quantile_ms(0.99),
             );
+            let (floor_rate, floor_ratio) = match floor {
+                Some(rate) => (format!("{rate:.0}"), format!("{:.2}", http.rate() / rate)),
+                None => ("-".to_owned(), "-".to_owned()),
+            };
             println!(
-                "{:<16} {:>7} {:>10.0} {:>8.2} {:>8.2} {:>8} | {:>10.0} {:>8.2} {:>8.2} | {:>6.2}",
+                "{:<16} {:>7} {:>10.0} {:>8.2} {:>8.2} {:>8} | {:>10.0} {:>8.2} {:>8.2} | {:>6.2} | {:>9} {:>6}",
                 workload.name(),
                 clients,
                 http.rate(),
@@ -381,10 +402,12 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
                 pg.rate(),
                 pg50,
                 pg99,
-                ratio
+                ratio,
+                floor_rate,
+                floor_ratio
             );
             markdown.push(format!(
-                "| {} | {clients} | {:.0} | {p50:.2} | {p99:.2} | {:.0} | {pg50:.2} | {pg99:.2} | {ratio:.2} |",
+                "| {} | {clients} | {:.0} | {p50:.2} | {p99:.2} | {:.0} | {pg50:.2} | {pg99:.2} | {ratio:.2} | {floor_rate} | {floor_ratio} |",
                 workload.name(),
                 http.rate(),
                 pg.rate()
@@ -508,7 +531,8 @@ where
 async fn pgbench(
     database_url: &str,
     work: &Path,
-    workload: Workload,
+    scripts: &[(&str, u32)],
+    name: String,
     clients: usize,
     secs: u64,
     fixture: &Fixture,
@@ -517,9 +541,7 @@ async fn pgbench(
     invoices: usize,
     session: &str,
 ) -> anyhow::Result<Sample> {
-    let logs = work.join(format!("pgbench-{}-{clients}", workload.name()));
-    let _ = std::fs::remove_dir_all(&logs);
-    std::fs::create_dir_all(&logs)?;
+    let logs = work.join(format!("pgbench-{name}-{clients}"));
     let api_key_hash = {
         use sha2::{Digest, Sha256};
         hex::encode(Sha256::digest(fixture.api_token.as_bytes()))
@@ -540,60 +562,23 @@ async fn pgbench(
         "created_at": chrono::Utc::now(),
     })
     .to_string();
-    let mut command = tokio::process::Command::new("pgbench");
-    command
-        .args(["-n", "-M", "prepared", "-l"])
-        .arg(format!("--log-prefix={}", logs.join("tx").display()))
-        .arg(format!("-c{clients}"))
-        .arg(format!("-j{}", clients.min(2)))
-        .arg(format!("-T{secs}"))
-        .arg(format!("-Dorg={}", fixture.org))
-        .arg(format!("-Dtag={tag}"))
-        .arg(format!("-Ddups={dup_events}"))
-        .arg(format!("-Dinvoices={invoices}"))
-        .arg(format!("-Dapikeyhash={api_key_hash}"))
-        .arg(format!("-Dapikeyid={}", fixture.api_key_id))
-        .arg(format!("-Dsession={session}"))
-        .arg(format!("-Duser={}", fixture.user))
-        .arg(format!("-Dpayload={sample_event}"))
-        .arg(format!("-Dresponse={sample_invoice}"));
-    for (script, weight) in workload.scripts() {
-        command
-            .arg("-f")
-            .arg(format!("{}@{weight}", work.join(script).display()));
-    }
-    command.arg(database_url);
-    let out = command.output().await.context("cannot run pgbench")?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    anyhow::ensure!(
-        out.status.success(),
-        "pgbench failed: {}\n{}",
-        stdout,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut sample = Sample {
-        secs: secs as f64,
-        ..Sample::default()
-    };
-    for line in stdout.lines() {
-        if let Some(n) = line.strip_prefix("number of failed transactions: ") {
-            sample.failed = n.split_whitespace().next().unwrap_or("0").parse()?;
-        }
-    }
-    // Each log line: client_id transaction_no time_us script_no epoch epoch_us.
-    for entry in std::fs::read_dir(&logs)? {
-        let text = std::fs::read_to_string(entry?.path())?;
-        for line in text.lines() {
-            let latency: u64 = line
-                .split_whitespace()
-                .nth(2)
-                .context("short pgbench log line")?
-                .parse()?;
-            sample.latencies_us.push(latency);
-        }
-    }
-    sample.done = sample.latencies_us.len() as u64;
-    Ok(sample)
+    let vars = [
+        ("org", fixture.org.to_string()),
+        ("tag", tag.to_owned()),
+        ("dups", dup_events.to_string()),
+        ("invoices", invoices.to_string()),
+        ("apikeyhash", api_key_hash),
+        ("apikeyid", fixture.api_key_id.to_string()),
+        ("session", session.to_owned()),
+        ("user", fixture.user.to_string()),
+        ("payload", sample_event),
+        ("response", sample_invoice),
+    ];
+    let scripts: Vec<_> = scripts
+        .iter()
+        .map(|(script, weight)| (work.join(script), *weight))
+        .collect();
+    pgbench::run(database_url, &logs, &scripts, clients, secs, &vars).await
 }
 
 /// Raw and `gzip -9` sizes of a file.

@@ -1,13 +1,20 @@
 //! `lab bench read`: the read paths at 1, 16 and 64 clients against a running server over generated
 //! data (`lab datagen`): the invoice list (first page, a deep keyset page, a filter, searches), an
 //! invoice page, the public page and its PDF, the activity page (first page, a filter, a search), the
-//! API list with a cursor, and `/metrics`. Prints requests/s, p50 and p99 per path and client count.
+//! API list with a cursor, and `/metrics`. Prints requests/s, p50 and p99 per path and client count,
+//! and right after each, pgbench running the SQL that path sends (bench/pgbench/read_*.sql) with as
+//! many clients for as long, and their ratio. `--explain` writes `EXPLAIN (ANALYZE, BUFFERS)` of every
+//! statement of those scripts, with the same values, to a markdown file.
 
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use sqlx::PgPool;
 use uuid::Uuid;
+
+use crate::pgbench;
 
 #[derive(clap::Args, Debug)]
 pub struct ReadBenchArgs {
@@ -22,10 +29,80 @@ pub struct ReadBenchArgs {
     /// Client counts, comma separated.
     #[arg(long, value_delimiter = ',', default_value = "1,16,64")]
     pub clients: Vec<usize>,
-    /// Seconds per path and client count.
+    /// Seconds per path and client count (HTTP and pgbench alike).
     #[arg(long, default_value_t = 5)]
     pub secs: u64,
+    /// The database as pgbench reaches it (defaults to DATABASE_URL).
+    #[arg(long, env = "DATABASE_URL")]
+    pub database_url: String,
+    /// Where pgbench's scripts and logs go (a fresh temporary folder if unset).
+    #[arg(long)]
+    pub work_dir: Option<PathBuf>,
+    /// Write EXPLAIN (ANALYZE, BUFFERS) of every statement each path sends to this markdown file.
+    #[arg(long)]
+    pub explain: Option<PathBuf>,
+    /// Fail if a plan reads a table of the big org's data by a sequential scan (for large sizes,
+    /// where every read must go through an index).
+    #[arg(long)]
+    pub forbid_seq_scans: bool,
 }
+
+/// The SQL each path sends, as pgbench scripts (see their headers for where each statement comes
+/// from).
+const SCRIPTS: [(&str, &str); 13] = [
+    (
+        "read_list_first.sql",
+        include_str!("../../bench/pgbench/read_list_first.sql"),
+    ),
+    (
+        "read_list_deep.sql",
+        include_str!("../../bench/pgbench/read_list_deep.sql"),
+    ),
+    (
+        "read_list_overdue.sql",
+        include_str!("../../bench/pgbench/read_list_overdue.sql"),
+    ),
+    (
+        "read_list_search_number.sql",
+        include_str!("../../bench/pgbench/read_list_search_number.sql"),
+    ),
+    (
+        "read_list_search_customer.sql",
+        include_str!("../../bench/pgbench/read_list_search_customer.sql"),
+    ),
+    (
+        "read_invoice_page.sql",
+        include_str!("../../bench/pgbench/read_invoice_page.sql"),
+    ),
+    (
+        "read_public_page.sql",
+        include_str!("../../bench/pgbench/read_public_page.sql"),
+    ),
+    (
+        "read_public_pdf.sql",
+        include_str!("../../bench/pgbench/read_public_pdf.sql"),
+    ),
+    (
+        "read_activity_first.sql",
+        include_str!("../../bench/pgbench/read_activity_first.sql"),
+    ),
+    (
+        "read_activity_webhook.sql",
+        include_str!("../../bench/pgbench/read_activity_webhook.sql"),
+    ),
+    (
+        "read_activity_search.sql",
+        include_str!("../../bench/pgbench/read_activity_search.sql"),
+    ),
+    (
+        "read_api_list.sql",
+        include_str!("../../bench/pgbench/read_api_list.sql"),
+    ),
+    (
+        "read_metrics.sql",
+        include_str!("../../bench/pgbench/read_metrics.sql"),
+    ),
+];
 
 /// A path to read, with the credentials it needs.
 struct Read {
@@ -33,6 +110,8 @@ struct Read {
     path: String,
     /// Bearer API key instead of the session cookie.
     api: bool,
+    /// Its pgbench script (one of [`SCRIPTS`]).
+    script: &'static str,
 }
 
 pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
@@ -93,74 +172,140 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
             name: "list, first page",
             path: "/invoices".into(),
             api: false,
+            script: "read_list_first.sql",
         },
         Read {
             name: "list, a page 90 % deep",
             path: format!("/invoices?before={cursor}"),
             api: false,
+            script: "read_list_deep.sql",
         },
         Read {
             name: "list, overdue",
             path: "/invoices?status=overdue".into(),
             api: false,
+            script: "read_list_overdue.sql",
         },
         Read {
             name: "list, search a number",
             path: format!("/invoices?q={prefix}"),
             api: false,
+            script: "read_list_search_number.sql",
         },
         Read {
             name: "list, search a customer",
             path: "/invoices?q=Customer%2042".into(),
             api: false,
+            script: "read_list_search_customer.sql",
         },
         Read {
             name: "invoice page",
             path: format!("/invoices/{id}"),
             api: false,
+            script: "read_invoice_page.sql",
         },
         Read {
             name: "public page",
             path: format!("/i/{token}"),
             api: false,
+            script: "read_public_page.sql",
         },
         Read {
             name: "public PDF",
             path: format!("/i/{token}/pdf"),
             api: false,
+            script: "read_public_pdf.sql",
         },
         Read {
             name: "activity, first page",
             path: "/activity".into(),
             api: false,
+            script: "read_activity_first.sql",
         },
         Read {
             name: "activity, webhook only",
             path: "/activity?surface=webhook".into(),
             api: false,
+            script: "read_activity_webhook.sql",
         },
         Read {
             name: "activity, search a key",
             path: "/activity?q=k42".into(),
             api: false,
+            script: "read_activity_search.sql",
         },
         Read {
             name: "API list, a cursor",
             path: format!("/api/v1/invoices?limit=20&cursor={cursor}"),
             api: true,
+            script: "read_api_list.sql",
         },
         Read {
             name: "/metrics",
             path: "/metrics".into(),
             api: false,
+            script: "read_metrics.sql",
         },
     ];
+    // What the scripts name, with the values the paths use.
+    let (session,): (String,) = sqlx::query_as(
+        r#"select id from "tower_sessions"."session" order by expiry_date desc limit 1"#,
+    )
+    .fetch_one(pool)
+    .await
+    .context("the bench's session")?;
+    let (user,): (Uuid,) = sqlx::query_as("select id from users where lower(email) = lower($1)")
+        .bind(&args.email)
+        .fetch_one(pool)
+        .await?;
+    let api_key_hash = {
+        use sha2::{Digest, Sha256};
+        hex::encode(Sha256::digest(key.plaintext.as_bytes()))
+    };
+    let vars: Vec<(&str, String)> = vec![
+        ("org", org.to_string()),
+        ("user", user.to_string()),
+        ("session", session),
+        ("invoice", id.to_string()),
+        ("token", token.clone()),
+        (
+            "cursor_at",
+            deep_at.format("%Y-%m-%d %H:%M:%S%.6f+00").to_string(),
+        ),
+        ("cursor_id", deep_id.to_string()),
+        ("prefix", prefix.to_owned()),
+        ("apikeyhash", api_key_hash),
+    ];
+    let work = match &args.work_dir {
+        Some(dir) => dir.clone(),
+        None => std::env::temp_dir().join(format!("invoicer-read-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&work)?;
+    for (name, text) in SCRIPTS {
+        std::fs::write(work.join(name), text)?;
+    }
+    if let Some(out) = &args.explain {
+        let seq = explain_all(pool, &reads, &vars, out).await?;
+        println!(
+            "EXPLAIN (ANALYZE, BUFFERS) of every statement: {}",
+            out.display()
+        );
+        if !seq.is_empty() {
+            println!("sequential scans: {}", seq.join("; "));
+        }
+        anyhow::ensure!(
+            !args.forbid_seq_scans || seq.is_empty(),
+            "plans read big tables by sequential scan: {}",
+            seq.join("; ")
+        );
+    }
+
     println!(
         "invoicer read benchmark: {} invoices in the org, {} s per row",
         count, args.secs
     );
-    println!("| path | clients | requests/s | p50 ms | p99 ms | errors |");
-    println!("|---|---|---|---|---|---|");
+    println!("| path | clients | requests/s | p50 ms | p99 ms | errors | pgbench tx/s | pgbench p50 ms | pgbench p99 ms | ratio |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut failed = 0;
     for read in &reads {
         for &clients in &args.clients {
@@ -174,15 +319,180 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
                 args.secs,
             )
             .await;
+            let logs = work.join(format!("pgbench-{}-{clients}", read.script));
+            let mut pg = pgbench::run(
+                &args.database_url,
+                &logs,
+                &[(work.join(read.script), 1)],
+                clients,
+                args.secs,
+                &vars,
+            )
+            .await
+            .with_context(|| format!("pgbench {}", read.script))?;
+            let (pg50, pg99) = (pg.quantile_ms(0.5), pg.quantile_ms(0.99));
             println!(
-                "| {} | {clients} | {rate:.0} | {p50:.1} | {p99:.1} | {errors} |",
-                read.name
+                "| {} | {clients} | {rate:.0} | {p50:.1} | {p99:.1} | {errors} | {:.0} | {pg50:.2} | {pg99:.2} | {:.2} |",
+                read.name,
+                pg.rate(),
+                rate / pg.rate()
             );
-            failed += errors;
+            failed += errors + pg.failed;
         }
     }
-    anyhow::ensure!(failed == 0, "{failed} reads failed");
+    anyhow::ensure!(failed == 0, "{failed} reads or pgbench transactions failed");
     Ok(())
+}
+
+/// Tables that grow with an org's years: a plan that scans one of them sequentially does not have
+/// flat cost.
+const BIG: [&str; 8] = [
+    "invoices",
+    "invoice_lines",
+    "attempts",
+    "claims",
+    "outbox",
+    "payments",
+    "stripe_events",
+    "customers",
+];
+
+/// EXPLAIN (ANALYZE, BUFFERS) of every statement of every path's script, with `vars` as literals,
+/// into `out` (markdown). Statements whose row feeds the next ones (`\gset`) are run first to take
+/// their values. Returns the sequential scans of big tables found, as "path: table".
+async fn explain_all(
+    pool: &PgPool,
+    reads: &[Read],
+    vars: &[(&str, String)],
+    out: &std::path::Path,
+) -> anyhow::Result<Vec<String>> {
+    let mut doc = String::from(
+        "<!-- Written by `lab bench read --explain` (scripts/bench-read); do not edit by hand. -->\n\
+         # The read paths' plans\n\n\
+         `EXPLAIN (ANALYZE, BUFFERS)` of every statement each read path sends (bench/pgbench/read_*.sql),\n\
+         with the values the benchmark uses, on the database of the latest `scripts/bench-read` run.\n",
+    );
+    let mut seq = Vec::new();
+    for read in reads {
+        let text = SCRIPTS
+            .iter()
+            .find(|(name, _)| *name == read.script)
+            .map(|(_, text)| *text)
+            .context("no such script")?;
+        let mut values: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect();
+        doc.push_str(&format!("\n## {} (`{}`)\n", read.name, read.script));
+        for (n, (statement, gset)) in statements(text).into_iter().enumerate() {
+            let sql = substitute(&statement, &values);
+            if let Some(prefix) = gset {
+                use sqlx::{Column, Row};
+                let row = sqlx::query(&sql)
+                    .persistent(false)
+                    .fetch_one(pool)
+                    .await
+                    .with_context(|| format!("{}: {sql}", read.script))?;
+                for (i, column) in row.columns().iter().enumerate() {
+                    let value = row
+                        .try_get::<Uuid, _>(i)
+                        .map(|v| v.to_string())
+                        .or_else(|_| row.try_get::<String, _>(i))
+                        .or_else(|_| row.try_get::<i64, _>(i).map(|v| v.to_string()))
+                        .or_else(|_| {
+                            row.try_get::<Vec<Uuid>, _>(i).map(|v| {
+                                let ids: Vec<String> = v.iter().map(Uuid::to_string).collect();
+                                format!("{{{}}}", ids.join(","))
+                            })
+                        })
+                        .with_context(|| format!("{}: column {}", read.script, column.name()))?;
+                    values.insert(format!("{prefix}{}", column.name()), value);
+                }
+            }
+            let plan: Vec<String> =
+                sqlx::query_scalar(&format!("explain (analyze, buffers) {sql}"))
+                    .persistent(false)
+                    .fetch_all(pool)
+                    .await
+                    .with_context(|| format!("{}: {sql}", read.script))?;
+            for line in &plan {
+                if let Some(table) = line
+                    .split("Seq Scan on ")
+                    .nth(1)
+                    .and_then(|rest| rest.split_whitespace().next())
+                {
+                    if BIG.contains(&table) {
+                        seq.push(format!("{}: {table}", read.name));
+                    }
+                }
+            }
+            let first = statement.lines().next().unwrap_or("").trim();
+            doc.push_str(&format!(
+                "\nStatement {} — `{}`…\n\n```\n{}\n```\n",
+                n + 1,
+                first.replace('`', "'"),
+                plan.join("\n")
+            ));
+        }
+    }
+    std::fs::write(out, doc)?;
+    Ok(seq)
+}
+
+/// A pgbench script's statements, each with its `\gset` prefix when it has one.
+fn statements(script: &str) -> Vec<(String, Option<String>)> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for line in script.lines() {
+        let trimmed = line.trim();
+        if current.is_empty()
+            && (trimmed.is_empty() || trimmed.starts_with("--") || trimmed.starts_with('\\'))
+        {
+            continue;
+        }
+        if let Some((before, after)) = line.split_once("\\gset") {
+            current.push_str(before);
+            out.push((std::mem::take(&mut current), Some(after.trim().to_owned())));
+        } else if trimmed.ends_with(';') {
+            current.push_str(&line[..line.rfind(';').unwrap_or(line.len())]);
+            out.push((std::mem::take(&mut current), None));
+        } else {
+            current.push_str(line);
+            current.push('\n');
+        }
+    }
+    out
+}
+
+/// `:name` (not `::type`) replaced by `values[name]` as a quoted literal; unknown names are kept.
+fn substitute(sql: &str, values: &HashMap<String, String>) -> String {
+    let bytes = sql.as_bytes();
+    let name_char = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let (mut out, mut copied, mut i) = (String::with_capacity(sql.len()), 0, 0);
+    while i < bytes.len() {
+        let is_var = bytes[i] == b':'
+            && (i == 0 || bytes[i - 1] != b':')
+            && bytes
+                .get(i + 1)
+                .is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_');
+        if is_var {
+            let end = (i + 1..bytes.len())
+                .find(|&j| !name_char(bytes[j]))
+                .unwrap_or(bytes.len());
+            if let Some(value) = values.get(&sql[i + 1..end]) {
+                out.push_str(&sql[copied..i]);
+                out.push('\'');
+                out.push_str(&value.replace('\'', "''"));
+                out.push('\'');
+                copied = end;
+            }
+            i = end;
+            continue;
+        }
+        i += 1;
+    }
+    out.push_str(&sql[copied..]);
+    out
 }
 
 async fn measure(

@@ -7,6 +7,8 @@ mod bench_read;
 mod datagen;
 mod faults;
 mod faults_cluster;
+mod pgbench;
+mod soak;
 
 use std::path::PathBuf;
 
@@ -46,6 +48,9 @@ enum Command {
     Faults(faults::FaultArgs),
     /// Years of data for the read benchmarks (small: 1k invoices; medium: 200k; large: 1M).
     Datagen(datagen::DatagenArgs),
+    /// Mixed load for a long while with the retention job on, time compressed: the trimmed tables
+    /// must level off (a debug build: the compressed windows are honoured only where failpoints are).
+    Soak(soak::SoakArgs),
     /// The fault run on the topology of scripts/cluster: replicas and a worker killed, the primary
     /// stopped and the standby promoted, under load; then the same checker.
     FaultsCluster(faults_cluster::ClusterFaultArgs),
@@ -184,6 +189,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Faults(args) => faults::run(&lab, args).await,
         Command::FaultsCluster(args) => faults_cluster::run(&lab, args).await,
         Command::Datagen(args) => datagen::run(&lab.connect().await?, &args).await.map(|_| ()),
+        Command::Soak(args) => soak::run(&lab, args).await,
         Command::Bench {
             command: BenchCommand::Cluster(args),
         } => faults_cluster::bench(&lab, args).await,

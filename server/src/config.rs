@@ -151,6 +151,10 @@ pub struct Config {
     /// Crash injection for tests, comma separated (debug builds or `--features failpoints`).
     #[arg(long, env = "INVOICER_FAILPOINT", global = true)]
     pub invoicer_failpoint: Option<String>,
+    /// Soak runs only (`lab soak`): `<window secs>/<every secs>`, every retention window that long
+    /// and the retention job that often. Where failpoints are honoured, else refused.
+    #[arg(long, env = "INVOICER_SOAK_RETENTION", global = true, hide = true)]
+    pub invoicer_soak_retention: Option<String>,
     /// Log filter.
     #[arg(
         long,
@@ -306,7 +310,27 @@ impl Config {
     }
 
     fn retention(&self) -> anyhow::Result<RetentionConfig> {
+        let compressed = match &self.invoicer_soak_retention {
+            None => None,
+            Some(value) => {
+                anyhow::ensure!(
+                    app::ssr::failpoint::ENABLED && self.dev_mode(),
+                    "INVOICER_SOAK_RETENTION is for soak runs: a debug build (or --features failpoints) with LEPTOS_ENV=DEV"
+                );
+                let parsed = value
+                    .split_once('/')
+                    .and_then(|(w, e)| Some((w.parse::<u64>().ok()?, e.parse::<u64>().ok()?)))
+                    .filter(|&(w, e)| w > 0 && e > 0);
+                let (window, every) = parsed.ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "INVOICER_SOAK_RETENTION={value}: expected <window secs>/<every secs>"
+                    )
+                })?;
+                Some((Duration::from_secs(window), Duration::from_secs(every)))
+            }
+        };
         Ok(RetentionConfig {
+            compressed,
             form_key_days: self.form_key_retention_days,
             activity_days: self.activity_retention_days,
             outbox_days: self.outbox_retention_days,

@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-const ENABLED: bool = cfg!(any(debug_assertions, feature = "failpoints"));
+pub const ENABLED: bool = cfg!(any(debug_assertions, feature = "failpoints"));
 
 static ARMED: OnceLock<Vec<String>> = OnceLock::new();
 

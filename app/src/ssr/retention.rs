@@ -26,6 +26,10 @@ pub struct RetentionConfig {
     /// Sent and dead outbox rows.
     pub outbox_days: u32,
     pub batch: i64,
+    /// Soak runs only (`lab soak`): every window is `.0` long and the job runs every `.1`, time
+    /// compressed so that a 30-minute run shows the tables levelling off. Set from
+    /// `INVOICER_SOAK_RETENTION=<window secs>/<every secs>`, honoured only where failpoints are.
+    pub compressed: Option<(Duration, Duration)>,
 }
 
 impl RetentionConfig {
@@ -52,6 +56,7 @@ impl Default for RetentionConfig {
             activity_days: 90,
             outbox_days: 30,
             batch: 1000,
+            compressed: None,
         }
     }
 }
@@ -78,9 +83,27 @@ fn days(n: u32) -> Duration {
 /// Job claims are only needed while their run can still be taken over.
 const JOB_CLAIM_RETENTION: Duration = Duration::from_secs(7 * 86_400);
 
-/// The current period's run id: one run per hour.
-pub fn current_period() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H").to_string()
+impl RetentionConfig {
+    /// The current period's run id: one run per hour (per `compressed.1` in a soak run).
+    pub fn current_period(&self) -> String {
+        match self.compressed {
+            None => chrono::Utc::now().format("%Y-%m-%dT%H").to_string(),
+            Some((_, every)) => {
+                let every = every.as_secs().max(1);
+                let now = chrono::Utc::now().timestamp().max(0) as u64;
+                format!("soak-{every}s-{}", now / every)
+            }
+        }
+    }
+
+    /// A window of `n` days, or the soak run's compressed window.
+    fn window(&self, n: u32) -> Duration {
+        self.compressed.map_or(days(n), |(window, _)| window)
+    }
+
+    fn window_of(&self, d: Duration) -> Duration {
+        self.compressed.map_or(d, |(window, _)| window)
+    }
 }
 
 /// Runs the job for `period` unless another worker has done it or is doing it (then None).
@@ -145,8 +168,8 @@ const ORPHAN: &str = "and not exists (select 1 from payments p \
 
 async fn delete_old(pool: &PgPool, config: &RetentionConfig) -> sqlx::Result<Report> {
     let batch = config.batch;
-    let webhook = days(config.webhook_days);
-    let outbox = days(config.outbox_days);
+    let webhook = config.window(config.webhook_days);
+    let outbox = config.window(config.outbox_days);
     let events = ("stripe_events", "account, id", "received_at", "");
     let refunds = (
         "refunds",
@@ -166,11 +189,28 @@ async fn delete_old(pool: &PgPool, config: &RetentionConfig) -> sqlx::Result<Rep
         webhook_events: trim(pool, events, webhook, batch).await?,
         orphan_facts: trim(pool, refunds, webhook, batch).await?
             + trim(pool, disputes, webhook, batch).await?,
-        api_claims: claim::sweep_expired(pool, Surface::Api, config.api_key_ttl, batch).await?,
-        form_claims: claim::sweep_expired(pool, Surface::Form, days(config.form_key_days), batch)
-            .await?,
-        job_claims: claim::sweep_expired(pool, Surface::Job, JOB_CLAIM_RETENTION, batch).await?,
-        attempts: trim(pool, attempts, days(config.activity_days), batch).await?,
+        api_claims: claim::sweep_expired(
+            pool,
+            Surface::Api,
+            config.window_of(config.api_key_ttl),
+            batch,
+        )
+        .await?,
+        form_claims: claim::sweep_expired(
+            pool,
+            Surface::Form,
+            config.window(config.form_key_days),
+            batch,
+        )
+        .await?,
+        job_claims: claim::sweep_expired(
+            pool,
+            Surface::Job,
+            config.window_of(JOB_CLAIM_RETENTION),
+            batch,
+        )
+        .await?,
+        attempts: trim(pool, attempts, config.window(config.activity_days), batch).await?,
         outbox_rows: trim(pool, sent, outbox, batch).await?
             + trim(pool, dead, outbox, batch).await?,
     })

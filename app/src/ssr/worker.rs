@@ -69,7 +69,7 @@ pub async fn run(
     let mut retention_done_for = String::new();
     while !*shutdown.borrow() {
         // Periodic work rides on the same loop; its claim keeps it to one run per period overall.
-        let period = retention::current_period();
+        let period = config.retention.current_period();
         if period != retention_done_for {
             match retention::run_once(&pool, &period, &config.retention).await {
                 Ok(_) => retention_done_for = period,
@@ -79,7 +79,15 @@ pub async fn run(
             }
         }
         match drain_once(&pool, &mailer, &config).await {
-            Ok(n) if n > 0 => continue,
+            Ok(n) if n > 0 => {
+                // Busy: due rows are found by draining, but the notifications keep coming; read
+                // them away, or their backend blocks writing to us once the socket is full (and a
+                // blocked backend holds up the notification queue's cleanup and DROP DATABASE).
+                if let Some(l) = listener.as_mut() {
+                    discard_pending(l).await;
+                }
+                continue;
+            }
             Ok(_) => {}
             Err(e) => {
                 tracing::warn!(worker = %config.id, error = %e, "outbox worker: database error")
@@ -104,6 +112,17 @@ pub async fn run(
         }
     }
     tracing::info!(worker = %config.id, "outbox worker stopped");
+}
+
+/// Reads the notifications already on the listener's connection, without waiting for more.
+async fn discard_pending(listener: &mut PgListener) {
+    // A zero timeout still polls once: whatever has arrived is read, nothing is waited for.
+    for _ in 0..100_000 {
+        match tokio::time::timeout(Duration::ZERO, listener.try_recv()).await {
+            Ok(Ok(Some(_))) => {}
+            _ => return,
+        }
+    }
 }
 
 /// Leases one batch and processes it; returns how many rows it held.

@@ -1,0 +1,109 @@
+//! pgbench as a yardstick: the SQL a path sends, run by pgbench with as many clients for as long,
+//! so each HTTP measurement has a ratio against Postgres alone doing the same work.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+/// Latencies (µs) and counts of one measurement.
+#[derive(Debug, Default)]
+pub struct Sample {
+    pub done: u64,
+    pub failed: u64,
+    pub secs: f64,
+    pub latencies_us: Vec<u64>,
+}
+
+impl Sample {
+    pub fn rate(&self) -> f64 {
+        self.done as f64 / self.secs
+    }
+
+    pub fn quantile_ms(&mut self, q: f64) -> f64 {
+        if self.latencies_us.is_empty() {
+            return f64::NAN;
+        }
+        self.latencies_us.sort_unstable();
+        let i = ((self.latencies_us.len() - 1) as f64 * q).round() as usize;
+        self.latencies_us[i] as f64 / 1000.0
+    }
+}
+
+/// pgbench with `scripts` (path, weight), `clients` connections for `secs`, prepared statements,
+/// `-D` variables, and a per-transaction log in `logs` for the percentiles.
+pub async fn run(
+    database_url: &str,
+    logs: &Path,
+    scripts: &[(PathBuf, u32)],
+    clients: usize,
+    secs: u64,
+    vars: &[(&str, String)],
+) -> anyhow::Result<Sample> {
+    let _ = std::fs::remove_dir_all(logs);
+    std::fs::create_dir_all(logs)?;
+    let mut command = tokio::process::Command::new("pgbench");
+    command
+        .args(["-n", "-M", "prepared", "-l"])
+        .arg(format!("--log-prefix={}", logs.join("tx").display()))
+        .arg(format!("-c{clients}"))
+        .arg(format!("-j{}", clients.min(2)))
+        .arg(format!("-T{secs}"));
+    for (name, value) in vars {
+        command.arg(format!("-D{name}={value}"));
+    }
+    for (script, weight) in scripts {
+        command
+            .arg("-f")
+            .arg(format!("{}@{weight}", script.display()));
+    }
+    command.arg(database_url);
+    let out = command.output().await.context("cannot run pgbench")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    anyhow::ensure!(
+        out.status.success(),
+        "pgbench failed: {}\n{}",
+        stdout,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut sample = Sample {
+        secs: secs as f64,
+        ..Sample::default()
+    };
+    for line in stdout.lines() {
+        if let Some(n) = line.strip_prefix("number of failed transactions: ") {
+            sample.failed = n.split_whitespace().next().unwrap_or("0").parse()?;
+        }
+    }
+    // Each log line: client_id transaction_no time_us script_no epoch epoch_us. pgbench 15 reads its
+    // clock lazily and logs a time of 0 for many short transactions, so a transaction's latency is
+    // taken from the end times instead: each client runs its transactions back to back, so one
+    // lasts from the previous one's end to its own (the first, from its logged time).
+    let mut ends: HashMap<u64, Vec<(u64, u64, u64)>> = HashMap::new();
+    for entry in std::fs::read_dir(logs)? {
+        let text = std::fs::read_to_string(entry?.path())?;
+        for line in text.lines() {
+            let fields: Vec<u64> = line
+                .split_whitespace()
+                .map(str::parse)
+                .collect::<Result<_, _>>()
+                .with_context(|| format!("pgbench log line {line:?}"))?;
+            anyhow::ensure!(fields.len() >= 6, "short pgbench log line {line:?}");
+            let end_us = fields[4] * 1_000_000 + fields[5];
+            ends.entry(fields[0])
+                .or_default()
+                .push((fields[1], end_us, fields[2]));
+        }
+    }
+    for (_, mut transactions) in ends {
+        transactions.sort_unstable();
+        let mut previous: Option<u64> = None;
+        for (_, end_us, logged_us) in transactions {
+            let latency = previous.map_or(logged_us, |p| end_us.saturating_sub(p));
+            sample.latencies_us.push(latency);
+            previous = Some(end_us);
+        }
+    }
+    sample.done = sample.latencies_us.len() as u64;
+    Ok(sample)
+}
