@@ -41,6 +41,9 @@ pub struct ReadBenchArgs {
     /// Write EXPLAIN (ANALYZE, BUFFERS) of every statement each path sends to this markdown file.
     #[arg(long)]
     pub explain: Option<PathBuf>,
+    /// The server's METRICS_TOKEN (production serves /metrics only with it).
+    #[arg(long, env = "METRICS_TOKEN")]
+    pub metrics_token: Option<String>,
     /// Fail if a plan reads a table of the big org's data by a sequential scan (for large sizes,
     /// where every read must go through an index).
     #[arg(long)]
@@ -104,12 +107,22 @@ const SCRIPTS: [(&str, &str); 13] = [
     ),
 ];
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Auth {
+    /// The signed-in owner's session cookie.
+    Session,
+    /// The API key, as a bearer token.
+    ApiKey,
+    /// `METRICS_TOKEN` as a bearer token when given (production), nothing otherwise (dev: open).
+    Metrics,
+}
+
 /// A path to read, with the credentials it needs.
 struct Read {
     name: &'static str,
     path: String,
-    /// Bearer API key instead of the session cookie.
-    api: bool,
+    /// What the request carries.
+    auth: Auth,
     /// Its pgbench script (one of [`SCRIPTS`]).
     script: &'static str,
 }
@@ -171,79 +184,79 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
         Read {
             name: "list, first page",
             path: "/invoices".into(),
-            api: false,
+            auth: Auth::Session,
             script: "read_list_first.sql",
         },
         Read {
             name: "list, a page 90 % deep",
             path: format!("/invoices?before={cursor}"),
-            api: false,
+            auth: Auth::Session,
             script: "read_list_deep.sql",
         },
         Read {
             name: "list, overdue",
             path: "/invoices?status=overdue".into(),
-            api: false,
+            auth: Auth::Session,
             script: "read_list_overdue.sql",
         },
         Read {
             name: "list, search a number",
             path: format!("/invoices?q={prefix}"),
-            api: false,
+            auth: Auth::Session,
             script: "read_list_search_number.sql",
         },
         Read {
             name: "list, search a customer",
             path: "/invoices?q=Customer%2042".into(),
-            api: false,
+            auth: Auth::Session,
             script: "read_list_search_customer.sql",
         },
         Read {
             name: "invoice page",
             path: format!("/invoices/{id}"),
-            api: false,
+            auth: Auth::Session,
             script: "read_invoice_page.sql",
         },
         Read {
             name: "public page",
             path: format!("/i/{token}"),
-            api: false,
+            auth: Auth::Session,
             script: "read_public_page.sql",
         },
         Read {
             name: "public PDF",
             path: format!("/i/{token}/pdf"),
-            api: false,
+            auth: Auth::Session,
             script: "read_public_pdf.sql",
         },
         Read {
             name: "activity, first page",
             path: "/activity".into(),
-            api: false,
+            auth: Auth::Session,
             script: "read_activity_first.sql",
         },
         Read {
             name: "activity, webhook only",
             path: "/activity?surface=webhook".into(),
-            api: false,
+            auth: Auth::Session,
             script: "read_activity_webhook.sql",
         },
         Read {
             name: "activity, search a key",
             path: "/activity?q=k42".into(),
-            api: false,
+            auth: Auth::Session,
             script: "read_activity_search.sql",
         },
         Read {
             name: "API list, a cursor",
             path: format!("/api/v1/invoices?limit=20&cursor={cursor}"),
-            api: true,
+            auth: Auth::ApiKey,
             script: "read_api_list.sql",
         },
         Read {
             name: "/metrics",
             path: "/metrics".into(),
-            api: false,
+            auth: Auth::Metrics,
             script: "read_metrics.sql",
         },
     ];
@@ -315,6 +328,7 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
                 read,
                 &cookie,
                 &key.plaintext,
+                args.metrics_token.as_deref(),
                 clients,
                 args.secs,
             )
@@ -501,6 +515,7 @@ async fn measure(
     read: &Read,
     cookie: &str,
     api_key: &str,
+    metrics_token: Option<&str>,
     clients: usize,
     secs: u64,
 ) -> (f64, f64, f64, u64) {
@@ -508,20 +523,22 @@ async fn measure(
     let url = format!("{base}{}", read.path);
     let tasks: Vec<_> = (0..clients)
         .map(|_| {
-            let (http, url, cookie, key, api) = (
+            let (http, url, cookie, key, auth, metrics) = (
                 http.clone(),
                 url.clone(),
                 cookie.to_owned(),
                 api_key.to_owned(),
-                read.api,
+                read.auth,
+                metrics_token.map(str::to_owned),
             );
             tokio::spawn(async move {
                 let (mut took, mut errors) = (Vec::new(), 0u64);
                 while Instant::now() < deadline {
-                    let req = if api {
-                        http.get(&url).bearer_auth(&key)
-                    } else {
-                        http.get(&url).header("cookie", &cookie)
+                    let req = match (auth, &metrics) {
+                        (Auth::Session, _) => http.get(&url).header("cookie", &cookie),
+                        (Auth::ApiKey, _) => http.get(&url).bearer_auth(&key),
+                        (Auth::Metrics, Some(token)) => http.get(&url).bearer_auth(token),
+                        (Auth::Metrics, None) => http.get(&url),
                     };
                     let sent = Instant::now();
                     match req.send().await {
