@@ -278,6 +278,8 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
     ];
     let secs = Duration::from_secs(args.secs);
     let mut failures = 0;
+    // What each statement of a surface's SQL and of its floor costs, as pgbench -r measures it.
+    let mut statement_lines = Vec::new();
     for workload in workloads {
         for &clients in &args.clients {
             settle(&pool).await;
@@ -367,6 +369,11 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
             let mut pg = run_pgbench(workload.scripts(), workload.name().to_owned())
                 .await
                 .with_context(|| format!("pgbench for {}", workload.name()))?;
+            let mut costs = vec![format!(
+                "{} at {clients} clients, its SQL: {}",
+                workload.name(),
+                statement_costs(&pg.statements)
+            )];
             // The floor, right after, on the same database.
             let floor = match workload.floor() {
                 Some(scripts) => {
@@ -375,6 +382,11 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
                         .await
                         .with_context(|| format!("the floor of {}", workload.name()))?;
                     failures += sample.failed;
+                    costs.push(format!(
+                        "{} at {clients} clients, its floor: {}",
+                        workload.name(),
+                        statement_costs(&sample.statements)
+                    ));
                     Some(sample.rate())
                 }
                 None => None,
@@ -412,6 +424,7 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
                 http.rate(),
                 pg.rate()
             ));
+            statement_lines.extend(costs);
         }
     }
     match server.peak_rss_kib() {
@@ -429,6 +442,10 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
         Err(e) => println!("hydrate wasm: not measured ({e:#})"),
     }
     println!("\n{}", markdown.join("\n"));
+    println!("\nper statement, pgbench's average latency in ms (-r):");
+    for line in &statement_lines {
+        println!("- {line}");
+    }
     pool.close().await;
     anyhow::ensure!(
         failures == 0,
@@ -436,6 +453,19 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
         work.join("server.log").display()
     );
     Ok(())
+}
+
+/// `ms first-words; ...` for each statement (BEGIN and COMMIT included), and their sum.
+fn statement_costs(statements: &[(f64, String)]) -> String {
+    let total: f64 = statements.iter().map(|(ms, _)| ms).sum();
+    let each: Vec<String> = statements
+        .iter()
+        .map(|(ms, text)| {
+            let words: Vec<&str> = text.split_whitespace().take(4).collect();
+            format!("{ms:.2} `{}`", words.join(" "))
+        })
+        .collect();
+    format!("{} (sum {total:.2})", each.join(", "))
 }
 
 /// Every measurement starts from the same kind of state: vacuumed and analysed (so autovacuum does

@@ -326,9 +326,11 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
                 &http,
                 &args.url,
                 read,
-                &cookie,
-                &key.plaintext,
-                args.metrics_token.as_deref(),
+                &Credentials {
+                    cookie: &cookie,
+                    api_key: &key.plaintext,
+                    metrics_token: args.metrics_token.as_deref(),
+                },
                 clients,
                 args.secs,
             )
@@ -509,13 +511,18 @@ fn substitute(sql: &str, values: &HashMap<String, String>) -> String {
     out
 }
 
+/// What the requests carry (see [`Auth`]).
+struct Credentials<'a> {
+    cookie: &'a str,
+    api_key: &'a str,
+    metrics_token: Option<&'a str>,
+}
+
 async fn measure(
     http: &reqwest::Client,
     base: &str,
     read: &Read,
-    cookie: &str,
-    api_key: &str,
-    metrics_token: Option<&str>,
+    credentials: &Credentials<'_>,
     clients: usize,
     secs: u64,
 ) -> (f64, f64, f64, u64) {
@@ -526,10 +533,10 @@ async fn measure(
             let (http, url, cookie, key, auth, metrics) = (
                 http.clone(),
                 url.clone(),
-                cookie.to_owned(),
-                api_key.to_owned(),
+                credentials.cookie.to_owned(),
+                credentials.api_key.to_owned(),
                 read.auth,
-                metrics_token.map(str::to_owned),
+                credentials.metrics_token.map(str::to_owned),
             );
             tokio::spawn(async move {
                 let (mut took, mut errors) = (Vec::new(), 0u64);

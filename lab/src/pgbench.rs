@@ -13,6 +13,9 @@ pub struct Sample {
     pub failed: u64,
     pub secs: f64,
     pub latencies_us: Vec<u64>,
+    /// pgbench's per-statement average latency (ms) and the statement's first line, in script order
+    /// (`-r`; with several scripts, all of theirs one after the other).
+    pub statements: Vec<(f64, String)>,
 }
 
 impl Sample {
@@ -44,7 +47,7 @@ pub async fn run(
     std::fs::create_dir_all(logs)?;
     let mut command = tokio::process::Command::new("pgbench");
     command
-        .args(["-n", "-M", "prepared", "-l"])
+        .args(["-n", "-M", "prepared", "-l", "-r"])
         .arg(format!("--log-prefix={}", logs.join("tx").display()))
         .arg(format!("-c{clients}"))
         .arg(format!("-j{}", clients.min(2)))
@@ -70,9 +73,25 @@ pub async fn run(
         secs: secs as f64,
         ..Sample::default()
     };
+    let mut in_statements = false;
     for line in stdout.lines() {
         if let Some(n) = line.strip_prefix("number of failed transactions: ") {
             sample.failed = n.split_whitespace().next().unwrap_or("0").parse()?;
+        }
+        if line.starts_with("statement latencies") {
+            in_statements = true;
+            continue;
+        }
+        if in_statements {
+            // "   1.501           0  select data from ...": latency, failures, the command's line.
+            let mut fields = line.split_whitespace();
+            match (fields.next().map(str::parse::<f64>), fields.next()) {
+                (Some(Ok(ms)), Some(_)) => {
+                    let text: Vec<&str> = fields.collect();
+                    sample.statements.push((ms, text.join(" ")));
+                }
+                _ => in_statements = line.starts_with("SQL script"),
+            }
         }
     }
     // Each log line: client_id transaction_no time_us script_no epoch epoch_us. pgbench 15 reads its
