@@ -19,7 +19,8 @@ join orgs o on o.id = m.org_id
 where u.id = :user::uuid
 order by m.created_at
 limit 1;
-select a.id, a.created_at, a.surface, a.key, a.outcome, a.invoice_id, i.number_text,
+select a.id, a.created_at, a.surface, a.key, a.outcome, a.invoice_id,
+       (select i.number_text from invoices i where i.id = a.invoice_id) as number_text,
        a.duration_ms, a.request_id,
        case a.surface
            when 'webhook' then (select e.payload::text from stripe_events e
@@ -31,7 +32,6 @@ select a.id, a.created_at, a.surface, a.key, a.outcome, a.invoice_id, i.number_t
                             where c.scope = 'api' and c.owner = a.owner and c.key = a.key)
        end as detail
 from attempts a
-left join invoices i on i.id = a.invoice_id
 where a.org_id = :org::uuid order by a.created_at desc, a.id desc limit 51;
 select surface, outcome, count(*) as "count!"
 from attempts

@@ -40,7 +40,8 @@ select id, kind, attempts, last_error, sent_at is not null as "sent!", dead_at i
 from outbox
 where org_id = :org::uuid and invoice_id = :invoice::uuid
 order by created_at;
-select a.id, a.created_at, a.surface, a.key, a.outcome, a.invoice_id, i.number_text,
+select a.id, a.created_at, a.surface, a.key, a.outcome, a.invoice_id,
+       (select i.number_text from invoices i where i.id = a.invoice_id) as number_text,
        a.duration_ms, a.request_id,
        case a.surface
            when 'webhook' then (select e.payload::text from stripe_events e
@@ -52,7 +53,6 @@ select a.id, a.created_at, a.surface, a.key, a.outcome, a.invoice_id, i.number_t
                             where c.scope = 'api' and c.owner = a.owner and c.key = a.key)
        end as detail
 from attempts a
-left join invoices i on i.id = a.invoice_id
 where a.org_id = :org::uuid and a.invoice_id = :invoice::uuid order by a.created_at desc, a.id desc limit 51;
 select p.provider_payment_id, p.amount_cents, p.status, p.failure,
        coalesce(case when r.provider is null then 0

@@ -608,7 +608,16 @@ async fn pgbench(
         .iter()
         .map(|(script, weight)| (work.join(script), *weight))
         .collect();
-    pgbench::run(database_url, &logs, &scripts, clients, secs, &vars).await
+    pgbench::run(
+        database_url,
+        &logs,
+        pgbench::Mode::Prepared,
+        &scripts,
+        clients,
+        secs,
+        &vars,
+    )
+    .await
 }
 
 /// Raw and `gzip -9` sizes of a file.

@@ -127,6 +127,22 @@ struct Read {
     script: &'static str,
 }
 
+impl Read {
+    /// Paths whose main statement the server sends unprepared (planned with its values each time)
+    /// are run by pgbench the same way; the others prepared, as sqlx's statement cache sends them.
+    fn mode(&self) -> pgbench::Mode {
+        let planned_each_time = self.script.starts_with("read_list_")
+            || self.script.starts_with("read_activity_")
+            || self.script == "read_invoice_page.sql"
+            || self.script == "read_api_list.sql";
+        if planned_each_time {
+            pgbench::Mode::Extended
+        } else {
+            pgbench::Mode::Prepared
+        }
+    }
+}
+
 pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -339,6 +355,7 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
             let mut pg = pgbench::run(
                 &args.database_url,
                 &logs,
+                read.mode(),
                 &[(work.join(read.script), 1)],
                 clients,
                 args.secs,

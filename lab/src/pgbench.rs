@@ -33,11 +33,21 @@ impl Sample {
     }
 }
 
-/// pgbench with `scripts` (path, weight), `clients` connections for `secs`, prepared statements,
-/// `-D` variables, and a per-transaction log in `logs` for the percentiles.
+/// How pgbench sends the statements: `Prepared` (parsed and planned once per connection, as sqlx's
+/// statement cache does), or `Extended` (an unnamed statement parsed and planned with its values on
+/// every execution, as the server's unprepared queries are: `.persistent(false)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Prepared,
+    Extended,
+}
+
+/// pgbench with `scripts` (path, weight), `clients` connections for `secs`, in `mode`, `-D`
+/// variables, and a per-transaction log in `logs` for the percentiles.
 pub async fn run(
     database_url: &str,
     logs: &Path,
+    mode: Mode,
     scripts: &[(PathBuf, u32)],
     clients: usize,
     secs: u64,
@@ -47,7 +57,11 @@ pub async fn run(
     std::fs::create_dir_all(logs)?;
     let mut command = tokio::process::Command::new("pgbench");
     command
-        .args(["-n", "-M", "prepared", "-l", "-r"])
+        .args(["-n", "-l", "-r", "-M"])
+        .arg(match mode {
+            Mode::Prepared => "prepared",
+            Mode::Extended => "extended",
+        })
         .arg(format!("--log-prefix={}", logs.join("tx").display()))
         .arg(format!("-c{clients}"))
         .arg(format!("-j{}", clients.min(2)))

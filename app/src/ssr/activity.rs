@@ -98,7 +98,8 @@ pub async fn rows(
 
     let mut q = QueryBuilder::new(
         r#"
-        select a.id, a.created_at, a.surface, a.key, a.outcome, a.invoice_id, i.number_text,
+        select a.id, a.created_at, a.surface, a.key, a.outcome, a.invoice_id,
+               (select i.number_text from invoices i where i.id = a.invoice_id) as number_text,
                a.duration_ms, a.request_id,
                case a.surface
                    when 'webhook' then (select e.payload::text from stripe_events e
@@ -109,8 +110,9 @@ pub async fn rows(
                    when 'api' then (select convert_from(c.response_body, 'UTF8') from claims c
                                     where c.scope = 'api' and c.owner = a.owner and c.key = a.key)
                end as detail
+        -- The page's rows are found first; each row's invoice number and detail are looked up
+        -- for those rows only (a search that matches thousands must not join them all).
         from attempts a
-        left join invoices i on i.id = a.invoice_id
         where a.org_id = "#,
     );
     q.push_bind(org);
