@@ -732,6 +732,34 @@ async fn a_scrape_costs_the_same_with_many_sent_emails(pool: PgPool) {
     assert_eq!((gauges.pending, gauges.dead), (3, 0));
 }
 
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn the_dead_gauge_reads_a_bounded_number_of_rows(pool: PgPool) {
+    use app::ssr::outbox::{DEAD_GAUGE_CAP, DEAD_SQL};
+    // A month of failures on record: more dead rows than the gauge counts.
+    sqlx::query(
+        "insert into outbox (id, kind, payload, dead_at)
+         select gen_random_uuid(), 'invoice_email', '{}', now() from generate_series(1, 20000)",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query("vacuum analyze outbox")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let gauges = app::ssr::outbox::gauges(&pool).await.unwrap();
+    assert_eq!(
+        gauges.dead,
+        DEAD_GAUGE_CAP + 1,
+        "counted up to the cap, plus one"
+    );
+    let read = buffers(&pool, DEAD_SQL).await;
+    assert!(
+        read < 20,
+        "the dead gauge read {read} pages for 20,000 dead rows"
+    );
+}
+
 // --- 7. Bounded queries ---------------------------------------------------------------------------
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]

@@ -313,8 +313,15 @@ pub struct Gauges {
 
 /// The pending rows' statement: answered from `outbox_due_idx`, which holds pending rows only.
 pub const PENDING_SQL: &str = "select count(*), coalesce(extract(epoch from now() - min(next_attempt_at) filter (where next_attempt_at <= now())), 0)::float8 from outbox where sent_at is null and dead_at is null";
-/// The dead rows' statement: answered from `outbox_dead_idx`, which holds dead rows only.
-pub const DEAD_SQL: &str = "select count(*) from outbox where dead_at is not null";
+/// The dead gauge counts at most this many rows and then reads one more: `DEAD_GAUGE_CAP + 1` means
+/// "more than that". Dead rows stay until retention trims them, so uncapped, a scrape's cost would
+/// grow with a month of failures; an alert only needs to see that there are some, and how many up
+/// to the cap.
+pub const DEAD_GAUGE_CAP: i64 = 1000;
+/// The dead rows' statement: answered from `outbox_dead_idx`, which holds dead rows only, reading at
+/// most `DEAD_GAUGE_CAP + 1` of its entries.
+pub const DEAD_SQL: &str =
+    "select count(*) from (select from outbox where dead_at is not null limit 1001) dead";
 
 /// Reads the gauges through indexes of pending and dead rows only: the cost of a scrape does not
 /// grow with the number of emails ever sent.
