@@ -6,6 +6,9 @@ use uuid::Uuid;
 use crate::error::AppError;
 use crate::model::{ActivityPage, ApiKeySummary, InvoiceForm, InvoicePage, Viewer};
 
+mod team;
+pub use team::*;
+
 #[cfg(feature = "ssr")]
 fn state() -> Result<crate::ssr::AppState, AppError> {
     use_context::<crate::ssr::AppState>()
@@ -38,6 +41,8 @@ pub async fn current_user() -> Result<Option<Viewer>, AppError> {
     Ok(session.user.map(|u| Viewer {
         email: u.email,
         org_name: u.org_name,
+        role: u.role,
+        verified: u.email_verified,
     }))
 }
 
@@ -53,12 +58,11 @@ fn client_address(state: &crate::ssr::AppState) -> std::net::IpAddr {
 
 #[server(prefix = "/rpc", endpoint = "signup")]
 pub async fn signup(org_name: String, email: String, password: String) -> Result<(), AppError> {
-    use crate::ssr::accounts::{create_org_with_owner, SignupError};
-    use axum_login::AuthnBackend;
+    use crate::ssr::accounts::{sign_up, SignupError};
 
     let state = state()?;
     state.throttle.signup(client_address(&state))?;
-    let account = match create_org_with_owner(&state.pool, &org_name, &email, &password).await {
+    let account = match sign_up(&state.pool, &org_name, &email, &password).await {
         Ok(account) => account,
         Err(SignupError::EmailTaken) => {
             return Err(AppError::field(
@@ -71,16 +75,30 @@ pub async fn signup(org_name: String, email: String, password: String) -> Result
         Err(e) => return Err(AppError::internal("signup", e)),
     };
     // The password was just hashed: the new user is logged in by id, not by hashing it again.
-    let mut session = crate::ssr::auth::current_session().await?;
-    let user = session
-        .backend
-        .get_user(&account.user_id)
-        .await
-        .map_err(|e| AppError::internal("signup: load user", e))?
+    let user = crate::ssr::auth::for_login(&state.pool, account.user_id, Some(account.org_id))
+        .await?
         .ok_or_else(|| AppError::internal("signup", "new user not found"))?;
-    crate::ssr::auth::log_in(&mut session, &user).await?;
+    let mut session = crate::ssr::auth::current_session().await?;
+    crate::ssr::auth::log_in(&state.pool, &mut session, &user, &login_meta(&state)).await?;
     leptos_axum::redirect("/invoices");
     Ok(())
+}
+
+/// Where the current request comes from, for the session's row.
+#[cfg(feature = "ssr")]
+pub(crate) fn login_meta(state: &crate::ssr::AppState) -> crate::ssr::auth::LoginMeta {
+    let user_agent = use_context::<axum::http::request::Parts>()
+        .and_then(|p| {
+            p.headers
+                .get(axum::http::header::USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        })
+        .unwrap_or_default();
+    crate::ssr::auth::LoginMeta {
+        user_agent,
+        address: client_address(state).to_string(),
+    }
 }
 
 /// Logs in; failed and successful attempts alike count against the account's allowance from this
@@ -96,20 +114,26 @@ pub async fn login(email: String, password: String, next: Option<String>) -> Res
         Ok(Some(user)) => user,
         Ok(None) => return Err(AppError::BadRequest("Wrong email or password.".into())),
         Err(axum_login::Error::Backend(BackendError::Hashing(e))) => return Err(e.into()),
+        Err(axum_login::Error::Backend(BackendError::NoOrg)) => {
+            return Err(AppError::Forbidden(
+                "This account is no longer a member of any organisation. Ask an owner for an \
+                 invitation."
+                    .into(),
+            )
+            .respond())
+        }
         Err(e) => return Err(AppError::internal("login: authenticate", e)),
     };
-    crate::ssr::auth::log_in(&mut session, &user).await?;
+    crate::ssr::auth::log_in(&state.pool, &mut session, &user, &login_meta(&state)).await?;
     leptos_axum::redirect(&safe_next(next.as_deref()));
     Ok(())
 }
 
 #[server(prefix = "/rpc", endpoint = "logout")]
 pub async fn logout() -> Result<(), AppError> {
+    let state = state()?;
     let mut session = crate::ssr::auth::current_session().await?;
-    session
-        .logout()
-        .await
-        .map_err(|e| AppError::internal("logout", e))?;
+    crate::ssr::auth::log_out(&state.pool, &mut session).await?;
     leptos_axum::redirect("/login");
     Ok(())
 }
@@ -144,7 +168,7 @@ pub async fn create_invoice(
         // A refusal keeps the key and the typed values: the corrected resubmit is the same attempt.
         let refuse = |fields| AppError::rejected_form(idempotency_key.clone(), fields, &input);
         let form_key = parse_form_key(idempotency_key.as_deref()).map_err(refuse)?;
-        let user = crate::ssr::auth::require_user().await?;
+        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let parsed = with_customer(&state, user.org_id, &input)
             .await
@@ -228,7 +252,7 @@ pub async fn list_invoices(
 ) -> Result<crate::model::InvoiceListPage, AppError> {
     use crate::ssr::invoices::{check_filter, page, ListCursor, ListFilter};
 
-    let user = crate::ssr::auth::require_user().await?;
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
     let state = state()?;
     let filter = ListFilter {
         status: status.filter(|s| !s.is_empty()),
@@ -252,7 +276,7 @@ pub async fn list_invoices(
 
 #[server(prefix = "/rpc", endpoint = "get_invoice")]
 pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
-    let user = crate::ssr::auth::require_user().await?;
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
     let state = state()?;
     let invoice = own_invoice(&state, user.org_id, &id).await?;
     let only_this = crate::ssr::activity::Filter {
@@ -274,6 +298,7 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
         payments,
         anomalies,
         history,
+        can_edit: user.role.may(crate::model::Action::EditInvoices),
     })
 }
 
@@ -297,7 +322,7 @@ async fn own_invoice(
 pub async fn simulate_payment(invoice_id: String) -> Result<(), AppError> {
     use crate::ssr::stripe::standin;
 
-    let user = crate::ssr::auth::require_user().await?;
+    let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
     let state = state()?;
     if !state.settings.dev_mode {
         return Err(AppError::NotFound.respond());
@@ -328,26 +353,79 @@ pub async fn simulate_payment(invoice_id: String) -> Result<(), AppError> {
 
 #[server(prefix = "/rpc", endpoint = "list_api_keys")]
 pub async fn list_api_keys() -> Result<Vec<ApiKeySummary>, AppError> {
-    let user = crate::ssr::auth::require_user().await?;
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
     let state = state()?;
     Ok(crate::ssr::api_keys::list(&state.pool, user.org_id).await?)
 }
 
-/// Creates an API key for the session's org and returns it: the only time it is shown.
+/// Creates an API key for the session's org with a role no higher than the creator's and an
+/// optional expiry (`expires_in_days`, empty for none), and returns it: the only time it is shown.
 #[server(prefix = "/rpc", endpoint = "create_api_key")]
-pub async fn create_api_key(name: String) -> Result<String, AppError> {
-    let user = crate::ssr::auth::require_user().await?;
+pub async fn create_api_key(
+    name: String,
+    role: Option<String>,
+    expires_in_days: Option<String>,
+) -> Result<String, AppError> {
+    use crate::ssr::api_keys::{create, CreateError, KeyRequest};
+
+    let user = crate::ssr::auth::require(crate::model::Action::ManageOwnApiKeys).await?;
     let state = state()?;
-    let key = crate::ssr::api_keys::create(&state.pool, user.org_id, Some(user.id), &name).await?;
-    Ok(key.plaintext)
+    let role = match role.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+        None => crate::model::Role::Member.min(user.role),
+        Some(r) => crate::model::Role::parse(r)
+            .ok_or_else(|| AppError::field("role", "Choose owner, member or viewer.").respond())?,
+    };
+    let expires_at = match expires_in_days
+        .as_deref()
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+    {
+        None => None,
+        Some(days) => match days.parse::<i64>() {
+            Ok(days @ 1..=3650) => Some(chrono::Utc::now() + chrono::Duration::days(days)),
+            _ => {
+                return Err(AppError::field(
+                    "expires_in_days",
+                    "Enter a number of days from 1 to 3650, or leave it empty.",
+                )
+                .respond())
+            }
+        },
+    };
+    let actor = crate::ssr::audit::Actor::user(user.id, &user.email);
+    let request = KeyRequest {
+        name: &name,
+        role,
+        expires_at,
+    };
+    match create(&state.pool, user.org_id, &actor, &request).await {
+        Ok(key) => Ok(key.plaintext),
+        Err(CreateError::RoleTooHigh) => Err(AppError::Forbidden(format!(
+            "Your role ({}) cannot make a key with the role {}.",
+            user.role.as_str(),
+            role.as_str()
+        ))
+        .respond()),
+        Err(CreateError::Expired) => {
+            Err(AppError::field("expires_in_days", "The expiry is in the past.").respond())
+        }
+        Err(CreateError::Db(e)) => Err(e.into()),
+    }
 }
 
+/// Revokes an API key: an owner any of the org's, a member their own.
 #[server(prefix = "/rpc", endpoint = "revoke_api_key")]
 pub async fn revoke_api_key(id: String) -> Result<(), AppError> {
-    let user = crate::ssr::auth::require_user().await?;
+    use crate::model::Action;
+    let user = crate::ssr::auth::require(Action::Read).await?;
+    if !user.role.may(Action::ManageOwnApiKeys) {
+        user.clone().allowed(Action::ManageOwnApiKeys)?;
+    }
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
-    if !crate::ssr::api_keys::revoke(&state.pool, user.org_id, id).await? {
+    let actor = crate::ssr::audit::Actor::user(user.id, &user.email);
+    let any = user.role.may(Action::ManageAllApiKeys);
+    if !crate::ssr::api_keys::revoke(&state.pool, user.org_id, &actor, any, id).await? {
         return Err(AppError::NotFound.respond());
     }
     Ok(())
@@ -364,7 +442,7 @@ pub async fn send_invoice(invoice_id: String, idempotency_key: String) -> Result
     let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
     let invoice = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
     track(&state.pool, attempt, async |attempt| {
-        let user = crate::ssr::auth::require_user().await?;
+        let user = crate::ssr::auth::require(crate::model::Action::SendEmail).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let key = Uuid::try_parse(&idempotency_key).map_err(|_| {
             AppError::BadRequest("This button has no valid key. Reload the page.".into())
@@ -396,7 +474,7 @@ pub async fn invoice_action(
     let action = Action::parse(&action)
         .ok_or_else(|| AppError::BadRequest("Unknown action.".into()).respond())?;
     let moved = track(&state.pool, attempt, async |attempt| {
-        let user = crate::ssr::auth::require_user().await?;
+        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let key = parse_button_key(&idempotency_key)?;
         crate::ssr::surfaces::form::invoice_action(
@@ -440,7 +518,7 @@ pub async fn duplicate_invoice(
     let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
     let invoice = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
     let draft = track(&state.pool, attempt, async |attempt| {
-        let user = crate::ssr::auth::require_user().await?;
+        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let key = parse_button_key(&idempotency_key)?;
         crate::ssr::surfaces::form::duplicate_invoice(
@@ -469,7 +547,7 @@ fn parse_button_key(key: &str) -> Result<Uuid, AppError> {
 /// A draft's edit page: its content, its version, and the key this rendering's save is named by.
 #[server(prefix = "/rpc", endpoint = "get_draft")]
 pub async fn get_draft(id: String) -> Result<crate::model::DraftEdit, AppError> {
-    let user = crate::ssr::auth::require_user().await?;
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
     let state = state()?;
     let invoice = own_invoice(&state, user.org_id, &id).await?;
     if invoice.status != crate::model::InvoiceStatus::Draft {
@@ -516,7 +594,7 @@ pub async fn update_draft(
                 "This form has no valid version. Open the draft again.".to_owned(),
             )]))
         })?;
-        let user = crate::ssr::auth::require_user().await?;
+        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let parsed = with_customer(&state, user.org_id, &input)
             .await
@@ -563,7 +641,7 @@ pub async fn update_draft(
 /// The session org's customers, newest first, or those whose name or email starts with `q`.
 #[server(prefix = "/rpc", endpoint = "list_customers")]
 pub async fn list_customers(q: Option<String>) -> Result<Vec<crate::model::Customer>, AppError> {
-    let user = crate::ssr::auth::require_user().await?;
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
     let state = state()?;
     if q.as_ref()
         .is_some_and(|q| q.chars().count() > 200 || q.contains('\0'))
@@ -576,7 +654,7 @@ pub async fn list_customers(q: Option<String>) -> Result<Vec<crate::model::Custo
 /// The session org's tax rates (archived ones too when `archived`), oldest first.
 #[server(prefix = "/rpc", endpoint = "list_tax_rates")]
 pub async fn list_tax_rates(archived: bool) -> Result<Vec<crate::model::TaxRate>, AppError> {
-    let user = crate::ssr::auth::require_user().await?;
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
     let state = state()?;
     Ok(crate::ssr::tax_rates::list(&state.pool, user.org_id, archived).await?)
 }
@@ -584,7 +662,7 @@ pub async fn list_tax_rates(archived: bool) -> Result<Vec<crate::model::TaxRate>
 /// A customer's page: the customer and the key this rendering's save is named by.
 #[server(prefix = "/rpc", endpoint = "get_customer")]
 pub async fn get_customer(id: String) -> Result<crate::model::CustomerPage, AppError> {
-    let user = crate::ssr::auth::require_user().await?;
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let customer = crate::ssr::customers::get(&state.pool, user.org_id, id)
@@ -626,7 +704,7 @@ pub async fn save_customer(
         };
         let form_key = parse_form_key(idempotency_key.as_deref()).map_err(invalid)?;
         input.check().map_err(invalid)?;
-        let user = crate::ssr::auth::require_user().await?;
+        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let pool = &state.pool;
         match existing {
@@ -651,7 +729,7 @@ pub async fn save_customer(
 /// The org settings page: the settings, the tax rates, and fresh keys for its forms.
 #[server(prefix = "/rpc", endpoint = "get_org_settings")]
 pub async fn get_org_settings() -> Result<crate::model::OrgSettingsPage, AppError> {
-    let user = crate::ssr::auth::require_user().await?;
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
     let state = state()?;
     let settings = crate::ssr::orgs::settings(&state.pool, user.org_id).await?;
     let tax_rates = crate::ssr::tax_rates::list(&state.pool, user.org_id, true).await?;
@@ -666,15 +744,17 @@ pub async fn get_org_settings() -> Result<crate::model::OrgSettingsPage, AppErro
     })
 }
 
-/// Runs one settings form of the session org at most once per rendered form (`form_key`), then
-/// sends the browser back to the settings page.
+/// Runs one settings form of the session org at most once per rendered form (`form_key`), if the
+/// session's role allows `action`, then sends the browser back to `back`.
 #[cfg(feature = "ssr")]
-async fn settings_form<F, W>(
+pub(crate) async fn settings_form<F, W>(
     form: crate::ssr::claim::Form,
+    action: crate::model::Action,
+    back: &str,
     idempotency_key: Option<String>,
     content: &(impl serde::Serialize + Sync),
     check: impl FnOnce() -> Result<(), crate::error::FieldErrors>,
-    save: impl Fn(Uuid) -> F,
+    save: impl Fn(&crate::ssr::auth::SessionUser) -> F,
 ) -> Result<(), AppError>
 where
     F: FnMut() -> W,
@@ -694,9 +774,9 @@ where
                 values: None,
             }))
         };
+        let user = crate::ssr::auth::require(action).await?;
         let form_key = parse_form_key(idempotency_key.as_deref()).map_err(invalid)?;
         check().map_err(invalid)?;
-        let user = crate::ssr::auth::require_user().await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let pool = &state.pool;
         setting_once(
@@ -706,7 +786,7 @@ where
             form,
             form_key,
             content,
-            save(user.org_id),
+            save(&user),
         )
         .await
     })
@@ -714,7 +794,7 @@ where
     .map_err(AppError::respond)?;
     match saved {
         Saved::Created(_) | Saved::Replayed(_) => {
-            leptos_axum::redirect("/settings/org");
+            leptos_axum::redirect(back);
             Ok(())
         }
         Saved::KeyReused => Err(AppError::BadRequest(
@@ -734,10 +814,13 @@ pub async fn save_org_settings(
     let check = || settings.check();
     settings_form(
         Form::EditOrgSettings,
+        crate::model::Action::ManageOrg,
+        "/settings/org",
         idempotency_key.clone(),
         &settings,
         check,
-        |org| {
+        |user| {
+            let org = user.org_id;
             let settings = &settings;
             move || {
                 async move |tx: &mut sqlx::PgConnection| {
@@ -767,10 +850,13 @@ pub async fn add_tax_rate(
     );
     settings_form(
         Form::AddTaxRate,
+        crate::model::Action::ManageOrg,
+        "/settings/org",
         idempotency_key.clone(),
         &content,
         check,
-        |org| {
+        |user| {
+            let org = user.org_id;
             let (parsed, source_key) = (&parsed, &source_key);
             move || {
                 async move |tx: &mut sqlx::PgConnection| {
@@ -793,10 +879,13 @@ pub async fn archive_tax_rate(idempotency_key: Option<String>, id: String) -> Re
     let rate = Uuid::try_parse(id.trim()).map_err(|_| AppError::NotFound.respond())?;
     settings_form(
         Form::ArchiveTaxRate,
+        crate::model::Action::ManageOrg,
+        "/settings/org",
         idempotency_key.clone(),
         &rate,
         || Ok(()),
-        |org| {
+        |user| {
+            let org = user.org_id;
             move || {
                 async move |tx: &mut sqlx::PgConnection| match crate::ssr::tax_rates::archive(
                     tx, org, rate,
@@ -815,7 +904,7 @@ pub async fn archive_tax_rate(idempotency_key: Option<String>, id: String) -> Re
 /// Gives a dead email a fresh set of attempts.
 #[server(prefix = "/rpc", endpoint = "retry_email")]
 pub async fn retry_email(id: String, invoice_id: String) -> Result<(), AppError> {
-    let user = crate::ssr::auth::require_user().await?;
+    let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     // Parsed, not echoed: only a UUID goes back into the Location header.
@@ -838,7 +927,7 @@ pub async fn activity(
 ) -> Result<ActivityPage, AppError> {
     use crate::ssr::activity::{list, Cursor, Filter};
 
-    let user = crate::ssr::auth::require_user().await?;
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
     let state = state()?;
     let before = match before.as_deref().filter(|b| !b.is_empty()) {
         None => None,

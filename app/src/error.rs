@@ -31,6 +31,9 @@ pub enum AppError {
     Unauthorized,
     #[error("Not found.")]
     NotFound,
+    /// Logged in, but the role (or an unverified address) does not allow this.
+    #[error("{0}")]
+    Forbidden(String),
     #[error("Please correct the highlighted fields.")]
     Invalid(Box<Rejected>),
     #[error("{0}")]
@@ -98,6 +101,7 @@ impl AppError {
         match self {
             AppError::Unauthorized => StatusCode::UNAUTHORIZED,
             AppError::NotFound => StatusCode::NOT_FOUND,
+            AppError::Forbidden(_) => StatusCode::FORBIDDEN,
             AppError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::BadRequest(_) | AppError::Transport(_) => StatusCode::BAD_REQUEST,
             AppError::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
@@ -169,6 +173,7 @@ impl crate::ssr::observe::Tracked for AppError {
             AppError::Throttled(_) => AttemptOutcome::Rejected,
             AppError::Unauthorized
             | AppError::NotFound
+            | AppError::Forbidden(_)
             | AppError::Invalid(_)
             | AppError::BadRequest(_) => AttemptOutcome::Rejected,
         }

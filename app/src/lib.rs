@@ -24,6 +24,10 @@ use pages::customers::{CustomerPage, CustomersPage, NewCustomerPage};
 use pages::invoices::{EditInvoicePage, InvoiceListPage, InvoicePage, NewInvoicePage};
 use pages::layout::{Nav, NotFound};
 use pages::settings::{ApiKeysPage, OrgSettingsPage};
+use pages::team::{
+    AccountSettingsPage, AuditPage, ForgotPasswordPage, InvitationPage, MembersSettingsPage,
+    OrgsPage, ResetPasswordPage, SessionsPage, VerifyEmailPage,
+};
 
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     view! {
@@ -75,6 +79,15 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/settings/api-keys") view=ApiKeysPage ssr=SsrMode::Async />
                     <Route path=path!("/settings/org") view=OrgSettingsPage ssr=SsrMode::Async />
                     <Route path=path!("/activity") view=ActivityPage ssr=SsrMode::Async />
+                    <Route path=path!("/settings/members") view=MembersSettingsPage ssr=SsrMode::Async />
+                    <Route path=path!("/settings/account") view=AccountSettingsPage ssr=SsrMode::Async />
+                    <Route path=path!("/settings/sessions") view=SessionsPage ssr=SsrMode::Async />
+                    <Route path=path!("/settings/orgs") view=OrgsPage ssr=SsrMode::Async />
+                    <Route path=path!("/settings/audit") view=AuditPage ssr=SsrMode::Async />
+                    <Route path=path!("/invite/:token") view=InvitationPage ssr=SsrMode::Async />
+                    <Route path=path!("/verify-email/:token") view=VerifyEmailPage ssr=SsrMode::Async />
+                    <Route path=path!("/forgot-password") view=ForgotPasswordPage ssr=SsrMode::Async />
+                    <Route path=path!("/reset-password/:token") view=ResetPasswordPage ssr=SsrMode::Async />
                 </Routes>
             </main>
         </Router>

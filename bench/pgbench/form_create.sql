@@ -7,16 +7,17 @@
 -- benchmark's table of clients to find this client's org, user and session (no extra round trip).
 -- Ids the server mints (UUIDv7, time-ordered) are minted here the same way, in the first statement.
 \set r random(1, 1000000000000)
-select c.org, c.user_id, s.data,
+select c.org, c.user_id, c.sid, s.data,
        (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as form_key,
        (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as inv
 from bench_form_clients c
 left join "tower_sessions"."session" s on s.id = c.session and s.expiry_date > now()
 where c.client_id = :client_id \gset
-select u.id, u.email, u.password_hash, o.id as org_id, o.name as org_name
-from users u join memberships m on m.user_id = u.id join orgs o on o.id = m.org_id
-where u.id = :user_id::uuid
-order by m.created_at limit 1;
+select u.id, u.email, u.password_hash, u.email_verified_at is not null as verified,
+       o.id as org_id, o.name as org_name, m.role, s.last_seen_at < now() - interval '1 minute' as stale
+from user_sessions s join users u on u.id = s.user_id
+join memberships m on m.user_id = s.user_id and m.org_id = s.org_id join orgs o on o.id = s.org_id
+where s.id = :sid::uuid and s.user_id = :user_id::uuid and s.ended_at is null;
 BEGIN;
 with lock as (
     select case when false then pg_try_advisory_xact_lock(0) else true end as free

@@ -4,21 +4,22 @@
 -- last 24 hours' counts for the whole org.
 -- The session load (tower-sessions-sqlx-store PostgresStore::load; the app passes its clock as
 -- $2, here now()) and the user load (axum-login Backend::get_user -> app/src/ssr/auth.rs
--- find_user, by id) come first: the auth layer of server/src/web.rs router runs them on every
+-- find_session, by the session row) come first: the auth layer of server/src/web.rs router runs them on every
 -- request that carries the session cookie.
 -- The page statement is unprepared in the server (QueryBuilder ... .persistent(false): an
 -- unnamed statement, parsed and planned with its values on every request); pgbench -M prepared
 -- plans it once.
--- Variables: -D org, user, session.
+-- Variables: -D org, user, sid, session.
 select data from "tower_sessions"."session"
 where id = :session and expiry_date > now();
-select u.id, u.email, u.password_hash, o.id as org_id, o.name as org_name
-from users u
-join memberships m on m.user_id = u.id
-join orgs o on o.id = m.org_id
-where u.id = :user::uuid
-order by m.created_at
-limit 1;
+select u.id, u.email, u.password_hash, u.email_verified_at is not null as verified,
+       o.id as org_id, o.name as org_name, m.role,
+       s.last_seen_at < now() - interval '1 minute' as stale
+from user_sessions s
+join users u on u.id = s.user_id
+join memberships m on m.user_id = s.user_id and m.org_id = s.org_id
+join orgs o on o.id = s.org_id
+where s.id = :sid::uuid and s.user_id = :user::uuid and s.ended_at is null;
 select a.id, a.created_at, a.surface, a.key, a.outcome, a.invoice_id,
        (select i.number_text from invoices i where i.id = a.invoice_id) as number_text,
        a.duration_ms, a.request_id,

@@ -1,4 +1,41 @@
 import { expect, Page, Request } from "@playwright/test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+
+/** scripts/test runs a real SMTP server (scripts/smtp_sink.py) that writes each message here. */
+export const MAIL_DIR = process.env.E2E_MAIL_DIR ?? "";
+
+/** The messages the SMTP server accepted for `to`, with quoted-printable soft line breaks undone. */
+export function mailTo(to: string): string[] {
+  if (!MAIL_DIR) return [];
+  return readdirSync(MAIL_DIR)
+    .filter((f) => f.endsWith(".eml"))
+    .sort() // <time_ns>-<n>.eml: oldest first
+    .map((f) => readFileSync(join(MAIL_DIR, f), "utf8").replace(/=\r?\n/g, ""))
+    .filter((m) => m.toLowerCase().includes(`to: ${to.toLowerCase()}`));
+}
+
+/** Waits for a message to `to` carrying a link that matches `path`, and returns the newest such link. */
+export async function mailedLink(to: string, path: RegExp): Promise<string> {
+  let link = "";
+  await expect(async () => {
+    const links = mailTo(to)
+      .map((m) => m.match(new RegExp(`http://\\S+${path.source}`)))
+      .filter((m): m is RegExpMatchArray => m !== null)
+      .map((m) => m[0]);
+    expect(links.length).toBeGreaterThan(0);
+    link = links[links.length - 1];
+  }).toPass({ timeout: 20_000 });
+  return link;
+}
+
+/** Follows the verification link emailed to `email` (needs the SMTP sink of scripts/test). */
+export async function verifyEmail(page: Page, email: string): Promise<void> {
+  const link = await mailedLink(email, /\/verify-email\/[0-9a-f]{64}/);
+  await page.goto(link);
+  await page.click("button.confirm-email");
+  await expect(page).toHaveURL(/\/settings\/account\?verified=1$/);
+}
 
 let counter = 0;
 export const PASSWORD = "correct horse battery";
@@ -8,8 +45,10 @@ export function uniqueEmail(tag: string): string {
   return `${tag}-${Date.now()}-${counter}@example.com`;
 }
 
-/** Signs up a new org (plain form post, works with or without JavaScript) and lands on /invoices. */
-export async function signUp(page: Page, tag: string): Promise<string> {
+/** Signs up a new org (plain form post, works with or without JavaScript), confirms the address
+ * from the emailed link when the SMTP sink is there (unverified accounts cannot email invoices or
+ * make API keys), and lands on /invoices. */
+export async function signUp(page: Page, tag: string, opts: { verify?: boolean } = {}): Promise<string> {
   const email = uniqueEmail(tag);
   await page.goto("/signup");
   await page.fill('input[name="org_name"]', `Org ${tag}`);
@@ -17,6 +56,10 @@ export async function signUp(page: Page, tag: string): Promise<string> {
   await page.fill('input[name="password"]', PASSWORD);
   await page.click('button[type="submit"]');
   await expect(page).toHaveURL(/\/invoices$/);
+  if ((opts.verify ?? true) && MAIL_DIR) {
+    await verifyEmail(page, email);
+    await page.goto("/invoices");
+  }
   return email;
 }
 

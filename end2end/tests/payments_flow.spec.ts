@@ -1,20 +1,9 @@
 import { test, expect, Page, Browser } from "@playwright/test";
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { signUp, openForm, fillInvoice, hydrated, INVOICE_URL } from "./helpers";
+import { signUp, openForm, fillInvoice, hydrated, INVOICE_URL, MAIL_DIR, mailTo } from "./helpers";
 
 // scripts/test runs a real SMTP server (scripts/smtp_sink.py) writing each message here, and the local
 // Stripe with --chaos (every event delivered two or three times, some at once, out of order).
-const MAIL_DIR = process.env.E2E_MAIL_DIR ?? "";
 const STRIPE = process.env.STRIPE_API_BASE ?? "http://127.0.0.1:12111";
-
-/** The messages the SMTP server accepted for `to`, with quoted-printable soft line breaks undone. */
-function mailTo(to: string): string[] {
-  return readdirSync(MAIL_DIR)
-    .filter((f) => f.endsWith(".eml"))
-    .map((f) => readFileSync(join(MAIL_DIR, f), "utf8").replace(/=\r?\n/g, ""))
-    .filter((m) => m.includes(`To: ${to}`));
-}
 
 /** Sessions the local Stripe made for `invoiceId`. */
 async function sessionsAtStripe(page: Page, invoiceId: string): Promise<string[]> {

@@ -177,6 +177,7 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
     let mut target = Target::new(&server.base, &secret, &fixture)?;
     target.login(&fixture.email, &fixture.password).await?;
     let session = target.session_id().context("no session")?.to_owned();
+    let session = (session, latest_session_row(&pool, fixture.user).await?);
     // Form users: one org per client, as concurrent users of a multi-tenant app are (creates within
     // one org take turns on its gapless numbering; `form-1org` measures that case). pgbench's form
     // script finds its client's org, user and session in bench_form_clients (runtime SQL: a
@@ -185,7 +186,8 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
     let mut form_targets = Vec::with_capacity(most);
     sqlx::query(
         "create table if not exists bench_form_clients \
-         (client_id int primary key, org uuid not null, user_id uuid not null, session text not null)",
+         (client_id int primary key, org uuid not null, user_id uuid not null, session text not null, \
+          sid uuid not null)",
     )
     .execute(&pool)
     .await?;
@@ -199,11 +201,12 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
                 .await?;
         let mut user = Target::new(&server.base, &secret, &fixture)?;
         user.login(&email, &fixture.password).await?;
-        sqlx::query("insert into bench_form_clients values ($1, $2, $3, $4)")
+        sqlx::query("insert into bench_form_clients values ($1, $2, $3, $4, $5)")
             .bind(c as i32)
             .bind(account.org_id)
             .bind(account.user_id)
             .bind(user.session_id().context("no session")?)
+            .bind(latest_session_row(&pool, account.user_id).await?)
             .execute(&pool)
             .await?;
         form_targets.push(user);
@@ -557,6 +560,17 @@ where
 
 /// pgbench with the workload's scripts, `clients` connections, prepared statements, per-transaction
 /// log for the percentiles.
+/// The `user_sessions` row of `user`'s latest login (what every request of that login looks up).
+async fn latest_session_row(pool: &sqlx::PgPool, user: Uuid) -> anyhow::Result<Uuid> {
+    sqlx::query_scalar(
+        "select id from user_sessions where user_id = $1 order by created_at desc limit 1",
+    )
+    .bind(user)
+    .fetch_one(pool)
+    .await
+    .context("the login's session row")
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn pgbench(
     database_url: &str,
@@ -569,7 +583,7 @@ async fn pgbench(
     tag: &str,
     dup_events: usize,
     invoices: usize,
-    session: &str,
+    session: &(String, Uuid),
 ) -> anyhow::Result<Sample> {
     let logs = work.join(format!("pgbench-{name}-{clients}"));
     let api_key_hash = {
@@ -599,7 +613,8 @@ async fn pgbench(
         ("invoices", invoices.to_string()),
         ("apikeyhash", api_key_hash),
         ("apikeyid", fixture.api_key_id.to_string()),
-        ("session", session.to_owned()),
+        ("session", session.0.clone()),
+        ("sid", session.1.to_string()),
         ("user", fixture.user.to_string()),
         ("payload", sample_event),
         ("response", sample_invoice),

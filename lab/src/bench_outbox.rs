@@ -72,7 +72,7 @@ pub async fn run(
         let mut tx = pool.begin().await?;
         app::ssr::outbox::enqueue(
             &mut tx,
-            account.org_id,
+            Some(account.org_id),
             Some(invoice.id),
             app::ssr::outbox::Kind::InvoiceEmail,
             serde_json::json!({ "invoice_id": invoice.id }),

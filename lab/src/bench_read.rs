@@ -194,8 +194,30 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
     .fetch_one(pool)
     .await?;
     let cursor = format!("{}.{}", deep_at.timestamp_micros(), deep_id.simple());
-    let key = app::ssr::api_keys::create(pool, org, None, "read bench").await?;
+    let (user,): (Uuid,) = sqlx::query_as("select id from users where lower(email) = lower($1)")
+        .bind(&args.email)
+        .fetch_one(pool)
+        .await?;
+    let key = app::ssr::api_keys::create_for_user(pool, org, user, "read bench").await?;
     let prefix = &number[..number.len() - 2];
+    // The searches name one customer and one idempotency key, the way a user looks one up, so
+    // every size renders the same rows (~20 invoices of a customer, the attempts of a key): the
+    // longest name and key, which prefix nothing else.
+    let (customer,): (String,) = sqlx::query_as(
+        "select name from customers where org_id = $1 order by length(name) desc, name desc limit 1",
+    )
+    .bind(org)
+    .fetch_one(pool)
+    .await
+    .context("the reader's customers (run lab datagen first)")?;
+    let (api_key,): (String,) = sqlx::query_as(
+        "select key from attempts where org_id = $1 and surface = 'api' \
+         order by length(key) desc, key desc limit 1",
+    )
+    .bind(org)
+    .fetch_one(pool)
+    .await
+    .context("the reader's API attempts (run lab datagen first)")?;
     let reads = [
         Read {
             name: "list, first page",
@@ -223,7 +245,7 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
         },
         Read {
             name: "list, search a customer",
-            path: "/invoices?q=Customer%2042".into(),
+            path: format!("/invoices?q={}", customer.replace(' ', "%20")),
             auth: Auth::Session,
             script: "read_list_search_customer.sql",
         },
@@ -259,7 +281,7 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
         },
         Read {
             name: "activity, search a key",
-            path: "/activity?q=k42".into(),
+            path: format!("/activity?q={api_key}"),
             auth: Auth::Session,
             script: "read_activity_search.sql",
         },
@@ -283,17 +305,21 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
     .fetch_one(pool)
     .await
     .context("the bench's session")?;
-    let (user,): (Uuid,) = sqlx::query_as("select id from users where lower(email) = lower($1)")
-        .bind(&args.email)
-        .fetch_one(pool)
-        .await?;
     let api_key_hash = {
         use sha2::{Digest, Sha256};
         hex::encode(Sha256::digest(key.plaintext.as_bytes()))
     };
+    let (sid,): (Uuid,) = sqlx::query_as(
+        "select id from user_sessions where user_id = $1 and ended_at is null order by created_at desc limit 1",
+    )
+    .bind(user)
+    .fetch_one(pool)
+    .await
+    .context("the bench's session row")?;
     let vars: Vec<(&str, String)> = vec![
         ("org", org.to_string()),
         ("user", user.to_string()),
+        ("sid", sid.to_string()),
         ("session", session),
         ("invoice", id.to_string()),
         ("token", token.clone()),
@@ -303,6 +329,8 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
         ),
         ("cursor_id", deep_id.to_string()),
         ("prefix", prefix.to_owned()),
+        ("customer", customer.clone()),
+        ("key", api_key.clone()),
         ("apikeyhash", api_key_hash),
     ];
     let work = match &args.work_dir {

@@ -130,7 +130,7 @@ async fn admin(config: Config, command: AdminCommand) -> anyhow::Result<()> {
             let (user, org) = app::ssr::api_keys::org_of_user(&pool, &email)
                 .await?
                 .with_context(|| format!("no user with email {email}"))?;
-            let key = app::ssr::api_keys::create(&pool, org, Some(user), &name).await?;
+            let key = app::ssr::api_keys::create_for_user(&pool, org, user, &name).await?;
             println!("{}", key.plaintext);
         }
     }

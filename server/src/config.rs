@@ -141,6 +141,13 @@ pub struct Config {
     /// Emails one org may queue per hour (Send and Retry).
     #[arg(long, env = "EMAILS_PER_ORG_HOUR", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..), global = true)]
     pub emails_per_org_hour: u32,
+    /// Account emails (password reset, verification, invitations) asked for per hour from one
+    /// client address.
+    #[arg(long, env = "ACCOUNT_EMAILS_PER_ADDRESS_HOUR", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub account_emails_per_address_hour: u32,
+    /// Account emails per hour to one recipient address.
+    #[arg(long, env = "ACCOUNT_EMAILS_PER_RECIPIENT_HOUR", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub account_emails_per_recipient_hour: u32,
     /// The header a trusted reverse proxy puts the client address in (its last value counts), e.g.
     /// `x-forwarded-for`; unset: the connection's peer address. Set it only behind such a proxy.
     #[arg(long, env = "CLIENT_IP_HEADER", global = true)]
@@ -289,6 +296,8 @@ impl Config {
             logins_per_address_minute: self.logins_per_address_minute,
             signups_per_address_hour: self.signups_per_address_hour,
             emails_per_org_hour: self.emails_per_org_hour,
+            account_emails_per_address_hour: self.account_emails_per_address_hour,
+            account_emails_per_recipient_hour: self.account_emails_per_recipient_hour,
         }
     }
 

@@ -144,7 +144,7 @@ pub async fn router(
 /// (Server functions check the session themselves.)
 async fn require_login(session: AuthSession, req: Request, next: Next) -> Response {
     let path = req.uri().path();
-    let guarded = ["/invoices", "/settings", "/activity"]
+    let guarded = ["/invoices", "/customers", "/settings", "/activity"]
         .iter()
         .any(|p| path == *p || path.starts_with(&format!("{p}/")));
     if guarded && session.user.is_none() {
@@ -174,8 +174,9 @@ fn page_csp(dev_reload: Option<&str>) {
     }
 }
 
-async fn logout(mut session: AuthSession) -> Response {
-    if let Err(e) = session.logout().await {
+/// Logs out and ends the session's row (the sessions list no longer shows it).
+async fn logout(State(state): State<AppState>, mut session: AuthSession) -> Response {
+    if let Err(e) = app::ssr::auth::log_out(&state.pool, &mut session).await {
         tracing::error!(error = %e, "logout failed");
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     }

@@ -368,9 +368,12 @@ async fn a_revoked_key_is_401(pool: PgPool) {
         .fetch_one(&app.pool)
         .await
         .unwrap();
-    assert!(app::ssr::api_keys::revoke(&app.pool, org, id)
-        .await
-        .unwrap());
+    let operator = app::ssr::audit::Actor::operator();
+    assert!(
+        app::ssr::api_keys::revoke(&app.pool, org, &operator, true, id)
+            .await
+            .unwrap()
+    );
     assert_eq!(app.get(&token, "/api/v1/invoices").await.status, 401);
 }
 

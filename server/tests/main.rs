@@ -20,6 +20,7 @@ mod outbox;
 mod public_page;
 mod readiness;
 mod security;
+mod teams;
 mod webhook;
 mod webhook_crash;
 mod worker_processes;

@@ -6,7 +6,9 @@ mod form;
 mod input;
 mod money;
 mod org;
+mod roles;
 mod tax_rate;
+mod team;
 mod totals;
 mod views;
 
@@ -19,7 +21,12 @@ pub use money::{
     CURRENCIES,
 };
 pub use org::{OrgSettings, OrgSettingsPage};
+pub use roles::{Action, Role};
 pub use tax_rate::TaxRateInput;
+pub use team::{
+    AccountView, AuditEntry, InvitationSummary, InvitationView, Member, MembersPage, OrgChoice,
+    SessionSummary,
+};
 pub use totals::{
     compute as compute_totals, line_amount, AppliedTax, Discount, LineAmounts, TaxTotal, Totals,
 };

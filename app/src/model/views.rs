@@ -191,6 +191,8 @@ pub struct InvoicePage {
     pub anomalies: Vec<String>,
     /// The attempts that concerned this invoice: its creation, replays, payments, refunds.
     pub history: Vec<ActivityRow>,
+    /// The session's role may change it (its buttons are shown).
+    pub can_edit: bool,
 }
 
 /// A customer's page.
@@ -287,9 +289,13 @@ pub struct ApiKeySummary {
     pub id: Uuid,
     pub name: String,
     pub prefix: String,
+    pub role: crate::model::Role,
+    pub created_by: Option<Uuid>,
+    pub creator_email: Option<String>,
     pub created_at: DateTime<Utc>,
     pub last_used_at: Option<DateTime<Utc>>,
     pub revoked_at: Option<DateTime<Utc>>,
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 /// Who is logged in, as pages see it.
@@ -297,4 +303,6 @@ pub struct ApiKeySummary {
 pub struct Viewer {
     pub email: String,
     pub org_name: String,
+    pub role: crate::model::Role,
+    pub verified: bool,
 }

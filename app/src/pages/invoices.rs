@@ -188,10 +188,10 @@ pub fn InvoicePage() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match invoice.await {
-                    Ok(InvoicePage { invoice: inv, simulate_payments, send_key, action_key, emails, payments, anomalies, history }) => {
+                    Ok(InvoicePage { invoice: inv, simulate_payments, send_key, action_key, emails, payments, anomalies, history, can_edit }) => {
                         let currency = inv.currency.clone();
-                        let can_simulate = simulate_payments && inv.status == InvoiceStatus::Open;
-                        let can_send = !matches!(inv.status, InvoiceStatus::Draft | InvoiceStatus::Void);
+                        let can_simulate = can_edit && simulate_payments && inv.status == InvoiceStatus::Open;
+                        let can_send = can_edit && !matches!(inv.status, InvoiceStatus::Draft | InvoiceStatus::Void);
                         let invoice_id = inv.id.to_string();
                         let (simulate_id, send_id) = (invoice_id.clone(), invoice_id.clone());
                         let buttons = lifecycle_buttons(&inv, action_key, act, duplicate);
@@ -206,7 +206,7 @@ pub fn InvoicePage() -> impl IntoView {
                                     {inv.overdue.then(|| view! { <span class="status overdue">"overdue"</span> })}
                                     <span class="payment-state">{inv.payment_state.label()}</span>
                                 </div>
-                                {buttons}
+                                {can_edit.then_some(buttons)}
                                 {move || act.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
                                 {move || duplicate.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
                                 {inv.public_url.clone().map(|url| view! {
@@ -349,7 +349,7 @@ pub fn InvoicePage() -> impl IntoView {
                                                     {emails
                                                         .into_iter()
                                                         .map(|e| {
-                                                            let dead = e.status == "dead";
+                                                            let dead = can_edit && e.status == "dead";
                                                             let (email_id, inv_id) = (e.id.to_string(), invoice_id.clone());
                                                             view! {
                                                                 <tr class=format!("email {}", e.status)>

@@ -3,6 +3,7 @@ use leptos::server_fn::ServerFn;
 
 use crate::api::{current_user, Logout};
 use crate::error::AppError;
+use crate::model::Action;
 
 #[component]
 pub fn Nav() -> impl IntoView {
@@ -14,16 +15,26 @@ pub fn Nav() -> impl IntoView {
                 {move || Suspend::new(async move {
                     match user.await {
                         Ok(Some(u)) => {
+                            let edits = u.role.may(Action::EditInvoices);
                             view! {
                                 <nav>
                                     <a href="/invoices">"Invoices"</a>
                                     <a href="/customers">"Customers"</a>
-                                    <a href="/invoices/new">"New invoice"</a>
+                                    {edits.then(|| view! { <a href="/invoices/new">"New invoice"</a> })}
                                     <a href="/activity">"Activity"</a>
                                     <a href="/settings/org">"Settings"</a>
+                                    <a href="/settings/members">"Members"</a>
                                     <a href="/settings/api-keys">"API keys"</a>
+                                    <a href="/settings/account">"Account"</a>
                                 </nav>
-                                <span class="who">{u.org_name} " · " {u.email}</span>
+                                <span class="who">
+                                    <a href="/settings/orgs" class="org-switch" title="Switch organisation">
+                                        {u.org_name}
+                                    </a>
+                                    " · "
+                                    {u.email}
+                                    " (" {u.role.as_str()} ")"
+                                </span>
                                 // A plain POST: logging out reloads the page for everyone.
                                 <form method="post" action=Logout::PATH class="inline">
                                     <button type="submit" class="link">"Log out"</button>

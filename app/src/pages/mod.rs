@@ -4,3 +4,4 @@ pub mod customers;
 pub mod invoices;
 pub mod layout;
 pub mod settings;
+pub mod team;

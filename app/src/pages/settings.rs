@@ -169,9 +169,24 @@ pub fn ApiKeysPage() -> impl IntoView {
                 " with the JSON API; see " <a href="/api/v1/openapi.json">"the OpenAPI document"</a> "."
             </p>
             <ActionForm action=create>
-                <label>
-                    "Name" <input type="text" name="name" maxlength="100" placeholder="e.g. billing script" />
-                </label>
+                <div class="grid">
+                    <label>
+                        "Name" <input type="text" name="name" maxlength="100" placeholder="e.g. billing script" />
+                    </label>
+                    <label>
+                        "Role"
+                        <select name="role">
+                            <option value="member" selected>"member (read and write)"</option>
+                            <option value="viewer">"viewer (read only)"</option>
+                            <option value="owner">"owner"</option>
+                        </select>
+                        <span class="hint">"No higher than your own role; it drops with yours."</span>
+                    </label>
+                    <label>
+                        "Expires after (days)"
+                        <input type="text" inputmode="numeric" name="expires_in_days" placeholder="never" />
+                    </label>
+                </div>
                 <button type="submit" class="primary" disabled=move || create.pending().get()>
                     "Create key"
                 </button>
@@ -200,6 +215,9 @@ pub fn ApiKeysPage() -> impl IntoView {
                                         <tr>
                                             <th>"Name"</th>
                                             <th>"Key"</th>
+                                            <th>"Role"</th>
+                                            <th>"Created by"</th>
+                                            <th>"Expires"</th>
                                             <th>"Created"</th>
                                             <th>"Last used"</th>
                                             <th></th>
@@ -214,6 +232,13 @@ pub fn ApiKeysPage() -> impl IntoView {
                                                     <tr class="api-key">
                                                         <td>{k.name}</td>
                                                         <td><code>{k.prefix} "…"</code></td>
+                                                        <td class="key-role">{k.role.as_str()}</td>
+                                                        <td>{k.creator_email.unwrap_or_else(|| "—".into())}</td>
+                                                        <td>
+                                                            {k.expires_at
+                                                                .map(|t| t.format("%Y-%m-%d").to_string())
+                                                                .unwrap_or_else(|| "never".into())}
+                                                        </td>
                                                         <td>{k.created_at.format("%Y-%m-%d %H:%M UTC").to_string()}</td>
                                                         <td>
                                                             {k.last_used_at

@@ -2,16 +2,25 @@
 
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
-use sqlx::{PgExecutor, PgPool};
+use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::model::ApiKeySummary;
+use crate::model::{Action, ApiKeySummary, Role};
+use crate::ssr::audit::{self, Actor};
 
-/// The API client a request acts as: one key of one org.
+/// The API client a request acts as: one key of one org, with the role it acts with (its own, or
+/// its creator's current role if that is lower).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ApiClient {
     pub key_id: Uuid,
     pub org_id: Uuid,
+    pub role: Role,
+}
+
+impl ApiClient {
+    pub fn may(&self, action: Action) -> bool {
+        self.role.may(action)
+    }
 }
 
 pub struct NewApiKey {
@@ -20,46 +29,118 @@ pub struct NewApiKey {
     pub plaintext: String,
 }
 
+/// What a member asks for.
+#[derive(Debug, Clone)]
+pub struct KeyRequest<'a> {
+    pub name: &'a str,
+    pub role: Role,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    /// The creator is not a member of the org, or asked for a role above their own.
+    #[error("an API key cannot carry a role above its creator's")]
+    RoleTooHigh,
+    #[error("the expiry is in the past")]
+    Expired,
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
 const PREFIX_LEN: usize = 11; // "ik_" + 8
 
 fn hash(key: &str) -> Vec<u8> {
     Sha256::digest(key.as_bytes()).to_vec()
 }
 
+/// Creates a key of `org` for `creator` with the role asked for, if the creator's own role in the
+/// org is at least that (checked in the insert itself, against the membership as it is then), and
+/// records it in the audit log, in one transaction.
 pub async fn create(
-    db: impl PgExecutor<'_>,
+    pool: &PgPool,
     org: Uuid,
-    created_by: Option<Uuid>,
-    name: &str,
-) -> sqlx::Result<NewApiKey> {
+    creator: &Actor,
+    request: &KeyRequest<'_>,
+) -> Result<NewApiKey, CreateError> {
+    if request.expires_at.is_some_and(|at| at <= Utc::now()) {
+        return Err(CreateError::Expired);
+    }
     // Two v4 UUIDs: 244 random bits from the OS generator.
     let plaintext = format!("ik_{}{}", Uuid::new_v4().simple(), Uuid::new_v4().simple());
-    let id = Uuid::new_v4();
-    let name = match name.trim() {
+    let id = Uuid::now_v7();
+    let name = match request.name.trim() {
         "" => "API key",
         n => n,
     };
     let name: String = name.chars().take(100).collect();
+    let mut tx = pool.begin().await?;
     // language=PostgreSQL
-    sqlx::query!(
+    let made = sqlx::query_scalar!(
         r#"
-        insert into api_keys (id, org_id, created_by, name, prefix, hash)
-        values ($1, $2, $3, $4, $5, $6)
+        insert into api_keys (id, org_id, created_by, name, prefix, hash, role, expires_at)
+        select $1, $2, m.user_id, $4, $5, $6, $7, $8
+        from memberships m
+        where m.user_id = $3 and m.org_id = $2 and role_rank(m.role) >= role_rank($7)
+        returning id
         "#,
         id,
         org,
-        created_by,
+        creator.id,
         name,
         &plaintext[..PREFIX_LEN],
         hash(&plaintext),
+        request.role.as_str(),
+        request.expires_at as _,
     )
-    .execute(db)
+    .fetch_optional(&mut *tx)
     .await?;
+    if made.is_none() {
+        return Err(CreateError::RoleTooHigh);
+    }
+    audit::record(
+        &mut tx,
+        org,
+        creator,
+        "api_key.created",
+        &format!("{name} ({})", &plaintext[..PREFIX_LEN]),
+        serde_json::json!({"key_id": id, "role": request.role.as_str(), "expires_at": request.expires_at}),
+    )
+    .await?;
+    tx.commit().await?;
     Ok(NewApiKey { id, plaintext })
 }
 
-/// The client behind a bearer token, if the key exists and is not revoked. Records when it was last
-/// used (at most once a minute, so a busy client does not write on every request).
+/// A key without expiry made by `user` with their own role in `org` (the operator's command line,
+/// tests, benchmarks).
+pub async fn create_for_user(
+    pool: &PgPool,
+    org: Uuid,
+    user: Uuid,
+    name: &str,
+) -> Result<NewApiKey, CreateError> {
+    // language=PostgreSQL
+    let member = sqlx::query!(
+        r#"select u.email, m.role from users u join memberships m on m.user_id = u.id
+           where u.id = $1 and m.org_id = $2"#,
+        user,
+        org
+    )
+    .fetch_optional(pool)
+    .await?
+    .ok_or(CreateError::RoleTooHigh)?;
+    let email = member.email;
+    let request = KeyRequest {
+        name,
+        role: Role::parse(&member.role).unwrap_or(Role::Viewer),
+        expires_at: None,
+    };
+    create(pool, org, &Actor::user(user, &email), &request).await
+}
+
+/// The client behind a bearer token, if the key exists, is neither revoked nor expired, and its
+/// creator is still a member of its org. Records when it was last used (at most once a minute, so
+/// a busy client does not write on every request).
 pub async fn authenticate(pool: &PgPool, token: &str) -> sqlx::Result<Option<ApiClient>> {
     if !token.starts_with("ik_") || token.len() > 100 {
         return Ok(None);
@@ -67,9 +148,11 @@ pub async fn authenticate(pool: &PgPool, token: &str) -> sqlx::Result<Option<Api
     // language=PostgreSQL
     let row = sqlx::query!(
         r#"
-        select id, org_id, last_used_at is null or last_used_at < now() - interval '1 minute' as "stale!"
-        from api_keys
-        where hash = $1 and revoked_at is null
+        select k.id, k.org_id, k.role as key_role, m.role as member_role,
+               k.last_used_at is null or k.last_used_at < now() - interval '1 minute' as "stale!"
+        from api_keys k
+        join memberships m on m.user_id = k.created_by and m.org_id = k.org_id
+        where k.hash = $1 and k.revoked_at is null and (k.expires_at is null or k.expires_at > now())
         "#,
         hash(token)
     )
@@ -85,9 +168,11 @@ pub async fn authenticate(pool: &PgPool, token: &str) -> sqlx::Result<Option<Api
         .execute(pool)
         .await?;
     }
+    let role = |s: &str| Role::parse(s).unwrap_or(Role::Viewer);
     Ok(Some(ApiClient {
         key_id: row.id,
         org_id: row.org_id,
+        role: role(&row.key_role).min(role(&row.member_role)),
     }))
 }
 
@@ -95,11 +180,14 @@ pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<ApiKeySummary>> 
     // language=PostgreSQL
     let rows = sqlx::query!(
         r#"
-        select id, name, prefix, created_at as "created_at: DateTime<Utc>",
-               last_used_at as "last_used_at: DateTime<Utc>", revoked_at as "revoked_at: DateTime<Utc>"
-        from api_keys
-        where org_id = $1
-        order by created_at desc
+        select k.id, k.name, k.prefix, k.role, k.created_by, u.email as "creator_email?",
+               k.created_at as "created_at: DateTime<Utc>",
+               k.last_used_at as "last_used_at: DateTime<Utc>",
+               k.revoked_at as "revoked_at: DateTime<Utc>",
+               k.expires_at as "expires_at: DateTime<Utc>"
+        from api_keys k left join users u on u.id = k.created_by
+        where k.org_id = $1
+        order by k.created_at desc
         "#,
         org
     )
@@ -111,24 +199,68 @@ pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<ApiKeySummary>> 
             id: r.id,
             name: r.name,
             prefix: r.prefix,
+            role: Role::parse(&r.role).unwrap_or(Role::Viewer),
+            created_by: r.created_by,
+            creator_email: r.creator_email,
             created_at: r.created_at,
             last_used_at: r.last_used_at,
             revoked_at: r.revoked_at,
+            expires_at: r.expires_at,
         })
         .collect())
 }
 
-/// Revokes one of `org`'s keys; false if there is no such key (or it is another org's).
-pub async fn revoke(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
+/// Revokes one of `org`'s keys for `actor`: any key if `any` (an owner), else only one they
+/// created; false if there is no such key they may revoke (or it is another org's). Recorded in the
+/// audit log in the same transaction.
+pub async fn revoke(
+    pool: &PgPool,
+    org: Uuid,
+    actor: &Actor,
+    any: bool,
+    id: Uuid,
+) -> sqlx::Result<bool> {
+    let mut tx = pool.begin().await?;
     // language=PostgreSQL
-    let done = sqlx::query!(
-        "update api_keys set revoked_at = coalesce(revoked_at, now()) where id = $1 and org_id = $2",
+    let revoked = sqlx::query!(
+        r#"
+        update api_keys set revoked_at = now()
+        where id = $1 and org_id = $2 and revoked_at is null and ($3 or created_by = $4)
+        returning name, prefix
+        "#,
         id,
-        org
+        org,
+        any,
+        actor.id
     )
-    .execute(pool)
+    .fetch_optional(&mut *tx)
     .await?;
-    Ok(done.rows_affected() == 1)
+    let Some(key) = revoked else {
+        // Already revoked counts as done for whoever could have revoked it.
+        // language=PostgreSQL
+        let already = sqlx::query_scalar!(
+            r#"select exists (select from api_keys where id = $1 and org_id = $2
+                              and revoked_at is not null and ($3 or created_by = $4)) as "e!""#,
+            id,
+            org,
+            any,
+            actor.id
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        return Ok(already);
+    };
+    audit::record(
+        &mut tx,
+        org,
+        actor,
+        "api_key.revoked",
+        &format!("{} ({})", key.name, key.prefix),
+        serde_json::json!({"key_id": id}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 /// The org of the user with this email (for `server admin create-api-key`).

@@ -1,26 +1,93 @@
 //! Sessions: axum-login over tower-sessions, users checked against Postgres. The org a request acts
 //! for always comes from here (the session), never from what the browser sends.
 
-use axum_login::{AuthUser, AuthnBackend, UserId};
+use axum_login::{AuthUser, AuthnBackend};
 use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::error::AppError;
+use crate::model::{Action, Role};
 
+/// What the cookie's session holds: the user and their login's row in `user_sessions`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SessionKey {
+    pub user: Uuid,
+    pub session: Uuid,
+}
+
+/// Sessions written before session rows held the bare user id: they read as a key with no row,
+/// which finds nothing (logged out), instead of failing every request until the cookie expires.
+impl<'de> serde::Deserialize<'de> for SessionKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Stored {
+            Key { user: Uuid, session: Uuid },
+            Bare(Uuid),
+        }
+        Ok(match Stored::deserialize(d)? {
+            Stored::Key { user, session } => SessionKey { user, session },
+            Stored::Bare(user) => SessionKey {
+                user,
+                session: Uuid::nil(),
+            },
+        })
+    }
+}
+
+impl std::fmt::Display for SessionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.user, self.session)
+    }
+}
+
+/// A signed-in user as one request sees them: the org their session acts for and their role there.
 #[derive(Clone, Debug)]
 pub struct SessionUser {
     pub id: Uuid,
+    /// This login's row in `user_sessions`.
+    pub session_id: Uuid,
     pub email: String,
+    pub email_verified: bool,
     pub org_id: Uuid,
     pub org_name: String,
+    pub role: Role,
     password_hash: String,
 }
 
-impl AuthUser for SessionUser {
-    type Id = Uuid;
+impl SessionUser {
+    /// The user, if their role in the session's org allows `action` (and their address is verified
+    /// where the action needs it); else `Forbidden`, with what is missing.
+    pub fn allowed(self, action: Action) -> Result<Self, AppError> {
+        if !self.role.may(action) {
+            return Err(AppError::Forbidden(format!(
+                "Your role in {} ({}) cannot {}.",
+                self.org_name,
+                self.role.as_str(),
+                action.describe()
+            ))
+            .respond());
+        }
+        if action.needs_verified_email() && !self.email_verified {
+            return Err(AppError::Forbidden(format!(
+                "Verify your email address first (the link we sent to {}) to {}.",
+                self.email,
+                action.describe()
+            ))
+            .respond());
+        }
+        Ok(self)
+    }
+}
 
-    fn id(&self) -> Uuid {
-        self.id
+impl AuthUser for SessionUser {
+    type Id = SessionKey;
+
+    fn id(&self) -> SessionKey {
+        SessionKey {
+            user: self.id,
+            session: self.session_id,
+        }
     }
 
     /// Sessions die when the password changes.
@@ -52,6 +119,9 @@ pub enum BackendError {
     Db(#[from] sqlx::Error),
     #[error(transparent)]
     Hashing(#[from] crate::ssr::throttle::HashError),
+    /// The password is right, but the user belongs to no org any more.
+    #[error("the account belongs to no organisation")]
+    NoOrg,
 }
 
 pub type AuthSession = axum_login::AuthSession<Backend>;
@@ -61,8 +131,15 @@ impl AuthnBackend for Backend {
     type Credentials = Credentials;
     type Error = BackendError;
 
+    /// The user these credentials name, ready to log in (a new session id, their first org).
     async fn authenticate(&self, creds: Credentials) -> Result<Option<SessionUser>, BackendError> {
-        let user = find_user(&self.pool, UserLookup::Email(&creds.email)).await?;
+        // language=PostgreSQL
+        let user = sqlx::query!(
+            "select id, password_hash from users where lower(email) = lower($1)",
+            creds.email.trim()
+        )
+        .fetch_optional(&self.pool)
+        .await?;
         // Verify even when the email is unknown, so timing does not tell which emails exist.
         let hash = user
             .as_ref()
@@ -72,11 +149,42 @@ impl AuthnBackend for Backend {
             password_auth::verify_password(creds.password, &hash).is_ok()
         })
         .await?;
-        Ok(user.filter(|_| ok))
+        match user.filter(|_| ok) {
+            None => Ok(None),
+            Some(u) => Ok(Some(
+                for_login(&self.pool, u.id, None)
+                    .await?
+                    .ok_or(BackendError::NoOrg)?,
+            )),
+        }
     }
 
-    async fn get_user(&self, id: &UserId<Self>) -> Result<Option<SessionUser>, BackendError> {
-        Ok(find_user(&self.pool, UserLookup::Id(*id)).await?)
+    async fn get_user(&self, key: &SessionKey) -> Result<Option<SessionUser>, BackendError> {
+        Ok(find_session(&self.pool, *key).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_from_before_session_rows_reads_as_a_key_with_no_row() {
+        let user = Uuid::now_v7();
+        let old: SessionKey = serde_json::from_value(serde_json::json!(user)).unwrap();
+        assert_eq!(
+            old,
+            SessionKey {
+                user,
+                session: Uuid::nil()
+            }
+        );
+        let key = SessionKey {
+            user,
+            session: Uuid::now_v7(),
+        };
+        let again: SessionKey = serde_json::from_value(serde_json::to_value(key).unwrap()).unwrap();
+        assert_eq!(again, key);
     }
 }
 
@@ -84,67 +192,81 @@ impl AuthnBackend for Backend {
 static DUMMY_HASH: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| password_auth::generate_hash(Uuid::new_v4().to_string()));
 
-enum UserLookup<'a> {
-    Id(Uuid),
-    Email(&'a str),
-}
-
-struct UserRow {
-    id: Uuid,
-    email: String,
-    password_hash: String,
-    org_id: Uuid,
-    org_name: String,
-}
-
-/// A user with the org they act for (their oldest membership): being found here *is* the membership
-/// check, so a removed member loses access on their next request. One statement per kind of lookup
-/// (not `$1 is null or ...`): each keeps a generic plan that uses its index, so the lookup every
-/// signed-in request makes is neither planned again each time nor a scan of all users.
-async fn find_user(pool: &PgPool, lookup: UserLookup<'_>) -> sqlx::Result<Option<SessionUser>> {
-    let row = match lookup {
-        // language=PostgreSQL
-        UserLookup::Id(id) => {
-            sqlx::query_as!(
-                UserRow,
-                r#"
-            select u.id, u.email, u.password_hash, o.id as org_id, o.name as org_name
-            from users u
-            join memberships m on m.user_id = u.id
-            join orgs o on o.id = m.org_id
-            where u.id = $1
-            order by m.created_at
-            limit 1
-            "#,
-                id
-            )
-            .fetch_optional(pool)
-            .await?
-        }
-        // language=PostgreSQL
-        UserLookup::Email(email) => {
-            sqlx::query_as!(
-                UserRow,
-                r#"
-            select u.id, u.email, u.password_hash, o.id as org_id, o.name as org_name
-            from users u
-            join memberships m on m.user_id = u.id
-            join orgs o on o.id = m.org_id
-            where lower(u.email) = lower($1)
-            order by m.created_at
-            limit 1
-            "#,
-                email
-            )
-            .fetch_optional(pool)
-            .await?
-        }
-    };
+/// A user about to log in: a fresh session id, acting for `org` if they are a member of it, else
+/// for their oldest membership. None if they belong to no org (or do not exist).
+pub async fn for_login(
+    pool: &PgPool,
+    user: Uuid,
+    org: Option<Uuid>,
+) -> sqlx::Result<Option<SessionUser>> {
+    // language=PostgreSQL
+    let row = sqlx::query!(
+        r#"
+        select u.id, u.email, u.password_hash, u.email_verified_at is not null as "verified!",
+               o.id as org_id, o.name as org_name, m.role
+        from users u
+        join memberships m on m.user_id = u.id
+        join orgs o on o.id = m.org_id
+        where u.id = $1
+        order by m.org_id = $2 desc nulls last, m.created_at
+        limit 1
+        "#,
+        user,
+        org
+    )
+    .fetch_optional(pool)
+    .await?;
     Ok(row.map(|r| SessionUser {
         id: r.id,
+        session_id: Uuid::now_v7(),
         email: r.email,
+        email_verified: r.verified,
         org_id: r.org_id,
         org_name: r.org_name,
+        role: Role::parse(&r.role).unwrap_or(Role::Viewer),
+        password_hash: r.password_hash,
+    }))
+}
+
+/// The user behind a live session row, with the org it acts for and their role there: being found
+/// here *is* the membership check (a removed member, an ended session or a session of another user
+/// finds nothing, and the request is logged out). Marks the row seen, at most once a minute.
+async fn find_session(pool: &PgPool, key: SessionKey) -> sqlx::Result<Option<SessionUser>> {
+    // language=PostgreSQL
+    let row = sqlx::query!(
+        r#"
+        select u.id, u.email, u.password_hash, u.email_verified_at is not null as "verified!",
+               o.id as org_id, o.name as org_name, m.role,
+               s.last_seen_at < now() - interval '1 minute' as "stale!"
+        from user_sessions s
+        join users u on u.id = s.user_id
+        join memberships m on m.user_id = s.user_id and m.org_id = s.org_id
+        join orgs o on o.id = s.org_id
+        where s.id = $1 and s.user_id = $2 and s.ended_at is null
+        "#,
+        key.session,
+        key.user
+    )
+    .fetch_optional(pool)
+    .await?;
+    let Some(r) = row else { return Ok(None) };
+    if r.stale {
+        // language=PostgreSQL
+        sqlx::query!(
+            "update user_sessions set last_seen_at = now() where id = $1",
+            key.session
+        )
+        .execute(pool)
+        .await?;
+    }
+    Ok(Some(SessionUser {
+        id: r.id,
+        session_id: key.session,
+        email: r.email,
+        email_verified: r.verified,
+        org_id: r.org_id,
+        org_name: r.org_name,
+        role: Role::parse(&r.role).unwrap_or(Role::Viewer),
         password_hash: r.password_hash,
     }))
 }
@@ -157,15 +279,49 @@ pub async fn require_user() -> Result<SessionUser, AppError> {
         .ok_or_else(|| AppError::Unauthorized.respond())
 }
 
+/// The logged-in user, if their role allows `action`: `Unauthorized` without a session,
+/// `Forbidden` with one whose role does not reach.
+pub async fn require(action: Action) -> Result<SessionUser, AppError> {
+    require_user().await?.allowed(action)
+}
+
 pub async fn current_session() -> Result<AuthSession, AppError> {
     leptos_axum::extract::<AuthSession>()
         .await
         .map_err(|e| AppError::internal("auth session missing", e))
 }
 
-/// Logs `user` in with a new session id, also over a session that was already logged in (axum-login
-/// cycles the id only when nobody was), so an id planted before login never becomes a login.
-pub async fn log_in(session: &mut AuthSession, user: &SessionUser) -> Result<(), AppError> {
+/// Where a login comes from, for the sessions list.
+#[derive(Debug, Clone, Default)]
+pub struct LoginMeta {
+    pub user_agent: String,
+    pub address: String,
+}
+
+/// Logs `user` in: writes their session row, then the cookie's session with a new id, also over a
+/// session that was already logged in (axum-login cycles the id only when nobody was), so an id
+/// planted before login never becomes a login.
+pub async fn log_in(
+    pool: &PgPool,
+    session: &mut AuthSession,
+    user: &SessionUser,
+    meta: &LoginMeta,
+) -> Result<(), AppError> {
+    let user_agent: String = meta.user_agent.chars().take(512).collect();
+    // language=PostgreSQL
+    sqlx::query!(
+        r#"
+        insert into user_sessions (id, user_id, org_id, user_agent, address)
+        values ($1, $2, $3, $4, $5)
+        "#,
+        user.session_id,
+        user.id,
+        user.org_id,
+        user_agent,
+        meta.address,
+    )
+    .execute(pool)
+    .await?;
     session
         .login(user)
         .await
@@ -175,4 +331,89 @@ pub async fn log_in(session: &mut AuthSession, user: &SessionUser) -> Result<(),
         .cycle_id()
         .await
         .map_err(|e| AppError::internal("login: new session id", e))
+}
+
+/// Logs the current session out and ends its row.
+pub async fn log_out(pool: &PgPool, session: &mut AuthSession) -> Result<(), AppError> {
+    if let Some(user) = &session.user {
+        end_session(pool, user.id, user.session_id).await?;
+    }
+    session
+        .logout()
+        .await
+        .map_err(|e| AppError::internal("logout", e))?;
+    Ok(())
+}
+
+/// Ends one of `user`'s sessions; false if it is not theirs or already ended.
+pub async fn end_session(pool: &PgPool, user: Uuid, session: Uuid) -> sqlx::Result<bool> {
+    // language=PostgreSQL
+    let done = sqlx::query!(
+        "update user_sessions set ended_at = now() where id = $1 and user_id = $2 and ended_at is null",
+        session,
+        user
+    )
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// `user` as their session row now reads (after a password change: the new hash), to log the same
+/// session in again.
+pub async fn relogin(pool: &PgPool, user: &SessionUser) -> sqlx::Result<Option<SessionUser>> {
+    find_session(pool, user.id()).await
+}
+
+/// Ends every session of `user` but `keep`; returns how many.
+pub async fn end_other_sessions(pool: &PgPool, user: Uuid, keep: Uuid) -> sqlx::Result<u64> {
+    // language=PostgreSQL
+    let done = sqlx::query!(
+        "update user_sessions set ended_at = now() where user_id = $1 and id <> $2 and ended_at is null",
+        user,
+        keep
+    )
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// How long a session lives without requests (the cookie's inactivity expiry).
+pub const SESSION_IDLE: chrono::Duration = chrono::Duration::days(7);
+
+/// The user's live sessions (not ended, seen within the idle expiry), `current` first, then newest.
+pub async fn sessions(
+    pool: &PgPool,
+    user: Uuid,
+    current: Uuid,
+) -> sqlx::Result<Vec<crate::model::SessionSummary>> {
+    use chrono::{DateTime, Utc};
+    // language=PostgreSQL
+    let rows = sqlx::query!(
+        r#"
+        select s.id, o.name as org_name, s.created_at as "created_at: DateTime<Utc>",
+               s.last_seen_at as "last_seen_at: DateTime<Utc>", s.user_agent, s.address
+        from user_sessions s join orgs o on o.id = s.org_id
+        where s.user_id = $1 and s.ended_at is null
+          and s.last_seen_at > now() - make_interval(secs => $3)
+        order by s.id = $2 desc, s.created_at desc
+        limit 100
+        "#,
+        user,
+        current,
+        SESSION_IDLE.num_seconds() as f64
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| crate::model::SessionSummary {
+            current: r.id == current,
+            id: r.id,
+            org_name: r.org_name,
+            created_at: r.created_at,
+            last_seen_at: r.last_seen_at,
+            user_agent: r.user_agent,
+            address: r.address,
+        })
+        .collect())
 }

@@ -66,6 +66,12 @@ pub enum Form {
     EditOrgSettings,
     AddTaxRate,
     ArchiveTaxRate,
+    InviteMember,
+    ResendInvitation,
+    RevokeInvitation,
+    ChangeRole,
+    RemoveMember,
+    LeaveOrg,
 }
 
 impl Form {
@@ -85,6 +91,12 @@ impl Form {
             Form::EditOrgSettings => "edit_org_settings",
             Form::AddTaxRate => "add_tax_rate",
             Form::ArchiveTaxRate => "archive_tax_rate",
+            Form::InviteMember => "invite_member",
+            Form::ResendInvitation => "resend_invitation",
+            Form::RevokeInvitation => "revoke_invitation",
+            Form::ChangeRole => "change_role",
+            Form::RemoveMember => "remove_member",
+            Form::LeaveOrg => "leave_org",
         }
     }
 }

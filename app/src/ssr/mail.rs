@@ -365,6 +365,15 @@ pub async fn render(
             .and_then(|s| uuid::Uuid::try_parse(s).ok())
             .ok_or_else(|| RenderError::Permanent(format!("payload has no {field}")))
     };
+    if let Some(account_mail) = account_message(row, public_url)? {
+        return message(
+            row,
+            from,
+            &account_mail.to,
+            account_mail.subject,
+            account_mail.text,
+        );
+    }
     let (invoice_id, subject_kind) = match row.kind.as_str() {
         "invoice_email" => (id("invoice_id")?, None),
         "payment_receipt" => {
@@ -419,16 +428,85 @@ pub async fn render(
             ),
         ),
     };
+    message(row, from, &inv.customer_email, subject, text)
+}
+
+/// An account email (invitation, address verification, password reset): everything it says is in
+/// its payload, its link included until it is sent.
+struct AccountMail {
+    to: String,
+    subject: String,
+    text: String,
+}
+
+fn account_message(row: &Leased, public_url: &str) -> Result<Option<AccountMail>, RenderError> {
+    let field = |name: &str| {
+        row.payload[name]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| RenderError::Permanent(format!("payload has no {name}")))
+    };
+    let base = public_url.trim_end_matches('/');
+    let mail = match row.kind.as_str() {
+        "invitation" => {
+            let (org, role, by) = (field("org_name")?, field("role")?, field("invited_by")?);
+            let link = format!("{base}/invite/{}", field("token")?);
+            AccountMail {
+                to: field("to")?,
+                subject: format!("{by} invited you to {org} on invoicer"),
+                text: format!(
+                    "Hello,\n\n{by} invited you to join {org} on invoicer as {role}.\n\n\
+                     Accept the invitation within 7 days:\n{link}\n\n\
+                     If you did not expect this, ignore this email.\n"
+                ),
+            }
+        }
+        "verify_email" => {
+            let link = format!("{base}/verify-email/{}", field("token")?);
+            AccountMail {
+                to: field("to")?,
+                subject: "Confirm your email address".into(),
+                text: format!(
+                    "Hello,\n\nConfirm that this is your address for invoicer (within 7 days):\n{link}\n\n\
+                     If you did not sign up or change your address, ignore this email.\n"
+                ),
+            }
+        }
+        "reset_password" => {
+            let link = format!("{base}/reset-password/{}", field("token")?);
+            AccountMail {
+                to: field("to")?,
+                subject: "Reset your invoicer password".into(),
+                text: format!(
+                    "Hello,\n\nSomeone asked to reset the password of your invoicer account. \
+                     Choose a new one within an hour:\n{link}\n\n\
+                     Resetting signs out every other session. If it was not you, ignore this \
+                     email: your password stays as it is.\n"
+                ),
+            }
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(mail))
+}
+
+/// The message for an outbox row: plain text and its HTML twin, with the row id as Message-ID.
+fn message(
+    row: &Leased,
+    from: &Mailbox,
+    to: &str,
+    subject: String,
+    text: String,
+) -> Result<Message, RenderError> {
     let html = format!(
         "<p>{}</p>",
         html_escape(&text)
             .replace("\n\n", "</p><p>")
             .replace('\n', "<br>")
     );
-    let to: Mailbox = inv
-        .customer_email
+    let to: Mailbox = to
         .parse()
-        .map_err(|e| RenderError::Permanent(format!("recipient {}: {e}", inv.customer_email)))?;
+        .map_err(|e| RenderError::Permanent(format!("recipient {to}: {e}")))?;
     Message::builder()
         .message_id(Some(format!("<{}@invoicer>", row.id)))
         .from(from.clone())

@@ -17,6 +17,9 @@ pub const QUEUE: &str = "outbox";
 pub enum Kind {
     InvoiceEmail,
     PaymentReceipt,
+    Invitation,
+    VerifyEmail,
+    ResetPassword,
 }
 
 impl Kind {
@@ -24,6 +27,9 @@ impl Kind {
         match self {
             Kind::InvoiceEmail => "invoice_email",
             Kind::PaymentReceipt => "payment_receipt",
+            Kind::Invitation => "invitation",
+            Kind::VerifyEmail => "verify_email",
+            Kind::ResetPassword => "reset_password",
         }
     }
 }
@@ -31,7 +37,7 @@ impl Kind {
 /// Writes a row in the caller's transaction; None if an equal row exists (one receipt per payment).
 pub async fn enqueue(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: Option<Uuid>,
     invoice: Option<Uuid>,
     kind: Kind,
     payload: JsonValue,
@@ -145,7 +151,7 @@ pub async fn lease_due(
             Claim::Done(_) => {
                 // language=PostgreSQL
                 sqlx::query!(
-                    "update outbox set sent_at = coalesce(sent_at, now()) where id = $1",
+                    "update outbox set sent_at = coalesce(sent_at, now()), payload = payload - 'token' where id = $1",
                     row.id
                 )
                 .execute(&mut *tx)
@@ -162,10 +168,11 @@ pub async fn lease_due(
 /// the other order deadlocks against it).
 pub async fn mark_sent(pool: &PgPool, row: Leased) -> sqlx::Result<Fence> {
     let mut tx = pool.begin().await?;
-    // locked_by is kept: it names the worker that sent it.
+    // locked_by is kept: it names the worker that sent it. An account email's link (`token`) lives
+    // in its inbox from now on, not here.
     // language=PostgreSQL
     sqlx::query!(
-        "update outbox set sent_at = now(), last_error = null where id = $1",
+        "update outbox set sent_at = now(), last_error = null, payload = payload - 'token' where id = $1",
         row.id
     )
     .execute(&mut *tx)
@@ -311,24 +318,25 @@ pub struct Gauges {
     pub dead: i64,
 }
 
-/// The pending rows' statement: answered from `outbox_due_idx`, which holds pending rows only.
-pub const PENDING_SQL: &str = "select count(*), coalesce(extract(epoch from now() - min(next_attempt_at) filter (where next_attempt_at <= now())), 0)::float8 from outbox where sent_at is null and dead_at is null";
-/// The dead gauge counts at most this many rows and then reads one more: `DEAD_GAUGE_CAP + 1` means
-/// "more than that". Dead rows stay until retention trims them, so uncapped, a scrape's cost would
-/// grow with a month of failures; an alert only needs to see that there are some, and how many up
-/// to the cap.
-pub const DEAD_GAUGE_CAP: i64 = 1000;
-/// The dead rows' statement: answered from `outbox_dead_idx`, which holds dead rows only, reading at
-/// most `DEAD_GAUGE_CAP + 1` of its entries.
-pub const DEAD_SQL: &str =
-    "select count(*) from (select from outbox where dead_at is not null limit 1001) dead";
+/// The gauges count at most this many rows and then read one more: `GAUGE_CAP + 1` means "more than
+/// that". Dead rows stay until retention trims them and a backlog can grow while the mail server is
+/// down, so uncapped, a scrape's cost would grow with them; an alert only needs to see that there are
+/// some, how many up to the cap, and how late the oldest is (which is exact at any size).
+pub const GAUGE_CAP: i64 = 1000;
+/// The gauges' one statement: the pending count and the oldest due row from `outbox_due_idx` (pending
+/// rows only; the minimum is its first entry), the dead count from `outbox_dead_idx` (dead rows only),
+/// each count reading at most `GAUGE_CAP + 1` index entries.
+pub const GAUGES_SQL: &str = "select \
+     (select count(*) from (select from outbox where sent_at is null and dead_at is null limit 1001) p), \
+     coalesce(extract(epoch from now() - (select min(next_attempt_at) from outbox \
+         where sent_at is null and dead_at is null and next_attempt_at <= now())), 0)::float8, \
+     (select count(*) from (select from outbox where dead_at is not null limit 1001) d)";
 
-/// Reads the gauges through indexes of pending and dead rows only: the cost of a scrape does not
-/// grow with the number of emails ever sent.
+/// Reads the gauges through indexes of pending and dead rows only, a bounded number of entries of
+/// each: the cost of a scrape grows neither with the emails ever sent nor with a backlog.
 pub async fn gauges(pool: &PgPool) -> sqlx::Result<Gauges> {
-    let (pending, oldest_due_seconds): (i64, f64) =
-        sqlx::query_as(PENDING_SQL).fetch_one(pool).await?;
-    let dead: i64 = sqlx::query_scalar(DEAD_SQL).fetch_one(pool).await?;
+    let (pending, oldest_due_seconds, dead): (i64, f64, i64) =
+        sqlx::query_as(GAUGES_SQL).fetch_one(pool).await?;
     Ok(Gauges {
         pending,
         oldest_due_seconds,

@@ -74,6 +74,10 @@ pub struct Report {
     pub job_claims: u64,
     pub attempts: u64,
     pub outbox_rows: u64,
+    /// Sessions idle past the cookie's expiry are ended; ended ones go after the outbox window.
+    pub sessions: u64,
+    /// Verification and reset tokens, after their expiry plus the outbox window.
+    pub tokens: u64,
 }
 
 fn days(n: u32) -> Duration {
@@ -179,6 +183,16 @@ async fn delete_old(pool: &PgPool, config: &RetentionConfig) -> sqlx::Result<Rep
     );
     let disputes = ("disputes", "provider, dispute_id", "received_at", ORPHAN);
     let attempts = ("attempts", "id", "created_at", "");
+    let ended = (
+        "user_sessions",
+        "id",
+        "ended_at",
+        "and f.ended_at is not null",
+    );
+    let tokens = ("user_tokens", "token_hash", "expires_at", "");
+    let idle = crate::ssr::auth::SESSION_IDLE
+        .to_std()
+        .unwrap_or(Duration::from_secs(7 * 86_400));
     // Sent and dead rows, each through its own partial index; pending rows are never trimmed.
     let (sent, dead) = (
         ("outbox", "id", "sent_at", ""),
@@ -213,7 +227,36 @@ async fn delete_old(pool: &PgPool, config: &RetentionConfig) -> sqlx::Result<Rep
         attempts: trim(pool, attempts, config.window(config.activity_days), batch).await?,
         outbox_rows: trim(pool, sent, outbox, batch).await?
             + trim(pool, dead, outbox, batch).await?,
+        sessions: end_idle_sessions(pool, config.window_of(idle), batch).await?
+            + trim(pool, ended, outbox, batch).await?,
+        tokens: trim(pool, tokens, outbox, batch).await?,
     })
+}
+
+/// Ends sessions nobody has used for longer than `idle` (their cookies have expired), `batch` at a
+/// time through the index of live sessions by last use.
+async fn end_idle_sessions(pool: &PgPool, idle: Duration, batch: i64) -> sqlx::Result<u64> {
+    let mut total = 0;
+    loop {
+        // language=PostgreSQL
+        let ended = sqlx::query!(
+            r#"
+            update user_sessions set ended_at = now()
+            where id in (select id from user_sessions
+                         where ended_at is null and last_seen_at < now() - make_interval(secs => $1)
+                         limit $2)
+            "#,
+            idle.as_secs_f64(),
+            batch
+        )
+        .execute(pool)
+        .await?
+        .rows_affected();
+        total += ended;
+        if ended < batch as u64 {
+            return Ok(total);
+        }
+    }
 }
 
 #[cfg(test)]

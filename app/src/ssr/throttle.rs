@@ -27,6 +27,11 @@ pub struct Limits {
     pub signups_per_address_hour: u32,
     /// Emails an org may queue per hour (Send and Retry).
     pub emails_per_org_hour: u32,
+    /// Account emails (password reset, verification, invitations) asked for per hour from one
+    /// client address.
+    pub account_emails_per_address_hour: u32,
+    /// Account emails per hour to one recipient address, whoever asks: nobody can flood an inbox.
+    pub account_emails_per_recipient_hour: u32,
 }
 
 impl Default for Limits {
@@ -36,6 +41,8 @@ impl Default for Limits {
             logins_per_address_minute: 30,
             signups_per_address_hour: 10,
             emails_per_org_hour: 100,
+            account_emails_per_address_hour: 20,
+            account_emails_per_recipient_hour: 5,
         }
     }
 }
@@ -51,6 +58,8 @@ pub struct Throttle {
     login_address: DefaultKeyedRateLimiter<IpAddr>,
     signup_address: DefaultKeyedRateLimiter<IpAddr>,
     email_org: DefaultKeyedRateLimiter<Uuid>,
+    account_email_address: DefaultKeyedRateLimiter<IpAddr>,
+    account_email_recipient: DefaultKeyedRateLimiter<String>,
 }
 
 impl std::fmt::Debug for Throttle {
@@ -85,6 +94,14 @@ impl Throttle {
             login_address: RateLimiter::keyed(quota(limits.logins_per_address_minute, MINUTE)),
             signup_address: RateLimiter::keyed(quota(limits.signups_per_address_hour, HOUR)),
             email_org: RateLimiter::keyed(quota(limits.emails_per_org_hour, HOUR)),
+            account_email_address: RateLimiter::keyed(quota(
+                limits.account_emails_per_address_hour,
+                HOUR,
+            )),
+            account_email_recipient: RateLimiter::keyed(quota(
+                limits.account_emails_per_recipient_hour,
+                HOUR,
+            )),
         }
     }
 
@@ -102,6 +119,16 @@ impl Throttle {
         check(&self.email_org, &org)
     }
 
+    /// One account email (reset, verification, invitation) to `recipient` asked for from
+    /// `address`, counted whether or not the recipient has an account (the answer is the same).
+    pub fn account_email(&self, recipient: &str, address: IpAddr) -> Result<(), Throttled> {
+        check(&self.account_email_address, &address)?;
+        check(
+            &self.account_email_recipient,
+            &recipient.trim().to_lowercase(),
+        )
+    }
+
     /// Forgets keys whose allowance is full again, so the maps do not grow with every address and
     /// account ever seen. Called every minute by the server.
     pub fn forget_idle(&self) {
@@ -109,6 +136,10 @@ impl Throttle {
         self.login_address.retain_recent();
         self.signup_address.retain_recent();
         self.email_org.retain_recent();
+        self.account_email_address.retain_recent();
+        self.account_email_recipient.retain_recent();
+        self.account_email_address.shrink_to_fit();
+        self.account_email_recipient.shrink_to_fit();
         self.login_account.shrink_to_fit();
         self.login_address.shrink_to_fit();
         self.signup_address.shrink_to_fit();
@@ -221,6 +252,24 @@ mod tests {
         t.email(a).unwrap();
         assert!(t.email(a).unwrap_err().retry_after > Duration::from_secs(60));
         t.email(b).unwrap();
+    }
+
+    #[test]
+    fn account_emails_are_limited_per_address_and_per_recipient() {
+        let t = Throttle::new(Limits {
+            account_emails_per_address_hour: 3,
+            account_emails_per_recipient_hour: 2,
+            ..Limits::default()
+        });
+        // One inbox, asked for from two places: the recipient's allowance (2) runs out.
+        t.account_email("victim@example.com", addr(1)).unwrap();
+        t.account_email("Victim@example.com ", addr(2)).unwrap();
+        assert!(t.account_email("victim@example.com", addr(3)).is_err());
+        // One place asking for many inboxes: the address's allowance (3) runs out.
+        t.account_email("a@example.com", addr(4)).unwrap();
+        t.account_email("b@example.com", addr(4)).unwrap();
+        t.account_email("c@example.com", addr(4)).unwrap();
+        assert!(t.account_email("d@example.com", addr(4)).is_err());
     }
 
     #[tokio::test]

@@ -28,7 +28,7 @@ pub async fn seed(pool: &PgPool, invoices: usize) -> anyhow::Result<Fixture> {
         .await
         .context("creating the load org")?;
     let key =
-        app::ssr::api_keys::create(pool, account.org_id, Some(account.user_id), "load").await?;
+        app::ssr::api_keys::create_for_user(pool, account.org_id, account.user_id, "load").await?;
     let count = i32::try_from(invoices).context("too many invoices")?;
     let mut tx = pool.begin().await?;
     // language=PostgreSQL

@@ -32,6 +32,7 @@ use super::write;
             headers(("Location" = String, description = "The rate's URL"))),
         (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is not JSON", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing, unknown or revoked API key", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The API key's role is not owner", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The same key is still in flight", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over 1 MiB", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid rate (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
@@ -40,10 +41,13 @@ use super::write;
 )]
 pub(super) async fn post_tax_rate(
     State(state): State<AppState>,
-    Client(client): Client,
+    caller: Client,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ProblemResponse> {
+    // Tax rates are the org's settings: an owner's key.
+    caller.require(app::model::Action::ManageOrg)?;
+    let Client(client) = caller;
     let attempt = write::attempt(client, &headers);
     let outcome = track(&state.pool, attempt, async |attempt| {
         let key = api::IdempotencyKey::parse(headers.get("idempotency-key").map(|v| v.as_bytes()))?;

@@ -88,16 +88,16 @@ impl TestApp {
     /// A new org with an API key; returns (org, key).
     pub async fn api_client(&self) -> (Uuid, String) {
         let email = format!("{}@example.com", Uuid::new_v4().simple());
-        let org = app::ssr::accounts::create_org_with_owner(
+        let account = app::ssr::accounts::create_org_with_owner(
             &self.pool,
             "Api Co",
             &email,
             "correct horse",
         )
         .await
-        .unwrap()
-        .org_id;
-        let key = app::ssr::api_keys::create(&self.pool, org, None, "test")
+        .unwrap();
+        let org = account.org_id;
+        let key = app::ssr::api_keys::create_for_user(&self.pool, org, account.user_id, "test")
             .await
             .unwrap();
         (org, key.plaintext)

@@ -152,7 +152,7 @@ pub async fn queue_invoice_email(
             }
             let id = outbox::enqueue(
                 tx,
-                org,
+                Some(org),
                 Some(invoice),
                 outbox::Kind::InvoiceEmail,
                 serde_json::json!({ "invoice_id": invoice }),

@@ -1,0 +1,114 @@
+import { test, expect, Page, Browser } from "@playwright/test";
+import { randomUUID } from "node:crypto";
+import { signUp, hydrated, uniqueEmail, mailTo, mailedLink, MAIL_DIR, PASSWORD } from "./helpers";
+
+/** Opens the members page and invites `email` with `role`, submitting the rendered form twice. */
+async function inviteTwice(page: Page, email: string, role: string): Promise<void> {
+  await page.goto("/settings/members");
+  await hydrated(page);
+  const form = page.locator("form:has(button.send-invitation)");
+  await form.locator('input[name="email"]').fill(email);
+  await form.locator('select[name="role"]').selectOption(role);
+  const answers: number[] = [];
+  page.on("response", (res) => {
+    if (res.url().includes("/rpc/invite_member")) answers.push(res.status());
+  });
+  // A double click that gets past the disabled button: both submits reach the server, same key.
+  await form.evaluate((f: HTMLFormElement) => {
+    f.requestSubmit();
+    f.requestSubmit();
+  });
+  await expect.poll(() => answers.length).toBe(2);
+  expect(answers.every((s) => s < 400)).toBe(true);
+}
+
+/** Accepts the invitation emailed to `email` in a fresh browser; returns its page. */
+async function acceptInFreshBrowser(browser: Browser, email: string, password: string) {
+  const link = await mailedLink(email, /\/invite\/[0-9a-f]{64}/);
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(link);
+  await page.fill('input[name="password"]', password);
+  await page.click("button.accept-invitation");
+  await expect(page).toHaveURL(/\/invoices$/);
+  return { context, page };
+}
+
+test.describe("a team", () => {
+  test.beforeEach(() => test.skip(!MAIL_DIR, "needs the SMTP sink of scripts/test"));
+
+  test("an invitation clicked twice is one email; the viewer who accepts sees only what a viewer may", async ({ page, browser }) => {
+    await signUp(page, "team-owner");
+    const invitee = uniqueEmail("viewer");
+    await inviteTwice(page, invitee, "viewer");
+    await expect(page.locator(`tr.invitation[data-email="${invitee}"]`)).toHaveCount(1);
+    // A later invitation's email arrives after any duplicate of the first would have.
+    const marker = uniqueEmail("marker");
+    await inviteTwice(page, marker, "member");
+    await mailedLink(marker, /\/invite\/[0-9a-f]{64}/);
+    expect(mailTo(invitee).length).toBe(1);
+
+    const { context, page: viewer } = await acceptInFreshBrowser(browser, invitee, "viewer's own password");
+    await expect(viewer.locator("header .who")).toContainText("(viewer)");
+    await expect(viewer.locator('header a[href="/invoices/new"]')).toHaveCount(0);
+    await viewer.goto("/settings/members");
+    await expect(viewer.locator("tr.member")).toHaveCount(2);
+    await expect(viewer.locator("button.send-invitation")).toHaveCount(0);
+    await expect(viewer.locator("button.change-role")).toHaveCount(0);
+    // The server is the authority: the form the page does not show is refused if sent anyway.
+    const refused = await viewer.request.post("/rpc/add_tax_rate", {
+      form: { idempotency_key: randomUUID(), name: "VAT", percent: "20" },
+    });
+    expect(refused.status()).toBe(403);
+    // The owner sees the invitation accepted.
+    await page.goto("/settings/members");
+    await expect(page.locator(`tr.invitation[data-email="${invitee}"] .status`)).toHaveText("accepted");
+    await context.close();
+  });
+
+  test("a password reset from the emailed link ends the old session", async ({ page, browser }) => {
+    const email = await signUp(page, "reset");
+    const context = await browser.newContext();
+    const other = await context.newPage();
+    await other.goto("/forgot-password");
+    await other.fill('input[name="email"]', email);
+    await other.click("button.send-reset");
+    await expect(other.locator("p.notice")).toContainText("If an account uses that address");
+    const link = await mailedLink(email, /\/reset-password\/[0-9a-f]{64}/);
+    await other.goto(link);
+    await other.fill('input[name="password"]', "a whole new password");
+    await other.click("button.reset-password");
+    await expect(other).toHaveURL(/\/invoices$/);
+    // The first browser's session is over.
+    await page.goto("/invoices");
+    await expect(page).toHaveURL(/\/login/);
+    // The link works once.
+    await other.goto(link);
+    await other.fill('input[name="password"]', "yet another password");
+    await other.click("button.reset-password");
+    await expect(other.locator("p.error")).toContainText("already used");
+    await context.close();
+  });
+
+  test("a member of two orgs switches between them", async ({ page, browser }) => {
+    const first = await signUp(page, "first-org");
+    const otherContext = await browser.newContext();
+    const owner = await otherContext.newPage();
+    await signUp(owner, "second-org");
+    await inviteTwice(owner, first, "member");
+    await otherContext.close();
+
+    const link = await mailedLink(first, /\/invite\/[0-9a-f]{64}/);
+    await page.goto(link);
+    await expect(page.locator("h1")).toContainText("Join Org second-org");
+    await page.fill('input[name="password"]', PASSWORD);
+    await page.click("button.accept-invitation");
+    await expect(page).toHaveURL(/\/invoices$/);
+    await expect(page.locator("header .who")).toContainText("Org second-org");
+    await page.goto("/settings/orgs");
+    await page.locator('li.org[data-name="Org first-org"] button.switch-org').click();
+    await expect(page).toHaveURL(/\/invoices$/);
+    await expect(page.locator("header .who")).toContainText("Org first-org");
+    await expect(page.locator("header .who")).toContainText("(owner)");
+  });
+});
