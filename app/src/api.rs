@@ -794,7 +794,11 @@ where
     .map_err(AppError::respond)?;
     match saved {
         Saved::Created(_) | Saved::Replayed(_) => {
-            leptos_axum::redirect(back);
+            // Without JavaScript the browser is sent back to the page; with it, the page's actions
+            // reload what changed in place (a redirect would remount the page mid-submit).
+            if crate::error::plain_form_post() {
+                leptos_axum::redirect(back);
+            }
             Ok(())
         }
         Saved::KeyReused => Err(AppError::BadRequest(

@@ -94,6 +94,20 @@ impl AppError {
     }
 }
 
+/// The request being served is a browser's plain form post (no JavaScript): it asks for HTML.
+#[cfg(feature = "ssr")]
+pub fn plain_form_post() -> bool {
+    use_context::<axum::http::request::Parts>()
+        .and_then(|parts| {
+            parts
+                .headers
+                .get(axum::http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| v.contains("text/html"))
+        })
+        .unwrap_or(false)
+}
+
 #[cfg(feature = "ssr")]
 impl AppError {
     pub fn status_code(&self) -> axum::http::StatusCode {
@@ -122,15 +136,7 @@ impl AppError {
     /// hydrated app, scripts). Plain HTML form posts keep the redirect back to the form, which is how
     /// Leptos shows them the error.
     pub fn respond(self) -> Self {
-        let plain_form_post = use_context::<axum::http::request::Parts>()
-            .and_then(|parts| {
-                parts
-                    .headers
-                    .get(axum::http::header::ACCEPT)
-                    .and_then(|v| v.to_str().ok())
-                    .map(|v| v.contains("text/html"))
-            })
-            .unwrap_or(false);
+        let plain_form_post = plain_form_post();
         if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
             if !plain_form_post {
                 response.set_status(self.status_code());

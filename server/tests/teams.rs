@@ -1205,3 +1205,58 @@ async fn a_session_switches_between_its_users_orgs(pool: PgPool) {
         404
     );
 }
+
+/// Retention ends sessions idle past the cookie's expiry, deletes ended ones after the outbox window
+/// and tokens a month past their expiry; live sessions and fresh tokens stay.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn retention_ends_idle_sessions_and_forgets_old_ones_and_old_tokens(pool: PgPool) {
+    use app::ssr::retention::{run_once, RetentionConfig};
+    let org = org(&pool).await;
+    sqlx::query(
+        "insert into user_sessions (id, user_id, org_id, last_seen_at, ended_at) values
+            (gen_random_uuid(), $1, $2, now(), null),
+            (gen_random_uuid(), $1, $2, now() - interval '8 days', null),
+            (gen_random_uuid(), $1, $2, now() - interval '40 days', now() - interval '31 days'),
+            (gen_random_uuid(), $1, $2, now() - interval '2 days', now() - interval '1 day')",
+    )
+    .bind(org.owner)
+    .bind(org.id)
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "insert into user_tokens (token_hash, user_id, purpose, email, expires_at) values
+            ('\\x01', $1, 'reset_password', 'a@example.com', now() - interval '31 days'),
+            ('\\x02', $1, 'reset_password', 'a@example.com', now() + interval '1 hour')",
+    )
+    .bind(org.owner)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let config = RetentionConfig {
+        batch: 1,
+        ..RetentionConfig::default()
+    };
+    let report = run_once(&pool, "2026-12-02T10", &config)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((report.sessions, report.tokens), (2, 1));
+    let (live, ended): (i64, i64) = sqlx::query_as(
+        "select count(*) filter (where ended_at is null), count(*) filter (where ended_at is not null) \
+         from user_sessions",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        (live, ended),
+        (1, 2),
+        "the idle one ended, the old ended one gone"
+    );
+    let tokens: i64 = sqlx::query_scalar("select count(*) from user_tokens")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(tokens, 1);
+}

@@ -26,6 +26,9 @@ pub struct InvitationSummary {
     pub expires_at: DateTime<Utc>,
     pub accepted_at: Option<DateTime<Utc>>,
     pub revoked_at: Option<DateTime<Utc>>,
+    /// `open`, `expired`, `accepted` or `revoked`, as the server saw it (the browser has no clock
+    /// to compare against here).
+    pub state: String,
 }
 
 impl InvitationSummary {

@@ -233,15 +233,20 @@ pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<InvitationSummar
     .await?;
     Ok(rows
         .into_iter()
-        .map(|r| InvitationSummary {
-            id: r.id,
-            email: r.email,
-            role: Role::parse(&r.role).unwrap_or(Role::Viewer),
-            invited_by: r.invited_by,
-            created_at: r.created_at,
-            expires_at: r.expires_at,
-            accepted_at: r.accepted_at,
-            revoked_at: r.revoked_at,
+        .map(|r| {
+            let mut summary = InvitationSummary {
+                id: r.id,
+                email: r.email,
+                role: Role::parse(&r.role).unwrap_or(Role::Viewer),
+                invited_by: r.invited_by,
+                created_at: r.created_at,
+                expires_at: r.expires_at,
+                accepted_at: r.accepted_at,
+                revoked_at: r.revoked_at,
+                state: String::new(),
+            };
+            summary.state = summary.state(Utc::now()).to_owned();
+            summary
         })
         .collect())
 }

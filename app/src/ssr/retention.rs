@@ -227,7 +227,8 @@ async fn delete_old(pool: &PgPool, config: &RetentionConfig) -> sqlx::Result<Rep
         attempts: trim(pool, attempts, config.window(config.activity_days), batch).await?,
         outbox_rows: trim(pool, sent, outbox, batch).await?
             + trim(pool, dead, outbox, batch).await?,
-        sessions: end_idle_sessions(pool, config.window_of(idle), batch).await?
+        // The cookie's expiry, never compressed: a soak run's sessions stay logged in.
+        sessions: end_idle_sessions(pool, idle, batch).await?
             + trim(pool, ended, outbox, batch).await?,
         tokens: trim(pool, tokens, outbox, batch).await?,
     })
