@@ -741,6 +741,7 @@ pub async fn get_org_settings() -> Result<crate::model::OrgSettingsPage, AppErro
         tax_rates,
         settings_key: Uuid::now_v7(),
         tax_rate_key: Uuid::now_v7(),
+        can_manage: user.role.may(crate::model::Action::ManageOrg),
     })
 }
 

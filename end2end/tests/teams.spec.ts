@@ -65,6 +65,13 @@ test.describe("a team", () => {
     await expect(viewer.locator("tr.member")).toHaveCount(2);
     await expect(viewer.locator("button.send-invitation")).toHaveCount(0);
     await expect(viewer.locator("button.change-role")).toHaveCount(0);
+    await viewer.goto("/settings/org");
+    await expect(viewer.locator("p.only-owners")).toBeVisible();
+    await expect(viewer.locator("button.save-settings")).toBeDisabled();
+    await expect(viewer.locator("button.add-tax-rate")).toBeHidden();
+    await viewer.goto("/settings/api-keys");
+    await expect(viewer.locator("h1")).toHaveText("API keys");
+    await expect(viewer.getByRole("button", { name: "Create key" })).toHaveCount(0);
     // The server is the authority: the form the page does not show is refused if sent anyway.
     const refused = await viewer.request.post("/rpc/add_tax_rate", {
       form: { idempotency_key: randomUUID(), name: "VAT", percent: "20" },

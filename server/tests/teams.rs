@@ -1260,3 +1260,175 @@ async fn retention_ends_idle_sessions_and_forgets_old_ones_and_old_tokens(pool: 
         .unwrap();
     assert_eq!(tokens, 1);
 }
+
+/// Changing the password from settings ends every other session and keeps this one; the sessions
+/// page ends one session or all the others.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_password_change_and_the_sessions_page_end_the_other_sessions(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let org = org(&app.pool).await;
+    let here = browser(&app, &org.owner_email).await;
+    let there = browser(&app, &org.owner_email).await;
+    let wrong = rpc(
+        &here,
+        &app,
+        "change_password",
+        &form(&[
+            ("current", "not it".into()),
+            ("password", "a new password".into()),
+        ]),
+    )
+    .await;
+    assert_eq!(wrong, 422, "the current password is checked");
+    let changed = rpc(
+        &here,
+        &app,
+        "change_password",
+        &form(&[
+            ("current", PASSWORD.into()),
+            ("password", "a new password".into()),
+        ]),
+    )
+    .await;
+    assert!(changed < 400, "{changed}");
+    assert_eq!(
+        rpc(&here, &app, "list_invoices", &[]).await,
+        200,
+        "this session stays"
+    );
+    assert_eq!(
+        rpc(&there, &app, "list_invoices", &[]).await,
+        401,
+        "the other ends"
+    );
+
+    // Two more logins with the new password; end one from the sessions page, then all others.
+    let login_new = || async {
+        let http = client();
+        crate::common::login(&http, &app.base, &org.owner_email, "a new password").await;
+        http
+    };
+    let (second, third) = (login_new().await, login_new().await);
+    let live: Vec<(Uuid, bool)> = sqlx::query_as(
+        "select id, false from user_sessions where user_id = $1 and ended_at is null order by created_at",
+    )
+    .bind(org.owner)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(live.len(), 3);
+    // `second` is the second live row.
+    let ended = rpc(
+        &here,
+        &app,
+        "end_session",
+        &form(&[("id", live[1].0.to_string())]),
+    )
+    .await;
+    assert!(ended < 400, "{ended}");
+    assert_eq!(rpc(&second, &app, "list_invoices", &[]).await, 401);
+    assert_eq!(rpc(&third, &app, "list_invoices", &[]).await, 200);
+    // Someone else's session id is not found.
+    let other = self::org(&app.pool).await;
+    let _ = browser(&app, &other.owner_email).await;
+    let foreign: Uuid = sqlx::query_scalar("select id from user_sessions where user_id = $1")
+        .bind(other.owner)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        rpc(
+            &here,
+            &app,
+            "end_session",
+            &form(&[("id", foreign.to_string())])
+        )
+        .await,
+        404
+    );
+    assert!(rpc(&here, &app, "end_other_sessions", &[]).await < 400);
+    assert_eq!(rpc(&third, &app, "list_invoices", &[]).await, 401);
+    assert_eq!(rpc(&here, &app, "list_invoices", &[]).await, 200);
+    let audit = app
+        .count(&format!(
+            "select count(*) from audit_events where org_id = '{}' and action = 'user.password_changed'",
+            org.id
+        ))
+        .await;
+    assert_eq!(audit, 1);
+}
+
+/// Changing the address sends a link to the new one; the address changes when it is followed.
+/// Key creation and revocation are in the audit log with who did them.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn an_address_change_waits_for_its_link_and_keys_are_audited(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let org = org(&app.pool).await;
+    let here = browser(&app, &org.owner_email).await;
+    let new_email = format!("moved-{}@example.com", Uuid::new_v4().simple());
+    let asked = rpc(
+        &here,
+        &app,
+        "change_email",
+        &form(&[
+            ("idempotency_key", Uuid::now_v7().to_string()),
+            ("password", PASSWORD.into()),
+            ("email", new_email.clone()),
+        ]),
+    )
+    .await;
+    assert!(asked < 400, "{asked}");
+    let email: String = sqlx::query_scalar("select email from users where id = $1")
+        .bind(org.owner)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(email, org.owner_email, "not before the link is followed");
+    let token = emailed_token(&app.pool, "verify_email", &new_email).await;
+    assert!(rpc(&here, &app, "confirm_email", &form(&[("token", token)])).await < 400);
+    let email: String = sqlx::query_scalar("select email from users where id = $1")
+        .bind(org.owner)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(email, new_email);
+
+    assert_eq!(
+        rpc(
+            &here,
+            &app,
+            "create_api_key",
+            &form(&[("name", "ci".into())])
+        )
+        .await,
+        200
+    );
+    let key: Uuid = sqlx::query_scalar("select id from api_keys where org_id = $1")
+        .bind(org.id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert!(
+        rpc(
+            &here,
+            &app,
+            "revoke_api_key",
+            &form(&[("id", key.to_string())])
+        )
+        .await
+            < 400
+    );
+    let rows: Vec<(String, String)> = sqlx::query_as(
+        "select action, actor_email from audit_events where org_id = $1 order by created_at, id",
+    )
+    .bind(org.id)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let actions: Vec<&str> = rows.iter().map(|(a, _)| a.as_str()).collect();
+    assert_eq!(
+        actions,
+        ["user.email_changed", "api_key.created", "api_key.revoked"]
+    );
+    assert!(rows[1..].iter().all(|(_, who)| who == &new_email));
+}

@@ -94,6 +94,8 @@ pub struct OrgSettingsPage {
     pub tax_rate_key: uuid::Uuid,
     /// The next number as the format would print it this year (a preview).
     pub next_number: String,
+    /// The session's role may change them (owners): the page shows its forms.
+    pub can_manage: bool,
 }
 
 #[cfg(test)]

@@ -5,10 +5,11 @@ use leptos::prelude::*;
 
 use super::layout::error_banner;
 use crate::api::{
-    get_org_settings, list_api_keys, AddTaxRate, ArchiveTaxRate, CreateApiKey, RevokeApiKey,
-    SaveOrgSettings,
+    current_user, get_org_settings, list_api_keys, AddTaxRate, ArchiveTaxRate, CreateApiKey,
+    RevokeApiKey, SaveOrgSettings,
 };
 use crate::error::FieldErrors;
+use crate::model::Action;
 
 /// The org's settings and its tax rates. Every form carries a key minted when the page was rendered
 /// (each "Archive" button its own): a double submit saves once.
@@ -50,12 +51,15 @@ pub fn OrgSettingsPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 match page.await {
                     Ok(p) => {
+                        let can_manage = p.can_manage;
                         let s = p.settings;
                         view! {
                             <section class="card">
                                 <h1>"Settings"</h1>
                                 {move || save.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                                {(!can_manage).then(|| view! { <p class="hint only-owners">"Only the org's owners can change its settings."</p> })}
                                 <ActionForm action=save>
+                                    <fieldset disabled=!can_manage class="plain">
                                     <input type="hidden" name="idempotency_key" value=p.settings_key.to_string() />
                                     <label>
                                         "Address (printed on invoices)"
@@ -87,6 +91,7 @@ pub fn OrgSettingsPage() -> impl IntoView {
                                     <button type="submit" class="primary save-settings" disabled=move || save.pending().get()>
                                         "Save settings"
                                     </button>
+                                    </fieldset>
                                 </ActionForm>
                             </section>
                             <section class="card">
@@ -107,6 +112,8 @@ pub fn OrgSettingsPage() -> impl IntoView {
                                                         <td>
                                                             {if r.archived {
                                                                 view! { <span class="status void">"archived"</span> }.into_any()
+                                                            } else if !can_manage {
+                                                                ().into_any()
                                                             } else {
                                                                 view! {
                                                                     <ActionForm action=archive>
@@ -124,7 +131,7 @@ pub fn OrgSettingsPage() -> impl IntoView {
                                             .collect_view()}
                                     </tbody>
                                 </table>
-                                <ActionForm action=add>
+                                <ActionForm action=add attr:hidden=!can_manage>
                                     <input type="hidden" name="idempotency_key" value=p.tax_rate_key.to_string() />
                                     <div class="grid">
                                         <label>
@@ -157,6 +164,7 @@ pub fn OrgSettingsPage() -> impl IntoView {
 pub fn ApiKeysPage() -> impl IntoView {
     let create = ServerAction::<CreateApiKey>::new();
     let revoke = ServerAction::<RevokeApiKey>::new();
+    let me = Resource::new(|| (), |_| current_user());
     let keys = Resource::new(
         move || (create.version().get(), revoke.version().get()),
         |_| list_api_keys(),
@@ -168,29 +176,36 @@ pub fn ApiKeysPage() -> impl IntoView {
                 "Use a key as " <code>"Authorization: Bearer ik_..."</code>
                 " with the JSON API; see " <a href="/api/v1/openapi.json">"the OpenAPI document"</a> "."
             </p>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let may = me.await.ok().flatten().is_some_and(|v| v.role.may(Action::ManageOwnApiKeys));
+                    may.then(|| view! {
             <ActionForm action=create>
-                <div class="grid">
-                    <label>
-                        "Name" <input type="text" name="name" maxlength="100" placeholder="e.g. billing script" />
-                    </label>
-                    <label>
-                        "Role"
-                        <select name="role">
-                            <option value="member" selected>"member (read and write)"</option>
-                            <option value="viewer">"viewer (read only)"</option>
-                            <option value="owner">"owner"</option>
-                        </select>
-                        <span class="hint">"No higher than your own role; it drops with yours."</span>
-                    </label>
-                    <label>
-                        "Expires after (days)"
-                        <input type="text" inputmode="numeric" name="expires_in_days" placeholder="never" />
-                    </label>
-                </div>
-                <button type="submit" class="primary" disabled=move || create.pending().get()>
-                    "Create key"
-                </button>
-            </ActionForm>
+                        <div class="grid">
+                            <label>
+                                "Name" <input type="text" name="name" maxlength="100" placeholder="e.g. billing script" />
+                            </label>
+                            <label>
+                                "Role"
+                                <select name="role">
+                                    <option value="member" selected>"member (read and write)"</option>
+                                    <option value="viewer">"viewer (read only)"</option>
+                                    <option value="owner">"owner"</option>
+                                </select>
+                                <span class="hint">"No higher than your own role; it drops with yours."</span>
+                            </label>
+                            <label>
+                                "Expires after (days)"
+                                <input type="text" inputmode="numeric" name="expires_in_days" placeholder="never" />
+                            </label>
+                        </div>
+                        <button type="submit" class="primary" disabled=move || create.pending().get()>
+                            "Create key"
+                        </button>
+                    </ActionForm>
+                    })
+                })}
+            </Transition>
             {move || match create.value().get() {
                 Some(Ok(key)) => {
                     view! {
@@ -206,6 +221,14 @@ pub fn ApiKeysPage() -> impl IntoView {
             }}
             <Transition fallback=|| view! { <p>"Loading…"</p> }>
                 {move || Suspend::new(async move {
+                    let viewer = me.await.ok().flatten();
+                    // Owners revoke any key, members their own; the server decides either way.
+                    let may_revoke = move |creator: Option<&String>| {
+                        viewer.as_ref().is_some_and(|v| {
+                            v.role.may(Action::ManageAllApiKeys)
+                                || (v.role.may(Action::ManageOwnApiKeys) && creator == Some(&v.email))
+                        })
+                    };
                     match keys.await {
                         Ok(list) if list.is_empty() => view! { <p class="empty">"No API keys yet."</p> }.into_any(),
                         Ok(list) => {
@@ -228,6 +251,7 @@ pub fn ApiKeysPage() -> impl IntoView {
                                             .into_iter()
                                             .map(|k| {
                                                 let id = k.id.to_string();
+                                                let revocable = may_revoke(k.creator_email.as_ref());
                                                 view! {
                                                     <tr class="api-key">
                                                         <td>{k.name}</td>
@@ -248,6 +272,7 @@ pub fn ApiKeysPage() -> impl IntoView {
                                                         <td>
                                                             {match k.revoked_at {
                                                                 Some(_) => view! { <span class="status void">"revoked"</span> }.into_any(),
+                                                                None if !revocable => ().into_any(),
                                                                 None => {
                                                                     view! {
                                                                         <ActionForm action=revoke>
