@@ -425,13 +425,24 @@ async fn invitation_links_expire_explain_themselves_and_join_existing_accounts(p
         invitations::accept(&pool, &token, PASSWORD).await,
         Err(TokenError::Used)
     ));
-    // The sent email keeps no link.
-    sqlx::query(
-        "update outbox set sent_at = now(), payload = payload - 'token' where kind = 'invitation'",
+    // Once sent, the outbox keeps no link: the token lives only in the inbox.
+    let leased =
+        app::ssr::outbox::lease_due(&pool, "test", 100, std::time::Duration::from_secs(60))
+            .await
+            .unwrap();
+    assert!(!leased.is_empty());
+    for row in leased {
+        app::ssr::outbox::mark_sent(&pool, row).await.unwrap();
+    }
+    let (sent, with_token): (i64, i64) = sqlx::query_as(
+        "select count(*) filter (where sent_at is not null), count(*) filter (where payload ? 'token') \
+         from outbox where kind = 'invitation'",
     )
-    .execute(&pool)
+    .fetch_one(&pool)
     .await
     .unwrap();
+    assert!(sent >= 3, "{sent}");
+    assert_eq!(with_token, 0);
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]

@@ -305,7 +305,8 @@ pub async fn verify_email(pool: &PgPool, token: &str) -> Result<Uuid, TokenError
     Ok(user)
 }
 
-fn check_password(password: &str) -> Result<(), TokenError> {
+/// A new password is long enough (and not absurdly long: it is hashed).
+pub fn check_password(password: &str) -> Result<(), TokenError> {
     if password.chars().count() < MIN_PASSWORD_LEN {
         return Err(TokenError::Invalid(format!(
             "The password needs at least {MIN_PASSWORD_LEN} characters."

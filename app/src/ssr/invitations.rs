@@ -315,21 +315,48 @@ pub async fn accept(pool: &PgPool, token: &str, password: &str) -> Result<Accept
     let token = well_formed_token(token).ok_or(TokenError::Unknown)?;
     let hash = token_hash(token);
     let existing = preview(pool, token).await?;
-    // The slow part (hashing) before the transaction: a check for an existing account, a new hash
-    // for a new one.
-    let new_hash = if existing.existing_account {
-        None
-    } else {
-        if password.chars().count() < crate::ssr::accounts::MIN_PASSWORD_LEN
-            || password.len() > 1024
-        {
+    // The slow part (password hashing) before the transaction, so no row is locked while it runs:
+    // the existing account's password checked against its hash as read now, or the new account's
+    // password hashed.
+    enum Who {
+        Existing { id: Uuid, hash: String },
+        New { hash: String },
+    }
+    let who = if existing.existing_account {
+        // language=PostgreSQL
+        let user = sqlx::query!(
+            "select id, password_hash from users where lower(email) = lower($1)",
+            existing.email
+        )
+        .fetch_optional(pool)
+        .await?
+        .ok_or_else(|| {
+            TokenError::Invalid(
+                "The account with this address was removed. Open the link again.".into(),
+            )
+        })?;
+        let (password, stored) = (password.to_owned(), user.password_hash.clone());
+        let ok = crate::ssr::throttle::hashing(move || {
+            password_auth::verify_password(password, &stored).is_ok()
+        })
+        .await?;
+        if !ok {
             return Err(TokenError::Invalid(format!(
-                "The password needs at least {} characters.",
-                crate::ssr::accounts::MIN_PASSWORD_LEN
+                "That is not the password of the account {}.",
+                existing.email
             )));
         }
+        Who::Existing {
+            id: user.id,
+            hash: user.password_hash,
+        }
+    } else {
+        crate::ssr::accounts::check_password(password)?;
         let password = password.to_owned();
-        Some(crate::ssr::throttle::hashing(move || password_auth::generate_hash(password)).await?)
+        Who::New {
+            hash: crate::ssr::throttle::hashing(move || password_auth::generate_hash(password))
+                .await?,
+        }
     };
     let mut tx = pool.begin().await?;
     // language=PostgreSQL
@@ -351,37 +378,29 @@ pub async fn accept(pool: &PgPool, token: &str, password: &str) -> Result<Accept
             Err(e) => e,
         });
     };
-    // language=PostgreSQL
-    let user = sqlx::query!(
-        "select id, password_hash from users where lower(email) = lower($1) for update",
-        invitation.email
-    )
-    .fetch_optional(&mut *tx)
-    .await?;
-    let user = match (user, new_hash) {
-        (Some(user), _) => {
-            let (password, stored) = (password.to_owned(), user.password_hash.clone());
-            let ok = crate::ssr::throttle::hashing(move || {
-                password_auth::verify_password(password, &stored).is_ok()
-            })
-            .await?;
-            if !ok {
-                return Err(TokenError::Invalid(format!(
-                    "That is not the password of the account {}.",
-                    invitation.email
-                )));
-            }
-            // Following the link proved the address.
+    let user = match who {
+        Who::Existing { id, hash } => {
+            // Following the link proved the address. The password checked above must still be the
+            // account's (it could have been reset meanwhile).
             // language=PostgreSQL
-            sqlx::query!(
-                "update users set email_verified_at = coalesce(email_verified_at, now()) where id = $1",
-                user.id
+            let still = sqlx::query_scalar!(
+                r#"
+                update users set email_verified_at = coalesce(email_verified_at, now())
+                where id = $1 and password_hash = $2
+                returning id
+                "#,
+                id,
+                hash
             )
-            .execute(&mut *tx)
+            .fetch_optional(&mut *tx)
             .await?;
-            user.id
+            still.ok_or_else(|| {
+                TokenError::Invalid(
+                    "The account's password changed meanwhile. Open the link again.".into(),
+                )
+            })?
         }
-        (None, Some(hash)) => {
+        Who::New { hash } => {
             let id = Uuid::now_v7();
             // language=PostgreSQL
             let made = sqlx::query!(
@@ -404,11 +423,6 @@ pub async fn accept(pool: &PgPool, token: &str, password: &str) -> Result<Accept
                 other => other?,
             };
             id
-        }
-        (None, None) => {
-            return Err(TokenError::Invalid(
-                "The account with this address was removed. Open the link again.".into(),
-            ))
         }
     };
     let role = Role::parse(&invitation.role).unwrap_or(Role::Viewer);
