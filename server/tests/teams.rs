@@ -432,7 +432,8 @@ async fn invitation_links_expire_explain_themselves_and_join_existing_accounts(p
             .unwrap();
     assert!(!leased.is_empty());
     for row in leased {
-        app::ssr::outbox::mark_sent(&pool, row).await.unwrap();
+        let fence = app::ssr::outbox::mark_sent(&pool, row).await.unwrap();
+        assert_eq!(fence, app::ssr::claim::Fence::Held);
     }
     let (sent, with_token): (i64, i64) = sqlx::query_as(
         "select count(*) filter (where sent_at is not null), count(*) filter (where payload ? 'token') \
