@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use uuid::Uuid;
 
 use crate::error::AppError;
-use crate::model::{ActivityPage, ApiKeySummary, InvoiceForm, InvoicePage, Viewer};
+use crate::model::{ActivityPage, InvoiceForm, InvoicePage, Viewer};
 
 mod team;
 pub use team::*;
@@ -352,65 +352,114 @@ pub async fn simulate_payment(invoice_id: String) -> Result<(), AppError> {
 }
 
 #[server(prefix = "/rpc", endpoint = "list_api_keys")]
-pub async fn list_api_keys() -> Result<Vec<ApiKeySummary>, AppError> {
+pub async fn list_api_keys() -> Result<crate::model::ApiKeysView, AppError> {
     let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
     let state = state()?;
-    Ok(crate::ssr::api_keys::list(&state.pool, user.org_id).await?)
+    Ok(crate::model::ApiKeysView {
+        keys: crate::ssr::api_keys::list(&state.pool, user.org_id).await?,
+        form_key: Uuid::now_v7(),
+    })
 }
 
 /// Creates an API key for the session's org with a role no higher than the creator's and an
-/// optional expiry (`expires_in_days`, empty for none), and returns it: the only time it is shown.
+/// optional expiry (`expires_in_days`, empty for none), once per rendered form. The submit that
+/// made it gets the key, the only time it is shown; a repeat names the same key without it.
 #[server(prefix = "/rpc", endpoint = "create_api_key")]
 pub async fn create_api_key(
+    idempotency_key: Option<String>,
     name: String,
     role: Option<String>,
     expires_in_days: Option<String>,
-) -> Result<String, AppError> {
-    use crate::ssr::api_keys::{create, CreateError, KeyRequest};
+) -> Result<crate::model::CreatedApiKey, AppError> {
+    use crate::model::{Action, Role};
+    use crate::ssr::api_keys::{insert, prefix_of, CreateError, KeyRequest, NewApiKey};
 
-    let user = crate::ssr::auth::require(crate::model::Action::ManageOwnApiKeys).await?;
-    let state = state()?;
-    let role = match role.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
-        None => crate::model::Role::Member.min(user.role),
-        Some(r) => crate::model::Role::parse(r)
-            .ok_or_else(|| AppError::field("role", "Choose owner, member or viewer.").respond())?,
-    };
-    let expires_at = match expires_in_days
+    let role_asked = role.as_deref().map(str::trim).filter(|r| !r.is_empty());
+    let role = role_asked.map(|r| Role::parse(r).ok_or(r));
+    let days = expires_in_days
         .as_deref()
         .map(str::trim)
-        .filter(|d| !d.is_empty())
-    {
-        None => None,
-        Some(days) => match days.parse::<i64>() {
-            Ok(days @ 1..=3650) => Some(chrono::Utc::now() + chrono::Duration::days(days)),
-            _ => {
-                return Err(AppError::field(
-                    "expires_in_days",
-                    "Enter a number of days from 1 to 3650, or leave it empty.",
+        .filter(|d| !d.is_empty());
+    let days = days.map(|d| d.parse::<i64>().ok().filter(|d| (1..=3650).contains(d)));
+    let check = || {
+        let mut fields = crate::error::FieldErrors::new();
+        if let Some(Err(_)) = role {
+            fields.insert("role".into(), "Choose owner, member or viewer.".into());
+        }
+        if let Some(None) = days {
+            fields.insert(
+                "expires_in_days".into(),
+                "Enter a number of days from 1 to 3650, or leave it empty.".into(),
+            );
+        }
+        if fields.is_empty() {
+            Ok(())
+        } else {
+            Err(fields)
+        }
+    };
+    let content = (&name, role_asked, &expires_in_days);
+    let key = NewApiKey::generate();
+    let saved = settings_form_saved(
+        crate::ssr::claim::Form::CreateApiKey,
+        Action::ManageOwnApiKeys,
+        "/settings/api-keys",
+        idempotency_key.clone(),
+        &content,
+        check,
+        |user| {
+            let org = user.org_id;
+            let actor = crate::ssr::audit::Actor::user(user.id, &user.email);
+            let request = KeyRequest {
+                name: &name,
+                role: match role {
+                    Some(Ok(role)) => role,
+                    _ => Role::Member.min(user.role),
+                },
+                expires_at: days
+                    .flatten()
+                    .map(|d| chrono::Utc::now() + chrono::Duration::days(d)),
+            };
+            let (key, own_role) = (&key, user.role);
+            move || {
+                let (actor, request) = (actor.clone(), request.clone());
+                async move |tx: &mut sqlx::PgConnection| match insert(
+                    tx, org, &actor, &request, key,
                 )
-                .respond())
+                .await
+                {
+                    Ok(()) => Ok(key.id),
+                    Err(CreateError::RoleTooHigh) => Err(AppError::Forbidden(format!(
+                        "Your role ({}) cannot make a key with the role {}.",
+                        own_role.as_str(),
+                        request.role.as_str()
+                    ))),
+                    Err(CreateError::Expired) => Err(AppError::field(
+                        "expires_in_days",
+                        "The expiry is in the past.",
+                    )),
+                    Err(CreateError::Db(e)) => Err(e.into()),
+                }
             }
         },
-    };
-    let actor = crate::ssr::audit::Actor::user(user.id, &user.email);
-    let request = KeyRequest {
-        name: &name,
-        role,
-        expires_at,
-    };
-    match create(&state.pool, user.org_id, &actor, &request).await {
-        Ok(key) => Ok(key.plaintext),
-        Err(CreateError::RoleTooHigh) => Err(AppError::Forbidden(format!(
-            "Your role ({}) cannot make a key with the role {}.",
-            user.role.as_str(),
-            role.as_str()
-        ))
-        .respond()),
-        Err(CreateError::Expired) => {
-            Err(AppError::field("expires_in_days", "The expiry is in the past.").respond())
-        }
-        Err(CreateError::Db(e)) => Err(e.into()),
+    )
+    .await?;
+    if saved.id == key.id {
+        return Ok(crate::model::CreatedApiKey {
+            id: key.id,
+            prefix: key.prefix().to_owned(),
+            plaintext: Some(key.plaintext),
+        });
     }
+    let state = state()?;
+    let prefix = prefix_of(&state.pool, saved.org, saved.id)
+        .await?
+        .ok_or_else(|| AppError::NotFound.respond())?;
+    Ok(crate::model::CreatedApiKey {
+        id: saved.id,
+        prefix,
+        plaintext: None,
+    })
 }
 
 /// Revokes an API key: an owner any of the org's, a member their own.
@@ -746,7 +795,7 @@ pub async fn get_org_settings() -> Result<crate::model::OrgSettingsPage, AppErro
 }
 
 /// Runs one settings form of the session org at most once per rendered form (`form_key`), if the
-/// session's role allows `action`, then sends the browser back to `back`.
+/// session's role allows `action`; a plain form post is sent back to `back`.
 #[cfg(feature = "ssr")]
 pub(crate) async fn settings_form<F, W>(
     form: crate::ssr::claim::Form,
@@ -761,12 +810,39 @@ where
     F: FnMut() -> W,
     W: AsyncFnOnce(&mut sqlx::PgConnection) -> Result<Uuid, AppError>,
 {
+    settings_form_saved(form, action, back, idempotency_key, content, check, save).await?;
+    Ok(())
+}
+
+/// What a settings form saved: by this submit or by the earlier one it repeats.
+#[cfg(feature = "ssr")]
+pub(crate) struct SavedForm {
+    pub org: Uuid,
+    pub id: Uuid,
+}
+
+/// [`settings_form`], naming what the form saved.
+#[cfg(feature = "ssr")]
+pub(crate) async fn settings_form_saved<F, W>(
+    form: crate::ssr::claim::Form,
+    action: crate::model::Action,
+    back: &str,
+    idempotency_key: Option<String>,
+    content: &(impl serde::Serialize + Sync),
+    check: impl FnOnce() -> Result<(), crate::error::FieldErrors>,
+    save: impl Fn(&crate::ssr::auth::SessionUser) -> F,
+) -> Result<SavedForm, AppError>
+where
+    F: FnMut() -> W,
+    W: AsyncFnOnce(&mut sqlx::PgConnection) -> Result<Uuid, AppError>,
+{
     use crate::ssr::observe::{track, Attempt, Surface};
     use crate::ssr::surfaces::form::{setting_once, Saved};
 
     let state = state()?;
     let key = idempotency_key.clone().unwrap_or_default();
     let attempt = Attempt::new(Surface::Form, key, request_id());
+    let seen = attempt.clone();
     let saved = track(&state.pool, attempt, async |attempt| {
         let invalid = |fields| {
             AppError::Invalid(Box::new(crate::error::Rejected {
@@ -794,13 +870,16 @@ where
     .await
     .map_err(AppError::respond)?;
     match saved {
-        Saved::Created(_) | Saved::Replayed(_) => {
+        Saved::Created(id) | Saved::Replayed(id) => {
             // Without JavaScript the browser is sent back to the page; with it, the page's actions
             // reload what changed in place (a redirect would remount the page mid-submit).
             if crate::error::plain_form_post() {
                 leptos_axum::redirect(back);
             }
-            Ok(())
+            let org = seen
+                .org()
+                .expect("a saved form was identified with its org");
+            Ok(SavedForm { org, id })
         }
         Saved::KeyReused => Err(AppError::BadRequest(
             "This form was already used with other values. Reload the page and try again.".into(),

@@ -1,5 +1,5 @@
 import { test, expect } from "@playwright/test";
-import { signUp, hydrated } from "./helpers";
+import { signUp, hydrated, MAIL_DIR } from "./helpers";
 
 test("an API key is shown once, works with the API, and stops working when revoked", async ({ page, request }) => {
   await signUp(page, "keys");
@@ -43,4 +43,48 @@ test("an API key is shown once, works with the API, and stops working when revok
   await expect(page.locator("tr.api-key")).toContainText("revoked");
   const refused = await request.get("/api/v1/invoices", { headers: { authorization: `Bearer ${key}` } });
   expect(refused.status()).toBe(401);
+});
+
+test("a double-submitted Create key makes one key, shows it, and the audit log names who made it", async ({ page, request }) => {
+  test.skip(!MAIL_DIR, "needs the SMTP sink of scripts/test (keys need a verified address)");
+  const email = await signUp(page, "keys-twice");
+  await page.goto("/settings/api-keys");
+  await hydrated(page);
+  const form = page.locator("form:has(button.primary)");
+  await form.locator('input[name="name"]').fill("twice");
+  const keys: string[] = [];
+  const answers: number[] = [];
+  page.on("request", (req) => {
+    if (req.url().includes("/rpc/create_api_key")) keys.push(new URLSearchParams(req.postData() ?? "").get("idempotency_key") ?? "");
+  });
+  page.on("response", (res) => {
+    if (res.url().includes("/rpc/create_api_key")) answers.push(res.status());
+  });
+  await form.evaluate((f: HTMLFormElement) => {
+    f.requestSubmit();
+    f.requestSubmit();
+  });
+  await expect.poll(() => answers.length).toBe(2);
+  expect(keys[0]).toBe(keys[1]);
+  expect(answers).toEqual([200, 200]);
+  // One key, and the page still shows it after the repeat's answer (which cannot carry it).
+  await expect(page.locator("tr.api-key")).toHaveCount(1);
+  const key = (await page.locator("code.key").textContent())!.trim();
+  expect(key).toMatch(/^ik_[0-9a-f]{64}$/);
+  const listed = await request.get("/api/v1/invoices", { headers: { authorization: `Bearer ${key}` } });
+  expect(listed.status()).toBe(200);
+  // The next submit is a new rendered form: a second key.
+  await form.locator('input[name="name"]').fill("second");
+  await page.getByRole("button", { name: "Create key" }).click();
+  await expect(page.locator("tr.api-key")).toHaveCount(2);
+
+  const first = page.locator("tr.api-key", { has: page.locator("td", { hasText: /^twice$/ }) });
+  await first.getByRole("button", { name: "Revoke" }).click();
+  await expect(first).toContainText("revoked");
+  await page.goto("/settings/audit");
+  const rows = page.locator("tr.audit-row");
+  await expect(rows.filter({ hasText: "api_key.created" })).toHaveCount(2);
+  await expect(rows.filter({ hasText: "api_key.revoked" })).toHaveCount(1);
+  await expect(rows.filter({ hasText: "api_key.revoked" })).toContainText(email);
+  await expect(rows.filter({ hasText: "api_key.revoked" })).toContainText(key.slice(0, 11));
 });

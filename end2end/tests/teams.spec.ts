@@ -128,4 +128,44 @@ test.describe("a team", () => {
     await expect(page.locator("header .who")).toContainText("Org first-org");
     await expect(page.locator("header .who")).toContainText("(owner)");
   });
+
+  test("the sessions page lists each browser and ends one or all others", async ({ page, browser }) => {
+    const email = await signUp(page, "sessions");
+    const logIn = async () => {
+      const context = await browser.newContext({ userAgent: `second-browser-${randomUUID()}` });
+      const other = await context.newPage();
+      await other.goto("/login");
+      await other.fill('input[name="email"]', email);
+      await other.fill('input[name="password"]', PASSWORD);
+      await other.click('button[type="submit"]');
+      await expect(other).toHaveURL(/\/invoices$/);
+      return { context, other };
+    };
+    const second = await logIn();
+    await page.goto("/settings/sessions");
+    await hydrated(page);
+    await expect(page.locator("tr.session")).toHaveCount(2);
+    await expect(page.locator("tr.session.current")).toHaveCount(1);
+    const agent = await second.other.evaluate(() => navigator.userAgent);
+    const row = page.locator("tr.session", { hasText: agent });
+    await row.locator("button.end-session").click();
+    await expect(page.locator("tr.session")).toHaveCount(1);
+    await second.other.goto("/invoices");
+    await expect(second.other).toHaveURL(/\/login/);
+
+    const third = await logIn();
+    const fourth = await logIn();
+    await page.reload();
+    await hydrated(page);
+    await expect(page.locator("tr.session")).toHaveCount(3);
+    await page.click("button.end-others");
+    await expect(page.locator("tr.session")).toHaveCount(1);
+    for (const { other } of [third, fourth]) {
+      await other.goto("/invoices");
+      await expect(other).toHaveURL(/\/login/);
+    }
+    await page.goto("/invoices");
+    await expect(page).toHaveURL(/\/invoices$/);
+    for (const { context } of [second, third, fourth]) await context.close();
+  });
 });

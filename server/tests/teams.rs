@@ -8,7 +8,7 @@ use std::sync::Arc;
 use app::model::{Action, Role};
 use app::ssr::accounts::{self, TokenError};
 use app::ssr::audit::Actor;
-use app::ssr::{invitations, members};
+use app::ssr::{api_keys, invitations, members};
 use sqlx::PgPool;
 use tokio::sync::Barrier;
 use uuid::Uuid;
@@ -635,7 +635,11 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
         ("simulate_payment", form(&[("invoice_id", invoice.clone())])),
         (
             "create_api_key",
-            form(&[("name", "x".into()), ("role", "viewer".into())]),
+            form(&[
+                ("idempotency_key", key()),
+                ("name", "x".into()),
+                ("role", "viewer".into()),
+            ]),
         ),
         ("revoke_api_key", form(&[("id", ids.api_key.to_string())])),
         (
@@ -1042,6 +1046,56 @@ async fn a_double_submitted_invitation_sends_one_email(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_double_submitted_key_form_makes_one_key_shown_once(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let org = org(&app.pool).await;
+    let owner = browser(&app, &org.owner_email).await;
+    let body = form(&[
+        ("idempotency_key", Uuid::now_v7().to_string()),
+        ("name", "deploys".into()),
+        ("role", "viewer".into()),
+    ]);
+    let post = || async {
+        let res = owner
+            .post(format!("{}/rpc/create_api_key", app.base))
+            .form(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        res.json::<app::model::CreatedApiKey>().await.unwrap()
+    };
+    let (a, b) = tokio::join!(post(), post());
+    assert_eq!(
+        app.count("select count(*) from api_keys where name = 'deploys'")
+            .await,
+        1
+    );
+    assert_eq!(a.id, b.id);
+    assert_eq!(a.prefix, b.prefix);
+    // Exactly one answer carries the key; it works with the API, with the role asked for.
+    let keys: Vec<String> = [a.plaintext, b.plaintext].into_iter().flatten().collect();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    assert!(keys[0].starts_with(&a.prefix));
+    let client = api_keys::authenticate(&app.pool, &keys[0])
+        .await
+        .unwrap()
+        .expect("the key shown works");
+    assert_eq!((client.key_id, client.role), (a.id, Role::Viewer));
+    // A later repeat still names the same key, without it; other values are refused.
+    assert_eq!(post().await.plaintext, None);
+    let mut changed = body.clone();
+    changed[1].1 = "other".into();
+    assert_eq!(rpc(&owner, &app, "create_api_key", &changed).await, 400);
+    assert_eq!(app.count("select count(*) from api_keys").await, 1);
+    // A new rendered form makes a new key.
+    let mut next = body.clone();
+    next[0].1 = Uuid::now_v7().to_string();
+    assert_eq!(rpc(&owner, &app, "create_api_key", &next).await, 200);
+    assert_eq!(app.count("select count(*) from api_keys").await, 2);
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn removing_a_member_ends_their_sessions_at_once(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let org = org(&app.pool).await;
@@ -1150,7 +1204,10 @@ async fn an_unverified_account_cannot_email_or_make_keys_until_verified(pool: Pg
         .await
         .unwrap();
     assert_eq!(res.status(), 302);
-    let key = form(&[("name", "k".into())]);
+    let key = form(&[
+        ("idempotency_key", Uuid::now_v7().to_string()),
+        ("name", "k".into()),
+    ]);
     assert_eq!(rpc(&http, &app, "create_api_key", &key).await, 403);
     let token = emailed_token(&app.pool, "verify_email", &email).await;
     let res = http
@@ -1410,7 +1467,10 @@ async fn an_address_change_waits_for_its_link_and_keys_are_audited(pool: PgPool)
             &here,
             &app,
             "create_api_key",
-            &form(&[("name", "ci".into())])
+            &form(&[
+                ("idempotency_key", Uuid::now_v7().to_string()),
+                ("name", "ci".into())
+            ])
         )
         .await,
         200

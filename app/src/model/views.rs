@@ -298,6 +298,22 @@ pub struct ApiKeySummary {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
+/// The API keys page: the org's keys and the key of its rendered creation form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiKeysView {
+    pub keys: Vec<ApiKeySummary>,
+    pub form_key: Uuid,
+}
+
+/// What a creation form gets back: the key itself only from the submit that made it; a repeat of
+/// that submit names the same key without it (it is stored hashed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CreatedApiKey {
+    pub id: Uuid,
+    pub prefix: String,
+    pub plaintext: Option<String>,
+}
+
 /// Who is logged in, as pages see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Viewer {

@@ -169,6 +169,14 @@ pub fn ApiKeysPage() -> impl IntoView {
         move || (create.version().get(), revoke.version().get()),
         |_| list_api_keys(),
     );
+    let revealed = RwSignal::new(None::<(uuid::Uuid, String)>);
+    Effect::new(move || {
+        if let Some(Ok(made)) = create.value().get() {
+            if let Some(key) = made.plaintext {
+                revealed.set(Some((made.id, key)));
+            }
+        }
+    });
     view! {
         <section class="card">
             <h1>"API keys"</h1>
@@ -179,8 +187,11 @@ pub fn ApiKeysPage() -> impl IntoView {
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {
                     let may = me.await.ok().flatten().is_some_and(|v| v.role.may(Action::ManageOwnApiKeys));
+                    // A new form key with every list: after a key is made, the next submit is a new key.
+                    let form_key = keys.await.ok().map(|k| k.form_key.to_string());
                     may.then(|| view! {
             <ActionForm action=create>
+                        <input type="hidden" name="idempotency_key" value=form_key />
                         <div class="grid">
                             <label>
                                 "Name" <input type="text" name="name" maxlength="100" placeholder="e.g. billing script" />
@@ -207,14 +218,30 @@ pub fn ApiKeysPage() -> impl IntoView {
                 })}
             </Transition>
             {move || match create.value().get() {
-                Some(Ok(key)) => {
-                    view! {
-                        <div class="new-key" role="status">
-                            <p>"Copy this key now: it will not be shown again."</p>
-                            <code class="key">{key}</code>
-                        </div>
+                Some(Ok(made)) => {
+                    // A repeated submit of the form that made this key answers without the key:
+                    // keep showing it if this page received it.
+                    let shown = made.plaintext.or_else(|| {
+                        revealed.get_untracked().filter(|(id, _)| *id == made.id).map(|(_, k)| k)
+                    });
+                    match shown {
+                        Some(key) => view! {
+                            <div class="new-key" role="status">
+                                <p>"Copy this key now: it will not be shown again."</p>
+                                <code class="key">{key}</code>
+                            </div>
+                        }
+                            .into_any(),
+                        None => view! {
+                            <div class="new-key" role="status">
+                                <p>
+                                    "This form already created the key " <code>{made.prefix} "…"</code>
+                                    "; it was shown once, to the submit that made it. If it was not copied, revoke it and create another."
+                                </p>
+                            </div>
+                        }
+                            .into_any(),
                     }
-                        .into_any()
                 }
                 Some(Err(e)) => error_banner(&e).into_any(),
                 None => ().into_any(),
@@ -229,7 +256,7 @@ pub fn ApiKeysPage() -> impl IntoView {
                                 || (v.role.may(Action::ManageOwnApiKeys) && creator == Some(&v.email))
                         })
                     };
-                    match keys.await {
+                    match keys.await.map(|k| k.keys) {
                         Ok(list) if list.is_empty() => view! { <p class="empty">"No API keys yet."</p> }.into_any(),
                         Ok(list) => {
                             view! {

@@ -29,6 +29,20 @@ pub struct NewApiKey {
     pub plaintext: String,
 }
 
+impl NewApiKey {
+    /// A fresh key: two v4 UUIDs, 244 random bits from the OS generator.
+    pub fn generate() -> Self {
+        NewApiKey {
+            id: Uuid::now_v7(),
+            plaintext: format!("ik_{}{}", Uuid::new_v4().simple(), Uuid::new_v4().simple()),
+        }
+    }
+
+    pub fn prefix(&self) -> &str {
+        &self.plaintext[..PREFIX_LEN]
+    }
+}
+
 /// What a member asks for.
 #[derive(Debug, Clone)]
 pub struct KeyRequest<'a> {
@@ -54,27 +68,39 @@ fn hash(key: &str) -> Vec<u8> {
     Sha256::digest(key.as_bytes()).to_vec()
 }
 
-/// Creates a key of `org` for `creator` with the role asked for, if the creator's own role in the
-/// org is at least that (checked in the insert itself, against the membership as it is then), and
-/// records it in the audit log, in one transaction.
+/// Creates a key of `org` for `creator` with the role asked for (see [`insert`]), in one
+/// transaction.
 pub async fn create(
     pool: &PgPool,
     org: Uuid,
     creator: &Actor,
     request: &KeyRequest<'_>,
 ) -> Result<NewApiKey, CreateError> {
+    let key = NewApiKey::generate();
+    let mut tx = pool.begin().await?;
+    insert(&mut tx, org, creator, request, &key).await?;
+    tx.commit().await?;
+    Ok(key)
+}
+
+/// Writes `key` for `org` with the role asked for, if the creator's own role in the org is at
+/// least that (checked in the insert itself, against the membership as it is then), and records it
+/// in the audit log, on the caller's transaction.
+pub async fn insert(
+    tx: &mut sqlx::PgConnection,
+    org: Uuid,
+    creator: &Actor,
+    request: &KeyRequest<'_>,
+    key: &NewApiKey,
+) -> Result<(), CreateError> {
     if request.expires_at.is_some_and(|at| at <= Utc::now()) {
         return Err(CreateError::Expired);
     }
-    // Two v4 UUIDs: 244 random bits from the OS generator.
-    let plaintext = format!("ik_{}{}", Uuid::new_v4().simple(), Uuid::new_v4().simple());
-    let id = Uuid::now_v7();
     let name = match request.name.trim() {
         "" => "API key",
         n => n,
     };
     let name: String = name.chars().take(100).collect();
-    let mut tx = pool.begin().await?;
     // language=PostgreSQL
     let made = sqlx::query_scalar!(
         r#"
@@ -84,12 +110,12 @@ pub async fn create(
         where m.user_id = $3 and m.org_id = $2 and role_rank(m.role) >= role_rank($7)
         returning id
         "#,
-        id,
+        key.id,
         org,
         creator.id,
         name,
-        &plaintext[..PREFIX_LEN],
-        hash(&plaintext),
+        key.prefix(),
+        hash(&key.plaintext),
         request.role.as_str(),
         request.expires_at as _,
     )
@@ -99,16 +125,27 @@ pub async fn create(
         return Err(CreateError::RoleTooHigh);
     }
     audit::record(
-        &mut tx,
+        tx,
         org,
         creator,
         "api_key.created",
-        &format!("{name} ({})", &plaintext[..PREFIX_LEN]),
-        serde_json::json!({"key_id": id, "role": request.role.as_str(), "expires_at": request.expires_at}),
+        &format!("{name} ({})", key.prefix()),
+        serde_json::json!({"key_id": key.id, "role": request.role.as_str(), "expires_at": request.expires_at}),
     )
     .await?;
-    tx.commit().await?;
-    Ok(NewApiKey { id, plaintext })
+    Ok(())
+}
+
+/// The prefix of one of `org`'s keys (what a repeated creation form names).
+pub async fn prefix_of(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<Option<String>> {
+    // language=PostgreSQL
+    sqlx::query_scalar!(
+        "select prefix from api_keys where id = $1 and org_id = $2",
+        id,
+        org
+    )
+    .fetch_optional(pool)
+    .await
 }
 
 /// A key without expiry made by `user` with their own role in `org` (the operator's command line,

@@ -72,6 +72,7 @@ pub enum Form {
     ChangeRole,
     RemoveMember,
     LeaveOrg,
+    CreateApiKey,
 }
 
 impl Form {
@@ -97,6 +98,7 @@ impl Form {
             Form::ChangeRole => "change_role",
             Form::RemoveMember => "remove_member",
             Form::LeaveOrg => "leave_org",
+            Form::CreateApiKey => "create_api_key",
         }
     }
 }

@@ -158,6 +158,11 @@ impl Attempt {
         self.who().owner
     }
 
+    /// The org named by [`Attempt::identify`], if any.
+    pub fn org(&self) -> Option<Uuid> {
+        self.who().org
+    }
+
     /// The won attempt's row, for `claim::finish` to write in the transaction that did the work: it
     /// commits with the work or not at all, and costs no round trip of its own. Call
     /// [`Attempt::mark_stored`] once that transaction has committed (a rolled-back row was never
