@@ -150,30 +150,95 @@ pub async fn invite_member(
     .await
 }
 
+/// One change to the org's members from the members page: what it is claimed as, and its work in
+/// the claim's transaction.
+#[cfg(feature = "ssr")]
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+enum MemberChange {
+    ResendInvitation(Uuid),
+    RevokeInvitation(Uuid),
+    ChangeRole(Uuid, crate::model::Role),
+    Remove(Uuid),
+    Leave,
+}
+
+#[cfg(feature = "ssr")]
+impl MemberChange {
+    fn form(self) -> crate::ssr::claim::Form {
+        use crate::ssr::claim::Form;
+        match self {
+            MemberChange::ResendInvitation(_) => Form::ResendInvitation,
+            MemberChange::RevokeInvitation(_) => Form::RevokeInvitation,
+            MemberChange::ChangeRole(..) => Form::ChangeRole,
+            MemberChange::Remove(_) => Form::RemoveMember,
+            MemberChange::Leave => Form::LeaveOrg,
+        }
+    }
+
+    async fn apply(
+        self,
+        tx: &mut sqlx::PgConnection,
+        user: &crate::ssr::auth::SessionUser,
+    ) -> Result<Uuid, AppError> {
+        use crate::ssr::{invitations, members};
+        let (actor, org) = (actor(user), user.org_id);
+        Ok(match self {
+            MemberChange::ResendInvitation(id) => invitations::resend(tx, org, &actor, id).await?,
+            MemberChange::RevokeInvitation(id) => invitations::revoke(tx, org, &actor, id).await?,
+            MemberChange::ChangeRole(member, role) => {
+                members::change_role(tx, org, &actor, member, role).await?;
+                member
+            }
+            MemberChange::Remove(member) => {
+                members::remove(tx, org, &actor, member).await?;
+                member
+            }
+            MemberChange::Leave => {
+                members::remove(tx, org, &actor, user.id).await?;
+                user.id
+            }
+        })
+    }
+}
+
+/// Runs `change` once per rendered form, if the session may manage members (anyone may leave).
+#[cfg(feature = "ssr")]
+async fn members_form(
+    idempotency_key: Option<String>,
+    change: MemberChange,
+) -> Result<(), AppError> {
+    use crate::model::Action;
+    let (action, back) = match change {
+        MemberChange::Leave => (Action::Read, "/login"),
+        _ => (Action::ManageMembers, "/settings/members"),
+    };
+    settings_form(
+        change.form(),
+        action,
+        back,
+        idempotency_key,
+        &change,
+        || Ok(()),
+        |user| {
+            let user = user.clone();
+            move || {
+                let user = user.clone();
+                async move |tx: &mut sqlx::PgConnection| change.apply(tx, &user).await
+            }
+        },
+    )
+    .await
+}
+
 /// Sends an open invitation again with a new link.
 #[server(prefix = "/rpc", endpoint = "resend_invitation")]
 pub async fn resend_invitation(
     idempotency_key: Option<String>,
     id: String,
 ) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
-    let id = parse_id(&id)?;
-    settings_form(
-        Form::ResendInvitation,
-        crate::model::Action::ManageMembers,
-        "/settings/members",
-        idempotency_key.clone(),
-        &id,
-        || Ok(()),
-        |user| {
-            let (actor, org) = (actor(user), user.org_id);
-            move || {
-                let actor = actor.clone();
-                async move |tx: &mut sqlx::PgConnection| {
-                    Ok(crate::ssr::invitations::resend(tx, org, &actor, id).await?)
-                }
-            }
-        },
+    members_form(
+        idempotency_key,
+        MemberChange::ResendInvitation(parse_id(&id)?),
     )
     .await
 }
@@ -184,24 +249,9 @@ pub async fn revoke_invitation(
     idempotency_key: Option<String>,
     id: String,
 ) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
-    let id = parse_id(&id)?;
-    settings_form(
-        Form::RevokeInvitation,
-        crate::model::Action::ManageMembers,
-        "/settings/members",
-        idempotency_key.clone(),
-        &id,
-        || Ok(()),
-        |user| {
-            let (actor, org) = (actor(user), user.org_id);
-            move || {
-                let actor = actor.clone();
-                async move |tx: &mut sqlx::PgConnection| {
-                    Ok(crate::ssr::invitations::revoke(tx, org, &actor, id).await?)
-                }
-            }
-        },
+    members_form(
+        idempotency_key,
+        MemberChange::RevokeInvitation(parse_id(&id)?),
     )
     .await
 }
@@ -213,28 +263,8 @@ pub async fn change_role(
     user_id: String,
     role: String,
 ) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
-    let member = parse_id(&user_id)?;
-    let role = parse_role(&role)?;
-    settings_form(
-        Form::ChangeRole,
-        crate::model::Action::ManageMembers,
-        "/settings/members",
-        idempotency_key.clone(),
-        &(member, role.as_str()),
-        || Ok(()),
-        |user| {
-            let (actor, org) = (actor(user), user.org_id);
-            move || {
-                let actor = actor.clone();
-                async move |tx: &mut sqlx::PgConnection| {
-                    crate::ssr::members::change_role(tx, org, &actor, member, role).await?;
-                    Ok(member)
-                }
-            }
-        },
-    )
-    .await
+    let change = MemberChange::ChangeRole(parse_id(&user_id)?, parse_role(&role)?);
+    members_form(idempotency_key, change).await
 }
 
 /// Removes a member: their sessions in the org end and their API keys stop, at once.
@@ -243,52 +273,13 @@ pub async fn remove_member(
     idempotency_key: Option<String>,
     user_id: String,
 ) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
-    let member = parse_id(&user_id)?;
-    settings_form(
-        Form::RemoveMember,
-        crate::model::Action::ManageMembers,
-        "/settings/members",
-        idempotency_key.clone(),
-        &member,
-        || Ok(()),
-        |user| {
-            let (actor, org) = (actor(user), user.org_id);
-            move || {
-                let actor = actor.clone();
-                async move |tx: &mut sqlx::PgConnection| {
-                    crate::ssr::members::remove(tx, org, &actor, member).await?;
-                    Ok(member)
-                }
-            }
-        },
-    )
-    .await
+    members_form(idempotency_key, MemberChange::Remove(parse_id(&user_id)?)).await
 }
 
 /// Leaves the session's org (any role; not its last owner): this session ends with it.
 #[server(prefix = "/rpc", endpoint = "leave_org")]
 pub async fn leave_org(idempotency_key: Option<String>) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
-    settings_form(
-        Form::LeaveOrg,
-        crate::model::Action::Read,
-        "/login",
-        idempotency_key.clone(),
-        &(),
-        || Ok(()),
-        |user| {
-            let (actor, org, me) = (actor(user), user.org_id, user.id);
-            move || {
-                let actor = actor.clone();
-                async move |tx: &mut sqlx::PgConnection| {
-                    crate::ssr::members::remove(tx, org, &actor, me).await?;
-                    Ok(me)
-                }
-            }
-        },
-    )
-    .await
+    members_form(idempotency_key, MemberChange::Leave).await
 }
 
 /// What an invitation link shows: the org, the role, whether the address has an account.
