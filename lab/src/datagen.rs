@@ -1,7 +1,8 @@
 //! `lab datagen --size small|medium|large`: years of data for the read benchmarks, generated inside
 //! Postgres (`insert ... select ... from generate_series`, one statement per table and org batch: no
-//! row crosses the wire, which beats COPY from a client). Deterministic: ids and tokens are hashes of
-//! the org and the row number, so a run can be repeated and a reader can find rows again.
+//! row crosses the wire, which beats COPY from a client). Ids are UUIDv7 as the app mints them (the
+//! row's time, then a hash of the org and the row number); tokens are hashes of the org and the row
+//! number.
 //!
 //! Proportions per org of N invoices, spread over three years, newest last: 5 % drafts, 55 % paid,
 //! 25 % open (the older ones overdue), 5 % void, 5 % uncollectible, 5 % refunded; 1–10 lines each;
@@ -118,12 +119,29 @@ async fn org(pool: &PgPool, org: Uuid, n: i64) -> anyhow::Result<()> {
     }
     let customers = (n / 20).max(5);
     let mut tx = pool.begin().await?;
+    // Ids the app mints are UUIDv7 (time first), so an org's rows of one period sit together in
+    // every index keyed by them (an invoice's lines, a page's invoices); the generated ones are
+    // too: the row's time, then a hash of the org and the row.
+    // language=PostgreSQL
+    sqlx::query(
+        r#"
+        create or replace function pg_temp.v7(at timestamptz, seed text) returns uuid
+        language sql immutable as $$
+            select (lpad(to_hex((extract(epoch from at) * 1000)::int8), 12, '0') || '7'
+                    || substr(md5(seed), 1, 3) || '8' || substr(md5(seed), 4, 15))::uuid
+        $$
+        "#,
+    )
+    .execute(&mut *tx)
+    .await?;
     // The generated rows, as the statements below see them: row g of the org, its status by g % 20.
     // language=PostgreSQL
     sqlx::query(
         r#"
         create temporary table gen on commit drop as
-        select g, md5($1::text || '/i/' || g)::uuid as id,
+        select g, pg_temp.v7(at, $1::text || '/i/' || g) as id, status, lines, unit, at, customer
+        from (
+        select g,
                case when g % 20 = 0 then 'draft' when g % 20 <= 11 then 'paid'
                     when g % 20 <= 16 then 'open' when g % 20 = 17 then 'void'
                     when g % 20 = 18 then 'uncollectible' else 'refunded' end as status,
@@ -131,6 +149,7 @@ async fn org(pool: &PgPool, org: Uuid, n: i64) -> anyhow::Result<()> {
                now() - interval '3 years' * (1 - g::float8 / $2) as at,
                1 + g % $3 as customer
         from generate_series(1, $2::int8) g
+        ) rows
         "#,
     )
     .bind(org)
@@ -200,7 +219,7 @@ async fn org(pool: &PgPool, org: Uuid, n: i64) -> anyhow::Result<()> {
         with paid as (
             select g, id as invoice, lines * unit as amount, at + interval '1 day' as at, status,
                    'pi_' || md5($1::text || '/p/' || g) as pi, 'evt_' || md5($1::text || '/e/' || g) as evt,
-                   md5($1::text || '/pay/' || g)::uuid as payment
+                   pg_temp.v7(at + interval '1 day', $1::text || '/pay/' || g) as payment
             from gen where status in ('paid', 'refunded')
         ), payments as (
             insert into payments (id, org_id, invoice_id, provider, provider_payment_id, amount_cents,
@@ -221,7 +240,7 @@ async fn org(pool: &PgPool, org: Uuid, n: i64) -> anyhow::Result<()> {
         ), receipts as (
             insert into outbox (id, org_id, invoice_id, kind, payload, attempts, sent_at, dead_at,
                                 next_attempt_at, created_at)
-            select md5($1::text || '/r/' || g)::uuid, $1, invoice, 'payment_receipt',
+            select pg_temp.v7(at, $1::text || '/r/' || g), $1, invoice, 'payment_receipt',
                    jsonb_build_object('payment_id', payment), 1,
                    case when g % 100 <> 1 then at end, case when g % 100 = 1 then at end, at, at
             from paid
@@ -256,7 +275,7 @@ async fn org(pool: &PgPool, org: Uuid, n: i64) -> anyhow::Result<()> {
         ), emails as (
             insert into outbox (id, org_id, invoice_id, kind, payload, attempts, sent_at, dead_at,
                                 next_attempt_at, created_at)
-            select md5($1::text || '/m/' || g)::uuid, $1, id, 'invoice_email',
+            select pg_temp.v7(at, $1::text || '/m/' || g), $1, id, 'invoice_email',
                    jsonb_build_object('invoice_id', id), 1,
                    case when g % 100 <> 2 then at end, case when g % 100 = 2 then at end, at, at
             from made where status <> 'draft'
