@@ -262,7 +262,7 @@ pub async fn list_invoices(
     check_filter(&filter).map_err(|e| AppError::BadRequest(e).respond())?;
     let before = match before.as_deref().filter(|b| !b.is_empty()) {
         None => None,
-        Some(text) => Some(ListCursor::parse(text).ok_or_else(|| {
+        Some(text) => Some(ListCursor::parse(text, &filter).ok_or_else(|| {
             AppError::BadRequest("This page link is not valid. Start from the newest.".into())
                 .respond()
         })?),

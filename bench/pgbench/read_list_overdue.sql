@@ -23,4 +23,6 @@ select i.id, i.number_text, i.status, i.customer_name, i.currency, i.due_date, i
        i.amount_paid_cents, i.payment_state, i.created_at,
        invoice_overdue(i.status, i.due_date, o.time_zone) as overdue
 from invoices i join orgs o on o.id = i.org_id
-where i.org_id = :org::uuid and invoice_overdue(i.status, i.due_date, o.time_zone) order by i.created_at desc, i.id desc limit 51;
+where i.org_id = :org::uuid and i.status in ('open', 'uncollectible')
+  and i.due_date < (select (now() at time zone time_zone)::date from orgs where id = :org::uuid)
+order by i.due_date, i.id limit 51;

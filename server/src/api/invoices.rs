@@ -89,14 +89,14 @@ pub struct ListQuery {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct InvoiceList {
-    /// Newest first.
+    /// Newest first; with `status=overdue`, most overdue first (by due date).
     pub data: Vec<Invoice>,
-    /// Pass as `cursor` for the next (older) page; absent on the last page.
+    /// Pass as `cursor` for the next page, with the same filters; absent on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }
 
-/// The org's invoices, newest first, filtered, a page at a time.
+/// The org's invoices, newest first (overdue ones: most overdue first), filtered, a page at a time.
 #[utoipa::path(
     get,
     path = "/api/v1/invoices",
@@ -129,7 +129,7 @@ pub(super) async fn list_invoices(
     let before = match query.cursor.as_deref().filter(|c| !c.is_empty()) {
         None => None,
         Some(text) => Some(
-            invoices::ListCursor::parse(text)
+            invoices::ListCursor::parse(text, &filter)
                 .ok_or_else(|| bad("cursor is not one this API gave out".to_owned()))?,
         ),
     };
