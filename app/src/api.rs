@@ -263,7 +263,7 @@ pub async fn list_invoices(
     let before = match before.as_deref().filter(|b| !b.is_empty()) {
         None => None,
         Some(text) => Some(ListCursor::parse(text, &filter).ok_or_else(|| {
-            AppError::BadRequest("This page link is not valid. Start from the newest.".into())
+            AppError::BadRequest("This page link is not valid. Start from the first page.".into())
                 .respond()
         })?),
     };
@@ -1016,7 +1016,7 @@ pub async fn activity(
     let before = match before.as_deref().filter(|b| !b.is_empty()) {
         None => None,
         Some(text) => Some(Cursor::parse(text).ok_or_else(|| {
-            AppError::BadRequest("This page link is not valid. Start from the newest.".into())
+            AppError::BadRequest("This page link is not valid. Start from the first page.".into())
                 .respond()
         })?),
     };
