@@ -67,8 +67,11 @@ test("a double-submitted Create key makes one key, shows it, and the audit log n
   await expect.poll(() => answers.length).toBe(2);
   expect(keys[0]).toBe(keys[1]);
   expect(answers).toEqual([200, 200]);
-  // One key, and the page still shows it after the repeat's answer (which cannot carry it).
+  // One key, and the page still shows it once both answers are handled (the repeat's cannot carry
+  // it): the button is enabled again when no submit is pending.
+  await expect(page.getByRole("button", { name: "Create key" })).toBeEnabled();
   await expect(page.locator("tr.api-key")).toHaveCount(1);
+  await expect(page.getByText("This form already created the key")).toHaveCount(0);
   const key = (await page.locator("code.key").textContent())!.trim();
   expect(key).toMatch(/^ik_[0-9a-f]{64}$/);
   const listed = await request.get("/api/v1/invoices", { headers: { authorization: `Bearer ${key}` } });
@@ -84,6 +87,7 @@ test("a double-submitted Create key makes one key, shows it, and the audit log n
   await page.goto("/settings/audit");
   const rows = page.locator("tr.audit-row");
   await expect(rows.filter({ hasText: "api_key.created" })).toHaveCount(2);
+  await expect(rows.filter({ hasText: "api_key.created" }).filter({ hasText: key.slice(0, 11) })).toContainText(email);
   await expect(rows.filter({ hasText: "api_key.revoked" })).toHaveCount(1);
   await expect(rows.filter({ hasText: "api_key.revoked" })).toContainText(email);
   await expect(rows.filter({ hasText: "api_key.revoked" })).toContainText(key.slice(0, 11));

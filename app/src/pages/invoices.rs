@@ -147,7 +147,14 @@ pub fn InvoiceListPage() -> impl IntoView {
                                                         format!("/invoices{}", q.to_query_string())
                                                     }
                                                 >
-                                                    "Older invoices →"
+                                                    {move || {
+                                                        // The overdue list runs most overdue first, not newest first.
+                                                        if query.get().get_str("status") == Some("overdue") {
+                                                            "Next page →"
+                                                        } else {
+                                                            "Older invoices →"
+                                                        }
+                                                    }}
                                                 </a>
                                             </p>
                                         }

@@ -160,6 +160,15 @@ pub fn OrgSettingsPage() -> impl IntoView {
     }
 }
 
+fn new_key_notice(key: String) -> impl IntoView {
+    view! {
+        <div class="new-key" role="status">
+            <p>"Copy this key now: it will not be shown again."</p>
+            <code class="key">{key}</code>
+        </div>
+    }
+}
+
 #[component]
 pub fn ApiKeysPage() -> impl IntoView {
     let create = ServerAction::<CreateApiKey>::new();
@@ -217,34 +226,37 @@ pub fn ApiKeysPage() -> impl IntoView {
                     })
                 })}
             </Transition>
-            {move || match create.value().get() {
-                Some(Ok(made)) => {
-                    // A repeated submit of the form that made this key answers without the key:
-                    // keep showing it if this page received it.
-                    let shown = made.plaintext.or_else(|| {
-                        revealed.get_untracked().filter(|(id, _)| *id == made.id).map(|(_, k)| k)
-                    });
-                    match shown {
-                        Some(key) => view! {
-                            <div class="new-key" role="status">
-                                <p>"Copy this key now: it will not be shown again."</p>
-                                <code class="key">{key}</code>
-                            </div>
+            {move || {
+                // Tracked: the effect above may store the key after this view first ran.
+                let revealed = revealed.get();
+                match create.value().get() {
+                    Some(Ok(made)) => {
+                        // A repeated submit of the form that made this key answers without the key:
+                        // keep showing it if this page received it.
+                        let shown = made.plaintext.or_else(|| {
+                            revealed.filter(|(id, _)| *id == made.id).map(|(_, k)| k)
+                        });
+                        match shown {
+                            Some(key) => new_key_notice(key).into_any(),
+                            None => view! {
+                                <div class="new-key" role="status">
+                                    <p>
+                                        "This form already created the key " <code>{made.prefix} "…"</code>
+                                        "; it was shown once, to the submit that made it. If it was not copied, revoke it and create another."
+                                    </p>
+                                </div>
+                            }
+                                .into_any(),
                         }
-                            .into_any(),
-                        None => view! {
-                            <div class="new-key" role="status">
-                                <p>
-                                    "This form already created the key " <code>{made.prefix} "…"</code>
-                                    "; it was shown once, to the submit that made it. If it was not copied, revoke it and create another."
-                                </p>
-                            </div>
-                        }
-                            .into_any(),
                     }
+                    // An error for a later submit does not hide a key this page was given.
+                    Some(Err(e)) => view! {
+                        {error_banner(&e)}
+                        {revealed.map(|(_, key)| new_key_notice(key))}
+                    }
+                        .into_any(),
+                    None => ().into_any(),
                 }
-                Some(Err(e)) => error_banner(&e).into_any(),
-                None => ().into_any(),
             }}
             <Transition fallback=|| view! { <p>"Loading…"</p> }>
                 {move || Suspend::new(async move {
