@@ -8,8 +8,8 @@
 -- $2, here now()) and the user load (axum-login Backend::get_user -> app/src/ssr/auth.rs
 -- find_session, by the session row) come first: the auth layer of server/src/web.rs router runs them on every
 -- request that carries the session cookie.
--- The history statement is unprepared in the server (QueryBuilder ... .persistent(false)); the
--- others are prepared (sqlx statement cache).
+-- All prepared in the server (sqlx's statement cache; the history statement carries no `like`
+-- pattern); pgbench -M prepared sends them the same way.
 -- Variables: -D org, user, sid, session, invoice.
 select data from "tower_sessions"."session"
 where id = :session and expiry_date > now();
@@ -30,8 +30,10 @@ select i.id, i.number_text, i.status, i.version, i.customer_id, i.customer_name,
        i.public_token, i.finalized_at as "finalized_at: DateTime<Utc>",
        i.first_viewed_at as "first_viewed_at: DateTime<Utc>",
        i.created_at as "created_at: DateTime<Utc>"
-from invoices i join orgs o on o.id = i.org_id
-where i.id = any(array[:invoice::uuid]) and i.org_id = :org::uuid;
+from unnest(array[:invoice::uuid]) as wanted (id)
+join invoices i on i.id = wanted.id
+join orgs o on o.id = i.org_id
+where i.org_id = :org::uuid;
 select invoice_id, description, quantity_milli, unit_amount_cents, amount_cents, tax_rate_id,
        tax_name, tax_percent_milli, discount_cents, tax_cents
 from invoice_lines

@@ -6,8 +6,8 @@
 -- $2, here now()) and the user load (axum-login Backend::get_user -> app/src/ssr/auth.rs
 -- find_session, by the session row) come first: the auth layer of server/src/web.rs router runs them on every
 -- request that carries the session cookie.
--- Unprepared in the server (QueryBuilder ... .persistent(false): an unnamed statement, parsed
--- and planned with its values on every request); pgbench -M prepared plans it once.
+-- Prepared in the server (sqlx's statement cache: with no `like` pattern, the statement's generic
+-- plan reads the same index); pgbench -M prepared sends it the same way.
 -- Variables: -D org, user, sid, session, cursor_at, cursor_id (the row 90 % deep that the cursor
 -- names).
 select data from "tower_sessions"."session"

@@ -5,8 +5,8 @@
 -- $2, here now()) and the user load (axum-login Backend::get_user -> app/src/ssr/auth.rs
 -- find_session, by the session row) come first: the auth layer of server/src/web.rs router runs them on every
 -- request that carries the session cookie.
--- Unprepared in the server (QueryBuilder ... .persistent(false): an unnamed statement, parsed
--- and planned with its values on every request); pgbench -M prepared plans it once.
+-- Prepared in the server (sqlx's statement cache: with no `like` pattern, the statement's generic
+-- plan reads the same index); pgbench -M prepared sends it the same way.
 -- Variables: -D org, user, sid, session.
 select data from "tower_sessions"."session"
 where id = :session and expiry_date > now();

@@ -6,8 +6,9 @@
 -- $2, here now()) and the user load (axum-login Backend::get_user -> app/src/ssr/auth.rs
 -- find_session, by the session row) come first: the auth layer of server/src/web.rs router runs them on every
 -- request that carries the session cookie.
--- Unprepared in the server (QueryBuilder ... .persistent(false): an unnamed statement, parsed
--- and planned with its values on every request); pgbench -M prepared plans it once.
+-- Unprepared in the server (QueryBuilder ... .persistent(false): an unnamed statement, described,
+-- then parsed and planned with its pattern on every request, so that a `like` prefix can use its
+-- index); pgbench -M extended sends it the same way.
 -- The server binds the lowered name with % appended (crate::ssr::like_prefix) as $2 and $3.
 -- Variables: -D org, user, sid, session, customer (e.g. Customer 49: the org's longest name).
 select data from "tower_sessions"."session"

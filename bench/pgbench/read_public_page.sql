@@ -28,8 +28,10 @@ select i.id, i.number_text, i.status, i.version, i.customer_id, i.customer_name,
        i.public_token, i.finalized_at as "finalized_at: DateTime<Utc>",
        i.first_viewed_at as "first_viewed_at: DateTime<Utc>",
        i.created_at as "created_at: DateTime<Utc>"
-from invoices i join orgs o on o.id = i.org_id
-where i.id = any(array[:pub_id::uuid]) and i.org_id = :pub_org_id::uuid;
+from unnest(array[:pub_id::uuid]) as wanted (id)
+join invoices i on i.id = wanted.id
+join orgs o on o.id = i.org_id
+where i.org_id = :pub_org_id::uuid;
 select invoice_id, description, quantity_milli, unit_amount_cents, amount_cents, tax_rate_id,
        tax_name, tax_percent_milli, discount_cents, tax_cents
 from invoice_lines

@@ -60,29 +60,7 @@ pub async fn run(pool: &PgPool, args: &DatagenArgs) -> anyhow::Result<Uuid> {
     .await
     .context("creating the big org")?;
     org(pool, account.org_id, big).await?;
-    // The small orgs are plain rows (nobody logs in as them): their owners' password hashing would
-    // cost more than all their data.
-    let mut made = big;
-    for batch in 0..(others + 99) / 100 {
-        let ids: Vec<Uuid> = (0..100.min(others - batch * 100))
-            .map(|_| Uuid::now_v7())
-            .collect();
-        // language=PostgreSQL
-        sqlx::query(
-            "insert into orgs (id, name) select id, 'Org ' || id from unnest($1::uuid[]) id",
-        )
-        .bind(&ids)
-        .execute(pool)
-        .await?;
-        for id in ids {
-            org(pool, id, each).await?;
-            made += each;
-        }
-        eprintln!(
-            "  {made} invoices, {:.0} s",
-            started.elapsed().as_secs_f64()
-        );
-    }
+    other_orgs(pool, others, each).await?;
     // Years-old rows have long been vacuumed and frozen: their hint bits set and their pages all
     // visible, so index-only scans skip the heap. Freshly written ones are neither, and the first
     // reads would pay for that (setting hint bits, writing pages) in the measurements.
@@ -112,8 +90,35 @@ pub async fn run(pool: &PgPool, args: &DatagenArgs) -> anyhow::Result<Uuid> {
     Ok(account.org_id)
 }
 
+/// `count` orgs of `each` invoices beside the big one. They are plain rows (nobody logs in as them):
+/// their owners' password hashing would cost more than all their data.
+pub async fn other_orgs(pool: &PgPool, count: i64, each: i64) -> anyhow::Result<()> {
+    let started = Instant::now();
+    for batch in 0..(count + 99) / 100 {
+        let ids: Vec<Uuid> = (0..100.min(count - batch * 100))
+            .map(|_| Uuid::now_v7())
+            .collect();
+        // language=PostgreSQL
+        sqlx::query(
+            "insert into orgs (id, name) select id, 'Org ' || id from unnest($1::uuid[]) id",
+        )
+        .bind(&ids)
+        .execute(pool)
+        .await?;
+        for id in ids {
+            org(pool, id, each).await?;
+        }
+        eprintln!(
+            "  {} orgs of {each} invoices, {:.0} s",
+            (batch * 100 + 100).min(count),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
 /// One org's data: `n` invoices and everything that hangs off them.
-async fn org(pool: &PgPool, org: Uuid, n: i64) -> anyhow::Result<()> {
+pub async fn org(pool: &PgPool, org: Uuid, n: i64) -> anyhow::Result<()> {
     if n == 0 {
         return Ok(());
     }

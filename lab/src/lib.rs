@@ -1,5 +1,6 @@
 //! invoicer's lab: what measures and attacks the built `server` binary from outside (benchmarks, the
 //! fault harness) and the harness the server's integration tests share with them. Nothing here ships.
 
+pub mod datagen;
 pub mod harness;
 pub mod stripe_local;

@@ -4,7 +4,6 @@
 mod bench_http;
 mod bench_outbox;
 mod bench_read;
-mod datagen;
 mod faults;
 mod faults_cluster;
 mod pgbench;
@@ -47,7 +46,7 @@ enum Command {
     /// (scripts/faults sets up a private Postgres and an SMTP server).
     Faults(faults::FaultArgs),
     /// Years of data for the read benchmarks (small: 1k invoices; medium: 200k; large: 1M).
-    Datagen(datagen::DatagenArgs),
+    Datagen(lab::datagen::DatagenArgs),
     /// Mixed load for a long while with the retention job on, time compressed: the trimmed tables
     /// must level off (a debug build: the compressed windows are honoured only where failpoints are).
     Soak(soak::SoakArgs),
@@ -188,7 +187,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         } => bench_http::run(&lab, args).await,
         Command::Faults(args) => faults::run(&lab, args).await,
         Command::FaultsCluster(args) => faults_cluster::run(&lab, args).await,
-        Command::Datagen(args) => datagen::run(&lab.connect().await?, &args).await.map(|_| ()),
+        Command::Datagen(args) => lab::datagen::run(&lab.connect().await?, &args)
+            .await
+            .map(|_| ()),
         Command::Soak(args) => soak::run(&lab, args).await,
         Command::Bench {
             command: BenchCommand::Cluster(args),

@@ -1,4 +1,5 @@
-//! The invoice list's filters and keyset pages, through the API (the page shares the query).
+//! The invoice list's filters and keyset pages, through the API (the page shares the query), and how the
+//! list and the activity page send their statements.
 
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -235,5 +236,278 @@ async fn filters_by_status_payment_overdue_and_search(pool: PgPool) {
             400,
             "{bad}"
         );
+    }
+}
+
+/// Every list shape but a search is sent prepared (one round trip, planned once per connection), and
+/// the generic plan Postgres switches to after five runs still reads the shape's index in its order;
+/// a search is sent unprepared, so its `like` prefix is planned with its value.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn list_shapes_but_searches_run_prepared_on_their_index(pool: PgPool) {
+    use app::ssr::invoices::{page, page_query, ListCursor, ListFilter};
+
+    let app = TestApp::spawn(pool).await;
+    let (_, token) = app.api_client().await;
+    for (customer, due) in [("Ada", "2001-01-01"), ("Bob", "2199-01-01")] {
+        let res = app
+            .post_invoice(
+                Some(&token),
+                Some(&Uuid::new_v4().to_string()),
+                &body(customer, due, false),
+            )
+            .await;
+        assert_eq!(res.status, 201);
+    }
+    let org: Uuid = sqlx::query_scalar("select org_id from invoices limit 1")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let filter = |status: Option<&str>, payment: Option<&str>, q: Option<&str>| ListFilter {
+        status: status.map(str::to_owned),
+        payment_state: payment.map(str::to_owned),
+        q: q.map(str::to_owned),
+    };
+    let created = ListCursor::Created {
+        created_at: chrono::Utc::now(),
+        id: Uuid::max(),
+    };
+    let due = ListCursor::Due {
+        due_date: chrono::NaiveDate::from_ymd_opt(2000, 1, 1).unwrap(),
+        id: Uuid::nil(),
+    };
+    let (o, now) = (format!("'{org}'"), format!("'{}'", chrono::Utc::now()));
+    // Each shape, the arguments its statement binds (as literals), and the index it must read.
+    let shapes = [
+        (
+            filter(None, None, None),
+            None,
+            vec![o.clone()],
+            "invoices_org_created_idx",
+        ),
+        (
+            filter(None, None, None),
+            Some(created),
+            vec![o.clone(), now.clone(), format!("'{}'", Uuid::max())],
+            "invoices_org_created_idx",
+        ),
+        (
+            filter(Some("open"), None, None),
+            None,
+            vec![o.clone(), "'open'".into()],
+            "invoices_org_status_created_idx",
+        ),
+        (
+            filter(None, Some("paid"), None),
+            None,
+            vec![o.clone(), "'paid'".into()],
+            "invoices_org_payment_created_idx",
+        ),
+        (
+            filter(Some("overdue"), None, None),
+            Some(due),
+            vec![
+                o.clone(),
+                o.clone(),
+                "'2000-01-01'".into(),
+                format!("'{}'", Uuid::nil()),
+            ],
+            "invoices_org_unpaid_due_idx",
+        ),
+    ];
+    let mut conn = app.pool.acquire().await.unwrap();
+    for off in ["enable_seqscan", "enable_bitmapscan"] {
+        sqlx::query(&format!("set {off} = off"))
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+    }
+    sqlx::query("set plan_cache_mode = force_generic_plan")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    let prepared = "select count(*) from pg_prepared_statements \
+                    where statement like '%from invoices i join orgs o%'";
+    for (i, (filter, cursor, args, index)) in shapes.into_iter().enumerate() {
+        let before: i64 = sqlx::query_scalar(prepared)
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+        page(&mut *conn, org, &filter, cursor, 50).await.unwrap();
+        let after: i64 = sqlx::query_scalar(prepared)
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+        assert_eq!(after, before + 1, "{filter:?} is sent prepared");
+        let sql = page_query("", org, &filter, cursor, 50).sql().to_owned();
+        sqlx::raw_sql(&format!("prepare shape_{i} as {sql}"))
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+        let plan: Vec<String> = sqlx::query_scalar(&format!(
+            "explain execute shape_{i}({}, 51)",
+            args.join(", ")
+        ))
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+        let plan = plan.join("\n");
+        assert!(
+            plan.contains(&format!("using {index} on invoices")),
+            "{filter:?}: {plan}"
+        );
+        assert!(!plan.contains("Sort"), "{filter:?}: {plan}");
+        assert!(plan.contains("$1"), "a generic plan: {plan}");
+    }
+    // A search: unprepared.
+    let before: i64 = sqlx::query_scalar(prepared)
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    let (rows, _) = page(&mut *conn, org, &filter(None, None, Some("ad")), None, 50)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    let after: i64 = sqlx::query_scalar(prepared)
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    assert_eq!(after, before, "a search is not prepared");
+}
+
+/// The activity page's statement is sent prepared unless it carries a key prefix (a `like`).
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn activity_pages_run_prepared_unless_they_search_a_key(pool: PgPool) {
+    use app::ssr::activity::{rows, Filter};
+
+    let app = TestApp::spawn(pool).await;
+    let (_, token) = app.api_client().await;
+    let res = app
+        .post_invoice(
+            Some(&token),
+            Some("activity-key-1"),
+            &body("Ada", "2001-01-01", false),
+        )
+        .await;
+    assert_eq!(res.status, 201);
+    let invoice: Uuid = res.json()["id"].as_str().unwrap().parse().unwrap();
+    let org: Uuid = sqlx::query_scalar("select org_id from invoices limit 1")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let mut conn = app.pool.acquire().await.unwrap();
+    let prepared = "select count(*) from pg_prepared_statements \
+                    where statement like '%from attempts a%'";
+    let search = |text: &str| Filter {
+        search: Some(text.to_owned()),
+        ..Default::default()
+    };
+    let shapes = [
+        (Filter::default(), true),
+        (
+            Filter {
+                invoice: Some(invoice),
+                ..Default::default()
+            },
+            true,
+        ),
+        (
+            Filter {
+                surface: Some("api".into()),
+                ..Default::default()
+            },
+            true,
+        ),
+        (search("INV-1"), true),
+        (search("activity-k"), false),
+    ];
+    for (filter, expect_prepared) in shapes {
+        let before: i64 = sqlx::query_scalar(prepared)
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+        let (found, _) = rows(&mut *conn, org, &filter, None).await.unwrap();
+        assert_eq!(found.len(), 1, "{filter:?}");
+        let after: i64 = sqlx::query_scalar(prepared)
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+        assert_eq!(after - before, i64::from(expect_prepared), "{filter:?}");
+    }
+}
+
+/// Sent prepared, a statement runs its generic plan (planned without its values) once Postgres has
+/// switched to it. On one big org among many small ones the generic plan of the invoice lookup
+/// (the invoice page, the public page, the API) must read the invoices asked for, not the org's.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn the_invoice_lookups_generic_plan_reads_the_invoices_not_the_org(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    // Skewed like production: the big org holds most invoices, the average org few.
+    let org = Uuid::now_v7();
+    sqlx::query("insert into orgs (id, name) values ($1, 'Big')")
+        .bind(org)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    lab::datagen::org(&app.pool, org, 20_000).await.unwrap();
+    lab::datagen::other_orgs(&app.pool, 200, 10).await.unwrap();
+    sqlx::raw_sql("vacuum analyze")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let id: Uuid = sqlx::query_scalar("select id from invoices where org_id = $1 limit 1")
+        .bind(org)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+
+    let mut conn = app.pool.acquire().await.unwrap();
+    let found = app::ssr::invoices::get(&mut conn, org, id, "http://x")
+        .await
+        .unwrap();
+    assert_eq!(found.map(|i| i.id), Some(id));
+    let statement: String = sqlx::query_scalar(
+        "select statement from pg_prepared_statements \
+         where statement like '%wanted%' and statement not like '%pg_prepared_statements%'",
+    )
+    .fetch_one(&mut *conn)
+    .await
+    .unwrap();
+    sqlx::raw_sql(&format!(
+        "set plan_cache_mode = force_generic_plan; prepare lookup as {statement}"
+    ))
+    .execute(&mut *conn)
+    .await
+    .unwrap();
+    let plan: Vec<String> = sqlx::query_scalar(&format!(
+        "explain (analyze) execute lookup('{org}', array['{id}']::uuid[])"
+    ))
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    let plan = plan.join("\n");
+    assert!(plan.contains("$1"), "a generic plan: {plan}");
+    // What each node on invoices produced (rows times loops) and read and dropped: one invoice.
+    let mut on_invoices = false;
+    for line in plan.lines() {
+        if line.contains("(actual ") || line.contains("(never executed)") {
+            on_invoices = line.contains(" on invoices ");
+            if on_invoices && line.contains("(actual ") {
+                let field = |name: &str| -> f64 {
+                    line.split("(actual ")
+                        .nth(1)
+                        .unwrap()
+                        .split_whitespace()
+                        .find_map(|p| p.strip_prefix(name))
+                        .unwrap()
+                        .trim_end_matches(')')
+                        .parse()
+                        .unwrap()
+                };
+                assert!(field("rows=") * field("loops=") <= 1.0, "{line}\n{plan}");
+            }
+        } else if on_invoices && line.contains("Rows Removed by") {
+            let removed: f64 = line.rsplit(':').next().unwrap().trim().parse().unwrap();
+            assert_eq!(removed, 0.0, "{line}\n{plan}");
+        }
     }
 }

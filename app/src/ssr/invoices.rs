@@ -525,6 +525,16 @@ impl ListFilter {
     pub fn by_due_date(&self) -> bool {
         self.status.as_deref() == Some("overdue")
     }
+
+    /// The search text, trimmed, when there is any.
+    fn search_text(&self) -> Option<&str> {
+        self.q.as_deref().map(str::trim).filter(|t| !t.is_empty())
+    }
+
+    /// Whether the statement carries a `like` pattern.
+    pub fn searches(&self) -> bool {
+        self.search_text().is_some()
+    }
 }
 
 /// Where a page of the list starts: strictly after this invoice in the list's order. Newest first
@@ -578,10 +588,17 @@ pub async fn page(
     use sqlx::Row;
 
     let mut q = page_query("", org, filter, before, limit);
-    // Unprepared: planned with its pattern every time. A prepared statement's generic plan (Postgres
-    // switches to one after five runs) cannot see that `like $n` is a prefix, so it would not use the
-    // prefix index and would scan the org's rows: fast at 1,000 invoices, slow at 100,000.
-    let rows = q.build().persistent(false).fetch_all(db).await?;
+    // A search, unprepared: planned with its pattern every time. A prepared statement's generic plan
+    // (Postgres switches to one after five runs) cannot see that `like $n` is a prefix, so it would
+    // not use the prefix index and would scan the org's rows: fast at 1,000 invoices, slow at
+    // 100,000. Anything else, prepared: each shape is planned once per connection and sent in one
+    // round trip, where an unprepared statement costs a round trip to describe it and a plan on
+    // every request.
+    let rows = q
+        .build()
+        .persistent(!filter.searches())
+        .fetch_all(db)
+        .await?;
     let more = rows.len() as i64 > limit;
     let by_due_date = filter.by_due_date();
     let mut page = Vec::with_capacity(rows.len());
@@ -652,7 +669,7 @@ pub fn page_query<'a>(
     if let Some(state) = &filter.payment_state {
         q.push(" and i.payment_state = ").push_bind(state.clone());
     }
-    if let Some(text) = filter.q.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+    if let Some(text) = filter.search_text() {
         let prefix = crate::ssr::like_prefix(&text.to_lowercase());
         q.push(" and (lower(i.number_text) like ")
             .push_bind(prefix.clone())
@@ -707,8 +724,13 @@ pub async fn get_many(
                i.public_token, i.finalized_at as "finalized_at: DateTime<Utc>",
                i.first_viewed_at as "first_viewed_at: DateTime<Utc>",
                i.created_at as "created_at: DateTime<Utc>"
-        from invoices i join orgs o on o.id = i.org_id
-        where i.id = any($2) and i.org_id = $1
+        -- Each id by the primary key, the org a filter. Not `i.id = any($2) and i.org_id = $1`:
+        -- sent prepared, its generic plan (planned without the values) ANDed a bitmap of the whole
+        -- org's invoices with the ids' (4.4 ms at 100,000 invoices, against 0.2 ms).
+        from unnest($2::uuid[]) as wanted (id)
+        join invoices i on i.id = wanted.id
+        join orgs o on o.id = i.org_id
+        where i.org_id = $1
         "#,
         org,
         ids
