@@ -267,7 +267,14 @@ pub async fn list_invoices(
                 .respond()
         })?),
     };
-    let (rows, next) = page(&state.pool, user.org_id, &filter, before, 50).await?;
+    let (rows, next) = page(
+        state.read_pool(filter.searches()),
+        user.org_id,
+        &filter,
+        before,
+        50,
+    )
+    .await?;
     Ok(crate::model::InvoiceListPage {
         rows,
         next_cursor: next.map(ListCursor::encode),
@@ -285,9 +292,9 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
     };
     // Independent reads, side by side on their own connections.
     let (emails, (history, _), (payments, anomalies)) = tokio::try_join!(
-        crate::ssr::outbox::for_invoice(&state.pool, user.org_id, invoice.id),
-        crate::ssr::activity::rows(&state.pool, user.org_id, &only_this, None),
-        crate::ssr::payments::for_invoice(&state.pool, user.org_id, invoice.id),
+        crate::ssr::outbox::for_invoice(&state.reads, user.org_id, invoice.id),
+        crate::ssr::activity::rows(&state.reads, user.org_id, &only_this, None),
+        crate::ssr::payments::for_invoice(&state.reads, user.org_id, invoice.id),
     )?;
     Ok(InvoicePage {
         invoice,
@@ -310,7 +317,7 @@ async fn own_invoice(
     id: &str,
 ) -> Result<crate::model::Invoice, AppError> {
     let id = Uuid::try_parse(id).map_err(|_| AppError::NotFound.respond())?;
-    let mut conn = state.pool.acquire().await?;
+    let mut conn = state.reads.acquire().await?;
     crate::ssr::invoices::get(&mut conn, org, id, &state.settings.public_url)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())
@@ -1026,7 +1033,8 @@ pub async fn activity(
         search: q,
         invoice: None,
     };
-    Ok(list(&state.pool, user.org_id, &filter, before).await?)
+    let pool = state.read_pool(filter.has_pattern());
+    Ok(list(pool, user.org_id, &filter, before).await?)
 }
 
 #[cfg(test)]

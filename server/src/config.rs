@@ -398,9 +398,32 @@ impl Config {
         crate::security::Guard::new(&origin, self.secure_cookies())
     }
 
+    /// The pool: up to DATABASE_POOL_SIZE connections, planning as Postgres chooses.
     pub async fn connect(&self) -> anyhow::Result<PgPool> {
         let options = PgConnectOptions::from_str(&self.database_url)
             .context("DATABASE_URL is not a valid Postgres URL")?;
+        self.pool_options()
+            .connect_with(options)
+            .await
+            .with_context(|| {
+                format!(
+                    "cannot connect to Postgres at DATABASE_URL ({}); is it running? scripts/dev starts one",
+                    redact(&self.database_url)
+                )
+            })
+    }
+
+    /// The reads' pool ([`AppState::reads`](app::ssr::AppState)): up to DATABASE_POOL_SIZE more
+    /// connections that run every prepared statement on its generic plan. Connects when first used.
+    pub fn connect_reads(&self) -> anyhow::Result<PgPool> {
+        let options = PgConnectOptions::from_str(&self.database_url)
+            .context("DATABASE_URL is not a valid Postgres URL")?;
+        Ok(self
+            .pool_options()
+            .connect_lazy_with(app::ssr::state::generic_plans(options)))
+    }
+
+    fn pool_options(&self) -> PgPoolOptions {
         let statement_timeout_ms = self.statement_timeout_ms;
         PgPoolOptions::new()
             // Claims rely on READ COMMITTED (a concurrent duplicate waits, then sees the winner's row);
@@ -410,8 +433,10 @@ impl Config {
             .after_connect(move |conn, _| {
                 Box::pin(async move {
                     use sqlx::Executor;
-                    conn.execute("set session characteristics as transaction isolation level read committed")
-                        .await?;
+                    conn.execute(
+                        "set session characteristics as transaction isolation level read committed",
+                    )
+                    .await?;
                     conn.execute(format!("set statement_timeout = {statement_timeout_ms}").as_str())
                         .await
                         .map(drop)
@@ -424,14 +449,6 @@ impl Config {
             // closed, and that request gets a 5xx its client retries (the fault harness does this).
             .test_before_acquire(false)
             .acquire_timeout(Duration::from_secs(5))
-            .connect_with(options)
-            .await
-            .with_context(|| {
-                format!(
-                    "cannot connect to Postgres at DATABASE_URL ({}); is it running? scripts/dev starts one",
-                    redact(&self.database_url)
-                )
-            })
     }
 
     /// Readable logs in dev; JSON (one object per event, with the request span's fields, e.g.

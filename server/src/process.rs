@@ -56,7 +56,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             Err(e) => anyhow::bail!("seeding the demo org: {e}"),
         }
     }
-    let state = AppState::new(pool, leptos_options, config.settings());
+    let reads = config.connect_reads()?;
+    let state = AppState::new(pool, reads, leptos_options, config.settings());
     let workers = Workers::start(&config, &state.pool, config.workers)?;
     let metrics = match (&config.metrics_addr, &config.metrics_token) {
         (Some(_), _) => MetricsAccess::Off,

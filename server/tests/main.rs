@@ -17,6 +17,7 @@ mod money;
 mod money_order;
 mod observability;
 mod outbox;
+mod plans;
 mod public_page;
 mod readiness;
 mod security;

@@ -69,6 +69,16 @@ impl Search {
     }
 }
 
+impl Filter {
+    /// Whether its statement carries a `like` pattern (a key search): see [`rows`].
+    pub fn has_pattern(&self) -> bool {
+        matches!(
+            self.search.as_deref().and_then(Search::parse),
+            Some(Search::KeyPrefix(_))
+        )
+    }
+}
+
 /// The activity page: one page of `org`'s attempts (see [`rows`]) and the last 24 hours' counts,
 /// read side by side on two connections.
 pub async fn list(
@@ -126,7 +136,7 @@ pub async fn rows(
         q.push(" and a.invoice_id = ").push_bind(invoice);
     }
     let search = filter.search.as_deref().and_then(Search::parse);
-    let pattern = matches!(search, Some(Search::KeyPrefix(_)));
+    let pattern = filter.has_pattern();
     match search {
         Some(Search::InvoiceNumber(n)) => {
             // Numbers that restart yearly repeat their sequence number: any of them.
@@ -150,12 +160,12 @@ pub async fn rows(
     }
     q.push(" order by a.created_at desc, a.id desc limit ")
         .push_bind(PAGE_SIZE + 1);
-    // With a `like` pattern, unprepared: planned with its pattern every time. A prepared
-    // statement's generic plan (Postgres switches to one after five runs) cannot see that `like $n`
-    // is a prefix, so it would not use the prefix index and would scan the org's rows: fast at 1,000
-    // invoices, slow at 100,000. Without one, prepared: each shape is planned once per connection
-    // and sent in one round trip, where an unprepared statement costs a round trip to describe it
-    // and a plan on every request.
+    // With a `like` pattern, unprepared: planned with its pattern every time. A generic plan
+    // cannot see that `like $n` is a prefix, so it would not use the prefix index and would scan
+    // the org's rows: fast at 1,000 invoices, slow at 100,000. Without one, prepared and sent in
+    // one round trip (an unprepared statement costs a round trip to describe it and a plan on every
+    // request); the caller runs it on `AppState::read_pool`, where it is planned once per
+    // connection.
     let rows = q.build().persistent(!pattern).fetch_all(db).await?;
     let has_more = rows.len() as i64 > PAGE_SIZE;
     let mut next_cursor = None;

@@ -588,12 +588,11 @@ pub async fn page(
     use sqlx::Row;
 
     let mut q = page_query("", org, filter, before, limit);
-    // A search, unprepared: planned with its pattern every time. A prepared statement's generic plan
-    // (Postgres switches to one after five runs) cannot see that `like $n` is a prefix, so it would
-    // not use the prefix index and would scan the org's rows: fast at 1,000 invoices, slow at
-    // 100,000. Anything else, prepared: each shape is planned once per connection and sent in one
-    // round trip, where an unprepared statement costs a round trip to describe it and a plan on
-    // every request.
+    // A search, unprepared: planned with its pattern every time. A generic plan cannot see that
+    // `like $n` is a prefix, so it would not use the prefix index and would scan the org's rows:
+    // fast at 1,000 invoices, slow at 100,000. Anything else, prepared and sent in one round trip
+    // (an unprepared statement costs a round trip to describe it and a plan on every request); the
+    // caller runs it on `AppState::read_pool`, where it is planned once per connection.
     let rows = q
         .build()
         .persistent(!filter.searches())

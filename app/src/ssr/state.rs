@@ -2,12 +2,16 @@ use std::time::Duration;
 
 use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
+use sqlx::postgres::PgConnectOptions;
 use sqlx::PgPool;
 
 /// Everything a request needs, handed to axum handlers as state and to server functions as context.
 #[derive(Clone)]
 pub struct AppState {
     pub pool: PgPool,
+    /// The same database through connections that run every prepared statement on its generic plan
+    /// (see [`generic_plans`]), for the reads of the pages and the API: see [`AppState::read_pool`].
+    pub reads: PgPool,
     pub leptos_options: LeptosOptions,
     pub settings: Settings,
     /// Rate limits of the expensive paths (login, sign-up, email), shared by all requests.
@@ -17,7 +21,12 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(pool: PgPool, leptos_options: LeptosOptions, settings: Settings) -> AppState {
+    pub fn new(
+        pool: PgPool,
+        reads: PgPool,
+        leptos_options: LeptosOptions,
+        settings: Settings,
+    ) -> AppState {
         let throttle = std::sync::Arc::new(crate::ssr::throttle::Throttle::new(settings.limits));
         let stripe = crate::ssr::stripe::client::Stripe::new(
             &settings.stripe_api_base,
@@ -25,12 +34,34 @@ impl AppState {
         );
         AppState {
             pool,
+            reads,
             leptos_options,
             settings,
             throttle,
             stripe,
         }
     }
+
+    /// Where a page's or the API's read runs. Prepared, a statement is planned with its values five
+    /// times, then on its generic plan if that looks no dearer; for a big org it looks dearer (the
+    /// average org's estimates), so Postgres planned the list, the activity page and the invoice
+    /// lookups again on every execution, as long as running them. Their generic plans are the ones
+    /// `lab bench read --explain --forbid-big-scans` checks at the large size, so they run on
+    /// `reads`, which always uses them. A statement with a `like` pattern (`by_value`) is sent
+    /// unprepared and must be planned with its pattern (a generic plan cannot see a prefix): `pool`.
+    pub fn read_pool(&self, by_value: bool) -> &PgPool {
+        if by_value {
+            &self.pool
+        } else {
+            &self.reads
+        }
+    }
+}
+
+/// `options` with `plan_cache_mode = force_generic_plan` for every connection they open: each
+/// prepared statement is planned once per connection, without its values.
+pub fn generic_plans(options: PgConnectOptions) -> PgConnectOptions {
+    options.options([("plan_cache_mode", "force_generic_plan")])
 }
 
 #[derive(Clone, Debug)]

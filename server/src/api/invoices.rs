@@ -133,7 +133,7 @@ pub(super) async fn list_invoices(
                 .ok_or_else(|| bad("cursor is not one this API gave out".to_owned()))?,
         ),
     };
-    let mut conn = state.pool.acquire().await?;
+    let mut conn = state.read_pool(filter.searches()).acquire().await?;
     let (page, next) = invoices::page(&mut *conn, client.org_id, &filter, before, limit).await?;
     let ids: Vec<uuid::Uuid> = page.iter().map(|s| s.id).collect();
     let data =
@@ -163,7 +163,7 @@ pub(super) async fn get_invoice(
     Path(id): Path<String>,
 ) -> Result<Response, ProblemResponse> {
     let id = uuid::Uuid::try_parse(&id).map_err(|_| not_found())?;
-    let mut conn = state.pool.acquire().await?;
+    let mut conn = state.reads.acquire().await?;
     let invoice = invoices::get(&mut conn, client.org_id, id, &state.settings.public_url)
         .await?
         .ok_or_else(not_found)?;

@@ -12,6 +12,8 @@ pub const OLD_SECRET: &str = "whsec_test_previous";
 pub struct TestApp {
     pub base: String,
     pub pool: PgPool,
+    /// The reads' pool (`AppState::reads`), as many connections as `pool`.
+    pub reads: PgPool,
     pub http: reqwest::Client,
 }
 
@@ -31,8 +33,14 @@ impl TestApp {
             ..Settings::default()
         };
         tweak(&mut settings);
+        let reads = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(pool.options().get_max_connections())
+            .connect_lazy_with(app::ssr::state::generic_plans(
+                (*pool.connect_options()).clone(),
+            ));
         let state = AppState::new(
             pool.clone(),
+            reads.clone(),
             LeptosOptions::builder().output_name("invoicer").build(),
             settings,
         );
@@ -51,6 +59,7 @@ impl TestApp {
         TestApp {
             base: format!("http://{addr}"),
             pool,
+            reads,
             http: reqwest::Client::new(),
         }
     }

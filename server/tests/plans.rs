@@ -1,0 +1,143 @@
+//! How Postgres plans the pages' reads. A prepared statement is planned with its values five times,
+//! then on its generic plan if that looks no dearer. For a big org it looks dearer (the generic plan
+//! is costed for the average org), so Postgres planned the list, the activity page and the invoice
+//! lookups again on every execution, as long as it took to run them. Those reads run on
+//! `AppState::reads`, whose connections always use the generic plan (`lab bench read --explain
+//! --forbid-big-scans` checks those plans at the large size).
+
+use std::time::Duration;
+
+use sqlx::postgres::PgPoolOptions;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::common::served::TestApp;
+use crate::common::{client, login};
+
+/// Executions of each page: five planned with their values, then Postgres' choice.
+const ROUNDS: usize = 8;
+
+/// What `pool`'s session has prepared: (statement, generic plans, custom plans).
+async fn prepared(pool: &PgPool) -> Vec<(String, i64, i64)> {
+    sqlx::query_as(
+        "select statement, generic_plans, custom_plans from pg_prepared_statements \
+         order by statement",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
+fn show(statements: &[&(String, i64, i64)]) -> String {
+    statements
+        .iter()
+        .map(|(sql, generic, custom)| {
+            let sql = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+            format!("--- generic {generic}, custom {custom}: {sql:.300}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_big_orgs_pages_are_planned_once_per_connection(pool: PgPool) {
+    // The server on one connection per pool, so everything each pool prepares is in one session's
+    // pg_prepared_statements (a request that held one connection while waiting for another of the
+    // same pool would time out here).
+    let one = PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with((*pool.connect_options()).clone())
+        .await
+        .unwrap();
+    let app = TestApp::spawn(one.clone()).await;
+    // Skewed like production: the big org holds most invoices, the average org few.
+    let email = format!("{}@example.com", Uuid::new_v4().simple());
+    let account = app::ssr::accounts::create_org_with_owner(&pool, "Big", &email, "correct horse")
+        .await
+        .unwrap();
+    let org = account.org_id;
+    lab::datagen::org(&pool, org, 20_000).await.unwrap();
+    lab::datagen::other_orgs(&pool, 200, 10).await.unwrap();
+    sqlx::raw_sql("vacuum analyze")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let invoice: Uuid = sqlx::query_scalar(
+        "select id from invoices where org_id = $1 order by created_at desc offset 10000 limit 1",
+    )
+    .bind(org)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let key = app::ssr::api_keys::create_for_user(&pool, org, account.user_id, "plans")
+        .await
+        .unwrap()
+        .plaintext;
+    let http = client();
+    login(&http, &app.base, &email, "correct horse").await;
+    let cursor = app.get(&key, "/api/v1/invoices?limit=50").await.json()["next_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    for _ in 0..ROUNDS {
+        for path in [
+            format!("/api/v1/invoices?limit=20&cursor={cursor}"),
+            format!("/api/v1/invoices/{invoice}"),
+        ] {
+            assert_eq!(app.get(&key, &path).await.status, 200, "{path}");
+        }
+        for path in [
+            "/invoices".to_owned(),
+            format!("/invoices?before={cursor}"),
+            "/invoices?status=open".to_owned(),
+            "/invoices?status=overdue".to_owned(),
+            "/invoices?payment_state=paid".to_owned(),
+            format!("/invoices/{invoice}"),
+            "/activity".to_owned(),
+            "/activity?surface=webhook".to_owned(),
+        ] {
+            let res = http
+                .get(format!("{}{path}", app.base))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 200, "{path}");
+        }
+    }
+
+    // The pool that plans as Postgres chooses (sessions, users, writes) re-plans nothing.
+    let main = prepared(&one).await;
+    let replanned: Vec<_> = main.iter().filter(|(_, _, custom)| *custom > 5).collect();
+    assert!(
+        replanned.is_empty(),
+        "planned again on every execution:\n{}",
+        show(&replanned)
+    );
+    // The reads ran on the reads' connection, each on one plan: its list and activity shapes, the
+    // invoice lookups, the invoice page's emails, history and payments.
+    let reads = prepared(&app.reads).await;
+    let once: Vec<_> = reads
+        .iter()
+        .filter(|(_, generic, custom)| *generic >= ROUNDS as i64 && *custom == 0)
+        .collect();
+    for shape in [
+        "join orgs o on o.id = i.org_id where i.org_id = $1 order by",
+        "from unnest($2::uuid[]) as wanted",
+        "from invoice_lines",
+        "from attempts a",
+        "from outbox",
+        "from payments p",
+    ] {
+        assert!(
+            once.iter().any(|(sql, _, _)| sql
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .contains(shape)),
+            "no statement with `{shape}` ran {ROUNDS} times on one plan on the reads' connection:\n{}",
+            show(&reads.iter().collect::<Vec<_>>())
+        );
+    }
+}
