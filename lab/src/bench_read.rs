@@ -15,6 +15,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::pgbench;
+use lab::harness::process::{cpu_ms, cpu_ms_named};
 
 #[derive(clap::Args, Debug)]
 pub struct ReadBenchArgs {
@@ -51,6 +52,11 @@ pub struct ReadBenchArgs {
     /// Measure only the paths whose name contains one of these (comma separated; all if unset).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
+    /// The server's process id, when it runs on this machine: each HTTP measurement then reports
+    /// the CPU time the server and the local Postgres (every process named `postgres`) spent per
+    /// request (Linux `/proc`).
+    #[arg(long)]
+    pub server_pid: Option<u32>,
 }
 
 /// The SQL each path sends, as pgbench scripts (see their headers for where each statement comes
@@ -363,14 +369,17 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
         "invoicer read benchmark: {} invoices in the org, {} s per row",
         count, args.secs
     );
-    println!("| path | clients | requests/s | p50 ms | p99 ms | errors | pgbench tx/s | pgbench p50 ms | pgbench p99 ms | ratio |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| path | clients | requests/s | p50 ms | p99 ms | errors | server CPU ms/req | Postgres CPU ms/req | pgbench tx/s | pgbench p50 ms | pgbench p99 ms | ratio |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut failed = 0;
     let chosen = reads
         .iter()
         .filter(|r| args.only.is_empty() || args.only.iter().any(|o| r.name.contains(o.as_str())));
     for read in chosen {
         for &clients in &args.clients {
+            let cpu_before = args
+                .server_pid
+                .map(|pid| (cpu_ms(pid), cpu_ms_named("postgres")));
             let (rate, p50, p99, errors) = measure(
                 &http,
                 &args.url,
@@ -384,6 +393,21 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
                 args.secs,
             )
             .await;
+            // CPU per request: what each used while the clients ran, over the requests answered.
+            let answered = rate * args.secs as f64;
+            let per_request = |before: Option<u64>, after: Option<u64>| match (before, after) {
+                (Some(b), Some(a)) if answered > 0.0 => {
+                    format!("{:.2}", a.saturating_sub(b) as f64 / answered)
+                }
+                _ => "-".to_owned(),
+            };
+            let (server_cpu, postgres_cpu) = match (cpu_before, args.server_pid) {
+                (Some((server, postgres)), Some(pid)) => (
+                    per_request(server, cpu_ms(pid)),
+                    per_request(Some(postgres), Some(cpu_ms_named("postgres"))),
+                ),
+                _ => ("-".to_owned(), "-".to_owned()),
+            };
             let logs = work.join(format!("pgbench-{}-{clients}", read.script));
             let mut pg = pgbench::run(
                 &args.database_url,
@@ -398,7 +422,7 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
             .with_context(|| format!("pgbench {}", read.script))?;
             let (pg50, pg99) = (pg.quantile_ms(0.5), pg.quantile_ms(0.99));
             println!(
-                "| {} | {clients} | {rate:.0} | {p50:.1} | {p99:.1} | {errors} | {:.0} | {pg50:.2} | {pg99:.2} | {:.2} |",
+                "| {} | {clients} | {rate:.0} | {p50:.1} | {p99:.1} | {errors} | {server_cpu} | {postgres_cpu} | {:.0} | {pg50:.2} | {pg99:.2} | {:.2} |",
                 read.name,
                 pg.rate(),
                 rate / pg.rate()

@@ -143,3 +143,56 @@ pub fn free_port() -> anyhow::Result<u16> {
         .local_addr()?
         .port())
 }
+
+/// CPU time a process has used (user + system), in milliseconds, from `/proc/<pid>/stat`; None
+/// once it is gone. Linux reports it in ticks of 1/100 s (`USER_HZ`).
+pub fn cpu_ms(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat_cpu_ms(&stat)
+}
+
+fn stat_cpu_ms(stat: &str) -> Option<u64> {
+    // The command name (field 2) is in parentheses and may hold spaces: count fields after it.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    // utime and stime are the 14th and 15th fields, the 12th and 13th after the name.
+    Some((ticks(11)? + ticks(12)?) * 10)
+}
+
+/// CPU time used so far by every process named `name` on this machine (for `postgres`: the local
+/// cluster's backends and its background processes), in milliseconds.
+pub fn cpu_ms_named(name: &str) -> u64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == name)
+        })
+        .filter_map(cpu_ms)
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_is_read_after_the_command_name() {
+        let stat = "4242 (tokio rt) worker) S 1 4242 4242 0 -1 4194560 500 0 0 0 \
+                    123 45 0 0 20 0 9 0 100 0 0";
+        assert_eq!(stat_cpu_ms(stat), Some(1680));
+        assert_eq!(stat_cpu_ms("garbage"), None);
+    }
+
+    #[test]
+    fn this_process_has_used_some_cpu() {
+        let spin = std::time::Instant::now();
+        while spin.elapsed() < Duration::from_millis(30) {
+            std::hint::black_box(0u64);
+        }
+        assert!(cpu_ms(std::process::id()).is_some_and(|ms| ms > 0));
+    }
+}
