@@ -15,7 +15,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::pgbench;
-use lab::harness::process::{cpu_ms, cpu_ms_named};
+use lab::harness::process::{cpu_ms, cpu_ms_between, cpu_ms_named};
 
 #[derive(clap::Args, Debug)]
 pub struct ReadBenchArgs {
@@ -404,7 +404,10 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
             let (server_cpu, postgres_cpu) = match (cpu_before, args.server_pid) {
                 (Some((server, postgres)), Some(pid)) => (
                     per_request(server, cpu_ms(pid)),
-                    per_request(Some(postgres), Some(cpu_ms_named("postgres"))),
+                    per_request(
+                        Some(0),
+                        Some(cpu_ms_between(&postgres, &cpu_ms_named("postgres"))),
+                    ),
                 ),
                 _ => ("-".to_owned(), "-".to_owned()),
             };

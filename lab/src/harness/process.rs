@@ -159,11 +159,11 @@ fn stat_cpu_ms(stat: &str) -> Option<u64> {
     Some((ticks(11)? + ticks(12)?) * 10)
 }
 
-/// CPU time used so far by every process named `name` on this machine (for `postgres`: the local
-/// cluster's backends and its background processes), in milliseconds.
-pub fn cpu_ms_named(name: &str) -> u64 {
+/// CPU time used so far by each process named `name` on this machine (for `postgres`: the local
+/// cluster's backends and background processes), in milliseconds by pid.
+pub fn cpu_ms_named(name: &str) -> std::collections::HashMap<u32, u64> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
+        return Default::default();
     };
     entries
         .flatten()
@@ -171,7 +171,21 @@ pub fn cpu_ms_named(name: &str) -> u64 {
         .filter(|pid| {
             std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == name)
         })
-        .filter_map(cpu_ms)
+        .filter_map(|pid| Some((pid, cpu_ms(pid)?)))
+        .collect()
+}
+
+/// CPU time spent between two [`cpu_ms_named`] readings, in milliseconds: what each process present
+/// at the second used since the first (all of it if it started in between). A process that ended in
+/// between counts for nothing: the backends of a client that just left would otherwise take their
+/// whole past with them and make the difference negative.
+pub fn cpu_ms_between(
+    before: &std::collections::HashMap<u32, u64>,
+    after: &std::collections::HashMap<u32, u64>,
+) -> u64 {
+    after
+        .iter()
+        .map(|(pid, ms)| ms.saturating_sub(before.get(pid).copied().unwrap_or(0)))
         .sum()
 }
 
@@ -185,6 +199,14 @@ mod tests {
                     123 45 0 0 20 0 9 0 100 0 0";
         assert_eq!(stat_cpu_ms(stat), Some(1680));
         assert_eq!(stat_cpu_ms("garbage"), None);
+    }
+
+    #[test]
+    fn processes_that_end_between_readings_take_nothing_away() {
+        let before = [(1, 100), (2, 5_000), (3, 40)].into_iter().collect();
+        // 2 (a finished client's backend) ended, 4 started.
+        let after = [(1, 130), (3, 45), (4, 7)].into_iter().collect();
+        assert_eq!(cpu_ms_between(&before, &after), 30 + 5 + 7);
     }
 
     #[test]
