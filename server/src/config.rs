@@ -26,7 +26,8 @@ pub struct Config {
     /// Postgres; the default is the local cluster over its socket as your OS user.
     #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL, global = true)]
     pub database_url: String,
-    /// Connections in the pool.
+    /// Connections in each of the two pools: writes, sessions and searches; the pages' and the
+    /// API's reads (opened as needed).
     #[arg(long, env = "DATABASE_POOL_SIZE", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..), global = true)]
     pub database_pool_size: u32,
     /// Listen address (cargo-leptos sets it).
