@@ -395,19 +395,14 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
             .await;
             // CPU per request: what each used while the clients ran, over the requests answered.
             let answered = rate * args.secs as f64;
-            let per_request = |before: Option<u64>, after: Option<u64>| match (before, after) {
-                (Some(b), Some(a)) if answered > 0.0 => {
-                    format!("{:.2}", a.saturating_sub(b) as f64 / answered)
-                }
+            let per_request = |spent: Option<u64>| match spent {
+                Some(ms) if answered > 0.0 => format!("{:.2}", ms as f64 / answered),
                 _ => "-".to_owned(),
             };
             let (server_cpu, postgres_cpu) = match (cpu_before, args.server_pid) {
                 (Some((server, postgres)), Some(pid)) => (
-                    per_request(server, cpu_ms(pid)),
-                    per_request(
-                        Some(0),
-                        Some(cpu_ms_between(&postgres, &cpu_ms_named("postgres"))),
-                    ),
+                    per_request(server.zip(cpu_ms(pid)).map(|(b, a)| a.saturating_sub(b))),
+                    per_request(Some(cpu_ms_between(&postgres, &cpu_ms_named("postgres")))),
                 ),
                 _ => ("-".to_owned(), "-".to_owned()),
             };

@@ -136,7 +136,7 @@ pub async fn rows(
         q.push(" and a.invoice_id = ").push_bind(invoice);
     }
     let search = filter.search.as_deref().and_then(Search::parse);
-    let pattern = filter.has_pattern();
+    let pattern = matches!(search, Some(Search::KeyPrefix(_)));
     match search {
         Some(Search::InvoiceNumber(n)) => {
             // Numbers that restart yearly repeat their sequence number: any of them.
