@@ -1,5 +1,11 @@
 use clap::Parser;
 
+// mimalloc, not the system allocator: a page render is thousands of small allocations from both
+// runtime threads, and glibc's malloc spent a quarter of the server's CPU on them and kept arenas of
+// freed memory (docs/performance.md, "Why the numbers are what they are").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     // A `.env` in the working directory may set variables; the real environment wins.
