@@ -17,6 +17,10 @@ use sqlx::PgPool;
 pub const DEFAULT_DATABASE_URL: &str = "postgres:///invoicer?host=/var/run/postgresql";
 
 /// The local Stripe of dev and tests (`scripts/stripe-local`), and the key it accepts.
+/// The reads' pool's size unless DATABASE_READ_POOL_SIZE says otherwise: at 16 clients on the
+/// large benchmark database, 4 connections served the list and invoice pages 20-40 % faster than 16
+/// (docs/performance.md).
+pub const DEFAULT_READ_POOL_SIZE: u32 = 4;
 pub const LOCAL_STRIPE: &str = "http://127.0.0.1:12111";
 pub const LOCAL_STRIPE_KEY: &str = "sk_test_local";
 
@@ -26,10 +30,14 @@ pub struct Config {
     /// Postgres; the default is the local cluster over its socket as your OS user.
     #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL, global = true)]
     pub database_url: String,
-    /// Connections in each of the two pools: writes, sessions and searches; the pages' and the
-    /// API's reads (opened as needed).
+    /// Connections in the first pool: writes, sessions and searches.
     #[arg(long, env = "DATABASE_POOL_SIZE", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..), global = true)]
     pub database_pool_size: u32,
+    /// Connections in the reads' pool, opened as needed (default: 4, or DATABASE_POOL_SIZE if
+    /// smaller). Its statements are short and never wait for a lock, so a few connections serve
+    /// them; more only make Postgres' backends take turns for its cores.
+    #[arg(long, env = "DATABASE_READ_POOL_SIZE", value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub database_read_pool_size: Option<u32>,
     /// Listen address (cargo-leptos sets it).
     #[arg(
         long,
@@ -414,14 +422,21 @@ impl Config {
             })
     }
 
-    /// The reads' pool ([`AppState::reads`](app::ssr::AppState)): up to DATABASE_POOL_SIZE more
+    /// The reads' pool ([`AppState::reads`](app::ssr::AppState)): up to DATABASE_READ_POOL_SIZE more
     /// connections that run every prepared statement on its generic plan. Connects when first used.
     pub fn connect_reads(&self) -> anyhow::Result<PgPool> {
         let options = PgConnectOptions::from_str(&self.database_url)
             .context("DATABASE_URL is not a valid Postgres URL")?;
         Ok(self
             .pool_options()
+            .max_connections(self.read_pool_size())
             .connect_lazy_with(app::ssr::state::generic_plans(options)))
+    }
+
+    /// DATABASE_READ_POOL_SIZE, or its default.
+    pub fn read_pool_size(&self) -> u32 {
+        self.database_read_pool_size
+            .unwrap_or(DEFAULT_READ_POOL_SIZE.min(self.database_pool_size))
     }
 
     fn pool_options(&self) -> PgPoolOptions {
@@ -520,6 +535,20 @@ mod tests {
             .err()
             .expect("refused");
         assert!(err.to_string().contains("LEPTOS_ENV"), "{err}");
+    }
+
+    #[test]
+    fn the_reads_pool_is_small_unless_told() {
+        let size = |args: &[&str]| {
+            Probe::try_parse_from([&["server"], args].concat())
+                .unwrap()
+                .config
+                .read_pool_size()
+        };
+        assert_eq!(size(&[]), super::DEFAULT_READ_POOL_SIZE);
+        assert_eq!(size(&["--database-pool-size", "2"]), 2);
+        assert_eq!(size(&["--database-read-pool-size", "12"]), 12);
+        assert!(Probe::try_parse_from(["server", "--database-read-pool-size", "0"]).is_err());
     }
 
     #[test]
