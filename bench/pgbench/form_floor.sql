@@ -40,7 +40,7 @@ with org as (
                           payment_terms_days)
     select :inv::uuid, :org::uuid, case when c.last_number is null then 'draft' else 'open' end,
            c.last_number, c.period, invoice_number_text(org.number_format, c.last_number, org.yr),
-           md5(random()::text) || md5(random()::text),
+           lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19) || md5(random()::text),
            case when c.last_number is not null then now() end,
            cu.id, 'Load Client', 'billing@example.com', coalesce(cu.billing_address, ''), cu.tax_id,
            'usd', coalesce(org.today + null::int2, date '2030-01-31'), 30000::int8, 'form:' || :form_key::uuid::text,
