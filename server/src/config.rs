@@ -16,11 +16,12 @@ use sqlx::PgPool;
 /// The local cluster over its unix socket, database `invoicer`, as the OS user (peer auth).
 pub const DEFAULT_DATABASE_URL: &str = "postgres:///invoicer?host=/var/run/postgresql";
 
-/// The local Stripe of dev and tests (`scripts/stripe-local`), and the key it accepts.
 /// The reads' pool's size unless DATABASE_READ_POOL_SIZE says otherwise: at 16 clients on the
-/// large benchmark database, 4 connections served the list and invoice pages 20-40 % faster than 16
+/// large benchmark database, 4 connections served the invoice page 23-43 % faster than 16
 /// (docs/performance.md).
 pub const DEFAULT_READ_POOL_SIZE: u32 = 4;
+
+/// The local Stripe of dev and tests (`scripts/stripe-local`), and the key it accepts.
 pub const LOCAL_STRIPE: &str = "http://127.0.0.1:12111";
 pub const LOCAL_STRIPE_KEY: &str = "sk_test_local";
 
