@@ -267,14 +267,7 @@ pub async fn list_invoices(
                 .respond()
         })?),
     };
-    let (rows, next) = page(
-        state.read_pool(filter.searches()),
-        user.org_id,
-        &filter,
-        before,
-        50,
-    )
-    .await?;
+    let (rows, next) = page(&state.reads, user.org_id, &filter, before, 50).await?;
     Ok(crate::model::InvoiceListPage {
         rows,
         next_cursor: next.map(ListCursor::encode),

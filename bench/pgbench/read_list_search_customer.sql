@@ -6,11 +6,15 @@
 -- $2, here now()) and the user load (axum-login Backend::get_user -> app/src/ssr/auth.rs
 -- find_session, by the session row) come first: the auth layer of server/src/web.rs router runs them on every
 -- request that carries the session cookie.
--- Unprepared in the server (QueryBuilder ... .persistent(false): an unnamed statement, described,
--- then parsed and planned with its pattern on every request, so that a `like` prefix can use its
--- index); pgbench -M extended sends it the same way.
--- The server binds the lowered name with % appended (crate::ssr::like_prefix) as $2 and $3.
--- Variables: -D org, user, sid, session, customer (e.g. Customer 49: the org's longest name).
+-- Prepared in the server (sqlx's statement cache), like every list page: one statement of two
+-- branches of which Postgres runs one, picked by a probe that counts the matches in the two prefix
+-- indexes (up to 1001 each, app/src/ssr/invoices.rs SEARCH_SORTS_AT_MOST): few are read by their
+-- prefix ranges (`~>=~`/`~<~`, which a generic plan bounds an index scan by) and sorted; many are
+-- filtered along the list's index. pgbench -M prepared sends it the same way.
+-- The server binds the lowered text as customer_from and the range's end (app/src/ssr/mod.rs
+-- PrefixRange) as customer_to.
+-- Variables: -D org, user, sid, session, customer_from, customer_to (the org's longest customer name,
+-- lowered, e.g. customer 49 and customer 4:).
 select data from "tower_sessions"."session"
 where id = :session and expiry_date > now();
 select u.id, u.email, u.password_hash, u.email_verified_at is not null as verified,
@@ -21,8 +25,15 @@ join users u on u.id = s.user_id
 join memberships m on m.user_id = s.user_id and m.org_id = s.org_id
 join orgs o on o.id = s.org_id
 where s.id = :sid::uuid and s.user_id = :user::uuid and s.ended_at is null;
-select i.id, i.number_text, i.status, i.customer_name, i.currency, i.due_date, i.total_cents,
+with probe as materialized (select count(*) as matches from ((select from invoices where org_id = :org::uuid and (lower(number_text) ~>=~ :customer_from and lower(number_text) ~<~ :customer_to) limit 1001) union all (select from invoices where org_id = :org::uuid and (lower(customer_name) ~>=~ :customer_from and lower(customer_name) ~<~ :customer_to) limit 1001)) matched)
+select * from ((select i.id, i.number_text, i.status, i.customer_name, i.currency, i.due_date, i.total_cents,
        i.amount_paid_cents, i.payment_state, i.created_at,
        invoice_overdue(i.status, i.due_date, o.time_zone) as overdue
 from invoices i join orgs o on o.id = i.org_id
-where i.org_id = :org::uuid and (lower(i.number_text) like (lower(:customer) || '%') or lower(i.customer_name) like (lower(:customer) || '%')) order by i.created_at desc, i.id desc limit 51;
+where i.org_id = :org::uuid and (select matches from probe) <= 1000 and ((lower(i.number_text) ~>=~ :customer_from and lower(i.number_text) ~<~ :customer_to) or (lower(i.customer_name) ~>=~ :customer_from and lower(i.customer_name) ~<~ :customer_to)) order by i.created_at desc, i.id desc limit 51)
+union all (select i.id, i.number_text, i.status, i.customer_name, i.currency, i.due_date, i.total_cents,
+       i.amount_paid_cents, i.payment_state, i.created_at,
+       invoice_overdue(i.status, i.due_date, o.time_zone) as overdue
+from invoices i join orgs o on o.id = i.org_id
+where i.org_id = :org::uuid and (select matches from probe) > 1000 and (starts_with(lower(i.number_text), :customer_from) or starts_with(lower(i.customer_name), :customer_from)) order by i.created_at desc, i.id desc limit 51)) page
+order by created_at desc, id desc limit 51;

@@ -137,13 +137,11 @@ struct Read {
 }
 
 impl Read {
-    /// Paths whose main statement the server sends unprepared (a search: planned with its `like`
-    /// pattern each time) are run by pgbench the same way; the others prepared, as sqlx's statement
-    /// cache sends them.
+    /// Paths whose main statement the server sends unprepared (the activity search: planned with
+    /// its `like` pattern each time) are run by pgbench the same way; the others prepared, as sqlx's
+    /// statement cache sends them.
     fn mode(&self) -> pgbench::Mode {
-        let planned_each_time = self.script.starts_with("read_list_search_")
-            || self.script == "read_activity_search.sql";
-        if planned_each_time {
+        if self.script == "read_activity_search.sql" {
             pgbench::Mode::Extended
         } else {
             pgbench::Mode::Prepared
@@ -324,6 +322,9 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
     .fetch_one(pool)
     .await
     .context("the bench's session row")?;
+    // The searches' statement binds its text lowered, with the end of its prefix range.
+    let number_range = app::ssr::PrefixRange::new(&prefix.to_lowercase());
+    let customer_range = app::ssr::PrefixRange::new(&customer.to_lowercase());
     let vars: Vec<(&str, String)> = vec![
         ("org", org.to_string()),
         ("user", user.to_string()),
@@ -336,8 +337,16 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
             deep_at.format("%Y-%m-%d %H:%M:%S%.6f+00").to_string(),
         ),
         ("cursor_id", deep_id.to_string()),
-        ("prefix", prefix.to_owned()),
-        ("customer", customer.clone()),
+        ("prefix_from", number_range.from),
+        (
+            "prefix_to",
+            number_range.to.context("a number with no range")?,
+        ),
+        ("customer_from", customer_range.from),
+        (
+            "customer_to",
+            customer_range.to.context("a name with no range")?,
+        ),
         ("key", api_key.clone()),
         ("apikeyhash", api_key_hash),
     ];

@@ -239,11 +239,11 @@ async fn filters_by_status_payment_overdue_and_search(pool: PgPool) {
     }
 }
 
-/// Every list shape but a search is sent prepared (one round trip, planned once per connection), and
-/// the generic plan Postgres switches to after five runs still reads the shape's index in its order;
-/// a search is sent unprepared, so its `like` prefix is planned with its value.
+/// Every list shape is sent prepared (one round trip, planned once per connection), and its generic
+/// plan (planned without its values) still reads the shape's index in its order; a search's reads
+/// the prefix indexes or walks the list's index, one of the two by a one-time test.
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
-async fn list_shapes_but_searches_run_prepared_on_their_index(pool: PgPool) {
+async fn list_shapes_and_searches_run_prepared_on_their_index(pool: PgPool) {
     use app::ssr::invoices::{page, page_query, ListCursor, ListFilter};
 
     let app = TestApp::spawn(pool).await;
@@ -358,20 +358,149 @@ async fn list_shapes_but_searches_run_prepared_on_their_index(pool: PgPool) {
         assert!(!plan.contains("Sort"), "{filter:?}: {plan}");
         assert!(plan.contains("$1"), "a generic plan: {plan}");
     }
-    // A search: unprepared.
+    // A search: prepared too, and both of its branches bounded by an index on a generic plan.
     let before: i64 = sqlx::query_scalar(prepared)
         .fetch_one(&mut *conn)
         .await
         .unwrap();
-    let (rows, _) = page(&mut *conn, org, &filter(None, None, Some("ad")), None, 50)
-        .await
-        .unwrap();
+    let search = filter(None, None, Some("ad"));
+    let (rows, _) = page(&mut *conn, org, &search, None, 50).await.unwrap();
     assert_eq!(rows.len(), 1);
     let after: i64 = sqlx::query_scalar(prepared)
         .fetch_one(&mut *conn)
         .await
         .unwrap();
-    assert_eq!(after, before, "a search is not prepared");
+    assert_eq!(after, before + 1, "a search is sent prepared");
+    let sql = page_query("", org, &search, None, 50).sql().to_owned();
+    sqlx::raw_sql(&format!("prepare search as {sql}"))
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    // The probe (org, from, to, cap, twice), the sorted branch (org, cap, from, to, from, to,
+    // limit), the walked one (org, cap, text, text, limit), the page's limit.
+    let (from, to, text) = ("'ad'".to_owned(), "'ae'".to_owned(), "'ad'".to_owned());
+    let cap = app::ssr::invoices::SEARCH_SORTS_AT_MOST.to_string();
+    let limit = "51".to_owned();
+    let args = [
+        &o, &from, &to, &cap, &o, &from, &to, &cap, &o, &cap, &from, &to, &from, &to, &limit, &o,
+        &cap, &text, &text, &limit, &limit,
+    ];
+    let plan: Vec<String> = sqlx::query_scalar(&format!(
+        "explain execute search({})",
+        args.into_iter().cloned().collect::<Vec<_>>().join(", ")
+    ))
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    let plan = plan.join("\n");
+    for index in [
+        "invoices_org_number_prefix_idx",
+        "invoices_org_customer_prefix_idx",
+        "invoices_org_created_idx",
+    ] {
+        assert!(plan.contains(index), "{index}: {plan}");
+    }
+    assert_eq!(plan.matches("One-Time Filter").count(), 2, "{plan}");
+    assert!(plan.contains("$1"), "a generic plan: {plan}");
+}
+
+/// A search pages through exactly the invoices whose number or customer name starts with the text,
+/// in the list's order, whichever branch runs: the matches sorted when there are few, the list's
+/// index walked when there are more than `SEARCH_SORTS_AT_MOST`.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn searches_find_every_match_once_in_order_few_or_many(pool: PgPool) {
+    use app::ssr::invoices::{page, ListFilter, SEARCH_SORTS_AT_MOST};
+
+    let email = format!("{}@example.com", Uuid::new_v4().simple());
+    let account = app::ssr::accounts::create_org_with_owner(&pool, "Big", &email, "correct horse")
+        .await
+        .unwrap();
+    let org = account.org_id;
+    // 3,000 invoices of 150 customers, numbered INV-0000001 on in the order they were created.
+    lab::datagen::org(&pool, org, 3000).await.unwrap();
+    lab::datagen::other_orgs(&pool, 20, 10).await.unwrap();
+    sqlx::raw_sql("vacuum analyze")
+        .execute(&pool)
+        .await
+        .unwrap();
+    // As the server reads: prepared, on generic plans.
+    let reads = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(app::ssr::state::generic_plans(
+            (*pool.connect_options()).clone(),
+        ))
+        .await
+        .unwrap();
+    let (mut few, mut many) = (0, 0);
+    for (status, q) in [
+        (None, "INV-00001"),
+        (None, "inv-0000"),
+        (None, "inv-000"),
+        (None, "INV-"),
+        (None, "Customer 15"),
+        (None, "customer 1"),
+        (None, "nobody"),
+        (Some("open"), "inv-"),
+        (Some("overdue"), "customer 1"),
+        (Some("overdue"), "customer 15"),
+    ] {
+        let filter = ListFilter {
+            status: status.map(str::to_owned),
+            payment_state: None,
+            q: Some(q.to_owned()),
+        };
+        let (status_sql, order) = match status {
+            None => ("true", "created_at desc, id desc"),
+            Some("overdue") => (
+                "invoice_overdue(status, due_date, (select time_zone from orgs where id = $1))",
+                "due_date, id",
+            ),
+            Some(_) => ("status = 'open'", "created_at desc, id desc"),
+        };
+        let matching = format!(
+            "from invoices where org_id = $1 and {status_sql} and \
+             (lower(number_text) like $2 or lower(customer_name) like $2)"
+        );
+        let pattern = format!("{}%", q.to_lowercase());
+        let expected: Vec<Uuid> =
+            sqlx::query_scalar(&format!("select id {matching} order by {order}"))
+                .bind(org)
+                .bind(&pattern)
+                .fetch_all(&pool)
+                .await
+                .unwrap();
+        // What the probe counts: prefix matches whatever the status.
+        let probed: i64 = sqlx::query_scalar(
+            "select count(*) from invoices where org_id = $1 and \
+             (lower(number_text) like $2 or lower(customer_name) like $2)",
+        )
+        .bind(org)
+        .bind(&pattern)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        match probed > SEARCH_SORTS_AT_MOST {
+            true => many += 1,
+            false => few += 1,
+        }
+        let mut found = Vec::new();
+        let mut before = None;
+        loop {
+            let (rows, next) = page(&reads, org, &filter, before, 50).await.unwrap();
+            assert!(rows.len() <= 50);
+            found.extend(rows.iter().map(|r| r.id));
+            match next {
+                Some(cursor) => before = Some(cursor),
+                None => break,
+            }
+        }
+        assert_eq!(found.len(), expected.len(), "{status:?} {q:?}");
+        assert!(
+            found == expected,
+            "{status:?} {q:?}: not the same invoices in order"
+        );
+    }
+    assert!(few >= 3 && many >= 3, "few {few}, many {many}");
 }
 
 /// The activity page's statement is sent prepared unless it carries a key prefix (a `like`).

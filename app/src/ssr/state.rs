@@ -47,8 +47,10 @@ impl AppState {
     /// average org's estimates), so Postgres planned the list, the activity page and the invoice
     /// lookups again on every execution, as long as running them. Their generic plans are the ones
     /// `lab bench read --explain --forbid-big-scans` checks at the large size, so they run on
-    /// `reads`, which always uses them. A statement with a `like` pattern (`by_value`) is sent
-    /// unprepared and must be planned with its pattern (a generic plan cannot see a prefix): `pool`.
+    /// `reads`, which always uses them. A statement with a `like` pattern (`by_value`: the activity
+    /// page's search) is sent unprepared and must be planned with its pattern (a generic plan cannot
+    /// see a prefix): `pool`. The list's search binds a prefix range instead, which a generic plan
+    /// can bound an index by.
     pub fn read_pool(&self, by_value: bool) -> &PgPool {
         if by_value {
             &self.pool

@@ -133,7 +133,7 @@ pub(super) async fn list_invoices(
                 .ok_or_else(|| bad("cursor is not one this API gave out".to_owned()))?,
         ),
     };
-    let mut conn = state.read_pool(filter.searches()).acquire().await?;
+    let mut conn = state.reads.acquire().await?;
     let (page, next) = invoices::page(&mut *conn, client.org_id, &filter, before, limit).await?;
     let ids: Vec<uuid::Uuid> = page.iter().map(|s| s.id).collect();
     let data =
