@@ -59,14 +59,7 @@ pub async fn run(pool: &PgPool, args: &DatagenArgs) -> anyhow::Result<Uuid> {
     )
     .await
     .context("creating the big org")?;
-    org(pool, account.org_id, big).await?;
-    other_orgs(pool, others, each).await?;
-    // Years-old rows have long been vacuumed and frozen: their hint bits set and their pages all
-    // visible, so index-only scans skip the heap. Freshly written ones are neither, and the first
-    // reads would pay for that (setting hint bits, writing pages) in the measurements.
-    sqlx::raw_sql("vacuum (freeze, analyze)")
-        .execute(pool)
-        .await?;
+    skewed(pool, account.org_id, big, others, each).await?;
     let counts: Vec<(String, i64)> = sqlx::query_as(
         r#"
         select relname::text, n_live_tup from pg_stat_user_tables
@@ -88,6 +81,26 @@ pub async fn run(pool: &PgPool, args: &DatagenArgs) -> anyhow::Result<Uuid> {
         started.elapsed().as_secs_f64()
     );
     Ok(account.org_id)
+}
+
+/// Skewed as production is: `big` invoices in `org` (which exists), `others` orgs of `each` beside
+/// it; then vacuumed, frozen and analyzed.
+pub async fn skewed(
+    pool: &PgPool,
+    org_id: Uuid,
+    big: i64,
+    others: i64,
+    each: i64,
+) -> anyhow::Result<()> {
+    org(pool, org_id, big).await?;
+    other_orgs(pool, others, each).await?;
+    // Years-old rows have long been vacuumed and frozen: their hint bits set and their pages all
+    // visible, so index-only scans skip the heap. Freshly written ones are neither, and the first
+    // reads would pay for that (setting hint bits, writing pages) in the measurements.
+    sqlx::raw_sql("vacuum (freeze, analyze)")
+        .execute(pool)
+        .await?;
+    Ok(())
 }
 
 /// `count` orgs of `each` invoices beside the big one. They are plain rows (nobody logs in as them):

@@ -417,10 +417,7 @@ async fn searches_find_every_match_once_in_order_few_or_many(pool: PgPool) {
         .unwrap();
     let org = account.org_id;
     // 3,000 invoices of 150 customers, numbered INV-0000001 on in the order they were created.
-    lab::datagen::org(&pool, org, 3000).await.unwrap();
-    lab::datagen::other_orgs(&pool, 20, 10).await.unwrap();
-    sqlx::raw_sql("vacuum analyze")
-        .execute(&pool)
+    lab::datagen::skewed(&pool, org, 3000, 20, 10)
         .await
         .unwrap();
     // As the server reads: prepared, on generic plans.
@@ -577,10 +574,7 @@ async fn the_invoice_lookups_generic_plan_reads_the_invoices_not_the_org(pool: P
         .execute(&app.pool)
         .await
         .unwrap();
-    lab::datagen::org(&app.pool, org, 20_000).await.unwrap();
-    lab::datagen::other_orgs(&app.pool, 200, 10).await.unwrap();
-    sqlx::raw_sql("vacuum analyze")
-        .execute(&app.pool)
+    lab::datagen::skewed(&app.pool, org, 20_000, 200, 10)
         .await
         .unwrap();
     let id: Uuid = sqlx::query_scalar("select id from invoices where org_id = $1 limit 1")

@@ -57,10 +57,7 @@ async fn a_big_orgs_pages_are_planned_once_per_connection(pool: PgPool) {
         .await
         .unwrap();
     let org = account.org_id;
-    lab::datagen::org(&pool, org, 20_000).await.unwrap();
-    lab::datagen::other_orgs(&pool, 200, 10).await.unwrap();
-    sqlx::raw_sql("vacuum analyze")
-        .execute(&pool)
+    lab::datagen::skewed(&pool, org, 20_000, 200, 10)
         .await
         .unwrap();
     let invoice: Uuid = sqlx::query_scalar(

@@ -670,24 +670,14 @@ pub fn page_query<'a>(
             .push_bind(SEARCH_SORTS_AT_MOST + 1)
             .push(")");
     }
-    q.push(") matched) select * from ((");
-    push_page(
-        &mut q,
-        org,
-        filter,
-        before,
-        limit,
-        Some(Search::Sorted(&range)),
-    );
-    q.push(") union all (");
-    push_page(
-        &mut q,
-        org,
-        filter,
-        before,
-        limit,
-        Some(Search::Walked(&text)),
-    );
+    q.push(") matched) select * from (");
+    for (i, search) in [Search::Sorted(&range), Search::Walked(&text)]
+        .into_iter()
+        .enumerate()
+    {
+        q.push(if i > 0 { ") union all (" } else { "(" });
+        push_page(&mut q, org, filter, before, limit, Some(search));
+    }
     q.push(")) page");
     push_order(&mut q, filter, "", limit);
     q
