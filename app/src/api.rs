@@ -166,9 +166,11 @@ pub async fn create_invoice(
     let attempt = Attempt::new(Surface::Form, key, request_id());
     let outcome = track(&state.pool, attempt, async |attempt| {
         // A refusal keeps the key and the typed values: the corrected resubmit is the same attempt.
+        // Who asks is checked first: nobody without the right gets a rejection built from the
+        // values they sent.
+        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
         let refuse = |fields| AppError::rejected_form(idempotency_key.clone(), fields, &input);
         let form_key = parse_form_key(idempotency_key.as_deref()).map_err(refuse)?;
-        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let parsed = with_customer(&state, user.org_id, &input)
             .await
@@ -636,6 +638,8 @@ pub async fn update_draft(
     );
     let refuse = |fields| AppError::rejected_form(idempotency_key.clone(), fields, &input);
     let saved = track(&state.pool, attempt, async |attempt| {
+        // Who asks first: no rejection carrying the values is built for someone without the right.
+        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
         let form_key = parse_form_key(idempotency_key.as_deref()).map_err(refuse)?;
         let version: i32 = version.trim().parse().map_err(|_| {
             refuse(crate::error::FieldErrors::from([(
@@ -643,7 +647,6 @@ pub async fn update_draft(
                 "This form has no valid version. Open the draft again.".to_owned(),
             )]))
         })?;
-        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let parsed = with_customer(&state, user.org_id, &input)
             .await

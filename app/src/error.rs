@@ -158,8 +158,18 @@ impl FromServerFnError for AppError {
     fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
         match value {
             // Malformed form data (a missing or mistyped field) is the user's request, not our failure.
+            // The parser's own words (field names, types, the input echoed back) stay in the log.
             ServerFnErrorErr::Args(msg) | ServerFnErrorErr::Deserialization(msg) => {
-                AppError::BadRequest(format!("The form data could not be read: {msg}"))
+                #[cfg(feature = "ssr")]
+                tracing::info!(error = %msg, "form data refused by the parser");
+                #[cfg(not(feature = "ssr"))]
+                let _ = msg;
+                let refused = AppError::BadRequest(
+                    "The form data could not be read. Reload the page and try again.".into(),
+                );
+                #[cfg(feature = "ssr")]
+                let refused = refused.respond();
+                refused
             }
             other => AppError::Transport(other.to_string()),
         }

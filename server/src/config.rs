@@ -31,6 +31,10 @@ pub struct Config {
     /// Postgres; the default is the local cluster over its socket as your OS user.
     #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL, global = true)]
     pub database_url: String,
+    /// `true` lets production reach a database on another host without TLS (DATABASE_URL without
+    /// `sslmode=require`, `verify-ca` or `verify-full`): only on a network you trust end to end.
+    #[arg(long, env = "DATABASE_ALLOW_PLAINTEXT", default_value_t = false, action = clap::ArgAction::Set, global = true)]
+    pub database_allow_plaintext: bool,
     /// Connections in the first pool: writes, sessions and searches.
     #[arg(long, env = "DATABASE_POOL_SIZE", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..), global = true)]
     pub database_pool_size: u32,
@@ -158,6 +162,42 @@ pub struct Config {
     /// Account emails per hour to one recipient address.
     #[arg(long, env = "ACCOUNT_EMAILS_PER_RECIPIENT_HOUR", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..), global = true)]
     pub account_emails_per_recipient_hour: u32,
+    /// Password resets (a reset link followed) per hour from one client address.
+    #[arg(long, env = "RESETS_PER_ADDRESS_HOUR", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub resets_per_address_hour: u32,
+    /// Tries of one reset link per hour, from anywhere.
+    #[arg(long, env = "RESETS_PER_TOKEN_HOUR", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub resets_per_token_hour: u32,
+    /// Customer pages (`/i/{token}` and Pay) per minute from one client address.
+    #[arg(long, env = "PUBLIC_PAGES_PER_ADDRESS_MINUTE", default_value_t = 120, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub public_pages_per_address_minute: u32,
+    /// Customer pages per minute of one invoice link.
+    #[arg(long, env = "PUBLIC_PAGES_PER_TOKEN_MINUTE", default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub public_pages_per_token_minute: u32,
+    /// Customer PDFs per minute from one client address.
+    #[arg(long, env = "PDFS_PER_ADDRESS_MINUTE", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub pdfs_per_address_minute: u32,
+    /// Customer PDFs per minute of one invoice link.
+    #[arg(long, env = "PDFS_PER_TOKEN_MINUTE", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub pdfs_per_token_minute: u32,
+    /// Ceiling: login attempts per hour from all clients together.
+    #[arg(long, env = "LOGINS_PER_HOUR", default_value_t = 20000, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub logins_per_hour: u32,
+    /// Ceiling: sign-ups per hour from all clients together.
+    #[arg(long, env = "SIGNUPS_PER_HOUR", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub signups_per_hour: u32,
+    /// Ceiling: account emails asked for per hour from all clients together.
+    #[arg(long, env = "ACCOUNT_EMAILS_PER_HOUR", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub account_emails_per_hour: u32,
+    /// Ceiling: password resets per hour from all clients together.
+    #[arg(long, env = "RESETS_PER_HOUR", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub resets_per_hour: u32,
+    /// Ceiling: customer pages per hour from all clients together.
+    #[arg(long, env = "PUBLIC_PAGES_PER_HOUR", default_value_t = 200000, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub public_pages_per_hour: u32,
+    /// Ceiling: customer PDFs per hour from all clients together.
+    #[arg(long, env = "PDFS_PER_HOUR", default_value_t = 20000, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub pdfs_per_hour: u32,
     /// The header a trusted reverse proxy puts the client address in (its last value counts), e.g.
     /// `x-forwarded-for`; unset: the connection's peer address. Set it only behind such a proxy.
     #[arg(long, env = "CLIENT_IP_HEADER", global = true)]
@@ -290,6 +330,12 @@ impl Config {
             );
         }
         self.retention()?;
+        anyhow::ensure!(
+            dev || self.database_allow_plaintext || database_is_private(&self.database_url),
+            "DATABASE_URL names a database on another host without TLS: add sslmode=verify-full \
+             (and sslrootcert=<the CA's file>) or sslmode=require, or set \
+             DATABASE_ALLOW_PLAINTEXT=true if the network to it is trusted"
+        );
         Ok(())
     }
 
@@ -308,6 +354,20 @@ impl Config {
             emails_per_org_hour: self.emails_per_org_hour,
             account_emails_per_address_hour: self.account_emails_per_address_hour,
             account_emails_per_recipient_hour: self.account_emails_per_recipient_hour,
+            resets_per_address_hour: self.resets_per_address_hour,
+            resets_per_token_hour: self.resets_per_token_hour,
+            public_pages_per_address_minute: self.public_pages_per_address_minute,
+            public_pages_per_token_minute: self.public_pages_per_token_minute,
+            pdfs_per_address_minute: self.pdfs_per_address_minute,
+            pdfs_per_token_minute: self.pdfs_per_token_minute,
+            ceilings: app::ssr::throttle::Ceilings {
+                logins: self.logins_per_hour,
+                signups: self.signups_per_hour,
+                account_emails: self.account_emails_per_hour,
+                resets: self.resets_per_hour,
+                public_pages: self.public_pages_per_hour,
+                pdfs: self.pdfs_per_hour,
+            },
         }
     }
 
@@ -412,14 +472,25 @@ impl Config {
     pub async fn connect(&self) -> anyhow::Result<PgPool> {
         let options = PgConnectOptions::from_str(&self.database_url)
             .context("DATABASE_URL is not a valid Postgres URL")?;
+        let url = redact(&self.database_url);
         self.pool_options()
             .connect_with(options)
             .await
-            .with_context(|| {
-                format!(
-                    "cannot connect to Postgres at DATABASE_URL ({}); is it running? scripts/dev starts one",
-                    redact(&self.database_url)
-                )
+            .map_err(|e| {
+                // rustls' refusal arrives as an I/O error during the handshake.
+                let said = e.to_string();
+                if matches!(e, sqlx::Error::Tls(_)) || said.contains("certificate") {
+                    anyhow::anyhow!(
+                        "the TLS handshake with Postgres at DATABASE_URL ({url}) failed: {said}. \
+                         With sslmode=verify-full the server's certificate must be signed by the \
+                         CA in sslrootcert and name the host of the URL"
+                    )
+                } else {
+                    anyhow::Error::new(e).context(format!(
+                        "cannot connect to Postgres at DATABASE_URL ({url}); is it running? \
+                         scripts/dev starts one"
+                    ))
+                }
             })
     }
 
@@ -491,6 +562,28 @@ impl Config {
 }
 
 /// Hides a password in a URL for messages.
+/// The database is reached over TLS that at least encrypts (`sslmode` require, verify-ca,
+/// verify-full), or it is on this machine (a socket, localhost, a loopback address).
+fn database_is_private(url: &str) -> bool {
+    use sqlx::postgres::PgSslMode;
+    let Ok(options) = PgConnectOptions::from_str(url) else {
+        // Refused with its own message when connecting.
+        return true;
+    };
+    let encrypted = matches!(
+        options.get_ssl_mode(),
+        PgSslMode::Require | PgSslMode::VerifyCa | PgSslMode::VerifyFull
+    );
+    let host = options.get_host();
+    let local = host.starts_with('/')
+        || host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    encrypted || local || options.get_socket().is_some()
+}
+
 fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
@@ -657,6 +750,37 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn production_refuses_a_remote_database_without_tls() {
+        let with_db = |url: &str, allow: &str| {
+            let mut config = prod(&["--database-url", url, "--database-allow-plaintext", allow]);
+            config.database_url = url.to_owned();
+            config.database_allow_plaintext = allow == "true";
+            config.validate(true)
+        };
+        let refused = with_db("postgres://app:pw@db.internal:5432/invoicer", "false")
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("sslmode=verify-full"), "{refused}");
+        for fine in [
+            "postgres://app:pw@db.internal/invoicer?sslmode=verify-full&sslrootcert=/etc/ca.pem",
+            "postgres://app:pw@db.internal/invoicer?sslmode=require",
+            "postgres://app@localhost/invoicer",
+            "postgres://app@127.0.0.1:5432/invoicer",
+            "postgres://app@[::1]/invoicer",
+            "postgres:///invoicer?host=/var/run/postgresql",
+        ] {
+            with_db(fine, "false").unwrap_or_else(|e| panic!("{fine}: {e}"));
+        }
+        with_db("postgres://app:pw@db.internal/invoicer", "true").unwrap();
+        // sslmode=prefer falls back to plain text: it is not TLS.
+        assert!(with_db(
+            "postgres://app:pw@db.internal/invoicer?sslmode=prefer",
+            "false"
+        )
+        .is_err());
     }
 
     #[test]

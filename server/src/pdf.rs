@@ -34,11 +34,25 @@ impl Face {
 
     /// The width of `text` at `size` points, as it will be drawn.
     fn width(&self, text: &str, size: f32) -> f32 {
+        self.advances(text, size).iter().sum()
+    }
+
+    /// `text` shaped once: for each byte, the advance (in points at `size`) of the glyphs of the
+    /// cluster that starts there (0 inside a cluster).
+    fn advances(&self, text: &str, size: f32) -> Vec<f32> {
+        #[cfg(test)]
+        tests::SHAPED.with(|n| n.set(n.get() + text.len()));
         let mut buffer = rustybuzz::UnicodeBuffer::new();
         buffer.push_str(text);
         let shaped = rustybuzz::shape(&self.shaper, &[], buffer);
-        let units: i32 = shaped.glyph_positions().iter().map(|p| p.x_advance).sum();
-        units as f32 / self.shaper.units_per_em() as f32 * size
+        let scale = size / self.shaper.units_per_em() as f32;
+        let mut advance = vec![0.0; text.len()];
+        for (info, pos) in shaped.glyph_infos().iter().zip(shaped.glyph_positions()) {
+            if let Some(a) = advance.get_mut(info.cluster as usize) {
+                *a += pos.x_advance as f32 * scale;
+            }
+        }
+        advance
     }
 }
 
@@ -230,36 +244,55 @@ fn draw(surface: &mut Surface<'_>, op: Op, width: f32) {
 }
 
 /// Splits `text` into lines no wider than `width` at `size`, at spaces where it can (a word longer
-/// than a line is cut). Explicit newlines are kept.
+/// than a line is cut). Explicit newlines are kept. Each paragraph is shaped once and its lines are
+/// measured from the glyphs' advances: the cost is linear in the text, whatever it holds (a word of
+/// ten thousand zero-width marks included).
 fn wrap(text: &str, width: f32, size: f32) -> Vec<String> {
     let face = &FACES.0;
     let mut lines = Vec::new();
     for paragraph in text.lines() {
+        let advance = face.advances(paragraph, size);
+        // Width of paragraph[start..end]: the advances of the clusters that start inside it.
+        let mut prefix = Vec::with_capacity(paragraph.len() + 1);
+        prefix.push(0.0f32);
+        for a in &advance {
+            prefix.push(prefix.last().copied().unwrap_or(0.0) + a);
+        }
+        let span = |start: usize, end: usize| prefix[end] - prefix[start];
+        let space = face.advances(" ", size)[0];
         let mut line = String::new();
+        let mut line_width = 0.0;
         for word in paragraph.split_whitespace() {
-            let candidate = if line.is_empty() {
-                word.to_owned()
+            let start = word.as_ptr() as usize - paragraph.as_ptr() as usize;
+            let end = start + word.len();
+            let word_width = span(start, end);
+            let joined = if line.is_empty() {
+                word_width
             } else {
-                format!("{line} {word}")
+                line_width + space + word_width
             };
-            if face.width(&candidate, size) <= width {
-                line = candidate;
+            if joined <= width {
+                if !line.is_empty() {
+                    line.push(' ');
+                }
+                line.push_str(word);
+                line_width = joined;
                 continue;
             }
             if !line.is_empty() {
                 lines.push(std::mem::take(&mut line));
             }
+            line_width = 0.0;
             // A word wider than the line: cut it where it overflows.
-            let mut piece = String::new();
-            for c in word.chars() {
-                piece.push(c);
-                if face.width(&piece, size) > width {
-                    piece.pop();
-                    lines.push(std::mem::take(&mut piece));
-                    piece.push(c);
+            for (i, c) in word.char_indices() {
+                let w = span(start + i, start + i + c.len_utf8());
+                if line_width + w > width && !line.is_empty() {
+                    lines.push(std::mem::take(&mut line));
+                    line_width = 0.0;
                 }
+                line.push(c);
+                line_width += w;
             }
-            line = piece;
         }
         lines.push(line);
     }
@@ -448,6 +481,30 @@ pub fn render(found: &PublicInvoice, paper: Paper) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// Bytes handed to the shaper on this thread.
+        pub(super) static SHAPED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Wrapping shapes each paragraph once: a long unbreakable word (here of zero-width marks,
+    /// which never fill a line) costs shaping in proportion to its length, not its square.
+    #[test]
+    fn wrapping_shapes_the_text_a_bounded_number_of_times() {
+        for n in [1_000, 8_000] {
+            let word = format!("a{}", "\u{301}".repeat(n));
+            let text = format!("{word} and some words after it {}", "x".repeat(n));
+            SHAPED.with(|s| s.set(0));
+            let lines = wrap(&text, 100.0, BODY);
+            let shaped = SHAPED.with(|s| s.get());
+            assert!(
+                shaped <= 2 * text.len() + 16,
+                "{shaped} bytes shaped for {} bytes of text",
+                text.len()
+            );
+            assert_eq!(lines.concat().replace(' ', ""), text.replace(' ', ""));
+        }
+    }
 
     #[test]
     fn long_words_and_lines_wrap_within_the_width() {

@@ -13,6 +13,34 @@ use leptos::prelude::*;
 
 use crate::pdf::Paper;
 
+/// The client's address as the throttles see it (the trusted proxy's header, else the peer).
+pub struct Client(pub std::net::IpAddr);
+
+impl axum::extract::FromRequestParts<AppState> for Client {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &AppState,
+    ) -> Result<Client, Self::Rejection> {
+        let header = state.settings.client_ip_header.as_deref();
+        Ok(Client(app::ssr::throttle::client_address(parts, header)))
+    }
+}
+
+/// 429 with Retry-After, before anything is looked up or drawn.
+fn throttled(t: app::ssr::throttle::Throttled) -> Response {
+    let secs = t.retry_after.as_secs().max(1).to_string();
+    private(
+        (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, secs)],
+            "Too many requests for this page. Try again in a moment.",
+        )
+            .into_response(),
+    )
+}
+
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/i/{token}", get(page))
@@ -69,9 +97,16 @@ fn checkout_origins(state: &AppState) -> String {
 /// The Pay button: the invoice's checkout session (made once per amount due, however often it is
 /// pressed), then 303 to Stripe's page. A second press while the first is still talking to Stripe
 /// waits for it and lands on the same session.
-async fn pay(State(state): State<AppState>, Path(token): Path<String>) -> Response {
+async fn pay(
+    State(state): State<AppState>,
+    Client(client): Client,
+    Path(token): Path<String>,
+) -> Response {
     use app::ssr::checkout::{self, Checkout, CheckoutError, Urls};
 
+    if let Err(t) = state.throttle.public_page(&token, client) {
+        return throttled(t);
+    }
     let found = match checkout::by_token(&state.pool, &token).await {
         Ok(Some(found)) => found,
         Ok(None) => return not_found(),
@@ -143,7 +178,14 @@ fn document(title: &str, body: String) -> String {
     )
 }
 
-async fn page(State(state): State<AppState>, Path(token): Path<String>) -> Response {
+async fn page(
+    State(state): State<AppState>,
+    Client(client): Client,
+    Path(token): Path<String>,
+) -> Response {
+    if let Err(t) = state.throttle.public_page(&token, client) {
+        return throttled(t);
+    }
     match public::open(&state.pool, &token, &state.settings.public_url).await {
         Ok(Some(found)) => {
             let number = found.invoice.number.clone().unwrap_or_default();
@@ -274,16 +316,24 @@ struct PdfQuery {
     paper: Option<String>,
 }
 
-/// PDFs drawn at once: rendering is CPU work, so a token holder cannot occupy every core.
-static RENDERS: std::sync::LazyLock<tokio::sync::Semaphore> = std::sync::LazyLock::new(|| {
-    tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get()))
-});
+/// PDFs drawn at once: rendering is CPU work, so a token holder cannot occupy every core. A slot is
+/// held by the rendering itself, to its end, however early the client goes away.
+static RENDERS: std::sync::LazyLock<std::sync::Arc<tokio::sync::Semaphore>> =
+    std::sync::LazyLock::new(|| {
+        std::sync::Arc::new(tokio::sync::Semaphore::new(
+            std::thread::available_parallelism().map_or(2, |n| n.get()),
+        ))
+    });
 
 async fn pdf(
     State(state): State<AppState>,
+    Client(client): Client,
     Path(token): Path<String>,
     Query(query): Query<PdfQuery>,
 ) -> Response {
+    if let Err(t) = state.throttle.pdf(&token, client) {
+        return throttled(t);
+    }
     let paper = match query.paper.as_deref() {
         None | Some("a4") => Paper::A4,
         Some("letter") => Paper::Letter,
@@ -294,17 +344,17 @@ async fn pdf(
         Ok(None) => return not_found(),
         Err(e) => return unavailable("public invoice pdf", e),
     };
-    let Ok(permit) =
-        tokio::time::timeout(std::time::Duration::from_secs(5), RENDERS.acquire()).await
-    else {
-        return unavailable("public invoice pdf", "every renderer is busy");
-    };
     let number = found.invoice.number.clone().unwrap_or_default();
-    let rendered = tokio::task::spawn_blocking(move || crate::pdf::render(&found, paper)).await;
-    drop(permit);
+    let wait = std::time::Duration::from_secs(5);
+    let rendered =
+        app::ssr::throttle::bounded(&RENDERS, wait, move || crate::pdf::render(&found, paper))
+            .await;
     let bytes = match rendered {
         Ok(bytes) => bytes,
-        Err(e) => return unavailable("rendering a pdf", e),
+        Err(app::ssr::throttle::Bounded::Busy) => {
+            return unavailable("public invoice pdf", "every renderer is busy")
+        }
+        Err(app::ssr::throttle::Bounded::Task(e)) => return unavailable("rendering a pdf", e),
     };
     // Only characters that need no quoting go into the file name.
     let file: String = number

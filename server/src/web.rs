@@ -133,9 +133,13 @@ pub async fn router(
                 .get("x-request-id")
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("-");
-            tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path())
+            let path = redacted_path(req.uri().path());
+            tracing::info_span!("request", request_id = %id, method = %req.method(), path = %path)
         }))
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .layer(middleware::map_request(async |req: Request| {
+            clean_request_id(req)
+        }))
         .with_state(state);
     Ok(app)
 }
@@ -265,4 +269,93 @@ pub fn metrics_router(state: AppState) -> Router {
         .route("/metrics", get(metrics_text))
         .layer(Extension(MetricsAccess::Open))
         .with_state(state)
+}
+
+/// The paths whose next segment is a secret (a customer's link, an invitation, a reset or a
+/// verification link): logs and spans show it as `[redacted]`.
+const SECRET_SEGMENTS: [&str; 4] = ["/i/", "/invite/", "/reset-password/", "/verify-email/"];
+
+/// `path` as logs may show it: the secret segment of a link replaced.
+pub fn redacted_path(path: &str) -> std::borrow::Cow<'_, str> {
+    for prefix in SECRET_SEGMENTS {
+        if let Some(rest) = path.strip_prefix(prefix) {
+            let after = rest.find('/').map_or("", |i| &rest[i..]);
+            return format!("{prefix}[redacted]{after}").into();
+        }
+    }
+    path.into()
+}
+
+/// The longest request id kept from a caller, in characters.
+pub const REQUEST_ID_MAX: usize = 128;
+
+/// A caller's `x-request-id` as it may be stored and logged: its visible ASCII characters, at most
+/// [`REQUEST_ID_MAX`] of them; none left, none kept (one is made up for the request).
+pub fn clean_request_id(mut req: Request) -> Request {
+    let headers = req.headers_mut();
+    let cleaned = headers.get("x-request-id").map(|v| {
+        v.as_bytes()
+            .iter()
+            .filter(|b| b.is_ascii_graphic())
+            .take(REQUEST_ID_MAX)
+            .map(|&b| b as char)
+            .collect::<String>()
+    });
+    headers.remove("x-request-id");
+    if let Some(id) = cleaned.filter(|id| !id.is_empty()) {
+        headers.insert(
+            "x-request-id",
+            axum::http::HeaderValue::from_str(&id).expect("visible ASCII is a header value"),
+        );
+    }
+    req
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_path_segments_are_redacted() {
+        let token = "a".repeat(64);
+        assert_eq!(redacted_path(&format!("/i/{token}")), "/i/[redacted]");
+        assert_eq!(
+            redacted_path(&format!("/i/{token}/pdf")),
+            "/i/[redacted]/pdf"
+        );
+        assert_eq!(
+            redacted_path(&format!("/i/{token}/pay")),
+            "/i/[redacted]/pay"
+        );
+        for page in ["invite", "reset-password", "verify-email"] {
+            assert_eq!(
+                redacted_path(&format!("/{page}/{token}")),
+                format!("/{page}/[redacted]")
+            );
+        }
+        assert_eq!(redacted_path("/invoices/42"), "/invoices/42");
+        assert_eq!(redacted_path("/rpc/reset_password"), "/rpc/reset_password");
+    }
+
+    #[test]
+    fn request_ids_are_cut_to_visible_ascii_and_128_characters() {
+        let with = |id: &[u8]| {
+            let req = Request::builder()
+                .header(
+                    "x-request-id",
+                    axum::http::HeaderValue::from_bytes(id).unwrap(),
+                )
+                .body(axum::body::Body::empty())
+                .unwrap();
+            clean_request_id(req)
+                .headers()
+                .get("x-request-id")
+                .map(|v| v.to_str().unwrap().to_owned())
+        };
+        let long = "r".repeat(5000);
+        assert_eq!(with(long.as_bytes()).unwrap().len(), REQUEST_ID_MAX);
+        assert_eq!(with(b"req 1\t\xff-2").as_deref(), Some("req1-2"));
+        assert_eq!(with(b"   "), None);
+        assert_eq!(with(b"ok-7").as_deref(), Some("ok-7"));
+    }
 }

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod abuse;
 mod api;
 mod api_crash;
 mod checkout;
@@ -17,10 +18,12 @@ mod money;
 mod money_order;
 mod observability;
 mod outbox;
+mod pg_tls;
 mod plans;
 mod public_page;
 mod readiness;
 mod security;
+mod takeover;
 mod teams;
 mod webhook;
 mod webhook_crash;

@@ -394,3 +394,48 @@ async fn a_row_whose_holders_keep_dying_goes_dead_instead_of_looping(pool: PgPoo
         "its claim is released, so Retry can lease it again"
     );
 }
+
+/// An invitation that cannot be delivered dies without its link: no token rests in the outbox, and
+/// "retry" does not revive it (the owner resends the invitation instead, with a new link).
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_dead_account_email_drops_its_link_and_is_not_revived(pool: PgPool) {
+    let refusing = SmtpSink::start(0, true).await;
+    let owner = format!("owner-{}@example.com", Uuid::new_v4().simple());
+    let account = app::ssr::accounts::create_org_with_owner(&pool, "Co", &owner, "correct horse")
+        .await
+        .unwrap();
+    let mut tx = pool.begin().await.unwrap();
+    app::ssr::invitations::invite(
+        &mut tx,
+        account.org_id,
+        &app::ssr::audit::Actor::user(account.user_id, &owner),
+        "new@example.com",
+        app::model::Role::Member,
+        "form:1",
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    sqlx::query("update outbox set max_attempts = 1")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let fast = WorkerConfig {
+        backoff_base: Duration::ZERO,
+        ..config("w1")
+    };
+    while worker::drain_once(&pool, &mailer(&refusing), &fast)
+        .await
+        .unwrap()
+        > 0
+    {}
+    let (id, dead, token): (Uuid, bool, Option<String>) = sqlx::query_as(
+        "select id, dead_at is not null, payload->>'token' from outbox where kind = 'invitation'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!(dead);
+    assert_eq!(token, None, "the link went with the row's death");
+    assert!(!outbox::revive(&pool, account.org_id, id).await.unwrap());
+}

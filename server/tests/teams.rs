@@ -17,6 +17,7 @@ use crate::common::served::TestApp;
 use crate::common::{client, login};
 
 const PASSWORD: &str = "correct horse";
+const LOOPBACK: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 
 /// An org and its owner.
 struct Org {
@@ -486,7 +487,7 @@ async fn reset_and_verification_tokens_are_single_use_short_lived_and_stored_has
             let (pool, token, barrier) = (pool.clone(), token.clone(), barrier.clone());
             tokio::spawn(async move {
                 barrier.wait().await;
-                accounts::reset_password(&pool, &token, p).await
+                accounts::reset_password(&pool, &token, p, LOOPBACK).await
             })
         })
         .collect();
@@ -514,7 +515,7 @@ async fn reset_and_verification_tokens_are_single_use_short_lived_and_stored_has
     .await
     .unwrap();
     assert!(matches!(
-        accounts::reset_password(&pool, &late, "third password").await,
+        accounts::reset_password(&pool, &late, "third password", LOOPBACK).await,
         Err(TokenError::Expired)
     ));
     // Verification: 7 days, once; it also proves a new address.
@@ -525,9 +526,11 @@ async fn reset_and_verification_tokens_are_single_use_short_lived_and_stored_has
         .unwrap();
     tx.commit().await.unwrap();
     let token = emailed_token(&pool, "verify_email", &new_email).await;
-    accounts::verify_email(&pool, &token).await.unwrap();
+    accounts::verify_email(&pool, &token, LOOPBACK)
+        .await
+        .unwrap();
     assert!(matches!(
-        accounts::verify_email(&pool, &token).await,
+        accounts::verify_email(&pool, &token, LOOPBACK).await,
         Err(TokenError::Used)
     ));
     let email: String = sqlx::query_scalar("select email from users where id = $1")
@@ -537,7 +540,7 @@ async fn reset_and_verification_tokens_are_single_use_short_lived_and_stored_has
         .unwrap();
     assert_eq!(email, new_email);
     assert!(matches!(
-        accounts::verify_email(&pool, "zz").await,
+        accounts::verify_email(&pool, "zz", LOOPBACK).await,
         Err(TokenError::Unknown)
     ));
 }

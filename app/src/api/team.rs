@@ -123,16 +123,28 @@ pub async fn invite_member(
         &content,
         || Ok(()),
         |user| {
-            let (email, source_key, actor, org, throttle) = (
+            let (email, source_key, actor, org, throttle, verified) = (
                 &email,
                 &source_key,
                 actor(user),
                 user.org_id,
                 &state.throttle,
+                user.email_verified,
             );
             move || {
                 let actor = actor.clone();
                 async move |tx: &mut sqlx::PgConnection| {
+                    // An invitation is an email sent in the org's name: only from a verified
+                    // address, and within the org's email allowance.
+                    if !verified {
+                        return Err(AppError::Forbidden(
+                            "Verify your email address first (the link we sent you) to invite \
+                             people."
+                                .into(),
+                        )
+                        .respond());
+                    }
+                    throttle.email(org)?;
                     throttle.account_email(email, address)?;
                     Ok(crate::ssr::invitations::invite(
                         tx,
@@ -322,7 +334,7 @@ pub async fn accept_invitation(token: String, password: String) -> Result<(), Ap
 #[server(prefix = "/rpc", endpoint = "confirm_email")]
 pub async fn confirm_email(token: String) -> Result<(), AppError> {
     let state = state()?;
-    crate::ssr::accounts::verify_email(&state.pool, &token)
+    crate::ssr::accounts::verify_email(&state.pool, &token, super::client_address(&state))
         .await
         .map_err(|e| AppError::from(e).respond())?;
     leptos_axum::redirect("/settings/account?verified=1");
@@ -361,7 +373,9 @@ pub async fn forgot_password(
 #[server(prefix = "/rpc", endpoint = "reset_password")]
 pub async fn reset_password(token: String, password: String) -> Result<(), AppError> {
     let state = state()?;
-    let user = crate::ssr::accounts::reset_password(&state.pool, &token, &password)
+    let client = super::client_address(&state);
+    state.throttle.reset(&token, client)?;
+    let user = crate::ssr::accounts::reset_password(&state.pool, &token, &password, client)
         .await
         .map_err(|e| AppError::from(e).respond())?;
     let mut session = crate::ssr::auth::current_session().await?;
@@ -405,6 +419,7 @@ pub async fn change_password(current: String, password: String) -> Result<(), Ap
         &user.email,
         user.session_id,
         &password,
+        super::client_address(&state),
     )
     .await
     .map_err(|e| AppError::from(e).respond())?;

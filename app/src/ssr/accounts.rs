@@ -1,5 +1,7 @@
 //! Orgs and their users: sign-up and the `admin create-org` CLI share this.
 
+use std::net::IpAddr;
+
 use sqlx::PgPool;
 use uuid::Uuid;
 use validator::ValidateEmail;
@@ -208,6 +210,8 @@ pub enum TokenError {
     Used,
     #[error("This link has expired. Ask for a new one.")]
     Expired,
+    #[error("A newer link was sent since this one: use the newest.")]
+    Replaced,
     #[error("An account with this email already exists.")]
     EmailTaken,
     #[error("{0}")]
@@ -226,7 +230,10 @@ async fn token_refusal(
 ) -> sqlx::Result<TokenError> {
     // language=PostgreSQL
     let row = sqlx::query!(
-        r#"select used_at is not null as "used!" from user_tokens where token_hash = $1 and purpose = $2"#,
+        r#"
+        select used_at is not null as "used!", expires_at <= now() as "expired!"
+        from user_tokens where token_hash = $1 and purpose = $2
+        "#,
         hash,
         purpose
     )
@@ -235,7 +242,8 @@ async fn token_refusal(
     Ok(match row {
         None => TokenError::Unknown,
         Some(r) if r.used => TokenError::Used,
-        Some(_) => TokenError::Expired,
+        Some(r) if r.expired => TokenError::Expired,
+        Some(_) => TokenError::Replaced,
     })
 }
 
@@ -249,12 +257,20 @@ async fn use_token(
 ) -> Result<(Uuid, String), TokenError> {
     let token = well_formed_token(token).ok_or(TokenError::Unknown)?;
     let hash = token_hash(token);
+    // A verification link counts only while it is the user's newest pending one: asking for another
+    // address (or resending the link) replaces it.
     // language=PostgreSQL
     let row = sqlx::query!(
         r#"
-        update user_tokens set used_at = now()
-        where token_hash = $1 and purpose = $2 and used_at is null and expires_at > now()
-        returning user_id, email
+        update user_tokens t set used_at = now()
+        where t.token_hash = $1 and t.purpose = $2 and t.used_at is null and t.expires_at > now()
+          and not exists (
+              select from user_tokens newer
+              where newer.user_id = t.user_id and newer.purpose = t.purpose
+                and newer.used_at is null and newer.expires_at > now()
+                and (newer.created_at, newer.token_hash) > (t.created_at, t.token_hash)
+                and t.purpose = 'verify_email')
+        returning t.user_id, t.email
         "#,
         hash,
         purpose
@@ -267,9 +283,102 @@ async fn use_token(
     }
 }
 
+/// Whether `token` could be used now for `purpose` (unused, unexpired), without using it: what is
+/// asked before spending a password hash on it.
+async fn token_usable(pool: &PgPool, token: &str, purpose: &str) -> Result<(), TokenError> {
+    let token = well_formed_token(token).ok_or(TokenError::Unknown)?;
+    let hash = token_hash(token);
+    let mut conn = pool.acquire().await?;
+    // language=PostgreSQL
+    let usable = sqlx::query_scalar!(
+        r#"
+        select exists (
+            select from user_tokens
+            where token_hash = $1 and purpose = $2 and used_at is null and expires_at > now()
+        ) as "usable!"
+        "#,
+        hash,
+        purpose
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    if usable {
+        Ok(())
+    } else {
+        Err(token_refusal(&mut conn, &hash, purpose).await?)
+    }
+}
+
+/// Marks every unused link of the user as used: after a reset, a password change or an address
+/// change, no link asked for before it may act on the account.
+async fn retire_tokens(tx: &mut sqlx::PgConnection, user: Uuid) -> sqlx::Result<()> {
+    // language=PostgreSQL
+    sqlx::query!(
+        "update user_tokens set used_at = now() where user_id = $1 and used_at is null",
+        user
+    )
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// What an account notice tells the address it goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notice {
+    PasswordReset,
+    PasswordChanged,
+    EmailChanged,
+}
+
+impl Notice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Notice::PasswordReset => "password_reset",
+            Notice::PasswordChanged => "password_changed",
+            Notice::EmailChanged => "email_changed",
+        }
+    }
+}
+
+/// Queues a plain notice to `to` (the address the account had before the change): what changed,
+/// when, from which client address, and how many API keys the user made that still work.
+async fn queue_notice(
+    tx: &mut sqlx::PgConnection,
+    user: Uuid,
+    to: &str,
+    notice: Notice,
+    client: IpAddr,
+) -> sqlx::Result<()> {
+    // language=PostgreSQL
+    let keys = sqlx::query_scalar!(
+        r#"
+        select count(*) as "n!" from api_keys
+        where created_by = $1 and revoked_at is null and (expires_at is null or expires_at > now())
+        "#,
+        user
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    crate::ssr::outbox::enqueue(
+        tx,
+        None,
+        None,
+        crate::ssr::outbox::Kind::AccountNotice,
+        serde_json::json!({
+            "to": to,
+            "event": notice.as_str(),
+            "at": chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string(),
+            "client": client.to_string(),
+            "api_keys": keys,
+        }),
+    )
+    .await?;
+    Ok(())
+}
+
 /// Follows a verification link: the address is the user's, verified (a change of address takes
 /// effect here). Returns the user.
-pub async fn verify_email(pool: &PgPool, token: &str) -> Result<Uuid, TokenError> {
+pub async fn verify_email(pool: &PgPool, token: &str, client: IpAddr) -> Result<Uuid, TokenError> {
     let mut tx = pool.begin().await?;
     let (user, email) = use_token(&mut tx, token, "verify_email").await?;
     // language=PostgreSQL
@@ -291,6 +400,8 @@ pub async fn verify_email(pool: &PgPool, token: &str) -> Result<Uuid, TokenError
         other => other?,
     };
     if !old.eq_ignore_ascii_case(&email) {
+        retire_tokens(&mut tx, user).await?;
+        queue_notice(&mut tx, user, &old, Notice::EmailChanged, client).await?;
         let actor = crate::ssr::audit::Actor::user(user, &email);
         crate::ssr::audit::record_for_user(
             &mut tx,
@@ -355,13 +466,23 @@ pub async fn reset_password(
     pool: &PgPool,
     token: &str,
     password: &str,
+    client: IpAddr,
 ) -> Result<Uuid, TokenError> {
     check_password(password)?;
-    // Hashing first (it is slow): the token is taken and the password set in one short transaction.
+    // A junk or spent link costs one indexed lookup, never a hash.
+    token_usable(pool, token, "reset_password").await?;
+    // Hashing before the transaction (it is slow): the token is taken and the password set in one
+    // short transaction.
     let hash = hash_password(password).await?;
     let mut tx = pool.begin().await?;
     let (user, email) = use_token(&mut tx, token, "reset_password").await?;
     set_password(&mut tx, user, &hash, None).await?;
+    retire_tokens(&mut tx, user).await?;
+    // language=PostgreSQL
+    let current = sqlx::query_scalar!("select email from users where id = $1", user)
+        .fetch_one(&mut *tx)
+        .await?;
+    queue_notice(&mut tx, user, &current, Notice::PasswordReset, client).await?;
     let actor = crate::ssr::audit::Actor::user(user, &email);
     crate::ssr::audit::record_for_user(&mut tx, user, &actor, "user.password_reset", &email)
         .await?;
@@ -423,11 +544,14 @@ pub async fn change_password(
     email: &str,
     session: Uuid,
     password: &str,
+    client: IpAddr,
 ) -> Result<(), TokenError> {
     check_password(password)?;
     let hash = hash_password(password).await?;
     let mut tx = pool.begin().await?;
     set_password(&mut tx, user, &hash, Some(session)).await?;
+    retire_tokens(&mut tx, user).await?;
+    queue_notice(&mut tx, user, email, Notice::PasswordChanged, client).await?;
     let actor = crate::ssr::audit::Actor::user(user, email);
     crate::ssr::audit::record_for_user(&mut tx, user, &actor, "user.password_changed", email)
         .await?;

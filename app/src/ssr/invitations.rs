@@ -311,6 +311,23 @@ pub struct Accepted {
 /// address, or the new account's. The link's use, the account, the membership and the audit row
 /// commit together; two uses of one link at once make one account and one membership (the second
 /// waits on the invitation's row, then finds it accepted).
+/// Whether the inviter of the invitation with `hash` may still grant its role.
+async fn inviter_may_grant(pool: &PgPool, hash: &[u8]) -> sqlx::Result<bool> {
+    // language=PostgreSQL
+    sqlx::query_scalar!(
+        r#"
+        select exists (
+            select from invitations i join memberships m
+              on m.user_id = i.invited_by and m.org_id = i.org_id
+            where i.token_hash = $1 and role_rank(m.role) >= role_rank(i.role)
+        ) as "may!"
+        "#,
+        hash
+    )
+    .fetch_one(pool)
+    .await
+}
+
 pub async fn accept(pool: &PgPool, token: &str, password: &str) -> Result<Accepted, TokenError> {
     let token = well_formed_token(token).ok_or(TokenError::Unknown)?;
     let hash = token_hash(token);
@@ -362,9 +379,15 @@ pub async fn accept(pool: &PgPool, token: &str, password: &str) -> Result<Accept
     // language=PostgreSQL
     let invitation = sqlx::query!(
         r#"
-        update invitations set accepted_at = now()
-        where token_hash = $1 and accepted_at is null and revoked_at is null and expires_at > now()
-        returning id, org_id, email, role
+        update invitations i set accepted_at = now()
+        where i.token_hash = $1 and i.accepted_at is null and i.revoked_at is null
+          and i.expires_at > now()
+          -- The inviter may still grant the role: a member of the org ranked at least as high.
+          and exists (
+              select from memberships m
+              where m.user_id = i.invited_by and m.org_id = i.org_id
+                and role_rank(m.role) >= role_rank(i.role))
+        returning i.id, i.org_id, i.email, i.role
         "#,
         hash
     )
@@ -372,8 +395,13 @@ pub async fn accept(pool: &PgPool, token: &str, password: &str) -> Result<Accept
     .await?;
     let Some(invitation) = invitation else {
         drop(tx);
-        // Someone used it (or it was revoked) meanwhile: say which.
+        // Someone used it (or it was revoked) meanwhile, or its inviter lost the right: say which.
         return Err(match preview(pool, token).await {
+            Ok(_) if !inviter_may_grant(pool, &hash).await? => TokenError::Invalid(
+                "This invitation no longer holds: the person who sent it cannot grant this role \
+                 any more. Ask an owner of the organisation for a new one."
+                    .into(),
+            ),
             Ok(_) => TokenError::Used,
             Err(e) => e,
         });

@@ -453,7 +453,12 @@ fn account_message(row: &Leased, public_url: &str) -> Result<Option<AccountMail>
             let link = format!("{base}/invite/{}", field("token")?);
             AccountMail {
                 to: field("to")?,
-                subject: format!("{by} invited you to {org} on invoicer"),
+                // The org's name is the inviter's words: the subject carries at most 60 of its
+                // characters and no address, so it cannot pose as a message from someone else.
+                subject: format!(
+                    "Invitation to join {} on invoicer",
+                    org.chars().take(60).collect::<String>()
+                ),
                 text: format!(
                     "Hello,\n\n{by} invited you to join {org} on invoicer as {role}.\n\n\
                      Accept the invitation within 7 days:\n{link}\n\n\
@@ -482,6 +487,33 @@ fn account_message(row: &Leased, public_url: &str) -> Result<Option<AccountMail>
                      Choose a new one within an hour:\n{link}\n\n\
                      Resetting signs out every other session. If it was not you, ignore this \
                      email: your password stays as it is.\n"
+                ),
+            }
+        }
+        "account_notice" => {
+            let (at, client) = (field("at")?, field("client")?);
+            let what = match field("event")?.as_str() {
+                "password_reset" => "The password of your invoicer account was reset",
+                "password_changed" => "The password of your invoicer account was changed",
+                "email_changed" => "The email address of your invoicer account was changed",
+                other => return Err(RenderError::Permanent(format!("unknown notice {other}"))),
+            };
+            let keys = row.payload["api_keys"].as_i64().unwrap_or(0);
+            let keys = if keys > 0 {
+                format!(
+                    "\n\nThe {keys} API key(s) made by this account still work. If this was not \
+                     you, revoke them all from the account page: {base}/settings/account\n"
+                )
+            } else {
+                String::new()
+            };
+            AccountMail {
+                to: field("to")?,
+                subject: "Your invoicer account was changed".into(),
+                text: format!(
+                    "Hello,\n\n{what} at {at}, from the address {client}.{keys}\n\n\
+                     If it was you, there is nothing to do. If it was not, reset your password \
+                     at once ({base}/forgot-password) and tell the owners of your organisations.\n"
                 ),
             }
         }

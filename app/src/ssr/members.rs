@@ -105,6 +105,7 @@ pub async fn change_role(
     .fetch_one(&mut *tx)
     .await?;
     if current != role {
+        withdraw_invitations_above(tx, org, user, Some(role)).await?;
         audit::record(
             tx,
             org,
@@ -116,6 +117,30 @@ pub async fn change_role(
         .await?;
     }
     Ok(email)
+}
+
+/// Withdraws the open invitations `inviter` sent in `org` for a role above `role` (every one when
+/// they are no longer a member): nobody joins on the authority of someone who no longer has it.
+async fn withdraw_invitations_above(
+    tx: &mut PgConnection,
+    org: Uuid,
+    inviter: Uuid,
+    role: Option<Role>,
+) -> sqlx::Result<u64> {
+    // language=PostgreSQL
+    let withdrawn = sqlx::query!(
+        r#"
+        update invitations set revoked_at = now()
+        where org_id = $1 and invited_by = $2 and accepted_at is null and revoked_at is null
+          and ($3::text is null or role_rank(role) > role_rank($3))
+        "#,
+        org,
+        inviter,
+        role.map(Role::as_str)
+    )
+    .execute(&mut *tx)
+    .await?;
+    Ok(withdrawn.rows_affected())
 }
 
 /// Removes `user` from `org` (an owner removing a member, or a member leaving): refuses to remove
@@ -143,6 +168,7 @@ pub async fn remove(
     )
     .fetch_one(&mut *tx)
     .await?;
+    withdraw_invitations_above(tx, org, user, None).await?;
     // language=PostgreSQL
     sqlx::query!(
         "update user_sessions set ended_at = now() where user_id = $1 and org_id = $2 and ended_at is null",

@@ -20,6 +20,7 @@ pub enum Kind {
     Invitation,
     VerifyEmail,
     ResetPassword,
+    AccountNotice,
 }
 
 impl Kind {
@@ -30,6 +31,7 @@ impl Kind {
             Kind::Invitation => "invitation",
             Kind::VerifyEmail => "verify_email",
             Kind::ResetPassword => "reset_password",
+            Kind::AccountNotice => "account_notice",
         }
     }
 }
@@ -225,7 +227,9 @@ pub async fn mark_failed(
         update outbox
         set locked_by = null, last_error = $2,
             dead_at = case when $3 then now() end,
-            next_attempt_at = now() + make_interval(secs => $4)
+            next_attempt_at = now() + make_interval(secs => $4),
+            -- A dead account email's link rests nowhere in plain text: the row cannot be revived.
+            payload = case when $3 then payload - 'token' else payload end
         where id = $1
         "#,
         row.id,
@@ -247,7 +251,9 @@ pub async fn mark_failed(
     })
 }
 
-/// The UI's "retry" on a dead row of `org`: a fresh set of attempts, now.
+/// The UI's "retry" on a dead invoice email or receipt of `org`: a fresh set of attempts, now.
+/// Account emails (invitations, links) are not revived: their link was dropped when they died, and
+/// sending an invitation again is the owner's "resend".
 pub async fn revive(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
     let mut tx = pool.begin().await?;
     // language=PostgreSQL
@@ -255,6 +261,7 @@ pub async fn revive(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
         r#"
         update outbox set dead_at = null, attempts = 0, next_attempt_at = now()
         where id = $1 and org_id = $2 and dead_at is not null
+          and kind in ('invoice_email', 'payment_receipt')
         "#,
         id,
         org

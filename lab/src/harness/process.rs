@@ -67,6 +67,12 @@ impl ServerProcess {
             .env("LOGINS_PER_ACCOUNT_MINUTE", "1000000")
             .env("SIGNUPS_PER_ADDRESS_HOUR", "1000000")
             .env("EMAILS_PER_ORG_HOUR", "1000000")
+            .env("PUBLIC_PAGES_PER_ADDRESS_MINUTE", "1000000")
+            .env("PUBLIC_PAGES_PER_TOKEN_MINUTE", "1000000")
+            .env("PUBLIC_PAGES_PER_HOUR", "100000000")
+            .env("PDFS_PER_ADDRESS_MINUTE", "1000000")
+            .env("PDFS_PER_TOKEN_MINUTE", "1000000")
+            .env("PDFS_PER_HOUR", "100000000")
             .env_remove("INVOICER_FAILPOINT")
             .kill_on_drop(true);
         match log {

@@ -153,6 +153,11 @@ impl Server {
             .expect("the server should have exited")
     }
 
+    /// The process's peak resident memory so far (VmHWM), in KiB.
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        self.process.peak_rss_kib()
+    }
+
     pub async fn stop(self) {
         let _ = self.process.kill().await;
     }
