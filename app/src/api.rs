@@ -56,31 +56,37 @@ fn client_address(state: &crate::ssr::AppState) -> std::net::IpAddr {
     })
 }
 
+/// What `/signup` and a refused sign-up say on a deployment with SIGNUPS=closed.
+pub const SIGNUPS_CLOSED: &str = "Sign-ups are closed here: organisations are created by the \
+     operator, and people join one by invitation. Ask an owner of your organisation to invite you.";
+
+/// Whether this deployment takes sign-ups (SIGNUPS=open).
+#[server(prefix = "/rpc", endpoint = "signups_open")]
+pub async fn signups_open() -> Result<bool, AppError> {
+    Ok(state()?.settings.signups_open)
+}
+
 #[server(prefix = "/rpc", endpoint = "signup")]
 pub async fn signup(org_name: String, email: String, password: String) -> Result<(), AppError> {
     use crate::ssr::accounts::{sign_up, SignupError};
 
     let state = state()?;
-    state.throttle.signup(client_address(&state))?;
-    let account = match sign_up(&state.pool, &org_name, &email, &password).await {
-        Ok(account) => account,
-        Err(SignupError::EmailTaken) => {
-            return Err(AppError::field(
-                "email",
-                "An account with this email already exists. Log in instead.",
-            ))
-        }
-        Err(SignupError::Invalid(message)) => return Err(AppError::BadRequest(message)),
-        Err(SignupError::Hashing(e)) => return Err(e.into()),
-        Err(e) => return Err(AppError::internal("signup", e)),
-    };
-    // The password was just hashed: the new user is logged in by id, not by hashing it again.
-    let user = crate::ssr::auth::for_login(&state.pool, account.user_id, Some(account.org_id))
-        .await?
-        .ok_or_else(|| AppError::internal("signup", "new user not found"))?;
-    let mut session = crate::ssr::auth::current_session().await?;
-    crate::ssr::auth::log_in(&state.pool, &mut session, &user, &login_meta(&state)).await?;
-    leptos_axum::redirect("/invoices");
+    if !state.settings.signups_open {
+        return Err(AppError::Forbidden(SIGNUPS_CLOSED.into()).respond());
+    }
+    let address = client_address(&state);
+    state.throttle.signup(address)?;
+    state.throttle.account_email(&email, address)?;
+    let payments = state.settings.signup_payments;
+    // A new account or an email to the existing one: the same answer, after the same work. The
+    // browser is not logged in either way; the person logs in with the password they chose.
+    match sign_up(&state.pool, &org_name, &email, &password, payments).await {
+        Ok(_) => {}
+        Err(SignupError::Invalid(message)) => return Err(AppError::BadRequest(message).respond()),
+        Err(SignupError::Hashing(e)) => return Err(AppError::from(e).respond()),
+        Err(e) => return Err(AppError::internal("signup", e).respond()),
+    }
+    leptos_axum::redirect("/signup?sent=1");
     Ok(())
 }
 
@@ -171,6 +177,7 @@ pub async fn create_invoice(
         let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
         let refuse = |fields| AppError::rejected_form(idempotency_key.clone(), fields, &input);
         let form_key = parse_form_key(idempotency_key.as_deref()).map_err(refuse)?;
+        let form_key = for_this_org(form_key, &user)?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let parsed = with_customer(&state, user.org_id, &input)
             .await
@@ -286,21 +293,23 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
         ..Default::default()
     };
     // Independent reads, side by side on their own connections.
-    let (emails, (history, _), (payments, anomalies)) = tokio::try_join!(
+    let (emails, (history, _), (payments, anomalies), payments_enabled) = tokio::try_join!(
         crate::ssr::outbox::for_invoice(&state.reads, user.org_id, invoice.id),
         crate::ssr::activity::rows(&state.reads, user.org_id, &only_this, None),
         crate::ssr::payments::for_invoice(&state.reads, user.org_id, invoice.id),
+        crate::ssr::accounts::payments_enabled(&state.reads, user.org_id),
     )?;
     Ok(InvoicePage {
         invoice,
         simulate_payments: state.settings.dev_mode,
-        send_key: Uuid::now_v7(),
-        action_key: Uuid::now_v7(),
+        send_key: crate::model::form_key(user.org_id),
+        action_key: crate::model::form_key(user.org_id),
         emails,
         payments,
         anomalies,
         history,
         can_edit: user.role.may(crate::model::Action::EditInvoices),
+        payments_enabled,
     })
 }
 
@@ -338,7 +347,7 @@ pub async fn simulate_payment(invoice_id: String) -> Result<(), AppError> {
     standin::open_simulated_session(&state.pool, invoice.id).await?;
     let (event_id, payload) = standin::checkout_completed(invoice.id, due, &invoice.currency);
     let url = format!("{}/webhooks/stripe", state.settings.self_url);
-    let secret = &state.settings.stripe_webhook_secrets[0];
+    let secret = state.settings.stripe_webhook_secrets[0].expose();
     match standin::deliver(&url, secret, &payload).await {
         Ok((200, _)) => {}
         Ok((status, body)) => {
@@ -359,7 +368,7 @@ pub async fn list_api_keys() -> Result<crate::model::ApiKeysView, AppError> {
     let state = state()?;
     Ok(crate::model::ApiKeysView {
         keys: crate::ssr::api_keys::list(&state.pool, user.org_id).await?,
-        form_key: Uuid::now_v7(),
+        form_key: crate::model::form_key(user.org_id),
     })
 }
 
@@ -495,9 +504,7 @@ pub async fn send_invoice(invoice_id: String, idempotency_key: String) -> Result
     track(&state.pool, attempt, async |attempt| {
         let user = crate::ssr::auth::require(crate::model::Action::SendEmail).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
-        let key = Uuid::try_parse(&idempotency_key).map_err(|_| {
-            AppError::BadRequest("This button has no valid key. Reload the page.".into())
-        })?;
+        let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
         state.throttle.email(user.org_id)?;
         queue_invoice_email(&state.pool, &attempt, user.org_id, key, invoice).await
     })
@@ -527,7 +534,7 @@ pub async fn invoice_action(
     let moved = track(&state.pool, attempt, async |attempt| {
         let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
-        let key = parse_button_key(&idempotency_key)?;
+        let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
         crate::ssr::surfaces::form::invoice_action(
             &state.pool,
             &attempt,
@@ -571,7 +578,7 @@ pub async fn duplicate_invoice(
     let draft = track(&state.pool, attempt, async |attempt| {
         let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
-        let key = parse_button_key(&idempotency_key)?;
+        let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
         crate::ssr::surfaces::form::duplicate_invoice(
             &state.pool,
             &attempt,
@@ -595,6 +602,24 @@ fn parse_button_key(key: &str) -> Result<Uuid, AppError> {
         .map_err(|_| AppError::BadRequest("This button has no valid key. Reload the page.".into()))
 }
 
+/// A form's key, if the form was rendered for the org the session acts for now (see
+/// [`crate::model::form_key`]); else the submit is refused before anything is claimed or written.
+#[cfg(feature = "ssr")]
+pub(crate) fn for_this_org(
+    key: Uuid,
+    user: &crate::ssr::auth::SessionUser,
+) -> Result<Uuid, AppError> {
+    if crate::model::form_key_fits(key, user.org_id) {
+        return Ok(key);
+    }
+    Err(AppError::BadRequest(format!(
+        "This page was opened for another organisation; you act for {} now. Nothing was saved: \
+         reload the page and try again.",
+        user.org_name
+    ))
+    .respond())
+}
+
 /// A draft's edit page: its content, its version, and the key this rendering's save is named by.
 #[server(prefix = "/rpc", endpoint = "get_draft")]
 pub async fn get_draft(id: String) -> Result<crate::model::DraftEdit, AppError> {
@@ -611,7 +636,7 @@ pub async fn get_draft(id: String) -> Result<crate::model::DraftEdit, AppError> 
     Ok(crate::model::DraftEdit {
         id: invoice.id,
         version: invoice.version,
-        key: Uuid::now_v7(),
+        key: crate::model::form_key(user.org_id),
         form: InvoiceForm::from_invoice(&invoice),
     })
 }
@@ -640,7 +665,10 @@ pub async fn update_draft(
     let saved = track(&state.pool, attempt, async |attempt| {
         // Who asks first: no rejection carrying the values is built for someone without the right.
         let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
-        let form_key = parse_form_key(idempotency_key.as_deref()).map_err(refuse)?;
+        let form_key = for_this_org(
+            parse_form_key(idempotency_key.as_deref()).map_err(refuse)?,
+            &user,
+        )?;
         let version: i32 = version.trim().parse().map_err(|_| {
             refuse(crate::error::FieldErrors::from([(
                 "version".to_owned(),
@@ -722,7 +750,7 @@ pub async fn get_customer(id: String) -> Result<crate::model::CustomerPage, AppE
         .ok_or_else(|| AppError::NotFound.respond())?;
     Ok(crate::model::CustomerPage {
         customer,
-        key: Uuid::now_v7(),
+        key: crate::model::form_key(user.org_id),
     })
 }
 
@@ -754,9 +782,10 @@ pub async fn save_customer(
                 values: None,
             }))
         };
-        let form_key = parse_form_key(idempotency_key.as_deref()).map_err(invalid)?;
-        input.check().map_err(invalid)?;
         let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
+        let form_key = parse_form_key(idempotency_key.as_deref()).map_err(invalid)?;
+        let form_key = for_this_org(form_key, &user)?;
+        input.check().map_err(invalid)?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let pool = &state.pool;
         match existing {
@@ -789,10 +818,13 @@ pub async fn get_org_settings() -> Result<crate::model::OrgSettingsPage, AppErro
     Ok(crate::model::OrgSettingsPage {
         next_number: settings.preview(1, year),
         settings,
-        archive_keys: tax_rates.iter().map(|_| Uuid::now_v7()).collect(),
+        archive_keys: tax_rates
+            .iter()
+            .map(|_| crate::model::form_key(user.org_id))
+            .collect(),
         tax_rates,
-        settings_key: Uuid::now_v7(),
-        tax_rate_key: Uuid::now_v7(),
+        settings_key: crate::model::form_key(user.org_id),
+        tax_rate_key: crate::model::form_key(user.org_id),
         can_manage: user.role.may(crate::model::Action::ManageOrg),
     })
 }
@@ -856,6 +888,7 @@ where
         };
         let user = crate::ssr::auth::require(action).await?;
         let form_key = parse_form_key(idempotency_key.as_deref()).map_err(invalid)?;
+        let form_key = for_this_org(form_key, &user)?;
         check().map_err(invalid)?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let pool = &state.pool;

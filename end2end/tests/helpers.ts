@@ -45,13 +45,19 @@ export function uniqueEmail(tag: string): string {
   return `${tag}-${Date.now()}-${counter}@example.com`;
 }
 
-/** Signs up a new org (plain form post, works with or without JavaScript), confirms the address
+/** Signs up a new org (plain form post, works with or without JavaScript), logs in (sign-up answers
+ * "check your email" whether or not the address is new, and logs nobody in), confirms the address
  * from the emailed link when the SMTP sink is there (unverified accounts cannot email invoices or
  * make API keys), and lands on /invoices. */
 export async function signUp(page: Page, tag: string, opts: { verify?: boolean } = {}): Promise<string> {
   const email = uniqueEmail(tag);
   await page.goto("/signup");
   await page.fill('input[name="org_name"]', `Org ${tag}`);
+  await page.fill('input[name="email"]', email);
+  await page.fill('input[name="password"]', PASSWORD);
+  await page.click('button[type="submit"]');
+  await expect(page).toHaveURL(/\/signup\?sent=1$/);
+  await page.goto("/login");
   await page.fill('input[name="email"]', email);
   await page.fill('input[name="password"]', PASSWORD);
   await page.click('button[type="submit"]');

@@ -158,6 +158,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             webhook_secret,
             chaos,
             fail_first: 0,
+            hold: None,
         };
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
         let stripe = lab::stripe_local::LocalStripe::start(addr, config).await?;

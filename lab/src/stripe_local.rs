@@ -37,6 +37,9 @@ pub struct Config {
     pub chaos: bool,
     /// Answer the first N session creations with a 500 (to exercise clients' retries).
     pub fail_first: u32,
+    /// With it, each session creation waits for one permit of this semaphore before it is answered
+    /// (tests hold Stripe's answer to look at the app meanwhile).
+    pub hold: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl Default for Config {
@@ -47,6 +50,7 @@ impl Default for Config {
             webhook_secret: "whsec_dev_invoicer".to_owned(),
             chaos: false,
             fail_first: 0,
+            hold: None,
         }
     }
 }
@@ -67,6 +71,7 @@ struct Store {
     keys: HashMap<String, Keyed>,
     /// Session creations answered (failures included), and events sent.
     create_calls: u64,
+    expire_calls: u64,
     events: Vec<Value>,
 }
 
@@ -78,6 +83,8 @@ struct Shared {
     base: String,
     store: Arc<Mutex<Store>>,
     http: reqwest::Client,
+    /// Session creations received, answered or not.
+    arrived: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// A running local Stripe.
@@ -97,6 +104,7 @@ impl LocalStripe {
             config,
             base: base.clone(),
             store: Arc::default(),
+            arrived: Arc::default(),
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(10))
                 .build()?,
@@ -107,6 +115,7 @@ impl LocalStripe {
                 post(create_session).get(list_sessions),
             )
             .route("/v1/checkout/sessions/{id}", get(get_session))
+            .route("/v1/checkout/sessions/{id}/expire", post(expire_session))
             .route("/checkout/{id}", get(checkout_page))
             .route("/checkout/{id}/pay", post(pay))
             .with_state(shared.clone());
@@ -119,6 +128,25 @@ impl LocalStripe {
     /// Sends events to `url` from now on (an app started after this).
     pub fn send_events_to(&self, url: &str) {
         *self.shared.webhook_url.lock().unwrap() = Some(url.to_owned());
+    }
+
+    /// A session's status (`open`, `complete`, `expired`), if it exists.
+    pub fn session_status(&self, id: &str) -> Option<String> {
+        let store = self.shared.store.lock().unwrap();
+        let status = store.sessions.get(id)?["status"].as_str()?.to_owned();
+        Some(status)
+    }
+
+    /// Expirations asked for (replays of an Idempotency-Key included).
+    pub fn expire_calls(&self) -> u64 {
+        self.shared.store.lock().unwrap().expire_calls
+    }
+
+    /// How many session creations were received, answered or not yet.
+    pub fn arrived(&self) -> u64 {
+        self.shared
+            .arrived
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// How many session creations were answered (successes, replays and failures).
@@ -204,6 +232,12 @@ async fn create_session(
 ) -> Response {
     if let Some(denied) = unauthorised(&shared, &headers) {
         return denied;
+    }
+    shared
+        .arrived
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    if let Some(hold) = &shared.config.hold {
+        hold.acquire().await.expect("never closed").forget();
     }
     let key = headers
         .get("idempotency-key")
@@ -361,6 +395,67 @@ async fn get_session(
             &format!("No such checkout.session: '{id}'"),
         ),
     }
+}
+
+/// `POST /v1/checkout/sessions/{id}/expire`: an open session is expired (nobody can pay it any
+/// more); any other status is refused as Stripe does. A replayed Idempotency-Key gets the first
+/// answer.
+async fn expire_session(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    if let Some(denied) = unauthorised(&shared, &headers) {
+        return denied;
+    }
+    let key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(|k| format!("expire:{k}"));
+    let mut store = shared.store.lock().unwrap();
+    store.expire_calls += 1;
+    if let Some(first) = key.as_ref().and_then(|k| store.keys.get(k)) {
+        let mut response = (
+            StatusCode::from_u16(first.status).unwrap_or(StatusCode::OK),
+            Json(first.body.clone()),
+        )
+            .into_response();
+        response
+            .headers_mut()
+            .insert("idempotent-replayed", "true".parse().unwrap());
+        return response;
+    }
+    let (status, body) = match store.sessions.get_mut(&id) {
+        None => (
+            404,
+            json!({"error": {"type": "invalid_request_error", "code": "resource_missing",
+                             "message": format!("No such checkout.session: '{id}'")}}),
+        ),
+        Some(session) if session["status"] != "open" => (
+            400,
+            json!({"error": {"type": "invalid_request_error",
+                             "message": "Only Checkout Sessions with a status in [\"open\"] can be expired."}}),
+        ),
+        Some(session) => {
+            session["status"] = json!("expired");
+            (200, session.clone())
+        }
+    };
+    if let Some(key) = key {
+        store.keys.insert(
+            key,
+            Keyed {
+                params: Vec::new(),
+                status,
+                body: body.clone(),
+            },
+        );
+    }
+    (
+        StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
+        Json(body),
+    )
+        .into_response()
 }
 
 async fn list_sessions(State(shared): State<Shared>, headers: HeaderMap) -> Response {

@@ -94,6 +94,11 @@ pub enum AdminCommand {
         #[arg(long)]
         password: String,
     },
+    /// Let an org (one that signed itself up on a SIGNUPS=open deployment) take card payments.
+    AllowPayments {
+        #[arg(long)]
+        org: uuid::Uuid,
+    },
     /// Create an API key for the org of the user with this email; prints the key, once.
     CreateApiKey {
         #[arg(long)]
@@ -126,6 +131,13 @@ async fn admin(config: Config, command: AdminCommand) -> anyhow::Result<()> {
                 .context("cannot create the organisation")?;
             println!("{}", account.org_id);
         }
+        AdminCommand::AllowPayments { org } => {
+            anyhow::ensure!(
+                app::ssr::accounts::allow_payments(&pool, org).await?,
+                "no organisation {org}"
+            );
+            println!("org {org} may take card payments");
+        }
         AdminCommand::CreateApiKey { email, name } => {
             let (user, org) = app::ssr::api_keys::org_of_user(&pool, &email)
                 .await?
@@ -140,7 +152,7 @@ async fn admin(config: Config, command: AdminCommand) -> anyhow::Result<()> {
 async fn stripe(config: Config, command: StripeCommand) -> anyhow::Result<()> {
     use app::ssr::stripe::standin;
 
-    let secret = config.stripe_webhook_secret[0].clone();
+    let secret = config.stripe_webhook_secret[0].expose().to_owned();
     let (url, event_id, payload) = match command {
         StripeCommand::Trigger {
             event,

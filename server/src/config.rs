@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use app::ssr::retention::RetentionConfig;
+use app::ssr::secret::Secret;
 use app::ssr::state::{Settings, DEV_WEBHOOK_SECRET};
 use app::ssr::worker::WorkerConfig;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -61,6 +62,11 @@ pub struct Config {
     /// `http://LEPTOS_SITE_ADDR`.
     #[arg(long, env = "INVOICER_PUBLIC_URL", global = true)]
     pub invoicer_public_url: Option<String>,
+    /// `open`: anyone may create an org at /signup (its card payments wait for `server admin
+    /// allow-payments`); `closed`: orgs come from `server admin create-org`, people join by
+    /// invitation. Production default `closed`, dev default `open`.
+    #[arg(long, env = "SIGNUPS", value_parser = ["closed", "open"], global = true)]
+    pub signups: Option<String>,
     /// `test` or `live`: which Stripe mode this deployment takes events from. Required in
     /// production; dev default `test`.
     #[arg(long, env = "STRIPE_MODE", value_parser = ["test", "live"], global = true)]
@@ -68,16 +74,20 @@ pub struct Config {
     /// One or more `whsec_...` secrets, comma separated (rotation: any may match). Required in
     /// production; dev default `whsec_dev_invoicer`.
     #[arg(long, env = "STRIPE_WEBHOOK_SECRET", value_delimiter = ',', value_parser = parse_secret, global = true, hide_env_values = true)]
-    pub stripe_webhook_secret: Vec<String>,
+    pub stripe_webhook_secret: Vec<Secret>,
     /// The secret API key (`sk_test_...` / `sk_live_...`) the app creates Checkout sessions with.
     /// Unset in production: the Pay button answers "payment unavailable". Dev default: the local
     /// Stripe's `sk_test_local`.
     #[arg(long, env = "STRIPE_SECRET_KEY", global = true, hide_env_values = true)]
-    pub stripe_secret_key: Option<String>,
+    pub stripe_secret_key: Option<Secret>,
     /// The Stripe API the app calls. Default `https://api.stripe.com`; dev default the local Stripe,
     /// `http://127.0.0.1:12111` (`scripts/stripe-local`).
     #[arg(long, env = "STRIPE_API_BASE", global = true)]
     pub stripe_api_base: Option<String>,
+    /// Calls to Stripe under way at once; beyond them Pay answers 503 with Retry-After before
+    /// anything is claimed.
+    #[arg(long, env = "STRIPE_MAX_CALLS", default_value_t = app::ssr::stripe::client::MAX_CALLS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..10_000), global = true)]
+    pub stripe_max_calls: usize,
     /// Accepted clock skew of webhook signatures, in seconds (1 to 3600).
     #[arg(long, env = "STRIPE_WEBHOOK_TOLERANCE_SECS", default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..=3600), global = true)]
     pub stripe_webhook_tolerance_secs: u32,
@@ -88,7 +98,7 @@ pub struct Config {
     /// credentials) or `smtps://...` (TLS from the start); unset: emails are written as files to
     /// MAIL_DIR.
     #[arg(long, env = "SMTP_URL", global = true, hide_env_values = true)]
-    pub smtp_url: Option<String>,
+    pub smtp_url: Option<Secret>,
     /// A PEM file with the CA that signed the SMTP server's certificate, for a relay with a private
     /// CA (public CAs are trusted without it).
     #[arg(long, env = "SMTP_CA_FILE", global = true)]
@@ -138,7 +148,7 @@ pub struct Config {
     pub outbox_retention_days: u32,
     /// With it, `/metrics` requires `Authorization: Bearer <token>` (at least 16 characters).
     #[arg(long, env = "METRICS_TOKEN", global = true, hide_env_values = true)]
-    pub metrics_token: Option<String>,
+    pub metrics_token: Option<Secret>,
     /// A separate listener for `/metrics` only (e.g. `127.0.0.1:9100`, not exposed publicly); then
     /// the public listener has no `/metrics`.
     #[arg(long, env = "METRICS_ADDR", global = true)]
@@ -240,12 +250,12 @@ fn parse_mode(value: &str) -> Result<Mode, String> {
     }
 }
 
-fn parse_secret(value: &str) -> Result<String, String> {
+fn parse_secret(value: &str) -> Result<Secret, String> {
     let secret = value.trim();
     if secret.is_empty() {
         return Err("a secret in the list is empty".into());
     }
-    Ok(secret.to_owned())
+    Ok(Secret::from(secret))
 }
 
 impl Config {
@@ -256,33 +266,37 @@ impl Config {
     pub fn validate(&mut self, deployed: bool) -> anyhow::Result<()> {
         let dev = self.dev_mode() || !deployed;
         let blank = |v: &mut Option<String>| *v = v.take().filter(|s| !s.trim().is_empty());
-        blank(&mut self.smtp_url);
+        let blank_secret = |v: &mut Option<Secret>| *v = v.take().filter(|s| !s.is_blank());
+        blank_secret(&mut self.smtp_url);
         blank(&mut self.invoicer_public_url);
         blank(&mut self.mail_from);
-        blank(&mut self.metrics_token);
+        blank_secret(&mut self.metrics_token);
         blank(&mut self.client_ip_header);
-        blank(&mut self.stripe_secret_key);
+        blank_secret(&mut self.stripe_secret_key);
         blank(&mut self.stripe_api_base);
         if dev {
             self.stripe_api_base
                 .get_or_insert_with(|| LOCAL_STRIPE.to_owned());
             self.stripe_secret_key
-                .get_or_insert_with(|| LOCAL_STRIPE_KEY.to_owned());
+                .get_or_insert_with(|| LOCAL_STRIPE_KEY.into());
         }
         if self.stripe_webhook_secret.is_empty() {
             anyhow::ensure!(
                 dev,
                 "STRIPE_WEBHOOK_SECRET must be set in production (LEPTOS_ENV is not DEV)"
             );
-            self.stripe_webhook_secret = vec![DEV_WEBHOOK_SECRET.to_owned()];
+            self.stripe_webhook_secret = vec![DEV_WEBHOOK_SECRET.into()];
         }
         anyhow::ensure!(
             dev || !self
                 .stripe_webhook_secret
                 .iter()
-                .any(|s| s == DEV_WEBHOOK_SECRET),
+                .any(|s| s.expose() == DEV_WEBHOOK_SECRET),
             "STRIPE_WEBHOOK_SECRET: the public dev secret {DEV_WEBHOOK_SECRET} is refused in production"
         );
+        if self.signups.is_none() {
+            self.signups = Some(if dev { "open" } else { "closed" }.into());
+        }
         if self.stripe_mode.is_none() {
             anyhow::ensure!(dev, "STRIPE_MODE (test or live) must be set in production");
             self.stripe_mode = Some("test".into());
@@ -314,7 +328,8 @@ impl Config {
         app::ssr::mail::parse_from(self.mail_from.as_deref().unwrap_or_default())
             .map_err(|e| anyhow::anyhow!("MAIL_FROM: {e}"))?;
         if let Some(url) = &self.smtp_url {
-            app::ssr::mail::SmtpTarget::parse(url).map_err(|e| anyhow::anyhow!("SMTP_URL: {e}"))?;
+            app::ssr::mail::SmtpTarget::parse(url.expose())
+                .map_err(|e| anyhow::anyhow!("SMTP_URL: {e}"))?;
         }
         anyhow::ensure!(
             self.worker_lease_secs * 1000 > self.smtp_timeout_ms,
@@ -325,7 +340,7 @@ impl Config {
         );
         if let Some(token) = &self.metrics_token {
             anyhow::ensure!(
-                token.len() >= 16,
+                token.expose().len() >= 16,
                 "METRICS_TOKEN must have at least 16 characters"
             );
         }
@@ -381,7 +396,7 @@ impl Config {
 
     /// True when the secret is the built-in dev default (printed at start-up in dev).
     pub fn stripe_secret_is_default(&self) -> bool {
-        self.stripe_webhook_secret == [DEV_WEBHOOK_SECRET]
+        self.stripe_webhook_secret == [Secret::from(DEV_WEBHOOK_SECRET)]
     }
 
     fn idempotency_key_ttl(&self) -> Duration {
@@ -428,6 +443,12 @@ impl Config {
             poll: Duration::from_millis(self.worker_poll_ms),
             public_url: self.public_url(),
             retention: self.retention()?,
+            stripe: Some(app::ssr::stripe::client::Stripe::new(
+                self.stripe_api_base
+                    .as_deref()
+                    .unwrap_or(app::ssr::stripe::client::DEFAULT_API_BASE),
+                self.stripe_secret_key.clone(),
+            )),
             ..Default::default()
         })
     }
@@ -449,6 +470,9 @@ impl Config {
                 .clone()
                 .unwrap_or_else(|| app::ssr::stripe::client::DEFAULT_API_BASE.to_owned()),
             stripe_secret_key: self.stripe_secret_key.clone(),
+            stripe_max_calls: self.stripe_max_calls,
+            signups_open: self.signups.as_deref() == Some("open"),
+            signup_payments: self.dev_mode(),
         }
     }
 
@@ -750,6 +774,48 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn signups_are_closed_in_production_and_open_in_dev_unless_told() {
+        let mut prod_default = prod(&[]);
+        prod_default.validate(true).unwrap();
+        assert!(!prod_default.settings().signups_open);
+        let mut prod_open = prod(&["--signups", "open"]);
+        prod_open.validate(true).unwrap();
+        assert!(prod_open.settings().signups_open);
+        assert!(
+            !prod_open.settings().signup_payments,
+            "a signed-up org waits for the operator"
+        );
+        let mut dev = Probe::try_parse_from(["server", "--leptos-env", "DEV"])
+            .unwrap()
+            .config;
+        dev.signups = None;
+        dev.validate(true).unwrap();
+        assert!(dev.settings().signups_open && dev.settings().signup_payments);
+        assert!(Probe::try_parse_from(["server", "--signups", "maybe"]).is_err());
+    }
+
+    #[test]
+    fn secrets_never_show_in_a_debug_print() {
+        let mut config = prod(&[
+            "--stripe-webhook-secret",
+            "whsec_topsecret_one,whsec_topsecret_two",
+            "--stripe-secret-key",
+            "sk_live_topsecret",
+            "--metrics-token",
+            "metrics-topsecret-token",
+            "--smtp-url",
+            "smtp://user:pw-topsecret@mail.example.com",
+        ]);
+        config.validate(true).unwrap();
+        let printed = format!("{config:?} {:?}", config.settings());
+        assert!(!printed.contains("topsecret"), "{printed}");
+        assert_eq!(
+            config.settings().stripe_webhook_secrets[1].expose(),
+            "whsec_topsecret_two"
+        );
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let workers = Workers::start(&config, &state.pool, config.workers)?;
     let metrics = match (&config.metrics_addr, &config.metrics_token) {
         (Some(_), _) => MetricsAccess::Off,
-        (None, Some(token)) => MetricsAccess::Token(token.clone()),
+        (None, Some(token)) => MetricsAccess::Token(token.expose().to_owned()),
         (None, None) if config.dev_mode() => MetricsAccess::Open,
         (None, None) => {
             tracing::info!("no METRICS_TOKEN or METRICS_ADDR: /metrics is off");
@@ -114,7 +114,10 @@ struct Workers {
 impl Workers {
     fn start(config: &Config, pool: &sqlx::PgPool, count: usize) -> anyhow::Result<Workers> {
         let mailer = app::ssr::mail::Mailer::new(
-            config.smtp_url.as_deref(),
+            config
+                .smtp_url
+                .as_ref()
+                .map(app::ssr::secret::Secret::expose),
             config.smtp_ca_file.as_deref(),
             &config.mail_dir,
             std::time::Duration::from_millis(config.smtp_timeout_ms),

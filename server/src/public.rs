@@ -122,9 +122,12 @@ async fn pay(
     };
     match checkout::session_waiting(&state.pool, &state.stripe, &urls, org, invoice, waited).await {
         Ok(Checkout::Session(session)) => see_other(&session.url),
-        Ok(Checkout::NothingDue { .. }) => see_other(&format!("/i/{token}")),
+        Ok(Checkout::NothingDue { .. } | Checkout::NotEnabled) => see_other(&format!("/i/{token}")),
         Ok(Checkout::NotFound) => not_found(),
         Err(CheckoutError::Busy(_)) => payment_unavailable("checkout still being created", "busy"),
+        Err(CheckoutError::Saturated) => {
+            payment_unavailable("paying", "every place for a call to Stripe is taken")
+        }
         Err(CheckoutError::Stripe(e)) => payment_unavailable("creating a checkout session", e),
         Err(CheckoutError::Db(e)) => unavailable("public pay", e),
     }
@@ -222,11 +225,13 @@ fn render(found: PublicInvoice, token: &str) -> String {
         org_name,
         org_address,
         invoice: inv,
+        payments_enabled,
     } = found;
     let currency = inv.currency.clone();
     let due = inv.total_cents - inv.amount_paid_cents;
     // Not while a delayed payment (a bank debit) is under way: it would be paid twice.
     let payable = due > 0
+        && payments_enabled
         && inv.payment_state != app::model::PaymentState::Processing
         && matches!(
             inv.status,

@@ -12,6 +12,14 @@ use crate::common::served::{invoice_body, TestApp, SECRET};
 use crate::common::{cli, create_org, wait_until, Server, TestDb};
 
 async fn with_stripe(pool: PgPool, config: Config) -> (TestApp, LocalStripe) {
+    with_stripe_and(pool, config, |_| {}).await
+}
+
+async fn with_stripe_and(
+    pool: PgPool,
+    config: Config,
+    tweak: impl FnOnce(&mut app::ssr::state::Settings),
+) -> (TestApp, LocalStripe) {
     let stripe = LocalStripe::start(
         "127.0.0.1:0".parse().unwrap(),
         Config {
@@ -24,7 +32,8 @@ async fn with_stripe(pool: PgPool, config: Config) -> (TestApp, LocalStripe) {
     let base = stripe.base.clone();
     let app = TestApp::spawn_with(pool, |s| {
         s.stripe_api_base = base;
-        s.stripe_secret_key = Some("sk_test_local".to_owned());
+        s.stripe_secret_key = Some("sk_test_local".into());
+        tweak(s);
     })
     .await;
     stripe.send_events_to(&format!("{}/webhooks/stripe", app.base));
@@ -352,4 +361,167 @@ async fn a_crash_after_stripe_answered_gets_the_same_session_back() {
     assert_eq!(payments, 1);
     server.stop().await;
     db.cleanup().await;
+}
+
+/// Waits until the local Stripe has received `n` session creations.
+async fn arrived(stripe: &LocalStripe, n: u64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while stripe.arrived() < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Stripe got {} calls",
+            stripe.arrived()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// While Stripe takes its time, Pay holds no pooled connection: a slow Stripe cannot starve the
+/// pool that every other request needs.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn no_pooled_connection_waits_on_stripe(pool: PgPool) {
+    let hold = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let config = Config {
+        hold: Some(hold.clone()),
+        ..Config::default()
+    };
+    let (app, stripe) = with_stripe(pool, config).await;
+    let (_, token) = app.api_client().await;
+    let (_, page) = open_invoice(&app, &token).await;
+    let (base, http) = (app.base.clone(), no_redirects());
+    let pay = tokio::spawn(async move { press_pay(&http, &base, &page).await });
+    arrived(&stripe, 1).await;
+    let in_use = app.pool.size() - app.pool.num_idle() as u32;
+    assert_eq!(in_use, 0, "a connection is held while Stripe answers");
+    hold.add_permits(1);
+    let (status, location) = pay.await.unwrap();
+    assert_eq!(status, 303);
+    assert!(location.starts_with(&stripe.base));
+}
+
+/// Beyond STRIPE_MAX_CALLS calls at once, Pay answers 503 with Retry-After and claims nothing: the
+/// next press starts afresh.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn beyond_the_cap_on_stripe_calls_pay_is_refused_with_nothing_half_done(pool: PgPool) {
+    let hold = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let config = Config {
+        hold: Some(hold.clone()),
+        ..Config::default()
+    };
+    let (app, stripe) = with_stripe_and(pool, config, |s| s.stripe_max_calls = 1).await;
+    let (_, token) = app.api_client().await;
+    let (_, first) = open_invoice(&app, &token).await;
+    let (second_id, second) = open_invoice(&app, &token).await;
+    let (base, http) = (app.base.clone(), no_redirects());
+    let waiting = tokio::spawn(async move { press_pay(&http, &base, &first).await });
+    arrived(&stripe, 1).await;
+
+    let res = no_redirects()
+        .post(format!("{}{second}/pay", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 503);
+    assert!(res.headers().get("retry-after").is_some());
+    let claims: i64 = sqlx::query_scalar("select count(*) from claims where key like $1")
+        .bind(format!("{second_id}/%"))
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(claims, 0, "nothing claimed for the refused press");
+    assert_eq!(
+        stripe.arrived(),
+        1,
+        "the refused press never reached Stripe"
+    );
+
+    hold.add_permits(2);
+    assert_eq!(waiting.await.unwrap().0, 303);
+    let (status, _) = press_pay(&no_redirects(), &app.base, &second).await;
+    assert_eq!(status, 303, "a place is free again");
+}
+
+/// Runs a worker that can call Stripe until nothing is due.
+async fn drain_calls(app: &TestApp, stripe: &LocalStripe) {
+    let config = app::ssr::worker::WorkerConfig {
+        id: "expire-test".into(),
+        backoff_base: Duration::ZERO,
+        stripe: Some(app::ssr::stripe::client::Stripe::new(
+            &stripe.base,
+            Some("sk_test_local".into()),
+        )),
+        ..Default::default()
+    };
+    let mailer = app::ssr::mail::Mailer::new(
+        None,
+        None,
+        &std::env::temp_dir().join(format!("invoicer-expire-{}", Uuid::new_v4().simple())),
+        Duration::from_secs(5),
+        app::ssr::mail::DEV_FROM,
+    )
+    .unwrap();
+    while app::ssr::worker::drain_once(&app.pool, &mailer, &config)
+        .await
+        .unwrap()
+        > 0
+    {}
+}
+
+/// A newer session replaces an older one at Stripe (the older is expired), and voiding the invoice
+/// expires the open one: no page left at Stripe takes money for it. Each expiry is one outbox row
+/// and one call under its own Idempotency-Key.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn voiding_and_new_sessions_expire_the_open_sessions_at_stripe(pool: PgPool) {
+    let (app, stripe) = with_stripe(pool, Config::default()).await;
+    let (_, token) = app.api_client().await;
+    let (id, page) = open_invoice(&app, &token).await;
+    let (status, location) = press_pay(&no_redirects(), &app.base, &page).await;
+    assert_eq!(status, 303);
+    let first = session_id(&location);
+    // It nears its end: the next Pay makes a new session, and the first is expired at Stripe.
+    sqlx::query(
+        "update checkout_sessions set expires_at = now() + interval '1 minute' where id = $1",
+    )
+    .bind(&first)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let (_, location) = press_pay(&no_redirects(), &app.base, &page).await;
+    let second = session_id(&location);
+    assert_ne!(first, second);
+    drain_calls(&app, &stripe).await;
+    assert_eq!(stripe.session_status(&first).as_deref(), Some("expired"));
+    assert_eq!(stripe.session_status(&second).as_deref(), Some("open"));
+
+    let voided = app
+        .post_to(
+            &format!("/api/v1/invoices/{id}/void"),
+            Some(&token),
+            Some(&Uuid::new_v4().to_string()),
+            "{}",
+        )
+        .await;
+    assert!(voided.status < 300, "{}", voided.status);
+    drain_calls(&app, &stripe).await;
+    assert_eq!(stripe.session_status(&second).as_deref(), Some("expired"));
+    assert!(
+        stripe.pay(&second, "card").await.is_ok(),
+        "the page answers"
+    );
+    assert_eq!(
+        app.count(&format!(
+            "select count(*) from payments where invoice_id = '{id}'"
+        ))
+        .await,
+        0,
+        "an expired session takes no money"
+    );
+    assert_eq!(stripe.expire_calls(), 2, "one call per session");
+    assert_eq!(
+        app.count(
+            "select count(*) from outbox where kind = 'expire_checkout' and sent_at is not null"
+        )
+        .await,
+        2
+    );
 }

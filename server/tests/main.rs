@@ -23,6 +23,7 @@ mod plans;
 mod public_page;
 mod readiness;
 mod security;
+mod signups;
 mod takeover;
 mod teams;
 mod webhook;

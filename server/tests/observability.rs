@@ -224,3 +224,101 @@ async fn attempts_are_logged_with_request_ids_and_counted_per_surface_and_outcom
     pool.close().await;
     db.cleanup().await;
 }
+
+/// Secret path segments never reach the log: the customer's link, an invitation, a reset or a
+/// verification link show as `[redacted]` in every request span. A caller's request id is kept
+/// as at most 128 visible characters, in the log, in the stored attempt and on the response.
+#[tokio::test]
+async fn logs_redact_link_tokens_and_cut_request_ids() {
+    let db = TestDb::new("redact").await;
+    create_org(&db, "Red", "red@example.com").await;
+    let token = cli(
+        &db,
+        &["admin", "create-api-key", "--email", "red@example.com"],
+    )
+    .await
+    .trim()
+    .to_owned();
+    let pool = db.pool().await;
+    let (_, invoice) = common::seed_invoice(&pool, "payer@example.com", 1_000, "usd").await;
+    let link: String = sqlx::query_scalar("select public_token from invoices where id = $1")
+        .bind(invoice)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let port = common::free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut server = tokio::process::Command::new(common::SERVER)
+        .env("LEPTOS_ENV", "DEV")
+        .env("DATABASE_URL", db.url())
+        .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
+        .env("LOG_FORMAT", "json")
+        .env("RUST_LOG", "info,tower_http=debug")
+        .env("WORKERS", "0")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut logs = tokio::io::BufReader::new(server.stdout.take().unwrap()).lines();
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while http.get(format!("{base}/healthz")).send().await.is_err() {
+        assert!(Instant::now() < deadline, "server did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let secret = "f".repeat(64);
+    for path in [
+        format!("/i/{link}"),
+        format!("/i/{link}/pdf"),
+        format!("/invite/{secret}"),
+        format!("/reset-password/{secret}"),
+        format!("/verify-email/{secret}"),
+    ] {
+        http.get(format!("{base}{path}")).send().await.unwrap();
+    }
+    let long_id = "r".repeat(5_000);
+    let res = http
+        .post(format!("{base}/api/v1/invoices"))
+        .bearer_auth(&token)
+        .header("idempotency-key", "redact-1")
+        .header("content-type", "application/json")
+        .header("x-request-id", &long_id)
+        .body(common::served::invoice_body("Ada"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    assert_eq!(res.headers()["x-request-id"].len(), 128);
+    let stored: String =
+        sqlx::query_scalar("select request_id from attempts where key = 'redact-1'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(stored, "r".repeat(128));
+
+    let _ = server.start_kill();
+    let mut lines = Vec::new();
+    while let Ok(Some(line)) = logs.next_line().await {
+        lines.push(line);
+    }
+    let all = lines.join("\n");
+    assert!(!all.contains(&link), "the customer's link reached the log");
+    assert!(!all.contains(&secret), "a link token reached the log");
+    assert!(
+        !all.contains(&"r".repeat(129)),
+        "a request id longer than 128 was logged"
+    );
+    for shown in [
+        "/i/[redacted]",
+        "/i/[redacted]/pdf",
+        "/invite/[redacted]",
+        "/reset-password/[redacted]",
+        "/verify-email/[redacted]",
+    ] {
+        assert!(
+            all.contains(&format!("\"{shown}\"")),
+            "no span shows {shown}"
+        );
+    }
+    db.cleanup().await;
+}

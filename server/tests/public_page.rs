@@ -363,3 +363,65 @@ async fn the_page_and_the_pdf_show_subtotal_discount_each_tax_and_notes(pool: Pg
         );
     }
 }
+
+/// The owner replaces the customer's link of any finalized invoice, a paid one too: the old link
+/// stops at once, the new one opens the page; a double click replaces it once.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn the_owner_replaces_the_customer_link_once_per_click_even_when_paid(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let email = format!("owner-{}@example.com", Uuid::new_v4().simple());
+    let (_, invoice) = crate::common::seed_invoice(&app.pool, &email, 1_000, "usd").await;
+    let (_, paid) = app::ssr::stripe::standin::checkout_completed(invoice, 1_000, "usd");
+    assert_eq!(app.deliver(&paid).await.0, 200);
+    let token = || async {
+        sqlx::query_scalar::<_, String>("select public_token from invoices where id = $1")
+            .bind(invoice)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap()
+    };
+    let status: String = sqlx::query_scalar("select status from invoices where id = $1")
+        .bind(invoice)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(status, "paid");
+    let old = token().await;
+
+    let http = crate::common::client();
+    crate::common::login(&http, &app.base, &email, "correct horse").await;
+    let key = Uuid::now_v7().to_string();
+    let click = || {
+        http.post(format!("{}/rpc/invoice_action", app.base))
+            .form(&[
+                ("invoice_id", invoice.to_string()),
+                ("action", "new_link".to_owned()),
+                ("idempotency_key", key.clone()),
+            ])
+            .send()
+    };
+    let (a, b) = tokio::join!(click(), click());
+    assert!(a.unwrap().status().as_u16() < 400);
+    assert!(b.unwrap().status().as_u16() < 400);
+    let new = token().await;
+    assert_ne!(new, old);
+    assert_eq!(get(&app, &format!("/i/{old}")).await.0, 404);
+    assert_eq!(get(&app, &format!("/i/{old}/pdf")).await.0, 404);
+    assert_eq!(get(&app, &format!("/i/{new}")).await.0, 200);
+    // The same rendered button again: nothing replaced a second time.
+    assert!(click().await.unwrap().status().as_u16() < 400);
+    assert_eq!(token().await, new);
+    // A fresh click replaces it again.
+    let res = http
+        .post(format!("{}/rpc/invoice_action", app.base))
+        .form(&[
+            ("invoice_id", invoice.to_string()),
+            ("action", "new_link".to_owned()),
+            ("idempotency_key", Uuid::now_v7().to_string()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().as_u16() < 400);
+    assert_ne!(token().await, new);
+}

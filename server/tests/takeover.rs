@@ -83,6 +83,7 @@ async fn a_link_kept_from_before_a_reset_cannot_take_the_account(pool: PgPool) {
     )
     .await;
     assert!(signed_up.status().as_u16() < 400, "{}", signed_up.status());
+    login(&attacker, &app.base, &victim, "attacker's password").await;
     let key = Uuid::now_v7().to_string();
     let asked = post(
         &attacker,
@@ -350,6 +351,7 @@ async fn invitations_need_a_verified_address_the_org_allowance_and_a_plain_subje
     )
     .await;
     assert!(res.status().as_u16() < 400);
+    login(&unverified, &app.base, &email, PASSWORD).await;
     assert_eq!(invite(unverified, "a@example.com".into()).await, 403);
 
     let long_name = format!(
@@ -546,4 +548,236 @@ async fn accepting_checks_that_the_inviter_may_still_grant_the_role(pool: PgPool
         .await
         .unwrap();
     assert_eq!(members, 1, "nobody joined");
+}
+
+/// The account page lists the live API keys the account made, in every org, and one button revokes
+/// them all (once per rendered button, each in its org's audit log).
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn the_account_page_lists_the_accounts_keys_and_revokes_them_all(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (user, email) = owner(&app.pool).await;
+    let first: Uuid = sqlx::query_scalar("select org_id from memberships where user_id = $1")
+        .bind(user)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let (other_owner, _) = owner(&app.pool).await;
+    let second: Uuid = sqlx::query_scalar("select org_id from memberships where user_id = $1")
+        .bind(other_owner)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query("insert into memberships (user_id, org_id, role) values ($1, $2, 'member')")
+        .bind(user)
+        .bind(second)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    for org in [first, second] {
+        app::ssr::api_keys::create_for_user(&app.pool, org, user, "ci")
+            .await
+            .unwrap();
+    }
+    // Someone else's key in the same org stays.
+    app::ssr::api_keys::create_for_user(&app.pool, second, other_owner, "theirs")
+        .await
+        .unwrap();
+    let http = client();
+    login(&http, &app.base, &email, PASSWORD).await;
+    let page = || async {
+        http.post(format!("{}/rpc/account_page", app.base))
+            .send()
+            .await
+            .unwrap()
+            .json::<serde_json::Value>()
+            .await
+            .unwrap()
+    };
+    let shown = page().await;
+    assert_eq!(shown["api_keys"].as_array().unwrap().len(), 2);
+    let key = shown["revoke_keys_key"].as_str().unwrap().to_owned();
+    let revoke = || {
+        http.post(format!("{}/rpc/revoke_own_api_keys", app.base))
+            .form(&[("idempotency_key", key.as_str())])
+            .send()
+    };
+    let (a, b) = tokio::join!(revoke(), revoke());
+    assert!(a.unwrap().status().as_u16() < 400);
+    assert!(b.unwrap().status().as_u16() < 400);
+    assert_eq!(page().await["api_keys"].as_array().unwrap().len(), 0);
+    assert_eq!(
+        app.count("select count(*) from api_keys where revoked_at is null")
+            .await,
+        1,
+        "only the other owner's key is left"
+    );
+    let audited: Vec<Uuid> = sqlx::query_scalar(
+        "select org_id from audit_events where action = 'api_key.revoked' order by org_id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let mut expected = vec![first, second];
+    expected.sort();
+    assert_eq!(audited, expected);
+}
+
+/// Sign-up answers the same whether or not the address has an account, and does the same work
+/// (one password hash, one email queued in one commit): the existing account is emailed instead.
+/// "Forgot password" for an address without an account tells that address, once an hour.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn sign_up_and_forgot_password_do_the_same_whether_or_not_the_address_has_an_account(
+    pool: PgPool,
+) {
+    let app = TestApp::spawn(pool).await;
+    let (_, existing) = owner(&app.pool).await;
+    let fresh = format!("fresh-{}@example.com", Uuid::new_v4().simple());
+    let sign_up = |email: String| {
+        let url = format!("{}/rpc/signup", app.base);
+        async move {
+            let res = client()
+                .post(url)
+                .header("accept", "text/html")
+                .form(&[
+                    ("org_name", "Same".to_owned()),
+                    ("email", email),
+                    ("password", "some password".to_owned()),
+                ])
+                .send()
+                .await
+                .unwrap();
+            let cookie = res.headers().get("set-cookie").is_some();
+            let location = res.headers().get("location").cloned();
+            (res.status(), location, cookie, res.text().await.unwrap())
+        }
+    };
+    let new = sign_up(fresh.clone()).await;
+    let old = sign_up(existing.clone()).await;
+    assert_eq!(new, old, "the same answer for a new and a known address");
+    assert!(!new.2, "nobody is logged in by signing up");
+    let kinds = |to: String| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, String>(
+                "select kind from outbox where lower(payload->>'to') = lower($1) order by id",
+            )
+            .bind(to)
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    assert_eq!(kinds(fresh.clone()).await, ["verify_email"]);
+    assert_eq!(kinds(existing.clone()).await, ["account_exists"]);
+    // Again within the hour: still one email to the existing account.
+    sign_up(existing.clone()).await;
+    assert_eq!(kinds(existing.clone()).await, ["account_exists"]);
+    // The same work either way, counted: one hash each.
+    let before = app::ssr::throttle::hashes_asked_on_this_thread();
+    let other = format!("other-{}@example.com", Uuid::new_v4().simple());
+    accounts::sign_up(&app.pool, "X", &other, "some password", false)
+        .await
+        .unwrap();
+    assert_eq!(
+        app::ssr::throttle::hashes_asked_on_this_thread(),
+        before + 1
+    );
+    accounts::sign_up(&app.pool, "X", &existing, "some password", false)
+        .await
+        .unwrap();
+    assert_eq!(
+        app::ssr::throttle::hashes_asked_on_this_thread(),
+        before + 2
+    );
+
+    let nobody = format!("nobody-{}@example.com", Uuid::new_v4().simple());
+    assert!(!accounts::request_reset(&app.pool, &nobody, "form:a")
+        .await
+        .unwrap());
+    assert!(!accounts::request_reset(&app.pool, &nobody, "form:b")
+        .await
+        .unwrap());
+    assert_eq!(kinds(nobody).await, ["no_account"], "once an hour");
+}
+
+/// A form carries the org it was rendered for: the new-invoice form opened while acting for one org
+/// and submitted after the session switched to another is refused, nothing written anywhere; back
+/// in its org, the same form saves.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_form_rendered_for_one_org_is_refused_after_switching_to_another(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (user, email) = owner(&app.pool).await;
+    let first: Uuid = sqlx::query_scalar("select org_id from memberships where user_id = $1")
+        .bind(user)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let (other, _) = owner(&app.pool).await;
+    let second: Uuid = sqlx::query_scalar("select org_id from memberships where user_id = $1")
+        .bind(other)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query("insert into memberships (user_id, org_id, role) values ($1, $2, 'owner')")
+        .bind(user)
+        .bind(second)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let http = client();
+    login(&http, &app.base, &email, PASSWORD).await;
+    let switch = |org: Uuid| {
+        http.post(format!("{}/rpc/switch_org", app.base))
+            .form(&[("org_id", org.to_string())])
+            .send()
+    };
+    assert!(switch(first).await.unwrap().status().as_u16() < 400);
+    let html = http
+        .get(format!("{}/invoices/new", app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let marker = "name=\"idempotency_key\" value=\"";
+    let at = html.find(marker).expect("the form carries its key") + marker.len();
+    let key = html[at..at + 36].to_owned();
+    assert!(app::model::form_key_fits(key.parse().unwrap(), first));
+
+    assert!(switch(second).await.unwrap().status().as_u16() < 400);
+    let form = crate::common::invoice_form(&key, "Ada");
+    let refused = http
+        .post(format!("{}/rpc/create_invoice", app.base))
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+    assert!(refused
+        .text()
+        .await
+        .unwrap()
+        .contains("opened for another organisation"));
+    assert_eq!(app.count("select count(*) from invoices").await, 0);
+    assert_eq!(
+        app.count("select count(*) from claims where scope = 'form'")
+            .await,
+        0,
+        "nothing claimed"
+    );
+
+    assert!(switch(first).await.unwrap().status().as_u16() < 400);
+    let saved = http
+        .post(format!("{}/rpc/create_invoice", app.base))
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    assert!(saved.status().as_u16() < 400, "{}", saved.status());
+    let orgs: Vec<Uuid> = sqlx::query_scalar("select org_id from invoices")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(orgs, [first]);
 }

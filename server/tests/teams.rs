@@ -579,8 +579,9 @@ fn form(pairs: &[(&str, String)]) -> Vec<(String, String)> {
 }
 
 /// Server functions anyone may call without a session (they make or use one).
-const PUBLIC: [&str; 7] = [
+const PUBLIC: [&str; 8] = [
     "signup",
+    "signups_open",
     "login",
     "logout",
     "accept_invitation",
@@ -608,8 +609,9 @@ const READS: [&str; 16] = [
     "audit_log",
 ];
 /// Changes to one's own account or session, which every role may make.
-const OWN_ACCOUNT: [&str; 7] = [
+const OWN_ACCOUNT: [&str; 8] = [
     "change_password",
+    "revoke_own_api_keys",
     "change_email",
     "resend_verification",
     "end_session",
@@ -1207,6 +1209,8 @@ async fn an_unverified_account_cannot_email_or_make_keys_until_verified(pool: Pg
         .await
         .unwrap();
     assert_eq!(res.status(), 302);
+    assert_eq!(res.headers()["location"], "/signup?sent=1");
+    login(&http, &app.base, &email, PASSWORD).await;
     let key = form(&[
         ("idempotency_key", Uuid::now_v7().to_string()),
         ("name", "k".into()),

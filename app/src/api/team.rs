@@ -84,7 +84,8 @@ pub async fn team_page() -> Result<MembersPage, AppError> {
         Vec::new()
     };
     let keys = |n: usize| -> Vec<(Uuid, Uuid)> {
-        (0..n).map(|_| (Uuid::now_v7(), Uuid::now_v7())).collect()
+        let key = || crate::model::form_key(user.org_id);
+        (0..n).map(|_| (key(), key())).collect()
     };
     Ok(MembersPage {
         member_keys: keys(members.len()),
@@ -94,7 +95,7 @@ pub async fn team_page() -> Result<MembersPage, AppError> {
         org_name: user.org_name,
         members,
         invitations,
-        invite_key: Uuid::now_v7(),
+        invite_key: crate::model::form_key(user.org_id),
     })
 }
 
@@ -394,12 +395,40 @@ pub async fn reset_password(token: String, password: String) -> Result<(), AppEr
 #[server(prefix = "/rpc", endpoint = "account_page")]
 pub async fn account_page() -> Result<crate::model::AccountView, AppError> {
     let user = crate::ssr::auth::require_user().await?;
+    let state = state()?;
     Ok(crate::model::AccountView {
+        api_keys: crate::ssr::api_keys::own_live(&state.reads, user.id).await?,
         email: user.email,
         verified: user.email_verified,
         email_key: Uuid::now_v7(),
         verify_key: Uuid::now_v7(),
+        revoke_keys_key: Uuid::now_v7(),
     })
+}
+
+/// Revokes every live API key the account made, in all of its orgs, once per rendered button.
+#[server(prefix = "/rpc", endpoint = "revoke_own_api_keys")]
+pub async fn revoke_own_api_keys(idempotency_key: Option<String>) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    settings_form(
+        Form::RevokeOwnApiKeys,
+        crate::model::Action::Read,
+        "/settings/account?keys=1",
+        idempotency_key,
+        &"revoke_own_api_keys",
+        || Ok(()),
+        |user| {
+            let (actor, id) = (actor(user), user.id);
+            move || {
+                let actor = actor.clone();
+                async move |tx: &mut sqlx::PgConnection| {
+                    crate::ssr::api_keys::revoke_all_own(tx, &actor).await?;
+                    Ok(id)
+                }
+            }
+        },
+    )
+    .await
 }
 
 /// Changes the password (the current one checked): every other session ends, this one stays.

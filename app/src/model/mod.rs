@@ -3,6 +3,7 @@
 mod customer;
 mod decimal;
 mod form;
+mod form_key;
 mod input;
 mod money;
 mod org;
@@ -15,6 +16,7 @@ mod views;
 pub use customer::{Customer, CustomerInput};
 pub use decimal::Thousandths;
 pub use form::{InvoiceForm, LineForm, PAYMENT_TERMS};
+pub use form_key::{form_key, form_key_fits};
 pub use input::{InvoiceInput, LineInput, MAX_LINES, QUANTITY_RANGE};
 pub use money::{
     currency, currency_exponent, format_money, parse_amount, Currency, COMMON_CURRENCIES,
@@ -25,7 +27,7 @@ pub use roles::{Action, Role};
 pub use tax_rate::TaxRateInput;
 pub use team::{
     AccountView, AuditEntry, InvitationSummary, InvitationView, Member, MembersPage, OrgChoice,
-    SessionSummary,
+    OwnApiKey, SessionSummary,
 };
 pub use totals::{
     compute as compute_totals, line_amount, AppliedTax, Discount, LineAmounts, TaxTotal, Totals,

@@ -108,4 +108,18 @@ pub struct AccountView {
     pub verified: bool,
     pub email_key: Uuid,
     pub verify_key: Uuid,
+    /// The live API keys this account made, in every org: after a reset or a password change the
+    /// owner reviews them here.
+    pub api_keys: Vec<OwnApiKey>,
+    /// Names the "revoke them all" attempt of this rendering.
+    pub revoke_keys_key: Uuid,
+}
+
+/// A live API key the account made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OwnApiKey {
+    pub org_name: String,
+    pub name: String,
+    pub prefix: String,
+    pub created_at: chrono::DateTime<chrono::Utc>,
 }

@@ -193,6 +193,8 @@ pub struct InvoicePage {
     pub history: Vec<ActivityRow>,
     /// The session's role may change it (its buttons are shown).
     pub can_edit: bool,
+    /// The org may take card payments (an org that signed itself up waits for the operator).
+    pub payments_enabled: bool,
 }
 
 /// A customer's page.

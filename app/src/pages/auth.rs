@@ -43,9 +43,37 @@ pub fn SignupPage() -> impl IntoView {
                 .map(|m| view! { <span class="error">{m}</span> })
         }
     };
+    let open = Resource::new(|| (), |_| crate::api::signups_open());
+    let closed = move || matches!(open.get(), Some(Ok(false)));
+    let sent = use_query_map().with_untracked(|q| q.get("sent").is_some_and(|v| v == "1"));
+    if sent {
+        return view! {
+            <section class="card narrow">
+                <h1>"Check your email"</h1>
+                <p class="notice signed-up" role="status">
+                    "We sent a message to the address you gave: a link to confirm it if it is new \
+                     to us. Then log in with the password you chose."
+                </p>
+                <p><a class="button primary" href="/login">"Log in"</a></p>
+            </section>
+        }
+        .into_any();
+    }
     view! {
         <section class="card narrow">
             <h1>"Create your organisation"</h1>
+            <Suspense fallback=|| ()>
+                {move || {
+                    closed()
+                        .then(|| {
+                            view! {
+                                <p class="notice signups-closed" role="status">
+                                    {crate::api::SIGNUPS_CLOSED}
+                                </p>
+                            }
+                        })
+                }}
+            </Suspense>
             {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
             <form method="post" action=Signup::PATH>
                 <label>"Organisation" <input type="text" name="org_name" required maxlength="200" /></label>
@@ -62,4 +90,5 @@ pub fn SignupPage() -> impl IntoView {
             <p>"Have an account? " <a href="/login">"Log in"</a></p>
         </section>
     }
+    .into_any()
 }

@@ -57,7 +57,7 @@ pub fn CustomersPage() -> impl IntoView {
 pub fn NewCustomerPage() -> impl IntoView {
     // Minted on the server at render and carried through hydration: every submit of this rendered
     // form is the same attempt.
-    let minted = SharedValue::new_str(Uuid::now_v7).into_inner();
+    let minted = SharedValue::new_str(super::rendered_form_key).into_inner();
     view! {
         <section class="card">
             <h1>"New customer"</h1>

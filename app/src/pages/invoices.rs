@@ -195,7 +195,7 @@ pub fn InvoicePage() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match invoice.await {
-                    Ok(InvoicePage { invoice: inv, simulate_payments, send_key, action_key, emails, payments, anomalies, history, can_edit }) => {
+                    Ok(InvoicePage { invoice: inv, simulate_payments, send_key, action_key, emails, payments, anomalies, history, can_edit, payments_enabled }) => {
                         let currency = inv.currency.clone();
                         let can_simulate = can_edit && simulate_payments && inv.status == InvoiceStatus::Open;
                         let can_send = can_edit && !matches!(inv.status, InvoiceStatus::Draft | InvoiceStatus::Void);
@@ -224,6 +224,13 @@ pub fn InvoicePage() -> impl IntoView {
                                             Some(at) => format!(" · viewed {}", at.format("%Y-%m-%d %H:%M UTC")),
                                             None => " · not viewed yet".to_owned(),
                                         }}
+                                    </p>
+                                })}
+                                {(!payments_enabled && inv.public_url.is_some()).then(|| view! {
+                                    <p class="notice payments-disabled" role="status">
+                                        "Payments not enabled yet: the customer's page shows the invoice \
+                                         without a Pay button until the operator of this site enables \
+                                         card payments for your organisation."
                                     </p>
                                 })}
                                 <dl>
@@ -426,6 +433,11 @@ fn lifecycle_buttons(
         InvoiceStatus::Uncollectible if unpaid => vec![("void", "Void")],
         _ => vec![],
     };
+    // Any finalized invoice's customer link can be replaced (the old one stops at once).
+    let mut allowed = allowed;
+    if !matches!(inv.status, InvoiceStatus::Draft | InvoiceStatus::Void) {
+        allowed.push(("new_link", "New customer link"));
+    }
     let id = inv.id;
     let draft = inv.status == InvoiceStatus::Draft;
     view! {
@@ -516,7 +528,7 @@ pub fn totals_rows(inv: &Invoice, span: usize) -> impl IntoView {
 pub fn NewInvoicePage() -> impl IntoView {
     let action = ServerAction::<CreateInvoice>::new();
     // Positional hydration id: create it first, outside any Suspense.
-    let minted = SharedValue::new_str(Uuid::now_v7).into_inner();
+    let minted = SharedValue::new_str(super::rendered_form_key).into_inner();
 
     // Without JavaScript a refused submit comes back through the URL; reuse its key and values so
     // the corrected resubmit is the same attempt and nothing typed is lost.

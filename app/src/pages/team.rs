@@ -327,7 +327,8 @@ pub fn AccountSettingsPage() -> impl IntoView {
     let password = ServerAction::<ChangePassword>::new();
     let email = ServerAction::<ChangeEmail>::new();
     let resend = ServerAction::<ResendVerification>::new();
-    let page = Resource::new(|| (), |_| account_page());
+    let revoke_keys = ServerAction::<crate::api::RevokeOwnApiKeys>::new();
+    let page = Resource::new(move || revoke_keys.version().get(), |_| account_page());
     let (verified, changed, asked, sent) = (
         query_flag("verified"),
         query_flag("password"),
@@ -363,6 +364,35 @@ pub fn AccountSettingsPage() -> impl IntoView {
                                     }}
                                 </p>
                                 <p><a href="/settings/sessions">"Your sessions"</a> " · " <a href="/settings/orgs">"Your organisations"</a></p>
+                            </section>
+                            <section class="card own-api-keys">
+                                <h2>"API keys you created"</h2>
+                                {move || revoke_keys.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                                {if p.api_keys.is_empty() {
+                                    view! { <p class="hint">"None is live."</p> }.into_any()
+                                } else {
+                                    view! {
+                                        <p class="hint">
+                                            "They keep working after a password reset or change. If you did not make one of them, revoke them all."
+                                        </p>
+                                        <ul class="own-keys">
+                                            {p.api_keys
+                                                .iter()
+                                                .map(|k| view! {
+                                                    <li class="own-key">
+                                                        <strong>{k.name.clone()}</strong> " " <code>{k.prefix.clone()}</code>
+                                                        " · " {k.org_name.clone()} " · " {k.created_at.format("%Y-%m-%d").to_string()}
+                                                    </li>
+                                                })
+                                                .collect_view()}
+                                        </ul>
+                                        <ActionForm action=revoke_keys>
+                                            <input type="hidden" name="idempotency_key" value=p.revoke_keys_key.to_string() />
+                                            <button type="submit" class="danger revoke-own-keys">"Revoke them all"</button>
+                                        </ActionForm>
+                                    }
+                                        .into_any()
+                                }}
                             </section>
                             <section class="card">
                                 <h2>"Change password"</h2>

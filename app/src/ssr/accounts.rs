@@ -26,26 +26,96 @@ pub struct NewAccount {
     pub user_id: Uuid,
 }
 
-/// Creates an org and its owner in one transaction, the owner's address taken as verified: the
-/// operator's command line (and tests) vouch for it.
+/// Creates an org and its owner in one transaction, the owner's address taken as verified and the
+/// org allowed to take payments: the operator's command line (and tests) vouch for both.
 pub async fn create_org_with_owner(
     pool: &PgPool,
     org_name: &str,
     email: &str,
     password: &str,
 ) -> Result<NewAccount, SignupError> {
-    create_account(pool, org_name, email, password, true).await
+    create_account(pool, org_name, email, password, true, true).await
+}
+
+/// What a sign-up did; the person signing up is told the same either way ("check your email").
+#[derive(Debug, Clone, Copy)]
+pub enum SignedUp {
+    /// A new org and owner, and the link to confirm the address.
+    New(NewAccount),
+    /// The address has an account: it was emailed that someone tried to sign up with it.
+    Existing,
 }
 
 /// Sign-up: an org and its owner, whose address is unverified until they follow the link emailed
-/// to it (queued in the same transaction).
+/// to it (queued in the same transaction). The org takes card payments only once the operator
+/// allows it (`payments`: false), but in development. An address that has an account gets an
+/// email instead, after the same work (the password hashed, one email queued in one commit), so
+/// neither the answer nor its time tells whether the address has an account.
 pub async fn sign_up(
     pool: &PgPool,
     org_name: &str,
     email: &str,
     password: &str,
-) -> Result<NewAccount, SignupError> {
-    create_account(pool, org_name, email, password, false).await
+    payments: bool,
+) -> Result<SignedUp, SignupError> {
+    match create_account(pool, org_name, email, password, false, payments).await {
+        Ok(account) => Ok(SignedUp::New(account)),
+        Err(SignupError::EmailTaken) => {
+            let mut tx = pool.begin().await?;
+            // language=PostgreSQL
+            let to = sqlx::query_scalar!(
+                "select email from users where lower(email) = lower($1)",
+                email.trim()
+            )
+            .fetch_one(&mut *tx)
+            .await?;
+            queue_once_an_hour(&mut tx, crate::ssr::outbox::Kind::AccountExists, &to).await?;
+            tx.commit().await?;
+            Ok(SignedUp::Existing)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Queues an account email of `kind` to `to`, at most one of that kind per address and hour (a
+/// double click, or someone asking again and again, sends one).
+async fn queue_once_an_hour(
+    tx: &mut sqlx::PgConnection,
+    kind: crate::ssr::outbox::Kind,
+    to: &str,
+) -> sqlx::Result<()> {
+    let dedupe = format!(
+        "{}/{}",
+        to.to_lowercase(),
+        chrono::Utc::now().format("%Y-%m-%dT%H")
+    );
+    crate::ssr::outbox::enqueue(
+        tx,
+        None,
+        None,
+        kind,
+        serde_json::json!({"to": to, "dedupe": dedupe}),
+    )
+    .await?;
+    Ok(())
+}
+
+/// `server admin allow-payments`: the org may take card payments from now on. False if there is no
+/// such org.
+pub async fn allow_payments(pool: &PgPool, org: Uuid) -> sqlx::Result<bool> {
+    // language=PostgreSQL
+    let done = sqlx::query!("update orgs set payments_enabled = true where id = $1", org)
+        .execute(pool)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Whether `org` may take card payments.
+pub async fn payments_enabled(pool: &PgPool, org: Uuid) -> sqlx::Result<bool> {
+    // language=PostgreSQL
+    sqlx::query_scalar!("select payments_enabled from orgs where id = $1", org)
+        .fetch_one(pool)
+        .await
 }
 
 async fn create_account(
@@ -54,6 +124,7 @@ async fn create_account(
     email: &str,
     password: &str,
     verified: bool,
+    payments: bool,
 ) -> Result<NewAccount, SignupError> {
     let org_name = org_name.trim();
     let email = email.trim();
@@ -81,9 +152,10 @@ async fn create_account(
     let mut tx = pool.begin().await?;
     // language=PostgreSQL
     sqlx::query!(
-        "insert into orgs (id, name) values ($1, $2)",
+        "insert into orgs (id, name, payments_enabled) values ($1, $2, $3)",
         account.org_id,
-        org_name
+        org_name,
+        payments
     )
     .execute(&mut *tx)
     .await?;
@@ -445,7 +517,16 @@ pub async fn request_reset(pool: &PgPool, email: &str, source_key: &str) -> sqlx
     )
     .fetch_optional(&mut *tx)
     .await?;
-    let Some(user) = user else { return Ok(false) };
+    let Some(user) = user else {
+        // The same transaction's worth of work for an address without an account: it is told so
+        // (once an hour at most), and the answer does not depend on it.
+        let email = email.trim();
+        if email.validate_email() && email.len() <= 254 {
+            queue_once_an_hour(&mut tx, crate::ssr::outbox::Kind::NoAccount, email).await?;
+            tx.commit().await?;
+        }
+        return Ok(false);
+    };
     let made = queue_token(
         &mut tx,
         user.id,

@@ -300,6 +300,62 @@ pub async fn revoke(
     Ok(true)
 }
 
+/// The live keys `user` made, in every org, newest first.
+pub async fn own_live(pool: &PgPool, user: Uuid) -> sqlx::Result<Vec<crate::model::OwnApiKey>> {
+    // language=PostgreSQL
+    let rows = sqlx::query!(
+        r#"
+        select o.name as org_name, k.name, k.prefix,
+               k.created_at as "created_at: chrono::DateTime<chrono::Utc>"
+        from api_keys k join orgs o on o.id = k.org_id
+        where k.created_by = $1 and k.revoked_at is null
+          and (k.expires_at is null or k.expires_at > now())
+        order by k.created_at desc
+        limit 500
+        "#,
+        user
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| crate::model::OwnApiKey {
+            org_name: r.org_name,
+            name: r.name,
+            prefix: r.prefix,
+            created_at: r.created_at,
+        })
+        .collect())
+}
+
+/// Revokes every live key `actor` made, in every org, in the caller's transaction; each one is
+/// recorded in its org's audit log. Returns how many.
+pub async fn revoke_all_own(tx: &mut sqlx::PgConnection, actor: &Actor) -> sqlx::Result<u64> {
+    // language=PostgreSQL
+    let revoked = sqlx::query!(
+        r#"
+        update api_keys set revoked_at = now()
+        where created_by = $1 and revoked_at is null
+        returning id, org_id, name, prefix
+        "#,
+        actor.id
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    for key in &revoked {
+        audit::record(
+            tx,
+            key.org_id,
+            actor,
+            "api_key.revoked",
+            &format!("{} ({})", key.name, key.prefix),
+            serde_json::json!({"key_id": key.id, "all_of_account": true}),
+        )
+        .await?;
+    }
+    Ok(revoked.len() as u64)
+}
+
 /// The org of the user with this email (for `server admin create-api-key`).
 pub async fn org_of_user(pool: &PgPool, email: &str) -> sqlx::Result<Option<(Uuid, Uuid)>> {
     // language=PostgreSQL

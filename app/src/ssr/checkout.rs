@@ -19,7 +19,6 @@ use crate::ssr::stripe::client::{NewSession, Stripe, StripeError};
 const REUSE_MARGIN: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
 /// How long a new session lives (Stripe allows 30 minutes to 24 hours).
 const SESSION_LIFETIME: chrono::TimeDelta = chrono::TimeDelta::hours(12);
-/// The lease on the call to Stripe: longer than the client's timeouts and retries.
 /// The lease on the call to Stripe. Shorter than the client's worst case (four tries with timeouts):
 /// a takeover while the first holder still waits is harmless, as both send the same Idempotency-Key
 /// and Stripe answers both with the one session; it only bounds how long a crash delays the next Pay.
@@ -40,6 +39,8 @@ pub enum Checkout {
     NothingDue {
         status: String,
     },
+    /// The org may not take card payments (yet): it signed itself up and waits for the operator.
+    NotEnabled,
     NotFound,
 }
 
@@ -48,6 +49,9 @@ pub enum CheckoutError {
     /// Another request is creating the session right now; it will be there shortly.
     #[error("the checkout session is being created by another request")]
     Busy(Duration),
+    /// Every place for a call to Stripe is taken: nothing was claimed; try again shortly.
+    #[error("too many calls to Stripe under way")]
+    Saturated,
     #[error(transparent)]
     Stripe(#[from] StripeError),
     #[error(transparent)]
@@ -91,6 +95,7 @@ pub async fn session(
             select i.status, i.payment_state, i.currency,
                    i.total_cents - i.amount_paid_cents as "due!",
                    i.number_text, i.public_token, i.customer_email, o.name as org_name,
+                   o.payments_enabled,
                    (select count(*) from checkout_sessions s
                     where s.invoice_id = i.id and s.amount_cents = i.total_cents - i.amount_paid_cents
                       and not s.simulated) as "generation!"
@@ -105,6 +110,9 @@ pub async fn session(
         else {
             return Ok(Checkout::NotFound);
         };
+        if !inv.payments_enabled {
+            return Ok(Checkout::NotEnabled);
+        }
         // Not while a delayed payment (a bank debit) is under way: it would be paid twice.
         let payable = matches!(inv.status.as_str(), "open" | "uncollectible")
             && inv.payment_state != "processing";
@@ -119,6 +127,10 @@ pub async fn session(
         };
         let attempt = format!("{invoice}/{}/{}", inv.due, inv.generation);
         let key = ClaimKey::outbound("stripe/checkout", &attempt);
+        // A place for the call first: refused here, nothing is claimed.
+        let Some(_slot) = stripe.call_slot() else {
+            return Err(CheckoutError::Saturated);
+        };
         let mut conn = pool.acquire().await?;
         let lease = match claim::lease(&mut conn, &key, LEASE).await? {
             Leased::Acquired(lease) => lease,
@@ -145,10 +157,15 @@ pub async fn session(
             expires_at: (born + SESSION_LIFETIME).timestamp(),
         };
         let idempotency_key = format!("invoicer-checkout-{}", attempt.replace('/', "-"));
-        let created = match stripe.create_checkout_session(&new, &idempotency_key).await {
+        // No pooled connection waits on Stripe: the lease is committed, the connection goes back
+        // to the pool for the call, and one is taken again for what follows.
+        drop(conn);
+        let called = stripe.create_checkout_session(&new, &idempotency_key).await;
+        let created = match called {
             Ok(created) => created,
             Err(e) => {
                 // Given up: the next Pay tries again under the same key.
+                let mut conn = pool.acquire().await?;
                 let _ = lease.release(&mut conn).await?;
                 return Err(e.into());
             }
@@ -158,6 +175,7 @@ pub async fn session(
             created.url.clone(),
             DateTime::from_timestamp(created.expires_at, 0),
         ) else {
+            let mut conn = pool.acquire().await?;
             let _ = lease.release(&mut conn).await?;
             return Err(
                 StripeError::Unreadable(format!("session {} has no url", created.id)).into(),
@@ -184,6 +202,8 @@ pub async fn session(
         )
         .execute(&mut *tx)
         .await?;
+        // Only the newest session can be paid: the older ones of this invoice are expired at Stripe.
+        expire_open_sessions(&mut tx, org, invoice, Some(&created.id)).await?;
         // Taken over meanwhile: the other holder got the same session from Stripe (same key) and
         // stores the same row; ours is as good.
         let _ = lease
@@ -203,6 +223,76 @@ pub async fn session(
         }));
     }
     Err(CheckoutError::Busy(Duration::from_secs(1)))
+}
+
+/// Queues the expiry at Stripe of every open session of `invoice` but `except`, in the caller's
+/// transaction (a worker makes the calls, each under its own Idempotency-Key): after a void nobody
+/// can pay the invoice through an old page, and after a new session only the newest can be paid.
+/// Returns how many were queued (a session already queued is not queued again).
+pub async fn expire_open_sessions(
+    tx: &mut sqlx::PgConnection,
+    org: Uuid,
+    invoice: Uuid,
+    except: Option<&str>,
+) -> sqlx::Result<u64> {
+    // language=PostgreSQL
+    let open = sqlx::query_scalar!(
+        r#"
+        select id from checkout_sessions
+        where invoice_id = $1 and not simulated and completed_at is null and expires_at > now()
+          and ($2::text is null or id <> $2)
+        "#,
+        invoice,
+        except
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut queued = 0;
+    for id in open {
+        let payload = serde_json::json!({"session_id": id, "dedupe": format!("expire/{id}")});
+        let row = crate::ssr::outbox::enqueue(
+            tx,
+            Some(org),
+            None,
+            crate::ssr::outbox::Kind::ExpireCheckout,
+            payload,
+        )
+        .await?;
+        queued += u64::from(row.is_some());
+    }
+    Ok(queued)
+}
+
+/// A worker's call for an `expire_checkout` row: done when Stripe expired the session, or says it
+/// is not open any more (completed or expired meanwhile: nothing left to stop). Err: (shown, detail,
+/// permanent).
+pub async fn expire_at_stripe(
+    stripe: Option<&Stripe>,
+    payload: &serde_json::Value,
+) -> Result<(), (String, String, bool)> {
+    let Some(id) = payload["session_id"].as_str() else {
+        return Err((
+            "no session to expire".into(),
+            "payload has no session_id".into(),
+            true,
+        ));
+    };
+    let Some(stripe) = stripe.filter(|s| s.configured()) else {
+        // Without Stripe there is no session there to expire.
+        return Ok(());
+    };
+    match stripe
+        .expire_checkout_session(id, &format!("invoicer-expire-{id}"))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(StripeError::Api { status, .. }) if status == 400 || status == 404 => Ok(()),
+        Err(e) => Err((
+            "Stripe could not be reached".into(),
+            e.to_string(),
+            !e.retryable(),
+        )),
+    }
 }
 
 /// As [`session`], waiting (up to `within`) while another request creates the session: a double

@@ -73,6 +73,8 @@ pub enum Form {
     RemoveMember,
     LeaveOrg,
     CreateApiKey,
+    /// "Revoke them all" on the account page: every live key the account made.
+    RevokeOwnApiKeys,
 }
 
 impl Form {
@@ -85,6 +87,7 @@ impl Form {
             Form::InvoiceAction(Action::Void) => "void_invoice",
             Form::InvoiceAction(Action::MarkUncollectible) => "mark_uncollectible",
             Form::InvoiceAction(Action::DeleteDraft) => "delete_draft",
+            Form::InvoiceAction(Action::NewLink) => "new_customer_link",
             Form::DuplicateInvoice => "duplicate_invoice",
             Form::EditDraft => "edit_draft",
             Form::CreateCustomer => "create_customer",
@@ -99,6 +102,7 @@ impl Form {
             Form::RemoveMember => "remove_member",
             Form::LeaveOrg => "leave_org",
             Form::CreateApiKey => "create_api_key",
+            Form::RevokeOwnApiKeys => "revoke_own_api_keys",
         }
     }
 }

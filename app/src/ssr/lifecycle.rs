@@ -17,6 +17,9 @@ pub enum Action {
     Void,
     MarkUncollectible,
     DeleteDraft,
+    /// Replaces the customer's link `/i/{token}` of a finalized invoice (paid ones too): the old
+    /// link stops at once, the new one is shown to the owner.
+    NewLink,
 }
 
 impl Action {
@@ -26,6 +29,7 @@ impl Action {
             Action::Void => "void",
             Action::MarkUncollectible => "mark_uncollectible",
             Action::DeleteDraft => "delete",
+            Action::NewLink => "new_link",
         }
     }
 
@@ -35,6 +39,7 @@ impl Action {
             Action::Void,
             Action::MarkUncollectible,
             Action::DeleteDraft,
+            Action::NewLink,
         ]
         .into_iter()
         .find(|a| a.as_str() == text)
@@ -58,6 +63,10 @@ impl Action {
                 status.as_str()
             ),
             Action::DeleteDraft => "Only a draft can be deleted; void it instead.".to_owned(),
+            Action::NewLink => format!(
+                "Only a finalized invoice has a customer link; this one is {}.",
+                status.as_str()
+            ),
         }
     }
 }
@@ -116,6 +125,22 @@ pub async fn apply(
             .rows_affected()
                 == 1
         }
+        Action::NewLink => {
+            // language=PostgreSQL
+            sqlx::query!(
+                r#"
+                update invoices set public_token = $3, updated_at = now()
+                where id = $1 and org_id = $2 and status not in ('draft', 'void')
+                "#,
+                id,
+                org,
+                mint_public_token()
+            )
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1
+        }
         Action::DeleteDraft => {
             // language=PostgreSQL
             // A draft some Stripe event named (money for a draft is an anomaly the owner reviews)
@@ -137,6 +162,10 @@ pub async fn apply(
         }
     };
     if moved {
+        if action == Action::Void {
+            // Nobody pays a void invoice through a session Stripe still holds open.
+            crate::ssr::checkout::expire_open_sessions(tx, org, id, None).await?;
+        }
         return Ok(Moved::Now);
     }
     // language=PostgreSQL
@@ -157,7 +186,7 @@ pub async fn apply(
         Action::Finalize => status != InvoiceStatus::Draft,
         Action::Void => status == InvoiceStatus::Void,
         Action::MarkUncollectible => status == InvoiceStatus::Uncollectible,
-        Action::DeleteDraft => false,
+        Action::DeleteDraft | Action::NewLink => false,
     };
     Ok(if already {
         Moved::Already

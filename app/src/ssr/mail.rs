@@ -490,6 +490,25 @@ fn account_message(row: &Leased, public_url: &str) -> Result<Option<AccountMail>
                 ),
             }
         }
+        "account_exists" => AccountMail {
+            to: field("to")?,
+            subject: "Someone tried to sign up with your address".into(),
+            text: format!(
+                "Hello,\n\nSomeone (perhaps you) tried to create an invoicer account with this \
+                 address, which already has one. Nothing was changed.\n\n\
+                 If it was you, log in: {base}/login\n\
+                 Forgot your password? {base}/forgot-password\n\n\
+                 If it was not you, ignore this email.\n"
+            ),
+        },
+        "no_account" => AccountMail {
+            to: field("to")?,
+            subject: "Password reset requested".into(),
+            text: "Hello,\n\nSomeone (perhaps you) asked to reset the invoicer password of this \
+                   address, but no account uses it. If you have an account, it is under another \
+                   address.\n\nIf it was not you, ignore this email.\n"
+                .into(),
+        },
         "account_notice" => {
             let (at, client) = (field("at")?, field("client")?);
             let what = match field("event")?.as_str() {

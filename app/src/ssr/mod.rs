@@ -21,6 +21,7 @@ pub mod outbox;
 pub mod payments;
 pub mod public;
 pub mod retention;
+pub mod secret;
 pub mod state;
 pub mod stripe;
 pub mod surfaces;

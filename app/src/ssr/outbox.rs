@@ -21,6 +21,13 @@ pub enum Kind {
     VerifyEmail,
     ResetPassword,
     AccountNotice,
+    /// Sign-up with an address that has an account: that account is told.
+    AccountExists,
+    /// "Forgot password" for an address without an account: the address is told.
+    NoAccount,
+    /// Expire a Checkout session at Stripe (the invoice was voided, or a newer session replaced
+    /// it): a call, not an email.
+    ExpireCheckout,
 }
 
 impl Kind {
@@ -32,6 +39,9 @@ impl Kind {
             Kind::VerifyEmail => "verify_email",
             Kind::ResetPassword => "reset_password",
             Kind::AccountNotice => "account_notice",
+            Kind::AccountExists => "account_exists",
+            Kind::NoAccount => "no_account",
+            Kind::ExpireCheckout => "expire_checkout",
         }
     }
 }

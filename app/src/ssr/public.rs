@@ -12,6 +12,8 @@ pub struct PublicInvoice {
     pub org_name: String,
     pub org_address: String,
     pub invoice: Invoice,
+    /// The org may take card payments (the Pay button is shown).
+    pub payments_enabled: bool,
 }
 
 /// A token as minted: 64 lowercase hex characters. Anything else is refused before any query.
@@ -48,7 +50,7 @@ pub async fn open(
               and (last_viewed_at is null
                    or last_viewed_at < now() - make_interval(secs => $2))
         )
-        select i.id, i.org_id, o.name as org_name, o.address as org_address
+        select i.id, i.org_id, o.name as org_name, o.address as org_address, o.payments_enabled
         from invoices i join orgs o on o.id = i.org_id
         where i.public_token = $1
         "#,
@@ -65,5 +67,6 @@ pub async fn open(
         org_name: found.org_name,
         org_address: found.org_address,
         invoice,
+        payments_enabled: found.payments_enabled,
     }))
 }

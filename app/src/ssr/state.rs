@@ -31,7 +31,8 @@ impl AppState {
         let stripe = crate::ssr::stripe::client::Stripe::new(
             &settings.stripe_api_base,
             settings.stripe_secret_key.clone(),
-        );
+        )
+        .with_max_calls(settings.stripe_max_calls);
         AppState {
             pool,
             reads,
@@ -69,7 +70,7 @@ pub fn generic_plans(options: PgConnectOptions) -> PgConnectOptions {
 #[derive(Clone, Debug)]
 pub struct Settings {
     /// `whsec_...` secrets; a signature under any of them is accepted (rotation).
-    pub stripe_webhook_secrets: Vec<String>,
+    pub stripe_webhook_secrets: Vec<crate::ssr::secret::Secret>,
     /// Largest accepted |now − t| of a webhook signature, in seconds.
     pub stripe_tolerance_secs: i64,
     /// STRIPE_MODE=live: only live-mode events apply (else only test-mode ones).
@@ -84,7 +85,7 @@ pub struct Settings {
     /// How long an API Idempotency-Key names its first request (IDEMPOTENCY_KEY_TTL_HOURS).
     pub idempotency_key_ttl: Duration,
     /// With it, `/metrics` answers only `Authorization: Bearer <token>`.
-    pub metrics_token: Option<String>,
+    pub metrics_token: Option<crate::ssr::secret::Secret>,
     /// Login, sign-up and email allowances.
     pub limits: crate::ssr::throttle::Limits,
     /// The request header a trusted reverse proxy puts the client address in (its last value is
@@ -93,7 +94,13 @@ pub struct Settings {
     /// The Stripe API the app calls (STRIPE_API_BASE).
     pub stripe_api_base: String,
     /// STRIPE_SECRET_KEY; without it, paying answers "payment unavailable".
-    pub stripe_secret_key: Option<String>,
+    pub stripe_secret_key: Option<crate::ssr::secret::Secret>,
+    /// Calls to Stripe under way at once (STRIPE_MAX_CALLS); beyond them Pay answers 503.
+    pub stripe_max_calls: usize,
+    /// SIGNUPS=open: anyone may create an org at /signup (else orgs come from the operator).
+    pub signups_open: bool,
+    /// Orgs that sign themselves up may take card payments at once (development only).
+    pub signup_payments: bool,
 }
 
 pub const DEV_WEBHOOK_SECRET: &str = "whsec_dev_invoicer";
@@ -101,7 +108,7 @@ pub const DEV_WEBHOOK_SECRET: &str = "whsec_dev_invoicer";
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            stripe_webhook_secrets: vec![DEV_WEBHOOK_SECRET.to_owned()],
+            stripe_webhook_secrets: vec![DEV_WEBHOOK_SECRET.into()],
             stripe_tolerance_secs: 300,
             stripe_livemode: false,
             dev_mode: true,
@@ -113,6 +120,9 @@ impl Default for Settings {
             client_ip_header: None,
             stripe_api_base: crate::ssr::stripe::client::DEFAULT_API_BASE.to_owned(),
             stripe_secret_key: None,
+            stripe_max_calls: crate::ssr::stripe::client::MAX_CALLS,
+            signups_open: true,
+            signup_payments: true,
         }
     }
 }

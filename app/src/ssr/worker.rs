@@ -26,6 +26,8 @@ pub struct WorkerConfig {
     pub poll: Duration,
     pub public_url: String,
     pub retention: crate::ssr::retention::RetentionConfig,
+    /// For the rows that are calls to Stripe (expiring a Checkout session); none: nothing to call.
+    pub stripe: Option<crate::ssr::stripe::client::Stripe>,
 }
 
 impl Default for WorkerConfig {
@@ -41,6 +43,7 @@ impl Default for WorkerConfig {
             poll: Duration::from_secs(1),
             public_url: "http://127.0.0.1:3000".into(),
             retention: Default::default(),
+            stripe: None,
         }
     }
 }
@@ -138,22 +141,27 @@ pub async fn drain_once(
         attempt.identify(outbox::QUEUE, None);
         // A failure is (what the invoice page shows, the whole text for the log, permanent?): a
         // tenant sees a plain class, never the mail server's own words or ours.
-        let sent = match mail::render(pool, &row, &config.public_url, mailer.from()).await {
-            Ok(message) => {
-                failpoint::hit("worker.before_send");
-                mailer
-                    .send(message)
-                    .await
-                    .map_err(|e| (e.class.describe().to_owned(), e.detail, e.class.permanent()))
+        let sent = if row.kind == outbox::Kind::ExpireCheckout.as_str() {
+            failpoint::hit("worker.before_send");
+            crate::ssr::checkout::expire_at_stripe(config.stripe.as_ref(), &row.payload).await
+        } else {
+            match mail::render(pool, &row, &config.public_url, mailer.from()).await {
+                Ok(message) => {
+                    failpoint::hit("worker.before_send");
+                    mailer
+                        .send(message)
+                        .await
+                        .map_err(|e| (e.class.describe().to_owned(), e.detail, e.class.permanent()))
+                }
+                Err(RenderError::Permanent(e)) => {
+                    Err(("the email could not be prepared".to_owned(), e, true))
+                }
+                Err(RenderError::Db(e)) => Err((
+                    "temporary error while preparing the email".to_owned(),
+                    e.to_string(),
+                    false,
+                )),
             }
-            Err(RenderError::Permanent(e)) => {
-                Err(("the email could not be prepared".to_owned(), e, true))
-            }
-            Err(RenderError::Db(e)) => Err((
-                "temporary error while preparing the email".to_owned(),
-                e.to_string(),
-                false,
-            )),
         };
         let (id, attempts) = (row.id, row.attempts);
         match sent {

@@ -378,41 +378,55 @@ pub(super) async fn checkout_invoice(
         let urls = Urls {
             public_base: &state.settings.public_url,
         };
-        let response = match checkout::session(pool, &state.stripe, &urls, client.org_id, id).await
-        {
-            Ok(Checkout::Session(s)) => api::ok(&CheckoutSession {
-                id: s.id,
-                url: s.url,
-                expires_at: s.expires_at,
-            }),
-            Ok(Checkout::NothingDue { status }) => write::stored_problem(problem(
-                StatusCode::CONFLICT,
-                "nothing-due",
-                "Nothing to pay",
-                format!("This invoice is {status} with nothing due."),
-            )),
-            Ok(Checkout::NotFound) => return Err(not_found()),
-            Err(CheckoutError::Busy(retry_after)) => {
-                return Err(problem(
+        let response =
+            match checkout::session(pool, &state.stripe, &urls, client.org_id, id).await {
+                Ok(Checkout::Session(s)) => api::ok(&CheckoutSession {
+                    id: s.id,
+                    url: s.url,
+                    expires_at: s.expires_at,
+                }),
+                Ok(Checkout::NothingDue { status }) => write::stored_problem(problem(
                     StatusCode::CONFLICT,
-                    "in-flight",
-                    "Checkout in flight",
-                    "The checkout session is being created. Retry later.",
-                )
-                .retry_after(retry_after))
-            }
-            Err(CheckoutError::Stripe(e)) => {
-                tracing::error!(error = %e, invoice = %id, "creating a checkout session");
-                return Err(problem(
+                    "nothing-due",
+                    "Nothing to pay",
+                    format!("This invoice is {status} with nothing due."),
+                )),
+                Ok(Checkout::NotFound) => return Err(not_found()),
+                Ok(Checkout::NotEnabled) => write::stored_problem(problem(
+                    StatusCode::CONFLICT,
+                    "payments-not-enabled",
+                    "Payments not enabled yet",
+                    "This organisation may not take card payments yet: the operator enables them.",
+                )),
+                Err(CheckoutError::Busy(retry_after)) => {
+                    return Err(problem(
+                        StatusCode::CONFLICT,
+                        "in-flight",
+                        "Checkout in flight",
+                        "The checkout session is being created. Retry later.",
+                    )
+                    .retry_after(retry_after))
+                }
+                Err(CheckoutError::Saturated) => return Err(problem(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "payment-unavailable",
                     "Payment temporarily unavailable",
-                    "Stripe could not be reached. Nothing was stored: retry with the same key.",
+                    "Too many payments are being set up right now. Nothing was stored: retry with \
+                     the same key.",
                 )
-                .retry_after(std::time::Duration::from_secs(30)));
-            }
-            Err(CheckoutError::Db(e)) => return Err(e.into()),
-        };
+                .retry_after(std::time::Duration::from_secs(5))),
+                Err(CheckoutError::Stripe(e)) => {
+                    tracing::error!(error = %e, invoice = %id, "creating a checkout session");
+                    return Err(problem(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "payment-unavailable",
+                        "Payment temporarily unavailable",
+                        "Stripe could not be reached. Nothing was stored: retry with the same key.",
+                    )
+                    .retry_after(std::time::Duration::from_secs(30)));
+                }
+                Err(CheckoutError::Db(e)) => return Err(e.into()),
+            };
         let ran = api::respond_once(pool, &attempt, client, &key, &fingerprint, ttl, || {
             let response = response.clone();
             async move |_tx: &mut sqlx::PgConnection| Ok((response, Some(id)))

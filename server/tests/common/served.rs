@@ -27,7 +27,7 @@ impl TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let mut settings = Settings {
-            stripe_webhook_secrets: vec![SECRET.to_owned(), OLD_SECRET.to_owned()],
+            stripe_webhook_secrets: vec![SECRET.into(), OLD_SECRET.into()],
             self_url: format!("http://{addr}"),
             public_url: format!("http://{addr}"),
             ..Settings::default()

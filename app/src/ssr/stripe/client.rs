@@ -14,14 +14,20 @@ pub const DEFAULT_API_BASE: &str = "https://api.stripe.com";
 
 /// Tries per call: the first and up to three retries.
 const TRIES: u32 = 4;
+/// Calls to Stripe at once (see [`Stripe::call_slot`]).
+pub const MAX_CALLS: usize = 32;
 
 #[derive(Clone, Debug)]
 pub struct Stripe {
     base: String,
-    secret_key: Option<String>,
+    secret_key: Option<crate::ssr::secret::Secret>,
     http: reqwest::Client,
     /// The first retry's pause; doubled each time (tests shorten it).
     backoff: Duration,
+    /// Calls to Stripe under way at once, across every clone of this client: beyond them a Pay is
+    /// refused before anything is claimed (503 with Retry-After), so slow answers from Stripe cannot
+    /// pile up requests without bound.
+    calls: std::sync::Arc<tokio::sync::Semaphore>,
 }
 
 /// A Checkout session as Stripe answers it (the fields invoicer reads).
@@ -115,7 +121,7 @@ pub enum StripeError {
 impl StripeError {
     /// Worth another try with the same key: the network, rate limits, Stripe's own errors. Never a
     /// 4xx that says the request itself is wrong.
-    fn retryable(&self) -> bool {
+    pub fn retryable(&self) -> bool {
         match self {
             StripeError::Network(_) => true,
             StripeError::Api { status, .. } => *status == 429 || *status >= 500,
@@ -140,7 +146,7 @@ struct ErrorObject {
 }
 
 impl Stripe {
-    pub fn new(base: &str, secret_key: Option<String>) -> Stripe {
+    pub fn new(base: &str, secret_key: Option<crate::ssr::secret::Secret>) -> Stripe {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(20))
@@ -149,10 +155,22 @@ impl Stripe {
             .expect("an HTTP client with timeouts builds");
         Stripe {
             base: base.trim_end_matches('/').to_owned(),
-            secret_key: secret_key.filter(|k| !k.is_empty()),
+            secret_key: secret_key.filter(|k| !k.is_blank()),
             http,
             backoff: Duration::from_millis(500),
+            calls: std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_CALLS)),
         }
+    }
+
+    /// The same client with room for `n` calls at once (tests).
+    pub fn with_max_calls(mut self, n: usize) -> Stripe {
+        self.calls = std::sync::Arc::new(tokio::sync::Semaphore::new(n));
+        self
+    }
+
+    /// A place for one call, if one is free now; held until the call is over.
+    pub fn call_slot(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        self.calls.clone().try_acquire_owned().ok()
     }
 
     /// The same client with another first-retry pause (tests keep retries fast).
@@ -183,6 +201,24 @@ impl Stripe {
         .await
     }
 
+    /// `POST /v1/checkout/sessions/{id}/expire` under `idempotency_key`: nobody can pay the session
+    /// any more.
+    pub async fn expire_checkout_session(
+        &self,
+        id: &str,
+        idempotency_key: &str,
+    ) -> Result<Session, StripeError> {
+        let id: String =
+            percent_encoding::utf8_percent_encode(id, percent_encoding::NON_ALPHANUMERIC).collect();
+        let url = format!("{}/v1/checkout/sessions/{id}/expire", self.base);
+        self.call(|http, key| {
+            http.post(&url)
+                .bearer_auth(key)
+                .header("Idempotency-Key", idempotency_key)
+        })
+        .await
+    }
+
     /// `GET /v1/checkout/sessions/{id}`.
     pub async fn retrieve_checkout_session(&self, id: &str) -> Result<Session, StripeError> {
         let id: String =
@@ -197,7 +233,8 @@ impl Stripe {
     ) -> Result<T, StripeError> {
         let key = self
             .secret_key
-            .as_deref()
+            .as_ref()
+            .map(crate::ssr::secret::Secret::expose)
             .ok_or(StripeError::NotConfigured)?;
         let mut pause = self.backoff;
         for attempt in 1..=TRIES {

@@ -54,7 +54,7 @@ impl SignatureError {
 pub fn verify(
     header: Option<&str>,
     body: &[u8],
-    secrets: &[String],
+    secrets: &[impl AsRef<str>],
     now: i64,
     tolerance_secs: i64,
 ) -> Result<i64, SignatureError> {
@@ -65,7 +65,7 @@ pub fn verify(
 pub fn verify_with(
     header: Option<&str>,
     body: &[u8],
-    secrets: &[String],
+    secrets: &[impl AsRef<str>],
     now: i64,
     tolerance_secs: i64,
     mut mac: impl FnMut(&str, i64, &[u8]) -> [u8; 32],
@@ -120,7 +120,7 @@ pub fn verify_with(
         return Err(SignatureError::Mismatch);
     }
     for secret in secrets {
-        let expected = mac(secret, timestamp, body);
+        let expected = mac(secret.as_ref(), timestamp, body);
         let mut matched = subtle::Choice::from(0);
         for candidate in &candidates {
             matched |= expected.ct_eq(candidate);

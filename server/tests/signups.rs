@@ -1,0 +1,162 @@
+//! Who may take money: SIGNUPS=closed refuses sign-ups (orgs come from the operator), and with
+//! SIGNUPS=open a new org takes no card payments until `server admin allow-payments`.
+
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::common::served::TestApp;
+use crate::common::{cli, client, create_org, TestDb};
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn closed_sign_ups_are_refused_and_the_page_says_why(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| s.signups_open = false).await;
+    let res = client()
+        .post(format!("{}/rpc/signup", app.base))
+        .form(&[
+            ("org_name", "Squat"),
+            ("email", "someone@example.com"),
+            ("password", "correct horse"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    assert!(res.text().await.unwrap().contains("Sign-ups are closed"));
+    assert_eq!(app.count("select count(*) from orgs").await, 0);
+    assert_eq!(app.count("select count(*) from users").await, 0);
+    let page = client()
+        .get(format!("{}/signup", app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("Sign-ups are closed here"), "{page}");
+}
+
+/// An open deployment: the new org works, but its customers see no Pay button and Pay (page or
+/// API) takes nothing until the operator allows payments.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_signed_up_org_takes_no_payments_until_the_operator_allows_them(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| {
+        s.signups_open = true;
+        s.signup_payments = false;
+    })
+    .await;
+    let owner = client();
+    let email = format!("new-{}@example.com", Uuid::new_v4().simple());
+    let res = owner
+        .post(format!("{}/rpc/signup", app.base))
+        .form(&[
+            ("org_name", "Fresh"),
+            ("email", email.as_str()),
+            ("password", "correct horse"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().as_u16() < 400, "{}", res.status());
+    crate::common::login(&owner, &app.base, &email, "correct horse").await;
+    let org: Uuid = sqlx::query_scalar(
+        "select m.org_id from memberships m join users u on u.id = m.user_id where u.email = $1",
+    )
+    .bind(&email)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let input = app::model::InvoiceInput {
+        customer_name: "Ada".into(),
+        customer_email: "ada@example.com".into(),
+        currency: "usd".into(),
+        due_date: Some("2030-01-31".parse().unwrap()),
+        lines: vec![app::model::LineInput {
+            description: "Work".into(),
+            quantity: app::model::Thousandths::whole(1),
+            unit_amount_cents: 5_000,
+            tax_rate_id: None,
+        }],
+        ..Default::default()
+    };
+    let mut tx = app.pool.begin().await.unwrap();
+    let invoice = app::ssr::invoices::insert(&mut tx, Uuid::new_v4(), org, None, &input, "")
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let token: String = sqlx::query_scalar("select public_token from invoices where id = $1")
+        .bind(invoice.id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let page = |http: reqwest::Client| {
+        let url = format!("{}/i/{token}", app.base);
+        async move { http.get(url).send().await.unwrap().text().await.unwrap() }
+    };
+    assert!(!page(client()).await.contains("class=\"pay\""));
+    let pay = client()
+        .post(format!("{}/i/{token}/pay", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pay.status(), 303);
+    assert_eq!(pay.headers()["location"], format!("/i/{token}"));
+    assert_eq!(
+        app.count("select count(*) from claims where scope = 'outbound'")
+            .await,
+        0,
+        "nothing was claimed for a call to Stripe"
+    );
+    // The owner is told.
+    let shown: serde_json::Value = owner
+        .post(format!("{}/rpc/get_invoice", app.base))
+        .form(&[("id", invoice.id.to_string())])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown["payments_enabled"], false);
+
+    assert!(app::ssr::accounts::allow_payments(&app.pool, org)
+        .await
+        .unwrap());
+    assert!(page(client()).await.contains("class=\"pay\""));
+}
+
+/// `server admin allow-payments --org ID` sets the flag; an unknown org is an error.
+#[tokio::test]
+async fn the_operator_allows_payments_from_the_command_line() {
+    let db = TestDb::new("allowpay").await;
+    let org = create_org(&db, "Op", "op@example.com").await;
+    let pool = db.pool().await;
+    sqlx::query("update orgs set payments_enabled = false where id = $1")
+        .bind(org)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let said = cli(&db, &["admin", "allow-payments", "--org", &org.to_string()]).await;
+    assert!(said.contains("may take card payments"), "{said}");
+    let enabled: bool = sqlx::query_scalar("select payments_enabled from orgs where id = $1")
+        .bind(org)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(enabled);
+    let unknown = tokio::process::Command::new(crate::common::SERVER)
+        .args([
+            "admin",
+            "allow-payments",
+            "--org",
+            &Uuid::new_v4().to_string(),
+        ])
+        .env("LEPTOS_ENV", "DEV")
+        .env("DATABASE_URL", db.url())
+        .output()
+        .await
+        .unwrap();
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no organisation"));
+    pool.close().await;
+    db.cleanup().await;
+}
