@@ -277,24 +277,7 @@ async fn the_notice_says_what_when_where_and_names_the_keys(pool: PgPool) {
     )
     .await
     .unwrap();
-    let dir = tempdir();
-    let mailer = app::ssr::mail::Mailer::new(
-        None,
-        None,
-        &dir,
-        std::time::Duration::from_secs(5),
-        app::ssr::mail::DEV_FROM,
-    )
-    .unwrap();
-    let config = app::ssr::worker::WorkerConfig {
-        id: "notice-test".into(),
-        ..Default::default()
-    };
-    while app::ssr::worker::drain_once(&pool, &mailer, &config)
-        .await
-        .unwrap()
-        > 0
-    {}
+    let dir = mail_to_files(&pool).await;
     let text = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
@@ -308,9 +291,27 @@ async fn the_notice_says_what_when_where_and_names_the_keys(pool: PgPool) {
     assert!(text.contains("/settings/account"));
 }
 
-fn tempdir() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("invoicer-notice-{}", Uuid::new_v4().simple()));
+/// Sends every due email as a file into a new folder (the file transport), and returns the folder.
+async fn mail_to_files(pool: &PgPool) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("invoicer-mail-{}", Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).unwrap();
+    let mailer = app::ssr::mail::Mailer::new(
+        None,
+        None,
+        &dir,
+        std::time::Duration::from_secs(5),
+        app::ssr::mail::DEV_FROM,
+    )
+    .unwrap();
+    let config = app::ssr::worker::WorkerConfig {
+        id: "mail-to-files".into(),
+        ..Default::default()
+    };
+    while app::ssr::worker::drain_once(pool, &mailer, &config)
+        .await
+        .unwrap()
+        > 0
+    {}
     dir
 }
 
@@ -370,24 +371,7 @@ async fn invitations_need_a_verified_address_the_org_allowance_and_a_plain_subje
         429,
         "the org's email allowance is spent"
     );
-    let dir = tempdir();
-    let mailer = app::ssr::mail::Mailer::new(
-        None,
-        None,
-        &dir,
-        std::time::Duration::from_secs(5),
-        app::ssr::mail::DEV_FROM,
-    )
-    .unwrap();
-    let config = app::ssr::worker::WorkerConfig {
-        id: "invite-test".into(),
-        ..Default::default()
-    };
-    while app::ssr::worker::drain_once(&app.pool, &mailer, &config)
-        .await
-        .unwrap()
-        > 0
-    {}
+    let dir = mail_to_files(&app.pool).await;
     let subjects: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
