@@ -73,8 +73,14 @@ enum Command {
             hide_env_values = true
         )]
         webhook_secret: String,
-        /// The secret key requests must carry (the app's STRIPE_SECRET_KEY).
-        #[arg(long, default_value = "sk_test_local")]
+        /// The secret key requests must carry (the app's STRIPE_SECRET_KEY, read from the same
+        /// variable).
+        #[arg(
+            long,
+            env = "STRIPE_SECRET_KEY",
+            default_value = "sk_test_local",
+            hide_env_values = true
+        )]
         api_key: String,
         /// Deliver each event two or three times, some at once, out of order.
         #[arg(long)]
@@ -199,5 +205,32 @@ async fn run(args: Args) -> anyhow::Result<()> {
             command: BenchCommand::Read(args),
         } => bench_read::run(&lab.connect().await?, args).await,
         Command::StripeLocal { .. } => unreachable!("served above"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// The local Stripe takes its API key from the variable the app sends it from, as it takes its
+    /// webhook secret: a server started with another key is answered, not refused with 401.
+    #[test]
+    fn the_local_stripe_reads_the_apps_secret_key() {
+        let command = super::Args::command();
+        let local = command
+            .find_subcommand("stripe-local")
+            .expect("the stripe-local command");
+        let env = |id: &str| {
+            local
+                .get_arguments()
+                .find(|a| a.get_id() == id)
+                .and_then(|a| a.get_env())
+                .map(|e| e.to_string_lossy().into_owned())
+        };
+        assert_eq!(env("api_key").as_deref(), Some("STRIPE_SECRET_KEY"));
+        assert_eq!(
+            env("webhook_secret").as_deref(),
+            Some("STRIPE_WEBHOOK_SECRET")
+        );
     }
 }

@@ -106,6 +106,7 @@ pub async fn router(
         )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(middleware::from_fn(require_login))
+        .layer(middleware::from_fn(errors_carry_their_status))
         .layer(auth)
         .layer(middleware::from_fn_with_state(
             guard.clone(),
@@ -142,6 +143,39 @@ pub async fn router(
         }))
         .with_state(state);
     Ok(app)
+}
+
+/// The largest server function error body read back to find its status.
+const ERROR_BODY_MAX: usize = 64 * 1024;
+
+/// A server function's error answers with its own status: a wrong password is a 400, a missing
+/// session a 401, a spent allowance a 429 (with `Retry-After`), and only a real failure a 5xx. Leptos
+/// answers every `Err` of a server function with 500 unless the function set a status itself; here
+/// every such 500 of `/rpc/*` whose body is a client error gets that error's status, in one place
+/// rather than at each `return Err(..)`.
+async fn errors_carry_their_status(req: Request, next: Next) -> Response {
+    let rpc = req.uri().path().starts_with("/rpc/");
+    let response = next.run(req).await;
+    if !rpc || response.status() != StatusCode::INTERNAL_SERVER_ERROR {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, ERROR_BODY_MAX).await else {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Something went wrong on our side.",
+        )
+            .into_response();
+    };
+    if let Ok(error) = serde_json::from_slice::<app::error::AppError>(&bytes) {
+        parts.status = error.status_code();
+        if let Some(secs) = error.retry_after() {
+            parts
+                .headers
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+    }
+    Response::from_parts(parts, axum::body::Body::from(bytes))
 }
 
 /// Pages for logged-in users redirect to the login page, remembering where the user was going.

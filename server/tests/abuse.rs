@@ -307,3 +307,64 @@ async fn unauthorized_posts_get_nothing_back_and_parser_words_stay_in_the_log(po
         );
     }
 }
+
+/// Every registered server function answers bad input with a client error, for a visitor and for a
+/// logged-in owner: a mistyped password, a missing field, an unknown id are 4xx, never a 500 in the
+/// logs and the alerts.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn every_server_function_answers_bad_input_with_a_client_error(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let email = format!("owner-{}@example.com", Uuid::new_v4().simple());
+    app::ssr::accounts::create_org_with_owner(&app.pool, "Bad Input", &email, "correct horse")
+        .await
+        .unwrap();
+    let owner = client();
+    login(&owner, &app.base, &email, "correct horse").await;
+    let mut endpoints: Vec<String> = leptos::server_fn::axum::server_fn_paths()
+        .filter_map(|(path, _)| path.strip_prefix("/rpc/").map(str::to_owned))
+        .collect();
+    endpoints.sort();
+    endpoints.dedup();
+    assert!(endpoints.len() > 40, "{endpoints:?}");
+    let junk = Uuid::new_v4().to_string();
+    let bodies: [Vec<(&str, &str)>; 3] = [
+        vec![],
+        vec![
+            ("email", "nobody@example.com"),
+            ("password", "wrong password"),
+        ],
+        vec![
+            ("idempotency_key", "not-a-key"),
+            ("id", "not-an-id"),
+            ("invoice_id", &junk),
+            ("user_id", &junk),
+            ("org_id", &junk),
+            ("token", "zz"),
+            ("action", "explode"),
+            ("role", "emperor"),
+        ],
+    ];
+    let mut server_errors = Vec::new();
+    for endpoint in &endpoints {
+        for (who, http) in [("visitor", client()), ("owner", owner.clone())] {
+            if who == "owner"
+                && ["logout", "leave_org", "end_other_sessions"].contains(&endpoint.as_str())
+            {
+                continue;
+            }
+            for body in &bodies {
+                let status = http
+                    .post(format!("{}/rpc/{endpoint}", app.base))
+                    .form(body)
+                    .send()
+                    .await
+                    .unwrap()
+                    .status();
+                if status.is_server_error() {
+                    server_errors.push(format!("{who} {endpoint} {body:?}: {status}"));
+                }
+            }
+        }
+    }
+    assert!(server_errors.is_empty(), "{server_errors:#?}");
+}

@@ -441,21 +441,25 @@ mod tests {
         use std::sync::Arc;
         let running = Arc::new(AtomicUsize::new(0));
         let peak = Arc::new(AtomicUsize::new(0));
-        let jobs = (0..8).map(|_| {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        // More jobs than twice the permits: without the semaphore the peak would exceed them.
+        let jobs = (0..2 * cores + 1).map(|_| {
             let (running, peak) = (running.clone(), peak.clone());
             tokio::spawn(hashing(move || {
                 let now = running.fetch_add(1, Ordering::SeqCst) + 1;
                 peak.fetch_max(now, Ordering::SeqCst);
-                std::thread::sleep(Duration::from_millis(20));
+                std::thread::sleep(Duration::from_millis(50));
                 running.fetch_sub(1, Ordering::SeqCst);
             }))
         });
         for job in jobs.collect::<Vec<_>>() {
             job.await.unwrap().unwrap();
         }
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        assert!(peak.load(Ordering::SeqCst) <= cores);
-        assert!(peak.load(Ordering::SeqCst) >= 1);
+        assert_eq!(
+            peak.load(Ordering::SeqCst),
+            cores,
+            "exactly the permits, at once"
+        );
     }
 
     #[tokio::test]
