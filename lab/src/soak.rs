@@ -203,7 +203,12 @@ pub async fn run(lab: &Lab, args: SoakArgs) -> anyhow::Result<()> {
         of.iter().map(|s| s.rows[i] as f64).sum::<f64>() / of.len() as f64
     };
     let mut grew = Vec::new();
+    let mut empty = Vec::new();
     for (i, (table, _, _)) in TRIMMED.iter().enumerate() {
+        // A table that never held a row proves nothing about its trimming.
+        if judged.iter().all(|s| s.rows[i] == 0) {
+            empty.push(*table);
+        }
         let oldest = judged.iter().map(|s| s.oldest[i]).fold(0.0, f64::max);
         let (before, after) = (mean(first, i), mean(second, i));
         let ratio = after / before.max(1.0);
@@ -215,6 +220,10 @@ pub async fn run(lab: &Lab, args: SoakArgs) -> anyhow::Result<()> {
             grew.push(*table);
         }
     }
+    anyhow::ensure!(
+        empty.is_empty(),
+        "no rows to judge in {empty:?}: the load wrote none there"
+    );
     anyhow::ensure!(
         grew.is_empty(),
         "kept growing with retention on: {grew:?} (see {})",
