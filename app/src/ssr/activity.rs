@@ -104,9 +104,27 @@ pub async fn rows(
     filter: &Filter,
     before: Option<Cursor>,
 ) -> sqlx::Result<(Vec<ActivityRow>, Option<String>)> {
-    use sqlx::{QueryBuilder, Row};
+    let (mut q, pattern) = statement("", org, filter, before);
+    // With a `like` pattern, unprepared: planned with its pattern every time. A generic plan
+    // cannot see that `like $n` is a prefix, so it would not use the prefix index and would scan
+    // the org's rows: fast at 1,000 invoices, slow at 100,000. Without one, prepared and sent in
+    // one round trip (an unprepared statement costs a round trip to describe it and a plan on every
+    // request); the caller runs it on `AppState::read_pool`, where it is planned once per
+    // connection.
+    let rows = q.build().persistent(!pattern).fetch_all(db).await?;
+    page_of(rows)
+}
 
-    let mut q = QueryBuilder::new(
+/// The statement of [`rows`] after `prefix` (`""`, or `"explain "` for the tests that read its
+/// plan), and whether it holds a `like` pattern.
+pub fn statement<'a>(
+    prefix: &str,
+    org: Uuid,
+    filter: &'a Filter,
+    before: Option<Cursor>,
+) -> (sqlx::QueryBuilder<'a, sqlx::Postgres>, bool) {
+    let mut q = sqlx::QueryBuilder::new(prefix);
+    q.push(
         r#"
         select a.id, a.created_at, a.surface, a.key, a.outcome, a.invoice_id,
                (select i.number_text from invoices i where i.id = a.invoice_id) as number_text,
@@ -160,13 +178,12 @@ pub async fn rows(
     }
     q.push(" order by a.created_at desc, a.id desc limit ")
         .push_bind(PAGE_SIZE + 1);
-    // With a `like` pattern, unprepared: planned with its pattern every time. A generic plan
-    // cannot see that `like $n` is a prefix, so it would not use the prefix index and would scan
-    // the org's rows: fast at 1,000 invoices, slow at 100,000. Without one, prepared and sent in
-    // one round trip (an unprepared statement costs a round trip to describe it and a plan on every
-    // request); the caller runs it on `AppState::read_pool`, where it is planned once per
-    // connection.
-    let rows = q.build().persistent(!pattern).fetch_all(db).await?;
+    (q, pattern)
+}
+
+/// The page and its next cursor, from up to `PAGE_SIZE + 1` rows of [`statement`].
+fn page_of(rows: Vec<sqlx::postgres::PgRow>) -> sqlx::Result<(Vec<ActivityRow>, Option<String>)> {
+    use sqlx::Row;
     let has_more = rows.len() as i64 > PAGE_SIZE;
     let mut next_cursor = None;
     let mut page = Vec::with_capacity(rows.len().min(PAGE_SIZE as usize));
