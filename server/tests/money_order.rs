@@ -1,9 +1,12 @@
 //! Order never matters: random sets of Stripe events about one invoice (payments that succeed, wait
 //! or fail, partial and full refunds, disputes won and lost, for one or two payments), each delivered
 //! one to three times, in random order, some at once, through the real route and real Postgres. The
-//! invoice and payment rows must equal what a plain in-memory model of the same set says.
+//! invoice and payment rows must equal those of the same events delivered once each, in order, to a
+//! second invoice (a differential oracle that owes nothing to the model), and what a plain in-memory
+//! model of the same set says.
 //!
-//! `MONEY_ORDER_CASES` sets the number of cases (default 150; e.g. 5000 for a long run).
+//! `MONEY_ORDER_CASES` sets the number of cases (default 150; e.g. 5000 for a long run);
+//! `MONEY_ORDER_SEED` replays a run (the seed is printed).
 
 use std::collections::BTreeMap;
 
@@ -240,26 +243,8 @@ fn payloads(case: &Case, invoice: Uuid, tag: &str) -> Vec<String> {
     out
 }
 
-async fn run(app: &TestApp, case: &Case) {
-    let (org, invoice) = app.invoice(TOTAL, "usd").await;
-    let tag = Uuid::new_v4().simple().to_string();
-    let distinct = payloads(case, invoice, &tag);
-    let deliveries: Vec<&String> = case
-        .repeats
-        .iter()
-        .enumerate()
-        .flat_map(|(i, n)| std::iter::repeat_n(&distinct[i], *n))
-        .collect();
-    let mut order = case.order.iter();
-    for size in &case.groups {
-        let group: Vec<_> = order.by_ref().take(*size).map(|&k| deliveries[k]).collect();
-        if group.is_empty() {
-            break;
-        }
-        for (status, body) in join_all(group.into_iter().map(|p| app.deliver(p))).await {
-            assert_eq!(status, 200, "{body} in {case:?}");
-        }
-    }
+/// The rows of `invoice` (of `org`) as the comparison reads them.
+async fn observed(app: &TestApp, org: Uuid, invoice: Uuid) -> Expected {
     let (status, payment_state, amount_paid): (String, String, i64) = sqlx::query_as(
         "select status, payment_state, amount_paid_cents from invoices where id = $1",
     )
@@ -284,14 +269,56 @@ async fn run(app: &TestApp, case: &Case) {
     .fetch_one(&app.pool)
     .await
     .unwrap();
-    let got = Expected {
+    Expected {
         status,
         payment_state,
         amount_paid,
         payments,
         receipts,
-    };
-    assert_eq!(got, model(&case.payments), "{case:?}");
+    }
+}
+
+/// The differential oracle: the same events delivered once each, in the order they happened, one
+/// at a time, to a second invoice. Its rows owe nothing to the model's copy of the rule.
+async fn in_order(app: &TestApp, case: &Case) -> Expected {
+    let (org, invoice) = app.invoice(TOTAL, "usd").await;
+    let tag = Uuid::new_v4().simple().to_string();
+    for payload in payloads(case, invoice, &tag) {
+        let (status, body) = app.deliver(&payload).await;
+        assert_eq!(status, 200, "{body} in {case:?}");
+    }
+    observed(app, org, invoice).await
+}
+
+async fn run(app: &TestApp, case: &Case) {
+    let (org, invoice) = app.invoice(TOTAL, "usd").await;
+    let tag = Uuid::new_v4().simple().to_string();
+    let distinct = payloads(case, invoice, &tag);
+    let deliveries: Vec<&String> = case
+        .repeats
+        .iter()
+        .enumerate()
+        .flat_map(|(i, n)| std::iter::repeat_n(&distinct[i], *n))
+        .collect();
+    let mut order = case.order.iter();
+    for size in &case.groups {
+        let group: Vec<_> = order.by_ref().take(*size).map(|&k| deliveries[k]).collect();
+        if group.is_empty() {
+            break;
+        }
+        for (status, body) in join_all(group.into_iter().map(|p| app.deliver(p))).await {
+            assert_eq!(status, 200, "{body} in {case:?}");
+        }
+    }
+    let got = observed(app, org, invoice).await;
+    // Out of order and repeated, the rows are those of the same events delivered once each in
+    // order (the differential oracle), and those the model computes.
+    assert_eq!(
+        got,
+        in_order(app, case).await,
+        "against in-order delivery: {case:?}"
+    );
+    assert_eq!(got, model(&case.payments), "against the model: {case:?}");
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
@@ -300,12 +327,46 @@ async fn the_final_invoice_is_a_function_of_the_set_of_its_events(pool: PgPool) 
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(150);
+    // Replayable: MONEY_ORDER_SEED=<n> runs the same cases again.
+    let seed: u64 = std::env::var("MONEY_ORDER_SEED")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| u64::from(Uuid::new_v4().as_u128() as u32));
+    eprintln!("money_order: {cases} cases, MONEY_ORDER_SEED={seed} replays them");
+    let mut bytes = [0u8; 32];
+    for chunk in bytes.chunks_mut(8) {
+        chunk.copy_from_slice(&seed.to_le_bytes());
+    }
+    let rng = proptest::test_runner::TestRng::from_seed(
+        proptest::test_runner::RngAlgorithm::ChaCha,
+        &bytes,
+    );
     let app = TestApp::spawn(pool).await;
-    let mut runner = TestRunner::new(Config::default());
+    let mut runner = TestRunner::new_with_rng(Config::default(), rng);
     let strategy = case();
-    for _ in 0..cases {
+    for n in 0..cases {
         let case = strategy.new_tree(&mut runner).unwrap().current();
+        // A failure names the seed and the case's place to replay it.
+        let _seed = SeedOnPanic { seed, case: n };
         run(&app, &case).await;
+        std::mem::forget(_seed);
+    }
+}
+
+/// Prints the seed when a case panics (dropped while unwinding), so the run can be replayed.
+struct SeedOnPanic {
+    seed: u64,
+    case: u32,
+}
+
+impl Drop for SeedOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "money_order failed at case {}: replay with MONEY_ORDER_SEED={}",
+                self.case, self.seed
+            );
+        }
     }
 }
 
