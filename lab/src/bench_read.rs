@@ -733,10 +733,10 @@ async fn measure(
                     let sent = Instant::now();
                     match req.send().await {
                         Ok(res) if res.status().is_success() => {
-                            if res.bytes().await.is_ok() {
-                                took.push(sent.elapsed());
-                            } else {
-                                errors += 1;
+                            // A read answered with nothing read nothing: it counts as an error.
+                            match res.bytes().await {
+                                Ok(body) if !body.is_empty() => took.push(sent.elapsed()),
+                                _ => errors += 1,
                             }
                         }
                         _ => errors += 1,
