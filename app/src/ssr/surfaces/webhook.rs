@@ -187,6 +187,32 @@ fn anomaly(detail: &str) -> sqlx::Result<Effect> {
     Ok(Effect::new(EffectKind::Anomaly, detail.to_owned()))
 }
 
+/// The Stripe event types invoicer acts on; any other is stored and answered, with no effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EventType {
+    CheckoutCompleted,
+    CheckoutAsyncSucceeded,
+    CheckoutAsyncFailed,
+    ChargeRefunded,
+    DisputeCreated,
+    DisputeClosed,
+    Other,
+}
+
+impl EventType {
+    fn parse(kind: &str) -> EventType {
+        match kind {
+            "checkout.session.completed" => EventType::CheckoutCompleted,
+            "checkout.session.async_payment_succeeded" => EventType::CheckoutAsyncSucceeded,
+            "checkout.session.async_payment_failed" => EventType::CheckoutAsyncFailed,
+            "charge.refunded" => EventType::ChargeRefunded,
+            "charge.dispute.created" => EventType::DisputeCreated,
+            "charge.dispute.closed" => EventType::DisputeClosed,
+            _ => EventType::Other,
+        }
+    }
+}
+
 /// What an event means for invoices; every event is keyed by its payment intent, whose facts are
 /// merged without regard to order (see `payments`).
 async fn apply(tx: &mut sqlx::PgConnection, event: &Event, livemode: bool) -> sqlx::Result<Effect> {
@@ -204,16 +230,16 @@ async fn apply(tx: &mut sqlx::PgConnection, event: &Event, livemode: bool) -> sq
         ));
     }
     let object = || event.data.object.clone();
-    match event.kind.as_str() {
-        kind @ ("checkout.session.completed"
-        | "checkout.session.async_payment_succeeded"
-        | "checkout.session.async_payment_failed") => {
+    match EventType::parse(&event.kind) {
+        kind @ (EventType::CheckoutCompleted
+        | EventType::CheckoutAsyncSucceeded
+        | EventType::CheckoutAsyncFailed) => {
             let Ok(session) = serde_json::from_value::<CheckoutSession>(object()) else {
                 return anomaly("unreadable checkout session");
             };
             let status = match (kind, session.payment_status.as_deref()) {
-                ("checkout.session.async_payment_succeeded", _) => PaymentStatus::Succeeded,
-                ("checkout.session.async_payment_failed", _) => PaymentStatus::Failed,
+                (EventType::CheckoutAsyncSucceeded, _) => PaymentStatus::Succeeded,
+                (EventType::CheckoutAsyncFailed, _) => PaymentStatus::Failed,
                 (_, Some("paid")) => PaymentStatus::Succeeded,
                 (_, Some("unpaid")) => PaymentStatus::Pending,
                 (_, Some("no_payment_required")) => {
@@ -251,7 +277,7 @@ async fn apply(tx: &mut sqlx::PgConnection, event: &Event, livemode: bool) -> sq
             )
             .await
         }
-        "charge.refunded" => {
+        EventType::ChargeRefunded => {
             let Ok(charge) = serde_json::from_value::<Charge>(object()) else {
                 return anomaly("unreadable charge");
             };
@@ -274,7 +300,7 @@ async fn apply(tx: &mut sqlx::PgConnection, event: &Event, livemode: bool) -> sq
             )
             .await
         }
-        kind @ ("charge.dispute.created" | "charge.dispute.closed") => {
+        kind @ (EventType::DisputeCreated | EventType::DisputeClosed) => {
             let Ok(dispute) = serde_json::from_value::<Dispute>(object()) else {
                 return anomaly("unreadable dispute");
             };
@@ -284,8 +310,8 @@ async fn apply(tx: &mut sqlx::PgConnection, event: &Event, livemode: bool) -> sq
             // A closed dispute is won or lost; `warning_closed` (an inquiry that never became a
             // chargeback) keeps the money, as a win does.
             let status = match (kind, dispute.status.as_str()) {
-                ("charge.dispute.closed", "lost") => DisputeStatus::Lost,
-                ("charge.dispute.closed", _) => DisputeStatus::Won,
+                (EventType::DisputeClosed, "lost") => DisputeStatus::Lost,
+                (EventType::DisputeClosed, _) => DisputeStatus::Won,
                 _ => DisputeStatus::Open,
             };
             payments::record_dispute(
@@ -302,9 +328,9 @@ async fn apply(tx: &mut sqlx::PgConnection, event: &Event, livemode: bool) -> sq
             )
             .await
         }
-        other => Ok(Effect::new(
+        EventType::Other => Ok(Effect::new(
             EffectKind::Ignored,
-            format!("event type {other} is not handled"),
+            format!("event type {} is not handled", event.kind),
         )),
     }
 }
