@@ -57,8 +57,9 @@ impl Surface {
 pub enum Form {
     CreateInvoice,
     SendInvoice,
-    /// A lifecycle button: finalize, void, mark uncollectible, delete a draft.
-    InvoiceAction(crate::ssr::lifecycle::Action),
+    /// A lifecycle button (finalize, void, ...), by the name its caller gives it: this module
+    /// knows the buttons only by name.
+    InvoiceAction(&'static str),
     DuplicateInvoice,
     EditDraft,
     CreateCustomer,
@@ -79,15 +80,10 @@ pub enum Form {
 
 impl Form {
     pub fn as_str(self) -> &'static str {
-        use crate::ssr::lifecycle::Action;
         match self {
             Form::CreateInvoice => "create_invoice",
             Form::SendInvoice => "send_invoice",
-            Form::InvoiceAction(Action::Finalize) => "finalize_invoice",
-            Form::InvoiceAction(Action::Void) => "void_invoice",
-            Form::InvoiceAction(Action::MarkUncollectible) => "mark_uncollectible",
-            Form::InvoiceAction(Action::DeleteDraft) => "delete_draft",
-            Form::InvoiceAction(Action::NewLink) => "new_customer_link",
+            Form::InvoiceAction(name) => name,
             Form::DuplicateInvoice => "duplicate_invoice",
             Form::EditDraft => "edit_draft",
             Form::CreateCustomer => "create_customer",

@@ -33,6 +33,17 @@ impl Action {
         }
     }
 
+    /// The name its button's attempts are claimed under.
+    pub fn form_name(self) -> &'static str {
+        match self {
+            Action::Finalize => "finalize_invoice",
+            Action::Void => "void_invoice",
+            Action::MarkUncollectible => "mark_uncollectible",
+            Action::DeleteDraft => "delete_draft",
+            Action::NewLink => "new_customer_link",
+        }
+    }
+
     pub fn parse(text: &str) -> Option<Action> {
         [
             Action::Finalize,

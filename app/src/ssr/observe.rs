@@ -61,6 +61,25 @@ pub trait Tracked {
     }
 }
 
+/// Refusals are the client's; anything else failed on our side.
+impl Tracked for crate::error::AppError {
+    fn outcome(&self) -> AttemptOutcome {
+        use crate::error::AppError;
+        match self {
+            AppError::Internal
+            | AppError::Contended
+            | AppError::Transport(_)
+            | AppError::Busy(_) => AttemptOutcome::Failed,
+            AppError::Throttled(_) => AttemptOutcome::Rejected,
+            AppError::Unauthorized
+            | AppError::NotFound
+            | AppError::Forbidden(_)
+            | AppError::Invalid(_)
+            | AppError::BadRequest(_) => AttemptOutcome::Rejected,
+        }
+    }
+}
+
 impl<T: Tracked, E: Tracked> Tracked for Result<T, E> {
     fn outcome(&self) -> AttemptOutcome {
         match self {

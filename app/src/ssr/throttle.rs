@@ -312,6 +312,21 @@ pub fn hashes_asked_on_this_thread() -> u64 {
     HASHES_ASKED.with(|n| n.get())
 }
 
+impl From<Throttled> for crate::error::AppError {
+    fn from(t: Throttled) -> Self {
+        crate::error::AppError::Throttled(t.retry_after.as_secs().max(1)).respond()
+    }
+}
+
+impl From<HashError> for crate::error::AppError {
+    fn from(err: HashError) -> Self {
+        match err {
+            HashError::Busy => crate::error::AppError::Busy(1).respond(),
+            other => crate::error::AppError::internal("password hashing", other),
+        }
+    }
+}
+
 /// Runs `work` (a password hash or check) on the blocking pool once a hashing slot is free.
 pub async fn hashing<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,

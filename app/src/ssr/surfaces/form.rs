@@ -207,7 +207,7 @@ pub async fn invoice_action(
     invoice: Uuid,
     action: Action,
 ) -> Result<Moved, AppError> {
-    let key = ClaimKey::form(org, Form::InvoiceAction(action), form_key);
+    let key = ClaimKey::form(org, Form::InvoiceAction(action.form_name()), form_key);
     let terms = Terms {
         result_id: Some(invoice),
         ..Terms::default()

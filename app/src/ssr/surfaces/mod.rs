@@ -58,6 +58,24 @@ impl Transient for sqlx::Error {
     }
 }
 
+impl Transient for crate::error::AppError {
+    fn is_transient(&self) -> bool {
+        *self == crate::error::AppError::Contended
+    }
+}
+
+/// A database error as the user-facing error: an aborted transaction is `Contended` (tried again
+/// from its claim), anything else internal.
+impl From<sqlx::Error> for crate::error::AppError {
+    fn from(err: sqlx::Error) -> Self {
+        if err.is_transient() {
+            tracing::warn!(error = %err, "database: transaction aborted");
+            return crate::error::AppError::Contended;
+        }
+        crate::error::AppError::internal("database error", err)
+    }
+}
+
 /// How many times one attempt's transaction is run before its error is answered.
 pub const MAX_TRIES: u32 = 3;
 
