@@ -97,6 +97,27 @@ async fn switch_tls_on(admin: &mut PgConnection, dir: &Path) -> TlsOn {
     TlsOn
 }
 
+/// `server admin create-org` against `database_url`: what the operator's first command would meet.
+async fn create_org_at(database_url: &str) -> std::process::Output {
+    tokio::process::Command::new(SERVER)
+        .args([
+            "admin",
+            "create-org",
+            "--org",
+            "Tls",
+            "--email",
+            "tls@example.com",
+            "--password",
+            "correct horse",
+        ])
+        .env("LEPTOS_ENV", "DEV")
+        .env("DATABASE_URL", database_url)
+        .env("RUST_LOG", "warn")
+        .output()
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn verify_full_connects_over_tls_and_a_wrong_ca_is_refused_clearly() {
     let db = TestDb::new("pgtls").await;
@@ -155,23 +176,7 @@ async fn verify_full_connects_over_tls_and_a_wrong_ca_is_refused_clearly() {
         "{refused}"
     );
     // ...and by the server, which names the cause.
-    let out = tokio::process::Command::new(SERVER)
-        .args([
-            "admin",
-            "create-org",
-            "--org",
-            "Tls",
-            "--email",
-            "tls@example.com",
-            "--password",
-            "correct horse",
-        ])
-        .env("LEPTOS_ENV", "DEV")
-        .env("DATABASE_URL", url(&other))
-        .env("RUST_LOG", "warn")
-        .output()
-        .await
-        .unwrap();
+    let out = create_org_at(&url(&other)).await;
     assert!(!out.status.success());
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -183,23 +188,7 @@ async fn verify_full_connects_over_tls_and_a_wrong_ca_is_refused_clearly() {
         "the password is not printed: {said}"
     );
     // The right CA through the server: it migrates and writes.
-    let out = tokio::process::Command::new(SERVER)
-        .args([
-            "admin",
-            "create-org",
-            "--org",
-            "Tls",
-            "--email",
-            "tls@example.com",
-            "--password",
-            "correct horse",
-        ])
-        .env("LEPTOS_ENV", "DEV")
-        .env("DATABASE_URL", url(&ca))
-        .env("RUST_LOG", "warn")
-        .output()
-        .await
-        .unwrap();
+    let out = create_org_at(&url(&ca)).await;
     assert!(
         out.status.success(),
         "{}",

@@ -10,21 +10,18 @@ use uuid::Uuid;
 
 use crate::common::served::TestApp;
 use crate::common::{client, login};
+use crate::teams::emailed_token;
 
 const PASSWORD: &str = "correct horse";
 const HERE: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 7));
 
-/// The newest link of `kind` emailed to `to`, read from the outbox as the inbox would.
-async fn emailed_token(pool: &PgPool, kind: &str, to: &str) -> String {
-    sqlx::query_scalar(
-        "select payload->>'token' from outbox where kind = $1 and lower(payload->>'to') = lower($2) \
-         order by created_at desc, id desc limit 1",
-    )
-    .bind(kind)
-    .bind(to)
-    .fetch_one(pool)
-    .await
-    .unwrap()
+/// The org of a user who belongs to one.
+async fn org_of(pool: &PgPool, user: Uuid) -> Uuid {
+    sqlx::query_scalar("select org_id from memberships where user_id = $1")
+        .bind(user)
+        .fetch_one(pool)
+        .await
+        .unwrap()
 }
 
 /// The notices sent to `to`: (event, client address), oldest first.
@@ -259,11 +256,7 @@ async fn a_reset_with_a_useless_link_spends_no_password_hash(pool: PgPool) {
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn the_notice_says_what_when_where_and_names_the_keys(pool: PgPool) {
     let (user, email) = owner(&pool).await;
-    let org: Uuid = sqlx::query_scalar("select org_id from memberships where user_id = $1")
-        .bind(user)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let org: Uuid = org_of(&pool, user).await;
     app::ssr::api_keys::create_for_user(&pool, org, user, "ci")
         .await
         .unwrap();
@@ -399,11 +392,7 @@ async fn invitations_do_not_outlive_the_inviters_authority(pool: PgPool) {
     use app::ssr::audit::Actor;
     use app::ssr::{invitations, members};
     let (owner, owner_email) = owner(&pool).await;
-    let org: Uuid = sqlx::query_scalar("select org_id from memberships where user_id = $1")
-        .bind(owner)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let org: Uuid = org_of(&pool, owner).await;
     // A second owner, who invites three people.
     let (second, second_email) = self::owner(&pool).await;
     sqlx::query("update memberships set org_id = $2, role = 'owner' where user_id = $1")
@@ -497,11 +486,7 @@ async fn accepting_checks_that_the_inviter_may_still_grant_the_role(pool: PgPool
     use app::ssr::audit::Actor;
     use app::ssr::invitations;
     let (owner, owner_email) = owner(&pool).await;
-    let org: Uuid = sqlx::query_scalar("select org_id from memberships where user_id = $1")
-        .bind(owner)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let org: Uuid = org_of(&pool, owner).await;
     let to = format!("new-{}@example.com", Uuid::new_v4().simple());
     let mut tx = pool.begin().await.unwrap();
     invitations::invite(
@@ -540,17 +525,9 @@ async fn accepting_checks_that_the_inviter_may_still_grant_the_role(pool: PgPool
 async fn the_account_page_lists_the_accounts_keys_and_revokes_them_all(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (user, email) = owner(&app.pool).await;
-    let first: Uuid = sqlx::query_scalar("select org_id from memberships where user_id = $1")
-        .bind(user)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let first: Uuid = org_of(&app.pool, user).await;
     let (other_owner, _) = owner(&app.pool).await;
-    let second: Uuid = sqlx::query_scalar("select org_id from memberships where user_id = $1")
-        .bind(other_owner)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let second: Uuid = org_of(&app.pool, other_owner).await;
     sqlx::query("insert into memberships (user_id, org_id, role) values ($1, $2, 'member')")
         .bind(user)
         .bind(second)
@@ -691,17 +668,9 @@ async fn sign_up_and_forgot_password_do_the_same_whether_or_not_the_address_has_
 async fn a_form_rendered_for_one_org_is_refused_after_switching_to_another(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (user, email) = owner(&app.pool).await;
-    let first: Uuid = sqlx::query_scalar("select org_id from memberships where user_id = $1")
-        .bind(user)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let first: Uuid = org_of(&app.pool, user).await;
     let (other, _) = owner(&app.pool).await;
-    let second: Uuid = sqlx::query_scalar("select org_id from memberships where user_id = $1")
-        .bind(other)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let second: Uuid = org_of(&app.pool, other).await;
     sqlx::query("insert into memberships (user_id, org_id, role) values ($1, $2, 'owner')")
         .bind(user)
         .bind(second)

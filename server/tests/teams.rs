@@ -285,7 +285,7 @@ async fn the_last_owner_can_be_neither_removed_nor_demoted_nor_leave(pool: PgPoo
 }
 
 /// The token an email carries, read from its outbox row as the inbox would.
-async fn emailed_token(pool: &PgPool, kind: &str, to: &str) -> String {
+pub(crate) async fn emailed_token(pool: &PgPool, kind: &str, to: &str) -> String {
     sqlx::query_scalar(
         "select payload->>'token' from outbox where kind = $1 and lower(payload->>'to') = lower($2) \
          order by created_at desc, id desc limit 1",
