@@ -1,4 +1,4 @@
-import { expect, Page, Request } from "@playwright/test";
+import { expect, Locator, Page, Request } from "@playwright/test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -118,4 +118,26 @@ export function recordCreateRequests(page: Page): string[] {
     }
   });
   return keys;
+}
+
+/**
+ * Submits the form of `button` twice in one go, the way a double click that got past the button
+ * disabling itself would, and requires both requests to leave the browser: a plain `dblclick()` on a
+ * button that disables itself may send one, and a test of "twice makes one" would then check nothing.
+ * Returns the two request bodies (they carry the same rendered key).
+ */
+export async function submitTwice(page: Page, button: Locator, rpcPath: string): Promise<string[]> {
+  const sent: string[] = [];
+  const record = (req: Request) => {
+    if (req.method() === "POST" && req.url().includes(rpcPath)) sent.push(req.postData() ?? "");
+  };
+  page.on("request", record);
+  await button.evaluate((b: HTMLButtonElement) => {
+    b.form!.requestSubmit(b);
+    b.form!.requestSubmit(b);
+  });
+  await expect.poll(() => sent.length, { message: `two POSTs to ${rpcPath}` }).toBe(2);
+  page.off("request", record);
+  expect(sent[0], "both submits carry the same form").toBe(sent[1]);
+  return sent;
 }

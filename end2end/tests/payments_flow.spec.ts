@@ -32,14 +32,22 @@ async function sendInvoice(page: Page, email: string): Promise<{ id: string; lin
   return { id, link };
 }
 
-/** The customer, in a fresh browser without a session, presses Pay twice; lands on one checkout. */
+/**
+ * The customer, in a fresh browser without a session, presses Pay twice; lands on one checkout. The
+ * page loads no script, so nothing disables the button: both presses must reach the server.
+ */
 async function payTwice(browser: Browser, link: string) {
   const context = await browser.newContext();
   const customer = await context.newPage();
   await customer.goto(link);
   await expect(customer.locator("button.pay")).toHaveText("Pay $100.00");
+  const presses: string[] = [];
+  customer.on("request", (req) => {
+    if (req.method() === "POST" && /\/i\/[0-9a-f]{64}\/pay$/.test(req.url())) presses.push(req.url());
+  });
   await customer.locator("button.pay").dblclick();
   await expect(customer).toHaveURL(/\/checkout\/cs_test_/);
+  expect(presses, "both presses were sent").toHaveLength(2);
   return { context, customer };
 }
 
