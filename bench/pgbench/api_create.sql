@@ -44,21 +44,23 @@ with org as (
            c.last_number, c.period, invoice_number_text(org.number_format, c.last_number, org.yr),
            lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19) || md5(random()::text),
            case when c.last_number is not null then now() end,
-           cu.id, 'Load Client', 'billing@example.com', coalesce(cu.billing_address, ''), cu.tax_id,
-           'usd', coalesce(org.today + null::int2, date '2030-01-31'), 30000::int8, null::text,
-           30000::int8, null::int4, null::int8, 0::int8, 0::int8, ''::text, null::int2
-    from (select) one left join counter c on true left join org on true
-    left join customers cu on cu.id = null::uuid and cu.org_id = :org::uuid
+           cu.id, h.customer_name, h.customer_email, coalesce(cu.billing_address, ''), cu.tax_id,
+           h.currency, coalesce(org.today + h.payment_terms_days, h.due_date), h.total_cents,
+           h.source_key, h.subtotal_cents, h.discount_percent_milli, h.discount_amount_cents,
+           h.discount_cents, h.tax_cents, h.notes, h.payment_terms_days
+    from jsonb_populate_record(null::invoices, '{"customer_id":null,"customer_name":"Load Client","customer_email":"billing@example.com","currency":"usd","due_date":"2030-01-31","payment_terms_days":null,"subtotal_cents":30000,"discount_percent_milli":null,"discount_amount_cents":null,"discount_cents":0,"tax_cents":0,"total_cents":30000,"notes":"","source_key":null}'::jsonb) h
+    left join counter c on true left join org on true
+    left join customers cu on cu.id = h.customer_id and cu.org_id = :org::uuid
     returning status, due_date, number_text, finalized_at, created_at, customer_id,
               customer_address, customer_tax_id
 ), lines as (
     insert into invoice_lines (invoice_id, position, description, quantity_milli,
                                unit_amount_cents, amount_cents, tax_rate_id, tax_name,
                                tax_percent_milli, discount_cents, tax_cents)
-    select :inv::uuid, *
-    from unnest('{1}'::int2[], '{Consulting}'::text[], '{2000}'::int8[], '{15000}'::int8[],
-                '{30000}'::int8[], '{NULL}'::uuid[], '{NULL}'::text[], '{NULL}'::int4[],
-                '{0}'::int8[], '{0}'::int8[])
+    select :inv::uuid, l.position, l.description, l.quantity_milli, l.unit_amount_cents,
+           l.amount_cents, l.tax_rate_id, l.tax_name, l.tax_percent_milli, l.discount_cents,
+           l.tax_cents
+    from jsonb_populate_recordset(null::invoice_lines, '[{"position":1,"description":"Consulting","quantity_milli":2000,"unit_amount_cents":15000,"amount_cents":30000,"tax_rate_id":null,"tax_name":null,"tax_percent_milli":null,"discount_cents":0,"tax_cents":0}]'::jsonb) l
 )
 select number_text, finalized_at, created_at, customer_id, customer_address, customer_tax_id,
        invoice_overdue(invoice.status, invoice.due_date, org.time_zone) as overdue

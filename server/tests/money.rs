@@ -383,5 +383,5 @@ async fn the_invoice_page_and_api_show_the_payment_state(pool: PgPool) {
     let (payments, _) = app::ssr::payments::for_invoice(&app.pool, org, invoice)
         .await
         .unwrap();
-    assert_eq!(payments[0].status, "pending");
+    assert_eq!(payments[0].status.as_str(), "pending");
 }

@@ -183,7 +183,7 @@ async fn an_always_failing_email_goes_dead_and_retry_revives_it(pool: PgPool) {
         "a plain class is kept for the UI, not the server's words"
     );
     let rows = outbox::for_invoice(&pool, org, invoice).await.unwrap();
-    assert_eq!(rows[0].status, "dead");
+    assert_eq!(rows[0].status.as_str(), "dead");
 
     let id: Uuid = sqlx::query_scalar("select id from outbox")
         .fetch_one(&pool)
@@ -202,7 +202,9 @@ async fn an_always_failing_email_goes_dead_and_retry_revives_it(pool: PgPool) {
         1
     );
     assert_eq!(
-        outbox::for_invoice(&pool, org, invoice).await.unwrap()[0].status,
+        outbox::for_invoice(&pool, org, invoice).await.unwrap()[0]
+            .status
+            .as_str(),
         "sent"
     );
 }

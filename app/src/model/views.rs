@@ -4,7 +4,9 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+/// An invoice's status; stored as text (the column's check lists the same words).
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema, sqlx::Type))]
+#[cfg_attr(feature = "ssr", sqlx(type_name = "text", rename_all = "lowercase"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum InvoiceStatus {
@@ -42,7 +44,8 @@ impl InvoiceStatus {
 }
 
 /// Where an invoice's money stands, derived from its payments, refunds and disputes.
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema, sqlx::Type))]
+#[cfg_attr(feature = "ssr", sqlx(type_name = "text", rename_all = "snake_case"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PaymentState {
@@ -56,6 +59,18 @@ pub enum PaymentState {
 }
 
 impl PaymentState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaymentState::Unpaid => "unpaid",
+            PaymentState::Processing => "processing",
+            PaymentState::PartiallyPaid => "partially_paid",
+            PaymentState::Paid => "paid",
+            PaymentState::PartiallyRefunded => "partially_refunded",
+            PaymentState::Refunded => "refunded",
+            PaymentState::Disputed => "disputed",
+        }
+    }
+
     pub fn parse(text: &str) -> Option<Self> {
         Some(match text {
             "unpaid" => PaymentState::Unpaid,
@@ -83,17 +98,77 @@ impl PaymentState {
     }
 }
 
+/// Where one payment stands, as its provider reports it.
+#[cfg_attr(feature = "ssr", derive(sqlx::Type))]
+#[cfg_attr(feature = "ssr", sqlx(type_name = "text", rename_all = "lowercase"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PaymentStatus {
+    /// A delayed method (a debit) is under way: no money yet.
+    Pending,
+    Failed,
+    Succeeded,
+}
+
+impl PaymentStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaymentStatus::Pending => "pending",
+            PaymentStatus::Succeeded => "succeeded",
+            PaymentStatus::Failed => "failed",
+        }
+    }
+}
+
+/// Where a dispute of a payment stands: open < won < lost (a closed dispute outranks an open one).
+#[cfg_attr(feature = "ssr", derive(sqlx::Type))]
+#[cfg_attr(feature = "ssr", sqlx(type_name = "text", rename_all = "lowercase"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DisputeStatus {
+    Open,
+    Won,
+    Lost,
+}
+
+impl DisputeStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DisputeStatus::Open => "open",
+            DisputeStatus::Won => "won",
+            DisputeStatus::Lost => "lost",
+        }
+    }
+}
+
+/// The stored word, as `{}` prints it (messages and logs).
+macro_rules! shown_as_stored {
+    ($($t:ty),*) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
+}
+shown_as_stored!(
+    InvoiceStatus,
+    PaymentState,
+    PaymentStatus,
+    DisputeStatus,
+    EmailStatus
+);
+
 /// One payment of an invoice, as its owner sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PaymentRow {
     pub payment_intent: String,
     pub amount_cents: i64,
-    /// pending | succeeded | failed
-    pub status: String,
+    pub status: PaymentStatus,
     pub failure: Option<String>,
     pub refunded_cents: i64,
-    /// The state of its latest dispute: open | won | lost.
-    pub dispute: Option<String>,
+    /// The state of its latest dispute.
+    pub dispute: Option<DisputeStatus>,
 }
 
 /// The invoice as CONTRACT.md shows it.
@@ -224,13 +299,33 @@ pub struct DraftEdit {
     pub form: super::InvoiceForm,
 }
 
+/// Where an outbox email stands (derived from its row: sent, dead, attempted or not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EmailStatus {
+    Queued,
+    Retrying,
+    Sent,
+    Dead,
+}
+
+impl EmailStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EmailStatus::Queued => "queued",
+            EmailStatus::Retrying => "retrying",
+            EmailStatus::Sent => "sent",
+            EmailStatus::Dead => "dead",
+        }
+    }
+}
+
 /// One outbox email of an invoice.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EmailRow {
     pub id: Uuid,
     pub kind: String,
-    /// queued | retrying | sent | dead
-    pub status: String,
+    pub status: EmailStatus,
     pub attempts: i32,
     pub last_error: Option<String>,
 }

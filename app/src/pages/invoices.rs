@@ -11,8 +11,8 @@ use crate::api::{
 };
 use crate::error::{AppError, FieldErrors};
 use crate::model::{
-    format_money, Discount, Invoice, InvoiceForm, InvoicePage, InvoiceStatus, LineForm,
-    COMMON_CURRENCIES, MAX_LINES, PAYMENT_TERMS,
+    format_money, Discount, EmailStatus, Invoice, InvoiceForm, InvoicePage, InvoiceStatus,
+    LineForm, PaymentStatus, COMMON_CURRENCIES, MAX_LINES, PAYMENT_TERMS,
 };
 
 const STATUSES: &[&str] = &[
@@ -302,9 +302,9 @@ pub fn InvoicePage() -> impl IntoView {
                                                     {payments
                                                         .into_iter()
                                                         .map(|p| {
-                                                            let shown = match p.status.as_str() {
-                                                                "pending" => "processing".to_owned(),
-                                                                other => other.to_owned(),
+                                                            let shown = match p.status {
+                                                                PaymentStatus::Pending => "processing",
+                                                                other => other.as_str(),
                                                             };
                                                             view! {
                                                                 <tr class=format!("payment {}", p.status)>
@@ -363,12 +363,12 @@ pub fn InvoicePage() -> impl IntoView {
                                                     {emails
                                                         .into_iter()
                                                         .map(|e| {
-                                                            let dead = can_edit && e.status == "dead";
+                                                            let dead = can_edit && e.status == EmailStatus::Dead;
                                                             let (email_id, inv_id) = (e.id.to_string(), invoice_id.clone());
                                                             view! {
                                                                 <tr class=format!("email {}", e.status)>
                                                                     <td>{if e.kind == "payment_receipt" { "Payment receipt" } else { "Invoice" }}</td>
-                                                                    <td><span class=format!("status {}", e.status)>{e.status.clone()}</span></td>
+                                                                    <td><span class=format!("status {}", e.status)>{e.status.as_str()}</span></td>
                                                                     <td>{format!("{} attempt(s)", e.attempts)}</td>
                                                                     <td class="error">{e.last_error.unwrap_or_default()}</td>
                                                                     <td>

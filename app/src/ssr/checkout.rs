@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::model::{InvoiceStatus, PaymentState};
 use crate::ssr::claim::{self, ClaimKey, Leased, Outcome};
 use crate::ssr::stripe::client::{NewSession, Stripe, StripeError};
 
@@ -37,7 +38,7 @@ pub enum Checkout {
     Session(OpenSession),
     /// Not open, nothing due (paid, void, a draft), or a delayed payment under way: nothing to pay.
     NothingDue {
-        status: String,
+        status: InvoiceStatus,
     },
     /// The org may not take card payments (yet): it signed itself up and waits for the operator.
     NotEnabled,
@@ -92,7 +93,8 @@ pub async fn session(
         // language=PostgreSQL
         let Some(inv) = sqlx::query!(
             r#"
-            select i.status, i.payment_state, i.currency,
+            select i.status as "status: InvoiceStatus", i.payment_state as "payment_state: PaymentState",
+                   i.currency,
                    i.total_cents - i.amount_paid_cents as "due!",
                    i.number_text, i.public_token, i.customer_email, o.name as org_name,
                    o.payments_enabled,
@@ -114,8 +116,10 @@ pub async fn session(
             return Ok(Checkout::NotEnabled);
         }
         // Not while a delayed payment (a bank debit) is under way: it would be paid twice.
-        let payable = matches!(inv.status.as_str(), "open" | "uncollectible")
-            && inv.payment_state != "processing";
+        let payable = matches!(
+            inv.status,
+            InvoiceStatus::Open | InvoiceStatus::Uncollectible
+        ) && inv.payment_state != PaymentState::Processing;
         let (Some(token), true, true) = (inv.public_token, payable, inv.due > 0) else {
             return Ok(Checkout::NothingDue { status: inv.status });
         };

@@ -5,9 +5,10 @@ use chrono::{Duration, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::model::PaymentStatus;
 use crate::model::{CustomerInput, Discount, InvoiceInput, LineInput, TaxRateInput, Thousandths};
 use crate::ssr::lifecycle::{self, Action};
-use crate::ssr::payments::{self, PaymentStatus, RefundFact, SessionFact};
+use crate::ssr::payments::{self, RefundFact, SessionFact};
 use crate::ssr::{accounts, customers, invoices, tax_rates};
 
 pub const EMAIL: &str = "demo@example.com";

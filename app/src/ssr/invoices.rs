@@ -2,6 +2,8 @@
 //! and do not know which surface called them.
 
 use chrono::{DateTime, NaiveDate, Utc};
+use serde::Serialize;
+use sqlx::types::Json;
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
@@ -24,63 +26,106 @@ pub fn public_url(base: &str, token: &str) -> String {
     format!("{base}/i/{token}")
 }
 
-/// The columns of an invoice's lines, one array per column, as the statements bind them.
-struct LineColumns {
-    positions: Vec<i16>,
-    descriptions: Vec<String>,
-    quantities: Vec<i64>,
-    unit_amounts: Vec<i64>,
-    amounts: Vec<i64>,
-    tax_ids: Vec<Option<Uuid>>,
-    tax_names: Vec<Option<String>>,
-    tax_percents: Vec<Option<i32>>,
-    discounts: Vec<i64>,
-    taxes: Vec<i64>,
+/// An invoice's content as the insert and the draft update bind it: one JSON row for the invoice's
+/// own columns and one JSON array of line rows, whose keys are the column names
+/// (`jsonb_populate_record(null::invoices, $n)` and `jsonb_populate_recordset(null::invoice_lines,
+/// $n)` read them), instead of a positional parameter per column.
+struct Content<'a> {
+    header: Header<'a>,
+    lines: Vec<LineRow<'a>>,
 }
 
-impl LineColumns {
-    fn of(input: &InvoiceInput, taxes: &[Option<AppliedTax>], totals: &Totals) -> LineColumns {
+#[derive(Serialize)]
+struct Header<'a> {
+    customer_id: Option<Uuid>,
+    customer_name: &'a str,
+    customer_email: &'a str,
+    currency: &'a str,
+    due_date: Option<NaiveDate>,
+    payment_terms_days: Option<i16>,
+    subtotal_cents: i64,
+    discount_percent_milli: Option<i32>,
+    discount_amount_cents: Option<i64>,
+    discount_cents: i64,
+    tax_cents: i64,
+    total_cents: i64,
+    notes: &'a str,
+    source_key: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct LineRow<'a> {
+    position: i16,
+    description: &'a str,
+    quantity_milli: i64,
+    unit_amount_cents: i64,
+    amount_cents: i64,
+    tax_rate_id: Option<Uuid>,
+    tax_name: Option<&'a str>,
+    tax_percent_milli: Option<i32>,
+    discount_cents: i64,
+    tax_cents: i64,
+}
+
+impl<'a> Content<'a> {
+    fn of(
+        input: &'a InvoiceInput,
+        taxes: &'a [Option<AppliedTax>],
+        totals: &Totals,
+        customer_id: Option<Uuid>,
+        source_key: Option<&'a str>,
+    ) -> Content<'a> {
+        let (discount_percent_milli, discount_amount_cents) = discount_columns(input.discount);
         let lines = input.lines.iter().zip(taxes).zip(&totals.lines);
-        let mut c = LineColumns {
-            positions: (1..=input.lines.len() as i16).collect(),
-            descriptions: Vec::new(),
-            quantities: Vec::new(),
-            unit_amounts: Vec::new(),
-            amounts: Vec::new(),
-            tax_ids: Vec::new(),
-            tax_names: Vec::new(),
-            tax_percents: Vec::new(),
-            discounts: Vec::new(),
-            taxes: Vec::new(),
-        };
-        for ((line, tax), amounts) in lines {
-            c.descriptions.push(line.description.clone());
-            c.quantities.push(line.quantity.0);
-            c.unit_amounts.push(line.unit_amount_cents);
-            c.amounts.push(amounts.amount_cents);
-            c.tax_ids.push(tax.as_ref().map(|t| t.rate_id));
-            c.tax_names.push(tax.as_ref().map(|t| t.name.clone()));
-            c.tax_percents
-                .push(tax.as_ref().map(|t| t.percent.0 as i32));
-            c.discounts.push(amounts.discount_cents);
-            c.taxes.push(amounts.tax_cents);
+        Content {
+            header: Header {
+                customer_id,
+                customer_name: &input.customer_name,
+                customer_email: &input.customer_email,
+                currency: &input.currency,
+                due_date: input.due_date,
+                payment_terms_days: input.payment_terms_days.map(|d| d as i16),
+                subtotal_cents: totals.subtotal_cents,
+                discount_percent_milli,
+                discount_amount_cents,
+                discount_cents: totals.discount_cents,
+                tax_cents: totals.tax_cents,
+                total_cents: totals.total_cents,
+                notes: &input.notes,
+                source_key,
+            },
+            lines: (1..)
+                .zip(lines)
+                .map(|(position, ((line, tax), amounts))| LineRow {
+                    position,
+                    description: &line.description,
+                    quantity_milli: line.quantity.0,
+                    unit_amount_cents: line.unit_amount_cents,
+                    amount_cents: amounts.amount_cents,
+                    tax_rate_id: tax.as_ref().map(|t| t.rate_id),
+                    tax_name: tax.as_ref().map(|t| t.name.as_str()),
+                    tax_percent_milli: tax.as_ref().map(|t| t.percent.0 as i32),
+                    discount_cents: amounts.discount_cents,
+                    tax_cents: amounts.tax_cents,
+                })
+                .collect(),
         }
-        c
     }
 
     /// The lines as the API shows them.
     fn lines(&self) -> Vec<InvoiceLine> {
-        (0..self.positions.len())
-            .map(|i| InvoiceLine {
-                description: self.descriptions[i].clone(),
-                quantity: Thousandths(self.quantities[i]),
-                unit_amount_cents: self.unit_amounts[i],
-                amount_cents: self.amounts[i],
-                tax_rate_id: self.tax_ids[i],
-                tax_name: self.tax_names[i].clone(),
-                tax_percent: self.tax_percents[i].map(|p| Thousandths(p.into())),
-                discount_cents: self.discounts[i],
-                tax_cents: self.taxes[i],
+        self.lines
+            .iter()
+            .map(|l| InvoiceLine {
+                description: l.description.to_owned(),
+                quantity: Thousandths(l.quantity_milli),
+                unit_amount_cents: l.unit_amount_cents,
+                amount_cents: l.amount_cents,
+                tax_rate_id: l.tax_rate_id,
+                tax_name: l.tax_name.map(str::to_owned),
+                tax_percent: l.tax_percent_milli.map(|p| Thousandths(p.into())),
+                discount_cents: l.discount_cents,
+                tax_cents: l.tax_cents,
             })
             .collect()
     }
@@ -136,8 +181,7 @@ pub async fn insert(
     };
     let taxes = crate::ssr::tax_rates::of_lines(tx, org, input).await?;
     let totals = input.totals(&taxes);
-    let c = LineColumns::of(input, &taxes, &totals);
-    let (discount_percent, discount_amount) = discount_columns(input.discount);
+    let c = Content::of(input, &taxes, &totals, customer_id, source_key);
     let token = (!input.draft).then(mint_public_token);
     // One statement, one round trip: for a finalized invoice the org's next number in its format (a
     // draft takes none), the invoice, its lines. The counter's row lock serialises numbering per org
@@ -156,7 +200,7 @@ pub async fn insert(
         ), counter as (
             insert into invoice_counters (org_id, period, last_number)
             select $2::uuid, case when number_reset = 'yearly' then yr else 0 end, 1 from org
-            where $13::text is not null
+            where $3::text is not null
             on conflict (org_id, period) do update set last_number = invoice_counters.last_number + 1
             returning period, last_number
         ), invoice as (
@@ -168,21 +212,24 @@ pub async fn insert(
                                   tax_cents, notes, payment_terms_days)
             select $1::uuid, $2::uuid, case when c.last_number is null then 'draft' else 'open' end,
                    c.last_number, c.period, invoice_number_text(org.number_format, c.last_number, org.yr),
-                   $13::text, case when c.last_number is not null then now() end,
-                   cu.id, $3::text, $4::text, coalesce(cu.billing_address, ''), cu.tax_id,
-                   $5::text, coalesce(org.today + $27::int2, $6::date), $7::int8, $8::text, $20::int8,
-                   $21::int4, $22::int8, $23::int8, $24::int8, $25::text, $27::int2
-            from (select) one left join counter c on true left join org on true
-            left join customers cu on cu.id = $14::uuid and cu.org_id = $2::uuid
+                   $3::text, case when c.last_number is not null then now() end,
+                   cu.id, h.customer_name, h.customer_email, coalesce(cu.billing_address, ''), cu.tax_id,
+                   h.currency, coalesce(org.today + h.payment_terms_days, h.due_date), h.total_cents,
+                   h.source_key, h.subtotal_cents, h.discount_percent_milli, h.discount_amount_cents,
+                   h.discount_cents, h.tax_cents, h.notes, h.payment_terms_days
+            from jsonb_populate_record(null::invoices, $4::jsonb) h
+            left join counter c on true left join org on true
+            left join customers cu on cu.id = h.customer_id and cu.org_id = $2::uuid
             returning status, due_date, number_text, finalized_at, created_at, customer_id,
                       customer_address, customer_tax_id
         ), lines as (
             insert into invoice_lines (invoice_id, position, description, quantity_milli,
                                        unit_amount_cents, amount_cents, tax_rate_id, tax_name,
                                        tax_percent_milli, discount_cents, tax_cents)
-            select $1::uuid, * from unnest($9::int2[], $10::text[], $11::int8[], $12::int8[],
-                                           $15::int8[], $16::uuid[], $17::text[], $18::int4[],
-                                           $19::int8[], $26::int8[])
+            select $1::uuid, l.position, l.description, l.quantity_milli, l.unit_amount_cents,
+                   l.amount_cents, l.tax_rate_id, l.tax_name, l.tax_percent_milli, l.discount_cents,
+                   l.tax_cents
+            from jsonb_populate_recordset(null::invoice_lines, $5::jsonb) l
         )
         select number_text, finalized_at as "finalized_at: DateTime<Utc>",
                created_at as "created_at!: DateTime<Utc>", customer_id,
@@ -193,31 +240,9 @@ pub async fn insert(
         "#,
         id,
         org,
-        input.customer_name,
-        input.customer_email,
-        input.currency,
-        input.due_date as _,
-        totals.total_cents,
-        source_key,
-        &c.positions,
-        &c.descriptions,
-        &c.quantities,
-        &c.unit_amounts,
         token,
-        customer_id,
-        &c.amounts,
-        &c.tax_ids as &[Option<Uuid>],
-        &c.tax_names as &[Option<String>],
-        &c.tax_percents as &[Option<i32>],
-        &c.discounts,
-        totals.subtotal_cents,
-        discount_percent,
-        discount_amount,
-        totals.discount_cents,
-        totals.tax_cents,
-        input.notes,
-        &c.taxes,
-        input.payment_terms_days.map(|d| d as i16),
+        Json(&c.header) as _,
+        Json(&c.lines) as _,
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -267,8 +292,7 @@ pub async fn replace_content(
 ) -> sqlx::Result<()> {
     let taxes = crate::ssr::tax_rates::of_lines(tx, org, input).await?;
     let totals = input.totals(&taxes);
-    let c = LineColumns::of(input, &taxes, &totals);
-    let (discount_percent, discount_amount) = discount_columns(input.discount);
+    let c = Content::of(input, &taxes, &totals, None, None);
     // language=PostgreSQL
     sqlx::query!("delete from invoice_lines where invoice_id = $1", id)
         .execute(&mut *tx)
@@ -280,37 +304,24 @@ pub async fn replace_content(
             insert into invoice_lines (invoice_id, position, description, quantity_milli,
                                        unit_amount_cents, amount_cents, tax_rate_id, tax_name,
                                        tax_percent_milli, discount_cents, tax_cents)
-            select $1, * from unnest($2::int2[], $3::text[], $4::int8[], $5::int8[], $6::int8[],
-                                     $7::uuid[], $8::text[], $9::int4[], $10::int8[], $11::int8[])
+            select $1, l.position, l.description, l.quantity_milli, l.unit_amount_cents,
+                   l.amount_cents, l.tax_rate_id, l.tax_name, l.tax_percent_milli, l.discount_cents,
+                   l.tax_cents
+            from jsonb_populate_recordset(null::invoice_lines, $3::jsonb) l
         )
         update invoices i
-        set subtotal_cents = $12, discount_percent_milli = $13, discount_amount_cents = $14,
-            discount_cents = $15, tax_cents = $16, total_cents = $17, notes = $18,
-            payment_terms_days = $19,
-            due_date = coalesce((now() at time zone o.time_zone)::date + $19::int2, $20::date)
-        from orgs o
+        set subtotal_cents = h.subtotal_cents, discount_percent_milli = h.discount_percent_milli,
+            discount_amount_cents = h.discount_amount_cents, discount_cents = h.discount_cents,
+            tax_cents = h.tax_cents, total_cents = h.total_cents, notes = h.notes,
+            payment_terms_days = h.payment_terms_days,
+            due_date = coalesce((now() at time zone o.time_zone)::date + h.payment_terms_days,
+                                h.due_date)
+        from orgs o, jsonb_populate_record(null::invoices, $2::jsonb) h
         where i.id = $1 and o.id = i.org_id
         "#,
         id,
-        &c.positions,
-        &c.descriptions,
-        &c.quantities,
-        &c.unit_amounts,
-        &c.amounts,
-        &c.tax_ids as &[Option<Uuid>],
-        &c.tax_names as &[Option<String>],
-        &c.tax_percents as &[Option<i32>],
-        &c.discounts,
-        &c.taxes,
-        totals.subtotal_cents,
-        discount_percent,
-        discount_amount,
-        totals.discount_cents,
-        totals.tax_cents,
-        totals.total_cents,
-        input.notes,
-        input.payment_terms_days.map(|d| d as i16),
-        input.due_date as _,
+        Json(&c.header) as _,
+        Json(&c.lines) as _,
     )
     .execute(&mut *tx)
     .await?;
@@ -359,7 +370,7 @@ pub async fn get(
 struct InvoiceRow {
     id: Uuid,
     number_text: Option<String>,
-    status: String,
+    status: InvoiceStatus,
     version: i32,
     customer_id: Option<Uuid>,
     customer_name: String,
@@ -377,7 +388,7 @@ struct InvoiceRow {
     total_cents: i64,
     notes: String,
     amount_paid_cents: i64,
-    payment_state: String,
+    payment_state: PaymentState,
     overdue: bool,
     public_token: Option<String>,
     finalized_at: Option<DateTime<Utc>>,
@@ -429,7 +440,7 @@ async fn with_lines(
             Invoice {
                 id: r.id,
                 number: r.number_text,
-                status: InvoiceStatus::parse(&r.status).unwrap_or(InvoiceStatus::Open),
+                status: r.status,
                 version: r.version,
                 customer_id: r.customer_id,
                 customer_name: r.customer_name,
@@ -448,8 +459,7 @@ async fn with_lines(
                 total_cents: r.total_cents,
                 notes: r.notes,
                 amount_paid_cents: r.amount_paid_cents,
-                payment_state: PaymentState::parse(&r.payment_state)
-                    .unwrap_or(PaymentState::Unpaid),
+                payment_state: r.payment_state,
                 overdue: r.overdue,
                 public_url: r.public_token.map(|t| public_url(public_base, &t)),
                 finalized_at: r.finalized_at,
@@ -597,14 +607,13 @@ pub async fn page(
         page.push(InvoiceSummary {
             id: r.try_get("id")?,
             number: r.try_get("number_text")?,
-            status: InvoiceStatus::parse(r.try_get("status")?).unwrap_or(InvoiceStatus::Open),
+            status: r.try_get("status")?,
             customer_name: r.try_get("customer_name")?,
             currency: r.try_get("currency")?,
             due_date: r.try_get("due_date")?,
             total_cents: r.try_get("total_cents")?,
             amount_paid_cents: r.try_get("amount_paid_cents")?,
-            payment_state: PaymentState::parse(r.try_get("payment_state")?)
-                .unwrap_or(PaymentState::Unpaid),
+            payment_state: r.try_get("payment_state")?,
             overdue: r.try_get("overdue")?,
             created_at: r.try_get("created_at")?,
         });
@@ -793,12 +802,14 @@ pub async fn get_many(
     let rows = sqlx::query_as!(
         InvoiceRow,
         r#"
-        select i.id, i.number_text, i.status, i.version, i.customer_id, i.customer_name,
+        select i.id, i.number_text, i.status as "status: InvoiceStatus", i.version, i.customer_id,
+               i.customer_name,
                i.customer_email, i.customer_address, i.customer_tax_id, i.currency,
                i.due_date as "due_date: NaiveDate", i.payment_terms_days, i.subtotal_cents,
                i.discount_percent_milli, i.discount_amount_cents, i.discount_cents, i.tax_cents,
                i.total_cents, i.notes, i.amount_paid_cents,
-               i.payment_state, invoice_overdue(i.status, i.due_date, o.time_zone) as "overdue!",
+               i.payment_state as "payment_state: PaymentState",
+               invoice_overdue(i.status, i.due_date, o.time_zone) as "overdue!",
                i.public_token, i.finalized_at as "finalized_at: DateTime<Utc>",
                i.first_viewed_at as "first_viewed_at: DateTime<Utc>",
                i.created_at as "created_at: DateTime<Utc>"

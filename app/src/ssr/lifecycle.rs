@@ -181,7 +181,8 @@ pub async fn apply(
     }
     // language=PostgreSQL
     let now = sqlx::query!(
-        "select status, payment_state from invoices where id = $1 and org_id = $2",
+        r#"select status as "status: InvoiceStatus", payment_state as "payment_state: PaymentState"
+           from invoices where id = $1 and org_id = $2"#,
         id,
         org
     )
@@ -190,8 +191,7 @@ pub async fn apply(
     let Some(now) = now else {
         return Ok(Moved::NotFound);
     };
-    let status = InvoiceStatus::parse(&now.status).unwrap_or(InvoiceStatus::Open);
-    let payment = PaymentState::parse(&now.payment_state).unwrap_or(PaymentState::Unpaid);
+    let (status, payment) = (now.status, now.payment_state);
     let already = match action {
         // Any finalized invoice is past "finalize".
         Action::Finalize => status != InvoiceStatus::Draft,
@@ -359,7 +359,7 @@ pub async fn edit_draft(
     }
     // language=PostgreSQL
     let now = sqlx::query!(
-        "select status, version from invoices where id = $1 and org_id = $2",
+        r#"select status as "status: InvoiceStatus", version from invoices where id = $1 and org_id = $2"#,
         id,
         org
     )
@@ -367,9 +367,7 @@ pub async fn edit_draft(
     .await?;
     Ok(match now {
         None => Edited::NotFound,
-        Some(row) if row.status != "draft" => {
-            Edited::NotDraft(InvoiceStatus::parse(&row.status).unwrap_or(InvoiceStatus::Open))
-        }
+        Some(row) if row.status != InvoiceStatus::Draft => Edited::NotDraft(row.status),
         Some(row) => Edited::Stale {
             current: row.version,
         },

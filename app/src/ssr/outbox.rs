@@ -9,6 +9,7 @@ use serde_json::Value as JsonValue;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
+use crate::model::{EmailRow, EmailStatus};
 use crate::ssr::claim::{self, ClaimKey, Fence, Lease, Leased as Claim, Outcome};
 
 pub const QUEUE: &str = "outbox";
@@ -287,11 +288,7 @@ pub async fn revive(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
 }
 
 /// The emails of one invoice of `org`, oldest first, for its page.
-pub async fn for_invoice(
-    pool: &PgPool,
-    org: Uuid,
-    invoice: Uuid,
-) -> sqlx::Result<Vec<crate::model::EmailRow>> {
+pub async fn for_invoice(pool: &PgPool, org: Uuid, invoice: Uuid) -> sqlx::Result<Vec<EmailRow>> {
     // language=PostgreSQL
     let rows = sqlx::query!(
         r#"
@@ -307,19 +304,18 @@ pub async fn for_invoice(
     .await?;
     Ok(rows
         .into_iter()
-        .map(|r| crate::model::EmailRow {
+        .map(|r| EmailRow {
             id: r.id,
             kind: r.kind,
             status: if r.sent {
-                "sent"
+                EmailStatus::Sent
             } else if r.dead {
-                "dead"
+                EmailStatus::Dead
             } else if r.attempts > 0 {
-                "retrying"
+                EmailStatus::Retrying
             } else {
-                "queued"
-            }
-            .to_owned(),
+                EmailStatus::Queued
+            },
             attempts: r.attempts,
             last_error: r.last_error,
         })

@@ -8,7 +8,9 @@
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::model::{currency, format_money};
+use crate::model::{
+    currency, format_money, DisputeStatus, InvoiceStatus, PaymentState, PaymentStatus,
+};
 use crate::ssr::outbox;
 
 /// What an event did, recorded with the event.
@@ -60,43 +62,6 @@ impl Effect {
         self.org_id = Some(org);
         self.invoice_id = Some(invoice);
         self
-    }
-}
-
-/// Where a payment stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum PaymentStatus {
-    /// A delayed method (a debit) is under way: no money yet.
-    Pending,
-    Failed,
-    Succeeded,
-}
-
-impl PaymentStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PaymentStatus::Pending => "pending",
-            PaymentStatus::Failed => "failed",
-            PaymentStatus::Succeeded => "succeeded",
-        }
-    }
-}
-
-/// A dispute's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum DisputeStatus {
-    Open,
-    Won,
-    Lost,
-}
-
-impl DisputeStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DisputeStatus::Open => "open",
-            DisputeStatus::Won => "won",
-            DisputeStatus::Lost => "lost",
-        }
     }
 }
 
@@ -204,7 +169,7 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
     // language=PostgreSQL
     let Some(invoice) = sqlx::query!(
         r#"
-        select org_id, currency, status from invoices
+        select org_id, currency, status as "status: InvoiceStatus" from invoices
         where id = $1
           and (select true from (select pg_advisory_xact_lock(hashtextextended($2 || '/' || $3, 0))) l)
         for update
@@ -266,7 +231,7 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
     };
 
     // Money for a void invoice or a draft (never sent, no number) keeps its status: the owner reviews it.
-    let void = matches!(invoice.status.as_str(), "void" | "draft");
+    let void = matches!(invoice.status, InvoiceStatus::Void | InvoiceStatus::Draft);
     // The payment and, for money received, its receipt in the outbox: one statement. The status only
     // moves up its ranking (a late `pending` never undoes a `succeeded`); a receipt is written once
     // per payment (outbox_receipt_once), never for a void invoice or a draft, nor for a payment
@@ -482,8 +447,8 @@ async fn after_fact(
 /// The invoice as its facts make it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Money {
-    pub status: String,
-    pub payment_state: String,
+    pub status: InvoiceStatus,
+    pub payment_state: PaymentState,
     pub amount_paid_cents: i64,
     /// Kept beyond the total.
     pub overpaid: i64,
@@ -503,7 +468,8 @@ pub async fn derive(tx: &mut PgConnection, invoice: Uuid) -> sqlx::Result<Money>
                 (select m.new_status, m.new_payment_state, m.kept_cents from invoice_money(i.id) m),
             updated_at = now()
         where i.id = $1
-        returning i.status, i.payment_state, i.amount_paid_cents, i.total_cents
+        returning i.status as "status: InvoiceStatus", i.payment_state as "payment_state: PaymentState",
+                  i.amount_paid_cents, i.total_cents
         "#,
         invoice
     )
@@ -546,13 +512,13 @@ pub async fn for_invoice(
     // language=PostgreSQL
     let payments = sqlx::query!(
         r#"
-        select p.provider_payment_id, p.amount_cents, p.status, p.failure,
+        select p.provider_payment_id, p.amount_cents, p.status as "status: PaymentStatus", p.failure,
                coalesce(case when r.provider is null then 0
                              when r.full_refund then p.amount_cents
                              else least(p.amount_cents, r.amount_refunded_cents) end, 0) as "refunded!",
                (select d.status from disputes d
                 where d.provider = p.provider and d.provider_payment_id = p.provider_payment_id
-                order by d.received_at desc limit 1) as dispute
+                order by d.received_at desc limit 1) as "dispute: DisputeStatus"
         from payments p
         left join refunds r on r.provider = p.provider and r.provider_payment_id = p.provider_payment_id
         where p.org_id = $1 and p.invoice_id = $2

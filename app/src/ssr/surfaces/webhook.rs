@@ -7,11 +7,10 @@ use serde::Deserialize;
 use serde_json::Value as JsonValue;
 use sqlx::PgPool;
 
+use crate::model::{DisputeStatus, PaymentStatus};
 use crate::ssr::claim::{ClaimKey, Outcome, Terms};
 use crate::ssr::observe::{Attempt, AttemptOutcome, Concerns, Tracked};
-use crate::ssr::payments::{
-    self, DisputeFact, DisputeStatus, Effect, EffectKind, PaymentStatus, RefundFact, SessionFact,
-};
+use crate::ssr::payments::{self, DisputeFact, Effect, EffectKind, RefundFact, SessionFact};
 use crate::ssr::surfaces::{once, Once, Work};
 
 pub const PROVIDER: &str = "stripe";
