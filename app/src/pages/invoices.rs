@@ -5,15 +5,17 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use uuid::Uuid;
 
 use super::layout::{error_banner, NotFound};
-use crate::api::{
-    get_draft, get_invoice, list_customers, list_invoices, list_tax_rates, CreateInvoice,
-    DuplicateInvoice, InvoiceAction, RetryEmail, SendInvoice, SimulatePayment, UpdateDraft,
-};
 use crate::error::{AppError, FieldErrors};
 use crate::model::{
     format_money, Discount, Invoice, InvoiceForm, InvoicePage, InvoiceStatus, LineForm,
     COMMON_CURRENCIES, MAX_LINES, PAYMENT_TERMS,
 };
+use crate::rpc::customers::list_customers;
+use crate::rpc::invoice_actions::{
+    DuplicateInvoice, InvoiceAction, RetryEmail, SendInvoice, SimulatePayment,
+};
+use crate::rpc::invoices::{get_draft, get_invoice, list_invoices, CreateInvoice, UpdateDraft};
+use crate::rpc::settings::list_tax_rates;
 
 const STATUSES: &[&str] = &[
     "draft",
