@@ -7,7 +7,7 @@ use uuid::Uuid;
 use crate::error::AppError;
 
 #[cfg(feature = "ssr")]
-use super::{form::settings_form, state};
+use super::{form::SettingsForm, state};
 
 /// The org settings page: the settings, the tax rates, and fresh keys for its forms.
 #[server(prefix = "/rpc", endpoint = "get_org_settings")]
@@ -38,25 +38,18 @@ pub async fn save_org_settings(
     settings: crate::model::OrgSettings,
 ) -> Result<(), AppError> {
     use crate::ssr::claim::Form;
-    let check = || settings.check();
-    settings_form(
-        Form::EditOrgSettings,
-        crate::model::Action::ManageOrg,
-        "/settings/org",
-        idempotency_key.clone(),
-        &settings,
-        check,
-        |user| {
-            let org = user.org_id;
-            let settings = &settings;
-            move || {
-                async move |tx: &mut sqlx::PgConnection| {
-                    crate::ssr::orgs::save_settings(tx, org, settings).await?;
-                    Ok(org)
-                }
-            }
-        },
-    )
+    SettingsForm {
+        form: Form::EditOrgSettings,
+        action: crate::model::Action::ManageOrg,
+        back: "/settings/org",
+        idempotency_key,
+        content: &settings,
+        check: settings.check(),
+    }
+    .run(async |tx, user| {
+        crate::ssr::orgs::save_settings(tx, user.org_id, &settings).await?;
+        Ok(user.org_id)
+    })
     .await
 }
 
@@ -75,27 +68,21 @@ pub async fn add_tax_rate(
         "form:{}",
         idempotency_key.as_deref().unwrap_or_default().trim()
     );
-    settings_form(
-        Form::AddTaxRate,
-        crate::model::Action::ManageOrg,
-        "/settings/org",
-        idempotency_key.clone(),
-        &content,
-        check,
-        |user| {
-            let org = user.org_id;
-            let (parsed, source_key) = (&parsed, &source_key);
-            move || {
-                async move |tx: &mut sqlx::PgConnection| {
-                    let input = parsed.as_ref().map_err(|f| AppError::invalid(f.clone()))?;
-                    let rate =
-                        crate::ssr::tax_rates::insert(tx, Uuid::now_v7(), org, source_key, input)
-                            .await?;
-                    Ok(rate.id)
-                }
-            }
-        },
-    )
+    SettingsForm {
+        form: Form::AddTaxRate,
+        action: crate::model::Action::ManageOrg,
+        back: "/settings/org",
+        idempotency_key,
+        content: &content,
+        check: check(),
+    }
+    .run(async |tx, user| {
+        let input = parsed.as_ref().map_err(|f| AppError::invalid(f.clone()))?;
+        let rate =
+            crate::ssr::tax_rates::insert(tx, Uuid::now_v7(), user.org_id, &source_key, input)
+                .await?;
+        Ok(rate.id)
+    })
     .await
 }
 
@@ -104,25 +91,18 @@ pub async fn add_tax_rate(
 pub async fn archive_tax_rate(idempotency_key: Option<String>, id: String) -> Result<(), AppError> {
     use crate::ssr::claim::Form;
     let rate = Uuid::try_parse(id.trim()).map_err(|_| AppError::NotFound.respond())?;
-    settings_form(
-        Form::ArchiveTaxRate,
-        crate::model::Action::ManageOrg,
-        "/settings/org",
-        idempotency_key.clone(),
-        &rate,
-        || Ok(()),
-        |user| {
-            let org = user.org_id;
-            move || {
-                async move |tx: &mut sqlx::PgConnection| match crate::ssr::tax_rates::archive(
-                    tx, org, rate,
-                )
-                .await?
-                {
-                    true => Ok(rate),
-                    false => Err(AppError::NotFound),
-                }
-            }
+    SettingsForm {
+        form: Form::ArchiveTaxRate,
+        action: crate::model::Action::ManageOrg,
+        back: "/settings/org",
+        idempotency_key,
+        content: &rate,
+        check: Ok(()),
+    }
+    .run(
+        async |tx, user| match crate::ssr::tax_rates::archive(tx, user.org_id, rate).await? {
+            true => Ok(rate),
+            false => Err(AppError::NotFound),
         },
     )
     .await

@@ -12,7 +12,7 @@ use crate::model::MembersPage;
 #[cfg(feature = "ssr")]
 use super::{
     actor,
-    form::{parse_id, settings_form},
+    form::{parse_id, SettingsForm},
     login_meta, state,
 };
 
@@ -97,50 +97,30 @@ pub async fn invite_member(
     );
     let content = (email.trim().to_lowercase(), parsed_role.as_str());
     let address = super::client_address(&state);
-    settings_form(
-        Form::InviteMember,
-        crate::model::Action::ManageMembers,
-        "/settings/members",
-        idempotency_key.clone(),
-        &content,
-        || Ok(()),
-        |user| {
-            let (email, source_key, actor, org, throttle, verified) = (
-                &email,
-                &source_key,
-                actor(user),
-                user.org_id,
-                &state.throttle,
-                user.email_verified,
-            );
-            move || {
-                let actor = actor.clone();
-                async move |tx: &mut sqlx::PgConnection| {
-                    // An invitation is an email sent in the org's name: only from a verified
-                    // address, and within the org's email allowance.
-                    if !verified {
-                        return Err(AppError::Forbidden(
-                            "Verify your email address first (the link we sent you) to invite \
-                             people."
-                                .into(),
-                        )
-                        .respond());
-                    }
-                    throttle.email(org)?;
-                    throttle.account_email(email, address)?;
-                    Ok(crate::ssr::invitations::invite(
-                        tx,
-                        org,
-                        &actor,
-                        email,
-                        parsed_role,
-                        source_key,
-                    )
-                    .await?)
-                }
-            }
-        },
-    )
+    SettingsForm {
+        form: Form::InviteMember,
+        action: crate::model::Action::ManageMembers,
+        back: "/settings/members",
+        idempotency_key,
+        content: &content,
+        check: Ok(()),
+    }
+    .run(async |tx, user| {
+        // An invitation is an email sent in the org's name: only from a verified address, and
+        // within the org's email allowance.
+        if !user.email_verified {
+            return Err(AppError::Forbidden(
+                "Verify your email address first (the link we sent you) to invite people.".into(),
+            )
+            .respond());
+        }
+        state.throttle.email(user.org_id)?;
+        state.throttle.account_email(&email, address)?;
+        let (org, actor) = (user.org_id, actor(user));
+        let invited =
+            crate::ssr::invitations::invite(tx, org, &actor, &email, parsed_role, &source_key);
+        Ok(invited.await?)
+    })
     .await
 }
 
@@ -206,21 +186,15 @@ async fn members_form(
         MemberChange::Leave => (Action::Read, "/login"),
         _ => (Action::ManageMembers, "/settings/members"),
     };
-    settings_form(
-        change.form(),
+    SettingsForm {
+        form: change.form(),
         action,
         back,
         idempotency_key,
-        &change,
-        || Ok(()),
-        |user| {
-            let user = user.clone();
-            move || {
-                let user = user.clone();
-                async move |tx: &mut sqlx::PgConnection| change.apply(tx, &user).await
-            }
-        },
-    )
+        content: &change,
+        check: Ok(()),
+    }
+    .run(async |tx, user| change.apply(tx, user).await)
     .await
 }
 
