@@ -9,7 +9,10 @@ use crate::error::AppError;
 use crate::model::{OrgChoice, SessionSummary};
 
 #[cfg(feature = "ssr")]
-use super::{form::parse_id, state};
+use super::{
+    form::{parse_account_key, parse_id},
+    state,
+};
 
 #[cfg(feature = "ssr")]
 impl From<crate::ssr::accounts::TokenError> for AppError {
@@ -80,13 +83,7 @@ pub async fn change_email(
 ) -> Result<(), AppError> {
     let state = state()?;
     let user = crate::ssr::auth::require_user().await?;
-    let key = idempotency_key
-        .as_deref()
-        .and_then(|k| Uuid::try_parse(k.trim()).ok())
-        .ok_or_else(|| {
-            AppError::BadRequest("This form has expired. Reload the page and try again.".into())
-                .respond()
-        })?;
+    let key = parse_account_key(idempotency_key.as_deref())?;
     let address = super::client_address(&state);
     state.throttle.login(&user.email, address)?;
     if !crate::ssr::accounts::password_matches(&state.pool, user.id, &password).await? {
@@ -110,13 +107,7 @@ pub async fn change_email(
 pub async fn resend_verification(idempotency_key: Option<String>) -> Result<(), AppError> {
     let state = state()?;
     let user = crate::ssr::auth::require_user().await?;
-    let key = idempotency_key
-        .as_deref()
-        .and_then(|k| Uuid::try_parse(k.trim()).ok())
-        .ok_or_else(|| {
-            AppError::BadRequest("This form has expired. Reload the page and try again.".into())
-                .respond()
-        })?;
+    let key = parse_account_key(idempotency_key.as_deref())?;
     if !user.email_verified {
         state
             .throttle

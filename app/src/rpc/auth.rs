@@ -2,14 +2,12 @@
 //! where to send the browser after logging in.
 
 use leptos::prelude::*;
-#[cfg(feature = "ssr")]
-use uuid::Uuid;
 
 use crate::error::AppError;
 use crate::model::Viewer;
 
 #[cfg(feature = "ssr")]
-use super::{client_address, login_meta, state};
+use super::{client_address, form::parse_account_key, login_meta, state};
 
 /// What `/signup` and a refused sign-up say on a deployment with SIGNUPS=closed.
 pub const SIGNUPS_CLOSED: &str = "Sign-ups are closed here: organisations are created by the \
@@ -121,13 +119,7 @@ pub async fn forgot_password(
     email: String,
 ) -> Result<(), AppError> {
     let state = state()?;
-    let key = idempotency_key
-        .as_deref()
-        .and_then(|k| Uuid::try_parse(k.trim()).ok())
-        .ok_or_else(|| {
-            AppError::BadRequest("This form has expired. Reload the page and try again.".into())
-                .respond()
-        })?;
+    let key = parse_account_key(idempotency_key.as_deref())?;
     let email = email.trim();
     if email.is_empty() || email.len() > 254 {
         return Err(AppError::field("email", "Enter your email address.").respond());

@@ -27,6 +27,16 @@ pub(super) fn parse_form_key(key: Option<&str>) -> Result<Uuid, FieldErrors> {
         })
 }
 
+/// The key an account form (password, address, verification) was rendered with, or a refusal that
+/// tells the user to reload.
+pub(super) fn parse_account_key(key: Option<&str>) -> Result<Uuid, AppError> {
+    key.and_then(|k| Uuid::try_parse(k.trim()).ok())
+        .ok_or_else(|| {
+            AppError::BadRequest("This form has expired. Reload the page and try again.".into())
+                .respond()
+        })
+}
+
 /// The key a button was rendered with, or a refusal that tells the user to reload.
 pub(super) fn parse_button_key(key: &str) -> Result<Uuid, AppError> {
     Uuid::try_parse(key)
