@@ -2,10 +2,10 @@
 
 #![recursion_limit = "256"]
 
-pub mod api;
 pub mod error;
 pub mod model;
 mod pages;
+pub mod rpc;
 
 /// The invoice's due line and totals rows, for the customer's page rendered outside the app.
 pub use pages::invoices::{due_text, totals_rows};

@@ -4,8 +4,8 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
 use super::layout::error_banner;
-use crate::api::activity;
 use crate::model::ActivityRow;
+use crate::rpc::activity::activity;
 
 const SURFACES: &[&str] = &["form", "webhook", "api"];
 const OUTCOMES: &[&str] = &[

@@ -6,7 +6,7 @@ use leptos::server_fn::ServerFn;
 use leptos_router::hooks::use_query_map;
 
 use super::layout::error_banner;
-use crate::api::{Login, Signup};
+use crate::rpc::auth::{signups_open, Login, Signup, SIGNUPS_CLOSED};
 
 #[component]
 pub fn LoginPage() -> impl IntoView {
@@ -43,7 +43,7 @@ pub fn SignupPage() -> impl IntoView {
                 .map(|m| view! { <span class="error">{m}</span> })
         }
     };
-    let open = Resource::new(|| (), |_| crate::api::signups_open());
+    let open = Resource::new(|| (), |_| signups_open());
     let closed = move || matches!(open.get(), Some(Ok(false)));
     let sent = use_query_map().with_untracked(|q| q.get("sent").is_some_and(|v| v == "1"));
     if sent {
@@ -68,7 +68,7 @@ pub fn SignupPage() -> impl IntoView {
                         .then(|| {
                             view! {
                                 <p class="notice signups-closed" role="status">
-                                    {crate::api::SIGNUPS_CLOSED}
+                                    {SIGNUPS_CLOSED}
                                 </p>
                             }
                         })

@@ -5,9 +5,9 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use uuid::Uuid;
 
 use super::layout::{error_banner, NotFound};
-use crate::api::{get_customer, list_customers, SaveCustomer};
 use crate::error::{AppError, FieldErrors};
 use crate::model::Customer;
+use crate::rpc::customers::{get_customer, list_customers, SaveCustomer};
 
 #[component]
 pub fn CustomersPage() -> impl IntoView {

@@ -1,9 +1,9 @@
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 
-use crate::api::{current_user, Logout};
 use crate::error::AppError;
 use crate::model::Action;
+use crate::rpc::auth::{current_user, Logout};
 
 #[component]
 pub fn Nav() -> impl IntoView {

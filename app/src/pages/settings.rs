@@ -4,12 +4,11 @@
 use leptos::prelude::*;
 
 use super::layout::error_banner;
-use crate::api::{
-    current_user, get_org_settings, list_api_keys, AddTaxRate, ArchiveTaxRate, CreateApiKey,
-    RevokeApiKey, SaveOrgSettings,
-};
 use crate::error::FieldErrors;
 use crate::model::Action;
+use crate::rpc::api_keys::{list_api_keys, CreateApiKey, RevokeApiKey};
+use crate::rpc::auth::current_user;
+use crate::rpc::settings::{get_org_settings, AddTaxRate, ArchiveTaxRate, SaveOrgSettings};
 
 /// The org's settings and its tax rates. Every form carries a key minted when the page was rendered
 /// (each "Archive" button its own): a double submit saves once.

@@ -8,13 +8,18 @@ use leptos::server_fn::ServerFn;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use super::layout::error_banner;
-use crate::api::{
-    account_page, audit_log, invitation, list_orgs, list_sessions, team_page, AcceptInvitation,
-    ChangeEmail, ChangePassword, ChangeRole, ConfirmEmail, EndOtherSessions, EndSession,
-    ForgotPassword, InviteMember, LeaveOrg, RemoveMember, ResendInvitation, ResendVerification,
-    ResetPassword, RevokeInvitation, SwitchOrg,
-};
 use crate::model::{Action, Role};
+use crate::rpc::account::{
+    account_page, list_orgs, list_sessions, ChangeEmail, ChangePassword, ConfirmEmail,
+    EndOtherSessions, EndSession, ResendVerification, SwitchOrg,
+};
+use crate::rpc::activity::audit_log;
+use crate::rpc::api_keys::RevokeOwnApiKeys;
+use crate::rpc::auth::{ForgotPassword, ResetPassword};
+use crate::rpc::team::{
+    invitation, team_page, AcceptInvitation, ChangeRole, InviteMember, LeaveOrg, RemoveMember,
+    ResendInvitation, RevokeInvitation,
+};
 
 fn when(t: chrono::DateTime<chrono::Utc>) -> String {
     t.format("%Y-%m-%d %H:%M UTC").to_string()
@@ -327,7 +332,7 @@ pub fn AccountSettingsPage() -> impl IntoView {
     let password = ServerAction::<ChangePassword>::new();
     let email = ServerAction::<ChangeEmail>::new();
     let resend = ServerAction::<ResendVerification>::new();
-    let revoke_keys = ServerAction::<crate::api::RevokeOwnApiKeys>::new();
+    let revoke_keys = ServerAction::<RevokeOwnApiKeys>::new();
     let page = Resource::new(move || revoke_keys.version().get(), |_| account_page());
     let (verified, changed, asked, sent) = (
         query_flag("verified"),

@@ -5,6 +5,7 @@ use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::error::FieldErrors;
 use crate::model::{Action, ApiKeySummary, Role};
 use crate::ssr::audit::{self, Actor};
 
@@ -60,6 +61,78 @@ pub enum CreateError {
     Expired,
     #[error(transparent)]
     Db(#[from] sqlx::Error),
+}
+
+/// The key form as submitted: a name, a role (empty: member, or the creator's own if lower), and
+/// an expiry in days from 1 to 3650 (empty: none).
+pub struct KeyForm<'a> {
+    name: &'a str,
+    role: Option<&'a str>,
+    expires_in_days: Option<&'a str>,
+}
+
+impl<'a> KeyForm<'a> {
+    pub fn new(name: &'a str, role: Option<&'a str>, expires_in_days: Option<&'a str>) -> Self {
+        KeyForm {
+            name,
+            role: role.map(str::trim).filter(|r| !r.is_empty()),
+            expires_in_days,
+        }
+    }
+
+    /// What a repeat of the form must send again to be the same submit.
+    pub fn content(&self) -> impl serde::Serialize + Sync + '_ {
+        (self.name, self.role, self.expires_in_days)
+    }
+
+    /// The role asked for: `None` if none was, `Some(None)` if it names no role.
+    fn role(&self) -> Option<Option<Role>> {
+        self.role.map(Role::parse)
+    }
+
+    /// The days asked for: `None` if none were, `Some(None)` if not a number from 1 to 3650.
+    fn days(&self) -> Option<Option<i64>> {
+        let days = self
+            .expires_in_days
+            .map(str::trim)
+            .filter(|d| !d.is_empty());
+        days.map(|d| d.parse::<i64>().ok().filter(|d| (1..=3650).contains(d)))
+    }
+
+    /// The form's field errors, if any.
+    pub fn check(&self) -> Result<(), FieldErrors> {
+        let mut fields = FieldErrors::new();
+        if let Some(None) = self.role() {
+            fields.insert("role".into(), "Choose owner, member or viewer.".into());
+        }
+        if let Some(None) = self.days() {
+            fields.insert(
+                "expires_in_days".into(),
+                "Enter a number of days from 1 to 3650, or leave it empty.".into(),
+            );
+        }
+        if fields.is_empty() {
+            Ok(())
+        } else {
+            Err(fields)
+        }
+    }
+
+    /// What a creator whose role is `own` asks for with this form (the role asked, or member if
+    /// none, never above `own` by default), expiring that many days from now.
+    pub fn request(&self, own: Role) -> KeyRequest<'a> {
+        KeyRequest {
+            name: self.name,
+            role: match self.role() {
+                Some(Some(role)) => role,
+                _ => Role::Member.min(own),
+            },
+            expires_at: self
+                .days()
+                .flatten()
+                .map(|d| Utc::now() + chrono::Duration::days(d)),
+        }
+    }
 }
 
 const PREFIX_LEN: usize = 11; // "ik_" + 8

@@ -1,0 +1,314 @@
+//! One invoice's page: its lines and totals, payments, emails and history, and the buttons its
+//! state allows.
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_params_map;
+use uuid::Uuid;
+
+use super::{due_text, totals_rows};
+use crate::error::AppError;
+use crate::model::{format_money, EmailStatus, InvoicePage, InvoiceStatus, PaymentStatus};
+use crate::pages::layout::{error_banner, NotFound};
+use crate::rpc::invoice_actions::{
+    DuplicateInvoice, InvoiceAction, RetryEmail, SendInvoice, SimulatePayment,
+};
+use crate::rpc::invoices::get_invoice;
+
+#[component]
+pub fn InvoicePage() -> impl IntoView {
+    let params = use_params_map();
+    let simulate = ServerAction::<SimulatePayment>::new();
+    let send = ServerAction::<SendInvoice>::new();
+    let retry = ServerAction::<RetryEmail>::new();
+    let act = ServerAction::<InvoiceAction>::new();
+    let duplicate = ServerAction::<DuplicateInvoice>::new();
+    // Refetched after each action on the page.
+    let invoice = Resource::new(
+        move || {
+            (
+                params.with(|p| p.get("id").unwrap_or_default()),
+                simulate.version().get()
+                    + send.version().get()
+                    + retry.version().get()
+                    + act.version().get(),
+            )
+        },
+        |(id, _)| get_invoice(id),
+    );
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match invoice.await {
+                    Ok(InvoicePage { invoice: inv, simulate_payments, send_key, action_key, emails, payments, anomalies, history, can_edit, payments_enabled }) => {
+                        let currency = inv.currency.clone();
+                        let can_simulate = can_edit && simulate_payments && inv.status == InvoiceStatus::Open;
+                        let can_send = can_edit && !matches!(inv.status, InvoiceStatus::Draft | InvoiceStatus::Void);
+                        let invoice_id = inv.id.to_string();
+                        let (simulate_id, send_id) = (invoice_id.clone(), invoice_id.clone());
+                        let buttons = lifecycle_buttons(&inv, action_key, act, duplicate);
+                        view! {
+                            <section class="card invoice">
+                                <div class="heading">
+                                    <h1 class="number">{inv.number.clone().unwrap_or_else(|| "Draft".to_owned())}</h1>
+                                    <span class=format!(
+                                        "status {}",
+                                        inv.status.as_str(),
+                                    )>{inv.status.as_str()}</span>
+                                    {inv.overdue.then(|| view! { <span class="status overdue">"overdue"</span> })}
+                                    <span class="payment-state">{inv.payment_state.label()}</span>
+                                </div>
+                                {can_edit.then_some(buttons)}
+                                {move || act.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                                {move || duplicate.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                                {inv.public_url.clone().map(|url| view! {
+                                    <p class="public-link">
+                                        "Customer's page: " <a href=url.clone()>{url.clone()}</a>
+                                        " · " <a href=format!("{url}/pdf") class="pdf">"Download PDF"</a>
+                                        {match inv.viewed_at {
+                                            Some(at) => format!(" · viewed {}", at.format("%Y-%m-%d %H:%M UTC")),
+                                            None => " · not viewed yet".to_owned(),
+                                        }}
+                                    </p>
+                                })}
+                                {(!payments_enabled && inv.public_url.is_some()).then(|| view! {
+                                    <p class="notice payments-disabled" role="status">
+                                        "Payments not enabled yet: the customer's page shows the invoice \
+                                         without a Pay button until the operator of this site enables \
+                                         card payments for your organisation."
+                                    </p>
+                                })}
+                                <dl>
+                                    <dt>"Customer"</dt>
+                                    <dd class="customer">{inv.customer_name.clone()}</dd>
+                                    <dt>"Email"</dt>
+                                    <dd>{inv.customer_email.clone()}</dd>
+                                    <dt>"Due"</dt>
+                                    <dd>{due_text(&inv)}</dd>
+                                </dl>
+                                <table>
+                                    <thead>
+                                        <tr>
+                                            <th>"Description"</th>
+                                            <th class="num">"Qty"</th>
+                                            <th class="num">"Unit"</th>
+                                            <th>"Tax"</th>
+                                            <th class="num">"Amount"</th>
+                                        </tr>
+                                    </thead>
+                                    <tbody>
+                                        {inv
+                                            .lines
+                                            .iter()
+                                            .map(|l| {
+                                                view! {
+                                                    <tr>
+                                                        <td>{l.description.clone()}</td>
+                                                        <td class="num">{l.quantity.to_string()}</td>
+                                                        <td class="num">
+                                                            {format_money(l.unit_amount_cents, &currency)}
+                                                        </td>
+                                                        <td class="tax">
+                                                            {l.tax_name.clone().zip(l.tax_percent).map(|(n, p)| format!("{n} {p}%"))}
+                                                        </td>
+                                                        <td class="num">{format_money(l.amount_cents, &currency)}</td>
+                                                    </tr>
+                                                }
+                                            })
+                                            .collect_view()}
+                                    </tbody>
+                                    <tfoot>
+                                        {totals_rows(&inv, 4)}
+                                        <tr>
+                                            <td colspan="4">"Paid"</td>
+                                            <td class="num">{format_money(inv.amount_paid_cents, &currency)}</td>
+                                        </tr>
+                                    </tfoot>
+                                </table>
+                                {(!inv.notes.is_empty()).then(|| view! { <p class="notes">{inv.notes.clone()}</p> })}
+                                {(!anomalies.is_empty())
+                                    .then(|| {
+                                        view! {
+                                            <ul class="anomalies" role="alert">
+                                                {anomalies
+                                                    .into_iter()
+                                                    .map(|a| view! { <li class="anomaly">{a}</li> })
+                                                    .collect_view()}
+                                            </ul>
+                                        }
+                                    })}
+                                {(!payments.is_empty())
+                                    .then(|| {
+                                        let currency = currency.clone();
+                                        view! {
+                                            <h2>"Payments"</h2>
+                                            <table class="payments">
+                                                <tbody>
+                                                    {payments
+                                                        .into_iter()
+                                                        .map(|p| {
+                                                            let shown = match p.status {
+                                                                PaymentStatus::Pending => "processing",
+                                                                other => other.as_str(),
+                                                            };
+                                                            view! {
+                                                                <tr class=format!("payment {}", p.status)>
+                                                                    <td><code>{p.payment_intent}</code></td>
+                                                                    <td class="num">{format_money(p.amount_cents, &currency)}</td>
+                                                                    <td class="payment-status">{shown}</td>
+                                                                    <td>
+                                                                        {(p.refunded_cents > 0)
+                                                                            .then(|| format!("refunded {}", format_money(p.refunded_cents, &currency)))}
+                                                                        {p.dispute.map(|d| format!(" dispute {d}"))}
+                                                                        {p.failure}
+                                                                    </td>
+                                                                </tr>
+                                                            }
+                                                        })
+                                                        .collect_view()}
+                                                </tbody>
+                                            </table>
+                                        }
+                                    })}
+                                {can_simulate
+                                    .then(|| {
+                                        view! {
+                                            <ActionForm action=simulate>
+                                                <input type="hidden" name="invoice_id" value=simulate_id.clone() />
+                                                <button type="submit" class="simulate" disabled=move || simulate.pending().get()>
+                                                    "Simulate payment (dev)"
+                                                </button>
+                                                " A signed Stripe checkout.session.completed, sent to /webhooks/stripe."
+                                            </ActionForm>
+                                        }
+                                    })}
+                                {move || {
+                                    simulate
+                                        .value()
+                                        .get()
+                                        .and_then(|r| r.err())
+                                        .and_then(|e| error_banner(&e))
+                                }}
+                                {can_send.then(|| view! {
+                                    <ActionForm action=send>
+                                        <input type="hidden" name="invoice_id" value=send_id.clone() />
+                                        <input type="hidden" name="idempotency_key" value=send_key.to_string() />
+                                        <button type="submit" class="send" disabled=move || send.pending().get()>
+                                            "Send invoice to " {inv.customer_email.clone()}
+                                        </button>
+                                    </ActionForm>
+                                })}
+                                {move || send.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                                {(!emails.is_empty())
+                                    .then(|| {
+                                        view! {
+                                            <h2>"Emails"</h2>
+                                            <table class="emails">
+                                                <tbody>
+                                                    {emails
+                                                        .into_iter()
+                                                        .map(|e| {
+                                                            let dead = can_edit && e.status == EmailStatus::Dead;
+                                                            let (email_id, inv_id) = (e.id.to_string(), invoice_id.clone());
+                                                            view! {
+                                                                <tr class=format!("email {}", e.status)>
+                                                                    <td>{if e.kind == "payment_receipt" { "Payment receipt" } else { "Invoice" }}</td>
+                                                                    <td><span class=format!("status {}", e.status)>{e.status.as_str()}</span></td>
+                                                                    <td>{format!("{} attempt(s)", e.attempts)}</td>
+                                                                    <td class="error">{e.last_error.unwrap_or_default()}</td>
+                                                                    <td>
+                                                                        {dead.then(|| view! {
+                                                                            <ActionForm action=retry>
+                                                                                <input type="hidden" name="id" value=email_id.clone() />
+                                                                                <input type="hidden" name="invoice_id" value=inv_id.clone() />
+                                                                                <button type="submit" class="link">"Retry"</button>
+                                                                            </ActionForm>
+                                                                        })}
+                                                                    </td>
+                                                                </tr>
+                                                            }
+                                                        })
+                                                        .collect_view()}
+                                                </tbody>
+                                            </table>
+                                        }
+                                    })}
+                                {(!history.is_empty())
+                                    .then(|| {
+                                        view! {
+                                            <h2>"History"</h2>
+                                            <table class="activity history">
+                                                <tbody>
+                                                    {history.into_iter().map(crate::pages::activity::activity_row).collect_view()}
+                                                </tbody>
+                                            </table>
+                                        }
+                                    })}
+                                <p>
+                                    <a href="/invoices">"All invoices"</a>
+                                </p>
+                            </section>
+                        }
+                            .into_any()
+                    }
+                    Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
+                    Err(e) => error_banner(&e).into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+/// The lifecycle buttons this invoice's state allows. One key, minted when the page was rendered,
+/// names every button's attempt (each claims it in its own namespace); a double click applies once.
+fn lifecycle_buttons(
+    inv: &crate::model::Invoice,
+    key: Uuid,
+    act: ServerAction<InvoiceAction>,
+    duplicate: ServerAction<DuplicateInvoice>,
+) -> impl IntoView {
+    let unpaid = inv.payment_state == crate::model::PaymentState::Unpaid;
+    let allowed: Vec<(&str, &str)> = match inv.status {
+        InvoiceStatus::Draft => vec![("finalize", "Finalize"), ("delete", "Delete draft")],
+        InvoiceStatus::Open if unpaid => vec![
+            ("void", "Void"),
+            ("mark_uncollectible", "Mark uncollectible"),
+        ],
+        InvoiceStatus::Open => vec![("mark_uncollectible", "Mark uncollectible")],
+        InvoiceStatus::Uncollectible if unpaid => vec![("void", "Void")],
+        _ => vec![],
+    };
+    // Any finalized invoice's customer link can be replaced (the old one stops at once).
+    let mut allowed = allowed;
+    if !matches!(inv.status, InvoiceStatus::Draft | InvoiceStatus::Void) {
+        allowed.push(("new_link", "New customer link"));
+    }
+    let id = inv.id;
+    let draft = inv.status == InvoiceStatus::Draft;
+    view! {
+        <div class="actions">
+            {draft.then(|| view! { <a class="button edit" href=format!("/invoices/{id}/edit")>"Edit"</a> })}
+            {allowed
+                .into_iter()
+                .map(|(action, label)| {
+                    view! {
+                        <ActionForm action=act>
+                            <input type="hidden" name="invoice_id" value=id.to_string() />
+                            <input type="hidden" name="action" value=action />
+                            <input type="hidden" name="idempotency_key" value=key.to_string() />
+                            <button type="submit" class=format!("action {action}") disabled=move || act.pending().get()>
+                                {label}
+                            </button>
+                        </ActionForm>
+                    }
+                })
+                .collect_view()}
+            <ActionForm action=duplicate>
+                <input type="hidden" name="invoice_id" value=id.to_string() />
+                <input type="hidden" name="idempotency_key" value=key.to_string() />
+                <button type="submit" class="action duplicate" disabled=move || duplicate.pending().get()>
+                    "Duplicate"
+                </button>
+            </ActionForm>
+        </div>
+    }
+}

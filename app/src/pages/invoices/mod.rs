@@ -1,0 +1,66 @@
+//! The invoice pages: the list, one invoice, and the new and edit forms; and the due line and
+//! totals rows that an invoice's page and the customer's page share.
+
+mod detail;
+mod form;
+mod list;
+
+pub use detail::InvoicePage;
+pub use form::{EditInvoicePage, NewInvoicePage};
+pub use list::InvoiceListPage;
+
+use leptos::prelude::*;
+
+use crate::model::{format_money, Discount, Invoice};
+
+/// "2027-01-31", with the terms when it has them: "2027-01-31 (net 30)".
+pub fn due_text(inv: &Invoice) -> String {
+    match inv.payment_terms_days {
+        Some(0) => format!("{} (due on receipt)", inv.due_date),
+        Some(days) => format!("{} (net {days})", inv.due_date),
+        None => inv.due_date.to_string(),
+    }
+}
+
+/// The rows under an invoice's lines: subtotal, discount, each tax, total (`span` cells before the
+/// amounts). The owner's page and the customer's page show the same.
+pub fn totals_rows(inv: &Invoice, span: usize) -> impl IntoView {
+    let currency = inv.currency.clone();
+    let money = move |cents: i64| format_money(cents, &currency);
+    let discount = inv.discount.map(|d| {
+        let label = match d {
+            Discount::Percent(p) => format!("Discount ({p}%)"),
+            Discount::AmountCents(_) => "Discount".to_owned(),
+        };
+        view! {
+            <tr class="discount">
+                <th scope="row" colspan=span>{label}</th>
+                <td class="num">{format!("−{}", money(inv.discount_cents))}</td>
+            </tr>
+        }
+    });
+    let taxes = inv
+        .taxes
+        .iter()
+        .map(|t| {
+            view! {
+                <tr class="tax-total">
+                    <th scope="row" colspan=span>{format!("{} {}%", t.name, t.percent)}</th>
+                    <td class="num">{money(t.amount_cents)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <tr class="subtotal">
+            <th scope="row" colspan=span>"Subtotal"</th>
+            <td class="num">{money(inv.subtotal_cents)}</td>
+        </tr>
+        {discount}
+        {taxes}
+        <tr>
+            <th scope="row" colspan=span>"Total"</th>
+            <td class="num total">{money(inv.total_cents)}</td>
+        </tr>
+    }
+}

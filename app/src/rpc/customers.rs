@@ -1,0 +1,93 @@
+//! Server functions of the customer pages: the list (and its search), one customer, and its form.
+
+use leptos::prelude::*;
+use uuid::Uuid;
+
+use crate::error::AppError;
+
+#[cfg(feature = "ssr")]
+use super::{
+    form::{for_this_org, parse_form_key},
+    request_id, state,
+};
+
+/// The session org's customers, newest first, or those whose name or email starts with `q`.
+#[server(prefix = "/rpc", endpoint = "list_customers")]
+pub async fn list_customers(q: Option<String>) -> Result<Vec<crate::model::Customer>, AppError> {
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let state = state()?;
+    if q.as_ref()
+        .is_some_and(|q| q.chars().count() > 200 || q.contains('\0'))
+    {
+        return Err(AppError::BadRequest("Search for at most 200 characters.".into()).respond());
+    }
+    Ok(crate::ssr::customers::list(&state.pool, user.org_id, q.as_deref(), 100).await?)
+}
+
+/// A customer's page: the customer and the key this rendering's save is named by.
+#[server(prefix = "/rpc", endpoint = "get_customer")]
+pub async fn get_customer(id: String) -> Result<crate::model::CustomerPage, AppError> {
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let state = state()?;
+    let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    let customer = crate::ssr::customers::get(&state.pool, user.org_id, id)
+        .await?
+        .ok_or_else(|| AppError::NotFound.respond())?;
+    Ok(crate::model::CustomerPage {
+        customer,
+        key: crate::model::form_key(user.org_id),
+    })
+}
+
+/// Creates a customer (new) or saves one (`customer_id` given), once per rendered form.
+#[server(prefix = "/rpc", endpoint = "save_customer")]
+pub async fn save_customer(
+    idempotency_key: Option<String>,
+    customer_id: Option<String>,
+    input: crate::model::CustomerInput,
+) -> Result<Uuid, AppError> {
+    use crate::ssr::observe::{track, Attempt, Surface};
+    use crate::ssr::surfaces::form::{customer_from_form, update_customer, Saved};
+
+    let state = state()?;
+    let attempt = Attempt::new(
+        Surface::Form,
+        idempotency_key.clone().unwrap_or_default(),
+        request_id(),
+    );
+    let existing = match customer_id.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(id) => Some(Uuid::try_parse(id).map_err(|_| AppError::NotFound.respond())?),
+    };
+    let saved = track(&state.pool, attempt, async |attempt| {
+        let invalid = |fields| {
+            AppError::Invalid(Box::new(crate::error::Rejected {
+                idempotency_key: idempotency_key.clone(),
+                fields,
+                values: None,
+            }))
+        };
+        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
+        let form_key = parse_form_key(idempotency_key.as_deref()).map_err(invalid)?;
+        let form_key = for_this_org(form_key, &user)?;
+        input.check().map_err(invalid)?;
+        attempt.identify(user.org_id.to_string(), Some(user.org_id));
+        let pool = &state.pool;
+        match existing {
+            None => customer_from_form(pool, &attempt, user.org_id, form_key, &input).await,
+            Some(id) => update_customer(pool, &attempt, user.org_id, form_key, id, &input).await,
+        }
+    })
+    .await
+    .map_err(AppError::respond)?;
+    match saved {
+        Saved::Created(id) | Saved::Replayed(id) => {
+            leptos_axum::redirect(&format!("/customers/{id}"));
+            Ok(id)
+        }
+        Saved::KeyReused => Err(AppError::BadRequest(
+            "This form already saved other details. Open the customer again to change more.".into(),
+        )
+        .respond()),
+    }
+}

@@ -1,0 +1,271 @@
+//! Server functions of the invoice pages: the list, one invoice, and the new and edit forms (each
+//! saved once per rendered form).
+
+use leptos::prelude::*;
+use uuid::Uuid;
+
+use crate::error::AppError;
+use crate::model::{InvoiceForm, InvoicePage};
+
+#[cfg(feature = "ssr")]
+use super::{
+    form::{for_this_org, parse_form_key},
+    request_id, state,
+};
+
+/// Creates an invoice from the form, once per rendered form: `idempotency_key` is the UUID the
+/// server minted when it rendered the form. A repeat returns the first invoice, and either way the
+/// browser is sent to it.
+#[server(prefix = "/rpc", endpoint = "create_invoice")]
+pub async fn create_invoice(
+    idempotency_key: Option<String>,
+    input: InvoiceForm,
+) -> Result<Uuid, AppError> {
+    use crate::ssr::observe::{track, Attempt, Surface};
+    use crate::ssr::surfaces::form::{invoice_from_form, FormOutcome};
+
+    let state = state()?;
+    let key = idempotency_key.clone().unwrap_or_default();
+    let attempt = Attempt::new(Surface::Form, key, request_id());
+    let outcome = track(&state.pool, attempt, async |attempt| {
+        // A refusal keeps the key and the typed values: the corrected resubmit is the same attempt.
+        // Who asks is checked first: nobody without the right gets a rejection built from the
+        // values they sent.
+        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
+        let refuse = |fields| AppError::rejected_form(idempotency_key.clone(), fields, &input);
+        let form_key = parse_form_key(idempotency_key.as_deref()).map_err(refuse)?;
+        let form_key = for_this_org(form_key, &user)?;
+        attempt.identify(user.org_id.to_string(), Some(user.org_id));
+        let parsed = with_customer(&state, user.org_id, &input)
+            .await
+            .map_err(refuse)?;
+        invoice_from_form(&state.pool, &attempt, user.org_id, form_key, &parsed).await
+    })
+    .await
+    .map_err(AppError::respond)?;
+    let id = match outcome {
+        FormOutcome::Created(id) | FormOutcome::Replayed(id) => id,
+        FormOutcome::KeyReused => {
+            return Err(AppError::BadRequest(
+                "This form was already used to create an invoice with other details. \
+                 Open a new invoice form to create another."
+                    .into(),
+            )
+            .respond())
+        }
+    };
+    leptos_axum::redirect(&format!("/invoices/{id}"));
+    Ok(id)
+}
+
+/// The invoice form parsed, with the picked customer's name and email when one was picked (one of
+/// `org`'s, or a field error), and its lines' tax rates checked to be `org`'s.
+#[cfg(feature = "ssr")]
+async fn with_customer(
+    state: &crate::ssr::AppState,
+    org: Uuid,
+    form: &InvoiceForm,
+) -> Result<crate::model::InvoiceInput, crate::error::FieldErrors> {
+    let mut form = form.clone();
+    let picked = form
+        .customer_id
+        .as_deref()
+        .and_then(|id| Uuid::try_parse(id.trim()).ok());
+    if picked.is_some() {
+        let (name, email) = (&mut form.customer_name, &mut form.customer_email);
+        if let Err(e) =
+            crate::ssr::customers::fill_invoice(&state.pool, org, picked, name, email).await
+        {
+            return Err(e.field_errors().cloned().unwrap_or_else(|| {
+                crate::error::FieldErrors::from([(
+                    "customer_id".to_owned(),
+                    "Your customers could not be read. Try again.".to_owned(),
+                )])
+            }));
+        }
+    }
+    let parsed = form.parse()?;
+    if let Err(e) = crate::ssr::tax_rates::check(&state.pool, org, &parsed).await {
+        return Err(e.field_errors().cloned().unwrap_or_else(|| {
+            crate::error::FieldErrors::from([(
+                "lines".to_owned(),
+                "Your tax rates could not be read. Try again.".to_owned(),
+            )])
+        }));
+    }
+    Ok(parsed)
+}
+
+/// One page of the session org's invoices, filtered; `before` is the cursor the previous page gave.
+#[server(prefix = "/rpc", endpoint = "list_invoices")]
+pub async fn list_invoices(
+    status: Option<String>,
+    payment_state: Option<String>,
+    q: Option<String>,
+    before: Option<String>,
+) -> Result<crate::model::InvoiceListPage, AppError> {
+    use crate::ssr::invoices::{check_filter, page, ListCursor, ListFilter};
+
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let state = state()?;
+    let filter = ListFilter {
+        status: status.filter(|s| !s.is_empty()),
+        payment_state: payment_state.filter(|s| !s.is_empty()),
+        q: q.filter(|s| !s.is_empty()),
+    };
+    check_filter(&filter).map_err(|e| AppError::BadRequest(e).respond())?;
+    let before = match before.as_deref().filter(|b| !b.is_empty()) {
+        None => None,
+        Some(text) => Some(ListCursor::parse(text, &filter).ok_or_else(|| {
+            AppError::BadRequest("This page link is not valid. Start from the first page.".into())
+                .respond()
+        })?),
+    };
+    let (rows, next) = page(&state.reads, user.org_id, &filter, before, 50).await?;
+    Ok(crate::model::InvoiceListPage {
+        rows,
+        next_cursor: next.map(ListCursor::encode),
+    })
+}
+
+#[server(prefix = "/rpc", endpoint = "get_invoice")]
+pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let state = state()?;
+    let invoice = own_invoice(&state, user.org_id, &id).await?;
+    let only_this = crate::ssr::activity::Filter {
+        invoice: Some(invoice.id),
+        ..Default::default()
+    };
+    // Independent reads, side by side on their own connections.
+    let (emails, (history, _), (payments, anomalies), payments_enabled) = tokio::try_join!(
+        crate::ssr::outbox::for_invoice(&state.reads, user.org_id, invoice.id),
+        crate::ssr::activity::rows(&state.reads, user.org_id, &only_this, None),
+        crate::ssr::payments::for_invoice(&state.reads, user.org_id, invoice.id),
+        crate::ssr::accounts::payments_enabled(&state.reads, user.org_id),
+    )?;
+    Ok(InvoicePage {
+        invoice,
+        simulate_payments: state.settings.dev_mode,
+        send_key: crate::model::form_key(user.org_id),
+        action_key: crate::model::form_key(user.org_id),
+        emails,
+        payments,
+        anomalies,
+        history,
+        can_edit: user.role.may(crate::model::Action::EditInvoices),
+        payments_enabled,
+    })
+}
+
+/// `id` of the session's org, or NotFound (also for another org's id: no leak).
+#[cfg(feature = "ssr")]
+pub(super) async fn own_invoice(
+    state: &crate::ssr::AppState,
+    org: Uuid,
+    id: &str,
+) -> Result<crate::model::Invoice, AppError> {
+    let id = Uuid::try_parse(id).map_err(|_| AppError::NotFound.respond())?;
+    let mut conn = state.reads.acquire().await?;
+    crate::ssr::invoices::get(&mut conn, org, id, &state.settings.public_url)
+        .await?
+        .ok_or_else(|| AppError::NotFound.respond())
+}
+
+/// A draft's edit page: its content, its version, and the key this rendering's save is named by.
+#[server(prefix = "/rpc", endpoint = "get_draft")]
+pub async fn get_draft(id: String) -> Result<crate::model::DraftEdit, AppError> {
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let state = state()?;
+    let invoice = own_invoice(&state, user.org_id, &id).await?;
+    if invoice.status != crate::model::InvoiceStatus::Draft {
+        return Err(AppError::BadRequest(format!(
+            "This invoice is {} and can no longer be edited; duplicate it to start a new draft.",
+            invoice.status.as_str()
+        ))
+        .respond());
+    }
+    Ok(crate::model::DraftEdit {
+        id: invoice.id,
+        version: invoice.version,
+        key: crate::model::form_key(user.org_id),
+        form: InvoiceForm::from_invoice(&invoice),
+    })
+}
+
+/// Saves a draft's edit form: once per rendered form (`idempotency_key`), and only if the draft is
+/// still at `version` (the one the form was rendered from).
+#[server(prefix = "/rpc", endpoint = "update_draft")]
+pub async fn update_draft(
+    invoice_id: String,
+    idempotency_key: Option<String>,
+    version: String,
+    input: InvoiceForm,
+) -> Result<(), AppError> {
+    use crate::ssr::lifecycle::Edited;
+    use crate::ssr::observe::{track, Attempt, Surface};
+    use crate::ssr::surfaces::form::{edit_draft, DraftSave};
+
+    let state = state()?;
+    let invoice = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
+    let attempt = Attempt::new(
+        Surface::Form,
+        idempotency_key.clone().unwrap_or_default(),
+        request_id(),
+    );
+    let refuse = |fields| AppError::rejected_form(idempotency_key.clone(), fields, &input);
+    let saved = track(&state.pool, attempt, async |attempt| {
+        // Who asks first: no rejection carrying the values is built for someone without the right.
+        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
+        let form_key = for_this_org(
+            parse_form_key(idempotency_key.as_deref()).map_err(refuse)?,
+            &user,
+        )?;
+        let version: i32 = version.trim().parse().map_err(|_| {
+            refuse(crate::error::FieldErrors::from([(
+                "version".to_owned(),
+                "This form has no valid version. Open the draft again.".to_owned(),
+            )]))
+        })?;
+        attempt.identify(user.org_id.to_string(), Some(user.org_id));
+        let parsed = with_customer(&state, user.org_id, &input)
+            .await
+            .map_err(refuse)?;
+        edit_draft(
+            &state.pool,
+            &attempt,
+            user.org_id,
+            form_key,
+            invoice,
+            version,
+            &parsed,
+        )
+        .await
+    })
+    .await
+    .map_err(AppError::respond)?;
+    let message = match saved {
+        DraftSave::Saved | DraftSave::Replayed | DraftSave::Refused(Edited::Now(_)) => {
+            leptos_axum::redirect(&format!("/invoices/{invoice}"));
+            return Ok(());
+        }
+        DraftSave::Refused(Edited::Stale { .. }) => {
+            "Someone else saved this draft after you opened it, so your changes were not saved \
+             (nothing was overwritten). What you typed is still below: copy it, then open the \
+             draft again to see their version."
+        }
+        DraftSave::Refused(Edited::NotDraft(_)) => {
+            "This invoice was finalized or voided since you opened it, so it can no longer be \
+             edited. Duplicate it to start a new draft."
+        }
+        DraftSave::Refused(Edited::NotFound) => return Err(AppError::NotFound.respond()),
+        DraftSave::KeyReused => {
+            "This form already saved other changes. Open the draft again to edit it further."
+        }
+    };
+    Err(refuse(crate::error::FieldErrors::from([(
+        "version".to_owned(),
+        message.to_owned(),
+    )]))
+    .respond())
+}

@@ -1,0 +1,117 @@
+//! Server functions of the org settings page: the settings and the tax rates.
+
+use leptos::prelude::*;
+#[cfg(feature = "ssr")]
+use uuid::Uuid;
+
+use crate::error::AppError;
+
+#[cfg(feature = "ssr")]
+use super::{form::SettingsForm, state};
+
+/// The org settings page: the settings, the tax rates, and fresh keys for its forms.
+#[server(prefix = "/rpc", endpoint = "get_org_settings")]
+pub async fn get_org_settings() -> Result<crate::model::OrgSettingsPage, AppError> {
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let state = state()?;
+    let settings = crate::ssr::orgs::settings(&state.pool, user.org_id).await?;
+    let tax_rates = crate::ssr::tax_rates::list(&state.pool, user.org_id, true).await?;
+    let year = chrono::Datelike::year(&chrono::Utc::now());
+    Ok(crate::model::OrgSettingsPage {
+        next_number: settings.preview(1, year),
+        settings,
+        archive_keys: tax_rates
+            .iter()
+            .map(|_| crate::model::form_key(user.org_id))
+            .collect(),
+        tax_rates,
+        settings_key: crate::model::form_key(user.org_id),
+        tax_rate_key: crate::model::form_key(user.org_id),
+        can_manage: user.role.may(crate::model::Action::ManageOrg),
+    })
+}
+
+/// Saves the org's settings, once per rendered form.
+#[server(prefix = "/rpc", endpoint = "save_org_settings")]
+pub async fn save_org_settings(
+    idempotency_key: Option<String>,
+    settings: crate::model::OrgSettings,
+) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    SettingsForm {
+        form: Form::EditOrgSettings,
+        action: crate::model::Action::ManageOrg,
+        back: "/settings/org",
+        idempotency_key,
+        content: &settings,
+        check: settings.check(),
+    }
+    .run(async |tx, user| {
+        crate::ssr::orgs::save_settings(tx, user.org_id, &settings).await?;
+        Ok(user.org_id)
+    })
+    .await
+}
+
+/// Adds a tax rate, once per rendered form.
+#[server(prefix = "/rpc", endpoint = "add_tax_rate")]
+pub async fn add_tax_rate(
+    idempotency_key: Option<String>,
+    name: String,
+    percent: String,
+) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    let parsed = crate::model::TaxRateInput::parse(&name, &percent);
+    let check = || parsed.clone().map(|_| ());
+    let content = (&name, &percent);
+    let source_key = format!(
+        "form:{}",
+        idempotency_key.as_deref().unwrap_or_default().trim()
+    );
+    SettingsForm {
+        form: Form::AddTaxRate,
+        action: crate::model::Action::ManageOrg,
+        back: "/settings/org",
+        idempotency_key,
+        content: &content,
+        check: check(),
+    }
+    .run(async |tx, user| {
+        let input = parsed.as_ref().map_err(|f| AppError::invalid(f.clone()))?;
+        let rate =
+            crate::ssr::tax_rates::insert(tx, Uuid::now_v7(), user.org_id, &source_key, input)
+                .await?;
+        Ok(rate.id)
+    })
+    .await
+}
+
+/// Archives a tax rate (lines that have it keep it), once per rendered button.
+#[server(prefix = "/rpc", endpoint = "archive_tax_rate")]
+pub async fn archive_tax_rate(idempotency_key: Option<String>, id: String) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    let rate = Uuid::try_parse(id.trim()).map_err(|_| AppError::NotFound.respond())?;
+    SettingsForm {
+        form: Form::ArchiveTaxRate,
+        action: crate::model::Action::ManageOrg,
+        back: "/settings/org",
+        idempotency_key,
+        content: &rate,
+        check: Ok(()),
+    }
+    .run(
+        async |tx, user| match crate::ssr::tax_rates::archive(tx, user.org_id, rate).await? {
+            true => Ok(rate),
+            false => Err(AppError::NotFound),
+        },
+    )
+    .await
+}
+
+/// The session org's tax rates (archived ones too when `archived`), oldest first.
+#[server(prefix = "/rpc", endpoint = "list_tax_rates")]
+pub async fn list_tax_rates(archived: bool) -> Result<Vec<crate::model::TaxRate>, AppError> {
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let state = state()?;
+    Ok(crate::ssr::tax_rates::list(&state.pool, user.org_id, archived).await?)
+}

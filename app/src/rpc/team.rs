@@ -1,0 +1,286 @@
+//! Server functions of the team: the members page, invitations (sending, following, accepting),
+//! role changes, removal and leaving. Every change runs once per rendered form through the same
+//! claim as the settings forms; an emailed link is used once, in the transaction that does its work.
+
+use leptos::prelude::*;
+#[cfg(feature = "ssr")]
+use uuid::Uuid;
+
+use crate::error::AppError;
+use crate::model::MembersPage;
+
+#[cfg(feature = "ssr")]
+use super::{
+    actor,
+    form::{parse_id, SettingsForm},
+    login_meta, state,
+};
+
+#[cfg(feature = "ssr")]
+fn parse_role(role: &str) -> Result<crate::model::Role, AppError> {
+    crate::model::Role::parse(role.trim())
+        .ok_or_else(|| AppError::field("role", "Choose owner, member or viewer.").respond())
+}
+
+#[cfg(feature = "ssr")]
+impl From<crate::ssr::members::MemberError> for AppError {
+    fn from(e: crate::ssr::members::MemberError) -> Self {
+        use crate::ssr::members::MemberError;
+        match e {
+            MemberError::NotFound => AppError::NotFound,
+            MemberError::LastOwner => AppError::BadRequest(
+                "An organisation needs an owner: make someone else an owner first.".into(),
+            ),
+            MemberError::Db(e) => e.into(),
+        }
+    }
+}
+
+#[cfg(feature = "ssr")]
+impl From<crate::ssr::invitations::InviteError> for AppError {
+    fn from(e: crate::ssr::invitations::InviteError) -> Self {
+        use crate::ssr::invitations::InviteError;
+        match e {
+            InviteError::NotFound => AppError::NotFound,
+            InviteError::BadEmail => AppError::field("email", "Enter a valid email address."),
+            e @ (InviteError::AlreadyMember(_) | InviteError::AlreadyInvited(_)) => {
+                AppError::field("email", &e.to_string())
+            }
+            e @ InviteError::Accepted => AppError::BadRequest(e.to_string()),
+            InviteError::Db(e) => e.into(),
+        }
+    }
+}
+
+/// The members page: members, invitations, and a fresh key for the invite form.
+#[server(prefix = "/rpc", endpoint = "team_page")]
+pub async fn team_page() -> Result<MembersPage, AppError> {
+    use crate::model::Action;
+    let user = crate::ssr::auth::require(Action::Read).await?;
+    let state = state()?;
+    let members = crate::ssr::members::list(&state.pool, user.org_id).await?;
+    let invitations = if user.role.may(Action::ManageMembers) {
+        crate::ssr::invitations::list(&state.pool, user.org_id).await?
+    } else {
+        Vec::new()
+    };
+    let keys = |n: usize| -> Vec<(Uuid, Uuid)> {
+        let key = || crate::model::form_key(user.org_id);
+        (0..n).map(|_| (key(), key())).collect()
+    };
+    Ok(MembersPage {
+        member_keys: keys(members.len()),
+        invitation_keys: keys(invitations.len()),
+        me: user.id,
+        my_role: user.role,
+        org_name: user.org_name,
+        members,
+        invitations,
+        invite_key: crate::model::form_key(user.org_id),
+    })
+}
+
+/// Invites `email` with `role`: one invitation and one email per rendered form, however often it
+/// is submitted.
+#[server(prefix = "/rpc", endpoint = "invite_member")]
+pub async fn invite_member(
+    idempotency_key: Option<String>,
+    email: String,
+    role: String,
+) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    let state = state()?;
+    let parsed_role = parse_role(&role)?;
+    let source_key = format!(
+        "form:{}",
+        idempotency_key.as_deref().unwrap_or_default().trim()
+    );
+    let content = (email.trim().to_lowercase(), parsed_role.as_str());
+    let address = super::client_address(&state);
+    SettingsForm {
+        form: Form::InviteMember,
+        action: crate::model::Action::ManageMembers,
+        back: "/settings/members",
+        idempotency_key,
+        content: &content,
+        check: Ok(()),
+    }
+    .run(async |tx, user| {
+        // An invitation is an email sent in the org's name: only from a verified address, and
+        // within the org's email allowance.
+        if !user.email_verified {
+            return Err(AppError::Forbidden(
+                "Verify your email address first (the link we sent you) to invite people.".into(),
+            )
+            .respond());
+        }
+        state.throttle.email(user.org_id)?;
+        state.throttle.account_email(&email, address)?;
+        let (org, actor) = (user.org_id, actor(user));
+        let invited =
+            crate::ssr::invitations::invite(tx, org, &actor, &email, parsed_role, &source_key);
+        Ok(invited.await?)
+    })
+    .await
+}
+
+/// One change to the org's members from the members page: what it is claimed as, and its work in
+/// the claim's transaction.
+#[cfg(feature = "ssr")]
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+enum MemberChange {
+    ResendInvitation(Uuid),
+    RevokeInvitation(Uuid),
+    ChangeRole(Uuid, crate::model::Role),
+    Remove(Uuid),
+    Leave,
+}
+
+#[cfg(feature = "ssr")]
+impl MemberChange {
+    fn form(self) -> crate::ssr::claim::Form {
+        use crate::ssr::claim::Form;
+        match self {
+            MemberChange::ResendInvitation(_) => Form::ResendInvitation,
+            MemberChange::RevokeInvitation(_) => Form::RevokeInvitation,
+            MemberChange::ChangeRole(..) => Form::ChangeRole,
+            MemberChange::Remove(_) => Form::RemoveMember,
+            MemberChange::Leave => Form::LeaveOrg,
+        }
+    }
+
+    async fn apply(
+        self,
+        tx: &mut sqlx::PgConnection,
+        user: &crate::ssr::auth::SessionUser,
+    ) -> Result<Uuid, AppError> {
+        use crate::ssr::{invitations, members};
+        let (actor, org) = (actor(user), user.org_id);
+        Ok(match self {
+            MemberChange::ResendInvitation(id) => invitations::resend(tx, org, &actor, id).await?,
+            MemberChange::RevokeInvitation(id) => invitations::revoke(tx, org, &actor, id).await?,
+            MemberChange::ChangeRole(member, role) => {
+                members::change_role(tx, org, &actor, member, role).await?;
+                member
+            }
+            MemberChange::Remove(member) => {
+                members::remove(tx, org, &actor, member).await?;
+                member
+            }
+            MemberChange::Leave => {
+                members::remove(tx, org, &actor, user.id).await?;
+                user.id
+            }
+        })
+    }
+}
+
+/// Runs `change` once per rendered form, if the session may manage members (anyone may leave).
+#[cfg(feature = "ssr")]
+async fn members_form(
+    idempotency_key: Option<String>,
+    change: MemberChange,
+) -> Result<(), AppError> {
+    use crate::model::Action;
+    let (action, back) = match change {
+        MemberChange::Leave => (Action::Read, "/login"),
+        _ => (Action::ManageMembers, "/settings/members"),
+    };
+    SettingsForm {
+        form: change.form(),
+        action,
+        back,
+        idempotency_key,
+        content: &change,
+        check: Ok(()),
+    }
+    .run(async |tx, user| change.apply(tx, user).await)
+    .await
+}
+
+/// Sends an open invitation again with a new link.
+#[server(prefix = "/rpc", endpoint = "resend_invitation")]
+pub async fn resend_invitation(
+    idempotency_key: Option<String>,
+    id: String,
+) -> Result<(), AppError> {
+    members_form(
+        idempotency_key,
+        MemberChange::ResendInvitation(parse_id(&id)?),
+    )
+    .await
+}
+
+/// Withdraws an open invitation: its link then says so.
+#[server(prefix = "/rpc", endpoint = "revoke_invitation")]
+pub async fn revoke_invitation(
+    idempotency_key: Option<String>,
+    id: String,
+) -> Result<(), AppError> {
+    members_form(
+        idempotency_key,
+        MemberChange::RevokeInvitation(parse_id(&id)?),
+    )
+    .await
+}
+
+/// Gives a member another role (never leaving the org without an owner).
+#[server(prefix = "/rpc", endpoint = "change_role")]
+pub async fn change_role(
+    idempotency_key: Option<String>,
+    user_id: String,
+    role: String,
+) -> Result<(), AppError> {
+    let change = MemberChange::ChangeRole(parse_id(&user_id)?, parse_role(&role)?);
+    members_form(idempotency_key, change).await
+}
+
+/// Removes a member: their sessions in the org end and their API keys stop, at once.
+#[server(prefix = "/rpc", endpoint = "remove_member")]
+pub async fn remove_member(
+    idempotency_key: Option<String>,
+    user_id: String,
+) -> Result<(), AppError> {
+    members_form(idempotency_key, MemberChange::Remove(parse_id(&user_id)?)).await
+}
+
+/// Leaves the session's org (any role; not its last owner): this session ends with it.
+#[server(prefix = "/rpc", endpoint = "leave_org")]
+pub async fn leave_org(idempotency_key: Option<String>) -> Result<(), AppError> {
+    members_form(idempotency_key, MemberChange::Leave).await
+}
+
+/// What an invitation link shows: the org, the role, whether the address has an account.
+#[server(prefix = "/rpc", endpoint = "invitation")]
+pub async fn invitation(token: String) -> Result<crate::model::InvitationView, AppError> {
+    let state = state()?;
+    let preview = crate::ssr::invitations::preview(&state.pool, &token)
+        .await
+        .map_err(|e| AppError::from(e).respond())?;
+    Ok(crate::model::InvitationView {
+        org_name: preview.org_name,
+        email: preview.email,
+        role: preview.role,
+        existing_account: preview.existing_account,
+    })
+}
+
+/// Accepts an invitation (the link's token) with the account's password, or a new account's; logs
+/// the browser in acting for the org it joined.
+#[server(prefix = "/rpc", endpoint = "accept_invitation")]
+pub async fn accept_invitation(token: String, password: String) -> Result<(), AppError> {
+    let state = state()?;
+    state
+        .throttle
+        .login(&token, super::client_address(&state))?;
+    let accepted = crate::ssr::invitations::accept(&state.pool, &token, &password)
+        .await
+        .map_err(|e| AppError::from(e).respond())?;
+    let user = crate::ssr::auth::for_login(&state.pool, accepted.user, Some(accepted.org))
+        .await?
+        .ok_or_else(|| AppError::internal("accept invitation", "joined user not found"))?;
+    let mut session = crate::ssr::auth::current_session().await?;
+    crate::ssr::auth::log_in(&state.pool, &mut session, &user, &login_meta(&state)).await?;
+    leptos_axum::redirect("/invoices");
+    Ok(())
+}
