@@ -3,8 +3,8 @@
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
-use crate::config::Config;
-use crate::process;
+use crate::config::{Checked, Config};
+use crate::{db, process};
 
 #[derive(Parser, Debug)]
 #[command(name = "server", about = "invoicer: invoices that never happen twice")]
@@ -108,9 +108,9 @@ pub enum AdminCommand {
     },
 }
 
-pub async fn run(args: Args) -> anyhow::Result<()> {
-    let config = args.config;
-    match args.command.unwrap_or(Command::Serve) {
+/// Runs `command` with the configuration [`Config::check`] returned.
+pub async fn run(command: Option<Command>, config: Checked) -> anyhow::Result<()> {
+    match command.unwrap_or(Command::Serve) {
         Command::Serve => process::serve(config).await,
         Command::Worker => process::work(config).await,
         Command::Admin { command } => admin(config, command).await,
@@ -118,8 +118,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
 }
 
-async fn admin(config: Config, command: AdminCommand) -> anyhow::Result<()> {
-    let pool = process::connect_and_migrate(&config).await?;
+async fn admin(config: Checked, command: AdminCommand) -> anyhow::Result<()> {
+    let pool = db::connect_and_migrate(&config.database).await?;
     match command {
         AdminCommand::CreateOrg {
             org,
@@ -149,10 +149,10 @@ async fn admin(config: Config, command: AdminCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn stripe(config: Config, command: StripeCommand) -> anyhow::Result<()> {
+async fn stripe(config: Checked, command: StripeCommand) -> anyhow::Result<()> {
     use app::ssr::stripe::standin;
 
-    let secret = config.stripe_webhook_secret[0].expose().to_owned();
+    let secret = config.stripe.webhook_secrets[0].expose().to_owned();
     let (url, event_id, payload) = match command {
         StripeCommand::Trigger {
             event,
@@ -173,7 +173,7 @@ async fn stripe(config: Config, command: StripeCommand) -> anyhow::Result<()> {
                 | "checkout.session.async_payment_succeeded"
                 | "checkout.session.async_payment_failed" => {
                     let invoice = invoice.with_context(|| format!("{event} needs --invoice ID"))?;
-                    let pool = config.connect().await?;
+                    let pool = db::connect(&config.database).await?;
                     let due = standin::amount_due(&pool, invoice).await?;
                     // The event pays through a session the app created (simulated: no Stripe call).
                     if due.is_some() {
@@ -238,7 +238,7 @@ async fn stripe(config: Config, command: StripeCommand) -> anyhow::Result<()> {
             (url, id, payload)
         }
         StripeCommand::Resend { event_id, url } => {
-            let pool = config.connect().await?;
+            let pool = db::connect(&config.database).await?;
             let payload = standin::stored_payload(&pool, &event_id)
                 .await?
                 .with_context(|| format!("no stored event {event_id}"))?;

@@ -1,9 +1,11 @@
-//! The invoicer binary's parts: configuration, HTTP wiring, the JSON API, the webhook route and the
-//! command line.
+//! The invoicer binary's parts: configuration, the pools, logging, HTTP wiring, the JSON API, the
+//! webhook route and the command line.
 
 pub mod api;
 pub mod cli;
 pub mod config;
+pub mod db;
+pub mod logging;
 pub mod pdf;
 pub mod process;
 pub mod public;

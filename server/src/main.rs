@@ -10,14 +10,17 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> std::process::ExitCode {
     // A `.env` in the working directory may set variables; the real environment wins.
     let _ = dotenvy::dotenv();
-    let mut args = server::cli::Args::parse();
-    args.config.init_tracing();
+    let args = server::cli::Args::parse();
+    server::logging::init(&args.config.logging, args.config.dev_mode());
     let deployed = !matches!(args.command, Some(server::cli::Command::Admin { .. }));
-    if let Err(e) = args.config.validate(deployed) {
-        eprintln!("error: {e:#}");
-        return std::process::ExitCode::FAILURE;
-    }
-    match server::cli::run(args).await {
+    let config = match args.config.check(deployed) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match server::cli::run(args.command, config).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");

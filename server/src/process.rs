@@ -6,33 +6,18 @@ use app::ssr::{failpoint, AppState};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::config::Config;
+use crate::config::Checked;
+use crate::db;
 use crate::web::MetricsAccess;
 
-pub async fn connect_and_migrate(config: &Config) -> anyhow::Result<sqlx::PgPool> {
-    let pool = config.connect().await?;
-    // Migrations (an index on a large table, say) may take longer than a request's statement
-    // timeout: they run on a connection of their own without one, closed afterwards.
-    let mut conn = pool.acquire().await?.detach();
-    sqlx::query("set statement_timeout = 0")
-        .execute(&mut conn)
-        .await?;
-    app::ssr::MIGRATOR
-        .run(&mut conn)
-        .await
-        .context("applying database migrations")?;
-    sqlx::Connection::close(conn).await?;
-    Ok(pool)
-}
-
 /// `server` / `server serve`: the web app, and WORKERS outbox workers beside it.
-pub async fn serve(config: Config) -> anyhow::Result<()> {
-    failpoint::init(config.dev_mode());
-    let pool = connect_and_migrate(&config).await?;
+pub async fn serve(config: Checked) -> anyhow::Result<()> {
+    failpoint::init(config.dev_mode);
+    let pool = db::connect_and_migrate(&config.database).await?;
     let conf = leptos::config::get_configuration(None)?;
     let leptos_options = conf.leptos_options;
     let addr = leptos_options.site_addr;
-    if config.dev_mode() && config.stripe_secret_is_default() {
+    if config.dev_mode && config.stripe.secret_is_default() {
         tracing::info!(
             "dev mode: Stripe webhook secret is {} (set STRIPE_WEBHOOK_SECRET to change it)",
             app::ssr::state::DEV_WEBHOOK_SECRET
@@ -40,7 +25,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     }
     // `scripts/dev --demo`: a populated demo org, in dev mode only.
     if std::env::var("INVOICER_SEED_DEMO").is_ok_and(|v| v == "1") {
-        if !config.dev_mode() {
+        if !config.dev_mode {
             anyhow::bail!("INVOICER_SEED_DEMO is for development (LEPTOS_ENV=DEV) only");
         }
         match app::ssr::demo::seed(&pool).await {
@@ -56,19 +41,19 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             Err(e) => anyhow::bail!("seeding the demo org: {e}"),
         }
     }
-    let reads = config.connect_reads()?;
+    let reads = db::connect_reads(&config.database)?;
     let state = AppState::new(pool, reads, leptos_options, config.settings());
     let workers = Workers::start(&config, &state.pool, config.workers)?;
-    let metrics = match (&config.metrics_addr, &config.metrics_token) {
+    let metrics = match (&config.metrics.metrics_addr, &config.metrics.metrics_token) {
         (Some(_), _) => MetricsAccess::Off,
         (None, Some(token)) => MetricsAccess::Token(token.expose().to_owned()),
-        (None, None) if config.dev_mode() => MetricsAccess::Open,
+        (None, None) if config.dev_mode => MetricsAccess::Open,
         (None, None) => {
             tracing::info!("no METRICS_TOKEN or METRICS_ADDR: /metrics is off");
             MetricsAccess::Off
         }
     };
-    if let Some(metrics_addr) = config.metrics_addr {
+    if let Some(metrics_addr) = config.metrics.metrics_addr {
         let listener = tokio::net::TcpListener::bind(metrics_addr)
             .await
             .with_context(|| format!("METRICS_ADDR: cannot listen on {metrics_addr}"))?;
@@ -80,7 +65,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             }
         });
     }
-    let app = crate::web::router(state, config.guard(), metrics).await?;
+    let app = crate::web::router(state, config.site.guard(), metrics).await?;
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
@@ -97,9 +82,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
 }
 
 /// `server worker`: outbox workers only (at least one); several processes may share a database.
-pub async fn work(config: Config) -> anyhow::Result<()> {
-    failpoint::init(config.dev_mode());
-    let pool = connect_and_migrate(&config).await?;
+pub async fn work(config: Checked) -> anyhow::Result<()> {
+    failpoint::init(config.dev_mode);
+    let pool = db::connect_and_migrate(&config.database).await?;
     let workers = Workers::start(&config, &pool, config.workers.max(1))?;
     shutdown_signal().await;
     workers.stop().await;
@@ -112,28 +97,15 @@ struct Workers {
 }
 
 impl Workers {
-    fn start(config: &Config, pool: &sqlx::PgPool, count: usize) -> anyhow::Result<Workers> {
-        let mailer = app::ssr::mail::Mailer::new(
-            config
-                .smtp_url
-                .as_ref()
-                .map(app::ssr::secret::Secret::expose),
-            config.smtp_ca_file.as_deref(),
-            &config.mail_dir,
-            std::time::Duration::from_millis(config.smtp_timeout_ms),
-            config
-                .mail_from
-                .as_deref()
-                .unwrap_or(app::ssr::mail::DEV_FROM),
-        )
-        .map_err(anyhow::Error::msg)?;
-        if count > 0 && config.smtp_url.is_none() {
+    fn start(config: &Checked, pool: &sqlx::PgPool, count: usize) -> anyhow::Result<Workers> {
+        let mailer = config.mail.mailer().map_err(anyhow::Error::msg)?;
+        if count > 0 && config.mail.smtp_url.is_none() {
             tracing::info!(
                 "no SMTP_URL: emails are written to {}",
-                config.mail_dir.display()
+                config.mail.dir.display()
             );
         }
-        let base = config.worker()?;
+        let base = &config.worker;
         let (stop, stopped) = watch::channel(false);
         let tasks = (0..count)
             .map(|n| {

@@ -892,7 +892,7 @@ async fn a_slow_statement_is_cancelled_by_the_statement_timeout() {
         "200",
     ])
     .unwrap();
-    let pool = args.config.connect().await.unwrap();
+    let pool = server::db::connect(&args.config.database).await.unwrap();
     let err = sqlx::query("select pg_sleep(2)")
         .execute(&pool)
         .await

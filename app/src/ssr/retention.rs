@@ -47,17 +47,22 @@ impl RetentionConfig {
     }
 }
 
+impl RetentionConfig {
+    /// The defaults of the configuration's variables (docs/operating.md).
+    pub const DEFAULT: RetentionConfig = RetentionConfig {
+        webhook_days: 30,
+        api_key_ttl: Duration::from_secs(24 * 3600),
+        form_key_days: 30,
+        activity_days: 90,
+        outbox_days: 30,
+        batch: 1000,
+        compressed: None,
+    };
+}
+
 impl Default for RetentionConfig {
     fn default() -> Self {
-        RetentionConfig {
-            webhook_days: 30,
-            api_key_ttl: Duration::from_secs(24 * 3600),
-            form_key_days: 30,
-            activity_days: 90,
-            outbox_days: 30,
-            batch: 1000,
-            compressed: None,
-        }
+        RetentionConfig::DEFAULT
     }
 }
 

@@ -67,6 +67,7 @@ pub fn generic_plans(options: PgConnectOptions) -> PgConnectOptions {
     options.options([("plan_cache_mode", "force_generic_plan")])
 }
 
+/// The deployment's settings, built from the checked configuration (`server::config::Checked`).
 #[derive(Clone, Debug)]
 pub struct Settings {
     /// `whsec_...` secrets; a signature under any of them is accepted (rotation).
@@ -105,16 +106,24 @@ pub struct Settings {
 
 pub const DEV_WEBHOOK_SECRET: &str = "whsec_dev_invoicer";
 
+/// LEPTOS_SITE_ADDR's default: where the server listens, and reaches itself.
+pub const DEFAULT_SITE_ADDR: &str = "127.0.0.1:3000";
+
+/// Accepted clock skew of webhook signatures unless STRIPE_WEBHOOK_TOLERANCE_SECS says otherwise
+/// (Stripe's own libraries' default).
+pub const DEFAULT_STRIPE_TOLERANCE_SECS: u32 = 300;
+
+/// The tests' settings: the configuration's defaults in dev mode.
 impl Default for Settings {
     fn default() -> Self {
         Settings {
             stripe_webhook_secrets: vec![DEV_WEBHOOK_SECRET.into()],
-            stripe_tolerance_secs: 300,
+            stripe_tolerance_secs: i64::from(DEFAULT_STRIPE_TOLERANCE_SECS),
             stripe_livemode: false,
             dev_mode: true,
-            self_url: "http://127.0.0.1:3000".to_owned(),
-            public_url: "http://127.0.0.1:3000".to_owned(),
-            idempotency_key_ttl: Duration::from_secs(24 * 3600),
+            self_url: format!("http://{DEFAULT_SITE_ADDR}"),
+            public_url: format!("http://{DEFAULT_SITE_ADDR}"),
+            idempotency_key_ttl: crate::ssr::retention::RetentionConfig::DEFAULT.api_key_ttl,
             metrics_token: None,
             limits: crate::ssr::throttle::Limits::default(),
             client_ip_header: None,

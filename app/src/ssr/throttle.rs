@@ -60,36 +60,45 @@ pub struct Ceilings {
     pub pdfs: u32,
 }
 
+impl Ceilings {
+    pub const DEFAULT: Ceilings = Ceilings {
+        logins: 20_000,
+        signups: 200,
+        account_emails: 1_000,
+        resets: 500,
+        public_pages: 200_000,
+        pdfs: 20_000,
+    };
+}
+
 impl Default for Ceilings {
     fn default() -> Self {
-        Ceilings {
-            logins: 20_000,
-            signups: 200,
-            account_emails: 1_000,
-            resets: 500,
-            public_pages: 200_000,
-            pdfs: 20_000,
-        }
+        Ceilings::DEFAULT
     }
+}
+
+impl Limits {
+    /// The defaults of the configuration's variables (docs/operating.md).
+    pub const DEFAULT: Limits = Limits {
+        logins_per_account_minute: 10,
+        logins_per_address_minute: 30,
+        signups_per_address_hour: 10,
+        emails_per_org_hour: 100,
+        account_emails_per_address_hour: 20,
+        account_emails_per_recipient_hour: 5,
+        resets_per_address_hour: 20,
+        resets_per_token_hour: 5,
+        public_pages_per_address_minute: 120,
+        public_pages_per_token_minute: 60,
+        pdfs_per_address_minute: 20,
+        pdfs_per_token_minute: 10,
+        ceilings: Ceilings::DEFAULT,
+    };
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            logins_per_account_minute: 10,
-            logins_per_address_minute: 30,
-            signups_per_address_hour: 10,
-            emails_per_org_hour: 100,
-            account_emails_per_address_hour: 20,
-            account_emails_per_recipient_hour: 5,
-            resets_per_address_hour: 20,
-            resets_per_token_hour: 5,
-            public_pages_per_address_minute: 120,
-            public_pages_per_token_minute: 60,
-            pdfs_per_address_minute: 20,
-            pdfs_per_token_minute: 10,
-            ceilings: Ceilings::default(),
-        }
+        Limits::DEFAULT
     }
 }
 

@@ -30,6 +30,13 @@ pub struct WorkerConfig {
     pub stripe: Option<crate::ssr::stripe::client::Stripe>,
 }
 
+impl WorkerConfig {
+    /// The defaults of the configuration's variables (docs/operating.md).
+    pub const DEFAULT_LEASE: Duration = Duration::from_secs(300);
+    pub const DEFAULT_BACKOFF_BASE: Duration = Duration::from_secs(5);
+    pub const DEFAULT_POLL: Duration = Duration::from_secs(1);
+}
+
 impl Default for WorkerConfig {
     fn default() -> Self {
         WorkerConfig {
@@ -37,11 +44,11 @@ impl Default for WorkerConfig {
             // One row per lease: every send starts right after its lease was taken, so a slow SMTP
             // server cannot push later rows of a batch past their lease (a takeover would send twice).
             batch: 1,
-            lease: Duration::from_secs(300),
-            backoff_base: Duration::from_secs(5),
+            lease: Self::DEFAULT_LEASE,
+            backoff_base: Self::DEFAULT_BACKOFF_BASE,
             backoff_cap: Duration::from_secs(3600),
-            poll: Duration::from_secs(1),
-            public_url: "http://127.0.0.1:3000".into(),
+            poll: Self::DEFAULT_POLL,
+            public_url: format!("http://{}", crate::ssr::state::DEFAULT_SITE_ADDR),
             retention: Default::default(),
             stripe: None,
         }
