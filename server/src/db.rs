@@ -64,6 +64,10 @@ pub fn connect_reads(database: &Database) -> anyhow::Result<PgPool> {
         .connect_lazy_with(app::ssr::state::generic_plans(options)))
 }
 
+/// How long a request waits for a pooled connection before it is answered 503: a pool that stays
+/// empty this long is overloaded, and a quick, logged refusal beats a page that hangs.
+pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+
 fn pool_options(database: &Database) -> PgPoolOptions {
     let statement_timeout_ms = database.statement_timeout_ms;
     PgPoolOptions::new()
@@ -89,7 +93,7 @@ fn pool_options(database: &Database) -> PgPoolOptions {
         // showed. A connection broken by a Postgres restart fails its next query instead, is
         // closed, and that request gets a 5xx its client retries (the fault harness does this).
         .test_before_acquire(false)
-        .acquire_timeout(Duration::from_secs(5))
+        .acquire_timeout(ACQUIRE_TIMEOUT)
 }
 
 /// Hides a password in a URL for messages.

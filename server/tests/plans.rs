@@ -5,7 +5,7 @@
 //! `AppState::reads`, whose connections always use the generic plan (`lab bench read --explain
 //! --forbid-big-scans` checks those plans at the large size).
 
-use std::time::Duration;
+use std::time::Instant;
 
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
@@ -46,7 +46,7 @@ async fn a_big_orgs_pages_are_planned_once_per_connection(pool: PgPool) {
     // same pool would time out here).
     let one = PgPoolOptions::new()
         .max_connections(1)
-        .acquire_timeout(Duration::from_secs(10))
+        .acquire_timeout(server::db::ACQUIRE_TIMEOUT)
         .connect_with((*pool.connect_options()).clone())
         .await
         .unwrap();
@@ -95,12 +95,15 @@ async fn a_big_orgs_pages_are_planned_once_per_connection(pool: PgPool) {
             "/activity".to_owned(),
             "/activity?surface=webhook".to_owned(),
         ] {
+            // How long a page took says what it waited for, if it fails: a pool wait ends in 503
+            // after ACQUIRE_TIMEOUT, a statement in STATEMENT_TIMEOUT_MS.
+            let started = Instant::now();
             let res = http
                 .get(format!("{}{path}", app.base))
                 .send()
                 .await
-                .unwrap();
-            assert_eq!(res.status(), 200, "{path}");
+                .unwrap_or_else(|e| panic!("{path}: no answer after {:?}: {e}", started.elapsed()));
+            assert_eq!(res.status(), 200, "{path} after {:?}", started.elapsed());
         }
     }
 

@@ -17,7 +17,7 @@ pub const DEFAULT_READ_POOL_SIZE: u32 = 4;
 #[derive(clap::Args, Debug, Clone)]
 pub struct Database {
     /// Postgres; the default is the local cluster over its socket as your OS user.
-    #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL, global = true)]
+    #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL, global = true, hide_env_values = true)]
     pub database_url: Secret,
     /// `true` lets production reach a database on another host without TLS (DATABASE_URL without
     /// `sslmode=require`, `verify-ca` or `verify-full`): only on a network you trust end to end.

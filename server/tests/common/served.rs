@@ -33,8 +33,11 @@ impl TestApp {
             ..Settings::default()
         };
         tweak(&mut settings);
+        // Waits for a connection as long as production's pools do, so a request starved of one
+        // answers 503 (and says so in the log) instead of leaving its client waiting.
         let reads = sqlx::postgres::PgPoolOptions::new()
             .max_connections(pool.options().get_max_connections())
+            .acquire_timeout(server::db::ACQUIRE_TIMEOUT)
             .connect_lazy_with(app::ssr::state::generic_plans(
                 (*pool.connect_options()).clone(),
             ));
