@@ -1,0 +1,139 @@
+//! What a claim is keyed by: the surface, the owner (an org's form, a provider, an API key, a job
+//! queue) and the key that names the attempt.
+
+use uuid::Uuid;
+
+/// Where an attempt arrives: names claims, log events, metrics and the activity page alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    /// A form or button of the web app: `(org/form, key minted at render)`.
+    Form,
+    /// A Stripe webhook delivery: `(stripe account, event id)`.
+    Webhook,
+    /// The JSON API: `(api client id, Idempotency-Key)`.
+    Api,
+    /// A background job: `(queue, run id)`.
+    Job,
+    /// A call out to a third party: `(service/call, the attempt's stable key)`.
+    Outbound,
+}
+
+impl Surface {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Surface::Form => "form",
+            Surface::Webhook => "webhook",
+            Surface::Api => "api",
+            Surface::Job => "job",
+            Surface::Outbound => "outbound",
+        }
+    }
+}
+
+/// The forms whose keys are claimed. Each has its own namespace: a key minted for one form can never
+/// be answered with another form's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    CreateInvoice,
+    SendInvoice,
+    /// A lifecycle button (finalize, void, ...), by the name its caller gives it: this module
+    /// knows the buttons only by name.
+    InvoiceAction(&'static str),
+    DuplicateInvoice,
+    EditDraft,
+    CreateCustomer,
+    EditCustomer,
+    EditOrgSettings,
+    AddTaxRate,
+    ArchiveTaxRate,
+    InviteMember,
+    ResendInvitation,
+    RevokeInvitation,
+    ChangeRole,
+    RemoveMember,
+    LeaveOrg,
+    CreateApiKey,
+    /// "Revoke them all" on the account page: every live key the account made.
+    RevokeOwnApiKeys,
+}
+
+impl Form {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Form::CreateInvoice => "create_invoice",
+            Form::SendInvoice => "send_invoice",
+            Form::InvoiceAction(name) => name,
+            Form::DuplicateInvoice => "duplicate_invoice",
+            Form::EditDraft => "edit_draft",
+            Form::CreateCustomer => "create_customer",
+            Form::EditCustomer => "edit_customer",
+            Form::EditOrgSettings => "edit_org_settings",
+            Form::AddTaxRate => "add_tax_rate",
+            Form::ArchiveTaxRate => "archive_tax_rate",
+            Form::InviteMember => "invite_member",
+            Form::ResendInvitation => "resend_invitation",
+            Form::RevokeInvitation => "revoke_invitation",
+            Form::ChangeRole => "change_role",
+            Form::RemoveMember => "remove_member",
+            Form::LeaveOrg => "leave_org",
+            Form::CreateApiKey => "create_api_key",
+            Form::RevokeOwnApiKeys => "revoke_own_api_keys",
+        }
+    }
+}
+
+/// Names one attempt, scoped to its owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimKey {
+    pub surface: Surface,
+    pub owner: String,
+    pub key: String,
+}
+
+impl ClaimKey {
+    /// A form of `org`, keyed by the UUID minted when it was rendered.
+    pub fn form(org: Uuid, form: Form, key: Uuid) -> Self {
+        ClaimKey {
+            surface: Surface::Form,
+            owner: format!("{org}/{}", form.as_str()),
+            key: key.to_string(),
+        }
+    }
+
+    /// A Stripe event, keyed by its event id (never the object id: one charge has several events).
+    pub fn webhook(account: &str, event_id: &str) -> Self {
+        ClaimKey {
+            surface: Surface::Webhook,
+            owner: account.to_owned(),
+            key: event_id.to_owned(),
+        }
+    }
+
+    /// An API client's request, keyed by its `Idempotency-Key`.
+    pub fn api(api_key_id: Uuid, idempotency_key: &str) -> Self {
+        ClaimKey {
+            surface: Surface::Api,
+            owner: api_key_id.to_string(),
+            key: idempotency_key.to_owned(),
+        }
+    }
+
+    /// A call out to a third party (`stripe/checkout`), keyed by what names the attempt there (the
+    /// invoice, the amount due and the session's generation).
+    pub fn outbound(call: &str, key: &str) -> Self {
+        ClaimKey {
+            surface: Surface::Outbound,
+            owner: call.to_owned(),
+            key: key.to_owned(),
+        }
+    }
+
+    /// A job run, keyed by its stable run id (an outbox row id, a retention period).
+    pub fn job(queue: &str, run_id: &str) -> Self {
+        ClaimKey {
+            surface: Surface::Job,
+            owner: queue.to_owned(),
+            key: run_id.to_owned(),
+        }
+    }
+}
