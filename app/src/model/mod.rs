@@ -26,8 +26,8 @@ pub use org::{OrgSettings, OrgSettingsPage};
 pub use roles::{Action, Role};
 pub use tax_rate::TaxRateInput;
 pub use team::{
-    AccountView, AuditEntry, InvitationSummary, InvitationView, Member, MembersPage, OrgChoice,
-    OwnApiKey, SessionSummary,
+    AccountView, AuditEntry, InvitationState, InvitationSummary, InvitationView, Member,
+    MembersPage, OrgChoice, OwnApiKey, SessionSummary,
 };
 pub use totals::{
     compute as compute_totals, line_amount, AppliedTax, Discount, LineAmounts, TaxTotal, Totals,

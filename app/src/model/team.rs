@@ -26,22 +26,51 @@ pub struct InvitationSummary {
     pub expires_at: DateTime<Utc>,
     pub accepted_at: Option<DateTime<Utc>>,
     pub revoked_at: Option<DateTime<Utc>>,
-    /// `open`, `expired`, `accepted` or `revoked`, as the server saw it (the browser has no clock
-    /// to compare against here).
-    pub state: String,
+    /// As the server saw it (the browser has no clock to compare against here).
+    pub state: InvitationState,
 }
 
-impl InvitationSummary {
-    pub fn state(&self, now: DateTime<Utc>) -> &'static str {
-        if self.accepted_at.is_some() {
-            "accepted"
-        } else if self.revoked_at.is_some() {
-            "revoked"
-        } else if self.expires_at <= now {
-            "expired"
+/// Where an invitation stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InvitationState {
+    Open,
+    Expired,
+    Accepted,
+    Revoked,
+}
+
+impl InvitationState {
+    /// The state of an invitation with these dates, at `now`.
+    pub fn at(
+        now: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+        accepted_at: Option<DateTime<Utc>>,
+        revoked_at: Option<DateTime<Utc>>,
+    ) -> Self {
+        if accepted_at.is_some() {
+            InvitationState::Accepted
+        } else if revoked_at.is_some() {
+            InvitationState::Revoked
+        } else if expires_at <= now {
+            InvitationState::Expired
         } else {
-            "open"
+            InvitationState::Open
         }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InvitationState::Open => "open",
+            InvitationState::Expired => "expired",
+            InvitationState::Accepted => "accepted",
+            InvitationState::Revoked => "revoked",
+        }
+    }
+
+    /// Still waiting for its invitee (expired ones can be sent again).
+    pub fn may_resend(self) -> bool {
+        matches!(self, InvitationState::Open | InvitationState::Expired)
     }
 }
 

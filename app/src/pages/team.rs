@@ -171,15 +171,15 @@ pub fn MembersSettingsPage() -> impl IntoView {
                                                 .into_iter()
                                                 .zip(p.invitation_keys)
                                                 .map(|(i, (resend_key, revoke_key))| {
-                                                    let state = i.state.clone();
+                                                    let state = i.state.as_str();
                                                     let (id, id2) = (i.id.to_string(), i.id.to_string());
-                                                    let open = state == "open" || state == "expired";
+                                                    let open = i.state.may_resend();
                                                     let email = i.email.clone();
                                                     view! {
                                                         <tr class="invitation" data-email=email>
                                                             <td>{i.email}</td>
                                                             <td>{i.role.label()}</td>
-                                                            <td><span class=format!("status {state}")>{state.clone()}</span></td>
+                                                            <td><span class=format!("status {state}")>{state}</span></td>
                                                             <td>"until " {when(i.expires_at)}</td>
                                                             <td>
                                                                 {open.then(|| view! {

@@ -8,7 +8,7 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 use validator::ValidateEmail;
 
-use crate::model::{InvitationSummary, Role};
+use crate::model::{InvitationState, InvitationSummary, Role};
 use crate::ssr::accounts::{new_token, token_hash, well_formed_token, TokenError};
 use crate::ssr::audit::{self, Actor};
 use crate::ssr::outbox::{self, Kind};
@@ -233,20 +233,16 @@ pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<InvitationSummar
     .await?;
     Ok(rows
         .into_iter()
-        .map(|r| {
-            let mut summary = InvitationSummary {
-                id: r.id,
-                email: r.email,
-                role: Role::parse(&r.role).unwrap_or(Role::Viewer),
-                invited_by: r.invited_by,
-                created_at: r.created_at,
-                expires_at: r.expires_at,
-                accepted_at: r.accepted_at,
-                revoked_at: r.revoked_at,
-                state: String::new(),
-            };
-            summary.state = summary.state(Utc::now()).to_owned();
-            summary
+        .map(|r| InvitationSummary {
+            id: r.id,
+            email: r.email,
+            role: Role::parse(&r.role).unwrap_or(Role::Viewer),
+            invited_by: r.invited_by,
+            created_at: r.created_at,
+            expires_at: r.expires_at,
+            accepted_at: r.accepted_at,
+            revoked_at: r.revoked_at,
+            state: InvitationState::at(Utc::now(), r.expires_at, r.accepted_at, r.revoked_at),
         })
         .collect())
 }
