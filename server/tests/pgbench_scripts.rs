@@ -295,8 +295,12 @@ enum Auth {
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
     let capture = Statements::default();
-    let _guard =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(capture.clone()));
+    // A second live dispatcher: with just one, tracing-core works out a callsite's interest from
+    // the default of whichever thread first hits it, and a test beside this one (no subscriber)
+    // would switch sqlx's statement events off for good.
+    let _second = tracing::Dispatch::new(tracing_subscriber::registry());
+    let _guard = tracing::dispatcher::set_default(&dispatch);
     let app = TestApp::spawn(pool.clone()).await;
     let fixture = lab::harness::seed(&pool, 3).await.unwrap();
     let mut target = lab::harness::Target::new(&app.base, SECRET, &fixture).unwrap();
