@@ -6,22 +6,23 @@
 -- Variables: -D org, apikeyhash (hex), apikeyid, response (a real 201 body).
 -- Ids the server mints (UUIDv7, time-ordered) are minted here the same way, in the first statement.
 \set r random(1, 1000000000000)
-select id, org_id, last_used_at is null or last_used_at < now() - interval '1 minute' as stale,
-       (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as inv
-from api_keys
-where hash = decode(:apikeyhash, 'hex') and revoked_at is null \gset
+select k.id, k.org_id, k.role as key_role, m.role as member_role,
+       k.last_used_at is null or k.last_used_at < now() - interval '1 minute' as "stale!" /*bench*/,
+       (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as inv /*end*/
+from api_keys k
+join memberships m on m.user_id = k.created_by and m.org_id = k.org_id
+where k.hash = decode(:apikeyhash, 'hex') and k.revoked_at is null and (k.expires_at is null or k.expires_at > now()) \gset
 BEGIN;
 with lock as (
-    select case when true then pg_try_advisory_xact_lock(hashtextextended('api' || '/' || :apikeyid::text || '/' || ('pgb-' || :client_id::text || '-' || :r::text), 0))
+    select case when true::bool then pg_try_advisory_xact_lock(hashtextextended('api' || '/' || :apikeyid::text || '/' || ('pgb-' || :client_id::text || '-' || :r::text), 0))
                 else true end as free
 ), won as (
     insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
-    select 'api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text, sha256(convert_to('pgb-' || :r::text, 'UTF8')), 'done', null::uuid, now()
-    from lock where free
+    select 'api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text, sha256(convert_to('pgb-' || :r::text, 'UTF8'))::bytea, 'done', null::uuid, now() from lock where free
     on conflict do nothing
     returning true
 )
-select free, exists (select from won) from lock;
+select free as "free!", exists (select from won) as "won!" from lock;
 with org as (
     select number_format, number_reset, time_zone,
            extract(year from now() at time zone time_zone)::int as yr,
@@ -42,7 +43,7 @@ with org as (
                           payment_terms_days)
     select :inv::uuid, :org::uuid, case when c.last_number is null then 'draft' else 'open' end,
            c.last_number, c.period, invoice_number_text(org.number_format, c.last_number, org.yr),
-           lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19) || md5(random()::text),
+           (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19) || md5(random()::text))::text,
            case when c.last_number is not null then now() end,
            cu.id, h.customer_name, h.customer_email, coalesce(cu.billing_address, ''), cu.tax_id,
            h.currency, coalesce(org.today + h.payment_terms_days, h.due_date), h.total_cents,
@@ -62,8 +63,11 @@ with org as (
            l.tax_cents
     from jsonb_populate_recordset(null::invoice_lines, '[{"position":1,"description":"Consulting","quantity_milli":2000,"unit_amount_cents":15000,"amount_cents":30000,"tax_rate_id":null,"tax_name":null,"tax_percent_milli":null,"discount_cents":0,"tax_cents":0}]'::jsonb) l
 )
-select number_text, finalized_at, created_at, customer_id, customer_address, customer_tax_id,
-       invoice_overdue(invoice.status, invoice.due_date, org.time_zone) as overdue
+select number_text, finalized_at as "finalized_at: DateTime<Utc>",
+       created_at as "created_at!: DateTime<Utc>", customer_id,
+       customer_address as "customer_address!", customer_tax_id,
+       due_date as "due_date!: NaiveDate",
+       invoice_overdue(invoice.status, invoice.due_date, org.time_zone) as "overdue!"
 from invoice, org;
 with finished as (
     update claims
@@ -76,5 +80,5 @@ with finished as (
 insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
 values (:org::uuid, 'api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text, 'won',
         :inv::uuid, gen_random_uuid()::text, 1.0)
-returning (select count(*) from finished);
+returning (select count(*) from finished) as "finished!";
 COMMIT;

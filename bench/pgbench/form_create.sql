@@ -7,30 +7,28 @@
 -- benchmark's table of clients to find this client's org, user and session (no extra round trip).
 -- Ids the server mints (UUIDv7, time-ordered) are minted here the same way, in the first statement.
 \set r random(1, 1000000000000)
-select c.org, c.user_id, c.sid, s.data,
+/*bench*/ select c.org, c.user_id, c.sid, s.data,
        (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as form_key,
        (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as inv
-from bench_form_clients c
-left join "tower_sessions"."session" s on s.id = c.session and s.expiry_date > now()
-where c.client_id = :client_id \gset
-select u.id, u.email, u.password_hash, u.email_verified_at is not null as verified,
-       o.id as org_id, o.name as org_name, m.role, s.last_seen_at < now() - interval '1 minute' as stale
+from bench_form_clients c left join lateral ( /*end*/
+select data from "tower_sessions"."session" where id = c.session and expiry_date > now()
+/*bench*/ ) s on true where c.client_id = :client_id /*end*/ \gset
+select u.id, u.email, u.password_hash, u.email_verified_at is not null as "verified!",
+       o.id as org_id, o.name as org_name, m.role, s.last_seen_at < now() - interval '1 minute' as "stale!"
 from user_sessions s join users u on u.id = s.user_id
 join memberships m on m.user_id = s.user_id and m.org_id = s.org_id join orgs o on o.id = s.org_id
 where s.id = :sid::uuid and s.user_id = :user_id::uuid and s.ended_at is null;
 BEGIN;
 with lock as (
-    select case when false then pg_try_advisory_xact_lock(0) else true end as free
+    select case when false::bool then pg_try_advisory_xact_lock(hashtextextended('form' || '/' || (:org::text || '/create_invoice') || '/' || :form_key::uuid::text, 0))
+                else true end as free
 ), won as (
     insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
-    select 'form', :org::text || '/create_invoice', :form_key::uuid::text,
-        sha256(convert_to('form-' || :r::text, 'UTF8')), 'done',
-        :inv::uuid, now()
-    from lock where free
+    select 'form', :org::text || '/create_invoice', :form_key::uuid::text, sha256(convert_to('form-' || :r::text, 'UTF8'))::bytea, 'done', :inv::uuid, now() from lock where free
     on conflict do nothing
     returning true
 )
-select free, exists (select from won) from lock;
+select free as "free!", exists (select from won) as "won!" from lock;
 with org as (
     select number_format, number_reset, time_zone,
            extract(year from now() at time zone time_zone)::int as yr,
@@ -51,7 +49,7 @@ with org as (
                           payment_terms_days)
     select :inv::uuid, :org::uuid, case when c.last_number is null then 'draft' else 'open' end,
            c.last_number, c.period, invoice_number_text(org.number_format, c.last_number, org.yr),
-           lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19) || md5(random()::text),
+           (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19) || md5(random()::text))::text,
            case when c.last_number is not null then now() end,
            cu.id, h.customer_name, h.customer_email, coalesce(cu.billing_address, ''), cu.tax_id,
            h.currency, coalesce(org.today + h.payment_terms_days, h.due_date), h.total_cents,
@@ -71,8 +69,11 @@ with org as (
            l.tax_cents
     from jsonb_populate_recordset(null::invoice_lines, '[{"position":1,"description":"Consulting","quantity_milli":2000,"unit_amount_cents":15000,"amount_cents":30000,"tax_rate_id":null,"tax_name":null,"tax_percent_milli":null,"discount_cents":0,"tax_cents":0}]'::jsonb) l
 )
-select number_text, finalized_at, created_at, customer_id, customer_address, customer_tax_id,
-       invoice_overdue(invoice.status, invoice.due_date, org.time_zone) as overdue
+select number_text, finalized_at as "finalized_at: DateTime<Utc>",
+       created_at as "created_at!: DateTime<Utc>", customer_id,
+       customer_address as "customer_address!", customer_tax_id,
+       due_date as "due_date!: NaiveDate",
+       invoice_overdue(invoice.status, invoice.due_date, org.time_zone) as "overdue!"
 from invoice, org;
 with finished as (
     update claims
@@ -83,5 +84,5 @@ with finished as (
 insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
 values (:org::uuid, 'form', :org::text, :form_key::uuid::text, 'won',
         :inv::uuid, gen_random_uuid()::text, 1.0)
-returning (select count(*) from finished);
+returning (select count(*) from finished) as "finished!";
 COMMIT;

@@ -12,16 +12,18 @@
 -- column of the page computed, as the server's statement does). The wrapped statement is the
 -- server's.
 -- Variables: -D org, apikeyhash (hex), cursor_at, cursor_id.
-select id, org_id, last_used_at is null or last_used_at < now() - interval '1 minute' as "stale!"
-from api_keys
-where hash = decode(:apikeyhash, 'hex') and revoked_at is null;
-select (array_agg(l.id))[1:20] as ids, count(l.*) as page_rows from (
+select k.id, k.org_id, k.role as key_role, m.role as member_role,
+       k.last_used_at is null or k.last_used_at < now() - interval '1 minute' as "stale!"
+from api_keys k
+join memberships m on m.user_id = k.created_by and m.org_id = k.org_id
+where k.hash = decode(:apikeyhash, 'hex') and k.revoked_at is null and (k.expires_at is null or k.expires_at > now());
+/*bench*/ select (array_agg(l.id))[1:20] as ids, count(l.*) as page_rows from ( /*end*/
 select i.id, i.number_text, i.status, i.customer_name, i.currency, i.due_date, i.total_cents,
        i.amount_paid_cents, i.payment_state, i.created_at,
        invoice_overdue(i.status, i.due_date, o.time_zone) as overdue
 from invoices i join orgs o on o.id = i.org_id
 where i.org_id = :org::uuid and (i.created_at, i.id) < (:cursor_at::timestamptz, :cursor_id::uuid) order by i.created_at desc, i.id desc limit 21
-) l \gset
+/*bench*/ ) l /*end*/ \gset
 select i.id, i.number_text, i.status, i.version, i.customer_id, i.customer_name,
        i.customer_email, i.customer_address, i.customer_tax_id, i.currency,
        i.due_date as "due_date: NaiveDate", i.payment_terms_days, i.subtotal_cents,

@@ -3,7 +3,8 @@
 -- its lines (own_invoice -> app/src/ssr/invoices.rs get -> get_many, with_lines; the server binds
 -- the id as a one-element uuid[]), then side by side on their own connections its emails
 -- (app/src/ssr/outbox.rs for_invoice), its history (app/src/ssr/activity.rs rows with the invoice
--- filter) and its payments and anomalies (app/src/ssr/payments.rs for_invoice); here in sequence.
+-- filter), its payments and anomalies (app/src/ssr/payments.rs for_invoice) and whether the org
+-- takes payments (app/src/ssr/accounts.rs payments_enabled); here in sequence.
 -- The session load (tower-sessions-sqlx-store PostgresStore::load; the app passes its clock as
 -- $2, here now()) and the user load (axum-login Backend::get_user -> app/src/ssr/auth.rs
 -- find_session, by the session row) come first: the auth layer of server/src/web.rs router runs them on every
@@ -13,9 +14,9 @@
 -- Variables: -D org, user, sid, session, invoice.
 select data from "tower_sessions"."session"
 where id = :session and expiry_date > now();
-select u.id, u.email, u.password_hash, u.email_verified_at is not null as verified,
+select u.id, u.email, u.password_hash, u.email_verified_at is not null as "verified!",
        o.id as org_id, o.name as org_name, m.role,
-       s.last_seen_at < now() - interval '1 minute' as stale
+       s.last_seen_at < now() - interval '1 minute' as "stale!"
 from user_sessions s
 join users u on u.id = s.user_id
 join memberships m on m.user_id = s.user_id and m.org_id = s.org_id
@@ -30,7 +31,7 @@ select i.id, i.number_text, i.status, i.version, i.customer_id, i.customer_name,
        i.public_token, i.finalized_at as "finalized_at: DateTime<Utc>",
        i.first_viewed_at as "first_viewed_at: DateTime<Utc>",
        i.created_at as "created_at: DateTime<Utc>"
-from unnest(array[:invoice::uuid]) as wanted (id)
+from unnest(array[:invoice::uuid]::uuid[]) as wanted (id)
 join invoices i on i.id = wanted.id
 join orgs o on o.id = i.org_id
 where i.org_id = :org::uuid;
@@ -71,3 +72,4 @@ order by p.created_at;
 select coalesce(detail, type) as "detail!" from stripe_events
 where org_id = :org::uuid and invoice_id = :invoice::uuid and outcome = 'anomaly'
 order by received_at;
+select payments_enabled from orgs where id = :org::uuid;

@@ -10,9 +10,9 @@
 -- Variables: -D org, user, sid, session.
 select data from "tower_sessions"."session"
 where id = :session and expiry_date > now();
-select u.id, u.email, u.password_hash, u.email_verified_at is not null as verified,
+select u.id, u.email, u.password_hash, u.email_verified_at is not null as "verified!",
        o.id as org_id, o.name as org_name, m.role,
-       s.last_seen_at < now() - interval '1 minute' as stale
+       s.last_seen_at < now() - interval '1 minute' as "stale!"
 from user_sessions s
 join users u on u.id = s.user_id
 join memberships m on m.user_id = s.user_id and m.org_id = s.org_id

@@ -17,7 +17,7 @@ with seen as (
       and (last_viewed_at is null
            or last_viewed_at < now() - make_interval(secs => 60::float8))
 )
-select i.id, i.org_id, o.name as org_name, o.address as org_address
+select i.id, i.org_id, o.name as org_name, o.address as org_address, o.payments_enabled
 from invoices i join orgs o on o.id = i.org_id
 where i.public_token = :token \gset pub_
 select i.id, i.number_text, i.status, i.version, i.customer_id, i.customer_name,
@@ -29,7 +29,7 @@ select i.id, i.number_text, i.status, i.version, i.customer_id, i.customer_name,
        i.public_token, i.finalized_at as "finalized_at: DateTime<Utc>",
        i.first_viewed_at as "first_viewed_at: DateTime<Utc>",
        i.created_at as "created_at: DateTime<Utc>"
-from unnest(array[:pub_id::uuid]) as wanted (id)
+from unnest(array[:pub_id::uuid]::uuid[]) as wanted (id)
 join invoices i on i.id = wanted.id
 join orgs o on o.id = i.org_id
 where i.org_id = :pub_org_id::uuid;

@@ -5,18 +5,18 @@
 \set n random(1, :dups)
 BEGIN;
 with lock as (
-    select case when false then pg_try_advisory_xact_lock(0) else true end as free
+    select case when false::bool then pg_try_advisory_xact_lock(hashtextextended('webhook' || '/' || 'default' || '/' || ('evt_dup_' || :tag::text || '_' || :n::text), 0))
+                else true end as free
 ), won as (
     insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
-    select 'webhook', 'default', 'evt_dup_' || :tag::text || '_' || :n::text, null, 'done', null::uuid, now()
-    from lock where free
+    select 'webhook', 'default', 'evt_dup_' || :tag::text || '_' || :n::text, null::bytea, 'done', null::uuid, now() from lock where free
     on conflict do nothing
     returning true
 )
-select free, exists (select from won) from lock;
+select free as "free!", exists (select from won) as "won!" from lock;
 select status, fingerprint, result_id, response_status, response_headers, response_body,
-       extract(epoch from greatest(locked_until - now(), interval '0'))::float8,
-       coalesce(created_at < now() - make_interval(secs => null::float8), false)
+       extract(epoch from greatest(locked_until - now(), interval '0'))::float8 as "lease_left!",
+       coalesce(created_at < now() - make_interval(secs => null::float8), false) as "expired!"
 from claims
 where scope = 'webhook' and owner = 'default' and key = 'evt_dup_' || :tag::text || '_' || :n::text;
 ROLLBACK;

@@ -10,18 +10,18 @@
 \set r random(1, 1000000000000)
 BEGIN;
 with lock as (
-    select case when false then pg_try_advisory_xact_lock(0) else true end as free
+    select case when false::bool then pg_try_advisory_xact_lock(hashtextextended('webhook' || '/' || 'default' || '/' || ('evt_pgb_' || :client_id::text || '_' || :r::text), 0))
+                else true end as free
 ), won as (
     insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
-    select 'webhook', 'default', 'evt_pgb_' || :client_id::text || '_' || :r::text, null, 'done', null::uuid, now()
-    from lock where free
+    select 'webhook', 'default', 'evt_pgb_' || :client_id::text || '_' || :r::text, null::bytea, 'done', null::uuid, now() from lock where free
     on conflict do nothing
     returning true
 )
-select free, exists (select from won) from lock;
-select org_id, currency, status,
+select free as "free!", exists (select from won) as "won!" from lock;
+select org_id, currency, status /*bench*/,
        (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as pay,
-       (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as outbox_id
+       (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as outbox_id /*end*/
 from invoices
 where id = md5('bench/' || :org::uuid || '/' || :n)::uuid
   and (select true from (select pg_advisory_xact_lock(hashtextextended('stripe' || '/' || ('pi_pgb_' || :client_id::text || '_' || :r::text), 0))) l)
@@ -30,7 +30,7 @@ update checkout_sessions set completed_at = coalesce(completed_at, now())
 where id = 'cs_test_sim_' || replace(md5('bench/' || :org::uuid || '/' || :n)::uuid::text, '-', '')
   and org_id = :org::uuid and invoice_id = md5('bench/' || :org::uuid || '/' || :n)::uuid
   and lower(currency) = lower('usd') and livemode = false
-returning true;
+returning true as "bound!";
 with payment as (
     insert into payments (id, org_id, invoice_id, provider, provider_payment_id, amount_cents,
                           currency, event_id, status, failure)
@@ -50,7 +50,7 @@ with payment as (
     where true and p.invoice_id = md5('bench/' || :org::uuid || '/' || :n)::uuid
     on conflict do nothing
 )
-select id, invoice_id from payment;
+select id as "id!", invoice_id as "invoice_id!" from payment;
 update invoices i
 set (status, payment_state, amount_paid_cents) =
         (select m.new_status, m.new_payment_state, m.kept_cents from invoice_money(i.id) m),
@@ -70,5 +70,5 @@ with finished as (
 insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
 values (:org::uuid, 'webhook', 'stripe/default', 'evt_pgb_' || :client_id::text || '_' || :r::text, 'won',
         md5('bench/' || :org::uuid || '/' || :n)::uuid, gen_random_uuid()::text, 1.0)
-returning (select count(*) from finished);
+returning (select count(*) from finished) as "finished!";
 COMMIT;

@@ -587,6 +587,14 @@ impl Report {
                 p.push(what)
             }
         };
+        // A run that acknowledged nothing of a kind proved nothing about it.
+        require(
+            self.events_acked > 0 && self.api_acked > 0 && self.form_acked > 0,
+            format!(
+                "acknowledged: {} events, {} API creates, {} forms (each kind must be above 0)",
+                self.events_acked, self.api_acked, self.form_acked
+            ),
+        );
         require(
             self.events_lost == 0,
             format!("{} events lost", self.events_lost),

@@ -39,7 +39,7 @@ pub struct ClusterFaultArgs {
     pub phase_secs: u64,
     #[arg(long, default_value_t = 8)]
     pub clients: usize,
-    /// Only one replica kill and the failover (CI's short run).
+    /// Only one replica kill, one worker kill and the failover (CI's short run).
     #[arg(long)]
     pub short: bool,
 }
@@ -82,14 +82,14 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
     tokio::time::sleep(phase).await;
     shell(&cluster("start-replica 2")).await?;
     faults.push("replica 2 back");
+    tokio::time::sleep(phase + Duration::from_millis(rand_ms(1000))).await;
+    shell(&cluster("kill-worker 1")).await?;
+    worker_kills += 1;
+    faults.push("kill -9 worker 1");
+    tokio::time::sleep(phase).await;
+    shell(&cluster("start-worker 1")).await?;
+    faults.push("worker 1 back");
     if !args.short {
-        tokio::time::sleep(phase + Duration::from_millis(rand_ms(1000))).await;
-        shell(&cluster("kill-worker 1")).await?;
-        worker_kills += 1;
-        faults.push("kill -9 worker 1");
-        tokio::time::sleep(phase).await;
-        shell(&cluster("start-worker 1")).await?;
-        faults.push("worker 1 back");
         tokio::time::sleep(phase + Duration::from_millis(rand_ms(1000))).await;
         shell(&cluster("kill-replica 3")).await?;
         shell(&cluster("kill-replica 1")).await?;

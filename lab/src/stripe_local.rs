@@ -12,18 +12,26 @@
 //! - Events (`checkout.session.completed`, `..._async_payment_succeeded`, `..._async_payment_failed`)
 //!   are signed with the endpoint secret and POSTed to the webhook URL, retried with backoff until
 //!   2xx. With `chaos`, each event goes two or three times, some at once, in shuffled order.
+//!
+//! Ids, event envelopes and signatures come from the shipped stand-in (`app::ssr::stripe::standin`,
+//! which `server stripe trigger` uses), so both send the same shapes.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use app::ssr::stripe::standin;
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Form, Json, Router};
 use serde_json::{json, Value};
+
+use delivery::{deliver_all, event};
+
+mod delivery;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -191,12 +199,28 @@ impl Drop for LocalStripe {
     }
 }
 
-fn stripe_error(status: StatusCode, kind: &str, code: Option<&str>, message: &str) -> Response {
+/// `body` with `status`, marked `Idempotent-Replayed` when it is the first answer to a key again.
+fn answer(status: u16, body: Value, replayed: bool) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    let mut response = (status, Json(body)).into_response();
+    if replayed {
+        let headers = response.headers_mut();
+        headers.insert("idempotent-replayed", HeaderValue::from_static("true"));
+    }
+    response
+}
+
+/// Stripe's error object: `{"error": {"type", "code"?, "message"}}`.
+fn error_body(kind: &str, code: Option<&str>, message: &str) -> Value {
     let mut error = json!({ "type": kind, "message": message });
     if let Some(code) = code {
         error["code"] = code.into();
     }
-    (status, Json(json!({ "error": error }))).into_response()
+    json!({ "error": error })
+}
+
+fn stripe_error(status: StatusCode, kind: &str, code: Option<&str>, message: &str) -> Response {
+    answer(status.as_u16(), error_body(kind, code, message), false)
 }
 
 /// The refusal of a request without the configured key, or none. As at Stripe, the key comes as a
@@ -218,11 +242,6 @@ fn unauthorised(shared: &Shared, headers: &HeaderMap) -> Option<Response> {
             "Invalid API Key provided.",
         )),
     }
-}
-
-fn random_id(prefix: &str) -> String {
-    let tail: String = (0..24).map(|_| fastrand::alphanumeric()).collect();
-    format!("{prefix}_{tail}")
 }
 
 async fn create_session(
@@ -266,15 +285,7 @@ async fn create_session(
                     ),
                 );
             }
-            let mut response = (
-                StatusCode::from_u16(*status).unwrap_or(StatusCode::OK),
-                Json(body.clone()),
-            )
-                .into_response();
-            response
-                .headers_mut()
-                .insert("idempotent-replayed", "true".parse().unwrap());
-            return response;
+            return answer(*status, body.clone(), true);
         }
     }
     if store.create_calls <= u64::from(shared.config.fail_first) {
@@ -299,15 +310,12 @@ async fn create_session(
     .into_iter()
     .find(|name| !p.contains_key(name));
     let (status, body) = match missing {
-        Some(name) => (
-            400,
-            json!({ "error": {
-                "type": "invalid_request_error",
-                "code": "parameter_missing",
-                "param": name,
-                "message": format!("Missing required param: {name}."),
-            }}),
-        ),
+        Some(name) => {
+            let message = format!("Missing required param: {name}.");
+            let mut body = error_body("invalid_request_error", Some("parameter_missing"), &message);
+            body["error"]["param"] = name.into();
+            (400, body)
+        }
         None => {
             let unit: i64 = p["line_items[0][price_data][unit_amount]"]
                 .parse()
@@ -317,15 +325,10 @@ async fn create_session(
                 .map_or(Some(1), |q| q.parse().ok())
                 .unwrap_or(-1);
             if unit < 0 || quantity < 1 || p["mode"] != "payment" {
-                (
-                    400,
-                    json!({ "error": {
-                        "type": "invalid_request_error",
-                        "message": "Invalid mode, unit_amount or quantity.",
-                    }}),
-                )
+                let message = "Invalid mode, unit_amount or quantity.";
+                (400, error_body("invalid_request_error", None, message))
             } else {
-                let id = random_id("cs_test");
+                let id = standin::stripe_id("cs_test");
                 let now = chrono::Utc::now().timestamp();
                 let expires_at = p
                     .get("expires_at")
@@ -371,11 +374,7 @@ async fn create_session(
         };
         store.keys.insert(key, keyed);
     }
-    (
-        StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
-        Json(body),
-    )
-        .into_response()
+    answer(status, body, false)
 }
 
 async fn get_session(
@@ -415,27 +414,18 @@ async fn expire_session(
     let mut store = shared.store.lock().unwrap();
     store.expire_calls += 1;
     if let Some(first) = key.as_ref().and_then(|k| store.keys.get(k)) {
-        let mut response = (
-            StatusCode::from_u16(first.status).unwrap_or(StatusCode::OK),
-            Json(first.body.clone()),
-        )
-            .into_response();
-        response
-            .headers_mut()
-            .insert("idempotent-replayed", "true".parse().unwrap());
-        return response;
+        return answer(first.status, first.body.clone(), true);
     }
     let (status, body) = match store.sessions.get_mut(&id) {
-        None => (
-            404,
-            json!({"error": {"type": "invalid_request_error", "code": "resource_missing",
-                             "message": format!("No such checkout.session: '{id}'")}}),
-        ),
-        Some(session) if session["status"] != "open" => (
-            400,
-            json!({"error": {"type": "invalid_request_error",
-                             "message": "Only Checkout Sessions with a status in [\"open\"] can be expired."}}),
-        ),
+        None => {
+            let message = format!("No such checkout.session: '{id}'");
+            let code = Some("resource_missing");
+            (404, error_body("invalid_request_error", code, &message))
+        }
+        Some(session) if session["status"] != "open" => {
+            let message = "Only Checkout Sessions with a status in [\"open\"] can be expired.";
+            (400, error_body("invalid_request_error", None, message))
+        }
         Some(session) => {
             session["status"] = json!("expired");
             (200, session.clone())
@@ -451,11 +441,7 @@ async fn expire_session(
             },
         );
     }
-    (
-        StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
-        Json(body),
-    )
-        .into_response()
+    answer(status, body, false)
 }
 
 async fn list_sessions(State(shared): State<Shared>, headers: HeaderMap) -> Response {
@@ -472,6 +458,13 @@ async fn list_sessions(State(shared): State<Shared>, headers: HeaderMap) -> Resp
     Json(json!({ "object": "list", "data": data, "has_more": false })).into_response()
 }
 
+/// The page of a session that does not exist, and the note on one nobody can pay any more.
+fn no_such_session() -> Response {
+    let page = Html("<h1>No such checkout session</h1>");
+    (StatusCode::NOT_FOUND, page).into_response()
+}
+const CLOSED: &str = "<p class=\"closed\">This checkout session is no longer open.</p>";
+
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -481,11 +474,7 @@ fn escape(text: &str) -> String {
 
 async fn checkout_page(State(shared): State<Shared>, Path(id): Path<String>) -> Response {
     let Some(session) = shared.store.lock().unwrap().sessions.get(&id).cloned() else {
-        return (
-            StatusCode::NOT_FOUND,
-            Html("<h1>No such checkout session</h1>"),
-        )
-            .into_response();
+        return no_such_session();
     };
     let amount = session["amount_total"].as_i64().unwrap_or(0);
     let currency = session["currency"]
@@ -511,7 +500,7 @@ async fn checkout_page(State(shared): State<Shared>, Path(id): Path<String>) -> 
         })
         .collect::<String>()
     } else {
-        "<p class=\"closed\">This checkout session is no longer open.</p>".to_owned()
+        CLOSED.to_owned()
     };
     Html(format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" \
@@ -535,15 +524,10 @@ async fn pay(
     let (session, events) = {
         let mut store = shared.store.lock().unwrap();
         let Some(session) = store.sessions.get_mut(&id) else {
-            return (
-                StatusCode::NOT_FOUND,
-                Html("<h1>No such checkout session</h1>"),
-            )
-                .into_response();
+            return no_such_session();
         };
         if session["status"] != "open" {
-            return Html("<p class=\"closed\">This checkout session is no longer open.</p>")
-                .into_response();
+            return Html(CLOSED).into_response();
         }
         if form.method == "decline" {
             let back = session["cancel_url"].as_str().unwrap_or("/").to_owned();
@@ -563,18 +547,13 @@ async fn pay(
         };
         session["status"] = "complete".into();
         session["payment_status"] = paid_now.into();
-        session["payment_intent"] = random_id("pi").into();
+        session["payment_intent"] = standin::payment_intent_id().into();
         session["url"] = Value::Null;
-        let mut events = vec![event("checkout.session.completed", session)];
+        let mut events = vec![event("checkout.session.completed", session.clone())];
         if let Some(kind) = later {
             let mut settled = session.clone();
-            settled["payment_status"] = if kind.ends_with("succeeded") {
-                "paid"
-            } else {
-                "unpaid"
-            }
-            .into();
-            events.push(event(kind, &settled));
+            settled["payment_status"] = standin::session_payment_status(kind, paid_now).into();
+            events.push(event(kind, settled));
         }
         store.events.extend(events.iter().cloned());
         (store.sessions[&id].clone(), events)
@@ -582,81 +561,4 @@ async fn pay(
     deliver_all(shared, events);
     let success = session["success_url"].as_str().unwrap_or("/").to_owned();
     (StatusCode::SEE_OTHER, [(header::LOCATION, success)]).into_response()
-}
-
-fn event(kind: &str, session: &Value) -> Value {
-    json!({
-        "id": random_id("evt"),
-        "object": "event",
-        "api_version": app::ssr::stripe::client::STRIPE_VERSION,
-        "created": chrono::Utc::now().timestamp(),
-        "livemode": false,
-        "pending_webhooks": 1,
-        "type": kind,
-        "data": { "object": session },
-    })
-}
-
-/// Sends `events` in the background, in order (a delayed method's settlement after its completion),
-/// or with chaos: each two or three times, some at once, in shuffled order.
-fn deliver_all(shared: Shared, events: Vec<Value>) {
-    let Some(url) = shared.webhook_url.lock().unwrap().clone() else {
-        return;
-    };
-    tokio::spawn(async move {
-        if !shared.config.chaos {
-            for e in events {
-                deliver(&shared, &url, &e.to_string()).await;
-            }
-            return;
-        }
-        let mut copies: Vec<String> = events
-            .iter()
-            .flat_map(|e| std::iter::repeat_n(e.to_string(), fastrand::usize(2..=3)))
-            .collect();
-        fastrand::shuffle(&mut copies);
-        let mut sends = Vec::new();
-        for payload in copies {
-            let (shared, url) = (shared.clone(), url.clone());
-            // Half go at once, the others after a short random pause: overlaps and reorderings.
-            let pause = if fastrand::bool() {
-                Duration::ZERO
-            } else {
-                Duration::from_millis(fastrand::u64(5..150))
-            };
-            sends.push(tokio::spawn(async move {
-                tokio::time::sleep(pause).await;
-                deliver(&shared, &url, &payload).await;
-            }));
-        }
-        for send in sends {
-            let _ = send.await;
-        }
-    });
-}
-
-/// One event, signed now, retried with backoff until the app answers 2xx (or ten tries).
-async fn deliver(shared: &Shared, url: &str, payload: &str) {
-    let mut pause = Duration::from_millis(200);
-    for _ in 0..10 {
-        let signature = app::ssr::stripe::signature::header(
-            &shared.config.webhook_secret,
-            chrono::Utc::now().timestamp(),
-            payload.as_bytes(),
-        );
-        let sent = shared
-            .http
-            .post(url)
-            .header("stripe-signature", signature)
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(payload.to_owned())
-            .send()
-            .await;
-        if sent.is_ok_and(|r| r.status().is_success()) {
-            return;
-        }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(10));
-    }
-    eprintln!("local stripe: gave up delivering an event to {url}");
 }

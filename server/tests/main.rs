@@ -19,6 +19,7 @@ mod money_order;
 mod observability;
 mod outbox;
 mod pg_tls;
+mod pgbench_scripts;
 mod plans;
 mod public_page;
 mod readiness;

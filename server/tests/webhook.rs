@@ -252,7 +252,7 @@ async fn a_refund_moves_paid_to_refunded_and_a_late_payment_event_changes_nothin
     let app = TestApp::spawn(pool).await;
     let (_, invoice) = app.invoice(5_000, "usd").await;
     let (_, paid) = standin::checkout_completed(invoice, 5_000, "usd");
-    let (_, refund) = standin::charge_refunded(&payment_intent(&paid));
+    let refund = charge_refunded(&payment_intent(&paid));
     assert_eq!(app.deliver(&paid).await.0, 200);
     assert_eq!(app.deliver(&refund).await.0, 200);
     assert_eq!(app.invoice_state(invoice).await.0, "refunded");
@@ -267,7 +267,7 @@ async fn a_refund_before_its_payment_is_kept_and_applied_when_the_payment_arrive
     let app = TestApp::spawn(pool).await;
     let (_, invoice) = app.invoice(5_000, "usd").await;
     let (_, paid) = standin::checkout_completed(invoice, 5_000, "usd");
-    let (_, refund) = standin::charge_refunded(&payment_intent(&paid));
+    let refund = charge_refunded(&payment_intent(&paid));
     assert_eq!(app.deliver(&refund).await.0, 200);
     let deferred: String = sqlx::query_scalar("select outcome from stripe_events")
         .fetch_one(&app.pool)
@@ -299,7 +299,7 @@ async fn a_payment_and_its_refund_arriving_together_never_lose_the_refund(pool: 
     for _ in 0..15 {
         let (_, invoice) = app.invoice(5_000, "usd").await;
         let (_, paid) = standin::checkout_completed(invoice, 5_000, "usd");
-        let (_, refund) = standin::charge_refunded(&payment_intent(&paid));
+        let refund = charge_refunded(&payment_intent(&paid));
         pairs.push((invoice, paid, refund));
     }
     let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(30));
@@ -336,10 +336,15 @@ async fn refunding_one_of_two_payments_reopens_the_invoice_for_what_is_due(pool:
     assert_eq!(app.deliver(&first).await.0, 200);
     assert_eq!(app.deliver(&second).await.0, 200);
     assert_eq!(app.invoice_state(invoice).await, ("paid".into(), 5_000));
-    let (_, refund) = standin::charge_refunded(&payment_intent(&first));
+    let refund = charge_refunded(&payment_intent(&first));
     assert_eq!(app.deliver(&refund).await.0, 200);
     assert_eq!(app.invoice_state(invoice).await, ("open".into(), 3_000));
-    let (_, rest) = standin::charge_refunded(&payment_intent(&second));
+    let rest = charge_refunded(&payment_intent(&second));
     assert_eq!(app.deliver(&rest).await.0, 200);
     assert_eq!(app.invoice_state(invoice).await.1, 0);
+}
+
+/// `charge.refunded` for the whole charge of `payment_intent` (the amount left to Stripe).
+fn charge_refunded(payment_intent: &str) -> String {
+    standin::refund_event(&standin::event_id(), payment_intent, 0, "usd", true, false)
 }

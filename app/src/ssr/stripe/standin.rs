@@ -7,22 +7,38 @@ use uuid::Uuid;
 
 use super::signature;
 
-fn stripe_id(prefix: &str) -> String {
+/// A fresh Stripe-style id: `prefix` (`evt`, `pi`, `cs_test`, ...), an underscore and a random tail.
+pub fn stripe_id(prefix: &str) -> String {
     format!("{prefix}_{}", Uuid::new_v4().simple())
 }
 
-fn event_with_id(id: &str, kind: &str, livemode: bool, object: serde_json::Value) -> String {
+/// The event `id` of type `kind` about `object`, as Stripe sends it (created now, our API version).
+pub fn event(id: &str, kind: &str, livemode: bool, object: serde_json::Value) -> serde_json::Value {
     json!({
         "id": id,
         "object": "event",
-        "api_version": "2024-06-20",
+        "api_version": super::client::STRIPE_VERSION,
         "created": chrono::Utc::now().timestamp(),
         "livemode": livemode,
         "pending_webhooks": 1,
         "type": kind,
         "data": { "object": object },
     })
-    .to_string()
+}
+
+fn event_with_id(id: &str, kind: &str, livemode: bool, object: serde_json::Value) -> String {
+    event(id, kind, livemode, object).to_string()
+}
+
+/// A checkout session's `payment_status` once an event of `kind` is sent about it: the
+/// asynchronous settlements decide it, the completion keeps `status` (`paid` for a card, `unpaid`
+/// for a bank debit still under way).
+pub fn session_payment_status<'a>(kind: &str, status: &'a str) -> &'a str {
+    match kind {
+        "checkout.session.async_payment_succeeded" => "paid",
+        "checkout.session.async_payment_failed" => "unpaid",
+        _ => status,
+    }
 }
 
 /// A fresh `pi_...` id.
@@ -51,11 +67,7 @@ pub struct Session<'a> {
 
 impl Session<'_> {
     pub fn event(&self, event_id: &str) -> String {
-        let payment_status = match self.kind {
-            "checkout.session.async_payment_succeeded" => "paid",
-            "checkout.session.async_payment_failed" => "unpaid",
-            _ => self.payment_status,
-        };
+        let payment_status = session_payment_status(self.kind, self.payment_status);
         event_with_id(
             event_id,
             self.kind,
@@ -159,13 +171,6 @@ pub fn refund_event(
     )
 }
 
-/// `charge.refunded` for the whole charge of `payment_intent` (amount unknown to the caller).
-pub fn charge_refunded(payment_intent: &str) -> (String, String) {
-    let id = stripe_id("evt");
-    let body = refund_event(&id, payment_intent, 0, "usd", true, false);
-    (id, body)
-}
-
 /// `charge.dispute.created` (open) or `charge.dispute.closed` (`status`: `won` / `lost`) of
 /// `amount` (our minor units) of the charge of `payment_intent`.
 #[derive(Debug, Clone)]
@@ -235,18 +240,28 @@ pub async fn stored_payload(pool: &PgPool, event_id: &str) -> sqlx::Result<Optio
     .await
 }
 
+/// The POST of `payload` to `url` through `http`, signed now with `secret` as Stripe signs a
+/// delivery.
+pub fn signed_post(
+    http: &reqwest::Client,
+    url: &str,
+    secret: &str,
+    payload: &str,
+) -> reqwest::RequestBuilder {
+    let header = signature::header(secret, chrono::Utc::now().timestamp(), payload.as_bytes());
+    http.post(url)
+        .header("content-type", "application/json")
+        .header("stripe-signature", header)
+        .body(payload.to_owned())
+}
+
 /// Signs `payload` now with `secret` and POSTs it to `url`; returns the HTTP status and body.
 pub async fn deliver(
     url: &str,
     secret: &str,
     payload: &str,
 ) -> Result<(u16, String), reqwest::Error> {
-    let header = signature::header(secret, chrono::Utc::now().timestamp(), payload.as_bytes());
-    let response = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("stripe-signature", header)
-        .body(payload.to_owned())
+    let response = signed_post(&reqwest::Client::new(), url, secret, payload)
         .send()
         .await?;
     let status = response.status().as_u16();

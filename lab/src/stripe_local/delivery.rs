@@ -1,0 +1,69 @@
+//! The local Stripe's webhook deliveries: events built and signed by the shipped stand-in, POSTed
+//! to the app and retried with backoff until it answers 2xx, or with chaos.
+
+use std::time::Duration;
+
+use app::ssr::stripe::standin;
+use serde_json::Value;
+
+use super::Shared;
+
+/// A test-mode event of `kind` about `session`, with a fresh id.
+pub(super) fn event(kind: &str, session: Value) -> Value {
+    standin::event(&standin::event_id(), kind, false, session)
+}
+
+/// Sends `events` in the background, in order (a delayed method's settlement after its completion),
+/// or with chaos: each two or three times, some at once, in shuffled order.
+pub(super) fn deliver_all(shared: Shared, events: Vec<Value>) {
+    let Some(url) = shared.webhook_url.lock().unwrap().clone() else {
+        return;
+    };
+    tokio::spawn(async move {
+        if !shared.config.chaos {
+            for e in events {
+                deliver(&shared, &url, &e.to_string()).await;
+            }
+            return;
+        }
+        let mut copies: Vec<String> = events
+            .iter()
+            .flat_map(|e| std::iter::repeat_n(e.to_string(), fastrand::usize(2..=3)))
+            .collect();
+        fastrand::shuffle(&mut copies);
+        let mut sends = Vec::new();
+        for payload in copies {
+            let (shared, url) = (shared.clone(), url.clone());
+            // Half go at once, the others after a short random pause: overlaps and reorderings.
+            let pause = if fastrand::bool() {
+                Duration::ZERO
+            } else {
+                Duration::from_millis(fastrand::u64(5..150))
+            };
+            sends.push(tokio::spawn(async move {
+                tokio::time::sleep(pause).await;
+                deliver(&shared, &url, &payload).await;
+            }));
+        }
+        for send in sends {
+            let _ = send.await;
+        }
+    });
+}
+
+/// One event, signed now, retried with backoff until the app answers 2xx (or ten tries).
+async fn deliver(shared: &Shared, url: &str, payload: &str) {
+    let mut pause = Duration::from_millis(200);
+    for _ in 0..10 {
+        let secret = &shared.config.webhook_secret;
+        let sent = standin::signed_post(&shared.http, url, secret, payload)
+            .send()
+            .await;
+        if sent.is_ok_and(|r| r.status().is_success()) {
+            return;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(10));
+    }
+    eprintln!("local stripe: gave up delivering an event to {url}");
+}
