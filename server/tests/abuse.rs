@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::common::pages;
+use crate::common::rows::{new_owner, public_token};
 use crate::common::served::TestApp;
 use crate::common::{client, create_org, login, Server, TestDb};
 
@@ -45,11 +47,7 @@ async fn heaviest_invoice(pool: &PgPool, email: &str) -> String {
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    sqlx::query_scalar("select public_token from invoices where id = $1")
-        .bind(invoice.id)
-        .fetch_one(pool)
-        .await
-        .unwrap()
+    public_token(pool, invoice.id).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -170,11 +168,7 @@ async fn customer_pages_pdfs_and_pay_are_limited_per_address_and_per_link(pool: 
     })
     .await;
     let (_, invoice) = app.invoice(1000, "eur").await;
-    let token: String = sqlx::query_scalar("select public_token from invoices where id = $1")
-        .bind(invoice)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let token: String = public_token(&app.pool, invoice).await;
     let get = |path: String| {
         let http = app.http.clone();
         let url = format!("{}{path}", app.base);
@@ -184,12 +178,7 @@ async fn customer_pages_pdfs_and_pay_are_limited_per_address_and_per_link(pool: 
         assert_eq!(get(format!("/i/{token}")).await.status(), 200);
     }
     // Pay counts with the page.
-    let pay = app
-        .http
-        .post(format!("{}/i/{token}/pay", app.base))
-        .send()
-        .await
-        .unwrap();
+    let pay = pages::post(&app.http, format!("{}/i/{token}/pay", app.base)).await;
     assert_ne!(pay.status(), 429);
     let refused = get(format!("/i/{token}")).await;
     assert_eq!(refused.status(), 429);
@@ -220,11 +209,7 @@ async fn one_customer_link_has_its_own_allowance_across_addresses(pool: PgPool) 
     })
     .await;
     let (_, invoice) = app.invoice(1000, "eur").await;
-    let token: String = sqlx::query_scalar("select public_token from invoices where id = $1")
-        .bind(invoice)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let token: String = public_token(&app.pool, invoice).await;
     let from = |address: &str| {
         app.http
             .get(format!("{}/i/{token}/pdf", app.base))
@@ -251,13 +236,7 @@ async fn unauthorized_posts_get_nothing_back_and_parser_words_stay_in_the_log(po
             body.push(("invoice_id".into(), Uuid::new_v4().to_string()));
             body.push(("version".into(), "not a number".into()));
         }
-        let res = app
-            .http
-            .post(format!("{}/rpc/{endpoint}", app.base))
-            .form(&body)
-            .send()
-            .await
-            .unwrap();
+        let res = pages::post_form(&app.http, format!("{}/rpc/{endpoint}", app.base), &body).await;
         assert_eq!(res.status(), 401, "{endpoint}");
         let text = res.text().await.unwrap();
         assert!(!text.contains("marker-7f3a"), "{endpoint} echoed: {text}");
@@ -277,12 +256,7 @@ async fn unauthorized_posts_get_nothing_back_and_parser_words_stay_in_the_log(po
         .unwrap();
     let http = client();
     login(&http, &app.base, &viewer, "correct horse").await;
-    let res = http
-        .post(format!("{}/rpc/create_invoice", app.base))
-        .form(&form)
-        .send()
-        .await
-        .unwrap();
+    let res = pages::post_form(&http, format!("{}/rpc/create_invoice", app.base), &form).await;
     assert_eq!(res.status(), 403);
     assert!(!res.text().await.unwrap().contains("marker-7f3a"));
 
@@ -291,12 +265,7 @@ async fn unauthorized_posts_get_nothing_back_and_parser_words_stay_in_the_log(po
     bad.retain(|(k, _)| k != "input[lines][0][quantity]");
     bad.push(("input[lines][0][quantity][deep]".into(), "x".into()));
     bad.push(("input[discount_percent]".into(), "{not json".into()));
-    let res = http
-        .post(format!("{}/rpc/create_invoice", app.base))
-        .form(&bad)
-        .send()
-        .await
-        .unwrap();
+    let res = pages::post_form(&http, format!("{}/rpc/create_invoice", app.base), &bad).await;
     assert_eq!(res.status(), 400);
     let text = res.text().await.unwrap();
     assert!(text.contains("could not be read"), "{text}");
@@ -314,10 +283,7 @@ async fn unauthorized_posts_get_nothing_back_and_parser_words_stay_in_the_log(po
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn every_server_function_answers_bad_input_with_a_client_error(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let email = format!("owner-{}@example.com", Uuid::new_v4().simple());
-    app::ssr::accounts::create_org_with_owner(&app.pool, "Bad Input", &email, "correct horse")
-        .await
-        .unwrap();
+    let (email, _) = new_owner(&app.pool, "Bad Input").await;
     let owner = client();
     login(&owner, &app.base, &email, "correct horse").await;
     let mut endpoints: Vec<String> = leptos::server_fn::axum::server_fn_paths()
@@ -353,12 +319,8 @@ async fn every_server_function_answers_bad_input_with_a_client_error(pool: PgPoo
                 continue;
             }
             for body in &bodies {
-                let status = http
-                    .post(format!("{}/rpc/{endpoint}", app.base))
-                    .form(body)
-                    .send()
+                let status = pages::post_form(&http, format!("{}/rpc/{endpoint}", app.base), body)
                     .await
-                    .unwrap()
                     .status();
                 if status.is_server_error() {
                     server_errors.push(format!("{who} {endpoint} {body:?}: {status}"));

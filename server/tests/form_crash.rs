@@ -1,5 +1,7 @@
 //! The form surface survives the process dying at its worst moment: after the claim, before commit.
 
+use crate::common::pages;
+use crate::common::rows::{count_rows, scalars};
 use crate::common::{self, client, create_org, invoice_form, login, Server, TestDb};
 
 #[tokio::test]
@@ -40,13 +42,12 @@ async fn a_crash_after_the_claim_loses_nothing_and_duplicates_nothing() {
     let server = Server::start(&db, "").await;
     let mut locations = Vec::new();
     for _ in 0..2 {
-        let res = browser
-            .post(format!("{}/rpc/create_invoice", server.base))
-            .header("accept", "text/html")
-            .form(&invoice_form(&key, "Ada"))
-            .send()
-            .await
-            .unwrap();
+        let res = pages::submit(
+            &browser,
+            format!("{}/rpc/create_invoice", server.base),
+            &invoice_form(&key, "Ada"),
+        )
+        .await;
         assert_eq!(res.status(), 302);
         locations.push(res.headers()["location"].to_str().unwrap().to_owned());
     }
@@ -55,10 +56,7 @@ async fn a_crash_after_the_claim_loses_nothing_and_duplicates_nothing() {
         "the replay lands on the same invoice"
     );
     assert!(locations[0].starts_with("/invoices/"));
-    let numbers: Vec<i32> = sqlx::query_scalar("select number from invoices")
-        .fetch_all(&pool)
-        .await
-        .unwrap();
+    let numbers: Vec<i32> = scalars(&pool, "select number from invoices").await;
     assert_eq!(
         numbers,
         [1],
@@ -66,14 +64,12 @@ async fn a_crash_after_the_claim_loses_nothing_and_duplicates_nothing() {
     );
 
     server.stop().await;
-    pool.close().await;
-    db.cleanup().await;
+    db.finish(pool).await;
 }
 
 #[tokio::test]
 async fn the_form_needs_a_session_and_the_org_comes_from_it() {
-    let db = TestDb::new("form_auth").await;
-    create_org(&db, "A", "a@example.com").await;
+    let db = TestDb::with_org("form_auth", "A", "a@example.com").await;
     // A second, real org: the one an attacker would like the invoice to land in.
     let other = create_org(&db, "B", "b@example.com").await;
     let server = Server::start(&db, "").await;
@@ -82,12 +78,12 @@ async fn the_form_needs_a_session_and_the_org_comes_from_it() {
 
     // No session: refused, nothing written.
     let anonymous = client();
-    let res = anonymous
-        .post(format!("{}/rpc/create_invoice", server.base))
-        .form(&invoice_form(&key, "Ada"))
-        .send()
-        .await
-        .unwrap();
+    let res = pages::post_form(
+        &anonymous,
+        format!("{}/rpc/create_invoice", server.base),
+        &invoice_form(&key, "Ada"),
+    )
+    .await;
     assert_eq!(res.status(), 401);
     let body = res.text().await.unwrap();
     assert!(body.contains("Unauthorized"), "{body}");
@@ -109,19 +105,14 @@ async fn the_form_needs_a_session_and_the_org_comes_from_it() {
     login(&browser, &server.base, "a@example.com", "correct horse").await;
     let mut form = invoice_form(&key, "Ada");
     form.push(("org_id".into(), other.to_string()));
-    let res = browser
-        .post(format!("{}/rpc/create_invoice", server.base))
-        .header("accept", "text/html")
-        .form(&form)
-        .send()
-        .await
-        .unwrap();
+    let res = pages::submit(
+        &browser,
+        format!("{}/rpc/create_invoice", server.base),
+        &form,
+    )
+    .await;
     assert_eq!(res.status(), 302);
-    let in_other: i64 = sqlx::query_scalar("select count(*) from invoices where org_id = $1")
-        .bind(other)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let in_other: i64 = count_rows(&pool, "invoices where org_id = $1", other).await;
     assert_eq!(in_other, 0, "nothing in the smuggled org");
     let (owner_email,): (String,) = sqlx::query_as(
         "select u.email from invoices i join memberships m on m.org_id = i.org_id join users u on u.id = m.user_id",
@@ -132,14 +123,12 @@ async fn the_form_needs_a_session_and_the_org_comes_from_it() {
     assert_eq!(owner_email, "a@example.com");
 
     server.stop().await;
-    pool.close().await;
-    db.cleanup().await;
+    db.finish(pool).await;
 }
 
 #[tokio::test]
 async fn create_org_refuses_a_taken_email_with_a_clear_message() {
-    let db = TestDb::new("cli").await;
-    create_org(&db, "A", "dup@example.com").await;
+    let db = TestDb::with_org("cli", "A", "dup@example.com").await;
     let out = tokio::process::Command::new(common::SERVER)
         .args([
             "admin",

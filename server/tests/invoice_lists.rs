@@ -4,6 +4,7 @@
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::common::rows::{new_owner, scalar, scalar_for};
 use crate::common::served::TestApp;
 
 fn body(customer: &str, due: &str, draft: bool) -> String {
@@ -136,10 +137,7 @@ async fn the_overdue_filter_pages_most_overdue_first_by_its_index(pool: PgPool) 
     assert_eq!(mixed.status, 400);
 
     // The page comes from the index by due date, bounded by today (planner asked to avoid scans).
-    let org: Uuid = sqlx::query_scalar("select org_id from invoices limit 1")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let org: Uuid = scalar(&app.pool, "select org_id from invoices limit 1").await;
     let mut conn = app.pool.acquire().await.unwrap();
     for off in ["enable_seqscan", "enable_bitmapscan"] {
         sqlx::query(&format!("set {off} = off"))
@@ -258,10 +256,7 @@ async fn list_shapes_and_searches_run_prepared_on_their_index(pool: PgPool) {
             .await;
         assert_eq!(res.status, 201);
     }
-    let org: Uuid = sqlx::query_scalar("select org_id from invoices limit 1")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let org: Uuid = scalar(&app.pool, "select org_id from invoices limit 1").await;
     let filter = |status: Option<&str>, payment: Option<&str>, q: Option<&str>| ListFilter {
         status: status.map(str::to_owned),
         payment_state: payment.map(str::to_owned),
@@ -411,10 +406,7 @@ async fn list_shapes_and_searches_run_prepared_on_their_index(pool: PgPool) {
 async fn searches_find_every_match_once_in_order_few_or_many(pool: PgPool) {
     use app::ssr::invoices::{page, ListFilter, SEARCH_SORTS_AT_MOST};
 
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account = app::ssr::accounts::create_org_with_owner(&pool, "Big", &email, "correct horse")
-        .await
-        .unwrap();
+    let (_, account) = new_owner(&pool, "Big").await;
     let org = account.org_id;
     // 3,000 invoices of 150 customers, numbered INV-0000001 on in the order they were created.
     lab::datagen::skewed(&pool, org, 3000, 20, 10)
@@ -516,10 +508,7 @@ async fn activity_pages_run_prepared_unless_they_search_a_key(pool: PgPool) {
         .await;
     assert_eq!(res.status, 201);
     let invoice: Uuid = res.json()["id"].as_str().unwrap().parse().unwrap();
-    let org: Uuid = sqlx::query_scalar("select org_id from invoices limit 1")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let org: Uuid = scalar(&app.pool, "select org_id from invoices limit 1").await;
     let mut conn = app.pool.acquire().await.unwrap();
     let prepared = "select count(*) from pg_prepared_statements \
                     where statement like '%from attempts a%'";
@@ -577,11 +566,12 @@ async fn the_invoice_lookups_generic_plan_reads_the_invoices_not_the_org(pool: P
     lab::datagen::skewed(&app.pool, org, 20_000, 200, 10)
         .await
         .unwrap();
-    let id: Uuid = sqlx::query_scalar("select id from invoices where org_id = $1 limit 1")
-        .bind(org)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let id: Uuid = scalar_for(
+        &app.pool,
+        "select id from invoices where org_id = $1 limit 1",
+        org,
+    )
+    .await;
 
     let mut conn = app.pool.acquire().await.unwrap();
     let found = app::ssr::invoices::get(&mut conn, org, id, "http://x")

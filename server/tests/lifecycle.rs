@@ -9,6 +9,7 @@ use app::ssr::stripe::standin;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::common::rows::{count_rows, scalar, scalars_for};
 use crate::common::served::{invoice_body, TestApp};
 
 fn draft_body(customer: &str) -> String {
@@ -127,12 +128,12 @@ async fn fifty_concurrent_finalizations_in_one_org_number_without_gaps(pool: PgP
         }
     }
     assert_eq!(now, AT_ONCE / 2, "each draft finalized exactly once");
-    let numbers: Vec<i32> =
-        sqlx::query_scalar("select number from invoices where org_id = $1 order by number")
-            .bind(org)
-            .fetch_all(&pool)
-            .await
-            .unwrap();
+    let numbers: Vec<i32> = scalars_for(
+        &pool,
+        "select number from invoices where org_id = $1 order by number",
+        org,
+    )
+    .await;
     assert_eq!(numbers, (1..=(AT_ONCE / 2) as i32).collect::<Vec<_>>());
     wide.close().await;
 }
@@ -281,12 +282,11 @@ async fn numbers_follow_the_orgs_format_and_restart_yearly(pool: PgPool) {
     .execute(&pool)
     .await
     .unwrap();
-    let year: i32 = sqlx::query_scalar(
+    let year: i32 = scalar(
+        &pool,
         "select extract(year from now() at time zone 'Pacific/Kiritimati')::int",
     )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    .await;
     let a = app
         .post_invoice(Some(&token), Some("y-1"), &invoice_body("A"))
         .await
@@ -650,13 +650,12 @@ async fn the_demo_org_has_every_state_and_seeds_once(pool: PgPool) {
             "{want:?} missing from {states:?}"
         );
     }
-    let overdue: i64 = sqlx::query_scalar(
-        "select count(*) from invoices where org_id = $1 and status = 'open' and due_date < current_date",
+    let overdue: i64 = count_rows(
+        &pool,
+        "invoices where org_id = $1 and status = 'open' and due_date < current_date",
+        org,
     )
-    .bind(org)
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    .await;
     assert!(overdue >= 1);
     assert_eq!(
         sqlx::query_scalar::<_, i64>("select count(*) from customers where org_id = $1")

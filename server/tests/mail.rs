@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::common::rows::{public_token, scalar};
 use crate::common::{self, queue_email, SmtpSink};
 use app::ssr::mail::Mailer;
 use app::ssr::worker::{self, WorkerConfig};
@@ -13,8 +14,6 @@ use uuid::Uuid;
 
 /// A throwaway CA and a certificate for `localhost` signed by it: (dir, ca.pem, leaf.pem, leaf.key).
 fn certificates() -> (PathBuf, PathBuf, PathBuf, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("invoicer-tls-{}", Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).unwrap();
     let script = r#"
         set -e
         openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
@@ -25,13 +24,7 @@ fn certificates() -> (PathBuf, PathBuf, PathBuf, PathBuf) {
         openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out leaf.pem \
           -days 1 -extfile leaf.ext 2>/dev/null
     "#;
-    let status = std::process::Command::new("bash")
-        .arg("-c")
-        .arg(script)
-        .current_dir(&dir)
-        .status()
-        .expect("openssl is needed for the TLS tests");
-    assert!(status.success(), "openssl failed");
+    let dir = crate::common::openssl("invoicer-tls", script);
     (
         dir.clone(),
         dir.join("ca.pem"),
@@ -61,6 +54,12 @@ fn config() -> WorkerConfig {
 
 async fn drain(pool: &PgPool, mailer: &Mailer) {
     while worker::drain_once(pool, mailer, &config()).await.unwrap() > 0 {}
+}
+
+/// One delivery pass to `url` from the development sender, trusting only the system's CAs.
+async fn attempt_once(pool: &PgPool, url: &str) {
+    let mailer = mailer(url, None, app::ssr::mail::DEV_FROM);
+    worker::drain_once(pool, &mailer, &config()).await.unwrap();
 }
 
 async fn one_email(pool: &PgPool) -> (Uuid, Uuid) {
@@ -109,13 +108,7 @@ async fn an_unreachable_server_is_a_plain_class_too(pool: PgPool) {
     one_email(&pool).await;
     let closed = common::free_port();
     let url = format!("smtp://127.0.0.1:{closed}");
-    worker::drain_once(
-        &pool,
-        &mailer(&url, None, app::ssr::mail::DEV_FROM),
-        &config(),
-    )
-    .await
-    .unwrap();
+    attempt_once(&pool, &url).await;
     let (attempts, sent, dead, error) = outbox_state(&pool).await;
     assert_eq!((attempts, sent, dead), (1, false, false), "retried later");
     assert_eq!(error.as_deref(), Some("mail server unreachable"));
@@ -159,13 +152,7 @@ async fn credentials_never_travel_in_clear(pool: PgPool) {
     let sink = SmtpSink::start(0, false).await;
     one_email(&pool).await;
     let url = format!("smtp://billing:secret@127.0.0.1:{}", sink.port);
-    worker::drain_once(
-        &pool,
-        &mailer(&url, None, app::ssr::mail::DEV_FROM),
-        &config(),
-    )
-    .await
-    .unwrap();
+    attempt_once(&pool, &url).await;
     let (attempts, sent, dead, error) = outbox_state(&pool).await;
     assert_eq!((attempts, sent, dead), (1, false, false));
     assert_eq!(
@@ -199,19 +186,12 @@ async fn smtps_speaks_tls_from_the_first_byte(pool: PgPool) {
     let untrusted = implicit_tls_sink(&cert, &key).await;
     one_email(&pool).await;
     let url = format!("smtps://localhost:{}", untrusted.port);
-    worker::drain_once(
+    attempt_once(&pool, &url).await;
+    let error: Option<String> = scalar(
         &pool,
-        &mailer(&url, None, app::ssr::mail::DEV_FROM),
-        &config(),
-    )
-    .await
-    .unwrap();
-    let error: Option<String> = sqlx::query_scalar(
         "select last_error from outbox where sent_at is null order by created_at desc limit 1",
     )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    .await;
     assert_eq!(
         error.as_deref(),
         Some("secure connection to the mail server failed")
@@ -226,11 +206,7 @@ async fn invoice_emails_link_to_the_customers_page_not_the_owners(pool: PgPool) 
     let (_, invoice) = one_email(&pool).await;
     drain(&pool, &mailer(&sink.url(), None, "billing@example.com")).await;
     let messages = sink.wait_for(1, Duration::from_secs(10)).await;
-    let token: String = sqlx::query_scalar("select public_token from invoices where id = $1")
-        .bind(invoice)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let token: String = public_token(&pool, invoice).await;
     let base = config().public_url;
     // Quoted-printable may fold long lines: compare without soft line breaks.
     let text = messages[0].replace("=\r\n", "").replace("=\n", "");

@@ -1,6 +1,7 @@
 //! Money as Stripe means it, one row of the state table at a time (docs/webhooks.md), through the real
 //! route with real signatures.
 
+use crate::common::rows::scalar;
 use crate::common::served::TestApp;
 use app::ssr::stripe::standin;
 use sqlx::PgPool;
@@ -298,10 +299,7 @@ async fn money_for_a_void_invoice_is_recorded_flagged_and_not_mailed(pool: PgPoo
     );
     assert_eq!(receipts(&app).await, 0);
     assert_eq!(state(&app, invoice).await, s("void", "paid", 5_000));
-    let detail: String = sqlx::query_scalar("select detail from stripe_events")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let detail: String = scalar(&app.pool, "select detail from stripe_events").await;
     assert!(detail.contains("void"), "{detail}");
 }
 

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::common::rows::count_rows;
 use crate::common::served::TestApp;
 use app::ssr::stripe::standin;
 use futures::future::join_all;
@@ -262,13 +263,12 @@ async fn observed(app: &TestApp, org: Uuid, invoice: Uuid) -> Expected {
         .into_iter()
         .map(|(pi, s)| (pi.rsplit('_').next().unwrap().parse().unwrap(), s))
         .collect();
-    let receipts: i64 = sqlx::query_scalar(
-        "select count(*) from outbox where org_id = $1 and kind = 'payment_receipt'",
+    let receipts: i64 = count_rows(
+        &app.pool,
+        "outbox where org_id = $1 and kind = 'payment_receipt'",
+        org,
     )
-    .bind(org)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    .await;
     Expected {
         status,
         payment_state,

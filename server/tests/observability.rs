@@ -4,8 +4,11 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::{self, cli, client, create_org, invoice_form, login, TestDb};
-use tokio::io::AsyncBufReadExt;
+use crate::common::pages;
+use crate::common::rows::{public_token, scalar};
+use crate::common::{self, client, invoice_form, login, TestDb};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout};
 
 fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     text.lines()
@@ -19,43 +22,56 @@ fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
-#[tokio::test]
-async fn attempts_are_logged_with_request_ids_and_counted_per_surface_and_outcome() {
-    let db = TestDb::new("observe").await;
-    create_org(&db, "Obs", "obs@example.com").await;
-    let token = cli(
-        &db,
-        &["admin", "create-api-key", "--email", "obs@example.com"],
-    )
-    .await;
-    let token = token.trim().to_owned();
+/// A database with the org `org` (owner `email`) and that owner's API key, a pool on it and another
+/// org's open invoice of 10.00 USD; (database, key, pool, invoice).
+async fn org_with_key_and_invoice(
+    tag: &str,
+    org: &str,
+    email: &str,
+) -> (TestDb, String, sqlx::PgPool, uuid::Uuid) {
+    let db = TestDb::with_org(tag, org, email).await;
+    let token = common::api_key(&db, email).await;
     let pool = db.pool().await;
     let (_, invoice) = common::seed_invoice(&pool, "payer@example.com", 1_000, "usd").await;
+    (db, token, pool, invoice)
+}
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+/// The binary with JSON logs at `rust_log` on a free port, once it answers; (process, base URL, its
+/// log lines).
+async fn json_logging_server(
+    db: &TestDb,
+    rust_log: &str,
+) -> (Child, String, Lines<BufReader<ChildStdout>>) {
+    let port = common::free_port();
     let base = format!("http://127.0.0.1:{port}");
     let mut server = tokio::process::Command::new(common::SERVER)
         .env("LEPTOS_ENV", "DEV")
         .env("DATABASE_URL", db.url())
         .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
         .env("LOG_FORMAT", "json")
-        .env("RUST_LOG", "info")
+        .env("RUST_LOG", rust_log)
         .env("WORKERS", "0")
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let mut logs = tokio::io::BufReader::new(server.stdout.take().unwrap()).lines();
+    let logs = BufReader::new(server.stdout.take().unwrap()).lines();
     let http = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     while http.get(format!("{base}/healthz")).send().await.is_err() {
         assert!(Instant::now() < deadline, "server did not start");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    (server, base, logs)
+}
+
+#[tokio::test]
+async fn attempts_are_logged_with_request_ids_and_counted_per_surface_and_outcome() {
+    let (db, token, pool, invoice) =
+        org_with_key_and_invoice("observe", "Obs", "obs@example.com").await;
+
+    let (mut server, base, mut logs) = json_logging_server(&db, "info").await;
+    let http = reqwest::Client::new();
 
     // API: won then replay; the caller's request id comes back, and a missing one is made up.
     let post = |request_id: Option<&'static str>| {
@@ -106,24 +122,16 @@ async fn attempts_are_logged_with_request_ids_and_counted_per_surface_and_outcom
     login(&browser, &base, "obs@example.com", "correct horse").await;
     let key = uuid::Uuid::new_v4().to_string();
     for _ in 0..2 {
-        let res = browser
-            .post(format!("{base}/rpc/create_invoice"))
-            .header("accept", "text/html")
-            .form(&invoice_form(&key, "Ada"))
-            .send()
-            .await
-            .unwrap();
+        let res = pages::submit(
+            &browser,
+            format!("{base}/rpc/create_invoice"),
+            &invoice_form(&key, "Ada"),
+        )
+        .await;
         assert_eq!(res.status(), 302);
     }
 
-    let text = http
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = pages::text(&http, format!("{base}/metrics")).await;
     for surface in ["api", "webhook", "form"] {
         for outcome in ["won", "replay"] {
             let n = metric(
@@ -221,8 +229,7 @@ async fn attempts_are_logged_with_request_ids_and_counted_per_surface_and_outcom
     assert_eq!(job_event["fields"]["owner"], "outbox");
     let _ = worker.start_kill();
 
-    pool.close().await;
-    db.cleanup().await;
+    db.finish(pool).await;
 }
 
 /// Secret path segments never reach the log: the customer's link, an invitation, a reset or a
@@ -230,42 +237,11 @@ async fn attempts_are_logged_with_request_ids_and_counted_per_surface_and_outcom
 /// as at most 128 visible characters, in the log, in the stored attempt and on the response.
 #[tokio::test]
 async fn logs_redact_link_tokens_and_cut_request_ids() {
-    let db = TestDb::new("redact").await;
-    create_org(&db, "Red", "red@example.com").await;
-    let token = cli(
-        &db,
-        &["admin", "create-api-key", "--email", "red@example.com"],
-    )
-    .await
-    .trim()
-    .to_owned();
-    let pool = db.pool().await;
-    let (_, invoice) = common::seed_invoice(&pool, "payer@example.com", 1_000, "usd").await;
-    let link: String = sqlx::query_scalar("select public_token from invoices where id = $1")
-        .bind(invoice)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    let port = common::free_port();
-    let base = format!("http://127.0.0.1:{port}");
-    let mut server = tokio::process::Command::new(common::SERVER)
-        .env("LEPTOS_ENV", "DEV")
-        .env("DATABASE_URL", db.url())
-        .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
-        .env("LOG_FORMAT", "json")
-        .env("RUST_LOG", "info,tower_http=debug")
-        .env("WORKERS", "0")
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut logs = tokio::io::BufReader::new(server.stdout.take().unwrap()).lines();
+    let (db, token, pool, invoice) =
+        org_with_key_and_invoice("redact", "Red", "red@example.com").await;
+    let link: String = public_token(&pool, invoice).await;
+    let (mut server, base, mut logs) = json_logging_server(&db, "info,tower_http=debug").await;
     let http = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while http.get(format!("{base}/healthz")).send().await.is_err() {
-        assert!(Instant::now() < deadline, "server did not start");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
     let secret = "f".repeat(64);
     for path in [
         format!("/i/{link}"),
@@ -274,7 +250,7 @@ async fn logs_redact_link_tokens_and_cut_request_ids() {
         format!("/reset-password/{secret}"),
         format!("/verify-email/{secret}"),
     ] {
-        http.get(format!("{base}{path}")).send().await.unwrap();
+        pages::get(&http, format!("{base}{path}")).await;
     }
     let long_id = "r".repeat(5_000);
     let res = http
@@ -289,11 +265,11 @@ async fn logs_redact_link_tokens_and_cut_request_ids() {
         .unwrap();
     assert_eq!(res.status(), 201);
     assert_eq!(res.headers()["x-request-id"].len(), 128);
-    let stored: String =
-        sqlx::query_scalar("select request_id from attempts where key = 'redact-1'")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let stored: String = scalar(
+        &pool,
+        "select request_id from attempts where key = 'redact-1'",
+    )
+    .await;
     assert_eq!(stored, "r".repeat(128));
 
     let _ = server.start_kill();

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::common::rows::{execute, scalar, scalars};
 use crate::common::served::TestApp;
 use crate::common::{self, message_id, queue_email, SmtpSink};
 use app::ssr::claim::Fence;
@@ -26,14 +27,12 @@ fn config(id: &str) -> WorkerConfig {
 /// Every worker's lease runs out now, and the rows they held come due again (leasing pushed their
 /// next attempt to the lease's end).
 async fn outlive_leases(pool: &PgPool) {
-    sqlx::query("update claims set locked_until = now() - interval '1 second' where scope = 'job'")
-        .execute(pool)
-        .await
-        .unwrap();
-    sqlx::query("update outbox set next_attempt_at = now()")
-        .execute(pool)
-        .await
-        .unwrap();
+    execute(
+        pool,
+        "update claims set locked_until = now() - interval '1 second' where scope = 'job'",
+    )
+    .await;
+    execute(pool, "update outbox set next_attempt_at = now()").await;
 }
 
 fn mailer(sink: &SmtpSink) -> Mailer {
@@ -79,10 +78,7 @@ async fn a_double_clicked_send_emails_once(pool: PgPool) {
         messages[0]
     );
     assert!(messages[0].contains("$42.00"));
-    let sent: bool = sqlx::query_scalar("select sent_at is not null from outbox")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let sent: bool = scalar(&pool, "select sent_at is not null from outbox").await;
     assert!(sent);
 
     // Another org cannot send this invoice.
@@ -158,10 +154,7 @@ async fn an_always_failing_email_goes_dead_and_retry_revives_it(pool: PgPool) {
     queue_email(&pool, org, Uuid::new_v4(), invoice)
         .await
         .unwrap();
-    sqlx::query("update outbox set max_attempts = 3")
-        .execute(&pool)
-        .await
-        .unwrap();
+    execute(&pool, "update outbox set max_attempts = 3").await;
     let fast = WorkerConfig {
         backoff_base: Duration::ZERO,
         ..config("w1")
@@ -185,10 +178,7 @@ async fn an_always_failing_email_goes_dead_and_retry_revives_it(pool: PgPool) {
     let rows = outbox::for_invoice(&pool, org, invoice).await.unwrap();
     assert_eq!(rows[0].status.as_str(), "dead");
 
-    let id: Uuid = sqlx::query_scalar("select id from outbox")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let id: Uuid = scalar(&pool, "select id from outbox").await;
     let (other, _) = common::seed_invoice(&pool, "x@example.com", 1, "usd").await;
     assert!(
         !outbox::revive(&pool, other, id).await.unwrap(),
@@ -270,26 +260,20 @@ async fn a_worker_whose_lease_was_taken_over_cannot_complete_the_row(pool: PgPoo
 async fn retention_trims_every_table_that_grows_with_traffic_once_per_period(pool: PgPool) {
     use app::ssr::retention::{run_once, RetentionConfig};
     // language=PostgreSQL
-    sqlx::query(
-        "insert into claims (scope, owner, key, status, completed_at, created_at)
+    execute(&pool, "insert into claims (scope, owner, key, status, completed_at, created_at)
          select 'webhook', 'default', 'evt_old_' || n, 'done', now(), now() - interval '31 days' from generate_series(1, 5) n
          union all select 'webhook', 'default', 'evt_new', 'done', now(), now() - interval '29 days'
          union all select 'api', 'client', 'old', 'done', now(), now() - interval '25 hours'
          union all select 'api', 'client', 'new', 'done', now(), now()
          union all select 'form', 'org', 'ancient', 'done', now(), now() - interval '400 days'
-         union all select 'job', 'outbox', 'old-run', 'done', now(), now() - interval '8 days'",
-    )
-    .execute(&pool)
-    .await
-    .unwrap();
-    sqlx::query(
+         union all select 'job', 'outbox', 'old-run', 'done', now(), now() - interval '8 days'").await;
+    execute(
+        &pool,
         "insert into stripe_events (account, id, type, payload, outcome, received_at)
          values ('default', 'evt_old_1', 't', '{}', 'ignored', now() - interval '31 days'),
                 ('default', 'evt_new', 't', '{}', 'ignored', now() - interval '29 days')",
     )
-    .execute(&pool)
-    .await
-    .unwrap();
+    .await;
     // language=PostgreSQL
     sqlx::raw_sql(
         "insert into refunds (provider, provider_payment_id, amount_refunded_cents, full_refund, event_id, received_at)
@@ -335,22 +319,22 @@ async fn retention_trims_every_table_that_grows_with_traffic_once_per_period(poo
         "form keys after 30 days, refunds after the webhook window, attempts after 90 days, \
          sent and dead emails after 30 days"
     );
-    let pending: i64 =
-        sqlx::query_scalar("select count(*) from outbox where sent_at is null and dead_at is null")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let pending: i64 = scalar(
+        &pool,
+        "select count(*) from outbox where sent_at is null and dead_at is null",
+    )
+    .await;
     assert_eq!(pending, 1, "an email still to send is never trimmed");
     assert_eq!(
         run_once(&pool, "2026-11-30T14", &config).await.unwrap(),
         None,
         "once per period"
     );
-    let left: Vec<String> =
-        sqlx::query_scalar("select key from claims where scope <> 'job' order by key")
-            .fetch_all(&pool)
-            .await
-            .unwrap();
+    let left: Vec<String> = scalars(
+        &pool,
+        "select key from claims where scope <> 'job' order by key",
+    )
+    .await;
     assert_eq!(left, ["evt_new", "new"], "recent claims are kept");
 }
 
@@ -360,10 +344,7 @@ async fn a_row_whose_holders_keep_dying_goes_dead_instead_of_looping(pool: PgPoo
     queue_email(&pool, org, Uuid::new_v4(), invoice)
         .await
         .unwrap();
-    sqlx::query("update outbox set max_attempts = 2")
-        .execute(&pool)
-        .await
-        .unwrap();
+    execute(&pool, "update outbox set max_attempts = 2").await;
     for _ in 0..2 {
         // A worker leases it and dies: its lease runs out, the row comes due again.
         assert_eq!(
@@ -386,11 +367,11 @@ async fn a_row_whose_holders_keep_dying_goes_dead_instead_of_looping(pool: PgPoo
             .unwrap();
     assert!(dead);
     assert!(error.contains("stopped answering 2 times"), "{error}");
-    let held: i64 =
-        sqlx::query_scalar("select count(*) from claims where scope = 'job' and owner = 'outbox'")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let held: i64 = scalar(
+        &pool,
+        "select count(*) from claims where scope = 'job' and owner = 'outbox'",
+    )
+    .await;
     assert_eq!(
         held, 0,
         "its claim is released, so Retry can lease it again"
@@ -418,10 +399,7 @@ async fn a_dead_account_email_drops_its_link_and_is_not_revived(pool: PgPool) {
     .await
     .unwrap();
     tx.commit().await.unwrap();
-    sqlx::query("update outbox set max_attempts = 1")
-        .execute(&pool)
-        .await
-        .unwrap();
+    execute(&pool, "update outbox set max_attempts = 1").await;
     let fast = WorkerConfig {
         backoff_base: Duration::ZERO,
         ..config("w1")

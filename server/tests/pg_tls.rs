@@ -14,8 +14,6 @@ use crate::common::{TestDb, SERVER};
 
 /// Two throwaway CAs, and a certificate for localhost signed by the first: (dir, ca, other ca).
 fn certificates() -> (PathBuf, PathBuf, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("invoicer-pgtls-{}", Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).unwrap();
     let script = r#"
         set -e
         for ca in ca other; do
@@ -32,13 +30,7 @@ fn certificates() -> (PathBuf, PathBuf, PathBuf) {
         # The cluster runs as postgres and reads its key only if it owns it.
         if [ "$(id -u)" = 0 ]; then chown postgres:postgres server.key server.pem; fi
     "#;
-    let status = std::process::Command::new("bash")
-        .arg("-c")
-        .arg(script)
-        .current_dir(&dir)
-        .status()
-        .expect("openssl is needed for the TLS tests");
-    assert!(status.success(), "openssl failed");
+    let dir = crate::common::openssl("invoicer-pgtls", script);
     (dir.clone(), dir.join("ca.pem"), dir.join("other.pem"))
 }
 

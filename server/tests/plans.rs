@@ -11,6 +11,7 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::common::rows::{new_owner, scalar_for};
 use crate::common::served::TestApp;
 use crate::common::{client, login};
 
@@ -52,21 +53,17 @@ async fn a_big_orgs_pages_are_planned_once_per_connection(pool: PgPool) {
         .unwrap();
     let app = TestApp::spawn(one.clone()).await;
     // Skewed like production: the big org holds most invoices, the average org few.
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account = app::ssr::accounts::create_org_with_owner(&pool, "Big", &email, "correct horse")
-        .await
-        .unwrap();
+    let (email, account) = new_owner(&pool, "Big").await;
     let org = account.org_id;
     lab::datagen::skewed(&pool, org, 20_000, 200, 10)
         .await
         .unwrap();
-    let invoice: Uuid = sqlx::query_scalar(
+    let invoice: Uuid = scalar_for(
+        &pool,
         "select id from invoices where org_id = $1 order by created_at desc offset 10000 limit 1",
+        org,
     )
-    .bind(org)
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    .await;
     let key = app::ssr::api_keys::create_for_user(&pool, org, account.user_id, "plans")
         .await
         .unwrap()

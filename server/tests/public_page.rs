@@ -4,15 +4,12 @@
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::common::pages;
+use crate::common::rows::scalar_for;
 use crate::common::served::{invoice_body, TestApp};
 
 async fn get(app: &TestApp, path: &str) -> (u16, reqwest::header::HeaderMap, String) {
-    let res = app
-        .http
-        .get(format!("{}{path}", app.base))
-        .send()
-        .await
-        .unwrap();
+    let res = pages::get(&app.http, format!("{}{path}", app.base)).await;
     let status = res.status().as_u16();
     let headers = res.headers().clone();
     (status, headers, res.text().await.unwrap())
@@ -65,12 +62,12 @@ async fn the_customer_opens_the_invoice_without_logging_in(pool: PgPool) {
     assert!(html.contains("Zoë &lt;script&gt;") && !html.contains("<script>"));
     assert!(html.contains("&lt;b&gt;Haute"));
 
-    let viewed: Option<chrono::DateTime<chrono::Utc>> =
-        sqlx::query_scalar("select first_viewed_at from invoices where id = $1")
-            .bind(id)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let viewed: Option<chrono::DateTime<chrono::Utc>> = scalar_for(
+        &pool,
+        "select first_viewed_at from invoices where id = $1",
+        id,
+    )
+    .await;
     assert!(viewed.is_some(), "the view is recorded");
     let owner_view = app
         .get(&token, &format!("/api/v1/invoices/{id}"))
@@ -181,12 +178,7 @@ async fn the_pdf_has_the_pages_numbers_as_extractable_text(pool: PgPool) {
     let (org, token) = app.api_client().await;
     set_address(&pool, org, "1 Quai Est, Lyon").await;
     let (_, path) = open_invoice(&app, &token, "Zoë Привет").await;
-    let res = app
-        .http
-        .get(format!("{}{path}/pdf", app.base))
-        .send()
-        .await
-        .unwrap();
+    let res = pages::get(&app.http, format!("{}{path}/pdf", app.base)).await;
     assert_eq!(res.status(), 200);
     assert_eq!(res.headers()["content-type"], "application/pdf");
     assert_eq!(res.headers()["x-robots-tag"], "noindex, nofollow");
@@ -219,25 +211,12 @@ async fn the_pdf_has_the_pages_numbers_as_extractable_text(pool: PgPool) {
         );
     }
 
-    let letter = app
-        .http
-        .get(format!("{}{path}/pdf?paper=letter", app.base))
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
+    let letter = pages::bytes(&app.http, format!("{}{path}/pdf?paper=letter", app.base)).await;
     assert!(pdf_text(&letter).2.starts_with("612 x 792"), "US Letter");
     // A wrong token gets the page's 404, not a PDF.
     let mut wrong = path.clone();
     wrong.replace_range(3..4, if &path[3..4] == "0" { "1" } else { "0" });
-    let missing = app
-        .http
-        .get(format!("{}{wrong}/pdf", app.base))
-        .send()
-        .await
-        .unwrap();
+    let missing = pages::get(&app.http, format!("{}{wrong}/pdf", app.base)).await;
     assert_eq!(missing.status(), 404);
 }
 
@@ -272,15 +251,7 @@ async fn a_hundred_long_lines_flow_onto_more_pages(pool: PgPool) {
         .strip_prefix(&app.base)
         .unwrap()
         .to_owned();
-    let bytes = app
-        .http
-        .get(format!("{}{path}/pdf", app.base))
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
+    let bytes = pages::bytes(&app.http, format!("{}{path}/pdf", app.base)).await;
     let (text, pages, _) = pdf_text(&bytes);
     assert!(pages > 3, "{pages} pages");
     assert!(text.contains("Line 100:") && text.contains("$100.00"));
@@ -336,15 +307,7 @@ async fn the_page_and_the_pdf_show_subtotal_discount_each_tax_and_notes(pool: Pg
     ] {
         assert!(html.contains(shown), "{shown} missing from the page");
     }
-    let bytes = app
-        .http
-        .get(format!("{}{path}/pdf", app.base))
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
+    let bytes = pages::bytes(&app.http, format!("{}{path}/pdf", app.base)).await;
     let (text, _, _) = pdf_text(&bytes);
     for shown in [
         "Subtotal",
@@ -380,11 +343,12 @@ async fn the_owner_replaces_the_customer_link_once_per_click_even_when_paid(pool
             .await
             .unwrap()
     };
-    let status: String = sqlx::query_scalar("select status from invoices where id = $1")
-        .bind(invoice)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let status: String = scalar_for(
+        &app.pool,
+        "select status from invoices where id = $1",
+        invoice,
+    )
+    .await;
     assert_eq!(status, "paid");
     let old = token().await;
 
@@ -412,16 +376,16 @@ async fn the_owner_replaces_the_customer_link_once_per_click_even_when_paid(pool
     assert!(click().await.unwrap().status().as_u16() < 400);
     assert_eq!(token().await, new);
     // A fresh click replaces it again.
-    let res = http
-        .post(format!("{}/rpc/invoice_action", app.base))
-        .form(&[
+    let res = pages::post_form(
+        &http,
+        format!("{}/rpc/invoice_action", app.base),
+        &[
             ("invoice_id", invoice.to_string()),
             ("action", "new_link".to_owned()),
             ("idempotency_key", Uuid::now_v7().to_string()),
-        ])
-        .send()
-        .await
-        .unwrap();
+        ],
+    )
+    .await;
     assert!(res.status().as_u16() < 400);
     assert_ne!(token().await, new);
 }

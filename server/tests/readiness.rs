@@ -75,11 +75,7 @@ async fn readyz_fails_while_the_database_is_away_and_recovers() {
     std::fs::create_dir_all(&dir).unwrap();
     let proxy = Proxy::start(&dir);
     let url = format!("postgres:///{}?host={}", db.name, dir.display());
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     let base = format!("http://127.0.0.1:{port}");
     let _server = tokio::process::Command::new(common::SERVER)
         .env("LEPTOS_ENV", "DEV")

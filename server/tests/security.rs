@@ -4,6 +4,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::common::pages;
+use crate::common::rows::{execute, new_owner, scalar, scalars};
 use crate::common::served::{chrono_now, invoice_body, TestApp, SECRET};
 use crate::common::{self, TestDb};
 use app::ssr::stripe::signature;
@@ -17,10 +19,7 @@ fn browser() -> reqwest::Client {
 }
 
 async fn signup_and_login(app: &TestApp, http: &reqwest::Client) -> String {
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    app::ssr::accounts::create_org_with_owner(&app.pool, "Sec Co", &email, "correct horse")
-        .await
-        .unwrap();
+    let (email, _) = new_owner(&app.pool, "Sec Co").await;
     common::login(http, &app.base, &email, "correct horse").await;
     email
 }
@@ -121,10 +120,7 @@ async fn signature_spam_is_refused_for_at_most_one_mac_per_secret() {
     assert_eq!(macs(&server.base).await, 1);
 
     let pool = db.pool().await;
-    let stored: i64 = sqlx::query_scalar("select count(*) from stripe_events")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let stored: i64 = scalar(&pool, "select count(*) from stripe_events").await;
     assert_eq!(stored, 0, "nothing written");
     pool.close().await;
     server.stop().await;
@@ -195,7 +191,7 @@ async fn floods_leave_health_and_a_form_submission_answering() {
         .unwrap();
     for _ in 0..5 {
         let started = Instant::now();
-        let res = probe.get(format!("{base}/healthz")).send().await.unwrap();
+        let res = pages::get(&probe, format!("{base}/healthz")).await;
         assert_eq!(res.status(), 200);
         assert!(started.elapsed() < Duration::from_secs(5));
     }
@@ -210,12 +206,11 @@ async fn floods_leave_health_and_a_form_submission_answering() {
     .expect("the form answers during the floods")
     .unwrap();
     assert!(res.status().as_u16() < 400, "{}", res.status());
-    let created: i64 = sqlx::query_scalar(
+    let created: i64 = scalar(
+        &pool,
         "select count(*) from invoices where customer_name = 'During the flood'",
     )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    .await;
     assert_eq!(created, 1);
 
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -240,10 +235,7 @@ async fn floods_leave_health_and_a_form_submission_answering() {
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn next_leads_only_to_paths_on_this_site_and_no_input_breaks_a_redirect(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    app::ssr::accounts::create_org_with_owner(&app.pool, "R", &email, "correct horse")
-        .await
-        .unwrap();
+    let (email, _) = new_owner(&app.pool, "R").await;
     for (next, expected) in [
         ("/invoices/new", "/invoices/new"),
         ("/\t/evil.example", "/invoices"),
@@ -253,32 +245,31 @@ async fn next_leads_only_to_paths_on_this_site_and_no_input_breaks_a_redirect(po
         ("/a\r\nSet-Cookie: x=1", "/invoices"),
     ] {
         let http = browser();
-        let res = http
-            .post(format!("{}/rpc/login", app.base))
-            .header("accept", "text/html")
-            .form(&[
+        let res = pages::submit(
+            &http,
+            format!("{}/rpc/login", app.base),
+            &[
                 ("email", email.as_str()),
                 ("password", "correct horse"),
                 ("next", next),
-            ])
-            .send()
-            .await
-            .unwrap();
+            ],
+        )
+        .await;
         assert_eq!(res.status(), 302, "{next:?}");
         assert_eq!(location(&res), expected, "{next:?}");
     }
     // The Retry button's invoice id goes into a Location header only as a UUID.
     let http = browser();
     signup_and_login(&app, &http).await;
-    let res = http
-        .post(format!("{}/rpc/retry_email", app.base))
-        .form(&[
+    let res = pages::post_form(
+        &http,
+        format!("{}/rpc/retry_email", app.base),
+        &[
             ("id", Uuid::new_v4().to_string().as_str()),
             ("invoice_id", "x\r\nSet-Cookie: y=1"),
-        ])
-        .send()
-        .await
-        .unwrap();
+        ],
+    )
+    .await;
     assert_eq!(res.status(), 404);
 }
 
@@ -287,10 +278,7 @@ async fn next_leads_only_to_paths_on_this_site_and_no_input_breaks_a_redirect(po
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn cross_origin_posts_are_refused_and_same_origin_ones_work(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    app::ssr::accounts::create_org_with_owner(&app.pool, "C", &email, "correct horse")
-        .await
-        .unwrap();
+    let (email, _) = new_owner(&app.pool, "C").await;
     let base = app.base.clone();
     // Login CSRF: another site's auto-submitted form, or a sibling subdomain's.
     for headers in [
@@ -327,7 +315,7 @@ async fn cross_origin_posts_are_refused_and_same_origin_ones_work(pool: PgPool) 
     // Logout is a POST, and only from our own pages.
     let http = browser();
     common::login(&http, &base, &email, "correct horse").await;
-    let get = http.get(format!("{base}/logout")).send().await.unwrap();
+    let get = pages::get(&http, format!("{base}/logout")).await;
     assert_eq!(get.status(), 405);
     let forged = http
         .post(format!("{base}/logout"))
@@ -336,7 +324,7 @@ async fn cross_origin_posts_are_refused_and_same_origin_ones_work(pool: PgPool) 
         .await
         .unwrap();
     assert_eq!(forged.status(), 403);
-    let still_in = http.get(format!("{base}/invoices")).send().await.unwrap();
+    let still_in = pages::get(&http, format!("{base}/invoices")).await;
     assert_eq!(still_in.status(), 200, "still logged in");
     let out = http
         .post(format!("{base}/logout"))
@@ -345,7 +333,7 @@ async fn cross_origin_posts_are_refused_and_same_origin_ones_work(pool: PgPool) 
         .await
         .unwrap();
     assert_eq!(out.status(), 303);
-    let after = http.get(format!("{base}/invoices")).send().await.unwrap();
+    let after = pages::get(&http, format!("{base}/invoices")).await;
     assert_eq!(after.status(), 303, "logged out");
 }
 
@@ -361,10 +349,7 @@ fn session_cookie(res: &reqwest::Response) -> Option<String> {
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn every_login_gets_a_new_session_id(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    app::ssr::accounts::create_org_with_owner(&app.pool, "S", &email, "correct horse")
-        .await
-        .unwrap();
+    let (email, _) = new_owner(&app.pool, "S").await;
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -415,10 +400,7 @@ async fn failed_logins_are_throttled_per_account_and_address_not_for_the_owner_e
         s.client_ip_header = Some("x-forwarded-for".into());
     })
     .await;
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    app::ssr::accounts::create_org_with_owner(&app.pool, "T", &email, "correct horse")
-        .await
-        .unwrap();
+    let (email, _) = new_owner(&app.pool, "T").await;
     let guesser = [("x-forwarded-for", "203.0.113.7")];
     let http = browser();
     for _ in 0..3 {
@@ -506,10 +488,7 @@ async fn sends_per_org_are_limited(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| s.limits.emails_per_org_hour = 2).await;
     let http = browser();
     signup_and_login(&app, &http).await;
-    let org: Uuid = sqlx::query_scalar("select id from orgs")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let org: Uuid = scalar(&app.pool, "select id from orgs").await;
     let mut tx = app.pool.begin().await.unwrap();
     let input: app::model::InvoiceInput = serde_json::from_str(&invoice_body("Mail")).unwrap();
     let invoice = app::ssr::invoices::insert(&mut tx, Uuid::new_v4(), org, None, &input, "")
@@ -561,21 +540,21 @@ async fn production_offers_no_dev_conveniences() {
     common::login(&http, &base, "prod@example.com", "correct horse").await;
     // Failpoints are not honoured: the form goes through and the process lives.
     let key = Uuid::new_v4().to_string();
-    let res = http
-        .post(format!("{base}/rpc/create_invoice"))
-        .form(&common::invoice_form(&key, "Prod customer"))
-        .send()
-        .await
-        .unwrap();
+    let res = pages::post_form(
+        &http,
+        format!("{base}/rpc/create_invoice"),
+        &common::invoice_form(&key, "Prod customer"),
+    )
+    .await;
     assert!(res.status().as_u16() < 400, "{}", res.status());
     let invoice: Uuid = serde_json::from_str(&res.text().await.unwrap()).unwrap();
     // No Simulate payment.
-    let res = http
-        .post(format!("{base}/rpc/simulate_payment"))
-        .form(&[("invoice_id", invoice.to_string())])
-        .send()
-        .await
-        .unwrap();
+    let res = pages::post_form(
+        &http,
+        format!("{base}/rpc/simulate_payment"),
+        &[("invoice_id", invoice.to_string())],
+    )
+    .await;
     assert_eq!(res.status(), 404);
     // The public dev secret signs nothing here.
     let payload = r#"{"id":"evt_forged","type":"checkout.session.completed","data":{"object":{}}}"#;
@@ -673,18 +652,12 @@ async fn metrics_need_the_token_or_their_own_listener() {
         .await
         .unwrap();
     assert_eq!(
-        http.get(format!("{}/metrics", server.base))
-            .send()
+        pages::get(&http, format!("{}/metrics", server.base))
             .await
-            .unwrap()
             .status(),
         404
     );
-    let own = http
-        .get(format!("http://127.0.0.1:{metrics_port}/metrics"))
-        .send()
-        .await
-        .unwrap();
+    let own = pages::get(&http, format!("http://127.0.0.1:{metrics_port}/metrics")).await;
     assert_eq!(own.status(), 200);
     server.kill().await.unwrap();
     db.cleanup().await;
@@ -692,11 +665,11 @@ async fn metrics_need_the_token_or_their_own_listener() {
 
 /// Shared buffers a statement touches, from EXPLAIN (ANALYZE, BUFFERS): a count of work, not a time.
 async fn buffers(pool: &PgPool, sql: &str) -> i64 {
-    let plan: serde_json::Value =
-        sqlx::query_scalar(&format!("explain (analyze, buffers, format json) {sql}"))
-            .fetch_one(pool)
-            .await
-            .unwrap();
+    let plan: serde_json::Value = scalar(
+        pool,
+        &format!("explain (analyze, buffers, format json) {sql}"),
+    )
+    .await;
     let top = &plan[0]["Plan"];
     top["Shared Hit Blocks"].as_i64().unwrap() + top["Shared Read Blocks"].as_i64().unwrap()
 }
@@ -715,18 +688,12 @@ async fn a_scrape_costs_the_same_with_many_sent_emails(pool: PgPool) {
             .execute(&pool)
             .await
             .unwrap();
-            sqlx::query("insert into outbox (id, kind, payload) select gen_random_uuid(), 'invoice_email', '{}' from generate_series(1, 3)")
-                .execute(&pool)
-                .await
-                .unwrap();
-            sqlx::query("analyze outbox").execute(&pool).await.unwrap();
+            execute(&pool, "insert into outbox (id, kind, payload) select gen_random_uuid(), 'invoice_email', '{}' from generate_series(1, 3)").await;
+            execute(&pool, "analyze outbox").await;
         }
     };
     seed(50_000).await;
-    let table: i64 = sqlx::query_scalar("select pg_relation_size('outbox') / 8192")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let table: i64 = scalar(&pool, "select pg_relation_size('outbox') / 8192").await;
     assert!(table > 300, "the sent history fills {table} pages");
     // A scan would read every page; the partial indexes read a handful.
     let read = buffers(&pool, GAUGES_SQL).await;
@@ -740,25 +707,16 @@ async fn the_gauges_read_a_bounded_number_of_rows(pool: PgPool) {
     use app::ssr::outbox::{GAUGES_SQL, GAUGE_CAP};
     // A month of failures on record and a backlog from a long mail outage: more of each than the
     // gauges count. The oldest pending row is an hour late.
-    sqlx::query(
+    execute(
+        &pool,
         "insert into outbox (id, kind, payload, dead_at)
          select gen_random_uuid(), 'invoice_email', '{}', now() from generate_series(1, 20000)",
     )
-    .execute(&pool)
-    .await
-    .unwrap();
-    sqlx::query(
-        "insert into outbox (id, kind, payload, next_attempt_at)
+    .await;
+    execute(&pool, "insert into outbox (id, kind, payload, next_attempt_at)
          select gen_random_uuid(), 'invoice_email', '{}', now() - interval '1 hour' + i * interval '1 ms'
-         from generate_series(0, 19999) i",
-    )
-    .execute(&pool)
-    .await
-    .unwrap();
-    sqlx::query("vacuum analyze outbox")
-        .execute(&pool)
-        .await
-        .unwrap();
+         from generate_series(0, 19999) i").await;
+    execute(&pool, "vacuum analyze outbox").await;
     let gauges = app::ssr::outbox::gauges(&pool).await.unwrap();
     assert_eq!(
         (gauges.pending, gauges.dead),
@@ -863,20 +821,16 @@ async fn an_activity_link_with_a_bad_cursor_is_a_clear_error(pool: PgPool) {
     let http = browser();
     signup_and_login(&app, &http).await;
     for before in ["4294967295", "x.y", "99999999999999999999.1"] {
-        let res = http
-            .post(format!("{}/rpc/activity", app.base))
-            .form(&[("before", before)])
-            .send()
-            .await
-            .unwrap();
+        let res = pages::post_form(
+            &http,
+            format!("{}/rpc/activity", app.base),
+            &[("before", before)],
+        )
+        .await;
         assert_eq!(res.status(), 400, "{before}");
         assert!(res.text().await.unwrap().contains("not valid"));
     }
-    let res = http
-        .get(format!("{}/activity?page=4294967295", app.base))
-        .send()
-        .await
-        .unwrap();
+    let res = pages::get(&http, format!("{}/activity?page=4294967295", app.base)).await;
     assert_eq!(res.status(), 200, "an old page link still answers");
 }
 
@@ -914,10 +868,7 @@ async fn a_refused_api_attempt_stores_a_bounded_key(pool: PgPool) {
         .await;
     assert_eq!(res.status, 400);
     // The refused attempt is recorded (the row must exist), with its key cut to 255 characters.
-    let keys: Vec<String> = sqlx::query_scalar("select key from attempts")
-        .fetch_all(&app.pool)
-        .await
-        .unwrap();
+    let keys: Vec<String> = scalars(&app.pool, "select key from attempts").await;
     assert_eq!(keys.len(), 1, "the refused attempt is recorded");
     assert_eq!(keys[0], "k".repeat(255));
 }
@@ -948,14 +899,14 @@ async fn only_the_servers_own_form_errors_are_shown(pool: PgPool) {
     let forged_error = r#"{"BadRequest":"Your account is locked. Call +1 555 0100 now."}"#;
     let encoded = base64::engine::general_purpose::URL_SAFE.encode(forged_error);
     let http = browser();
-    let res = http
-        .get(format!(
+    let res = pages::get(
+        &http,
+        format!(
             "{}/login?next=%2Finvoices&__path=%2Frpc%2Flogin&__err={encoded}",
             app.base
-        ))
-        .send()
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     assert_eq!(res.status(), 303, "a forged error is dropped");
     assert_eq!(location(&res), "/login?next=%2Finvoices");
     // A real one: a wrong password without JavaScript comes back signed, and is shown.

@@ -4,34 +4,25 @@
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::common::pages::{post, post_form, text};
+use crate::common::rows::{insert_invoice, one_line_input, public_token, scalar_for};
 use crate::common::served::TestApp;
 use crate::common::{cli, client, create_org, TestDb};
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn closed_sign_ups_are_refused_and_the_page_says_why(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| s.signups_open = false).await;
-    let res = client()
-        .post(format!("{}/rpc/signup", app.base))
-        .form(&[
-            ("org_name", "Squat"),
-            ("email", "someone@example.com"),
-            ("password", "correct horse"),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let signup = [
+        ("org_name", "Squat"),
+        ("email", "someone@example.com"),
+        ("password", "correct horse"),
+    ];
+    let res = post_form(&client(), format!("{}/rpc/signup", app.base), &signup).await;
     assert_eq!(res.status(), 403);
     assert!(res.text().await.unwrap().contains("Sign-ups are closed"));
     assert_eq!(app.count("select count(*) from orgs").await, 0);
     assert_eq!(app.count("select count(*) from users").await, 0);
-    let page = client()
-        .get(format!("{}/signup", app.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = text(&client(), format!("{}/signup", app.base)).await;
     assert!(page.contains("Sign-ups are closed here"), "{page}");
 }
 
@@ -46,58 +37,29 @@ async fn a_signed_up_org_takes_no_payments_until_the_operator_allows_them(pool: 
     .await;
     let owner = client();
     let email = format!("new-{}@example.com", Uuid::new_v4().simple());
-    let res = owner
-        .post(format!("{}/rpc/signup", app.base))
-        .form(&[
-            ("org_name", "Fresh"),
-            ("email", email.as_str()),
-            ("password", "correct horse"),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let signup = [
+        ("org_name", "Fresh"),
+        ("email", email.as_str()),
+        ("password", "correct horse"),
+    ];
+    let res = post_form(&owner, format!("{}/rpc/signup", app.base), &signup).await;
     assert!(res.status().as_u16() < 400, "{}", res.status());
     crate::common::login(&owner, &app.base, &email, "correct horse").await;
-    let org: Uuid = sqlx::query_scalar(
+    let org: Uuid = scalar_for(
+        &app.pool,
         "select m.org_id from memberships m join users u on u.id = m.user_id where u.email = $1",
+        &email,
     )
-    .bind(&email)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
-    let input = app::model::InvoiceInput {
-        customer_name: "Ada".into(),
-        customer_email: "ada@example.com".into(),
-        currency: "usd".into(),
-        due_date: Some("2030-01-31".parse().unwrap()),
-        lines: vec![app::model::LineInput {
-            description: "Work".into(),
-            quantity: app::model::Thousandths::whole(1),
-            unit_amount_cents: 5_000,
-            tax_rate_id: None,
-        }],
-        ..Default::default()
-    };
-    let mut tx = app.pool.begin().await.unwrap();
-    let invoice = app::ssr::invoices::insert(&mut tx, Uuid::new_v4(), org, None, &input, "")
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
-    let token: String = sqlx::query_scalar("select public_token from invoices where id = $1")
-        .bind(invoice.id)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    .await;
+    let input = one_line_input("usd", "2030-01-31", 5_000, false);
+    let invoice = insert_invoice(&app.pool, org, &input).await;
+    let token = public_token(&app.pool, invoice).await;
     let page = |http: reqwest::Client| {
         let url = format!("{}/i/{token}", app.base);
-        async move { http.get(url).send().await.unwrap().text().await.unwrap() }
+        async move { text(&http, url).await }
     };
     assert!(!page(client()).await.contains("class=\"pay\""));
-    let pay = client()
-        .post(format!("{}/i/{token}/pay", app.base))
-        .send()
-        .await
-        .unwrap();
+    let pay = post(&client(), format!("{}/i/{token}/pay", app.base)).await;
     assert_eq!(pay.status(), 303);
     assert_eq!(pay.headers()["location"], format!("/i/{token}"));
     assert_eq!(
@@ -107,15 +69,13 @@ async fn a_signed_up_org_takes_no_payments_until_the_operator_allows_them(pool: 
         "nothing was claimed for a call to Stripe"
     );
     // The owner is told.
-    let shown: serde_json::Value = owner
-        .post(format!("{}/rpc/get_invoice", app.base))
-        .form(&[("id", invoice.id.to_string())])
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let asked = [("id", invoice.to_string())];
+    let shown: serde_json::Value =
+        post_form(&owner, format!("{}/rpc/get_invoice", app.base), &asked)
+            .await
+            .json()
+            .await
+            .unwrap();
     assert_eq!(shown["payments_enabled"], false);
 
     assert!(app::ssr::accounts::allow_payments(&app.pool, org)
@@ -137,11 +97,12 @@ async fn the_operator_allows_payments_from_the_command_line() {
         .unwrap();
     let said = cli(&db, &["admin", "allow-payments", "--org", &org.to_string()]).await;
     assert!(said.contains("may take card payments"), "{said}");
-    let enabled: bool = sqlx::query_scalar("select payments_enabled from orgs where id = $1")
-        .bind(org)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let enabled: bool = scalar_for(
+        &pool,
+        "select payments_enabled from orgs where id = $1",
+        org,
+    )
+    .await;
     assert!(enabled);
     let unknown = tokio::process::Command::new(crate::common::SERVER)
         .args([

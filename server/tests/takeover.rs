@@ -8,6 +8,8 @@ use app::ssr::accounts::{self, TokenError};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::common::pages;
+use crate::common::rows::{count_rows, execute, scalar_for, scalars};
 use crate::common::served::TestApp;
 use crate::common::{client, login};
 use crate::teams::emailed_token;
@@ -17,11 +19,12 @@ const HERE: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 7));
 
 /// The org of a user who belongs to one.
 async fn org_of(pool: &PgPool, user: Uuid) -> Uuid {
-    sqlx::query_scalar("select org_id from memberships where user_id = $1")
-        .bind(user)
-        .fetch_one(pool)
-        .await
-        .unwrap()
+    scalar_for(
+        pool,
+        "select org_id from memberships where user_id = $1",
+        user,
+    )
+    .await
 }
 
 /// The notices sent to `to`: (event, client address), oldest first.
@@ -37,11 +40,7 @@ async fn notices(pool: &PgPool, to: &str) -> Vec<(String, String)> {
 }
 
 async fn email_of(pool: &PgPool, user: Uuid) -> String {
-    sqlx::query_scalar("select email from users where id = $1")
-        .bind(user)
-        .fetch_one(pool)
-        .await
-        .unwrap()
+    scalar_for(pool, "select email from users where id = $1", user).await
 }
 
 async fn post(
@@ -50,11 +49,7 @@ async fn post(
     endpoint: &str,
     form: &[(&str, &str)],
 ) -> reqwest::Response {
-    http.post(format!("{}/rpc/{endpoint}", app.base))
-        .form(form)
-        .send()
-        .await
-        .unwrap()
+    pages::post_form(http, format!("{}/rpc/{endpoint}", app.base), form).await
 }
 
 /// The attack of the review, over HTTP: someone signs up with the victim's address, asks to move it
@@ -120,11 +115,12 @@ async fn a_link_kept_from_before_a_reset_cannot_take_the_account(pool: PgPool) {
     let used = post(&attacker, &app, "confirm_email", &[("token", &kept)]).await;
     assert_eq!(used.status(), 400);
     assert!(used.text().await.unwrap().contains("already used"));
-    let user: Uuid = sqlx::query_scalar("select id from users where lower(email) = lower($1)")
-        .bind(&victim)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let user: Uuid = scalar_for(
+        &app.pool,
+        "select id from users where lower(email) = lower($1)",
+        &victim,
+    )
+    .await;
     assert_eq!(email_of(&app.pool, user).await, victim);
     login(&client(), &app.base, &victim, "the owner's own one").await;
 
@@ -229,10 +225,11 @@ async fn a_reset_with_a_useless_link_spends_no_password_hash(pool: PgPool) {
             .await
             .is_err());
     }
-    sqlx::query("update user_tokens set expires_at = now() - interval '1 second'")
-        .execute(&pool)
-        .await
-        .unwrap();
+    execute(
+        &pool,
+        "update user_tokens set expires_at = now() - interval '1 second'",
+    )
+    .await;
     assert!(matches!(
         accounts::reset_password(&pool, &token, "long enough", HERE).await,
         Err(TokenError::Expired)
@@ -410,13 +407,7 @@ async fn invitations_do_not_outlive_the_inviters_authority(pool: PgPool) {
             .await
             .unwrap();
         tx.commit().await.unwrap();
-        let link: String = sqlx::query_scalar(
-            "select payload->>'token' from outbox where kind = 'invitation' and payload->>'to' = $1",
-        )
-        .bind(&to)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+        let link: String = scalar_for(&pool, "select payload->>'token' from outbox where kind = 'invitation' and payload->>'to' = $1", &to).await;
         sent.push((role, to, link));
     }
     let open = |role: Role| {
@@ -511,11 +502,7 @@ async fn accepting_checks_that_the_inviter_may_still_grant_the_role(pool: PgPool
         Err(e) => panic!("refused for another reason: {e:?}"),
         Ok(_) => panic!("accepted"),
     }
-    let members: i64 = sqlx::query_scalar("select count(*) from memberships where org_id = $1")
-        .bind(org)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let members: i64 = count_rows(&pool, "memberships where org_id = $1", org).await;
     assert_eq!(members, 1, "nobody joined");
 }
 
@@ -546,10 +533,8 @@ async fn the_account_page_lists_the_accounts_keys_and_revokes_them_all(pool: PgP
     let http = client();
     login(&http, &app.base, &email, PASSWORD).await;
     let page = || async {
-        http.post(format!("{}/rpc/account_page", app.base))
-            .send()
+        pages::post(&http, format!("{}/rpc/account_page", app.base))
             .await
-            .unwrap()
             .json::<serde_json::Value>()
             .await
             .unwrap()
@@ -572,12 +557,11 @@ async fn the_account_page_lists_the_accounts_keys_and_revokes_them_all(pool: PgP
         1,
         "only the other owner's key is left"
     );
-    let audited: Vec<Uuid> = sqlx::query_scalar(
+    let audited: Vec<Uuid> = scalars(
+        &app.pool,
         "select org_id from audit_events where action = 'api_key.revoked' order by org_id",
     )
-    .fetch_all(&app.pool)
-    .await
-    .unwrap();
+    .await;
     let mut expected = vec![first, second];
     expected.sort();
     assert_eq!(audited, expected);
@@ -685,14 +669,7 @@ async fn a_form_rendered_for_one_org_is_refused_after_switching_to_another(pool:
             .send()
     };
     assert!(switch(first).await.unwrap().status().as_u16() < 400);
-    let html = http
-        .get(format!("{}/invoices/new", app.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = pages::text(&http, format!("{}/invoices/new", app.base)).await;
     let marker = "name=\"idempotency_key\" value=\"";
     let at = html.find(marker).expect("the form carries its key") + marker.len();
     let key = html[at..at + 36].to_owned();
@@ -700,12 +677,7 @@ async fn a_form_rendered_for_one_org_is_refused_after_switching_to_another(pool:
 
     assert!(switch(second).await.unwrap().status().as_u16() < 400);
     let form = crate::common::invoice_form(&key, "Ada");
-    let refused = http
-        .post(format!("{}/rpc/create_invoice", app.base))
-        .form(&form)
-        .send()
-        .await
-        .unwrap();
+    let refused = pages::post_form(&http, format!("{}/rpc/create_invoice", app.base), &form).await;
     assert_eq!(refused.status(), 400);
     assert!(refused
         .text()
@@ -721,16 +693,8 @@ async fn a_form_rendered_for_one_org_is_refused_after_switching_to_another(pool:
     );
 
     assert!(switch(first).await.unwrap().status().as_u16() < 400);
-    let saved = http
-        .post(format!("{}/rpc/create_invoice", app.base))
-        .form(&form)
-        .send()
-        .await
-        .unwrap();
+    let saved = pages::post_form(&http, format!("{}/rpc/create_invoice", app.base), &form).await;
     assert!(saved.status().as_u16() < 400, "{}", saved.status());
-    let orgs: Vec<Uuid> = sqlx::query_scalar("select org_id from invoices")
-        .fetch_all(&app.pool)
-        .await
-        .unwrap();
+    let orgs: Vec<Uuid> = scalars(&app.pool, "select org_id from invoices").await;
     assert_eq!(orgs, [first]);
 }

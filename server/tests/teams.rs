@@ -13,6 +13,8 @@ use sqlx::PgPool;
 use tokio::sync::Barrier;
 use uuid::Uuid;
 
+use crate::common::pages;
+use crate::common::rows::{audit_count, count_rows, execute, scalar, scalar_for, scalars_for};
 use crate::common::served::TestApp;
 use crate::common::{client, login};
 
@@ -96,11 +98,7 @@ async fn every_role_may_do_what_the_table_says_for_sessions_and_api_keys(pool: P
             .unwrap();
         assert_eq!(session.role, role);
         // A key with the same role, as the API reads it.
-        let email: String = sqlx::query_scalar("select email from users where id = $1")
-            .bind(user)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+        let email: String = scalar_for(&pool, "select email from users where id = $1", user).await;
         let key = app::ssr::api_keys::create(
             &pool,
             org.id,
@@ -236,13 +234,12 @@ async fn concurrent_demotions_never_leave_an_org_without_an_owner(pool: PgPool) 
             (1, 1),
             "round {round}: {a:?} {b:?}"
         );
-        let owners: i64 = sqlx::query_scalar(
-            "select count(*) from memberships where org_id = $1 and role = 'owner'",
+        let owners: i64 = count_rows(
+            &pool,
+            "memberships where org_id = $1 and role = 'owner'",
+            org.id,
         )
-        .bind(org.id)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+        .await;
         assert_eq!(owners, 1, "round {round}");
     }
 }
@@ -274,13 +271,12 @@ async fn the_last_owner_can_be_neither_removed_nor_demoted_nor_leave(pool: PgPoo
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    let actions: Vec<String> = sqlx::query_scalar(
+    let actions: Vec<String> = scalars_for(
+        &pool,
         "select action from audit_events where org_id = $1 order by created_at, id",
+        org.id,
     )
-    .bind(org.id)
-    .fetch_all(&pool)
-    .await
-    .unwrap();
+    .await;
     assert_eq!(actions, ["member.role_changed", "member.left"]);
 }
 
@@ -363,12 +359,12 @@ async fn invitation_links_expire_explain_themselves_and_join_existing_accounts(p
     let late = format!("late-{}@example.com", Uuid::new_v4().simple());
     let id = invite(&pool, &org, &late, Role::Viewer).await;
     let token = emailed_token(&pool, "invitation", &late).await;
-    let expires: chrono::DateTime<chrono::Utc> =
-        sqlx::query_scalar("select expires_at from invitations where id = $1")
-            .bind(id)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let expires: chrono::DateTime<chrono::Utc> = scalar_for(
+        &pool,
+        "select expires_at from invitations where id = $1",
+        id,
+    )
+    .await;
     let days = (expires - chrono::Utc::now()).num_hours();
     assert!((167..=168).contains(&days), "valid for 7 days: {days} h");
     sqlx::query("update invitations set expires_at = now() - interval '1 second' where id = $1")
@@ -463,11 +459,11 @@ async fn reset_and_verification_tokens_are_single_use_short_lived_and_stored_has
             .await
             .unwrap()
     );
-    let emails: i64 =
-        sqlx::query_scalar("select count(*) from outbox where kind = 'reset_password'")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let emails: i64 = scalar(
+        &pool,
+        "select count(*) from outbox where kind = 'reset_password'",
+    )
+    .await;
     assert_eq!(emails, 1);
     let token = emailed_token(&pool, "reset_password", &org.owner_email).await;
     // Stored as its hash only.
@@ -508,12 +504,11 @@ async fn reset_and_verification_tokens_are_single_use_short_lived_and_stored_has
         .await
         .unwrap();
     let late = emailed_token(&pool, "reset_password", &org.owner_email).await;
-    sqlx::query(
+    execute(
+        &pool,
         "update user_tokens set expires_at = now() - interval '1 second' where used_at is null",
     )
-    .execute(&pool)
-    .await
-    .unwrap();
+    .await;
     assert!(matches!(
         accounts::reset_password(&pool, &late, "third password", LOOPBACK).await,
         Err(TokenError::Expired)
@@ -533,11 +528,7 @@ async fn reset_and_verification_tokens_are_single_use_short_lived_and_stored_has
         accounts::verify_email(&pool, &token, LOOPBACK).await,
         Err(TokenError::Used)
     ));
-    let email: String = sqlx::query_scalar("select email from users where id = $1")
-        .bind(org.owner)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let email: String = scalar_for(&pool, "select email from users where id = $1", org.owner).await;
     assert_eq!(email, new_email);
     assert!(matches!(
         accounts::verify_email(&pool, "zz", LOOPBACK).await,
@@ -562,11 +553,8 @@ async fn rpc(
     endpoint: &str,
     form: &[(String, String)],
 ) -> u16 {
-    http.post(format!("{}/rpc/{endpoint}", app.base))
-        .form(form)
-        .send()
+    pages::post_form(http, format!("{}/rpc/{endpoint}", app.base), form)
         .await
-        .unwrap()
         .status()
         .as_u16()
 }
@@ -787,13 +775,7 @@ async fn seed_org_rows(app: &TestApp) -> (Org, Ids) {
     let key = app::ssr::api_keys::create_for_user(&app.pool, org.id, org.owner, "owner's")
         .await
         .unwrap();
-    let tax_rate: Uuid = sqlx::query_scalar(
-        "insert into tax_rates (id, org_id, name, percent_milli) values (gen_random_uuid(), $1, 'VAT', 20000) returning id",
-    )
-    .bind(org.id)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let tax_rate: Uuid = scalar_for(&app.pool, "insert into tax_rates (id, org_id, name, percent_milli) values (gen_random_uuid(), $1, 'VAT', 20000) returning id", org.id).await;
     let email: Uuid = sqlx::query_scalar(
         "insert into outbox (id, org_id, invoice_id, kind, payload, dead_at) \
          values (gen_random_uuid(), $1, $2, 'invoice_email', '{}', now()) returning id",
@@ -895,11 +877,7 @@ async fn viewers_and_removed_members_are_refused_every_state_changing_server_fun
     for endpoint in READS.iter().chain(OWN_ACCOUNT.iter()) {
         if *endpoint == "current_user" {
             // Answers "nobody" rather than refusing.
-            let who = gone
-                .post(format!("{}/rpc/current_user", app.base))
-                .send()
-                .await
-                .unwrap();
+            let who = pages::post(&gone, format!("{}/rpc/current_user", app.base)).await;
             assert_eq!(who.text().await.unwrap(), "null");
             continue;
         }
@@ -1047,13 +1025,12 @@ async fn a_double_submitted_invitation_sends_one_email(pool: PgPool) {
     // Accepting in a fresh browser logs it in as a viewer of the org.
     let token = emailed_token(&app.pool, "invitation", "double@example.com").await;
     let fresh = client();
-    let res = fresh
-        .post(format!("{}/rpc/accept_invitation", app.base))
-        .header("accept", "text/html")
-        .form(&[("token", token.as_str()), ("password", "viewer's password")])
-        .send()
-        .await
-        .unwrap();
+    let res = pages::submit(
+        &fresh,
+        format!("{}/rpc/accept_invitation", app.base),
+        &[("token", token.as_str()), ("password", "viewer's password")],
+    )
+    .await;
     assert_eq!(res.status(), 302);
     assert_eq!(res.headers()["location"], "/invoices");
     assert_eq!(rpc(&fresh, &app, "list_invoices", &[]).await, 200);
@@ -1082,12 +1059,7 @@ async fn a_double_submitted_key_form_makes_one_key_shown_once(pool: PgPool) {
         ("role", "viewer".into()),
     ]);
     let post = || async {
-        let res = owner
-            .post(format!("{}/rpc/create_api_key", app.base))
-            .form(&body)
-            .send()
-            .await
-            .unwrap();
+        let res = pages::post_form(&owner, format!("{}/rpc/create_api_key", app.base), &body).await;
         assert_eq!(res.status(), 200);
         res.json::<app::model::CreatedApiKey>().await.unwrap()
     };
@@ -1147,12 +1119,7 @@ async fn removing_a_member_ends_their_sessions_at_once(pool: PgPool) {
         ))
         .await;
     assert_eq!(ended, 0);
-    let audit: i64 = app
-        .count(&format!(
-            "select count(*) from audit_events where org_id = '{}' and action = 'member.removed'",
-            org.id
-        ))
-        .await;
+    let audit: i64 = audit_count(&app.pool, org.id, "member.removed").await;
     assert_eq!(audit, 1);
 }
 
@@ -1190,24 +1157,18 @@ async fn a_reset_ends_every_other_session_and_forgot_password_tells_nothing(pool
     assert_eq!(throttled.status(), 429);
     let token = emailed_token(&app.pool, "reset_password", &org.owner_email).await;
     let third = client();
-    let res = third
-        .post(format!("{}/rpc/reset_password", app.base))
-        .header("accept", "text/html")
-        .form(&[("token", token.as_str()), ("password", "a brand new one")])
-        .send()
-        .await
-        .unwrap();
+    let res = pages::submit(
+        &third,
+        format!("{}/rpc/reset_password", app.base),
+        &[("token", token.as_str()), ("password", "a brand new one")],
+    )
+    .await;
     assert_eq!(res.status(), 302);
     assert_eq!(res.headers()["location"], "/invoices");
     assert_eq!(rpc(&first, &app, "list_invoices", &[]).await, 401);
     assert_eq!(rpc(&second, &app, "list_invoices", &[]).await, 401);
     assert_eq!(rpc(&third, &app, "list_invoices", &[]).await, 200);
-    let audit = app
-        .count(&format!(
-            "select count(*) from audit_events where org_id = '{}' and action = 'user.password_reset'",
-            org.id
-        ))
-        .await;
+    let audit = audit_count(&app.pool, org.id, "user.password_reset").await;
     assert_eq!(audit, 1);
 }
 
@@ -1218,17 +1179,16 @@ async fn an_unverified_account_cannot_email_or_make_keys_until_verified(pool: Pg
     let app = TestApp::spawn(pool).await;
     let http = client();
     let email = format!("new-{}@example.com", Uuid::new_v4().simple());
-    let res = http
-        .post(format!("{}/rpc/signup", app.base))
-        .header("accept", "text/html")
-        .form(&[
+    let res = pages::submit(
+        &http,
+        format!("{}/rpc/signup", app.base),
+        &[
             ("org_name", "Fresh Co"),
             ("email", email.as_str()),
             ("password", PASSWORD),
-        ])
-        .send()
-        .await
-        .unwrap();
+        ],
+    )
+    .await;
     assert_eq!(res.status(), 302);
     assert_eq!(res.headers()["location"], "/signup?sent=1");
     login(&http, &app.base, &email, PASSWORD).await;
@@ -1238,13 +1198,12 @@ async fn an_unverified_account_cannot_email_or_make_keys_until_verified(pool: Pg
     ]);
     assert_eq!(rpc(&http, &app, "create_api_key", &key).await, 403);
     let token = emailed_token(&app.pool, "verify_email", &email).await;
-    let res = http
-        .post(format!("{}/rpc/confirm_email", app.base))
-        .header("accept", "text/html")
-        .form(&[("token", token.as_str())])
-        .send()
-        .await
-        .unwrap();
+    let res = pages::submit(
+        &http,
+        format!("{}/rpc/confirm_email", app.base),
+        &[("token", token.as_str())],
+    )
+    .await;
     assert_eq!(res.status(), 302);
     assert_eq!(rpc(&http, &app, "create_api_key", &key).await, 200);
 }
@@ -1283,11 +1242,12 @@ async fn a_session_switches_between_its_users_orgs(pool: PgPool) {
     assert!(switched < 400, "{switched}");
     // Now a viewer of the second: refused, and its reads are the second org's.
     assert_eq!(rpc(&http, &app, "add_tax_rate", &rate()).await, 403);
-    let acting: Uuid = sqlx::query_scalar("select org_id from user_sessions where user_id = $1")
-        .bind(first.owner)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let acting: Uuid = scalar_for(
+        &app.pool,
+        "select org_id from user_sessions where user_id = $1",
+        first.owner,
+    )
+    .await;
     assert_eq!(acting, second.id);
     // An org the user does not belong to: not found, nothing switched.
     let third = org(&app.pool).await;
@@ -1351,10 +1311,7 @@ async fn retention_ends_idle_sessions_and_forgets_old_ones_and_old_tokens(pool: 
         (1, 2),
         "the idle one ended, the old ended one gone"
     );
-    let tokens: i64 = sqlx::query_scalar("select count(*) from user_tokens")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let tokens: i64 = scalar(&pool, "select count(*) from user_tokens").await;
     assert_eq!(tokens, 1);
 }
 
@@ -1428,11 +1385,12 @@ async fn a_password_change_and_the_sessions_page_end_the_other_sessions(pool: Pg
     // Someone else's session id is not found.
     let other = self::org(&app.pool).await;
     let _ = browser(&app, &other.owner_email).await;
-    let foreign: Uuid = sqlx::query_scalar("select id from user_sessions where user_id = $1")
-        .bind(other.owner)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let foreign: Uuid = scalar_for(
+        &app.pool,
+        "select id from user_sessions where user_id = $1",
+        other.owner,
+    )
+    .await;
     assert_eq!(
         rpc(
             &here,
@@ -1446,12 +1404,7 @@ async fn a_password_change_and_the_sessions_page_end_the_other_sessions(pool: Pg
     assert!(rpc(&here, &app, "end_other_sessions", &[]).await < 400);
     assert_eq!(rpc(&third, &app, "list_invoices", &[]).await, 401);
     assert_eq!(rpc(&here, &app, "list_invoices", &[]).await, 200);
-    let audit = app
-        .count(&format!(
-            "select count(*) from audit_events where org_id = '{}' and action = 'user.password_changed'",
-            org.id
-        ))
-        .await;
+    let audit = audit_count(&app.pool, org.id, "user.password_changed").await;
     assert_eq!(audit, 1);
 }
 
@@ -1475,19 +1428,21 @@ async fn an_address_change_waits_for_its_link_and_keys_are_audited(pool: PgPool)
     )
     .await;
     assert!(asked < 400, "{asked}");
-    let email: String = sqlx::query_scalar("select email from users where id = $1")
-        .bind(org.owner)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let email: String = scalar_for(
+        &app.pool,
+        "select email from users where id = $1",
+        org.owner,
+    )
+    .await;
     assert_eq!(email, org.owner_email, "not before the link is followed");
     let token = emailed_token(&app.pool, "verify_email", &new_email).await;
     assert!(rpc(&here, &app, "confirm_email", &form(&[("token", token)])).await < 400);
-    let email: String = sqlx::query_scalar("select email from users where id = $1")
-        .bind(org.owner)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let email: String = scalar_for(
+        &app.pool,
+        "select email from users where id = $1",
+        org.owner,
+    )
+    .await;
     assert_eq!(email, new_email);
 
     assert_eq!(
@@ -1503,11 +1458,12 @@ async fn an_address_change_waits_for_its_link_and_keys_are_audited(pool: PgPool)
         .await,
         200
     );
-    let key: Uuid = sqlx::query_scalar("select id from api_keys where org_id = $1")
-        .bind(org.id)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let key: Uuid = scalar_for(
+        &app.pool,
+        "select id from api_keys where org_id = $1",
+        org.id,
+    )
+    .await;
     assert!(
         rpc(
             &here,

@@ -4,6 +4,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::common::queue_email;
+use crate::common::rows::scalar;
 use crate::common::{self, message_id, spawn_worker, wait_until, SmtpSink, TestDb};
 use uuid::Uuid;
 
@@ -46,10 +47,7 @@ async fn killed_between_send_and_mark_the_email_is_redelivered_once_with_the_sam
         message_id(&messages[1]),
         "recognisable downstream"
     );
-    let attempts: i32 = sqlx::query_scalar("select attempts from outbox")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let attempts: i32 = scalar(&pool, "select attempts from outbox").await;
     assert_eq!(attempts, 2);
     pool.close().await;
     db.cleanup().await;
@@ -100,12 +98,7 @@ async fn two_worker_processes_drain_500_rows_each_sent_once() {
     let ids: HashSet<String> = messages.iter().map(|m| message_id(m)).collect();
     assert_eq!(ids.len(), 500, "every row once");
     // locked_by names the sender: "<host>-<pid>-<n>"; both processes took part.
-    let processes: i64 = sqlx::query_scalar(
-        "select count(distinct regexp_replace(locked_by, '-[0-9]+$', '')) from outbox where sent_at is not null",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    let processes: i64 = scalar(&pool, "select count(distinct regexp_replace(locked_by, '-[0-9]+$', '')) from outbox where sent_at is not null").await;
     assert_eq!(processes, 2, "both worker processes sent rows");
     pool.close().await;
     db.cleanup().await;
@@ -135,17 +128,13 @@ async fn sigterm_stops_leasing_and_leaves_no_row_half_held() {
         .unwrap()
         .unwrap();
     assert!(status.success(), "a clean exit: {status:?}");
-    let held: i64 = sqlx::query_scalar(
-        "select count(*) from claims where scope = 'job' and owner = 'outbox' and status = 'in_progress'",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    let held: i64 = scalar(&pool, "select count(*) from claims where scope = 'job' and owner = 'outbox' and status = 'in_progress'").await;
     assert_eq!(held, 0, "the rows it held were finished before it exited");
-    let sent: i64 = sqlx::query_scalar("select count(*) from outbox where sent_at is not null")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let sent: i64 = scalar(
+        &pool,
+        "select count(*) from outbox where sent_at is not null",
+    )
+    .await;
     assert_eq!(
         sent as usize,
         sink.messages().len(),

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod pages;
+pub mod rows;
 pub mod served;
 
 use std::path::Path;
@@ -62,6 +64,19 @@ impl TestDb {
         pool
     }
 
+    /// A new database (see [`TestDb::new`]) with the org `org` made by `server admin create-org`.
+    pub async fn with_org(tag: &str, org: &str, email: &str) -> TestDb {
+        let db = TestDb::new(tag).await;
+        create_org(&db, org, email).await;
+        db
+    }
+
+    /// Closes `pool` and drops the database.
+    pub async fn finish(self, pool: PgPool) {
+        pool.close().await;
+        self.cleanup().await;
+    }
+
     pub async fn cleanup(self) {
         let mut admin = PgConnection::connect_with(&base_options()).await.unwrap();
         sqlx::query(&format!(
@@ -90,6 +105,12 @@ pub async fn cli(db: &TestDb, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// `server admin create-api-key` for the account `email`; the key.
+pub async fn api_key(db: &TestDb, email: &str) -> String {
+    let printed = cli(db, &["admin", "create-api-key", "--email", email]).await;
+    printed.trim().to_owned()
 }
 
 /// The real `server` binary on a free loopback port, stderr shown, killed when dropped.
@@ -205,31 +226,13 @@ pub async fn seed_invoice(
         .await
         .unwrap()
         .org_id;
-    let input = app::model::InvoiceInput {
-        customer_name: "Ada".into(),
-        customer_email: "ada@example.com".into(),
-        currency: currency.into(),
-        due_date: Some("2027-01-31".parse().unwrap()),
-        lines: vec![app::model::LineInput {
-            description: "Work".into(),
-            quantity: app::model::Thousandths::whole(1),
-            unit_amount_cents: total,
-            tax_rate_id: None,
-        }],
-        draft: false,
-        customer_id: None,
-        ..Default::default()
-    };
-    let mut tx = pool.begin().await.unwrap();
-    let invoice = app::ssr::invoices::insert(&mut tx, uuid::Uuid::new_v4(), org, None, &input, "")
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
+    let input = rows::one_line_input(currency, "2027-01-31", total, false);
+    let invoice = rows::insert_invoice(pool, org, &input).await;
     // The session the stand-in's payment events name, as the app would have created it at Stripe.
-    app::ssr::stripe::standin::open_simulated_session(pool, invoice.id)
+    app::ssr::stripe::standin::open_simulated_session(pool, invoice)
         .await
         .unwrap();
-    (org, invoice.id)
+    (org, invoice)
 }
 
 /// One click of the Send button of `org` rendered with `click`, as the server function makes it.
@@ -348,6 +351,20 @@ impl SmtpSink {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+}
+
+/// Runs the openssl `script` (bash) in a new temporary folder named after `prefix`; the folder.
+pub fn openssl(prefix: &str, script: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("{prefix}-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let status = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .current_dir(&dir)
+        .status()
+        .expect("openssl is needed for the TLS tests");
+    assert!(status.success(), "openssl failed");
+    dir
 }
 
 /// The Message-ID header of a raw message.
