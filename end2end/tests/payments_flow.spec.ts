@@ -14,6 +14,14 @@ async function sessionsAtStripe(page: Page, invoiceId: string): Promise<string[]
   return list.data.filter((s: { client_reference_id: string }) => s.client_reference_id === invoiceId).map((s: { id: string }) => s.id);
 }
 
+/** Calls one of the local Stripe's test helpers for checkout session `session`. */
+async function stripeHelper(page: Page, session: string, helper: "hold_settlement" | "release_settlement") {
+  const res = await page.request.post(`${STRIPE}/v1/test_helpers/checkout/sessions/${session}/${helper}`, {
+    headers: { authorization: "Bearer sk_test_local" },
+  });
+  expect(res.status(), `${helper} of ${session}`).toBe(200);
+}
+
 /** An invoice for `email`, sent; returns its id and the link the email carries. */
 async function sendInvoice(page: Page, email: string): Promise<{ id: string; link: string }> {
   await openForm(page);
@@ -86,8 +94,20 @@ test.describe("the customer pays", () => {
     await signUp(page, "pay-bank");
     const { id, link } = await sendInvoice(page, `bank-${Date.now()}@example.com`);
     const { context, customer } = await payTwice(browser, link);
+    // The bank's answer waits until the test has seen the payment processing.
+    const session = customer.url().split("/").pop()!;
+    await stripeHelper(page, session, "hold_settlement");
     await customer.getByRole("button", { name: "Pay by bank debit" }).click();
     await expect(customer).toHaveURL(/\?paid=1$/);
+    await expect(async () => {
+      await customer.reload();
+      await expect(customer.locator(".public-status")).toHaveText(/^Payment processing/);
+    }).toPass({ timeout: 20_000 });
+    await expect(customer.locator("button.pay")).toHaveCount(0);
+    await page.goto(`/invoices/${id}`);
+    await expect(page.locator("tr.payment .payment-status")).toHaveText("processing");
+
+    await stripeHelper(page, session, "release_settlement");
     await expect(async () => {
       await customer.reload();
       await expect(customer.locator(".public-status")).toHaveText("Paid");

@@ -12,6 +12,8 @@
 //! - Events (`checkout.session.completed`, `..._async_payment_succeeded`, `..._async_payment_failed`)
 //!   are signed with the endpoint secret and POSTed to the webhook URL, retried with backoff until
 //!   2xx. With `chaos`, each event goes two or three times, some at once, in shuffled order.
+//! - `POST /v1/test_helpers/checkout/sessions/{id}/hold_settlement` keeps that session's delayed
+//!   settlement until `.../release_settlement` sends it, so a test can see a payment processing.
 //!
 //! Ids, event envelopes and signatures come from the shipped stand-in (`app::ssr::stripe::standin`,
 //! which `server stripe trigger` uses), so both send the same shapes.
@@ -29,7 +31,7 @@ use axum::routing::{get, post};
 use axum::{Form, Json, Router};
 use serde_json::{json, Value};
 
-use delivery::{deliver_all, event};
+use delivery::{deliver_all, event, hold_settlement, release_settlement};
 
 mod delivery;
 
@@ -81,6 +83,9 @@ struct Store {
     create_calls: u64,
     expire_calls: u64,
     events: Vec<Value>,
+    /// Sessions whose delayed settlement waits for `release_settlement` (tests that must see a
+    /// payment processing): the settlement events once the session is paid.
+    held: HashMap<String, Vec<Value>>,
 }
 
 #[derive(Clone)]
@@ -126,6 +131,14 @@ impl LocalStripe {
             .route("/v1/checkout/sessions/{id}/expire", post(expire_session))
             .route("/checkout/{id}", get(checkout_page))
             .route("/checkout/{id}/pay", post(pay))
+            .route(
+                "/v1/test_helpers/checkout/sessions/{id}/hold_settlement",
+                post(hold_settlement),
+            )
+            .route(
+                "/v1/test_helpers/checkout/sessions/{id}/release_settlement",
+                post(release_settlement),
+            )
             .with_state(shared.clone());
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, router).await;
@@ -550,13 +563,19 @@ async fn pay(
         session["payment_intent"] = standin::payment_intent_id().into();
         session["url"] = Value::Null;
         let mut events = vec![event("checkout.session.completed", session.clone())];
+        let mut settlement = Vec::new();
         if let Some(kind) = later {
             let mut settled = session.clone();
             settled["payment_status"] = standin::session_payment_status(kind, paid_now).into();
-            events.push(event(kind, settled));
+            settlement.push(event(kind, settled));
+        }
+        let session = session.clone();
+        match store.held.get_mut(&id) {
+            Some(held) => held.extend(settlement),
+            None => events.extend(settlement),
         }
         store.events.extend(events.iter().cloned());
-        (store.sessions[&id].clone(), events)
+        (session, events)
     };
     deliver_all(shared, events);
     let success = session["success_url"].as_str().unwrap_or("/").to_owned();

@@ -4,9 +4,13 @@
 use std::time::Duration;
 
 use app::ssr::stripe::standin;
-use serde_json::Value;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
 
-use super::Shared;
+use super::{no_such_session, unauthorised, Shared};
 
 /// A test-mode event of `kind` about `session`, with a fresh id.
 pub(super) fn event(kind: &str, session: Value) -> Value {
@@ -66,4 +70,45 @@ async fn deliver(shared: &Shared, url: &str, payload: &str) {
         pause = (pause * 2).min(Duration::from_secs(10));
     }
     eprintln!("local stripe: gave up delivering an event to {url}");
+}
+
+/// Test helper: the delayed settlement of session `id` (a bank debit's success or failure) is kept
+/// until [`release_settlement`], so a test can see the payment processing first.
+pub(super) async fn hold_settlement(
+    State(shared): State<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(denied) = unauthorised(&shared, &headers) {
+        return denied;
+    }
+    let mut store = shared.store.lock().unwrap();
+    if !store.sessions.contains_key(&id) {
+        return no_such_session();
+    }
+    store.held.entry(id.clone()).or_default();
+    Json(json!({ "id": id, "settlement": "held" })).into_response()
+}
+
+/// Test helper: sends what [`hold_settlement`] kept for session `id`, and stops holding it.
+pub(super) async fn release_settlement(
+    State(shared): State<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(denied) = unauthorised(&shared, &headers) {
+        return denied;
+    }
+    let Some(events) = shared.store.lock().unwrap().held.remove(&id) else {
+        return no_such_session();
+    };
+    let released = events.len();
+    shared
+        .store
+        .lock()
+        .unwrap()
+        .events
+        .extend(events.iter().cloned());
+    deliver_all(shared, events);
+    Json(json!({ "id": id, "released": released })).into_response()
 }
