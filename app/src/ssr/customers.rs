@@ -191,7 +191,7 @@ pub async fn fill_invoice(
     customer: Option<Uuid>,
     name: &mut String,
     email: &mut String,
-) -> Result<(), crate::error::AppError> {
+) -> Result<(), crate::ssr::invoice_error::InvoiceError> {
     let Some(id) = customer else {
         return Ok(());
     };
@@ -201,7 +201,7 @@ pub async fn fill_invoice(
             *email = c.email;
             Ok(())
         }
-        None => Err(crate::error::AppError::field(
+        None => Err(crate::ssr::invoice_error::InvoiceError::field(
             "customer_id",
             "Choose one of your customers.",
         )),

@@ -11,6 +11,7 @@ pub mod customers;
 pub mod demo;
 pub mod failpoint;
 pub mod invitations;
+pub mod invoice_error;
 pub mod invoices;
 pub mod lifecycle;
 pub mod mail;

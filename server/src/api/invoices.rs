@@ -2,6 +2,7 @@
 
 use app::model::{Invoice, InvoiceInput};
 use app::ssr::claim::StoredResponse;
+use app::ssr::invoice_error::InvoiceError;
 use app::ssr::lifecycle::{self, Action, Edited, Moved};
 use app::ssr::observe::track;
 use app::ssr::surfaces::api::{self, IdempotencyKey, INVOICES_PATH};
@@ -626,9 +627,7 @@ async fn with_customer(
     match app::ssr::customers::fill_invoice(&state.pool, org, input.customer_id, name, email).await
     {
         Ok(()) => {}
-        Err(app::error::AppError::Invalid(rejected)) => {
-            return Err(write::invalid("invoice", rejected.fields))
-        }
+        Err(InvoiceError::Invalid(fields)) => return Err(write::invalid("invoice", fields)),
         Err(e) => return Err(super::problem::internal("reading a customer", e)),
     }
     input
@@ -636,9 +635,7 @@ async fn with_customer(
         .map_err(|fields| write::invalid("invoice", fields))?;
     match app::ssr::tax_rates::check(&state.pool, org, input).await {
         Ok(()) => Ok(()),
-        Err(app::error::AppError::Invalid(rejected)) => {
-            Err(write::invalid("invoice", rejected.fields))
-        }
+        Err(InvoiceError::Invalid(fields)) => Err(write::invalid("invoice", fields)),
         Err(e) => Err(super::problem::internal("reading tax rates", e)),
     }
 }
