@@ -2,13 +2,10 @@
 //! A rate's percent never changes; invoices name rates by id on each line.
 
 use app::model::{TaxRate, TaxRateInput};
-use app::ssr::observe::track;
-use app::ssr::surfaces::api::{self, TAX_RATES_PATH};
+use app::ssr::surfaces::api;
 use app::ssr::{tax_rates, AppState};
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -16,7 +13,7 @@ use utoipa::ToSchema;
 
 use super::client::Client;
 use super::problem::{problem, Problem, ProblemResponse};
-use super::write;
+use super::write::{self, Write};
 
 /// Add a tax rate, once per `Idempotency-Key`.
 #[utoipa::path(
@@ -39,29 +36,23 @@ use super::write;
     ),
     security(("api_key" = []))
 )]
-pub(super) async fn post_tax_rate(
-    State(state): State<AppState>,
-    caller: Client,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ProblemResponse> {
+pub(super) async fn post_tax_rate(write: Write) -> Result<Response, ProblemResponse> {
     // Tax rates are the org's settings: an owner's key.
-    caller.require(app::model::Action::ManageOrg)?;
-    let Client(client) = caller;
-    let attempt = write::attempt(client, &headers);
-    let outcome = track(&state.pool, attempt, async |attempt| {
-        let key = api::IdempotencyKey::parse(headers.get("idempotency-key").map(|v| v.as_bytes()))?;
-        let (value, input) = write::json_body(body, "tax rate", TaxRateInput::check)?;
-        let fingerprint = api::fingerprint("POST", TAX_RATES_PATH, &value);
-        let ttl = state.settings.idempotency_key_ttl;
-        let pool = &state.pool;
-        let created =
-            api::tax_rate_from_request(pool, &attempt, client, &key, &fingerprint, &input, ttl)
-                .await?;
-        Ok::<_, ProblemResponse>(created)
-    })
-    .await?;
-    write::answer(outcome)
+    write.require(app::model::Action::ManageOrg)?;
+    write
+        .run(async |req, body| {
+            let (value, input) = write::json_body(body, "tax rate", TaxRateInput::check)?;
+            req.once(&value, || {
+                async |tx| {
+                    let id = uuid::Uuid::now_v7();
+                    let source_key = format!("api:{id}");
+                    let rate = tax_rates::insert(tx, id, req.org(), &source_key, &input).await?;
+                    Ok((api::created(&req.location(id), &rate), None))
+                }
+            })
+            .await
+        })
+        .await
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
