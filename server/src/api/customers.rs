@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::client::Client;
+use super::documented::{CreateProblems, InFlight, ListProblems, NotFound, Unauthorized};
 use super::problem::{problem, Problem, ProblemResponse};
 use super::write::{self, Write};
 
@@ -28,10 +29,8 @@ use super::write::{self, Write};
     responses(
         (status = 201, description = "Created; replays return the stored response with `Idempotent-Replayed: true`", body = Customer,
             headers(("Location" = String, description = "The customer's URL"))),
-        (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is not JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing, unknown or revoked API key", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The same key is still in flight", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 1 MiB", body = Problem, content_type = "application/problem+json"),
+        CreateProblems,
+        InFlight,
         (status = 422, description = "Invalid customer (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = []))
@@ -81,8 +80,7 @@ fn bad_query(detail: impl Into<String>) -> ProblemResponse {
     params(CustomerQuery),
     responses(
         (status = 200, body = CustomerList),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
+        ListProblems,
     ),
     security(("api_key" = []))
 )]
@@ -112,8 +110,8 @@ pub(super) async fn list_customers(
     params(("id" = String, Path, description = "Customer id (UUID)")),
     responses(
         (status = 200, body = Customer),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        Unauthorized,
+        NotFound,
     ),
     security(("api_key" = []))
 )]
@@ -152,9 +150,9 @@ fn not_found() -> ProblemResponse {
     responses(
         (status = 200, description = "Updated; replays return the stored response with `Idempotent-Replayed: true`", body = Customer),
         (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is not a JSON object", body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The same key is still in flight", body = Problem, content_type = "application/problem+json"),
+        Unauthorized,
+        NotFound,
+        InFlight,
         (status = 422, description = "The result is invalid (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = []))

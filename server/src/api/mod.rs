@@ -3,6 +3,7 @@
 
 mod client;
 mod customers;
+mod documented;
 mod invoices;
 mod openapi;
 mod problem;

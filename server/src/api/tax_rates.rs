@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::client::Client;
+use super::documented::{CreateProblems, InFlight, ListProblems};
 use super::problem::{problem, Problem, ProblemResponse};
 use super::write::{self, Write};
 
@@ -27,11 +28,9 @@ use super::write::{self, Write};
     responses(
         (status = 201, description = "Created; replays return the stored response with `Idempotent-Replayed: true`", body = TaxRate,
             headers(("Location" = String, description = "The rate's URL"))),
-        (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is not JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing, unknown or revoked API key", body = Problem, content_type = "application/problem+json"),
+        CreateProblems,
         (status = 403, description = "The API key's role is not owner", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The same key is still in flight", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 1 MiB", body = Problem, content_type = "application/problem+json"),
+        InFlight,
         (status = 422, description = "Invalid rate (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = []))
@@ -76,8 +75,7 @@ pub struct TaxRateList {
     params(TaxRateQuery),
     responses(
         (status = 200, body = TaxRateList),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
+        ListProblems,
     ),
     security(("api_key" = []))
 )]

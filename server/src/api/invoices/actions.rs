@@ -9,6 +9,7 @@ use app::ssr::surfaces::api::{self, INVOICES_PATH};
 use axum::http::StatusCode;
 use axum::response::Response;
 
+use super::super::documented::{ActionProblems, InFlight, NotFound};
 use super::super::problem::{problem, Problem, ProblemResponse};
 use super::super::write::{stored_problem, Write};
 use super::{action_body, not_found};
@@ -79,11 +80,9 @@ macro_rules! action_route {
             ),
             responses(
                 (status = 200, description = "Moved, or already there; replays return the stored response with `Idempotent-Replayed: true`", body = Invoice),
-                (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is neither empty nor a JSON object", body = Problem, content_type = "application/problem+json"),
-                (status = 401, body = Problem, content_type = "application/problem+json"),
-                (status = 404, body = Problem, content_type = "application/problem+json"),
+                ActionProblems,
+                NotFound,
                 (status = 409, description = "The invoice cannot move from its current state, or the same key is still in flight", body = Problem, content_type = "application/problem+json"),
-                (status = 422, description = "The key was used with a different request", body = Problem, content_type = "application/problem+json"),
             ),
             security(("api_key" = []))
         )]
@@ -125,11 +124,9 @@ action_route!(
     ),
     responses(
         (status = 204, description = "Deleted; replays return the stored 204 with `Idempotent-Replayed: true`"),
-        (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is neither empty nor a JSON object", body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
+        ActionProblems,
         (status = 404, description = "No such invoice (stored for the key)", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "Not a draft (void it instead), or the same key is still in flight", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "The key was used with a different request", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = []))
 )]
@@ -149,11 +146,9 @@ pub(in crate::api) async fn delete_invoice(write: Write) -> Result<Response, Pro
     responses(
         (status = 201, description = "The new draft; replays return the stored response with `Idempotent-Replayed: true`", body = Invoice,
             headers(("Location" = String, description = "The draft's URL"))),
-        (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is neither empty nor a JSON object", body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The same key is still in flight", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "The key was used with a different request", body = Problem, content_type = "application/problem+json"),
+        ActionProblems,
+        NotFound,
+        InFlight,
     ),
     security(("api_key" = []))
 )]

@@ -7,6 +7,7 @@ use axum::response::Response;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::super::documented::{ActionProblems, NotFound};
 use super::super::problem::{problem, Problem, ProblemResponse};
 use super::super::write::{stored_problem, Write};
 use super::{action_body, not_found};
@@ -33,11 +34,9 @@ pub struct CheckoutSession {
     ),
     responses(
         (status = 200, description = "The open session; replays return the stored response with `Idempotent-Replayed: true`", body = CheckoutSession),
-        (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is neither empty nor a JSON object", body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        ActionProblems,
+        NotFound,
         (status = 409, description = "Nothing is due (draft, paid, void), or the same key (or the session) is still being created: retry after `Retry-After`", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "The key was used with a different request", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "Stripe could not be reached (nothing stored: retry with the same key)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = []))

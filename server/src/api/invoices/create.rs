@@ -6,6 +6,7 @@ use app::ssr::invoices;
 use app::ssr::surfaces::api;
 use axum::response::Response;
 
+use super::super::documented::CreateProblems;
 use super::super::problem::{Problem, ProblemResponse};
 use super::super::write::{self, Write};
 use super::rejected;
@@ -22,10 +23,8 @@ use super::rejected;
     responses(
         (status = 201, description = "Created; replays return the stored response with `Idempotent-Replayed: true`", body = Invoice,
             headers(("Location" = String, description = "The invoice's URL"))),
-        (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is not JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing, unknown or revoked API key", body = Problem, content_type = "application/problem+json"),
+        CreateProblems,
         (status = 409, description = "The same key is still in flight; retry after `Retry-After` seconds", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 1 MiB", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid invoice (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = []))

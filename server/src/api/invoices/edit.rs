@@ -9,6 +9,7 @@ use app::ssr::surfaces::api;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
 
+use super::super::documented::{NotFound, Unauthorized};
 use super::super::problem::{problem, Problem, ProblemResponse};
 use super::super::write::{patch_body, stored_problem, Write};
 use super::{not_found, rejected};
@@ -54,8 +55,8 @@ fn if_match(headers: &HeaderMap) -> Result<i32, ProblemResponse> {
         (status = 200, description = "Saved; the new version is in `version` and the ETag", body = Invoice,
             headers(("ETag" = String, description = "The draft's new version"))),
         (status = 400, description = "Missing or malformed Idempotency-Key or If-Match, or a body that is not a JSON object", body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        Unauthorized,
+        NotFound,
         (status = 409, description = "Not a draft any more, or the same key is still in flight", body = Problem, content_type = "application/problem+json"),
         (status = 412, description = "The draft is at another version: someone saved since", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "The patched invoice is invalid (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),

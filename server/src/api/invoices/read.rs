@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::super::client::Client;
-use super::super::problem::{problem, Problem, ProblemResponse};
+use super::super::documented::{ListProblems, NotFound, Unauthorized};
+use super::super::problem::{problem, ProblemResponse};
 use super::not_found;
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -48,8 +49,7 @@ pub struct InvoiceList {
     params(ListQuery),
     responses(
         (status = 200, body = InvoiceList),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
+        ListProblems,
     ),
     security(("api_key" = []))
 )]
@@ -96,8 +96,8 @@ pub(in crate::api) async fn list_invoices(
     params(("id" = String, Path, description = "Invoice id (UUID)")),
     responses(
         (status = 200, body = Invoice, headers(("ETag" = String, description = "The version, for If-Match when editing a draft"))),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        Unauthorized,
+        NotFound,
     ),
     security(("api_key" = []))
 )]
