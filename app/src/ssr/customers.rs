@@ -191,7 +191,7 @@ pub async fn fill_invoice(
     customer: Option<Uuid>,
     name: &mut String,
     email: &mut String,
-) -> Result<(), crate::error::AppError> {
+) -> Result<(), crate::ssr::invoice_error::InvoiceError> {
     let Some(id) = customer else {
         return Ok(());
     };
@@ -201,9 +201,46 @@ pub async fn fill_invoice(
             *email = c.email;
             Ok(())
         }
-        None => Err(crate::error::AppError::field(
+        None => Err(crate::ssr::invoice_error::InvoiceError::field(
             "customer_id",
             "Choose one of your customers.",
         )),
     }
+}
+
+/// Why a customer edit cannot be saved; each surface answers it its own way.
+#[derive(Debug, thiserror::Error)]
+pub enum CustomerError {
+    /// The result is not a customer (serde's reason).
+    #[error("not a customer: {0}")]
+    Unreadable(String),
+    /// Field → message.
+    #[error("invalid customer: {0:?}")]
+    Invalid(crate::error::FieldErrors),
+}
+
+impl From<CustomerError> for crate::error::AppError {
+    fn from(err: CustomerError) -> Self {
+        match err {
+            CustomerError::Unreadable(reason) => crate::error::AppError::BadRequest(reason),
+            CustomerError::Invalid(fields) => crate::error::AppError::invalid(fields),
+        }
+    }
+}
+
+/// `current` with `patch` (a JSON merge patch of its fields) applied, checked as a new one would be.
+pub fn patched(
+    current: &Customer,
+    patch: &serde_json::Value,
+) -> Result<CustomerInput, CustomerError> {
+    let input = CustomerInput {
+        name: current.name.clone(),
+        email: current.email.clone(),
+        billing_address: current.billing_address.clone(),
+        tax_id: current.tax_id.clone(),
+        notes: current.notes.clone(),
+    };
+    let input = crate::ssr::patch::patched(&input, patch).map_err(CustomerError::Unreadable)?;
+    input.check().map_err(CustomerError::Invalid)?;
+    Ok(input)
 }

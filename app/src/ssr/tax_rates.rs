@@ -7,8 +7,9 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
-use crate::error::{AppError, FieldErrors};
+use crate::error::FieldErrors;
 use crate::model::{AppliedTax, InvoiceInput, TaxRate, TaxRateInput, Thousandths};
+use crate::ssr::invoice_error::InvoiceError;
 
 /// `org`'s rates, oldest first; archived ones only when `archived`.
 pub async fn list(
@@ -159,7 +160,7 @@ pub async fn check(
     db: impl PgExecutor<'_>,
     org: Uuid,
     input: &InvoiceInput,
-) -> Result<(), AppError> {
+) -> Result<(), InvoiceError> {
     let found = named(db, org, input).await?;
     let errors: FieldErrors = input
         .lines
@@ -174,7 +175,7 @@ pub async fn check(
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(AppError::invalid(errors))
+        Err(InvoiceError::Invalid(errors))
     }
 }
 

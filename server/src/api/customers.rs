@@ -2,21 +2,20 @@
 //! search, get.
 
 use app::model::{Customer, CustomerInput};
-use app::ssr::observe::track;
-use app::ssr::surfaces::api::{self, IdempotencyKey, CUSTOMERS_PATH};
-use app::ssr::{customers, AppState};
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use app::ssr::customers::{self, CustomerError};
+use app::ssr::surfaces::api;
+use app::ssr::AppState;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::client::Client;
+use super::documented::{CreateProblems, InFlight, ListProblems, NotFound, Unauthorized};
 use super::problem::{problem, Problem, ProblemResponse};
-use super::write;
+use super::write::{self, Write};
 
 /// Create a customer, once per `Idempotency-Key`.
 #[utoipa::path(
@@ -30,34 +29,26 @@ use super::write;
     responses(
         (status = 201, description = "Created; replays return the stored response with `Idempotent-Replayed: true`", body = Customer,
             headers(("Location" = String, description = "The customer's URL"))),
-        (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is not JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing, unknown or revoked API key", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The same key is still in flight", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 1 MiB", body = Problem, content_type = "application/problem+json"),
+        CreateProblems,
+        InFlight,
         (status = 422, description = "Invalid customer (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = []))
 )]
-pub(super) async fn post_customer(
-    State(state): State<AppState>,
-    Client(client): Client,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ProblemResponse> {
-    let attempt = write::attempt(client, &headers);
-    let outcome = track(&state.pool, attempt, async |attempt| {
-        let key = IdempotencyKey::parse(headers.get("idempotency-key").map(|v| v.as_bytes()))?;
-        let (value, input) = write::json_body(body, "customer", CustomerInput::check)?;
-        let fingerprint = api::fingerprint("POST", CUSTOMERS_PATH, &value);
-        let ttl = state.settings.idempotency_key_ttl;
-        let pool = &state.pool;
-        let created =
-            api::customer_from_request(pool, &attempt, client, &key, &fingerprint, &input, ttl)
-                .await?;
-        Ok::<_, ProblemResponse>(created)
-    })
-    .await?;
-    write::answer(outcome)
+pub(super) async fn post_customer(write: Write) -> Result<Response, ProblemResponse> {
+    write
+        .run(async |req, body| {
+            let (value, input) = write::json_body(body, "customer", CustomerInput::check)?;
+            req.once(&value, || {
+                async |tx| {
+                    let id = uuid::Uuid::now_v7();
+                    let customer = customers::insert(tx, id, req.org(), None, &input).await?;
+                    Ok((api::created(&req.location(id), &customer), None))
+                }
+            })
+            .await
+        })
+        .await
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -89,8 +80,7 @@ fn bad_query(detail: impl Into<String>) -> ProblemResponse {
     params(CustomerQuery),
     responses(
         (status = 200, body = CustomerList),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
+        ListProblems,
     ),
     security(("api_key" = []))
 )]
@@ -120,8 +110,8 @@ pub(super) async fn list_customers(
     params(("id" = String, Path, description = "Customer id (UUID)")),
     responses(
         (status = 200, body = Customer),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        Unauthorized,
+        NotFound,
     ),
     security(("api_key" = []))
 )]
@@ -160,67 +150,35 @@ fn not_found() -> ProblemResponse {
     responses(
         (status = 200, description = "Updated; replays return the stored response with `Idempotent-Replayed: true`", body = Customer),
         (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is not a JSON object", body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The same key is still in flight", body = Problem, content_type = "application/problem+json"),
+        Unauthorized,
+        NotFound,
+        InFlight,
         (status = 422, description = "The result is invalid (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = []))
 )]
-pub(super) async fn patch_customer(
-    State(state): State<AppState>,
-    Client(client): Client,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ProblemResponse> {
-    let attempt = write::attempt(client, &headers);
-    let outcome = track(&state.pool, attempt, async |attempt| {
-        let key = IdempotencyKey::parse(headers.get("idempotency-key").map(|v| v.as_bytes()))?;
-        let id = uuid::Uuid::try_parse(&id).map_err(|_| not_found())?;
-        let patch: serde_json::Value = serde_json::from_slice(&body?)
-            .ok()
-            .filter(serde_json::Value::is_object)
-            .ok_or_else(|| {
-                problem(
-                    StatusCode::BAD_REQUEST,
-                    "malformed-json",
-                    "Malformed JSON",
-                    "The body must be a JSON object (a merge patch of the customer).",
-                )
+pub(super) async fn patch_customer(write: Write) -> Result<Response, ProblemResponse> {
+    write
+        .run(async |req, body| {
+            let (id, org) = (req.id(not_found)?, req.org());
+            let patch = write::patch_body(body, "the customer")?;
+            let current = customers::get(&req.state().pool, org, id)
+                .await?
+                .ok_or_else(not_found)?;
+            let input = customers::patched(&current, &patch).map_err(|e| match e {
+                CustomerError::Unreadable(reason) => write::unreadable("customer", reason),
+                CustomerError::Invalid(fields) => write::invalid("customer", fields),
             })?;
-        let current = customers::get(&state.pool, client.org_id, id)
-            .await?
-            .ok_or_else(not_found)?;
-        let mut merged = serde_json::json!({
-            "name": current.name,
-            "email": current.email,
-            "billing_address": current.billing_address,
-            "tax_id": current.tax_id,
-            "notes": current.notes,
-        });
-        write::merge_patch(&mut merged, &patch);
-        let (_, input) = write::json_body(
-            Ok(Bytes::from(merged.to_string())),
-            "customer",
-            CustomerInput::check,
-        )?;
-        let path = format!("{CUSTOMERS_PATH}/{id}");
-        let fingerprint = api::fingerprint("PATCH", &path, &patch);
-        let ttl = state.settings.idempotency_key_ttl;
-        let pool = &state.pool;
-        let ran = api::respond_once(pool, &attempt, client, &key, &fingerprint, ttl, || {
-            async |tx| {
-                let response = match customers::update(tx, client.org_id, id, &input).await? {
-                    Some(customer) => api::ok(&customer),
-                    None => write::stored_problem(not_found()),
-                };
-                Ok((response, None))
-            }
+            req.once(&patch, || {
+                async |tx| {
+                    let response = match customers::update(tx, org, id, &input).await? {
+                        Some(customer) => api::ok(&customer),
+                        None => write::stored_problem(not_found()),
+                    };
+                    Ok((response, None))
+                }
+            })
+            .await
         })
-        .await?;
-        Ok::<_, ProblemResponse>(ran)
-    })
-    .await?;
-    write::answer(outcome)
+        .await
 }

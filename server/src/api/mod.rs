@@ -3,18 +3,22 @@
 
 mod client;
 mod customers;
+mod documented;
 mod invoices;
 mod openapi;
 mod problem;
 mod tax_rates;
 mod write;
 
+use std::collections::BTreeSet;
+
 use app::ssr::surfaces::api::{CUSTOMERS_PATH, INVOICES_PATH, TAX_RATES_PATH};
 use app::ssr::AppState;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::handler::Handler;
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post, MethodRouter};
+use axum::routing::{any, on, MethodFilter, MethodRouter};
 use axum::Router;
 
 pub use client::Client;
@@ -26,86 +30,129 @@ pub const MAX_BODY: usize = 1024 * 1024;
 /// Every answer under `/api/` is the API's: an unknown path is a 404 problem and a known path with
 /// another method a 405 problem (with `Allow`), never the web app's HTML.
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route(
-            INVOICES_PATH,
-            allowing(
-                get(invoices::list_invoices).post(invoices::post_invoice),
-                "GET, HEAD, POST",
-            ),
-        )
-        .route(
-            "/api/v1/invoices/{id}",
-            allowing(
-                get(invoices::get_invoice)
-                    .patch(invoices::patch_invoice)
-                    .delete(invoices::delete_invoice),
-                "GET, HEAD, PATCH, DELETE",
-            ),
-        )
-        .route(
-            "/api/v1/invoices/{id}/finalize",
-            allowing(post(invoices::finalize_invoice), "POST"),
-        )
-        .route(
-            "/api/v1/invoices/{id}/void",
-            allowing(post(invoices::void_invoice), "POST"),
-        )
-        .route(
-            "/api/v1/invoices/{id}/duplicate",
-            allowing(post(invoices::duplicate_invoice), "POST"),
-        )
-        .route(
-            "/api/v1/invoices/{id}/checkout",
-            allowing(post(invoices::checkout_invoice), "POST"),
-        )
-        .route(
-            "/api/v1/invoices/{id}/mark_uncollectible",
-            allowing(post(invoices::mark_uncollectible), "POST"),
-        )
-        .route(
-            CUSTOMERS_PATH,
-            allowing(
-                get(customers::list_customers).post(customers::post_customer),
-                "GET, HEAD, POST",
-            ),
-        )
-        .route(
-            "/api/v1/customers/{id}",
-            allowing(
-                get(customers::get_customer).patch(customers::patch_customer),
-                "GET, HEAD, PATCH",
-            ),
-        )
-        .route(
-            TAX_RATES_PATH,
-            allowing(
-                get(tax_rates::list_tax_rates).post(tax_rates::post_tax_rate),
-                "GET, HEAD, POST",
-            ),
-        )
-        .route(
-            "/api/v1/openapi.json",
-            allowing(get(openapi::openapi), "GET, HEAD"),
-        )
+    api()
+        .router
         .route("/api", any(not_found))
         .route("/api/{*rest}", any(not_found))
         .layer(DefaultBodyLimit::max(MAX_BODY))
 }
 
-fn allowing(route: MethodRouter<AppState>, allow: &'static str) -> MethodRouter<AppState> {
-    route.fallback(move || async move {
-        let mut response = problem::problem(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "method-not-allowed",
-            "Method not allowed",
-            format!("This resource answers {allow}."),
+/// Each (method, path) the API serves, as its router registers them (a GET answers HEAD too).
+pub fn served() -> BTreeSet<(String, &'static str)> {
+    api().served
+}
+
+fn api() -> Api {
+    use Method as M;
+    Api::default()
+        .route(
+            INVOICES_PATH,
+            [
+                to(M::GET, invoices::list_invoices),
+                to(M::POST, invoices::post_invoice),
+            ],
         )
-        .into_response();
-        response
-            .headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static(allow));
-        response
+        .route(
+            "/api/v1/invoices/{id}",
+            [
+                to(M::GET, invoices::get_invoice),
+                to(M::PATCH, invoices::patch_invoice),
+                to(M::DELETE, invoices::delete_invoice),
+            ],
+        )
+        .route(
+            "/api/v1/invoices/{id}/finalize",
+            [to(M::POST, invoices::finalize_invoice)],
+        )
+        .route(
+            "/api/v1/invoices/{id}/void",
+            [to(M::POST, invoices::void_invoice)],
+        )
+        .route(
+            "/api/v1/invoices/{id}/duplicate",
+            [to(M::POST, invoices::duplicate_invoice)],
+        )
+        .route(
+            "/api/v1/invoices/{id}/checkout",
+            [to(M::POST, invoices::checkout_invoice)],
+        )
+        .route(
+            "/api/v1/invoices/{id}/mark_uncollectible",
+            [to(M::POST, invoices::mark_uncollectible)],
+        )
+        .route(
+            CUSTOMERS_PATH,
+            [
+                to(M::GET, customers::list_customers),
+                to(M::POST, customers::post_customer),
+            ],
+        )
+        .route(
+            "/api/v1/customers/{id}",
+            [
+                to(M::GET, customers::get_customer),
+                to(M::PATCH, customers::patch_customer),
+            ],
+        )
+        .route(
+            TAX_RATES_PATH,
+            [
+                to(M::GET, tax_rates::list_tax_rates),
+                to(M::POST, tax_rates::post_tax_rate),
+            ],
+        )
+        .route("/api/v1/openapi.json", [to(M::GET, openapi::openapi)])
+}
+
+/// The router and what it serves, built together so neither can drift from the other.
+#[derive(Default)]
+struct Api {
+    router: Router<AppState>,
+    served: BTreeSet<(String, &'static str)>,
+}
+
+/// One method of a path and its handler.
+struct To(Method, MethodRouter<AppState>);
+
+fn to<H: Handler<T, AppState>, T: 'static>(method: Method, handler: H) -> To {
+    let filter = MethodFilter::try_from(method.clone()).expect("a method axum routes");
+    To(method, on(filter, handler))
+}
+
+impl Api {
+    /// `path` answered by `methods`; any other method is a 405 problem whose `Allow` lists them.
+    fn route<const N: usize>(mut self, path: &'static str, methods: [To; N]) -> Self {
+        let mut allow = Vec::new();
+        let mut route = MethodRouter::new();
+        for To(method, handler) in methods {
+            allow.push(method.as_str().to_owned());
+            if method == Method::GET {
+                allow.push("HEAD".to_owned());
+            }
+            route = route.merge(handler);
+            self.served.insert((method.as_str().to_owned(), path));
+        }
+        self.router = self.router.route(path, allowing(route, allow.join(", ")));
+        self
+    }
+}
+
+fn allowing(route: MethodRouter<AppState>, allow: String) -> MethodRouter<AppState> {
+    let allow_value = HeaderValue::from_str(&allow).expect("method names are header-safe");
+    route.fallback(move || {
+        let detail = format!("This resource answers {allow}.");
+        let allow_value = allow_value.clone();
+        async move {
+            let mut response = problem::problem(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method-not-allowed",
+                "Method not allowed",
+                detail,
+            )
+            .into_response();
+            response.headers_mut().insert(header::ALLOW, allow_value);
+            response
+        }
     })
 }
 

@@ -2,21 +2,19 @@
 //! A rate's percent never changes; invoices name rates by id on each line.
 
 use app::model::{TaxRate, TaxRateInput};
-use app::ssr::observe::track;
-use app::ssr::surfaces::api::{self, TAX_RATES_PATH};
+use app::ssr::surfaces::api;
 use app::ssr::{tax_rates, AppState};
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::client::Client;
+use super::documented::{CreateProblems, InFlight, ListProblems};
 use super::problem::{problem, Problem, ProblemResponse};
-use super::write;
+use super::write::{self, Write};
 
 /// Add a tax rate, once per `Idempotency-Key`.
 #[utoipa::path(
@@ -30,38 +28,30 @@ use super::write;
     responses(
         (status = 201, description = "Created; replays return the stored response with `Idempotent-Replayed: true`", body = TaxRate,
             headers(("Location" = String, description = "The rate's URL"))),
-        (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is not JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing, unknown or revoked API key", body = Problem, content_type = "application/problem+json"),
+        CreateProblems,
         (status = 403, description = "The API key's role is not owner", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The same key is still in flight", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 1 MiB", body = Problem, content_type = "application/problem+json"),
+        InFlight,
         (status = 422, description = "Invalid rate (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = []))
 )]
-pub(super) async fn post_tax_rate(
-    State(state): State<AppState>,
-    caller: Client,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ProblemResponse> {
+pub(super) async fn post_tax_rate(write: Write) -> Result<Response, ProblemResponse> {
     // Tax rates are the org's settings: an owner's key.
-    caller.require(app::model::Action::ManageOrg)?;
-    let Client(client) = caller;
-    let attempt = write::attempt(client, &headers);
-    let outcome = track(&state.pool, attempt, async |attempt| {
-        let key = api::IdempotencyKey::parse(headers.get("idempotency-key").map(|v| v.as_bytes()))?;
-        let (value, input) = write::json_body(body, "tax rate", TaxRateInput::check)?;
-        let fingerprint = api::fingerprint("POST", TAX_RATES_PATH, &value);
-        let ttl = state.settings.idempotency_key_ttl;
-        let pool = &state.pool;
-        let created =
-            api::tax_rate_from_request(pool, &attempt, client, &key, &fingerprint, &input, ttl)
-                .await?;
-        Ok::<_, ProblemResponse>(created)
-    })
-    .await?;
-    write::answer(outcome)
+    write.require(app::model::Action::ManageOrg)?;
+    write
+        .run(async |req, body| {
+            let (value, input) = write::json_body(body, "tax rate", TaxRateInput::check)?;
+            req.once(&value, || {
+                async |tx| {
+                    let id = uuid::Uuid::now_v7();
+                    let source_key = format!("api:{id}");
+                    let rate = tax_rates::insert(tx, id, req.org(), &source_key, &input).await?;
+                    Ok((api::created(&req.location(id), &rate), None))
+                }
+            })
+            .await
+        })
+        .await
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -85,8 +75,7 @@ pub struct TaxRateList {
     params(TaxRateQuery),
     responses(
         (status = 200, body = TaxRateList),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
+        ListProblems,
     ),
     security(("api_key" = []))
 )]

@@ -1,40 +1,204 @@
-//! What every idempotent write of the API shares: the attempt, the body read and checked before
-//! anything is claimed (an invalid request is not stored, so its key stays usable), and the answer
-//! from the surface's outcome (a replay is the stored response, byte for byte).
+//! What every idempotent write of the API shares: the [`Write`] extractor (who asks, the
+//! Idempotency-Key as sent, and the method and path of the matched route), the attempt it runs as,
+//! the key checked before anything else, the fingerprint and the claim ([`Keyed::once`]), and the
+//! answer (a replay is the stored response, byte for byte). A handler reads extract → once → answer;
+//! the body is read and checked before anything is claimed (an invalid request is not stored, so its
+//! key stays usable).
 
 use std::collections::BTreeMap;
 
+use app::model::Action;
 use app::ssr::api_keys::ApiClient;
 use app::ssr::claim::StoredResponse;
-use app::ssr::observe::{Attempt, Surface};
-use app::ssr::surfaces::api::ApiOutcome;
-use axum::body::{Body, Bytes};
+use app::ssr::observe::{track, Attempt, Surface};
+use app::ssr::surfaces::api::{self, ApiOutcome, IdempotencyKey};
+use app::ssr::AppState;
+use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
+use axum::extract::{FromRequest, FromRequestParts, MatchedPath, RawPathParams, Request};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
+use sqlx::PgConnection;
+use uuid::Uuid;
 
+use super::client::Client;
 use super::problem::{internal, problem, ProblemResponse};
 
-/// The attempt of a write by `client`, named by its Idempotency-Key as sent (checked later).
-pub(super) fn attempt(client: ApiClient, headers: &HeaderMap) -> Attempt {
-    let key = headers
-        .get("idempotency-key")
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-        .unwrap_or_default();
-    let request_id = headers
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let attempt = Attempt::new(Surface::Api, key, request_id);
-    attempt.identify(client.key_id.to_string(), Some(client.org_id));
-    attempt
+/// An idempotent write as its route received it: who asks, its headers and body. The fingerprint's
+/// method and path are the request's method and the matched route with its `{id}` written as the id
+/// it names (the canonical UUID), so `POST /api/v1/invoices/{id}/finalize` fingerprints as
+/// `POST /api/v1/invoices/<uuid>/finalize`.
+pub(super) struct Write {
+    state: AppState,
+    client: Client,
+    headers: HeaderMap,
+    method: String,
+    route: String,
+    id: Option<String>,
+    body: Result<Bytes, BytesRejection>,
+}
+
+/// The body as sent; read (and its rejection answered) by the handler, after the key is checked.
+pub(super) type Body = Result<Bytes, BytesRejection>;
+
+impl FromRequest<AppState> for Write {
+    /// A path that is not UTF-8 is axum's own 400, as a `Path` extractor answers it.
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Response> {
+        let (mut parts, body) = request.into_parts();
+        let client = Client::from_request_parts(&mut parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let route = parts
+            .extensions
+            .get::<MatchedPath>()
+            .ok_or_else(|| internal("an idempotent write", "no matched route").into_response())?
+            .as_str()
+            .to_owned();
+        let params = RawPathParams::from_request_parts(&mut parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let id = params
+            .iter()
+            .find(|(name, _)| *name == "id")
+            .map(|(_, value)| value.to_owned());
+        let (headers, method) = (parts.headers.clone(), parts.method.as_str().to_owned());
+        let body = Bytes::from_request(Request::from_parts(parts, body), state).await;
+        Ok(Write {
+            state: state.clone(),
+            client,
+            headers,
+            method,
+            route,
+            id,
+            body,
+        })
+    }
+}
+
+impl Write {
+    /// 403 unless the key may `action` (beyond what the method already asked).
+    pub(super) fn require(&self, action: Action) -> Result<(), ProblemResponse> {
+        self.client.require(action)
+    }
+
+    /// Runs `request` as this write's tracked attempt, named by the key as sent; the key is checked
+    /// first (400), then `request` reads the body and claims through [`Keyed::once`].
+    pub(super) async fn run(
+        mut self,
+        request: impl AsyncFnOnce(&Keyed<'_>, Body) -> Result<ApiOutcome, ProblemResponse>,
+    ) -> Result<Response, ProblemResponse> {
+        let client = self.client.0;
+        let sent = self.headers.get("idempotency-key").cloned();
+        let named = sent.as_ref().map(|v| String::from_utf8_lossy(v.as_bytes()));
+        let request_id = self
+            .headers
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let attempt = Attempt::new(Surface::Api, named.unwrap_or_default(), request_id);
+        attempt.identify(client.key_id.to_string(), Some(client.org_id));
+        let body = std::mem::replace(&mut self.body, Ok(Bytes::new()));
+        let pool = self.state.pool.clone();
+        let outcome = track(&pool, attempt, async |attempt| {
+            let key = IdempotencyKey::parse(sent.as_ref().map(|v| v.as_bytes()))?;
+            let keyed = Keyed {
+                write: &self,
+                attempt: &attempt,
+                key,
+            };
+            request(&keyed, body).await
+        })
+        .await?;
+        answer(outcome)
+    }
+}
+
+/// A write whose key is checked: what a handler claims with.
+pub(super) struct Keyed<'a> {
+    write: &'a Write,
+    attempt: &'a Attempt,
+    key: IdempotencyKey,
+}
+
+impl Keyed<'_> {
+    pub(super) fn state(&self) -> &AppState {
+        &self.write.state
+    }
+
+    pub(super) fn headers(&self) -> &HeaderMap {
+        &self.write.headers
+    }
+
+    pub(super) fn client(&self) -> ApiClient {
+        self.write.client.0
+    }
+
+    pub(super) fn org(&self) -> Uuid {
+        self.write.client.0.org_id
+    }
+
+    /// The id the route names, or `missing` (a 404) when it is not a UUID.
+    pub(super) fn id(&self, missing: fn() -> ProblemResponse) -> Result<Uuid, ProblemResponse> {
+        self.write
+            .id
+            .as_deref()
+            .and_then(|id| Uuid::try_parse(id).ok())
+            .ok_or_else(missing)
+    }
+
+    /// The route's path with its id filled in.
+    fn path(&self) -> String {
+        match self.write.id.as_deref().map(Uuid::try_parse) {
+            Some(Ok(id)) => self.write.route.replace("{id}", &id.to_string()),
+            _ => self.write.route.clone(),
+        }
+    }
+
+    /// Where a resource this write created is: the collection's path and the new id.
+    pub(super) fn location(&self, id: Uuid) -> String {
+        format!("{}/{id}", self.path())
+    }
+
+    fn fingerprint(&self, body: &serde_json::Value) -> Vec<u8> {
+        api::fingerprint(&self.write.method, &self.path(), body)
+    }
+
+    /// Runs `work` at most once per (client, key) and `body` (the request as the fingerprint takes
+    /// it); its stored response is what every retry gets.
+    pub(super) async fn once<F, W>(
+        &self,
+        body: &serde_json::Value,
+        work: F,
+    ) -> Result<ApiOutcome, ProblemResponse>
+    where
+        F: FnMut() -> W,
+        W: AsyncFnOnce(&mut PgConnection) -> sqlx::Result<(StoredResponse, Option<Uuid>)>,
+    {
+        let ttl = self.write.state.settings.idempotency_key_ttl;
+        let fingerprint = self.fingerprint(body);
+        let (pool, attempt, client) = (&self.write.state.pool, self.attempt, self.client());
+        Ok(api::respond_once(pool, attempt, client, &self.key, &fingerprint, ttl, work).await?)
+    }
+
+    /// What [`Keyed::once`] would answer without running anything (for work that calls out).
+    pub(super) async fn answered(
+        &self,
+        body: &serde_json::Value,
+    ) -> Result<Option<ApiOutcome>, ProblemResponse> {
+        let ttl = self.write.state.settings.idempotency_key_ttl;
+        let fingerprint = self.fingerprint(body);
+        let (pool, client) = (&self.write.state.pool, self.client());
+        Ok(api::answered(pool, client, &self.key, &fingerprint, ttl).await?)
+    }
 }
 
 /// The body as JSON (for the fingerprint) and as a `T` that passes `check`; `what` names it in
 /// problems (`invalid-<what>`).
 pub(super) fn json_body<T: DeserializeOwned>(
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
     what: &str,
     check: impl FnOnce(&T) -> Result<(), BTreeMap<String, String>>,
 ) -> Result<(serde_json::Value, T), ProblemResponse> {
@@ -46,18 +210,38 @@ pub(super) fn json_body<T: DeserializeOwned>(
             format!("The body is not JSON: {e}"),
         )
     })?;
-    let slug = format!("invalid-{what}");
-    let title = format!("Invalid {what}");
-    let input: T = serde_json::from_value(value.clone()).map_err(|e| {
-        problem(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            &slug,
-            &title,
-            e.to_string(),
-        )
-    })?;
+    let input = typed(&value, what)?;
     check(&input).map_err(|fields| invalid(what, fields))?;
     Ok((value, input))
+}
+
+/// `value` as a `T`: 422 `invalid-<what>` with serde's reason otherwise.
+pub(super) fn typed<T: DeserializeOwned>(
+    value: &serde_json::Value,
+    what: &str,
+) -> Result<T, ProblemResponse> {
+    serde_json::from_value(value.clone()).map_err(|e| unreadable(what, e.to_string()))
+}
+
+/// 422 `invalid-<what>` with why the JSON is not one.
+pub(super) fn unreadable(what: &str, detail: String) -> ProblemResponse {
+    let (slug, title) = (format!("invalid-{what}"), format!("Invalid {what}"));
+    problem(StatusCode::UNPROCESSABLE_ENTITY, &slug, &title, detail)
+}
+
+/// The body of a merge patch: a JSON object, or 400 naming what it patches.
+pub(super) fn patch_body(body: Body, of: &str) -> Result<serde_json::Value, ProblemResponse> {
+    serde_json::from_slice(&body?)
+        .ok()
+        .filter(serde_json::Value::is_object)
+        .ok_or_else(|| {
+            problem(
+                StatusCode::BAD_REQUEST,
+                "malformed-json",
+                "Malformed JSON",
+                format!("The body must be a JSON object (a merge patch of {of})."),
+            )
+        })
 }
 
 /// 422 `invalid-<what>` with the field errors (nothing was claimed: the key stays usable).
@@ -73,7 +257,7 @@ pub(super) fn invalid(what: &str, fields: BTreeMap<String, String>) -> ProblemRe
 }
 
 /// The HTTP answer of a write's outcome.
-pub(super) fn answer(outcome: ApiOutcome) -> Result<Response, ProblemResponse> {
+fn answer(outcome: ApiOutcome) -> Result<Response, ProblemResponse> {
     match outcome {
         ApiOutcome::Created { response, .. } => Ok(stored_to_response(response, false)),
         ApiOutcome::Replayed { response, .. } => Ok(stored_to_response(response, true)),
@@ -106,28 +290,8 @@ fn stored_to_response(stored: StoredResponse, replayed: bool) -> Response {
         builder = builder.header("idempotent-replayed", "true");
     }
     builder
-        .body(Body::from(stored.body))
+        .body(axum::body::Body::from(stored.body))
         .unwrap_or_else(|e| internal("rebuilding a stored response", e).into_response())
-}
-
-/// RFC 7396 JSON merge patch: objects merge key by key, `null` removes, anything else replaces.
-pub(super) fn merge_patch(target: &mut serde_json::Value, patch: &serde_json::Value) {
-    use serde_json::Value;
-    let Value::Object(fields) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = Value::Object(Default::default());
-    }
-    let target = target.as_object_mut().expect("made an object above");
-    for (name, value) in fields {
-        if value.is_null() {
-            target.remove(name);
-        } else {
-            merge_patch(target.entry(name.clone()).or_insert(Value::Null), value);
-        }
-    }
 }
 
 /// The stored answer of a problem (a lifecycle refusal is as final for its key as a success).

@@ -10,10 +10,8 @@ use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use crate::model::InvoiceInput;
 use crate::ssr::api_keys::ApiClient;
 use crate::ssr::claim::{ClaimKey, Claimed, Outcome, StoredResponse, Terms};
-use crate::ssr::invoices;
 use crate::ssr::observe::{Attempt, AttemptOutcome, Concerns, Tracked};
 use crate::ssr::surfaces::{once, Once, Work};
 
@@ -238,75 +236,9 @@ pub fn ok(body: &impl serde::Serialize) -> StoredResponse {
     }
 }
 
-/// `POST /api/v1/invoices`: creates the invoice at most once per (client, key).
-#[allow(clippy::too_many_arguments)]
-pub async fn invoice_from_request(
-    pool: &PgPool,
-    attempt: &Attempt,
-    client: ApiClient,
-    key: &IdempotencyKey,
-    fingerprint: &[u8],
-    input: &InvoiceInput,
-    key_ttl: Duration,
-    public_base: &str,
-) -> sqlx::Result<ApiOutcome> {
-    respond_once(pool, attempt, client, key, fingerprint, key_ttl, || {
-        async |tx| {
-            let id = Uuid::now_v7();
-            let invoice = invoices::insert(tx, id, client.org_id, None, input, public_base).await?;
-            let location = format!("{INVOICES_PATH}/{}", invoice.id);
-            Ok((created(&location, &invoice), Some(invoice.id)))
-        }
-    })
-    .await
-}
-
 pub const CUSTOMERS_PATH: &str = "/api/v1/customers";
 
-/// `POST /api/v1/customers`: creates the customer at most once per (client, key).
-pub async fn customer_from_request(
-    pool: &PgPool,
-    attempt: &Attempt,
-    client: ApiClient,
-    key: &IdempotencyKey,
-    fingerprint: &[u8],
-    input: &crate::model::CustomerInput,
-    key_ttl: Duration,
-) -> sqlx::Result<ApiOutcome> {
-    respond_once(pool, attempt, client, key, fingerprint, key_ttl, || {
-        async |tx| {
-            let id = Uuid::now_v7();
-            let customer =
-                crate::ssr::customers::insert(tx, id, client.org_id, None, input).await?;
-            Ok((created(&format!("{CUSTOMERS_PATH}/{id}"), &customer), None))
-        }
-    })
-    .await
-}
-
 pub const TAX_RATES_PATH: &str = "/api/v1/tax_rates";
-
-/// `POST /api/v1/tax_rates`: adds the rate at most once per (client, key).
-pub async fn tax_rate_from_request(
-    pool: &PgPool,
-    attempt: &Attempt,
-    client: ApiClient,
-    key: &IdempotencyKey,
-    fingerprint: &[u8],
-    input: &crate::model::TaxRateInput,
-    key_ttl: Duration,
-) -> sqlx::Result<ApiOutcome> {
-    respond_once(pool, attempt, client, key, fingerprint, key_ttl, || {
-        async |tx| {
-            let id = Uuid::now_v7();
-            let source_key = format!("api:{id}");
-            let rate =
-                crate::ssr::tax_rates::insert(tx, id, client.org_id, &source_key, input).await?;
-            Ok((created(&format!("{TAX_RATES_PATH}/{id}"), &rate), None))
-        }
-    })
-    .await
-}
 
 #[cfg(test)]
 mod tests {

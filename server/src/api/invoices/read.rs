@@ -1,0 +1,116 @@
+//! Reading invoices: the org's list, filtered and paged, and one invoice with its version.
+
+use app::model::Invoice;
+use app::ssr::{invoices, AppState};
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::super::client::Client;
+use super::super::documented::{ListProblems, NotFound, Unauthorized};
+use super::super::problem::{problem, ProblemResponse};
+use super::not_found;
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// 1..100, default 20.
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<i64>,
+    /// draft | open | paid | void | uncollectible | refunded | overdue
+    pub status: Option<String>,
+    /// unpaid | processing | partially_paid | paid | partially_refunded | refunded | disputed
+    pub payment_state: Option<String>,
+    /// The start of a number or of the customer's name (case-insensitive).
+    #[param(max_length = 200)]
+    pub q: Option<String>,
+    /// `next_cursor` of the previous page.
+    #[param(max_length = 100)]
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InvoiceList {
+    /// Newest first; with `status=overdue`, most overdue first (by due date).
+    pub data: Vec<Invoice>,
+    /// Pass as `cursor` for the next page, with the same filters; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// The org's invoices, newest first (overdue ones: most overdue first), filtered, a page at a time.
+#[utoipa::path(
+    get,
+    path = "/api/v1/invoices",
+    tag = "invoices",
+    params(ListQuery),
+    responses(
+        (status = 200, body = InvoiceList),
+        ListProblems,
+    ),
+    security(("api_key" = []))
+)]
+pub(in crate::api) async fn list_invoices(
+    State(state): State<AppState>,
+    Client(client): Client,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<InvoiceList>, ProblemResponse> {
+    let bad = |detail: String| problem(StatusCode::BAD_REQUEST, "bad-query", "Bad query", detail);
+    let Query(query) = query.map_err(|e| bad(e.body_text()))?;
+    let limit = query.limit.unwrap_or(20);
+    if !(1..=100).contains(&limit) {
+        return Err(bad("limit must be 1..100".to_owned()));
+    }
+    let filter = invoices::ListFilter {
+        status: query.status.filter(|s| !s.is_empty()),
+        payment_state: query.payment_state.filter(|s| !s.is_empty()),
+        q: query.q.filter(|s| !s.is_empty()),
+    };
+    invoices::check_filter(&filter).map_err(bad)?;
+    let before = match query.cursor.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(text) => Some(
+            invoices::ListCursor::parse(text, &filter)
+                .ok_or_else(|| bad("cursor is not one this API gave out".to_owned()))?,
+        ),
+    };
+    let mut conn = state.reads.acquire().await?;
+    let (page, next) = invoices::page(&mut *conn, client.org_id, &filter, before, limit).await?;
+    let ids: Vec<uuid::Uuid> = page.iter().map(|s| s.id).collect();
+    let data =
+        invoices::get_many(&mut conn, client.org_id, &ids, &state.settings.public_url).await?;
+    Ok(Json(InvoiceList {
+        data,
+        next_cursor: next.map(invoices::ListCursor::encode),
+    }))
+}
+
+/// One invoice of the org; another org's id is 404.
+#[utoipa::path(
+    get,
+    path = "/api/v1/invoices/{id}",
+    tag = "invoices",
+    params(("id" = String, Path, description = "Invoice id (UUID)")),
+    responses(
+        (status = 200, body = Invoice, headers(("ETag" = String, description = "The version, for If-Match when editing a draft"))),
+        Unauthorized,
+        NotFound,
+    ),
+    security(("api_key" = []))
+)]
+pub(in crate::api) async fn get_invoice(
+    State(state): State<AppState>,
+    Client(client): Client,
+    Path(id): Path<String>,
+) -> Result<Response, ProblemResponse> {
+    let id = uuid::Uuid::try_parse(&id).map_err(|_| not_found())?;
+    let mut conn = state.reads.acquire().await?;
+    let invoice = invoices::get(&mut conn, client.org_id, id, &state.settings.public_url)
+        .await?
+        .ok_or_else(not_found)?;
+    let etag = format!("\"{}\"", invoice.version);
+    Ok(([(header::ETAG, etag)], Json(invoice)).into_response())
+}
