@@ -76,22 +76,30 @@ async fn with_customer(
         if let Err(e) =
             crate::ssr::customers::fill_invoice(&state.pool, org, picked, name, email).await
         {
-            return Err(e.field_errors().cloned().unwrap_or_else(|| {
-                crate::error::FieldErrors::from([(
-                    "customer_id".to_owned(),
-                    "Your customers could not be read. Try again.".to_owned(),
-                )])
-            }));
+            // Through AppError: a database failure is logged there.
+            return Err(crate::error::AppError::from(e)
+                .field_errors()
+                .cloned()
+                .unwrap_or_else(|| {
+                    crate::error::FieldErrors::from([(
+                        "customer_id".to_owned(),
+                        "Your customers could not be read. Try again.".to_owned(),
+                    )])
+                }));
         }
     }
     let parsed = form.parse()?;
     if let Err(e) = crate::ssr::tax_rates::check(&state.pool, org, &parsed).await {
-        return Err(e.field_errors().cloned().unwrap_or_else(|| {
-            crate::error::FieldErrors::from([(
-                "lines".to_owned(),
-                "Your tax rates could not be read. Try again.".to_owned(),
-            )])
-        }));
+        // Through AppError: a database failure is logged there.
+        return Err(crate::error::AppError::from(e)
+            .field_errors()
+            .cloned()
+            .unwrap_or_else(|| {
+                crate::error::FieldErrors::from([(
+                    "lines".to_owned(),
+                    "Your tax rates could not be read. Try again.".to_owned(),
+                )])
+            }));
     }
     Ok(parsed)
 }
