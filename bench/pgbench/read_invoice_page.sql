@@ -29,13 +29,13 @@ where org_id = :org::uuid and invoice_id = :invoice::uuid
 order by created_at;
 -- include: parts/activity_page.sql
 where a.org_id = :org::uuid and a.invoice_id = :invoice::uuid order by a.created_at desc, a.id desc limit 51;
-select p.provider_payment_id, p.amount_cents, p.status, p.failure,
+select p.provider_payment_id, p.amount_cents, p.status as "status: PaymentStatus", p.failure,
        coalesce(case when r.provider is null then 0
                      when r.full_refund then p.amount_cents
                      else least(p.amount_cents, r.amount_refunded_cents) end, 0) as "refunded!",
        (select d.status from disputes d
         where d.provider = p.provider and d.provider_payment_id = p.provider_payment_id
-        order by d.received_at desc limit 1) as dispute
+        order by d.received_at desc limit 1) as "dispute: DisputeStatus"
 from payments p
 left join refunds r on r.provider = p.provider and r.provider_payment_id = p.provider_payment_id
 where p.org_id = :org::uuid and p.invoice_id = :invoice::uuid
