@@ -20,47 +20,7 @@ values ('form', :org::text || '/create_invoice', :form_key::uuid::text,
         sha256(convert_to('form-' || :r::text, 'UTF8')), 'done', :inv::uuid, now())
 on conflict do nothing
 returning true;
-with org as (
-    select number_format, number_reset, time_zone,
-           extract(year from now() at time zone time_zone)::int as yr,
-           (now() at time zone time_zone)::date as today
-    from orgs where id = :org::uuid
-), counter as (
-    insert into invoice_counters (org_id, period, last_number)
-    select :org::uuid, case when number_reset = 'yearly' then yr else 0 end, 1 from org
-    where (md5(random()::text) || md5(random()::text))::text is not null
-    on conflict (org_id, period) do update set last_number = invoice_counters.last_number + 1
-    returning period, last_number
-), invoice as (
-    insert into invoices (id, org_id, status, number, number_period, number_text, public_token,
-                          finalized_at, customer_id, customer_name, customer_email,
-                          customer_address, customer_tax_id, currency, due_date, total_cents,
-                          source_key, subtotal_cents, discount_percent_milli,
-                          discount_amount_cents, discount_cents, tax_cents, notes,
-                          payment_terms_days)
-    select :inv::uuid, :org::uuid, case when c.last_number is null then 'draft' else 'open' end,
-           c.last_number, c.period, invoice_number_text(org.number_format, c.last_number, org.yr),
-           lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19) || md5(random()::text),
-           case when c.last_number is not null then now() end,
-           cu.id, h.customer_name, h.customer_email, coalesce(cu.billing_address, ''), cu.tax_id,
-           h.currency, coalesce(org.today + h.payment_terms_days, h.due_date), h.total_cents,
-           h.source_key, h.subtotal_cents, h.discount_percent_milli, h.discount_amount_cents,
-           h.discount_cents, h.tax_cents, h.notes, h.payment_terms_days
+-- include: parts/invoice_insert_head.sql
     from jsonb_populate_record(null::invoices, ('{"customer_id":null,"customer_name":"Load Client","customer_email":"billing@example.com","currency":"usd","due_date":"2030-01-31","payment_terms_days":null,"subtotal_cents":30000,"discount_percent_milli":null,"discount_amount_cents":null,"discount_cents":0,"tax_cents":0,"total_cents":30000,"notes":"","source_key":"form:' || :form_key::uuid::text || '"}')::jsonb) h
-    left join counter c on true left join org on true
-    left join customers cu on cu.id = h.customer_id and cu.org_id = :org::uuid
-    returning status, due_date, number_text, finalized_at, created_at, customer_id,
-              customer_address, customer_tax_id
-), lines as (
-    insert into invoice_lines (invoice_id, position, description, quantity_milli,
-                               unit_amount_cents, amount_cents, tax_rate_id, tax_name,
-                               tax_percent_milli, discount_cents, tax_cents)
-    select :inv::uuid, l.position, l.description, l.quantity_milli, l.unit_amount_cents,
-           l.amount_cents, l.tax_rate_id, l.tax_name, l.tax_percent_milli, l.discount_cents,
-           l.tax_cents
-    from jsonb_populate_recordset(null::invoice_lines, '[{"position":1,"description":"Consulting","quantity_milli":2000,"unit_amount_cents":15000,"amount_cents":30000,"tax_rate_id":null,"tax_name":null,"tax_percent_milli":null,"discount_cents":0,"tax_cents":0}]'::jsonb) l
-)
-select number_text, finalized_at, created_at, customer_id, customer_address, customer_tax_id,
-       invoice_overdue(invoice.status, invoice.due_date, org.time_zone) as overdue
-from invoice, org;
+-- include: parts/invoice_insert_tail.sql
 COMMIT;

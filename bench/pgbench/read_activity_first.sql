@@ -9,32 +9,7 @@
 -- Prepared in the server (sqlx's statement cache: with no `like` pattern, the statement's generic
 -- plan reads the same index); pgbench -M prepared sends it the same way.
 -- Variables: -D org, user, sid, session.
-select data from "tower_sessions"."session"
-where id = :session and expiry_date > now();
-select u.id, u.email, u.password_hash, u.email_verified_at is not null as "verified!",
-       o.id as org_id, o.name as org_name, m.role,
-       s.last_seen_at < now() - interval '1 minute' as "stale!"
-from user_sessions s
-join users u on u.id = s.user_id
-join memberships m on m.user_id = s.user_id and m.org_id = s.org_id
-join orgs o on o.id = s.org_id
-where s.id = :sid::uuid and s.user_id = :user::uuid and s.ended_at is null;
-select a.id, a.created_at, a.surface, a.key, a.outcome, a.invoice_id,
-       (select i.number_text from invoices i where i.id = a.invoice_id) as number_text,
-       a.duration_ms, a.request_id,
-       case a.surface
-           when 'webhook' then (select e.payload::text from stripe_events e
-                                -- The attempt's owner is `stripe/<account>`: the
-                                -- event's whole key, so its primary key finds it.
-                                where e.account = substr(a.owner, 8) and e.id = a.key
-                                  and e.org_id = a.org_id)
-           when 'api' then (select convert_from(c.response_body, 'UTF8') from claims c
-                            where c.scope = 'api' and c.owner = a.owner and c.key = a.key)
-       end as detail
-from attempts a
+-- include: parts/session.sql
+-- include: parts/activity_page.sql
 where a.org_id = :org::uuid order by a.created_at desc, a.id desc limit 51;
-select surface, outcome, count(*) as "count!"
-from attempts
-where org_id = :org::uuid and created_at > now() - interval '24 hours'
-group by surface, outcome
-order by surface, outcome;
+-- include: parts/activity_counts.sql

@@ -24,15 +24,7 @@ select i.id, i.number_text, i.status, i.customer_name, i.currency, i.due_date, i
 from invoices i join orgs o on o.id = i.org_id
 where i.org_id = :org::uuid and (i.created_at, i.id) < (:cursor_at::timestamptz, :cursor_id::uuid) order by i.created_at desc, i.id desc limit 21
 /*bench*/ ) l /*end*/ \gset
-select i.id, i.number_text, i.status, i.version, i.customer_id, i.customer_name,
-       i.customer_email, i.customer_address, i.customer_tax_id, i.currency,
-       i.due_date as "due_date: NaiveDate", i.payment_terms_days, i.subtotal_cents,
-       i.discount_percent_milli, i.discount_amount_cents, i.discount_cents, i.tax_cents,
-       i.total_cents, i.notes, i.amount_paid_cents,
-       i.payment_state, invoice_overdue(i.status, i.due_date, o.time_zone) as "overdue!",
-       i.public_token, i.finalized_at as "finalized_at: DateTime<Utc>",
-       i.first_viewed_at as "first_viewed_at: DateTime<Utc>",
-       i.created_at as "created_at: DateTime<Utc>"
+-- include: parts/invoice_columns.sql
 from unnest(:ids::uuid[]) as wanted (id)
 join invoices i on i.id = wanted.id
 join orgs o on o.id = i.org_id

@@ -12,25 +12,8 @@
 -- All prepared in the server (sqlx's statement cache; the history statement carries no `like`
 -- pattern); pgbench -M prepared sends them the same way.
 -- Variables: -D org, user, sid, session, invoice.
-select data from "tower_sessions"."session"
-where id = :session and expiry_date > now();
-select u.id, u.email, u.password_hash, u.email_verified_at is not null as "verified!",
-       o.id as org_id, o.name as org_name, m.role,
-       s.last_seen_at < now() - interval '1 minute' as "stale!"
-from user_sessions s
-join users u on u.id = s.user_id
-join memberships m on m.user_id = s.user_id and m.org_id = s.org_id
-join orgs o on o.id = s.org_id
-where s.id = :sid::uuid and s.user_id = :user::uuid and s.ended_at is null;
-select i.id, i.number_text, i.status, i.version, i.customer_id, i.customer_name,
-       i.customer_email, i.customer_address, i.customer_tax_id, i.currency,
-       i.due_date as "due_date: NaiveDate", i.payment_terms_days, i.subtotal_cents,
-       i.discount_percent_milli, i.discount_amount_cents, i.discount_cents, i.tax_cents,
-       i.total_cents, i.notes, i.amount_paid_cents,
-       i.payment_state, invoice_overdue(i.status, i.due_date, o.time_zone) as "overdue!",
-       i.public_token, i.finalized_at as "finalized_at: DateTime<Utc>",
-       i.first_viewed_at as "first_viewed_at: DateTime<Utc>",
-       i.created_at as "created_at: DateTime<Utc>"
+-- include: parts/session.sql
+-- include: parts/invoice_columns.sql
 from unnest(array[:invoice::uuid]::uuid[]) as wanted (id)
 join invoices i on i.id = wanted.id
 join orgs o on o.id = i.org_id
@@ -44,27 +27,15 @@ select id, kind, attempts, last_error, sent_at is not null as "sent!", dead_at i
 from outbox
 where org_id = :org::uuid and invoice_id = :invoice::uuid
 order by created_at;
-select a.id, a.created_at, a.surface, a.key, a.outcome, a.invoice_id,
-       (select i.number_text from invoices i where i.id = a.invoice_id) as number_text,
-       a.duration_ms, a.request_id,
-       case a.surface
-           when 'webhook' then (select e.payload::text from stripe_events e
-                                -- The attempt's owner is `stripe/<account>`: the
-                                -- event's whole key, so its primary key finds it.
-                                where e.account = substr(a.owner, 8) and e.id = a.key
-                                  and e.org_id = a.org_id)
-           when 'api' then (select convert_from(c.response_body, 'UTF8') from claims c
-                            where c.scope = 'api' and c.owner = a.owner and c.key = a.key)
-       end as detail
-from attempts a
+-- include: parts/activity_page.sql
 where a.org_id = :org::uuid and a.invoice_id = :invoice::uuid order by a.created_at desc, a.id desc limit 51;
-select p.provider_payment_id, p.amount_cents, p.status, p.failure,
+select p.provider_payment_id, p.amount_cents, p.status as "status: PaymentStatus", p.failure,
        coalesce(case when r.provider is null then 0
                      when r.full_refund then p.amount_cents
                      else least(p.amount_cents, r.amount_refunded_cents) end, 0) as "refunded!",
        (select d.status from disputes d
         where d.provider = p.provider and d.provider_payment_id = p.provider_payment_id
-        order by d.received_at desc limit 1) as dispute
+        order by d.received_at desc limit 1) as "dispute: DisputeStatus"
 from payments p
 left join refunds r on r.provider = p.provider and r.provider_payment_id = p.provider_payment_id
 where p.org_id = :org::uuid and p.invoice_id = :invoice::uuid

@@ -8,16 +8,7 @@
 -- Prepared in the server (sqlx's statement cache: with no `like` pattern, the statement's generic
 -- plan reads the same index); pgbench -M prepared sends it the same way.
 -- Variables: -D org, user, sid, session.
-select data from "tower_sessions"."session"
-where id = :session and expiry_date > now();
-select u.id, u.email, u.password_hash, u.email_verified_at is not null as "verified!",
-       o.id as org_id, o.name as org_name, m.role,
-       s.last_seen_at < now() - interval '1 minute' as "stale!"
-from user_sessions s
-join users u on u.id = s.user_id
-join memberships m on m.user_id = s.user_id and m.org_id = s.org_id
-join orgs o on o.id = s.org_id
-where s.id = :sid::uuid and s.user_id = :user::uuid and s.ended_at is null;
+-- include: parts/session.sql
 select i.id, i.number_text, i.status, i.customer_name, i.currency, i.due_date, i.total_cents,
        i.amount_paid_cents, i.payment_state, i.created_at,
        invoice_overdue(i.status, i.due_date, o.time_zone) as overdue

@@ -14,16 +14,7 @@
 -- The server binds the lowered text as prefix_from and the range's end (app/src/ssr/mod.rs
 -- PrefixRange) as prefix_to.
 -- Variables: -D org, user, sid, session, prefix_from, prefix_to (lowered, e.g. inv-00005 and inv-00006).
-select data from "tower_sessions"."session"
-where id = :session and expiry_date > now();
-select u.id, u.email, u.password_hash, u.email_verified_at is not null as "verified!",
-       o.id as org_id, o.name as org_name, m.role,
-       s.last_seen_at < now() - interval '1 minute' as "stale!"
-from user_sessions s
-join users u on u.id = s.user_id
-join memberships m on m.user_id = s.user_id and m.org_id = s.org_id
-join orgs o on o.id = s.org_id
-where s.id = :sid::uuid and s.user_id = :user::uuid and s.ended_at is null;
+-- include: parts/session.sql
 with probe as materialized (select count(*) as matches from ((select from invoices where org_id = :org::uuid and (lower(number_text) ~>=~ :prefix_from and lower(number_text) ~<~ :prefix_to) limit 1001) union all (select from invoices where org_id = :org::uuid and (lower(customer_name) ~>=~ :prefix_from and lower(customer_name) ~<~ :prefix_to) limit 1001)) matched)
 select * from ((select i.id, i.number_text, i.status, i.customer_name, i.currency, i.due_date, i.total_cents,
        i.amount_paid_cents, i.payment_state, i.created_at,

@@ -19,7 +19,7 @@ with lock as (
     returning true
 )
 select free as "free!", exists (select from won) as "won!" from lock;
-select org_id, currency, status /*bench*/,
+select org_id, currency, status as "status: InvoiceStatus" /*bench*/,
        (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as pay,
        (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as outbox_id /*end*/
 from invoices
@@ -56,7 +56,7 @@ set (status, payment_state, amount_paid_cents) =
         (select m.new_status, m.new_payment_state, m.kept_cents from invoice_money(i.id) m),
     updated_at = now()
 where i.id = md5('bench/' || :org::uuid || '/' || :n)::uuid
-returning i.status, i.payment_state, i.amount_paid_cents, i.total_cents;
+returning i.status as "status: InvoiceStatus", i.payment_state as "payment_state: PaymentState", i.amount_paid_cents, i.total_cents;
 insert into stripe_events (account, id, type, payload, outcome, detail, org_id, invoice_id)
 values ('default', 'evt_pgb_' || :client_id::text || '_' || :r::text, 'checkout.session.completed', :payload,
         'applied', 'payment pi_pgb recorded; invoice open', :org::uuid, md5('bench/' || :org::uuid || '/' || :n)::uuid)

@@ -146,7 +146,7 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
     };
     std::fs::create_dir_all(&work)?;
     for (name, text) in SCRIPTS {
-        std::fs::write(work.join(name), text)?;
+        std::fs::write(work.join(name), lab::pgbench_script::expand(text)?)?;
     }
     let workloads: Vec<Workload> = Workload::ALL
         .into_iter()

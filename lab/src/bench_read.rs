@@ -356,7 +356,7 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
     };
     std::fs::create_dir_all(&work)?;
     for (name, text) in SCRIPTS {
-        std::fs::write(work.join(name), text)?;
+        std::fs::write(work.join(name), lab::pgbench_script::expand(text)?)?;
     }
     if let Some(out) = &args.explain {
         let big = explain_all(pool, &reads, &vars, out).await?;
@@ -480,17 +480,19 @@ async fn explain_all(
     );
     let mut big = Vec::new();
     for read in reads {
-        let text = SCRIPTS
-            .iter()
-            .find(|(name, _)| *name == read.script)
-            .map(|(_, text)| *text)
-            .context("no such script")?;
+        let text = lab::pgbench_script::expand(
+            SCRIPTS
+                .iter()
+                .find(|(name, _)| *name == read.script)
+                .map(|(_, text)| *text)
+                .context("no such script")?,
+        )?;
         let mut values: HashMap<String, String> = vars
             .iter()
             .map(|(k, v)| ((*k).to_owned(), v.clone()))
             .collect();
         doc.push_str(&format!("\n## {} (`{}`)\n", read.name, read.script));
-        for (n, (statement, gset)) in statements(text).into_iter().enumerate() {
+        for (n, (statement, gset)) in statements(&text).into_iter().enumerate() {
             let sql = substitute(&statement, &values);
             if let Some(prefix) = gset {
                 use sqlx::{Column, Row};

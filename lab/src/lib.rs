@@ -3,4 +3,5 @@
 
 pub mod datagen;
 pub mod harness;
+pub mod pgbench_script;
 pub mod stripe_local;

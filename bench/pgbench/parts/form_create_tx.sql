@@ -1,0 +1,25 @@
+BEGIN;
+with lock as (
+    select case when false::bool then pg_try_advisory_xact_lock(hashtextextended('form' || '/' || (:org::text || '/create_invoice') || '/' || :form_key::uuid::text, 0))
+                else true end as free
+), won as (
+    insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
+    select 'form', :org::text || '/create_invoice', :form_key::uuid::text, sha256(convert_to('form-' || :r::text, 'UTF8'))::bytea, 'done', :inv::uuid, now() from lock where free
+    on conflict do nothing
+    returning true
+)
+select free as "free!", exists (select from won) as "won!" from lock;
+-- include: parts/invoice_insert_head.sql
+    from jsonb_populate_record(null::invoices, ('{"customer_id":null,"customer_name":"Load Client","customer_email":"billing@example.com","currency":"usd","due_date":"2030-01-31","payment_terms_days":null,"subtotal_cents":30000,"discount_percent_milli":null,"discount_amount_cents":null,"discount_cents":0,"tax_cents":0,"total_cents":30000,"notes":"","source_key":"form:' || :form_key::uuid::text || '"}')::jsonb) h
+-- include: parts/invoice_insert_tail.sql
+with finished as (
+    update claims
+    set result_id = null, response_status = null, response_headers = null, response_body = null
+    where false and scope = 'form' and owner = :org::text || '/create_invoice' and key = :form_key::uuid::text and status = 'done'
+    returning 1
+)
+insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
+values (:org::uuid, 'form', :org::text, :form_key::uuid::text, 'won',
+        :inv::uuid, gen_random_uuid()::text, 1.0)
+returning (select count(*) from finished) as "finished!";
+COMMIT;

@@ -1,0 +1,10 @@
+select i.id, i.number_text, i.status as "status: InvoiceStatus", i.version, i.customer_id, i.customer_name,
+       i.customer_email, i.customer_address, i.customer_tax_id, i.currency,
+       i.due_date as "due_date: NaiveDate", i.payment_terms_days, i.subtotal_cents,
+       i.discount_percent_milli, i.discount_amount_cents, i.discount_cents, i.tax_cents,
+       i.total_cents, i.notes, i.amount_paid_cents,
+       i.payment_state as "payment_state: PaymentState",
+       invoice_overdue(i.status, i.due_date, o.time_zone) as "overdue!",
+       i.public_token, i.finalized_at as "finalized_at: DateTime<Utc>",
+       i.first_viewed_at as "first_viewed_at: DateTime<Utc>",
+       i.created_at as "created_at: DateTime<Utc>"
