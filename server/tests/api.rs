@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::common;
+use crate::common::rows;
 use crate::common::served::{invoice_body, TestApp};
 use sqlx::PgPool;
 
@@ -160,10 +161,8 @@ async fn the_same_key_from_two_clients_makes_two_invoices(pool: PgPool) {
     assert_eq!((a.status, b.status), (201, 201));
     assert_eq!(b.header("idempotent-replayed"), None);
     assert_ne!(a.json()["id"], b.json()["id"]);
-    let orgs: Vec<uuid::Uuid> = sqlx::query_scalar("select org_id from invoices order by org_id")
-        .fetch_all(&app.pool)
-        .await
-        .unwrap();
+    let orgs: Vec<uuid::Uuid> =
+        rows::scalars(&app.pool, "select org_id from invoices order by org_id").await;
     let mut expected = vec![org_a, org_b];
     expected.sort();
     assert_eq!(orgs, expected);
@@ -299,10 +298,7 @@ async fn an_expired_key_is_new_again_and_the_sweep_deletes_expired_claims(pool: 
     .await
     .unwrap();
     assert_eq!(swept, 3, "old, b and c, in batches of 2");
-    let left: Vec<String> = sqlx::query_scalar("select key from claims")
-        .fetch_all(&app.pool)
-        .await
-        .unwrap();
+    let left: Vec<String> = rows::scalars(&app.pool, "select key from claims").await;
     assert_eq!(left, ["a"]);
 }
 
@@ -364,10 +360,7 @@ async fn a_revoked_key_is_401(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, token) = app.api_client().await;
     assert_eq!(app.get(&token, "/api/v1/invoices").await.status, 200);
-    let id: uuid::Uuid = sqlx::query_scalar("select id from api_keys")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let id: uuid::Uuid = rows::scalar(&app.pool, "select id from api_keys").await;
     let operator = app::ssr::audit::Actor::operator();
     assert!(
         app::ssr::api_keys::revoke(&app.pool, org, &operator, true, id)

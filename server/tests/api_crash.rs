@@ -1,7 +1,7 @@
 //! The API survives the process dying after the claim (before commit) and after commit (before the
 //! response): the client's retry with the same Idempotency-Key creates exactly one invoice.
 
-use crate::common::{self, cli, create_org, Server, TestDb};
+use crate::common::{self, cli, create_org, rows, Server, TestDb};
 
 async fn post(
     base: &str,
@@ -42,10 +42,7 @@ async fn crash_then_retry(failpoint: &str, committed_before_crash: bool) {
         "the client gets no answer"
     );
     assert_eq!(server.exit_code().await, Some(70));
-    let invoices: i64 = sqlx::query_scalar("select count(*) from invoices")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let invoices: i64 = rows::scalar(&pool, "select count(*) from invoices").await;
     assert_eq!(invoices, i64::from(committed_before_crash));
 
     let server = Server::start(&db, "").await;
@@ -58,15 +55,11 @@ async fn crash_then_retry(failpoint: &str, committed_before_crash: bool) {
     let (status, replayed, again) = post(&server.base, token, "crash-1").await.unwrap();
     assert_eq!((status, replayed.as_deref()), (201, Some("true")));
     assert_eq!(again, first);
-    let numbers: Vec<i32> = sqlx::query_scalar("select number from invoices")
-        .fetch_all(&pool)
-        .await
-        .unwrap();
+    let numbers: Vec<i32> = rows::scalars(&pool, "select number from invoices").await;
     assert_eq!(numbers, [1]);
 
     server.stop().await;
-    pool.close().await;
-    db.cleanup().await;
+    db.finish(pool).await;
 }
 
 #[tokio::test]

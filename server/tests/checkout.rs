@@ -9,7 +9,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::common::served::{invoice_body, TestApp, SECRET};
-use crate::common::{cli, create_org, wait_until, Server, TestDb};
+use crate::common::{cli, create_org, rows, wait_until, Server, TestDb};
 
 async fn with_stripe(pool: PgPool, config: Config) -> (TestApp, LocalStripe) {
     with_stripe_and(pool, config, |_| {}).await
@@ -324,10 +324,7 @@ async fn a_crash_after_stripe_answered_gets_the_same_session_back() {
     );
     assert_eq!(server.exit_code().await, Some(70));
     assert_eq!(stripe.session_count(), 1, "Stripe made the session");
-    let stored: i64 = sqlx::query_scalar("select count(*) from checkout_sessions")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let stored: i64 = rows::scalar(&pool, "select count(*) from checkout_sessions").await;
     assert_eq!(stored, 0, "we never stored it");
 
     let server = Server::start_with(&db, "", &env).await;
@@ -354,10 +351,7 @@ async fn a_crash_after_stripe_answered_gets_the_same_session_back() {
     stripe.pay(&session_id(&location), "card").await.unwrap();
     let paid = format!("select count(*) from invoices where id = '{id}' and status = 'paid'");
     wait_until(&pool, &paid, 1, Duration::from_secs(20)).await;
-    let payments: i64 = sqlx::query_scalar("select count(*) from payments")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let payments: i64 = rows::scalar(&pool, "select count(*) from payments").await;
     assert_eq!(payments, 1);
     server.stop().await;
     db.cleanup().await;

@@ -1,6 +1,6 @@
 //! The command line: what `server --help` documents, and how a bad configuration is refused.
 
-use crate::common::{self, TestDb};
+use crate::common::{self, rows, TestDb};
 
 async fn server(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     let mut command = tokio::process::Command::new(common::SERVER);
@@ -157,10 +157,7 @@ async fn a_dot_env_file_sets_variables_without_overriding_the_environment() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let pool = db.pool().await;
-    let orgs: i64 = sqlx::query_scalar("select count(*) from orgs")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let orgs: i64 = rows::scalar(&pool, "select count(*) from orgs").await;
     assert_eq!(orgs, 1);
     pool.close().await;
     std::fs::remove_dir_all(&dir).unwrap();

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::common::rows;
 use crate::common::served::{ApiResponse, TestApp};
 use sqlx::PgPool;
 
@@ -139,10 +140,7 @@ async fn customers_are_searched_by_prefix_and_scoped_to_their_org(pool: PgPool) 
     // Another org sees none of them, and their ids are 404 to it.
     let (_, other) = app.api_client().await;
     assert!(names(app.get(&other, "/api/v1/customers").await).is_empty());
-    let id: String = sqlx::query_scalar("select id::text from customers limit 1")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let id: String = rows::scalar(&app.pool, "select id::text from customers limit 1").await;
     assert_eq!(
         app.get(&other, &format!("/api/v1/customers/{id}"))
             .await
@@ -203,15 +201,12 @@ async fn an_invoice_takes_its_customers_details_and_keeps_them_once_finalized(po
         .await
         .json();
 
-    // The customer moves.
-    let moved = patch_customer(
-        &app,
-        &token,
-        &cid,
-        "p-1",
-        r#"{"billing_address": "2 New Road", "tax_id": null}"#,
-    )
-    .await;
+    // The customer moves (and the same request again is the replay).
+    let move_customer = || {
+        let body = r#"{"billing_address": "2 New Road", "tax_id": null}"#;
+        patch_customer(&app, &token, &cid, "p-1", body)
+    };
+    let moved = move_customer().await;
     assert_eq!(
         moved.status,
         200,
@@ -221,14 +216,7 @@ async fn an_invoice_takes_its_customers_details_and_keeps_them_once_finalized(po
     assert_eq!(moved.json()["billing_address"], "2 New Road");
     assert_eq!(moved.json()["name"], "Ada", "untouched fields stay");
     assert_eq!(moved.json()["tax_id"], serde_json::Value::Null);
-    let replay = patch_customer(
-        &app,
-        &token,
-        &cid,
-        "p-1",
-        r#"{"billing_address": "2 New Road", "tax_id": null}"#,
-    )
-    .await;
+    let replay = move_customer().await;
     assert_eq!((replay.status, &replay.body), (200, &moved.body));
     assert_eq!(
         patch_customer(&app, &token, &cid, "p-2", r#"{"email": "nope"}"#)

@@ -1,6 +1,7 @@
 //! The Stripe webhook through the real router over real HTTP, with real signatures and Postgres.
 
 use crate::common;
+use crate::common::rows;
 use crate::common::served::{payment_intent, with_new_event_id, TestApp, OLD_SECRET, SECRET};
 use app::ssr::stripe::standin;
 use sqlx::PgPool;
@@ -77,11 +78,11 @@ async fn two_event_ids_for_one_payment_record_one_payment(pool: PgPool) {
         "the payment intent is the business key"
     );
     assert_eq!(app.count(EVENTS).await, 2, "both events are on record");
-    let outcomes: Vec<String> =
-        sqlx::query_scalar("select outcome from stripe_events order by received_at")
-            .fetch_all(&app.pool)
-            .await
-            .unwrap();
+    let outcomes: Vec<String> = rows::scalars(
+        &app.pool,
+        "select outcome from stripe_events order by received_at",
+    )
+    .await;
     assert_eq!(outcomes, ["applied", "ignored"]);
     assert_eq!(app.invoice_state(invoice).await, ("paid".into(), 5_000));
 }
@@ -240,10 +241,7 @@ async fn other_event_types_are_recorded_and_answered_200(pool: PgPool) {
         app.deliver(payload).await,
         (200, "already processed".into())
     );
-    let outcome: String = sqlx::query_scalar("select outcome from stripe_events")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let outcome: String = rows::scalar(&app.pool, "select outcome from stripe_events").await;
     assert_eq!(outcome, "ignored");
 }
 
@@ -269,10 +267,7 @@ async fn a_refund_before_its_payment_is_kept_and_applied_when_the_payment_arrive
     let (_, paid) = standin::checkout_completed(invoice, 5_000, "usd");
     let refund = charge_refunded(&payment_intent(&paid));
     assert_eq!(app.deliver(&refund).await.0, 200);
-    let deferred: String = sqlx::query_scalar("select outcome from stripe_events")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let deferred: String = rows::scalar(&app.pool, "select outcome from stripe_events").await;
     assert_eq!(deferred, "deferred");
     assert_eq!(app.invoice_state(invoice).await.0, "open");
 

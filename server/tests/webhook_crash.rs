@@ -1,6 +1,6 @@
 //! The webhook survives the process dying at the worst moments, and the stand-in CLI works end to end.
 
-use crate::common::{self, cli, create_org, Server, TestDb};
+use crate::common::{self, cli, create_org, rows, Server, TestDb};
 use sqlx::PgPool;
 
 /// An org with one open invoice of 42.00 usd.
@@ -60,17 +60,15 @@ async fn crash_then_retry(failpoint: &str, committed_before_crash: bool) {
         payments_and_state(&pool, invoice).await,
         (1, "paid".to_owned(), 4_200)
     );
-    let claims: i64 = sqlx::query_scalar(
+    let claims: i64 = rows::scalar(
+        &pool,
         "select count(*) from claims where scope = 'webhook' and status = 'done'",
     )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    .await;
     assert_eq!(claims, 1);
 
     server.stop().await;
-    pool.close().await;
-    db.cleanup().await;
+    db.finish(pool).await;
 }
 
 #[tokio::test]
@@ -125,10 +123,7 @@ async fn the_stand_in_cli_triggers_and_resends_signed_events() {
         "a resend is a duplicate"
     );
 
-    let pi: String = sqlx::query_scalar("select provider_payment_id from payments")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let pi: String = rows::scalar(&pool, "select provider_payment_id from payments").await;
     cli(
         &db,
         &[
@@ -145,6 +140,5 @@ async fn the_stand_in_cli_triggers_and_resends_signed_events() {
     assert_eq!(payments_and_state(&pool, invoice).await.1, "refunded");
 
     server.stop().await;
-    pool.close().await;
-    db.cleanup().await;
+    db.finish(pool).await;
 }

@@ -13,19 +13,17 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::client::Client;
-use super::documented::{CreateProblems, InFlight, ListProblems, NotFound, Unauthorized};
+use super::documented::{
+    CreateProblems, CustomerId, CustomerWrite, InFlight, ListProblems, New, NotFound, Unauthorized,
+};
 use super::problem::{problem, Problem, ProblemResponse};
 use super::write::{self, Write};
 
 /// Create a customer, once per `Idempotency-Key`.
 #[utoipa::path(
-    post,
-    path = "/api/v1/customers",
-    tag = "customers",
+    post, path = "/api/v1/customers", tag = "customers",
     request_body = CustomerInput,
-    params(
-        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Names this attempt, as for invoices."),
-    ),
+    params(New),
     responses(
         (status = 201, description = "Created; replays return the stored response with `Idempotent-Replayed: true`", body = Customer,
             headers(("Location" = String, description = "The customer's URL"))),
@@ -33,7 +31,6 @@ use super::write::{self, Write};
         InFlight,
         (status = 422, description = "Invalid customer (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("api_key" = []))
 )]
 pub(super) async fn post_customer(write: Write) -> Result<Response, ProblemResponse> {
     write
@@ -74,15 +71,11 @@ fn bad_query(detail: impl Into<String>) -> ProblemResponse {
 
 /// The org's customers, newest first, or those whose name or email starts with `q`.
 #[utoipa::path(
-    get,
-    path = "/api/v1/customers",
-    tag = "customers",
-    params(CustomerQuery),
+    get, path = "/api/v1/customers", tag = "customers", params(CustomerQuery),
     responses(
         (status = 200, body = CustomerList),
         ListProblems,
     ),
-    security(("api_key" = []))
 )]
 pub(super) async fn list_customers(
     State(state): State<AppState>,
@@ -104,16 +97,12 @@ pub(super) async fn list_customers(
 
 /// One customer of the org; another org's id is 404.
 #[utoipa::path(
-    get,
-    path = "/api/v1/customers/{id}",
-    tag = "customers",
-    params(("id" = String, Path, description = "Customer id (UUID)")),
+    get, path = "/api/v1/customers/{id}", tag = "customers", params(CustomerId),
     responses(
         (status = 200, body = Customer),
         Unauthorized,
         NotFound,
     ),
-    security(("api_key" = []))
 )]
 pub(super) async fn get_customer(
     State(state): State<AppState>,
@@ -139,14 +128,9 @@ fn not_found() -> ProblemResponse {
 /// Update a customer: a JSON merge patch (RFC 7396) of its fields, once per `Idempotency-Key`.
 /// Finalized invoices keep the details they were finalized with.
 #[utoipa::path(
-    patch,
-    path = "/api/v1/customers/{id}",
-    tag = "customers",
+    patch, path = "/api/v1/customers/{id}", tag = "customers",
     request_body(content = serde_json::Value, description = "A JSON merge patch of the customer's fields", content_type = "application/merge-patch+json"),
-    params(
-        ("id" = String, Path, description = "Customer id (UUID)"),
-        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Names this attempt, as for creation."),
-    ),
+    params(CustomerWrite),
     responses(
         (status = 200, description = "Updated; replays return the stored response with `Idempotent-Replayed: true`", body = Customer),
         (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is not a JSON object", body = Problem, content_type = "application/problem+json"),
@@ -155,7 +139,6 @@ fn not_found() -> ProblemResponse {
         InFlight,
         (status = 422, description = "The result is invalid (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("api_key" = []))
 )]
 pub(super) async fn patch_customer(write: Write) -> Result<Response, ProblemResponse> {
     write

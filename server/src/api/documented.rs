@@ -1,11 +1,15 @@
-//! The problem answers that several operations document alike, each set named once for the
-//! operations' `responses(...)`: every entry is a problem+json `Problem` with its status and
-//! description, exactly as a `(status = …, description = …, body = Problem, content_type = …)` entry
-//! would write it.
+//! What several operations document alike, each set named once: the problem answers for their
+//! `responses(...)` (every entry a problem+json `Problem` with its status and description, exactly as
+//! a `(status = …, description = …, body = Problem, content_type = …)` entry would write it), and the
+//! id and Idempotency-Key parameters for their `params(...)` (exactly as the
+//! `("id" = String, Path, …)` and `("Idempotency-Key" = String, Header, …)` entries would write them).
 
 use std::collections::BTreeMap;
 
-use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::{
+    ContentBuilder, ObjectBuilder, Ref, RefOr, Required, Response, ResponseBuilder, Type,
+};
 use utoipa::ToSchema;
 
 use super::problem::Problem;
@@ -55,4 +59,61 @@ problems! {
         401: "",
         422: "The key was used with a different request",
     }
+}
+
+/// The `{id}` of the path, a UUID.
+fn id(description: &str) -> Parameter {
+    ParameterBuilder::new()
+        .name("id")
+        .parameter_in(ParameterIn::Path)
+        .description(Some(description))
+        .required(Required::True)
+        .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+        .build()
+}
+
+/// The Idempotency-Key header: 1..255 visible ASCII characters.
+fn key(description: &str) -> Parameter {
+    let schema = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(255))
+        .pattern(Some("^[!-~]+$"));
+    ParameterBuilder::new()
+        .name("Idempotency-Key")
+        .parameter_in(ParameterIn::Header)
+        .description(Some(description))
+        .required(Required::True)
+        .schema(Some(schema))
+        .build()
+}
+
+const AS_FOR_CREATION: &str = "Names this attempt, as for creation.";
+
+macro_rules! params {
+    ($($(#[$doc:meta])* $name:ident [$($param:expr),+ $(,)?])+) => {$(
+        $(#[$doc])*
+        pub(super) struct $name;
+
+        impl utoipa::IntoParams for $name {
+            fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+                vec![$($param),+]
+            }
+        }
+    )+};
+}
+
+params! {
+    /// Creating an invoice: the key, described in full.
+    NewInvoice [key("Names this attempt: 1..255 visible ASCII characters (a quoted structured-field string is accepted). Retries must reuse it. Keys expire after IDEMPOTENCY_KEY_TTL_HOURS (24).")]
+    /// Creating anything else: the key, as for invoices.
+    New [key("Names this attempt, as for invoices.")]
+    /// Reading one invoice.
+    InvoiceId [id("Invoice id (UUID)")]
+    /// Reading one customer.
+    CustomerId [id("Customer id (UUID)")]
+    /// A write to one invoice.
+    InvoiceWrite [id("Invoice id (UUID)"), key(AS_FOR_CREATION)]
+    /// A write to one customer.
+    CustomerWrite [id("Customer id (UUID)"), key(AS_FOR_CREATION)]
 }

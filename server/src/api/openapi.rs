@@ -56,11 +56,26 @@ use super::tax_rates::{self, TaxRateList};
 )]
 pub struct ApiDoc;
 
+/// Every operation takes an API key as a bearer token.
 struct BearerAuth;
 
 impl utoipa::Modify for BearerAuth {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        use utoipa::openapi::security::{
+            HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
+        };
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.post,
+                &mut item.patch,
+                &mut item.delete,
+            ];
+            for operation in operations.into_iter().flatten() {
+                let requirement = SecurityRequirement::new("api_key", Vec::<String>::new());
+                operation.security = Some(vec![requirement]);
+            }
+        }
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
             "api_key",

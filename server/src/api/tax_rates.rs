@@ -12,19 +12,15 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::client::Client;
-use super::documented::{CreateProblems, InFlight, ListProblems};
+use super::documented::{CreateProblems, InFlight, ListProblems, New};
 use super::problem::{problem, Problem, ProblemResponse};
 use super::write::{self, Write};
 
 /// Add a tax rate, once per `Idempotency-Key`.
 #[utoipa::path(
-    post,
-    path = "/api/v1/tax_rates",
-    tag = "tax_rates",
+    post, path = "/api/v1/tax_rates", tag = "tax_rates",
     request_body = TaxRateInput,
-    params(
-        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Names this attempt, as for invoices."),
-    ),
+    params(New),
     responses(
         (status = 201, description = "Created; replays return the stored response with `Idempotent-Replayed: true`", body = TaxRate,
             headers(("Location" = String, description = "The rate's URL"))),
@@ -33,7 +29,6 @@ use super::write::{self, Write};
         InFlight,
         (status = 422, description = "Invalid rate (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("api_key" = []))
 )]
 pub(super) async fn post_tax_rate(write: Write) -> Result<Response, ProblemResponse> {
     // Tax rates are the org's settings: an owner's key.
@@ -69,15 +64,11 @@ pub struct TaxRateList {
 
 /// The org's tax rates, oldest first.
 #[utoipa::path(
-    get,
-    path = "/api/v1/tax_rates",
-    tag = "tax_rates",
-    params(TaxRateQuery),
+    get, path = "/api/v1/tax_rates", tag = "tax_rates", params(TaxRateQuery),
     responses(
         (status = 200, body = TaxRateList),
         ListProblems,
     ),
-    security(("api_key" = []))
 )]
 pub(super) async fn list_tax_rates(
     State(state): State<AppState>,

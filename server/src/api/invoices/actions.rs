@@ -9,7 +9,7 @@ use app::ssr::surfaces::api::{self, INVOICES_PATH};
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::super::documented::{ActionProblems, InFlight, NotFound};
+use super::super::documented::{ActionProblems, InFlight, InvoiceWrite, NotFound};
 use super::super::problem::{problem, Problem, ProblemResponse};
 use super::super::write::{stored_problem, Write};
 use super::{action_body, not_found};
@@ -71,20 +71,13 @@ macro_rules! action_route {
     ($name:ident, $action:expr, $path:literal, $what:literal) => {
         #[doc = $what]
         #[utoipa::path(
-            post,
-            path = $path,
-            tag = "invoices",
-            params(
-                ("id" = String, Path, description = "Invoice id (UUID)"),
-                ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Names this attempt, as for creation."),
-            ),
+            post, path = $path, tag = "invoices", params(InvoiceWrite),
             responses(
                 (status = 200, description = "Moved, or already there; replays return the stored response with `Idempotent-Replayed: true`", body = Invoice),
                 ActionProblems,
                 NotFound,
                 (status = 409, description = "The invoice cannot move from its current state, or the same key is still in flight", body = Problem, content_type = "application/problem+json"),
             ),
-            security(("api_key" = []))
         )]
         pub(in crate::api) async fn $name(
             write: Write,
@@ -115,20 +108,13 @@ action_route!(
 
 /// Delete a draft, once per `Idempotency-Key` (a retry after success gets the stored 204).
 #[utoipa::path(
-    delete,
-    path = "/api/v1/invoices/{id}",
-    tag = "invoices",
-    params(
-        ("id" = String, Path, description = "Invoice id (UUID)"),
-        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Names this attempt, as for creation."),
-    ),
+    delete, path = "/api/v1/invoices/{id}", tag = "invoices", params(InvoiceWrite),
     responses(
         (status = 204, description = "Deleted; replays return the stored 204 with `Idempotent-Replayed: true`"),
         ActionProblems,
         (status = 404, description = "No such invoice (stored for the key)", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "Not a draft (void it instead), or the same key is still in flight", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("api_key" = []))
 )]
 pub(in crate::api) async fn delete_invoice(write: Write) -> Result<Response, ProblemResponse> {
     act(write, Action::DeleteDraft).await
@@ -136,13 +122,7 @@ pub(in crate::api) async fn delete_invoice(write: Write) -> Result<Response, Pro
 
 /// Duplicate any invoice as a new draft, once per `Idempotency-Key`.
 #[utoipa::path(
-    post,
-    path = "/api/v1/invoices/{id}/duplicate",
-    tag = "invoices",
-    params(
-        ("id" = String, Path, description = "Invoice id (UUID)"),
-        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Names this attempt, as for creation."),
-    ),
+    post, path = "/api/v1/invoices/{id}/duplicate", tag = "invoices", params(InvoiceWrite),
     responses(
         (status = 201, description = "The new draft; replays return the stored response with `Idempotent-Replayed: true`", body = Invoice,
             headers(("Location" = String, description = "The draft's URL"))),
@@ -150,7 +130,6 @@ pub(in crate::api) async fn delete_invoice(write: Write) -> Result<Response, Pro
         NotFound,
         InFlight,
     ),
-    security(("api_key" = []))
 )]
 pub(in crate::api) async fn duplicate_invoice(write: Write) -> Result<Response, ProblemResponse> {
     write

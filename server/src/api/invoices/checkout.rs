@@ -7,7 +7,7 @@ use axum::response::Response;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::super::documented::{ActionProblems, NotFound};
+use super::super::documented::{ActionProblems, InvoiceWrite, NotFound};
 use super::super::problem::{problem, Problem, ProblemResponse};
 use super::super::write::{stored_problem, Write};
 use super::{action_body, not_found};
@@ -25,13 +25,7 @@ pub struct CheckoutSession {
 /// A Checkout session for the amount due, once per `Idempotency-Key`; and one per invoice and amount
 /// due whatever the keys: another key (or the customer's Pay button) gets the same open session.
 #[utoipa::path(
-    post,
-    path = "/api/v1/invoices/{id}/checkout",
-    tag = "invoices",
-    params(
-        ("id" = String, Path, description = "Invoice id (UUID)"),
-        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Names this attempt, as for creation."),
-    ),
+    post, path = "/api/v1/invoices/{id}/checkout", tag = "invoices", params(InvoiceWrite),
     responses(
         (status = 200, description = "The open session; replays return the stored response with `Idempotent-Replayed: true`", body = CheckoutSession),
         ActionProblems,
@@ -39,7 +33,6 @@ pub struct CheckoutSession {
         (status = 409, description = "Nothing is due (draft, paid, void), or the same key (or the session) is still being created: retry after `Retry-After`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "Stripe could not be reached (nothing stored: retry with the same key)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("api_key" = []))
 )]
 pub(in crate::api) async fn checkout_invoice(write: Write) -> Result<Response, ProblemResponse> {
     write

@@ -6,20 +6,16 @@ use app::ssr::invoices;
 use app::ssr::surfaces::api;
 use axum::response::Response;
 
-use super::super::documented::CreateProblems;
+use super::super::documented::{CreateProblems, NewInvoice};
 use super::super::problem::{Problem, ProblemResponse};
 use super::super::write::{self, Write};
 use super::rejected;
 
 /// Create an invoice, once per `Idempotency-Key`.
 #[utoipa::path(
-    post,
-    path = "/api/v1/invoices",
-    tag = "invoices",
+    post, path = "/api/v1/invoices", tag = "invoices",
     request_body = InvoiceInput,
-    params(
-        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Names this attempt: 1..255 visible ASCII characters (a quoted structured-field string is accepted). Retries must reuse it. Keys expire after IDEMPOTENCY_KEY_TTL_HOURS (24)."),
-    ),
+    params(NewInvoice),
     responses(
         (status = 201, description = "Created; replays return the stored response with `Idempotent-Replayed: true`", body = Invoice,
             headers(("Location" = String, description = "The invoice's URL"))),
@@ -27,7 +23,6 @@ use super::rejected;
         (status = 409, description = "The same key is still in flight; retry after `Retry-After` seconds", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid invoice (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("api_key" = []))
 )]
 pub(in crate::api) async fn post_invoice(write: Write) -> Result<Response, ProblemResponse> {
     write

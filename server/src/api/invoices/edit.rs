@@ -9,7 +9,7 @@ use app::ssr::surfaces::api;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
 
-use super::super::documented::{NotFound, Unauthorized};
+use super::super::documented::{InvoiceWrite, NotFound, Unauthorized};
 use super::super::problem::{problem, Problem, ProblemResponse};
 use super::super::write::{patch_body, stored_problem, Write};
 use super::{not_found, rejected};
@@ -42,13 +42,10 @@ fn if_match(headers: &HeaderMap) -> Result<i32, ProblemResponse> {
 /// Edit a draft: a JSON merge patch (RFC 7396) of the invoice input, applied only if the draft is
 /// still at the version `If-Match` names, once per `Idempotency-Key`.
 #[utoipa::path(
-    patch,
-    path = "/api/v1/invoices/{id}",
-    tag = "invoices",
+    patch, path = "/api/v1/invoices/{id}", tag = "invoices",
     request_body(content = serde_json::Value, description = "A JSON merge patch of the invoice input (`lines`, when given, replaces all lines)", content_type = "application/merge-patch+json"),
     params(
-        ("id" = String, Path, description = "Invoice id (UUID)"),
-        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Names this attempt, as for creation."),
+        InvoiceWrite,
         ("If-Match" = Option<String>, Header, description = "The draft's version as its ETag, e.g. \"3\". Required: without it the answer is 428."),
     ),
     responses(
@@ -62,7 +59,6 @@ fn if_match(headers: &HeaderMap) -> Result<i32, ProblemResponse> {
         (status = 422, description = "The patched invoice is invalid (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
         (status = 428, description = "If-Match is missing", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("api_key" = []))
 )]
 pub(in crate::api) async fn patch_invoice(write: Write) -> Result<Response, ProblemResponse> {
     write

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::super::client::Client;
-use super::super::documented::{ListProblems, NotFound, Unauthorized};
+use super::super::documented::{InvoiceId, ListProblems, NotFound, Unauthorized};
 use super::super::problem::{problem, ProblemResponse};
 use super::not_found;
 
@@ -43,15 +43,11 @@ pub struct InvoiceList {
 
 /// The org's invoices, newest first (overdue ones: most overdue first), filtered, a page at a time.
 #[utoipa::path(
-    get,
-    path = "/api/v1/invoices",
-    tag = "invoices",
-    params(ListQuery),
+    get, path = "/api/v1/invoices", tag = "invoices", params(ListQuery),
     responses(
         (status = 200, body = InvoiceList),
         ListProblems,
     ),
-    security(("api_key" = []))
 )]
 pub(in crate::api) async fn list_invoices(
     State(state): State<AppState>,
@@ -90,16 +86,12 @@ pub(in crate::api) async fn list_invoices(
 
 /// One invoice of the org; another org's id is 404.
 #[utoipa::path(
-    get,
-    path = "/api/v1/invoices/{id}",
-    tag = "invoices",
-    params(("id" = String, Path, description = "Invoice id (UUID)")),
+    get, path = "/api/v1/invoices/{id}", tag = "invoices", params(InvoiceId),
     responses(
         (status = 200, body = Invoice, headers(("ETag" = String, description = "The version, for If-Match when editing a draft"))),
         Unauthorized,
         NotFound,
     ),
-    security(("api_key" = []))
 )]
 pub(in crate::api) async fn get_invoice(
     State(state): State<AppState>,
