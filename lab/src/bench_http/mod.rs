@@ -56,11 +56,7 @@ fn server_pool_size() -> u32 {
 }
 
 pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
-    let work = match &args.work_dir {
-        Some(dir) => dir.clone(),
-        None => std::env::temp_dir().join(format!("invoicer-bench-{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&work)?;
+    let work = crate::work_dir(args.work_dir.as_deref(), "bench")?;
     for (name, text) in SCRIPTS {
         std::fs::write(work.join(name), text)?;
     }

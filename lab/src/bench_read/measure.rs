@@ -1,36 +1,8 @@
-//! The HTTP side of a row: signing in, and one path read by concurrent clients for a while.
+//! The HTTP side of a row: one path read by concurrent clients for a while.
 
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-
 use super::paths::{Auth, Read};
-
-/// Signs in through the login server function; the session cookie.
-pub(super) async fn login(
-    http: &reqwest::Client,
-    base: &str,
-    email: &str,
-    password: &str,
-) -> anyhow::Result<String> {
-    let res = http
-        .post(format!("{base}/rpc/login"))
-        .header("accept", "text/html")
-        .form(&[("email", email), ("password", password)])
-        .send()
-        .await?;
-    anyhow::ensure!(res.status() == 302, "login answered {}", res.status());
-    let cookie = res
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.contains("invoicer_session="))
-        .and_then(|v| v.split(';').next())
-        .context("login set no session cookie")?
-        .to_owned();
-    Ok(cookie)
-}
 
 /// What the requests carry (see [`Auth`]).
 pub(super) struct Credentials<'a> {

@@ -19,7 +19,10 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::pgbench;
-use lab::harness::process::{cpu_ms, cpu_ms_between, cpu_ms_named};
+use lab::harness::{
+    self,
+    process::{cpu_ms, cpu_ms_between, cpu_ms_named},
+};
 
 use explain::explain_all;
 use measure::{measure, Credentials, WARM_UP};
@@ -72,7 +75,7 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(30))
         .build()?;
-    let cookie = measure::login(&http, &args.url, &args.email, &args.password).await?;
+    let cookie = harness::client::login(&http, &args.url, &args.email, &args.password).await?;
     // What the paths name: the big org, one of its invoices in the middle, a deep cursor.
     let (org,): (Uuid,) = sqlx::query_as(
         "select m.org_id from memberships m join users u on u.id = m.user_id \
@@ -174,11 +177,7 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
         ("key", api_key.clone()),
         ("apikeyhash", api_key_hash),
     ];
-    let work = match &args.work_dir {
-        Some(dir) => dir.clone(),
-        None => std::env::temp_dir().join(format!("invoicer-read-{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&work)?;
+    let work = crate::work_dir(args.work_dir.as_deref(), "read")?;
     for (name, text) in SCRIPTS {
         std::fs::write(work.join(name), text)?;
     }

@@ -70,11 +70,7 @@ const FAILPOINTS: [&str; 6] = [
 const WEBHOOK_SECRET: &str = "whsec_faults_invoicer";
 
 pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
-    let work = match &args.work_dir {
-        Some(dir) => dir.clone(),
-        None => std::env::temp_dir().join(format!("invoicer-faults-{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&work)?;
+    let work = crate::work_dir(args.work_dir.as_deref(), "faults")?;
     let log = work.join("server.log");
     let mut pool = lab.connect().await?;
     let fixture = Arc::new(harness::seed(&pool, 50).await?);
