@@ -29,72 +29,41 @@ pub(crate) struct Report {
 
 impl Report {
     pub(crate) fn print(&self, worker_crashes: u32) {
-        println!("{:<44} {:>8}", "check", "count");
-        let rows: [(&str, String); 18] = [
-            ("events acknowledged (2xx)", self.events_acked.to_string()),
-            (
-                "  applied exactly once",
-                self.events_applied_once.to_string(),
-            ),
-            (
-                "  lost (acknowledged, not applied)",
-                self.events_lost.to_string(),
-            ),
-            (
-                "  payments duplicated",
-                self.payments_duplicated.to_string(),
-            ),
-            (
-                "  invoices whose paid amount != payments",
-                self.invoices_overpaid.to_string(),
-            ),
-            ("API keys answered 201", self.api_acked.to_string()),
-            (
-                "  with exactly one invoice",
-                self.api_one_invoice.to_string(),
-            ),
-            (
-                "  lost or duplicated",
-                self.api_lost_or_duplicated.to_string(),
-            ),
-            (
-                "  answered with different invoices",
-                self.api_answers_differ.to_string(),
-            ),
-            ("form keys answered", self.form_acked.to_string()),
-            (
-                "  with exactly one invoice",
-                self.form_one_invoice.to_string(),
-            ),
-            (
-                "  lost or duplicated",
-                self.form_lost_or_duplicated.to_string(),
-            ),
-            (
-                "  answered with different invoices",
-                self.form_answers_differ.to_string(),
-            ),
-            (
-                "invoices nobody was answered for",
-                self.orphan_invoices.to_string(),
-            ),
-            (
-                "attempts unanswered after the drain",
-                self.unanswered.to_string(),
-            ),
-            (
-                "receipt emails owed / unsent",
-                format!("{} / {}", self.emails_expected, self.emails_unsent),
-            ),
-            ("  sent but never arrived", self.emails_lost.to_string()),
-            (
-                "  duplicate arrivals (bound: crashes)",
-                format!("{} <= {worker_crashes}", self.emails_duplicated),
-            ),
-        ];
-        for (name, value) in rows {
-            println!("{name:<44} {value:>8}");
-        }
+        let row = |name: &str, value: &dyn std::fmt::Display| println!("{name:<44} {value:>8}");
+        row("check", &"count");
+        row("events acknowledged (2xx)", &self.events_acked);
+        row("  applied exactly once", &self.events_applied_once);
+        row("  lost (acknowledged, not applied)", &self.events_lost);
+        row("  payments duplicated", &self.payments_duplicated);
+        row(
+            "  invoices whose paid amount != payments",
+            &self.invoices_overpaid,
+        );
+        row("API keys answered 201", &self.api_acked);
+        row("  with exactly one invoice", &self.api_one_invoice);
+        row("  lost or duplicated", &self.api_lost_or_duplicated);
+        row(
+            "  answered with different invoices",
+            &self.api_answers_differ,
+        );
+        row("form keys answered", &self.form_acked);
+        row("  with exactly one invoice", &self.form_one_invoice);
+        row("  lost or duplicated", &self.form_lost_or_duplicated);
+        row(
+            "  answered with different invoices",
+            &self.form_answers_differ,
+        );
+        row("invoices nobody was answered for", &self.orphan_invoices);
+        row("attempts unanswered after the drain", &self.unanswered);
+        row(
+            "receipt emails owed / unsent",
+            &format!("{} / {}", self.emails_expected, self.emails_unsent),
+        );
+        row("  sent but never arrived", &self.emails_lost);
+        row(
+            "  duplicate arrivals (bound: crashes)",
+            &format!("{} <= {worker_crashes}", self.emails_duplicated),
+        );
     }
 
     pub(crate) fn problems(&self, worker_crashes: u32) -> Vec<String> {
