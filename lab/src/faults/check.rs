@@ -147,9 +147,7 @@ pub(crate) async fn check(
                 key, invoices: ids, ..
             } if !ids.is_empty() => {
                 r.api_acked += 1;
-                if ids.iter().any(|id| *id != ids[0]) {
-                    r.api_answers_differ += 1;
-                }
+                r.api_answers_differ += usize::from(ids.iter().any(|id| *id != ids[0]));
                 let claimed = api_claims.get(key).copied().flatten();
                 if claimed == Some(ids[0])
                     && invoices.contains_key(&ids[0])
@@ -164,9 +162,7 @@ pub(crate) async fn check(
                 key, invoices: ids, ..
             } if !ids.is_empty() => {
                 r.form_acked += 1;
-                if ids.iter().any(|id| *id != ids[0]) {
-                    r.form_answers_differ += 1;
-                }
+                r.form_answers_differ += usize::from(ids.iter().any(|id| *id != ids[0]));
                 let by_key: Vec<_> = invoices
                     .iter()
                     .filter(|(_, source)| source.as_deref() == Some(&format!("form:{key}")))
