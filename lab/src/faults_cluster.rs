@@ -6,16 +6,16 @@
 //! primary with `-m immediate` and promotes the standby. Then the same checker proves, on the new
 //! primary, that every acknowledged attempt took effect exactly once and every email left.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use uuid::Uuid;
 
 use lab::harness::{self, Target};
 
-use crate::faults::{check, client, invoice_id_of, outbox_drained, rand_ms, shell, Ledger, Op};
+use crate::faults::{
+    check, invoice_id_of, outbox_drained, rand_ms, shell, verdict, Ledger, Load, Op,
+};
 
 #[derive(clap::Args, Debug)]
 pub struct ClusterFaultArgs {
@@ -54,23 +54,7 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
     bases.extend(args.replicas.iter().cloned());
     let target = target.spread_over(bases);
 
-    let ledger = Arc::new(Ledger::default());
-    let stop_new = Arc::new(AtomicBool::new(false));
-    let drain_deadline = Arc::new(Mutex::new(None::<Instant>));
-    let tag = Uuid::new_v4().simple().to_string()[..8].to_owned();
-    let clients: Vec<_> = (0..args.clients)
-        .map(|c| {
-            tokio::spawn(client(
-                c,
-                tag.clone(),
-                target.clone(),
-                fixture.clone(),
-                ledger.clone(),
-                stop_new.clone(),
-                drain_deadline.clone(),
-            ))
-        })
-        .collect();
+    let mut load = Load::start(args.clients, &target, &fixture);
 
     let phase = Duration::from_secs(args.phase_secs);
     let cluster = |command: &str| format!("{} {command}", args.cluster);
@@ -104,15 +88,10 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
     let died = Instant::now();
     shell(&cluster("failover")).await?;
     faults.push("primary stopped -m immediate, standby promoted");
-    let first_write = first_write_after(&target, &ledger, died).await?;
+    let first_write = first_write_after(&target, &load.ledger, died).await?;
     tokio::time::sleep(phase).await;
 
-    stop_new.store(true, Ordering::SeqCst);
-    *drain_deadline.lock().unwrap() = Some(Instant::now() + Duration::from_secs(90));
-    let mut unanswered = 0;
-    for c in clients {
-        unanswered += c.await.context("a load client panicked")?;
-    }
+    let unanswered = load.drain(Duration::from_secs(90)).await?;
     // Our own pool still points at the dead primary's connections: a fresh one, through the balancer.
     pool.close().await;
     pool = lab.connect().await?;
@@ -123,7 +102,7 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
         Duration::from_secs(45),
     )
     .await?;
-    let report = check(&pool, &fixture, &ledger, &args.sink_dir, unanswered).await?;
+    let report = check(&pool, &fixture, &load.ledger, &args.sink_dir, unanswered).await?;
     println!(
         "invoicer faults on the cluster: {} clients, {} s phases, {:.0} s in all",
         args.clients,
@@ -135,30 +114,11 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
         "primary death to the first acknowledged write on the new primary: {:.1} s",
         first_write.as_secs_f64()
     );
-    println!(
-        "requests {}  retries {}  refused {}",
-        ledger.requests.load(Ordering::Relaxed),
-        ledger.retries.load(Ordering::Relaxed),
-        ledger.refused.lock().unwrap().len()
-    );
     // Each worker can have sent one email and not yet marked it when the primary dies: the failover
     // counts as one crash per worker, as a kill does for one.
     let send_crashes = worker_kills + 2;
-    report.print(send_crashes);
     pool.close().await;
-    let problems = report.problems(send_crashes);
-    let refused = ledger.refused.lock().unwrap().clone();
-    anyhow::ensure!(
-        problems.is_empty() && refused.is_empty(),
-        "guarantees broken: {}{}",
-        problems.join("; "),
-        refused
-            .first()
-            .map(|r| format!("; refused: {r}"))
-            .unwrap_or_default()
-    );
-    println!("OK: lost 0, duplicated 0, duplicate emails within the bound");
-    Ok(())
+    verdict(&load.ledger, &report, send_crashes)
 }
 
 /// How long after `died` the first API write was acknowledged (polled every 100 ms with one

@@ -9,7 +9,7 @@ mod faults_cluster;
 mod pgbench;
 mod soak;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -129,6 +129,16 @@ impl Lab {
             .context("applying database migrations")?;
         Ok(pool)
     }
+}
+
+/// `given`, or else a fresh folder `invoicer-<name>-<pid>` in the temporary directory; created.
+pub(crate) fn work_dir(given: Option<&Path>, name: &str) -> std::io::Result<PathBuf> {
+    let dir = given.map_or_else(
+        || std::env::temp_dir().join(format!("invoicer-{name}-{}", std::process::id())),
+        Path::to_path_buf,
+    );
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
 }
 
 #[tokio::main]

@@ -70,10 +70,7 @@ struct Sample {
 }
 
 pub async fn run(lab: &Lab, args: SoakArgs) -> anyhow::Result<()> {
-    let work = match &args.work_dir {
-        Some(dir) => dir.clone(),
-        None => std::env::temp_dir().join(format!("invoicer-soak-{}", std::process::id())),
-    };
+    let work = crate::work_dir(args.work_dir.as_deref(), "soak")?;
     std::fs::create_dir_all(work.join("mail"))?;
     let pool = lab.connect().await?;
     let fixture = harness::seed(&pool, 2000).await?;

@@ -86,27 +86,7 @@ impl Target {
 
     /// Logs in through the login server function and keeps the session cookie for `form_create`.
     pub async fn login(&mut self, email: &str, password: &str) -> anyhow::Result<()> {
-        let res = self
-            .http
-            .post(format!("{}/rpc/login", self.base))
-            .header("accept", "text/html")
-            .form(&[("email", email), ("password", password)])
-            .send()
-            .await?;
-        anyhow::ensure!(
-            res.status() == 302,
-            "login answered {}",
-            res.status().as_u16()
-        );
-        let cookie = res
-            .headers()
-            .get_all("set-cookie")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .find(|v| v.starts_with("invoicer_session="))
-            .and_then(|v| v.split(';').next())
-            .context("login set no session cookie")?;
-        self.cookie = Some(cookie.to_owned());
+        self.cookie = Some(login(&self.http, &self.base, email, password).await?);
         Ok(())
     }
 
@@ -171,4 +151,34 @@ impl Target {
         let body = res.bytes().await?;
         Ok((status, serde_json::from_slice(&body).ok()))
     }
+}
+
+/// Logs in at `base` through the login server function (a client that does not follow redirects);
+/// the session cookie (`invoicer_session=...`).
+pub async fn login(
+    http: &reqwest::Client,
+    base: &str,
+    email: &str,
+    password: &str,
+) -> anyhow::Result<String> {
+    let res = http
+        .post(format!("{base}/rpc/login"))
+        .header("accept", "text/html")
+        .form(&[("email", email), ("password", password)])
+        .send()
+        .await?;
+    anyhow::ensure!(
+        res.status() == 302,
+        "login answered {}",
+        res.status().as_u16()
+    );
+    let cookie = res
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("invoicer_session="))
+        .and_then(|v| v.split(';').next())
+        .context("login set no session cookie")?;
+    Ok(cookie.to_owned())
 }

@@ -3,19 +3,24 @@
 //! surface sends, in its transaction) with as many clients. Prints events/s, p50/p99 and the ratio
 //! surface/pgbench, then the server's peak RSS and the hydrate wasm size.
 
-use std::future::Future;
+mod drive;
+mod sql;
+mod workload;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use uuid::Uuid;
 
-use lab::harness::{self, Fixture, ServerProcess, Target};
+use lab::harness::{self, ServerProcess, Target};
 
-use crate::pgbench::{self, Sample};
 use crate::Lab;
+use drive::{drive, pick, Step};
+use sql::{latest_session_row, pgbench, settle, statement_costs};
+use workload::{Workload, SCRIPTS};
 
 #[derive(clap::Args, Debug)]
 pub struct HttpBenchArgs {
@@ -50,101 +55,8 @@ fn server_pool_size() -> u32 {
         .unwrap_or(16)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Workload {
-    Webhook,
-    WebhookDup50,
-    WebhookDup100,
-    Api,
-    Form,
-    FormOneOrg,
-}
-
-impl Workload {
-    const ALL: [Workload; 6] = [
-        Workload::Webhook,
-        Workload::WebhookDup50,
-        Workload::WebhookDup100,
-        Workload::Api,
-        Workload::Form,
-        Workload::FormOneOrg,
-    ];
-
-    fn name(self) -> &'static str {
-        match self {
-            Workload::Webhook => "webhook",
-            Workload::WebhookDup50 => "webhook-dup50",
-            Workload::WebhookDup100 => "webhook-dup100",
-            Workload::Api => "api",
-            Workload::Form => "form",
-            Workload::FormOneOrg => "form-1org",
-        }
-    }
-
-    /// pgbench scripts and their weights: the surface's SQL for this mix.
-    fn scripts(self) -> &'static [(&'static str, u32)] {
-        match self {
-            Workload::Webhook => &[("webhook_new.sql", 1)],
-            Workload::WebhookDup50 => &[("webhook_new.sql", 1), ("webhook_dup.sql", 1)],
-            Workload::WebhookDup100 => &[("webhook_dup.sql", 1)],
-            Workload::Api => &[("api_create.sql", 1)],
-            Workload::Form => &[("form_create.sql", 1)],
-            Workload::FormOneOrg => &[("form_create_one_org.sql", 1)],
-        }
-    }
-
-    /// The least SQL any design must send for this surface's guarantee (see the scripts' headers).
-    fn floor(self) -> Option<&'static [(&'static str, u32)]> {
-        match self {
-            Workload::Webhook => Some(&[("webhook_floor.sql", 1)]),
-            Workload::Api => Some(&[("api_floor.sql", 1)]),
-            Workload::Form => Some(&[("form_floor.sql", 1)]),
-            Workload::WebhookDup50 | Workload::WebhookDup100 | Workload::FormOneOrg => None,
-        }
-    }
-}
-
-const SCRIPTS: [(&str, &str); 8] = [
-    (
-        "webhook_new.sql",
-        include_str!("../../bench/pgbench/webhook_new.sql"),
-    ),
-    (
-        "webhook_dup.sql",
-        include_str!("../../bench/pgbench/webhook_dup.sql"),
-    ),
-    (
-        "api_create.sql",
-        include_str!("../../bench/pgbench/api_create.sql"),
-    ),
-    (
-        "form_create.sql",
-        include_str!("../../bench/pgbench/form_create.sql"),
-    ),
-    (
-        "form_create_one_org.sql",
-        include_str!("../../bench/pgbench/form_create_one_org.sql"),
-    ),
-    (
-        "webhook_floor.sql",
-        include_str!("../../bench/pgbench/webhook_floor.sql"),
-    ),
-    (
-        "api_floor.sql",
-        include_str!("../../bench/pgbench/api_floor.sql"),
-    ),
-    (
-        "form_floor.sql",
-        include_str!("../../bench/pgbench/form_floor.sql"),
-    ),
-];
-
 pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
-    let work = match &args.work_dir {
-        Some(dir) => dir.clone(),
-        None => std::env::temp_dir().join(format!("invoicer-bench-{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&work)?;
+    let work = crate::work_dir(args.work_dir.as_deref(), "bench")?;
     for (name, text) in SCRIPTS {
         std::fs::write(work.join(name), lab::pgbench_script::expand(text)?)?;
     }
@@ -456,183 +368,6 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
         work.join("server.log").display()
     );
     Ok(())
-}
-
-/// `ms first-words; ...` for each statement (BEGIN and COMMIT included), and their sum.
-fn statement_costs(statements: &[(f64, String)]) -> String {
-    let total: f64 = statements.iter().map(|(ms, _)| ms).sum();
-    let each: Vec<String> = statements
-        .iter()
-        .map(|(ms, text)| {
-            let words: Vec<&str> = text.split_whitespace().take(4).collect();
-            format!("{ms:.2} `{}`", words.join(" "))
-        })
-        .collect();
-    format!("{} (sum {total:.2})", each.join(", "))
-}
-
-/// Every measurement starts from the same kind of state: vacuumed and analysed (so autovacuum does
-/// not wake up in the middle of one side of a pair after the previous workload's writes) and a fresh
-/// checkpoint (so no measurement pays for flushing the previous one's pages).
-async fn settle(pool: &sqlx::PgPool) {
-    use sqlx::ConnectOptions;
-    // Its own connection, which does not log these (expected) slow statements as warnings.
-    let options = pool
-        .connect_options()
-        .as_ref()
-        .clone()
-        .disable_statement_logging();
-    let mut conn = match options.connect().await {
-        Ok(conn) => conn,
-        Err(e) => {
-            eprintln!(
-                "warning: cannot settle the database ({e}); measurements may include its work"
-            );
-            return;
-        }
-    };
-    // Two statements: VACUUM cannot run in the implicit transaction of a multi-statement query.
-    for sql in ["vacuum analyze", "checkpoint"] {
-        if let Err(e) = sqlx::raw_sql(sql).execute(&mut conn).await {
-            eprintln!("warning: {sql} failed ({e}); measurements may include its work");
-        }
-    }
-}
-
-/// What a client did in one step.
-enum Step {
-    /// A request went out; true if it got the expected answer.
-    Sent(bool),
-    /// Nothing left to send.
-    Finished,
-}
-
-/// A well-spread index in 0..len for a client's i-th request (no shared RNG on the hot path).
-fn pick(client: usize, i: u64, len: usize) -> usize {
-    let mut x =
-        (client as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i.wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x ^= x >> 31;
-    x = x.wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^= x >> 29;
-    (x % len as u64) as usize
-}
-
-/// Runs `clients` tasks, each sending one request after another until `duration` has passed.
-async fn drive<F, Fut>(clients: usize, duration: Duration, step: F) -> Sample
-where
-    F: Fn(usize, u64) -> Fut + Clone + Send + 'static,
-    Fut: Future<Output = Step> + Send,
-{
-    let started = Instant::now();
-    let deadline = started + duration;
-    let tasks: Vec<_> = (0..clients)
-        .map(|client| {
-            let step = step.clone();
-            tokio::spawn(async move {
-                let mut sample = Sample::default();
-                let mut i = 0;
-                while Instant::now() < deadline {
-                    let sent = Instant::now();
-                    match step(client, i).await {
-                        Step::Finished => break,
-                        Step::Sent(true) => {
-                            sample.done += 1;
-                            sample.latencies_us.push(sent.elapsed().as_micros() as u64);
-                        }
-                        Step::Sent(false) => sample.failed += 1,
-                    }
-                    i += 1;
-                }
-                sample
-            })
-        })
-        .collect();
-    let mut total = Sample::default();
-    for task in tasks {
-        let sample = task.await.expect("a bench client panicked");
-        total.done += sample.done;
-        total.failed += sample.failed;
-        total.latencies_us.extend(sample.latencies_us);
-    }
-    total.secs = started.elapsed().as_secs_f64();
-    total
-}
-
-/// pgbench with the workload's scripts, `clients` connections, prepared statements, per-transaction
-/// log for the percentiles.
-/// The `user_sessions` row of `user`'s latest login (what every request of that login looks up).
-async fn latest_session_row(pool: &sqlx::PgPool, user: Uuid) -> anyhow::Result<Uuid> {
-    sqlx::query_scalar(
-        "select id from user_sessions where user_id = $1 order by created_at desc limit 1",
-    )
-    .bind(user)
-    .fetch_one(pool)
-    .await
-    .context("the login's session row")
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn pgbench(
-    database_url: &str,
-    work: &Path,
-    scripts: &[(&str, u32)],
-    name: String,
-    clients: usize,
-    secs: u64,
-    fixture: &Fixture,
-    tag: &str,
-    dup_events: usize,
-    invoices: usize,
-    session: &(String, Uuid),
-) -> anyhow::Result<Sample> {
-    let logs = work.join(format!("pgbench-{name}-{clients}"));
-    let api_key_hash = {
-        use sha2::{Digest, Sha256};
-        hex::encode(Sha256::digest(fixture.api_token.as_bytes()))
-    };
-    let sample_event = app::ssr::stripe::standin::checkout_event(
-        &format!("evt_{tag}_pgbench_0_0"),
-        &format!("pi_{tag}_pgbench_0_0"),
-        fixture.invoices[0],
-        1,
-        "usd",
-    );
-    let sample_invoice = serde_json::json!({
-        "id": Uuid::new_v4(), "number": "INV-000001", "status": "open",
-        "customer_name": "Load Client", "customer_email": "billing@example.com",
-        "currency": "usd", "due_date": "2030-01-31",
-        "lines": [{"description": "Consulting", "quantity": 2, "unit_amount_cents": 15000, "amount_cents": 30000}],
-        "total_cents": 30000, "amount_paid_cents": 0, "payment_state": "unpaid",
-        "created_at": chrono::Utc::now(),
-    })
-    .to_string();
-    let vars = [
-        ("org", fixture.org.to_string()),
-        ("tag", tag.to_owned()),
-        ("dups", dup_events.to_string()),
-        ("invoices", invoices.to_string()),
-        ("apikeyhash", api_key_hash),
-        ("apikeyid", fixture.api_key_id.to_string()),
-        ("session", session.0.clone()),
-        ("sid", session.1.to_string()),
-        ("user", fixture.user.to_string()),
-        ("payload", sample_event),
-        ("response", sample_invoice),
-    ];
-    let scripts: Vec<_> = scripts
-        .iter()
-        .map(|(script, weight)| (work.join(script), *weight))
-        .collect();
-    pgbench::run(
-        database_url,
-        &logs,
-        pgbench::Mode::Prepared,
-        &scripts,
-        clients,
-        secs,
-        &vars,
-    )
-    .await
 }
 
 /// Raw and `gzip -9` sizes of a file.
