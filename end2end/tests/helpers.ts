@@ -141,3 +141,11 @@ export async function submitTwice(page: Page, button: Locator, rpcPath: string):
   expect(sent[0], "both submits carry the same form").toBe(sent[1]);
   return sent;
 }
+
+/** Reloads the payer's page until it says Paid (the webhook that settles it may lag). */
+export async function reloadUntilPaid(customer: Page): Promise<void> {
+  await expect(async () => {
+    await customer.reload();
+    await expect(customer.locator(".public-status")).toHaveText("Paid");
+  }).toPass({ timeout: 20_000 });
+}
