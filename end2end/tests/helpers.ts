@@ -149,3 +149,12 @@ export async function reloadUntilPaid(customer: Page): Promise<void> {
     await expect(customer.locator(".public-status")).toHaveText("Paid");
   }).toPass({ timeout: 20_000 });
 }
+
+/** Signs up as `tag`, creates an invoice of `f` through the form, and ends on its page. */
+export async function signUpAndCreateInvoice(page: Page, tag: string, f: InvoiceFields): Promise<void> {
+  await signUp(page, tag);
+  await openForm(page);
+  await fillInvoice(page, f);
+  await submitButton(page).click();
+  await expect(page).toHaveURL(INVOICE_URL);
+}
