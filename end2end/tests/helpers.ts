@@ -141,3 +141,20 @@ export async function submitTwice(page: Page, button: Locator, rpcPath: string):
   expect(sent[0], "both submits carry the same form").toBe(sent[1]);
   return sent;
 }
+
+/** Reloads the payer's page until it says Paid (the webhook that settles it may lag). */
+export async function reloadUntilPaid(customer: Page): Promise<void> {
+  await expect(async () => {
+    await customer.reload();
+    await expect(customer.locator(".public-status")).toHaveText("Paid");
+  }).toPass({ timeout: 20_000 });
+}
+
+/** Signs up as `tag`, creates an invoice of `f` through the form, and ends on its page. */
+export async function signUpAndCreateInvoice(page: Page, tag: string, f: InvoiceFields): Promise<void> {
+  await signUp(page, tag);
+  await openForm(page);
+  await fillInvoice(page, f);
+  await submitButton(page).click();
+  await expect(page).toHaveURL(INVOICE_URL);
+}

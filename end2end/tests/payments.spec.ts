@@ -1,14 +1,10 @@
 import { test, expect } from "@playwright/test";
 import { execFileSync } from "node:child_process";
 import path from "node:path";
-import { signUp, openForm, fillInvoice, submitButton, INVOICE_URL, listRows } from "./helpers";
+import { signUpAndCreateInvoice, listRows } from "./helpers";
 
 test("Simulate payment sends a signed event through the webhook and the invoice is paid", async ({ page }) => {
-  await signUp(page, "pay");
-  await openForm(page);
-  await fillInvoice(page, { quantity: "2", price: "21.00" });
-  await submitButton(page).click();
-  await expect(page).toHaveURL(INVOICE_URL);
+  await signUpAndCreateInvoice(page, "pay", { quantity: "2", price: "21.00" });
   await expect(page.locator(".heading .status")).toHaveText("open");
 
   await page.getByRole("button", { name: "Simulate payment (dev)" }).click();
@@ -37,11 +33,7 @@ function trigger(...args: string[]) {
 }
 
 test("a delayed payment shows as processing and becomes paid when it succeeds", async ({ page }) => {
-  await signUp(page, "delayed");
-  await openForm(page);
-  await fillInvoice(page, { quantity: "1", price: "30.00" });
-  await submitButton(page).click();
-  await expect(page).toHaveURL(INVOICE_URL);
+  await signUpAndCreateInvoice(page, "delayed", { quantity: "1", price: "30.00" });
   const invoice = page.url().split("/").pop()!;
   const pi = `pi_e2e_${Date.now()}`;
 

@@ -1,5 +1,14 @@
 import { test, expect, Page, Browser } from "@playwright/test";
-import { signUp, openForm, fillInvoice, hydrated, INVOICE_URL, MAIL_DIR, mailTo } from "./helpers";
+import {
+  signUp,
+  openForm,
+  fillInvoice,
+  hydrated,
+  INVOICE_URL,
+  MAIL_DIR,
+  mailTo,
+  reloadUntilPaid,
+} from "./helpers";
 
 // scripts/test runs a real SMTP server (scripts/smtp_sink.py) writing each message here, and the local
 // Stripe with --chaos (every event delivered two or three times, some at once, out of order).
@@ -72,10 +81,7 @@ test.describe("the customer pays", () => {
     expect(await sessionsAtStripe(page, id)).toHaveLength(1);
     await customer.getByRole("button", { name: "Pay by card" }).click();
     await expect(customer).toHaveURL(/\/i\/[0-9a-f]{64}\?paid=1$/);
-    await expect(async () => {
-      await customer.reload();
-      await expect(customer.locator(".public-status")).toHaveText("Paid");
-    }).toPass({ timeout: 20_000 });
+    await reloadUntilPaid(customer);
     await context.close();
 
     await page.goto(`/invoices/${id}`);
@@ -111,10 +117,7 @@ test.describe("the customer pays", () => {
     await expect(page.locator("tr.payment .payment-status")).toHaveText("processing");
 
     await stripeHelper(page, session, "release_settlement");
-    await expect(async () => {
-      await customer.reload();
-      await expect(customer.locator(".public-status")).toHaveText("Paid");
-    }).toPass({ timeout: 20_000 });
+    await reloadUntilPaid(customer);
     await context.close();
     await page.goto(`/invoices/${id}`);
     await expect(page.locator("tr.payment .payment-status")).toHaveText("succeeded");

@@ -187,11 +187,8 @@ async fn stripe(config: Checked, command: StripeCommand) -> anyhow::Result<()> {
                             "invoice {invoice} is not in this database: pass --amount to send anyway"
                         ),
                     };
-                    let payment_intent = payment_intent.unwrap_or_else(|| {
-                        let pi = standin::payment_intent_id();
-                        eprintln!("payment intent {pi}");
-                        pi
-                    });
+                    let payment_intent =
+                        or_fresh(payment_intent, "payment intent", standin::payment_intent_id);
                     standin::Session {
                         kind: &event,
                         payment_intent: &payment_intent,
@@ -215,11 +212,7 @@ async fn stripe(config: Checked, command: StripeCommand) -> anyhow::Result<()> {
                     let pi = payment_intent
                         .with_context(|| format!("{event} needs --payment-intent PI"))?;
                     let amount = amount.with_context(|| format!("{event} needs --amount"))?;
-                    let dispute = dispute.unwrap_or_else(|| {
-                        let dp = standin::dispute_id();
-                        eprintln!("dispute {dp}");
-                        dp
-                    });
+                    let dispute = or_fresh(dispute, "dispute", standin::dispute_id);
                     standin::Dispute {
                         kind: &event,
                         dispute_id: &dispute,
@@ -254,4 +247,13 @@ async fn stripe(config: Checked, command: StripeCommand) -> anyhow::Result<()> {
         anyhow::bail!("the webhook answered {status}: {body}");
     }
     Ok(())
+}
+
+/// `given`, or a fresh id from `fresh`, printed as `<what> <id>` so the next command can name it.
+fn or_fresh(given: Option<String>, what: &str, fresh: impl FnOnce() -> String) -> String {
+    given.unwrap_or_else(|| {
+        let id = fresh();
+        eprintln!("{what} {id}");
+        id
+    })
 }

@@ -28,6 +28,28 @@ impl axum::extract::FromRequestParts<AppState> for Client {
     }
 }
 
+/// The page's token from the path, once the client's page throttle lets it through (else 429).
+struct PageToken(String);
+
+impl axum::extract::FromRequestParts<AppState> for PageToken {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &AppState,
+    ) -> Result<PageToken, Response> {
+        let Ok(Client(client)) = Client::from_request_parts(parts, state).await;
+        let Path(token) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        state
+            .throttle
+            .public_page(&token, client)
+            .map_err(throttled)?;
+        Ok(PageToken(token))
+    }
+}
+
 /// 429 with Retry-After, before anything is looked up or drawn.
 fn throttled(t: app::ssr::throttle::Throttled) -> Response {
     let secs = t.retry_after.as_secs().max(1).to_string();
@@ -97,16 +119,8 @@ fn checkout_origins(state: &AppState) -> String {
 /// The Pay button: the invoice's checkout session (made once per amount due, however often it is
 /// pressed), then 303 to Stripe's page. A second press while the first is still talking to Stripe
 /// waits for it and lands on the same session.
-async fn pay(
-    State(state): State<AppState>,
-    Client(client): Client,
-    Path(token): Path<String>,
-) -> Response {
+async fn pay(State(state): State<AppState>, PageToken(token): PageToken) -> Response {
     use app::ssr::checkout::{self, Checkout, CheckoutError, Urls};
-
-    if let Err(t) = state.throttle.public_page(&token, client) {
-        return throttled(t);
-    }
     let found = match checkout::by_token(&state.pool, &token).await {
         Ok(Some(found)) => found,
         Ok(None) => return not_found(),
@@ -181,14 +195,7 @@ fn document(title: &str, body: String) -> String {
     )
 }
 
-async fn page(
-    State(state): State<AppState>,
-    Client(client): Client,
-    Path(token): Path<String>,
-) -> Response {
-    if let Err(t) = state.throttle.public_page(&token, client) {
-        return throttled(t);
-    }
+async fn page(State(state): State<AppState>, PageToken(token): PageToken) -> Response {
     match public::open(&state.pool, &token, &state.settings.public_url).await {
         Ok(Some(found)) => {
             let number = found.invoice.number.clone().unwrap_or_default();

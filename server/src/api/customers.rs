@@ -5,7 +5,7 @@ use app::model::{Customer, CustomerInput};
 use app::ssr::customers::{self, CustomerError};
 use app::ssr::surfaces::api;
 use app::ssr::AppState;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
@@ -17,6 +17,7 @@ use super::documented::{
     CreateProblems, CustomerId, CustomerWrite, InFlight, ListProblems, New, NotFound, Unauthorized,
 };
 use super::problem::{problem, Problem, ProblemResponse};
+use super::query::{bad_query, page_limit, ListQuery};
 use super::write::{self, Write};
 
 /// Create a customer, once per `Idempotency-Key`.
@@ -36,14 +37,9 @@ pub(super) async fn post_customer(write: Write) -> Result<Response, ProblemRespo
     write
         .run(async |req, body| {
             let (value, input) = write::json_body(body, "customer", CustomerInput::check)?;
-            req.once(&value, || {
-                async |tx| {
-                    let id = uuid::Uuid::now_v7();
-                    let customer = customers::insert(tx, id, req.org(), None, &input).await?;
-                    Ok((api::created(&req.location(id), &customer), None))
-                }
+            write::create_once!(req, &value, names: false, |tx, id| {
+                customers::insert(tx, id, req.org(), None, &input)
             })
-            .await
         })
         .await
 }
@@ -65,10 +61,6 @@ pub struct CustomerList {
     pub data: Vec<Customer>,
 }
 
-fn bad_query(detail: impl Into<String>) -> ProblemResponse {
-    problem(StatusCode::BAD_REQUEST, "bad-query", "Bad query", detail)
-}
-
 /// The org's customers, newest first, or those whose name or email starts with `q`.
 #[utoipa::path(
     get, path = "/api/v1/customers", tag = "customers", params(CustomerQuery),
@@ -80,13 +72,9 @@ fn bad_query(detail: impl Into<String>) -> ProblemResponse {
 pub(super) async fn list_customers(
     State(state): State<AppState>,
     Client(client): Client,
-    query: Result<Query<CustomerQuery>, axum::extract::rejection::QueryRejection>,
+    ListQuery(query): ListQuery<CustomerQuery>,
 ) -> Result<Json<CustomerList>, ProblemResponse> {
-    let Query(query) = query.map_err(|e| bad_query(e.body_text()))?;
-    let limit = query.limit.unwrap_or(20);
-    if !(1..=100).contains(&limit) {
-        return Err(bad_query("limit must be 1..100"));
-    }
+    let limit = page_limit(query.limit)?;
     let search = query.q.as_deref();
     if search.is_some_and(|q| q.chars().count() > 200 || q.contains('\0')) {
         return Err(bad_query("q must be at most 200 characters, without NUL"));

@@ -7,6 +7,7 @@ mod documented;
 mod invoices;
 mod openapi;
 mod problem;
+mod query;
 mod tax_rates;
 mod write;
 
@@ -60,25 +61,16 @@ fn api() -> Api {
                 to(M::DELETE, invoices::delete_invoice),
             ],
         )
-        .route(
-            "/api/v1/invoices/{id}/finalize",
-            [to(M::POST, invoices::finalize_invoice)],
-        )
-        .route(
-            "/api/v1/invoices/{id}/void",
-            [to(M::POST, invoices::void_invoice)],
-        )
-        .route(
+        .post("/api/v1/invoices/{id}/finalize", invoices::finalize_invoice)
+        .post("/api/v1/invoices/{id}/void", invoices::void_invoice)
+        .post(
             "/api/v1/invoices/{id}/duplicate",
-            [to(M::POST, invoices::duplicate_invoice)],
+            invoices::duplicate_invoice,
         )
-        .route(
-            "/api/v1/invoices/{id}/checkout",
-            [to(M::POST, invoices::checkout_invoice)],
-        )
-        .route(
+        .post("/api/v1/invoices/{id}/checkout", invoices::checkout_invoice)
+        .post(
             "/api/v1/invoices/{id}/mark_uncollectible",
-            [to(M::POST, invoices::mark_uncollectible)],
+            invoices::mark_uncollectible,
         )
         .route(
             CUSTOMERS_PATH,
@@ -120,6 +112,11 @@ fn to<H: Handler<T, AppState>, T: 'static>(method: Method, handler: H) -> To {
 }
 
 impl Api {
+    /// `path` answered by a POST alone.
+    fn post<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, handler: H) -> Self {
+        self.route(path, [to(Method::POST, handler)])
+    }
+
     /// `path` answered by `methods`; any other method is a 405 problem whose `Allow` lists them.
     fn route<const N: usize>(mut self, path: &'static str, methods: [To; N]) -> Self {
         let mut allow = Vec::new();

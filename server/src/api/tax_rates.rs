@@ -2,10 +2,8 @@
 //! A rate's percent never changes; invoices name rates by id on each line.
 
 use app::model::{TaxRate, TaxRateInput};
-use app::ssr::surfaces::api;
 use app::ssr::{tax_rates, AppState};
-use axum::extract::{Query, State};
-use axum::http::StatusCode;
+use axum::extract::State;
 use axum::response::Response;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -13,7 +11,8 @@ use utoipa::ToSchema;
 
 use super::client::Client;
 use super::documented::{CreateProblems, InFlight, ListProblems, New};
-use super::problem::{problem, Problem, ProblemResponse};
+use super::problem::{Problem, ProblemResponse};
+use super::query::ListQuery;
 use super::write::{self, Write};
 
 /// Add a tax rate, once per `Idempotency-Key`.
@@ -36,15 +35,9 @@ pub(super) async fn post_tax_rate(write: Write) -> Result<Response, ProblemRespo
     write
         .run(async |req, body| {
             let (value, input) = write::json_body(body, "tax rate", TaxRateInput::check)?;
-            req.once(&value, || {
-                async |tx| {
-                    let id = uuid::Uuid::now_v7();
-                    let source_key = format!("api:{id}");
-                    let rate = tax_rates::insert(tx, id, req.org(), &source_key, &input).await?;
-                    Ok((api::created(&req.location(id), &rate), None))
-                }
+            write::create_once!(req, &value, names: false, |tx, id| {
+                tax_rates::insert(tx, id, req.org(), &format!("api:{id}"), &input)
             })
-            .await
         })
         .await
 }
@@ -73,16 +66,8 @@ pub struct TaxRateList {
 pub(super) async fn list_tax_rates(
     State(state): State<AppState>,
     Client(client): Client,
-    query: Result<Query<TaxRateQuery>, axum::extract::rejection::QueryRejection>,
+    ListQuery(query): ListQuery<TaxRateQuery>,
 ) -> Result<Json<TaxRateList>, ProblemResponse> {
-    let Query(query) = query.map_err(|e| {
-        problem(
-            StatusCode::BAD_REQUEST,
-            "bad-query",
-            "Bad query",
-            e.body_text(),
-        )
-    })?;
     let archived = query.archived.unwrap_or(false);
     let data = tax_rates::list(&state.pool, client.org_id, archived).await?;
     Ok(Json(TaxRateList { data }))

@@ -302,3 +302,22 @@ pub(super) fn stored_problem(p: ProblemResponse) -> StoredResponse {
         body: serde_json::to_vec(&p.problem).expect("problems serialise"),
     }
 }
+
+/// [`Keyed::once`] for a create: `$insert` (with `$tx` and a fresh `$id` in scope) writes the resource
+/// and the answer is 201 with its Location; `names` says whether the attempt's row names the new id.
+/// A macro, not a function taking an async closure: that closure's future is not provably `Send`.
+macro_rules! create_once {
+    ($req:expr, $body:expr, names: $names:expr, |$tx:ident, $id:ident| $insert:expr) => {
+        $req.once($body, || {
+            async |$tx| {
+                let $id = uuid::Uuid::now_v7();
+                let created = $insert.await?;
+                let location = $req.location($id);
+                let response = app::ssr::surfaces::api::created(&location, &created);
+                Ok((response, ($names).then_some($id)))
+            }
+        })
+        .await
+    };
+}
+pub(super) use create_once;

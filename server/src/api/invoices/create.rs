@@ -3,7 +3,6 @@
 use app::model::{Invoice, InvoiceInput};
 use app::ssr::invoice_input;
 use app::ssr::invoices;
-use app::ssr::surfaces::api;
 use axum::response::Response;
 
 use super::super::documented::{CreateProblems, NewInvoice};
@@ -32,14 +31,9 @@ pub(in crate::api) async fn post_invoice(write: Write) -> Result<Response, Probl
                 .await
                 .map_err(rejected)?;
             let base = &req.state().settings.public_url;
-            req.once(&value, || {
-                async |tx| {
-                    let id = uuid::Uuid::now_v7();
-                    let invoice = invoices::insert(tx, id, req.org(), None, &input, base).await?;
-                    Ok((api::created(&req.location(id), &invoice), Some(id)))
-                }
+            write::create_once!(req, &value, names: true, |tx, id| {
+                invoices::insert(tx, id, req.org(), None, &input, base)
             })
-            .await
         })
         .await
 }

@@ -2,8 +2,8 @@
 
 use app::model::Invoice;
 use app::ssr::{invoices, AppState};
-use axum::extract::{Path, Query, State};
-use axum::http::{header, StatusCode};
+use axum::extract::{Path, State};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -11,12 +11,13 @@ use utoipa::ToSchema;
 
 use super::super::client::Client;
 use super::super::documented::{InvoiceId, ListProblems, NotFound, Unauthorized};
-use super::super::problem::{problem, ProblemResponse};
+use super::super::problem::ProblemResponse;
+use super::super::query::{bad_query, page_limit, ListQuery};
 use super::not_found;
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct ListQuery {
+pub struct InvoiceQuery {
     /// 1..100, default 20.
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
@@ -43,7 +44,7 @@ pub struct InvoiceList {
 
 /// The org's invoices, newest first (overdue ones: most overdue first), filtered, a page at a time.
 #[utoipa::path(
-    get, path = "/api/v1/invoices", tag = "invoices", params(ListQuery),
+    get, path = "/api/v1/invoices", tag = "invoices", params(InvoiceQuery),
     responses(
         (status = 200, body = InvoiceList),
         ListProblems,
@@ -52,25 +53,20 @@ pub struct InvoiceList {
 pub(in crate::api) async fn list_invoices(
     State(state): State<AppState>,
     Client(client): Client,
-    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+    ListQuery(query): ListQuery<InvoiceQuery>,
 ) -> Result<Json<InvoiceList>, ProblemResponse> {
-    let bad = |detail: String| problem(StatusCode::BAD_REQUEST, "bad-query", "Bad query", detail);
-    let Query(query) = query.map_err(|e| bad(e.body_text()))?;
-    let limit = query.limit.unwrap_or(20);
-    if !(1..=100).contains(&limit) {
-        return Err(bad("limit must be 1..100".to_owned()));
-    }
+    let limit = page_limit(query.limit)?;
     let filter = invoices::ListFilter {
         status: query.status.filter(|s| !s.is_empty()),
         payment_state: query.payment_state.filter(|s| !s.is_empty()),
         q: query.q.filter(|s| !s.is_empty()),
     };
-    invoices::check_filter(&filter).map_err(bad)?;
+    invoices::check_filter(&filter).map_err(bad_query)?;
     let before = match query.cursor.as_deref().filter(|c| !c.is_empty()) {
         None => None,
         Some(text) => Some(
             invoices::ListCursor::parse(text, &filter)
-                .ok_or_else(|| bad("cursor is not one this API gave out".to_owned()))?,
+                .ok_or_else(|| bad_query("cursor is not one this API gave out"))?,
         ),
     };
     let mut conn = state.reads.acquire().await?;
