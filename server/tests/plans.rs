@@ -5,10 +5,11 @@
 //! `AppState::reads`, whose connections always use the generic plan (`lab bench read --explain
 //! --forbid-big-scans` checks those plans at the large size).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
+use tokio::time::timeout;
 use uuid::Uuid;
 
 use crate::common::rows::{new_owner, scalar_for};
@@ -17,6 +18,30 @@ use crate::common::{client, login};
 
 /// Executions of each page: five planned with their values, then Postgres' choice.
 const ROUNDS: usize = 8;
+
+/// How long a page may take: alone ~20 ms, 350 ms at most with two copies of the suite on two cores.
+const PAGE_WAIT: Duration = Duration::from_secs(15);
+
+/// The server's pools and every other session of the test's database, while a page waits.
+async fn waiting(pool: &PgPool, one: &PgPool, reads: &PgPool) -> String {
+    let sessions: Vec<String> = sqlx::query_scalar(
+        "select format('%s, waiting for %s, for %s s: %s', state, \
+                       wait_event_type || ':' || wait_event, \
+                       round(extract(epoch from now() - query_start), 1), left(query, 200)) \
+         from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap_or_default();
+    let pools = format!(
+        "pool: {} open, {} idle; reads: {} open, {} idle",
+        one.size(),
+        one.num_idle(),
+        reads.size(),
+        reads.num_idle()
+    );
+    sessions.iter().fold(pools, |all, s| format!("{all}\n{s}"))
+}
 
 /// What `pool`'s session has prepared: (statement, generic plans, custom plans).
 async fn prepared(pool: &PgPool) -> Vec<(String, i64, i64)> {
@@ -92,14 +117,21 @@ async fn a_big_orgs_pages_are_planned_once_per_connection(pool: PgPool) {
             "/activity".to_owned(),
             "/activity?surface=webhook".to_owned(),
         ] {
-            // How long a page took says what it waited for, if it fails: a pool wait ends in 503
-            // after ACQUIRE_TIMEOUT, a statement in STATEMENT_TIMEOUT_MS.
+            // A pool wait ends in 503 after ACQUIRE_TIMEOUT; a page still unanswered well after
+            // that waits for something else, and what the pools and the database's sessions are
+            // doing while it still waits says what.
             let started = Instant::now();
-            let res = http
-                .get(format!("{}{path}", app.base))
-                .send()
-                .await
-                .unwrap_or_else(|e| panic!("{path}: no answer after {:?}: {e}", started.elapsed()));
+            let res = match timeout(PAGE_WAIT, http.get(format!("{}{path}", app.base)).send()).await
+            {
+                Ok(res) => res.unwrap_or_else(|e| {
+                    panic!("{path}: no answer after {:?}: {e}", started.elapsed())
+                }),
+                Err(_) => panic!(
+                    "{path}: no answer after {:?}; meanwhile:\n{}",
+                    started.elapsed(),
+                    waiting(&pool, &one, &app.reads).await
+                ),
+            };
             assert_eq!(res.status(), 200, "{path} after {:?}", started.elapsed());
         }
     }
