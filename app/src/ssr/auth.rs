@@ -223,7 +223,7 @@ pub async fn for_login(
         email_verified: r.verified,
         org_id: r.org_id,
         org_name: r.org_name,
-        role: Role::parse(&r.role).unwrap_or(Role::Viewer),
+        role: Role::stored(&r.role),
         password_hash: r.password_hash,
     }))
 }
@@ -266,7 +266,7 @@ async fn find_session(pool: &PgPool, key: SessionKey) -> sqlx::Result<Option<Ses
         email_verified: r.verified,
         org_id: r.org_id,
         org_name: r.org_name,
-        role: Role::parse(&r.role).unwrap_or(Role::Viewer),
+        role: Role::stored(&r.role),
         password_hash: r.password_hash,
     }))
 }
@@ -388,7 +388,7 @@ pub async fn sessions(
 ) -> sqlx::Result<Vec<crate::model::SessionSummary>> {
     use chrono::{DateTime, Utc};
     // language=PostgreSQL
-    let rows = sqlx::query!(
+    sqlx::query!(
         r#"
         select s.id, o.name as org_name, s.created_at as "created_at: DateTime<Utc>",
                s.last_seen_at as "last_seen_at: DateTime<Utc>", s.user_agent, s.address
@@ -402,18 +402,15 @@ pub async fn sessions(
         current,
         SESSION_IDLE.num_seconds() as f64
     )
+    .map(|r| crate::model::SessionSummary {
+        current: r.id == current,
+        id: r.id,
+        org_name: r.org_name,
+        created_at: r.created_at,
+        last_seen_at: r.last_seen_at,
+        user_agent: r.user_agent,
+        address: r.address,
+    })
     .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| crate::model::SessionSummary {
-            current: r.id == current,
-            id: r.id,
-            org_name: r.org_name,
-            created_at: r.created_at,
-            last_seen_at: r.last_seen_at,
-            user_agent: r.user_agent,
-            address: r.address,
-        })
-        .collect())
+    .await
 }
