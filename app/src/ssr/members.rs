@@ -33,9 +33,9 @@ pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<Member>> {
         org
     )
     .map(|r| Member {
+        role: Role::stored(&r.role),
         user_id: r.id,
         email: r.email,
-        role: Role::stored(&r.role),
         verified: r.verified,
         joined: r.joined,
     })
