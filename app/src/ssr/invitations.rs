@@ -432,17 +432,14 @@ pub async fn accept(pool: &PgPool, token: &str, password: &str) -> Result<Accept
             )
             .execute(&mut *tx)
             .await;
-            match made {
-                Err(sqlx::Error::Database(e)) if e.constraint() == Some("users_email_key") => {
-                    // The account was made meanwhile (its own sign-up): accept with its password.
-                    return Err(TokenError::Invalid(
-                        "An account with this address was just created. Open the link again and \
-                         enter its password."
-                            .into(),
-                    ));
-                }
-                other => other?,
-            };
+            if crate::ssr::accounts::email_taken(made)? {
+                // The account was made meanwhile (its own sign-up): accept with its password.
+                return Err(TokenError::Invalid(
+                    "An account with this address was just created. Open the link again and \
+                     enter its password."
+                        .into(),
+                ));
+            }
             id
         }
     };
