@@ -34,6 +34,12 @@ impl Role {
         }
     }
 
+    /// A role read back from the database, where the column's check allows only the three names; anything
+    /// else reads as the least role.
+    pub fn stored(s: &str) -> Role {
+        Role::parse(s).unwrap_or(Role::Viewer)
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Role::Owner => "Owner",

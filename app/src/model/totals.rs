@@ -221,180 +221,86 @@ mod tests {
         }
     }
 
-    /// (case, lines, discount, step) → (line amounts, discount shares, line taxes, subtotal,
-    /// discount, tax, total). Every expected number is worked out by hand in the comment.
+    /// (case, lines, discount, step) → per line (amount, discount share, tax), then the total; the
+    /// subtotal and the discount are the sums of the per-line numbers. Every expected number is worked
+    /// out by hand in the comment.
     #[test]
     fn the_totals_table() {
-        struct Case {
-            name: &'static str,
-            lines: Vec<LineBasis>,
-            discount: Option<Discount>,
-            step: i64,
-            amounts: Vec<i64>,
-            shares: Vec<i64>,
-            taxes: Vec<i64>,
-            total: i64,
-        }
-        let cases = vec![
-            Case {
-                // 3 × 12.50 = 37.50, no discount, no tax.
-                name: "plain",
-                lines: vec![line(3000, 1250, None)],
-                discount: None,
-                step: 1,
-                amounts: vec![3750],
-                shares: vec![0],
-                taxes: vec![0],
-                total: 3750,
-            },
-            Case {
-                // 1.5 h × 0.01 = 0.015 → half up → 0.02.
-                name: "half a cent rounds up",
-                lines: vec![line(1500, 1, None)],
-                discount: None,
-                step: 1,
-                amounts: vec![2],
-                shares: vec![0],
-                taxes: vec![0],
-                total: 2,
-            },
-            Case {
-                // 0.333 × 10.00 = 3.33 exactly; 0.001 × 4.99 = 0.00499 → 0.00.
-                name: "below half rounds down",
-                lines: vec![line(333, 1000, None), line(1, 499, None)],
-                discount: None,
-                step: 1,
-                amounts: vec![333, 0],
-                shares: vec![0, 0],
-                taxes: vec![0, 0],
-                total: 333,
-            },
-            Case {
-                // 10.00 at 8.875 % = 0.8875 → 0.89 (half up of 88.75 cents).
-                name: "three-decimal tax rate",
-                lines: vec![line(1000, 1000, rate(1, 8875))],
-                discount: None,
-                step: 1,
-                amounts: vec![1000],
-                shares: vec![0],
-                taxes: vec![89],
-                total: 1089,
-            },
-            Case {
-                // Two lines of 0.10 at 5 %: 0.005 each → 0.01 each, per line (0.02), where rounding
-                // the sum (0.01) would differ. The rule is per line.
-                name: "tax rounds per line, not on the sum",
-                lines: vec![line(1000, 10, rate(1, 5000)), line(1000, 10, rate(1, 5000))],
-                discount: None,
-                step: 1,
-                amounts: vec![10, 10],
-                shares: vec![0, 0],
-                taxes: vec![1, 1],
-                total: 22,
-            },
-            Case {
-                // 10 % of 1.05 = 0.105 → 0.11; shared 100:5 of 11 cents → 10.476 | 0.524: floors 10 | 0,
-                // one cent left to the larger remainder (line 2: 0.524) → 10 | 1.
-                name: "percent discount, largest remainder",
-                lines: vec![line(1000, 100, None), line(1000, 5, None)],
-                discount: Some(Discount::Percent(Thousandths(10_000))),
-                step: 1,
-                amounts: vec![100, 5],
-                shares: vec![10, 1],
-                taxes: vec![0, 0],
-                total: 94,
-            },
-            Case {
-                // 1.00 off 3 × 1.00 lines: 0.333… each, one cent left over → the earliest line.
-                // Taxes 20 % on 0.66 | 0.67 | 0.67: 0.132 → 0.13, 0.134 → 0.13, 0.134 → 0.13.
-                name: "fixed discount, tie goes first, tax after discount",
-                lines: vec![
-                    line(1000, 100, rate(1, 20_000)),
-                    line(1000, 100, rate(1, 20_000)),
-                    line(1000, 100, rate(1, 20_000)),
-                ],
-                discount: Some(Discount::AmountCents(100)),
-                step: 1,
-                amounts: vec![100, 100, 100],
-                shares: vec![34, 33, 33],
-                taxes: vec![13, 13, 13],
-                total: 300 - 100 + 39,
-            },
-            Case {
-                // Two rates on one invoice: 19 % of 100.00 = 19.00, 7 % of 20.00 = 1.40.
-                name: "two rates",
-                lines: vec![
-                    line(1000, 10_000, rate(1, 19_000)),
-                    line(2000, 1000, rate(2, 7000)),
-                ],
-                discount: None,
-                step: 1,
-                amounts: vec![10_000, 2000],
-                shares: vec![0, 0],
-                taxes: vec![1900, 140],
-                total: 12_000 + 2040,
-            },
-            Case {
-                // KWD counts in fils but charges in tens: 1.5 × 0.350 = 0.525 → 0.530; 5 % of 0.530 =
-                // 0.0265 → 0.030.
-                name: "three-decimal currency rounds to ten fils",
-                lines: vec![line(1500, 350, rate(1, 5000))],
-                discount: None,
-                step: 10,
-                amounts: vec![530],
-                shares: vec![0],
-                taxes: vec![30],
-                total: 560,
-            },
-            Case {
-                // 100 % off: nothing left to tax.
-                name: "everything off",
-                lines: vec![line(2000, 500, rate(1, 20_000))],
-                discount: Some(Discount::Percent(Thousandths(100_000))),
-                step: 1,
-                amounts: vec![1000],
-                shares: vec![1000],
-                taxes: vec![0],
-                total: 0,
-            },
-            Case {
-                // Largest amounts the input allows: 1,000,000 × 1,000,000.00, no overflow.
-                name: "largest line",
-                lines: vec![line(1_000_000_000, 100_000_000, rate(1, 100_000))],
-                discount: None,
-                step: 1,
-                amounts: vec![100_000_000_000_000],
-                shares: vec![0],
-                taxes: vec![100_000_000_000_000],
-                total: 200_000_000_000_000,
-            },
+        type Case = (
+            &'static str,
+            Vec<LineBasis>,
+            Option<Discount>,
+            i64,
+            Vec<(i64, i64, i64)>,
+            i64,
+        );
+        let three_at_20 = || vec![line(1000, 100, rate(1, 20_000)); 3];
+        #[rustfmt::skip]
+        let cases: Vec<Case> = vec![
+            // 3 × 12.50 = 37.50, no discount, no tax.
+            ("plain", vec![line(3000, 1250, None)], None, 1, vec![(3750, 0, 0)], 3750),
+            // 1.5 h × 0.01 = 0.015 → half up → 0.02.
+            ("half a cent rounds up", vec![line(1500, 1, None)], None, 1, vec![(2, 0, 0)], 2),
+            // 0.333 × 10.00 = 3.33 exactly; 0.001 × 4.99 = 0.00499 → 0.00.
+            ("below half rounds down", vec![line(333, 1000, None), line(1, 499, None)], None, 1,
+             vec![(333, 0, 0), (0, 0, 0)], 333),
+            // 10.00 at 8.875 % = 0.8875 → 0.89 (half up of 88.75 cents).
+            ("three-decimal tax rate", vec![line(1000, 1000, rate(1, 8875))], None, 1, vec![(1000, 0, 89)], 1089),
+            // Two lines of 0.10 at 5 %: 0.005 each → 0.01 each, per line (0.02), where rounding
+            // the sum (0.01) would differ. The rule is per line.
+            ("tax rounds per line, not on the sum", vec![line(1000, 10, rate(1, 5000)); 2], None, 1,
+             vec![(10, 0, 1), (10, 0, 1)], 22),
+            // 10 % of 1.05 = 0.105 → 0.11; shared 100:5 of 11 cents → 10.476 | 0.524: floors 10 | 0,
+            // one cent left to the larger remainder (line 2: 0.524) → 10 | 1.
+            ("percent discount, largest remainder", vec![line(1000, 100, None), line(1000, 5, None)],
+             Some(Discount::Percent(Thousandths(10_000))), 1, vec![(100, 10, 0), (5, 1, 0)], 94),
+            // 1.00 off 3 × 1.00 lines: 0.333… each, one cent left over → the earliest line.
+            // Taxes 20 % on 0.66 | 0.67 | 0.67: 0.132 → 0.13, 0.134 → 0.13, 0.134 → 0.13.
+            ("fixed discount, tie goes first, tax after discount", three_at_20(), Some(Discount::AmountCents(100)), 1,
+             vec![(100, 34, 13), (100, 33, 13), (100, 33, 13)], 300 - 100 + 39),
+            // Two rates on one invoice: 19 % of 100.00 = 19.00, 7 % of 20.00 = 1.40.
+            ("two rates", vec![line(1000, 10_000, rate(1, 19_000)), line(2000, 1000, rate(2, 7000))], None, 1,
+             vec![(10_000, 0, 1900), (2000, 0, 140)], 12_000 + 2040),
+            // KWD counts in fils but charges in tens: 1.5 × 0.350 = 0.525 → 0.530; 5 % of 0.530 =
+            // 0.0265 → 0.030.
+            ("three-decimal currency rounds to ten fils", vec![line(1500, 350, rate(1, 5000))], None, 10,
+             vec![(530, 0, 30)], 560),
+            // 100 % off: nothing left to tax.
+            ("everything off", vec![line(2000, 500, rate(1, 20_000))], Some(Discount::Percent(Thousandths(100_000))), 1,
+             vec![(1000, 1000, 0)], 0),
+            // Largest amounts the input allows: 1,000,000 × 1,000,000.00, no overflow.
+            ("largest line", vec![line(1_000_000_000, 100_000_000, rate(1, 100_000))], None, 1,
+             vec![(100_000_000_000_000, 0, 100_000_000_000_000)], 200_000_000_000_000),
         ];
-        for c in cases {
-            let t = compute(&c.lines, c.discount, c.step);
-            let get = |f: fn(&LineAmounts) -> i64| t.lines.iter().map(f).collect::<Vec<_>>();
-            assert_eq!(get(|l| l.amount_cents), c.amounts, "{}: amounts", c.name);
-            assert_eq!(get(|l| l.discount_cents), c.shares, "{}: shares", c.name);
-            assert_eq!(get(|l| l.tax_cents), c.taxes, "{}: taxes", c.name);
-            assert_eq!(t.total_cents, c.total, "{}: total", c.name);
+        for (name, lines, discount, step, per_line, total) in cases {
+            let t = compute(&lines, discount, step);
+            let got: Vec<_> = t
+                .lines
+                .iter()
+                .map(|l| (l.amount_cents, l.discount_cents, l.tax_cents))
+                .collect();
+            assert_eq!(got, per_line, "{name}: (amount, share, tax) per line");
+            assert_eq!(t.total_cents, total, "{name}: total");
             assert_eq!(
                 t.subtotal_cents,
-                c.amounts.iter().sum::<i64>(),
-                "{}",
-                c.name
+                per_line.iter().map(|l| l.0).sum::<i64>(),
+                "{name}"
             );
-            assert_eq!(t.discount_cents, c.shares.iter().sum::<i64>(), "{}", c.name);
+            assert_eq!(
+                t.discount_cents,
+                per_line.iter().map(|l| l.1).sum::<i64>(),
+                "{name}"
+            );
             assert_eq!(
                 t.taxes.iter().map(|x| x.amount_cents).sum::<i64>(),
                 t.tax_cents,
-                "{}: per-rate taxes add up",
-                c.name
+                "{name}: per-rate taxes add up"
             );
             assert!(
-                t.lines.iter().all(|l| l.amount_cents % c.step == 0
-                    && l.discount_cents % c.step == 0
-                    && l.tax_cents % c.step == 0),
-                "{}: chargeable units",
-                c.name
+                t.lines.iter().all(|l| l.amount_cents % step == 0
+                    && l.discount_cents % step == 0
+                    && l.tax_cents % step == 0),
+                "{name}: chargeable units"
             );
         }
     }

@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use super::layout::error_banner;
+use super::layout::{error_banner, Head};
 use crate::model::ActivityRow;
 use crate::rpc::activity::activity;
 
@@ -79,16 +79,7 @@ pub fn ActivityPage() -> impl IntoView {
                                 } else {
                                     view! {
                                         <table class="activity">
-                                            <thead>
-                                                <tr>
-                                                    <th>"When (UTC)"</th>
-                                                    <th>"Surface"</th>
-                                                    <th>"Outcome"</th>
-                                                    <th>"Key / event"</th>
-                                                    <th>"Invoice"</th>
-                                                    <th class="num">"ms"</th>
-                                                </tr>
-                                            </thead>
+                                            <Head cols=&["When (UTC)", "Surface", "Outcome", "Key / event", "Invoice", "ms"] num=&["ms"]/>
                                             <tbody>{p.rows.into_iter().map(activity_row).collect_view()}</tbody>
                                         </table>
                                     }

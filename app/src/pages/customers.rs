@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 use uuid::Uuid;
 
-use super::layout::{error_banner, NotFound};
+use super::layout::{error_banner, Head, NotFound};
 use crate::error::{AppError, FieldErrors};
 use crate::model::Customer;
 use crate::rpc::customers::{get_customer, list_customers, SaveCustomer};
@@ -32,7 +32,7 @@ pub fn CustomersPage() -> impl IntoView {
                         Ok(list) => view! {
                             <div class="table-scroll">
                                 <table class="customers">
-                                    <thead><tr><th>"Name"</th><th>"Email"</th><th>"Tax id"</th></tr></thead>
+                                    <Head cols=&["Name", "Email", "Tax id"]/>
                                     <tbody>
                                         {list.into_iter().map(|c| view! {
                                             <tr class="customer-row">

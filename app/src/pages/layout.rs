@@ -104,3 +104,17 @@ pub fn error_banner(error: &AppError) -> Option<AnyView> {
         }
     }
 }
+
+/// A table's header row, one heading per column; the headings also named in `num` are right-aligned like
+/// the numbers under them.
+#[component]
+pub fn Head(
+    cols: &'static [&'static str],
+    #[prop(optional)] num: &'static [&'static str],
+) -> impl IntoView {
+    view! {
+        <thead>
+            <tr>{cols.iter().map(|col| view! { <th class=num.contains(col).then_some("num")>{*col}</th> }).collect_view()}</tr>
+        </thead>
+    }
+}

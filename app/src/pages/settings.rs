@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use super::layout::error_banner;
+use super::layout::{error_banner, Head};
 use crate::error::FieldErrors;
 use crate::model::Action;
 use crate::rpc::api_keys::{list_api_keys, CreateApiKey, RevokeApiKey};
@@ -272,18 +272,7 @@ pub fn ApiKeysPage() -> impl IntoView {
                         Ok(list) => {
                             view! {
                                 <table class="api-keys">
-                                    <thead>
-                                        <tr>
-                                            <th>"Name"</th>
-                                            <th>"Key"</th>
-                                            <th>"Role"</th>
-                                            <th>"Created by"</th>
-                                            <th>"Expires"</th>
-                                            <th>"Created"</th>
-                                            <th>"Last used"</th>
-                                            <th></th>
-                                        </tr>
-                                    </thead>
+                                    <Head cols=&["Name", "Key", "Role", "Created by", "Expires", "Created", "Last used", ""]/>
                                     <tbody>
                                         {list
                                             .into_iter()

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-use super::layout::error_banner;
+use super::layout::{error_banner, Head};
 use crate::model::{Action, Role};
 use crate::rpc::account::{
     account_page, list_orgs, list_sessions, ChangeEmail, ChangePassword, ConfirmEmail,
@@ -76,9 +76,7 @@ pub fn MembersSettingsPage() -> impl IntoView {
                                 <h1>"Members of " {p.org_name.clone()}</h1>
                                 {banner}
                                 <table class="members">
-                                    <thead>
-                                        <tr><th>"Email"</th><th>"Role"</th><th>"Joined"</th><th></th></tr>
-                                    </thead>
+                                    <Head cols=&["Email", "Role", "Joined", ""]/>
                                     <tbody>
                                         {p.members
                                             .into_iter()
@@ -447,9 +445,7 @@ pub fn SessionsPage() -> impl IntoView {
                         Ok(rows) => {
                             view! {
                                 <table class="sessions">
-                                    <thead>
-                                        <tr><th>"Since"</th><th>"Last seen"</th><th>"Browser"</th><th>"Address"</th><th>"Organisation"</th><th></th></tr>
-                                    </thead>
+                                    <Head cols=&["Since", "Last seen", "Browser", "Address", "Organisation", ""]/>
                                     <tbody>
                                         {rows
                                             .into_iter()
@@ -557,7 +553,7 @@ pub fn AuditPage() -> impl IntoView {
                             let next = (rows.len() == 50).then(|| rows.last().map(|r| r.id)).flatten();
                             view! {
                                 <table class="audit">
-                                    <thead><tr><th>"When"</th><th>"Who"</th><th>"What"</th><th>"Subject"</th></tr></thead>
+                                    <Head cols=&["When", "Who", "What", "Subject"]/>
                                     <tbody>
                                         {rows
                                             .into_iter()

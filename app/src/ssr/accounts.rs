@@ -5,6 +5,15 @@ use uuid::Uuid;
 use validator::ValidateEmail;
 
 mod credentials;
+
+/// Whether a write of a user's email was refused because another account has that address; any other
+/// failure stays an error.
+pub(crate) fn email_taken<T>(written: sqlx::Result<T>) -> sqlx::Result<bool> {
+    match written {
+        Err(sqlx::Error::Database(e)) if e.constraint() == Some("users_email_key") => Ok(true),
+        other => other.map(|_| false),
+    }
+}
 pub use credentials::{
     change_password, check_password, new_token, password_matches, queue_verification,
     request_email_change, request_reset, reset_password, token_hash, verify_email,
@@ -174,12 +183,9 @@ async fn create_account(
     )
     .execute(&mut *tx)
     .await;
-    match inserted {
-        Err(sqlx::Error::Database(e)) if e.constraint() == Some("users_email_key") => {
-            return Err(SignupError::EmailTaken)
-        }
-        other => other?,
-    };
+    if email_taken(inserted)? {
+        return Err(SignupError::EmailTaken);
+    }
     // language=PostgreSQL
     sqlx::query!(
         "insert into memberships (user_id, org_id, role) values ($1, $2, 'owner')",

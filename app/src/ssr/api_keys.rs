@@ -242,7 +242,7 @@ pub async fn create_for_user(
     let email = member.email;
     let request = KeyRequest {
         name,
-        role: Role::parse(&member.role).unwrap_or(Role::Viewer),
+        role: Role::stored(&member.role),
         expires_at: None,
     };
     create(pool, org, &Actor::user(user, &email), &request).await
@@ -278,17 +278,16 @@ pub async fn authenticate(pool: &PgPool, token: &str) -> sqlx::Result<Option<Api
         .execute(pool)
         .await?;
     }
-    let role = |s: &str| Role::parse(s).unwrap_or(Role::Viewer);
     Ok(Some(ApiClient {
         key_id: row.id,
         org_id: row.org_id,
-        role: role(&row.key_role).min(role(&row.member_role)),
+        role: Role::stored(&row.key_role).min(Role::stored(&row.member_role)),
     }))
 }
 
 pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<ApiKeySummary>> {
     // language=PostgreSQL
-    let rows = sqlx::query!(
+    sqlx::query!(
         r#"
         select k.id, k.name, k.prefix, k.role, k.created_by, u.email as "creator_email?",
                k.created_at as "created_at: DateTime<Utc>",
@@ -301,23 +300,20 @@ pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<ApiKeySummary>> 
         "#,
         org
     )
+    .map(|r| ApiKeySummary {
+        id: r.id,
+        name: r.name,
+        prefix: r.prefix,
+        role: Role::stored(&r.role),
+        created_by: r.created_by,
+        creator_email: r.creator_email,
+        created_at: r.created_at,
+        last_used_at: r.last_used_at,
+        revoked_at: r.revoked_at,
+        expires_at: r.expires_at,
+    })
     .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| ApiKeySummary {
-            id: r.id,
-            name: r.name,
-            prefix: r.prefix,
-            role: Role::parse(&r.role).unwrap_or(Role::Viewer),
-            created_by: r.created_by,
-            creator_email: r.creator_email,
-            created_at: r.created_at,
-            last_used_at: r.last_used_at,
-            revoked_at: r.revoked_at,
-            expires_at: r.expires_at,
-        })
-        .collect())
+    .await
 }
 
 /// Revokes one of `org`'s keys for `actor`: any key if `any` (an owner), else only one they
@@ -376,7 +372,7 @@ pub async fn revoke(
 /// The live keys `user` made, in every org, newest first.
 pub async fn own_live(pool: &PgPool, user: Uuid) -> sqlx::Result<Vec<crate::model::OwnApiKey>> {
     // language=PostgreSQL
-    let rows = sqlx::query!(
+    sqlx::query!(
         r#"
         select o.name as org_name, k.name, k.prefix,
                k.created_at as "created_at: chrono::DateTime<chrono::Utc>"
@@ -388,17 +384,14 @@ pub async fn own_live(pool: &PgPool, user: Uuid) -> sqlx::Result<Vec<crate::mode
         "#,
         user
     )
+    .map(|r| crate::model::OwnApiKey {
+        org_name: r.org_name,
+        name: r.name,
+        prefix: r.prefix,
+        created_at: r.created_at,
+    })
     .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| crate::model::OwnApiKey {
-            org_name: r.org_name,
-            name: r.name,
-            prefix: r.prefix,
-            created_at: r.created_at,
-        })
-        .collect())
+    .await
 }
 
 /// Revokes every live key `actor` made, in every org, in the caller's transaction; each one is

@@ -97,7 +97,7 @@ pub async fn page(
     limit: i64,
 ) -> sqlx::Result<Vec<AuditEntry>> {
     // language=PostgreSQL
-    let rows = sqlx::query!(
+    sqlx::query!(
         r#"
         select id, created_at as "at: DateTime<Utc>", actor_email, action, subject
         from audit_events
@@ -111,16 +111,13 @@ pub async fn page(
         before,
         limit
     )
+    .map(|r| AuditEntry {
+        id: r.id,
+        at: r.at,
+        actor: r.actor_email,
+        action: r.action,
+        subject: r.subject,
+    })
     .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| AuditEntry {
-            id: r.id,
-            at: r.at,
-            actor: r.actor_email,
-            action: r.action,
-            subject: r.subject,
-        })
-        .collect())
+    .await
 }

@@ -192,6 +192,24 @@ mod tests {
 static DUMMY_HASH: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| password_auth::generate_hash(Uuid::new_v4().to_string()));
 
+/// The user of a row that selects a user, their org and role there (the columns `for_login` and
+/// `find_session` share), under the session `session`.
+macro_rules! session_user {
+    ($row:expr, $session:expr) => {{
+        let r = $row;
+        SessionUser {
+            id: r.id,
+            session_id: $session,
+            email: r.email,
+            email_verified: r.verified,
+            org_id: r.org_id,
+            org_name: r.org_name,
+            role: Role::stored(&r.role),
+            password_hash: r.password_hash,
+        }
+    }};
+}
+
 /// A user about to log in: a fresh session id, acting for `org` if they are a member of it, else
 /// for their oldest membership. None if they belong to no org (or do not exist).
 pub async fn for_login(
@@ -216,16 +234,7 @@ pub async fn for_login(
     )
     .fetch_optional(pool)
     .await?;
-    Ok(row.map(|r| SessionUser {
-        id: r.id,
-        session_id: Uuid::now_v7(),
-        email: r.email,
-        email_verified: r.verified,
-        org_id: r.org_id,
-        org_name: r.org_name,
-        role: Role::parse(&r.role).unwrap_or(Role::Viewer),
-        password_hash: r.password_hash,
-    }))
+    Ok(row.map(|r| session_user!(r, Uuid::now_v7())))
 }
 
 /// The user behind a live session row, with the org it acts for and their role there: being found
@@ -259,16 +268,7 @@ async fn find_session(pool: &PgPool, key: SessionKey) -> sqlx::Result<Option<Ses
         .execute(pool)
         .await?;
     }
-    Ok(Some(SessionUser {
-        id: r.id,
-        session_id: key.session,
-        email: r.email,
-        email_verified: r.verified,
-        org_id: r.org_id,
-        org_name: r.org_name,
-        role: Role::parse(&r.role).unwrap_or(Role::Viewer),
-        password_hash: r.password_hash,
-    }))
+    Ok(Some(session_user!(r, key.session)))
 }
 
 /// The logged-in user of the current server-function request, or `Unauthorized`.
@@ -388,7 +388,7 @@ pub async fn sessions(
 ) -> sqlx::Result<Vec<crate::model::SessionSummary>> {
     use chrono::{DateTime, Utc};
     // language=PostgreSQL
-    let rows = sqlx::query!(
+    sqlx::query!(
         r#"
         select s.id, o.name as org_name, s.created_at as "created_at: DateTime<Utc>",
                s.last_seen_at as "last_seen_at: DateTime<Utc>", s.user_agent, s.address
@@ -402,18 +402,15 @@ pub async fn sessions(
         current,
         SESSION_IDLE.num_seconds() as f64
     )
+    .map(|r| crate::model::SessionSummary {
+        current: r.id == current,
+        id: r.id,
+        org_name: r.org_name,
+        created_at: r.created_at,
+        last_seen_at: r.last_seen_at,
+        user_agent: r.user_agent,
+        address: r.address,
+    })
     .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| crate::model::SessionSummary {
-            current: r.id == current,
-            id: r.id,
-            org_name: r.org_name,
-            created_at: r.created_at,
-            last_seen_at: r.last_seen_at,
-            user_agent: r.user_agent,
-            address: r.address,
-        })
-        .collect())
+    .await
 }

@@ -149,7 +149,7 @@ pub async fn resend(
     .fetch_optional(&mut *tx)
     .await?
     .ok_or(InviteError::NotFound)?;
-    let role = Role::parse(&row.role).unwrap_or(Role::Viewer);
+    let role = Role::stored(&row.role);
     outbox::enqueue(
         tx,
         Some(org),
@@ -217,7 +217,7 @@ pub async fn revoke(
 /// The org's invitations, newest first (the last 100).
 pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<InvitationSummary>> {
     // language=PostgreSQL
-    let rows = sqlx::query!(
+    sqlx::query!(
         r#"
         select i.id, i.email, i.role, u.email as "invited_by?",
                i.created_at as "created_at: DateTime<Utc>", i.expires_at as "expires_at: DateTime<Utc>",
@@ -229,22 +229,19 @@ pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<InvitationSummar
         "#,
         org
     )
+    .map(|r| InvitationSummary {
+        id: r.id,
+        email: r.email,
+        role: Role::stored(&r.role),
+        invited_by: r.invited_by,
+        created_at: r.created_at,
+        expires_at: r.expires_at,
+        accepted_at: r.accepted_at,
+        revoked_at: r.revoked_at,
+        state: InvitationState::at(Utc::now(), r.expires_at, r.accepted_at, r.revoked_at),
+    })
     .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| InvitationSummary {
-            id: r.id,
-            email: r.email,
-            role: Role::parse(&r.role).unwrap_or(Role::Viewer),
-            invited_by: r.invited_by,
-            created_at: r.created_at,
-            expires_at: r.expires_at,
-            accepted_at: r.accepted_at,
-            revoked_at: r.revoked_at,
-            state: InvitationState::at(Utc::now(), r.expires_at, r.accepted_at, r.revoked_at),
-        })
-        .collect())
+    .await
 }
 
 /// What an invitation link shows before it is used.
@@ -290,7 +287,7 @@ pub async fn preview(pool: &PgPool, token: &str) -> Result<Preview, TokenError> 
     Ok(Preview {
         org_name: row.org_name,
         email: row.email,
-        role: Role::parse(&row.role).unwrap_or(Role::Viewer),
+        role: Role::stored(&row.role),
         existing_account: row.existing,
     })
 }
@@ -435,21 +432,18 @@ pub async fn accept(pool: &PgPool, token: &str, password: &str) -> Result<Accept
             )
             .execute(&mut *tx)
             .await;
-            match made {
-                Err(sqlx::Error::Database(e)) if e.constraint() == Some("users_email_key") => {
-                    // The account was made meanwhile (its own sign-up): accept with its password.
-                    return Err(TokenError::Invalid(
-                        "An account with this address was just created. Open the link again and \
-                         enter its password."
-                            .into(),
-                    ));
-                }
-                other => other?,
-            };
+            if crate::ssr::accounts::email_taken(made)? {
+                // The account was made meanwhile (its own sign-up): accept with its password.
+                return Err(TokenError::Invalid(
+                    "An account with this address was just created. Open the link again and \
+                     enter its password."
+                        .into(),
+                ));
+            }
             id
         }
     };
-    let role = Role::parse(&invitation.role).unwrap_or(Role::Viewer);
+    let role = Role::stored(&invitation.role);
     let role = crate::ssr::members::join(&mut tx, invitation.org_id, user, role).await?;
     let actor = Actor::user(user, &invitation.email);
     audit::record(

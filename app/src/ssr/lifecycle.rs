@@ -102,11 +102,12 @@ pub async fn apply(
     id: Uuid,
     action: Action,
 ) -> sqlx::Result<Moved> {
-    let moved = match action {
-        Action::Finalize => finalize(tx, org, id).await?,
+    // Every action but finalize is one statement that changes one row when the invoice may move.
+    let statement = match action {
+        Action::Finalize => None,
         Action::Void => {
             // language=PostgreSQL
-            sqlx::query!(
+            Some(sqlx::query!(
                 r#"
                 update invoices
                 set status = 'void', public_token = null, voided_at = now(), updated_at = now()
@@ -115,30 +116,22 @@ pub async fn apply(
                 "#,
                 id,
                 org
-            )
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-                == 1
+            ))
         }
         Action::MarkUncollectible => {
             // language=PostgreSQL
-            sqlx::query!(
+            Some(sqlx::query!(
                 r#"
                 update invoices set status = 'uncollectible', updated_at = now()
                 where id = $1 and org_id = $2 and status = 'open'
                 "#,
                 id,
                 org
-            )
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-                == 1
+            ))
         }
         Action::NewLink => {
             // language=PostgreSQL
-            sqlx::query!(
+            Some(sqlx::query!(
                 r#"
                 update invoices set public_token = $3, updated_at = now()
                 where id = $1 and org_id = $2 and status not in ('draft', 'void')
@@ -146,17 +139,13 @@ pub async fn apply(
                 id,
                 org,
                 mint_public_token()
-            )
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-                == 1
+            ))
         }
         Action::DeleteDraft => {
             // language=PostgreSQL
             // A draft some Stripe event named (money for a draft is an anomaly the owner reviews)
             // keeps its row, so the event's record keeps pointing at something.
-            sqlx::query!(
+            Some(sqlx::query!(
                 r#"
                 delete from invoices
                 where id = $1 and org_id = $2 and status = 'draft'
@@ -165,12 +154,12 @@ pub async fn apply(
                 "#,
                 id,
                 org
-            )
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-                == 1
+            ))
         }
+    };
+    let moved = match statement {
+        Some(statement) => statement.execute(&mut *tx).await?.rows_affected() == 1,
+        None => finalize(tx, org, id).await?,
     };
     if moved {
         if action == Action::Void {

@@ -22,7 +22,7 @@ pub enum MemberError {
 /// The org's members, owners first, then by when they joined.
 pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<Member>> {
     // language=PostgreSQL
-    let rows = sqlx::query!(
+    sqlx::query!(
         r#"
         select u.id, u.email, m.role, u.email_verified_at is not null as "verified!",
                m.created_at as "joined: DateTime<Utc>"
@@ -32,18 +32,15 @@ pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<Member>> {
         "#,
         org
     )
+    .map(|r| Member {
+        role: Role::stored(&r.role),
+        user_id: r.id,
+        email: r.email,
+        verified: r.verified,
+        joined: r.joined,
+    })
     .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| Member {
-            user_id: r.id,
-            email: r.email,
-            role: Role::parse(&r.role).unwrap_or(Role::Viewer),
-            verified: r.verified,
-            joined: r.joined,
-        })
-        .collect())
+    .await
 }
 
 /// Takes `org`'s row lock for the rest of the transaction: membership changes of one org queue here.
@@ -74,7 +71,7 @@ async fn role_and_owners(
     .fetch_optional(&mut *tx)
     .await?
     .ok_or(MemberError::NotFound)?;
-    Ok((Role::parse(&row.role).unwrap_or(Role::Viewer), row.owners))
+    Ok((Role::stored(&row.role), row.owners))
 }
 
 /// Gives `user` the role `role` in `org`; refuses to demote the last owner. Returns the email of
@@ -220,13 +217,13 @@ pub async fn join(tx: &mut PgConnection, org: Uuid, user: Uuid, role: Role) -> s
     )
     .fetch_one(&mut *tx)
     .await?;
-    Ok(Role::parse(&role).unwrap_or(Role::Viewer))
+    Ok(Role::stored(&role))
 }
 
 /// The orgs `user` belongs to, for the org switcher: (id, name, role), by name.
 pub async fn orgs_of(pool: &PgPool, user: Uuid) -> sqlx::Result<Vec<(Uuid, String, Role)>> {
     // language=PostgreSQL
-    let rows = sqlx::query!(
+    sqlx::query!(
         r#"
         select o.id, o.name, m.role
         from memberships m join orgs o on o.id = m.org_id
@@ -235,12 +232,9 @@ pub async fn orgs_of(pool: &PgPool, user: Uuid) -> sqlx::Result<Vec<(Uuid, Strin
         "#,
         user
     )
+    .map(|r| (r.id, r.name, Role::stored(&r.role)))
     .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| (r.id, r.name, Role::parse(&r.role).unwrap_or(Role::Viewer)))
-        .collect())
+    .await
 }
 
 /// Points the session `session` of `user` at `org`, if they are a member of it; false otherwise.

@@ -290,7 +290,7 @@ pub async fn revive(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
 /// The emails of one invoice of `org`, oldest first, for its page.
 pub async fn for_invoice(pool: &PgPool, org: Uuid, invoice: Uuid) -> sqlx::Result<Vec<EmailRow>> {
     // language=PostgreSQL
-    let rows = sqlx::query!(
+    sqlx::query!(
         r#"
         select id, kind, attempts, last_error, sent_at is not null as "sent!", dead_at is not null as "dead!"
         from outbox
@@ -300,26 +300,23 @@ pub async fn for_invoice(pool: &PgPool, org: Uuid, invoice: Uuid) -> sqlx::Resul
         org,
         invoice
     )
+    .map(|r| EmailRow {
+        id: r.id,
+        kind: r.kind,
+        status: if r.sent {
+            EmailStatus::Sent
+        } else if r.dead {
+            EmailStatus::Dead
+        } else if r.attempts > 0 {
+            EmailStatus::Retrying
+        } else {
+            EmailStatus::Queued
+        },
+        attempts: r.attempts,
+        last_error: r.last_error,
+    })
     .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| EmailRow {
-            id: r.id,
-            kind: r.kind,
-            status: if r.sent {
-                EmailStatus::Sent
-            } else if r.dead {
-                EmailStatus::Dead
-            } else if r.attempts > 0 {
-                EmailStatus::Retrying
-            } else {
-                EmailStatus::Queued
-            },
-            attempts: r.attempts,
-            last_error: r.last_error,
-        })
-        .collect())
+    .await
 }
 
 /// What `/metrics` reports about the outbox.

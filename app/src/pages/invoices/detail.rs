@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::{due_text, totals_rows};
 use crate::error::AppError;
 use crate::model::{format_money, EmailStatus, InvoicePage, InvoiceStatus, PaymentStatus};
-use crate::pages::layout::{error_banner, NotFound};
+use crate::pages::layout::{error_banner, Head, NotFound};
 use crate::rpc::invoice_actions::{
     DuplicateInvoice, InvoiceAction, RetryEmail, SendInvoice, SimulatePayment,
 };
@@ -86,15 +86,7 @@ pub fn InvoicePage() -> impl IntoView {
                                     <dd>{due_text(&inv)}</dd>
                                 </dl>
                                 <table>
-                                    <thead>
-                                        <tr>
-                                            <th>"Description"</th>
-                                            <th class="num">"Qty"</th>
-                                            <th class="num">"Unit"</th>
-                                            <th>"Tax"</th>
-                                            <th class="num">"Amount"</th>
-                                        </tr>
-                                    </thead>
+                                    <Head cols=&["Description", "Qty", "Unit", "Tax", "Amount"] num=&["Qty", "Unit", "Amount"]/>
                                     <tbody>
                                         {inv
                                             .lines

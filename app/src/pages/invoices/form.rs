@@ -5,7 +5,7 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::error::{AppError, FieldErrors};
 use crate::model::{InvoiceForm, LineForm, COMMON_CURRENCIES, MAX_LINES, PAYMENT_TERMS};
-use crate::pages::layout::{error_banner, NotFound};
+use crate::pages::layout::{error_banner, Head, NotFound};
 use crate::rpc::customers::list_customers;
 use crate::rpc::invoices::{get_draft, CreateInvoice, UpdateDraft};
 use crate::rpc::settings::list_tax_rates;
@@ -274,15 +274,7 @@ fn InvoiceFields(
                 }
             })}
         <table class="lines">
-            <thead>
-                <tr>
-                    <th>"Description"</th>
-                    <th>"Quantity"</th>
-                    <th>"Unit price"</th>
-                    <th>"Tax"</th>
-                    <th></th>
-                </tr>
-            </thead>
+            <Head cols=&["Description", "Quantity", "Unit price", "Tax", ""]/>
             <tbody>
                 <For
                     each=move || rows.get()

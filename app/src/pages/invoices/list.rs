@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
 use crate::model::format_money;
-use crate::pages::layout::error_banner;
+use crate::pages::layout::{error_banner, Head};
 use crate::rpc::invoices::list_invoices;
 
 const STATUSES: &[&str] = &[
@@ -85,16 +85,7 @@ pub fn InvoiceListPage() -> impl IntoView {
                             view! {
                                 <div class="table-scroll">
                                 <table class="invoices">
-                                    <thead>
-                                        <tr>
-                                            <th>"Number"</th>
-                                            <th>"Customer"</th>
-                                            <th>"Due"</th>
-                                            <th>"Status"</th>
-                                            <th class="num">"Total"</th>
-                                            <th class="num">"Paid"</th>
-                                        </tr>
-                                    </thead>
+                                    <Head cols=&["Number", "Customer", "Due", "Status", "Total", "Paid"] num=&["Total", "Paid"]/>
                                     <tbody>
                                         {page
                                             .rows

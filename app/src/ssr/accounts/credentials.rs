@@ -284,12 +284,9 @@ pub async fn verify_email(pool: &PgPool, token: &str, client: IpAddr) -> Result<
     )
     .execute(&mut *tx)
     .await;
-    match changed {
-        Err(sqlx::Error::Database(e)) if e.constraint() == Some("users_email_key") => {
-            return Err(TokenError::EmailTaken)
-        }
-        other => other?,
-    };
+    if super::email_taken(changed)? {
+        return Err(TokenError::EmailTaken);
+    }
     if !old.eq_ignore_ascii_case(&email) {
         retire_tokens(&mut tx, user).await?;
         queue_notice(&mut tx, user, &old, Notice::EmailChanged, client).await?;
