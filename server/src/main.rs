@@ -1,3 +1,5 @@
+//! The `server` binary: parses the configuration, sets up logging, checks, then runs a command.
+
 use clap::Parser;
 
 // mimalloc, not the system allocator: a page render is thousands of small allocations from both

@@ -1,3 +1,5 @@
+//! What every page shares: the header and navigation, error banners, the not-found page, table heads.
+
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 

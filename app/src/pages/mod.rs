@@ -1,3 +1,5 @@
+//! The Leptos pages of the owner's app, one file (or folder) per area; the routes are in lib.rs.
+
 pub mod activity;
 pub mod auth;
 pub mod customers;

@@ -1,3 +1,5 @@
+//! The shared application state: the pools, the settings, the throttles, the Stripe client.
+
 use std::time::Duration;
 
 use axum::extract::FromRef;

@@ -1,3 +1,5 @@
+//! The configuration's parsing, defaults and checks, against the variables docs/operating.md lists.
+
 use clap::Parser;
 
 use super::{Checked, Config};
