@@ -4,6 +4,11 @@ use crate::common::pages;
 use crate::common::rows::{count_rows, scalars};
 use crate::common::{self, client, create_org, invoice_form, login, Server, TestDb};
 
+/// Where the new-invoice form posts on `server`.
+fn create_url(server: &Server) -> String {
+    format!("{}/rpc/create_invoice", server.base)
+}
+
 #[tokio::test]
 async fn a_crash_after_the_claim_loses_nothing_and_duplicates_nothing() {
     let db = TestDb::new("form_crash").await;
@@ -17,7 +22,7 @@ async fn a_crash_after_the_claim_loses_nothing_and_duplicates_nothing() {
     let server = Server::start(&db, "form.after_claim").await;
     login(&browser, &server.base, "crash@example.com", "correct horse").await;
     let res = browser
-        .post(format!("{}/rpc/create_invoice", server.base))
+        .post(create_url(&server))
         .header("accept", "text/html")
         .form(&invoice_form(&key, "Ada"))
         .send()
@@ -42,12 +47,7 @@ async fn a_crash_after_the_claim_loses_nothing_and_duplicates_nothing() {
     let server = Server::start(&db, "").await;
     let mut locations = Vec::new();
     for _ in 0..2 {
-        let res = pages::submit(
-            &browser,
-            format!("{}/rpc/create_invoice", server.base),
-            &invoice_form(&key, "Ada"),
-        )
-        .await;
+        let res = pages::submit(&browser, create_url(&server), &invoice_form(&key, "Ada")).await;
         assert_eq!(res.status(), 302);
         locations.push(res.headers()["location"].to_str().unwrap().to_owned());
     }
@@ -78,12 +78,7 @@ async fn the_form_needs_a_session_and_the_org_comes_from_it() {
 
     // No session: refused, nothing written.
     let anonymous = client();
-    let res = pages::post_form(
-        &anonymous,
-        format!("{}/rpc/create_invoice", server.base),
-        &invoice_form(&key, "Ada"),
-    )
-    .await;
+    let res = pages::post_form(&anonymous, create_url(&server), &invoice_form(&key, "Ada")).await;
     assert_eq!(res.status(), 401);
     let body = res.text().await.unwrap();
     assert!(body.contains("Unauthorized"), "{body}");
@@ -105,12 +100,7 @@ async fn the_form_needs_a_session_and_the_org_comes_from_it() {
     login(&browser, &server.base, "a@example.com", "correct horse").await;
     let mut form = invoice_form(&key, "Ada");
     form.push(("org_id".into(), other.to_string()));
-    let res = pages::submit(
-        &browser,
-        format!("{}/rpc/create_invoice", server.base),
-        &form,
-    )
-    .await;
+    let res = pages::submit(&browser, create_url(&server), &form).await;
     assert_eq!(res.status(), 302);
     let in_other: i64 = count_rows(&pool, "invoices where org_id = $1", other).await;
     assert_eq!(in_other, 0, "nothing in the smuggled org");

@@ -31,9 +31,13 @@ impl Pay<'_> {
         self.deliver(&payload).await
     }
 
-    async fn paid(&self) -> String {
-        self.session("checkout.session.completed", "paid", false)
+    async fn completed(&self, payment_status: &str, livemode: bool) -> String {
+        self.session("checkout.session.completed", payment_status, livemode)
             .await
+    }
+
+    async fn paid(&self) -> String {
+        self.completed("paid", false).await
     }
 
     async fn refund(&self, amount: i64, full: bool) -> String {
@@ -88,6 +92,13 @@ async fn pay<'a>(app: &'a TestApp, invoice: Uuid, amount: i64, currency: &'a str
     }
 }
 
+/// A served app with one open invoice of `total` in `currency`.
+async fn opened(pool: PgPool, total: i64, currency: &str) -> (TestApp, Uuid) {
+    let app = TestApp::spawn(pool).await;
+    let (_, invoice) = app.invoice(total, currency).await;
+    (app, invoice)
+}
+
 /// (status, payment_state, amount_paid_cents)
 async fn state(app: &TestApp, invoice: Uuid) -> (String, String, i64) {
     sqlx::query_as("select status, payment_state, amount_paid_cents from invoices where id = $1")
@@ -108,14 +119,9 @@ async fn receipts(app: &TestApp) -> i64 {
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn a_delayed_payment_is_processing_until_it_succeeds_and_only_then_mailed(pool: PgPool) {
-    let app = TestApp::spawn(pool).await;
-    let (_, invoice) = app.invoice(5_000, "eur").await;
+    let (app, invoice) = opened(pool, 5_000, "eur").await;
     let p = pay(&app, invoice, 5_000, "eur").await;
-    assert_eq!(
-        p.session("checkout.session.completed", "unpaid", false)
-            .await,
-        "applied"
-    );
+    assert_eq!(p.completed("unpaid", false).await, "applied");
     assert_eq!(state(&app, invoice).await, s("open", "processing", 0));
     assert_eq!(receipts(&app).await, 0, "no money yet, no receipt");
     assert_eq!(
@@ -126,21 +132,15 @@ async fn a_delayed_payment_is_processing_until_it_succeeds_and_only_then_mailed(
     assert_eq!(state(&app, invoice).await, s("paid", "paid", 5_000));
     assert_eq!(receipts(&app).await, 1);
     // The pending event arriving again (or late) changes nothing.
-    assert_eq!(
-        p.session("checkout.session.completed", "unpaid", false)
-            .await,
-        "ignored"
-    );
+    assert_eq!(p.completed("unpaid", false).await, "ignored");
     assert_eq!(state(&app, invoice).await, s("paid", "paid", 5_000));
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn a_failed_delayed_payment_leaves_the_invoice_open_with_the_reason(pool: PgPool) {
-    let app = TestApp::spawn(pool).await;
-    let (_, invoice) = app.invoice(5_000, "eur").await;
+    let (app, invoice) = opened(pool, 5_000, "eur").await;
     let p = pay(&app, invoice, 5_000, "eur").await;
-    p.session("checkout.session.completed", "unpaid", false)
-        .await;
+    p.completed("unpaid", false).await;
     assert_eq!(
         p.session("checkout.session.async_payment_failed", "", false)
             .await,
@@ -159,27 +159,18 @@ async fn a_failed_delayed_payment_leaves_the_invoice_open_with_the_reason(pool: 
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn no_payment_required_records_nothing(pool: PgPool) {
-    let app = TestApp::spawn(pool).await;
-    let (_, invoice) = app.invoice(5_000, "usd").await;
+    let (app, invoice) = opened(pool, 5_000, "usd").await;
     let p = pay(&app, invoice, 5_000, "usd").await;
-    assert_eq!(
-        p.session("checkout.session.completed", "no_payment_required", false)
-            .await,
-        "ignored"
-    );
+    assert_eq!(p.completed("no_payment_required", false).await, "ignored");
     assert_eq!(app.count("select count(*) from payments").await, 0);
     assert_eq!(state(&app, invoice).await, s("open", "unpaid", 0));
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn an_event_of_the_other_mode_is_stored_and_applies_nothing(pool: PgPool) {
-    let app = TestApp::spawn(pool).await;
-    let (_, invoice) = app.invoice(5_000, "usd").await;
+    let (app, invoice) = opened(pool, 5_000, "usd").await;
     let p = pay(&app, invoice, 5_000, "usd").await;
-    assert_eq!(
-        p.session("checkout.session.completed", "paid", true).await,
-        "anomaly"
-    );
+    assert_eq!(p.completed("paid", true).await, "anomaly");
     assert_eq!(app.count("select count(*) from payments").await, 0);
     assert_eq!(receipts(&app).await, 0);
     assert_eq!(state(&app, invoice).await, s("open", "unpaid", 0));
@@ -193,21 +184,14 @@ async fn an_event_of_the_other_mode_is_stored_and_applies_nothing(pool: PgPool) 
         .await
         .unwrap();
     let q = pay(&live, other, 5_000, "usd").await;
-    assert_eq!(
-        q.session("checkout.session.completed", "paid", false).await,
-        "anomaly"
-    );
-    assert_eq!(
-        q.session("checkout.session.completed", "paid", true).await,
-        "applied"
-    );
+    assert_eq!(q.completed("paid", false).await, "anomaly");
+    assert_eq!(q.completed("paid", true).await, "applied");
     assert_eq!(state(&live, other).await, s("paid", "paid", 5_000));
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn partial_refunds_are_cumulative_and_set_not_added(pool: PgPool) {
-    let app = TestApp::spawn(pool).await;
-    let (_, invoice) = app.invoice(5_000, "usd").await;
+    let (app, invoice) = opened(pool, 5_000, "usd").await;
     let p = pay(&app, invoice, 5_000, "usd").await;
     p.paid().await;
     assert_eq!(p.refund(1_000, false).await, "applied");
@@ -230,8 +214,7 @@ async fn partial_refunds_are_cumulative_and_set_not_added(pool: PgPool) {
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn an_early_refund_of_one_payment_never_hides_the_other(pool: PgPool) {
     // Total 100: A pays 50; B's refund arrives before B's payment.
-    let app = TestApp::spawn(pool).await;
-    let (_, invoice) = app.invoice(10_000, "usd").await;
+    let (app, invoice) = opened(pool, 10_000, "usd").await;
     let a = pay(&app, invoice, 5_000, "usd").await;
     let b = pay(&app, invoice, 5_000, "usd").await;
     a.paid().await;
@@ -249,8 +232,7 @@ async fn an_early_refund_of_one_payment_never_hides_the_other(pool: PgPool) {
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn a_dispute_marks_the_invoice_and_its_outcome_decides_the_money(pool: PgPool) {
-    let app = TestApp::spawn(pool).await;
-    let (_, won) = app.invoice(5_000, "usd").await;
+    let (app, won) = opened(pool, 5_000, "usd").await;
     let p = pay(&app, won, 5_000, "usd").await;
     p.paid().await;
     assert_eq!(
@@ -283,8 +265,7 @@ async fn a_dispute_marks_the_invoice_and_its_outcome_decides_the_money(pool: PgP
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn money_for_a_void_invoice_is_recorded_flagged_and_not_mailed(pool: PgPool) {
-    let app = TestApp::spawn(pool).await;
-    let (_, invoice) = app.invoice(5_000, "usd").await;
+    let (app, invoice) = opened(pool, 5_000, "usd").await;
     sqlx::query("update invoices set status = 'void' where id = $1")
         .bind(invoice)
         .execute(&app.pool)
@@ -305,8 +286,7 @@ async fn money_for_a_void_invoice_is_recorded_flagged_and_not_mailed(pool: PgPoo
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn an_overpayment_is_recorded_and_flagged(pool: PgPool) {
-    let app = TestApp::spawn(pool).await;
-    let (_, invoice) = app.invoice(5_000, "usd").await;
+    let (app, invoice) = opened(pool, 5_000, "usd").await;
     pay(&app, invoice, 5_000, "usd").await.paid().await;
     assert_eq!(
         pay(&app, invoice, 2_000, "usd").await.paid().await,
@@ -371,7 +351,7 @@ async fn the_invoice_page_and_api_show_the_payment_state(pool: PgPool) {
         .unwrap();
     let outcome = pay(&app, invoice, total, "eur")
         .await
-        .session("checkout.session.completed", "unpaid", false)
+        .completed("unpaid", false)
         .await;
     assert_eq!(outcome, "applied");
     let got = app

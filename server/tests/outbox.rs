@@ -51,6 +51,34 @@ async fn drain(pool: &PgPool, mailer: &Mailer, id: &str) {
     while worker::drain_once(pool, mailer, &config(id)).await.unwrap() > 0 {}
 }
 
+/// An invoice of one dollar and its email queued; (org, invoice).
+async fn one_email(pool: &PgPool) -> (Uuid, Uuid) {
+    let (org, invoice) = common::seed_invoice(pool, "o@example.com", 100, "usd").await;
+    queue_email(pool, org, Uuid::new_v4(), invoice)
+        .await
+        .unwrap();
+    (org, invoice)
+}
+
+/// Every row may be tried `max_attempts` times; drains them into `refusing` with no backoff until
+/// none is left to try.
+async fn drain_refused(pool: &PgPool, refusing: &SmtpSink, max_attempts: i32) {
+    execute(
+        pool,
+        &format!("update outbox set max_attempts = {max_attempts}"),
+    )
+    .await;
+    let fast = WorkerConfig {
+        backoff_base: Duration::ZERO,
+        ..config("w1")
+    };
+    while worker::drain_once(pool, &mailer(refusing), &fast)
+        .await
+        .unwrap()
+        > 0
+    {}
+}
+
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn a_double_clicked_send_emails_once(pool: PgPool) {
     let sink = SmtpSink::start(0, false).await;
@@ -113,10 +141,7 @@ async fn a_payment_webhook_sends_one_receipt_even_when_redelivered(pool: PgPool)
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn smtp_451_three_times_then_sent_on_attempt_four_with_growing_delays(pool: PgPool) {
     let sink = SmtpSink::start(3, false).await;
-    let (org, invoice) = common::seed_invoice(&pool, "o@example.com", 100, "usd").await;
-    queue_email(&pool, org, Uuid::new_v4(), invoice)
-        .await
-        .unwrap();
+    one_email(&pool).await;
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let running = tokio::spawn(worker::run(
         pool.clone(),
@@ -150,20 +175,8 @@ async fn smtp_451_three_times_then_sent_on_attempt_four_with_growing_delays(pool
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn an_always_failing_email_goes_dead_and_retry_revives_it(pool: PgPool) {
     let refusing = SmtpSink::start(0, true).await;
-    let (org, invoice) = common::seed_invoice(&pool, "o@example.com", 100, "usd").await;
-    queue_email(&pool, org, Uuid::new_v4(), invoice)
-        .await
-        .unwrap();
-    execute(&pool, "update outbox set max_attempts = 3").await;
-    let fast = WorkerConfig {
-        backoff_base: Duration::ZERO,
-        ..config("w1")
-    };
-    while worker::drain_once(&pool, &mailer(&refusing), &fast)
-        .await
-        .unwrap()
-        > 0
-    {}
+    let (org, invoice) = one_email(&pool).await;
+    drain_refused(&pool, &refusing, 3).await;
     let (attempts, dead, error): (i32, bool, Option<String>) =
         sqlx::query_as("select attempts, dead_at is not null, last_error from outbox")
             .fetch_one(&pool)
@@ -201,10 +214,7 @@ async fn an_always_failing_email_goes_dead_and_retry_revives_it(pool: PgPool) {
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn a_worker_whose_lease_was_taken_over_cannot_complete_the_row(pool: PgPool) {
-    let (org, invoice) = common::seed_invoice(&pool, "o@example.com", 100, "usd").await;
-    queue_email(&pool, org, Uuid::new_v4(), invoice)
-        .await
-        .unwrap();
+    one_email(&pool).await;
     let mut slow = outbox::lease_due(&pool, "slow", 10, LEASE).await.unwrap();
     assert_eq!(slow.len(), 1);
     assert!(
@@ -340,10 +350,7 @@ async fn retention_trims_every_table_that_grows_with_traffic_once_per_period(poo
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn a_row_whose_holders_keep_dying_goes_dead_instead_of_looping(pool: PgPool) {
-    let (org, invoice) = common::seed_invoice(&pool, "o@example.com", 100, "usd").await;
-    queue_email(&pool, org, Uuid::new_v4(), invoice)
-        .await
-        .unwrap();
+    one_email(&pool).await;
     execute(&pool, "update outbox set max_attempts = 2").await;
     for _ in 0..2 {
         // A worker leases it and dies: its lease runs out, the row comes due again.
@@ -399,16 +406,7 @@ async fn a_dead_account_email_drops_its_link_and_is_not_revived(pool: PgPool) {
     .await
     .unwrap();
     tx.commit().await.unwrap();
-    execute(&pool, "update outbox set max_attempts = 1").await;
-    let fast = WorkerConfig {
-        backoff_base: Duration::ZERO,
-        ..config("w1")
-    };
-    while worker::drain_once(&pool, &mailer(&refusing), &fast)
-        .await
-        .unwrap()
-        > 0
-    {}
+    drain_refused(&pool, &refusing, 1).await;
     let (id, dead, token): (Uuid, bool, Option<String>) = sqlx::query_as(
         "select id, dead_at is not null, payload->>'token' from outbox where kind = 'invitation'",
     )

@@ -24,6 +24,16 @@ async fn set_address(pool: &PgPool, org: Uuid, address: &str) {
         .unwrap();
 }
 
+/// A served app whose org has `address`, with an open invoice to `customer`; (app, API token,
+/// invoice id, public path).
+async fn addressed(pool: PgPool, address: &str, customer: &str) -> (TestApp, String, Uuid, String) {
+    let app = TestApp::spawn(pool).await;
+    let (org, token) = app.api_client().await;
+    set_address(&app.pool, org, address).await;
+    let (id, path) = open_invoice(&app, &token, customer).await;
+    (app, token, id, path)
+}
+
 /// An open invoice through the API; returns (invoice id, public path).
 async fn open_invoice(app: &TestApp, token: &str, customer: &str) -> (Uuid, String) {
     let json = app
@@ -34,17 +44,19 @@ async fn open_invoice(app: &TestApp, token: &str, customer: &str) -> (Uuid, Stri
         )
         .await
         .json();
-    let url = json["public_url"].as_str().unwrap().to_owned();
-    let path = url.strip_prefix(&app.base).unwrap().to_owned();
+    let path = public_path(app, &json);
     (json["id"].as_str().unwrap().parse().unwrap(), path)
+}
+
+/// The customer's page of the invoice `json` (an API answer), as a path on `app`.
+fn public_path(app: &TestApp, json: &serde_json::Value) -> String {
+    let url = json["public_url"].as_str().unwrap();
+    url.strip_prefix(&app.base).unwrap().to_owned()
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn the_customer_opens_the_invoice_without_logging_in(pool: PgPool) {
-    let app = TestApp::spawn(pool.clone()).await;
-    let (org, token) = app.api_client().await;
-    set_address(&pool, org, "9 Rue <b>Haute</b>, Paris").await;
-    let (id, path) = open_invoice(&app, &token, "Zoë <script>").await;
+    let (app, token, id, path) = addressed(pool, "9 Rue <b>Haute</b>, Paris", "Zoë <script>").await;
     assert!(path.starts_with("/i/") && !path.contains(&id.to_string()));
 
     let (status, headers, html) = get(&app, &path).await;
@@ -63,7 +75,7 @@ async fn the_customer_opens_the_invoice_without_logging_in(pool: PgPool) {
     assert!(html.contains("&lt;b&gt;Haute"));
 
     let viewed: Option<chrono::DateTime<chrono::Utc>> = scalar_for(
-        &pool,
+        &app.pool,
         "select first_viewed_at from invoices where id = $1",
         id,
     )
@@ -174,10 +186,7 @@ fn pdf_text(bytes: &[u8]) -> (String, usize, String) {
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn the_pdf_has_the_pages_numbers_as_extractable_text(pool: PgPool) {
-    let app = TestApp::spawn(pool.clone()).await;
-    let (org, token) = app.api_client().await;
-    set_address(&pool, org, "1 Quai Est, Lyon").await;
-    let (_, path) = open_invoice(&app, &token, "Zoë Привет").await;
+    let (app, _, _, path) = addressed(pool, "1 Quai Est, Lyon", "Zoë Привет").await;
     let res = pages::get(&app.http, format!("{}{path}/pdf", app.base)).await;
     assert_eq!(res.status(), 200);
     assert_eq!(res.headers()["content-type"], "application/pdf");
@@ -245,12 +254,7 @@ async fn a_hundred_long_lines_flow_onto_more_pages(pool: PgPool) {
         .post_invoice(Some(&token), Some("long"), &body)
         .await
         .json();
-    let path = json["public_url"]
-        .as_str()
-        .unwrap()
-        .strip_prefix(&app.base)
-        .unwrap()
-        .to_owned();
+    let path = public_path(&app, &json);
     let bytes = pages::bytes(&app.http, format!("{}{path}/pdf", app.base)).await;
     let (text, pages, _) = pdf_text(&bytes);
     assert!(pages > 3, "{pages} pages");
@@ -288,12 +292,7 @@ async fn the_page_and_the_pdf_show_subtotal_discount_each_tax_and_notes(pool: Pg
         .await
         .json();
     assert_eq!(json["total_cents"], 10_890);
-    let path = json["public_url"]
-        .as_str()
-        .unwrap()
-        .strip_prefix(&app.base)
-        .unwrap()
-        .to_owned();
+    let path = public_path(&app, &json);
     let (status, _, html) = get(&app, &path).await;
     assert_eq!(status, 200);
     for shown in [

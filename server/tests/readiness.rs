@@ -4,7 +4,7 @@
 
 use crate::common;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::net::{UnixListener, UnixStream};
 use tokio::task::JoinSet;
@@ -48,23 +48,14 @@ async fn status_within(url: &str, want: u16, within: Duration) {
         .timeout(Duration::from_secs(5))
         .build()
         .unwrap();
-    let deadline = Instant::now() + within;
-    loop {
-        let got = http
-            .get(url)
+    common::poll(url, want, within, Duration::from_millis(100), || async {
+        http.get(url)
             .send()
             .await
             .map(|r| r.status().as_u16())
-            .unwrap_or(0);
-        if got == want {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{url}: {got}, wanted {want} within {within:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+            .unwrap_or(0)
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -506,21 +506,29 @@ async fn accepting_checks_that_the_inviter_may_still_grant_the_role(pool: PgPool
     assert_eq!(members, 1, "nobody joined");
 }
 
+/// An owner of one org who is also `role` in a second org; (the account, its address, its own org,
+/// the second org's owner, the second org).
+async fn in_two_orgs(pool: &PgPool, role: &str) -> (Uuid, String, Uuid, Uuid, Uuid) {
+    let (user, email) = owner(pool).await;
+    let first: Uuid = org_of(pool, user).await;
+    let (other, _) = owner(pool).await;
+    let second: Uuid = org_of(pool, other).await;
+    let sql = format!("insert into memberships (user_id, org_id, role) values ($1, $2, '{role}')");
+    sqlx::query(&sql)
+        .bind(user)
+        .bind(second)
+        .execute(pool)
+        .await
+        .unwrap();
+    (user, email, first, other, second)
+}
+
 /// The account page lists the live API keys the account made, in every org, and one button revokes
 /// them all (once per rendered button, each in its org's audit log).
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn the_account_page_lists_the_accounts_keys_and_revokes_them_all(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (user, email) = owner(&app.pool).await;
-    let first: Uuid = org_of(&app.pool, user).await;
-    let (other_owner, _) = owner(&app.pool).await;
-    let second: Uuid = org_of(&app.pool, other_owner).await;
-    sqlx::query("insert into memberships (user_id, org_id, role) values ($1, $2, 'member')")
-        .bind(user)
-        .bind(second)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    let (user, email, first, other_owner, second) = in_two_orgs(&app.pool, "member").await;
     for org in [first, second] {
         app::ssr::api_keys::create_for_user(&app.pool, org, user, "ci")
             .await
@@ -651,16 +659,7 @@ async fn sign_up_and_forgot_password_do_the_same_whether_or_not_the_address_has_
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn a_form_rendered_for_one_org_is_refused_after_switching_to_another(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (user, email) = owner(&app.pool).await;
-    let first: Uuid = org_of(&app.pool, user).await;
-    let (other, _) = owner(&app.pool).await;
-    let second: Uuid = org_of(&app.pool, other).await;
-    sqlx::query("insert into memberships (user_id, org_id, role) values ($1, $2, 'owner')")
-        .bind(user)
-        .bind(second)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    let (_, email, first, _, second) = in_two_orgs(&app.pool, "owner").await;
     let http = client();
     login(&http, &app.base, &email, PASSWORD).await;
     let switch = |org: Uuid| {

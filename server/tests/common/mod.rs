@@ -404,16 +404,32 @@ pub async fn spawn_worker(
 
 /// Polls `sql` (a single integer) until it equals `want`, or panics after `within`.
 pub async fn wait_until(pool: &PgPool, sql: &str, want: i64, within: Duration) {
+    poll(sql, want, within, Duration::from_millis(25), || async {
+        sqlx::query_scalar::<_, i64>(sql)
+            .fetch_one(pool)
+            .await
+            .unwrap()
+    })
+    .await;
+}
+
+/// Calls `probe` every `every` until it returns `want`, or panics naming `what` after `within`.
+pub async fn poll<T, F, Fut>(what: &str, want: T, within: Duration, every: Duration, mut probe: F)
+where
+    T: PartialEq + std::fmt::Display,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
     let deadline = Instant::now() + within;
     loop {
-        let got: i64 = sqlx::query_scalar(sql).fetch_one(pool).await.unwrap();
+        let got = probe().await;
         if got == want {
             return;
         }
         assert!(
             Instant::now() < deadline,
-            "{sql}: {got}, wanted {want} within {within:?}"
+            "{what}: {got}, wanted {want} within {within:?}"
         );
-        tokio::time::sleep(Duration::from_millis(25)).await;
+        tokio::time::sleep(every).await;
     }
 }
