@@ -31,7 +31,7 @@ use axum::routing::{get, post};
 use axum::{Form, Json, Router};
 use serde_json::{json, Value};
 
-use delivery::{deliver_all, event, hold_settlement, release_settlement};
+use delivery::{deliver_all, event, settlement};
 
 mod delivery;
 
@@ -132,12 +132,8 @@ impl LocalStripe {
             .route("/checkout/{id}", get(checkout_page))
             .route("/checkout/{id}/pay", post(pay))
             .route(
-                "/v1/test_helpers/checkout/sessions/{id}/hold_settlement",
-                post(hold_settlement),
-            )
-            .route(
-                "/v1/test_helpers/checkout/sessions/{id}/release_settlement",
-                post(release_settlement),
+                "/v1/test_helpers/checkout/sessions/{id}/{helper}",
+                post(settlement),
             )
             .with_state(shared.clone());
         let task = tokio::spawn(async move {

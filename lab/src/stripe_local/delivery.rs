@@ -72,43 +72,32 @@ async fn deliver(shared: &Shared, url: &str, payload: &str) {
     eprintln!("local stripe: gave up delivering an event to {url}");
 }
 
-/// Test helper: the delayed settlement of session `id` (a bank debit's success or failure) is kept
-/// until [`release_settlement`], so a test can see the payment processing first.
-pub(super) async fn hold_settlement(
+/// Test helpers for session `id`: `hold_settlement` keeps its delayed settlement (a bank debit's
+/// success or failure) so a test can see the payment processing first; `release_settlement` sends
+/// what was kept and stops holding it.
+pub(super) async fn settlement(
     State(shared): State<Shared>,
-    Path(id): Path<String>,
+    Path((id, helper)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
     if let Some(denied) = unauthorised(&shared, &headers) {
         return denied;
     }
     let mut store = shared.store.lock().unwrap();
-    if !store.sessions.contains_key(&id) {
-        return no_such_session();
-    }
-    store.held.entry(id.clone()).or_default();
-    Json(json!({ "id": id, "settlement": "held" })).into_response()
-}
-
-/// Test helper: sends what [`hold_settlement`] kept for session `id`, and stops holding it.
-pub(super) async fn release_settlement(
-    State(shared): State<Shared>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    if let Some(denied) = unauthorised(&shared, &headers) {
-        return denied;
-    }
-    let Some(events) = shared.store.lock().unwrap().held.remove(&id) else {
+    let events = match helper.as_str() {
+        "hold_settlement" if store.sessions.contains_key(&id) => {
+            store.held.entry(id.clone()).or_default();
+            return Json(json!({ "id": id, "settlement": "held" })).into_response();
+        }
+        "release_settlement" => store.held.remove(&id),
+        _ => None,
+    };
+    let Some(events) = events else {
         return no_such_session();
     };
+    store.events.extend(events.iter().cloned());
+    drop(store);
     let released = events.len();
-    shared
-        .store
-        .lock()
-        .unwrap()
-        .events
-        .extend(events.iter().cloned());
     deliver_all(shared, events);
     Json(json!({ "id": id, "released": released })).into_response()
 }
