@@ -72,6 +72,7 @@ pub(super) async fn explain_all(
                         .map(|v| v.to_string())
                         .or_else(|_| row.try_get::<String, _>(i))
                         .or_else(|_| row.try_get::<i64, _>(i).map(|v| v.to_string()))
+                        .or_else(|_| row.try_get::<bool, _>(i).map(|v| v.to_string()))
                         .or_else(|_| {
                             row.try_get::<Vec<Uuid>, _>(i).map(|v| {
                                 let ids: Vec<String> = v.iter().map(Uuid::to_string).collect();
