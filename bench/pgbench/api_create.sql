@@ -6,12 +6,14 @@
 -- Variables: -D org, apikeyhash (hex), apikeyid, response (a real 201 body).
 -- Ids the server mints (UUIDv7, time-ordered) are minted here the same way, in the first statement.
 \set r random(1, 1000000000000)
+/*bench*/ select id, org_id, key_role, member_role, inv from ( /*end*/
 select k.id, k.org_id, k.role as key_role, m.role as member_role,
        k.last_used_at is null or k.last_used_at < now() - interval '1 minute' as "stale!" /*bench*/,
        (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as inv /*end*/
 from api_keys k
 join memberships m on m.user_id = k.created_by and m.org_id = k.org_id
-where k.hash = decode(:apikeyhash, 'hex') and k.revoked_at is null and (k.expires_at is null or k.expires_at > now()) \gset
+where k.hash = decode(:apikeyhash, 'hex') and k.revoked_at is null and (k.expires_at is null or k.expires_at > now())
+/*bench*/ ) s /*end*/ \gset
 BEGIN;
 with lock as (
     select case when true::bool then pg_try_advisory_xact_lock(hashtextextended('api' || '/' || :apikeyid::text || '/' || ('pgb-' || :client_id::text || '-' || :r::text), 0))

@@ -19,13 +19,14 @@ with lock as (
     returning true
 )
 select free as "free!", exists (select from won) as "won!" from lock;
+/*bench*/ select org_id, currency, pay, outbox_id from ( /*end*/
 select org_id, currency, status as "status: InvoiceStatus" /*bench*/,
        (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as pay,
        (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as outbox_id /*end*/
 from invoices
 where id = md5('bench/' || :org::uuid || '/' || :n)::uuid
   and (select true from (select pg_advisory_xact_lock(hashtextextended('stripe' || '/' || ('pi_pgb_' || :client_id::text || '_' || :r::text), 0))) l)
-for update \gset
+for update /*bench*/ ) s /*end*/ \gset
 update checkout_sessions set completed_at = coalesce(completed_at, now())
 where id = 'cs_test_sim_' || replace(md5('bench/' || :org::uuid || '/' || :n)::uuid::text, '-', '')
   and org_id = :org::uuid and invoice_id = md5('bench/' || :org::uuid || '/' || :n)::uuid
