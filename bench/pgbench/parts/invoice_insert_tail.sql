@@ -9,7 +9,7 @@
     select :inv::uuid, l.position, l.description, l.quantity_milli, l.unit_amount_cents,
            l.amount_cents, l.tax_rate_id, l.tax_name, l.tax_percent_milli, l.discount_cents,
            l.tax_cents
-    from jsonb_populate_recordset(null::invoice_lines, '[{"position":1,"description":"Consulting","quantity_milli":2000,"unit_amount_cents":15000,"amount_cents":30000,"tax_rate_id":null,"tax_name":null,"tax_percent_milli":null,"discount_cents":0,"tax_cents":0}]'::jsonb) l
+    from jsonb_populate_recordset(null::invoice_lines, '[{"position": 1,"description": "Consulting","quantity_milli": 2000,"unit_amount_cents": 15000,"amount_cents": 30000,"tax_rate_id": null,"tax_name": null,"tax_percent_milli": null,"discount_cents": 0,"tax_cents": 0}]'::jsonb) l
 )
 select number_text, finalized_at as "finalized_at: DateTime<Utc>",
        created_at as "created_at!: DateTime<Utc>", customer_id,
