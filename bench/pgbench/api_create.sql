@@ -37,7 +37,8 @@ with finished as (
     returning 1
 )
 insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
-values (:org::uuid, 'api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text, 'won',
-        :inv::uuid, gen_random_uuid()::text, 1.0)
+select a.org_id, a.surface, a.owner, a.key, 'won', a.invoice_id, a.request_id, a.duration_ms
+from jsonb_populate_record(null::attempts, jsonb_build_object('org_id', :org::uuid, 'surface', 'api', 'owner', :apikeyid::text,
+        'key', 'pgb-' || :client_id::text || '-' || :r::text, 'invoice_id', :inv::uuid, 'request_id', gen_random_uuid()::text, 'duration_ms', 1.0)) a
 returning (select count(*) from finished) as "finished!";
 COMMIT;

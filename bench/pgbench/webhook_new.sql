@@ -69,7 +69,8 @@ with finished as (
     returning 1
 )
 insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
-values (:org::uuid, 'webhook', 'stripe/default', 'evt_pgb_' || :client_id::text || '_' || :r::text, 'won',
-        md5('bench/' || :org::uuid || '/' || :n)::uuid, gen_random_uuid()::text, 1.0)
+select a.org_id, a.surface, a.owner, a.key, 'won', a.invoice_id, a.request_id, a.duration_ms
+from jsonb_populate_record(null::attempts, jsonb_build_object('org_id', :org::uuid, 'surface', 'webhook', 'owner', 'stripe/default',
+        'key', 'evt_pgb_' || :client_id::text || '_' || :r::text, 'invoice_id', md5('bench/' || :org::uuid || '/' || :n)::uuid, 'request_id', gen_random_uuid()::text, 'duration_ms', 1.0)) a
 returning (select count(*) from finished) as "finished!";
 COMMIT;

@@ -19,7 +19,8 @@ with finished as (
     returning 1
 )
 insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
-values (:org::uuid, 'form', :org::text, :form_key::uuid::text, 'won',
-        :inv::uuid, gen_random_uuid()::text, 1.0)
+select a.org_id, a.surface, a.owner, a.key, 'won', a.invoice_id, a.request_id, a.duration_ms
+from jsonb_populate_record(null::attempts, jsonb_build_object('org_id', :org::uuid, 'surface', 'form', 'owner', :org::text,
+        'key', :form_key::uuid::text, 'invoice_id', :inv::uuid, 'request_id', gen_random_uuid()::text, 'duration_ms', 1.0)) a
 returning (select count(*) from finished) as "finished!";
 COMMIT;

@@ -191,6 +191,16 @@ pub async fn finish(
     won: &WonRow,
 ) -> sqlx::Result<()> {
     let response = outcome.and_then(|o| o.response.as_ref());
+    // The activity row is bound as one JSON row in the `attempts` table's column names.
+    let activity = serde_json::json!({
+        "org_id": won.org,
+        "surface": won.surface.as_str(),
+        "owner": won.owner,
+        "key": won.key,
+        "invoice_id": won.invoice,
+        "request_id": won.request_id,
+        "duration_ms": won.duration_ms,
+    });
     // language=PostgreSQL
     let finished = sqlx::query_scalar!(
         r#"
@@ -201,7 +211,8 @@ pub async fn finish(
             returning 1
         )
         insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
-        values ($9, $10, $11, $12, 'won', $13, $14, $15)
+        select a.org_id, a.surface, a.owner, a.key, 'won', a.invoice_id, a.request_id, a.duration_ms
+        from jsonb_populate_record(null::attempts, $9) a
         returning (select count(*) from finished) as "finished!"
         "#,
         key.surface.as_str(),
@@ -212,13 +223,7 @@ pub async fn finish(
         response.map(|r| r.status as i16),
         response.map(|r| r.headers.clone()),
         response.map(|r| r.body.as_slice()),
-        won.org,
-        won.surface.as_str(),
-        won.owner,
-        won.key,
-        won.invoice,
-        won.request_id,
-        won.duration_ms,
+        activity,
     )
     .fetch_one(&mut *conn)
     .await?;
