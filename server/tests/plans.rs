@@ -117,22 +117,34 @@ async fn a_big_orgs_pages_are_planned_once_per_connection(pool: PgPool) {
             "/activity".to_owned(),
             "/activity?surface=webhook".to_owned(),
         ] {
-            // A pool wait ends in 503 after ACQUIRE_TIMEOUT; a page still unanswered well after
-            // that waits for something else, and what the pools and the database's sessions are
-            // doing while it still waits says what.
+            // The whole page is read, as a browser does, so no part of its work outlives its
+            // request. A pool wait ends in 503 after ACQUIRE_TIMEOUT; a page still unanswered
+            // well after that waits for something else, and what the pools and the database's
+            // sessions are doing while it still waits says what.
             let started = Instant::now();
-            let res = match timeout(PAGE_WAIT, http.get(format!("{}{path}", app.base)).send()).await
-            {
-                Ok(res) => res.unwrap_or_else(|e| {
+            let page = async {
+                let res = http.get(format!("{}{path}", app.base)).send().await?;
+                let status = res.status();
+                Ok::<_, reqwest::Error>((status, res.text().await?))
+            };
+            let (status, body) = match timeout(PAGE_WAIT, page).await {
+                Ok(answer) => answer.unwrap_or_else(|e| {
                     panic!("{path}: no answer after {:?}: {e}", started.elapsed())
                 }),
                 Err(_) => panic!(
-                    "{path}: no answer after {:?}; meanwhile:\n{}",
+                    "{path}: no whole answer after {:?}; meanwhile:\n{}",
                     started.elapsed(),
                     waiting(&pool, &one, &app.reads).await
                 ),
             };
-            assert_eq!(res.status(), 200, "{path} after {:?}", started.elapsed());
+            assert_eq!(
+                status,
+                200,
+                "{path} after {:?}: {body:.300}; meanwhile:\n{}",
+                started.elapsed(),
+                waiting(&pool, &one, &app.reads).await
+            );
+            assert!(body.contains("</html>"), "{path}: {body:.300}");
         }
     }
 
