@@ -15,16 +15,7 @@ join memberships m on m.user_id = k.created_by and m.org_id = k.org_id
 where k.hash = decode(:apikeyhash, 'hex') and k.revoked_at is null and (k.expires_at is null or k.expires_at > now())
 /*bench*/ ) s /*end*/ \gset
 BEGIN;
-with lock as (
-    select case when true::bool then pg_try_advisory_xact_lock(hashtextextended('api' || '/' || :apikeyid::text || '/' || ('pgb-' || :client_id::text || '-' || :r::text), 0))
-                else true end as free
-), won as (
-    insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
-    select 'api', :apikeyid::text, 'pgb-' || :client_id::text || '-' || :r::text, sha256(convert_to('pgb-' || :r::text, 'UTF8'))::bytea, 'done', null::uuid, now() from lock where free
-    on conflict do nothing
-    returning true
-)
-select free as "free!", exists (select from won) as "won!" from lock;
+-- include: parts/claim_done.sql serialize=true scope='api' owner=:apikeyid::text key='pgb-'||:client_id::text||'-'||:r::text fingerprint=sha256(convert_to('pgb-'||:r::text,'UTF8'))::bytea result=null::uuid
 -- include: parts/invoice_insert_head.sql
     from jsonb_populate_record(null::invoices, '{"customer_id": null,"customer_name": "Load Client","customer_email": "billing@example.com","currency": "usd","due_date": "2030-01-31","payment_terms_days": null,"subtotal_cents": 30000,"discount_percent_milli": null,"discount_amount_cents": null,"discount_cents": 0,"tax_cents": 0,"total_cents": 30000,"notes": "","source_key": null}'::jsonb) h
 -- include: parts/invoice_insert_tail.sql

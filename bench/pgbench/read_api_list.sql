@@ -24,13 +24,4 @@ select i.id, i.number_text, i.status, i.customer_name, i.currency, i.due_date, i
 from invoices i join orgs o on o.id = i.org_id
 where i.org_id = :org::uuid and (i.created_at, i.id) < (:cursor_at::timestamptz, :cursor_id::uuid) order by i.created_at desc, i.id desc limit 21
 /*bench*/ ) l /*end*/ \gset
--- include: parts/invoice_columns.sql
-from unnest(:ids::uuid[]) as wanted (id)
-join invoices i on i.id = wanted.id
-join orgs o on o.id = i.org_id
-where i.org_id = :org::uuid;
-select invoice_id, description, quantity_milli, unit_amount_cents, amount_cents, tax_rate_id,
-       tax_name, tax_percent_milli, discount_cents, tax_cents
-from invoice_lines
-where invoice_id = any(:ids::uuid[])
-order by invoice_id, position;
+-- include: parts/invoices_by_ids.sql ids=:ids::uuid[] org=:org::uuid

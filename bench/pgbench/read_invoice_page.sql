@@ -13,16 +13,7 @@
 -- pattern); pgbench -M prepared sends them the same way.
 -- Variables: -D org, user, sid, session, invoice.
 -- include: parts/session.sql
--- include: parts/invoice_columns.sql
-from unnest(array[:invoice::uuid]::uuid[]) as wanted (id)
-join invoices i on i.id = wanted.id
-join orgs o on o.id = i.org_id
-where i.org_id = :org::uuid;
-select invoice_id, description, quantity_milli, unit_amount_cents, amount_cents, tax_rate_id,
-       tax_name, tax_percent_milli, discount_cents, tax_cents
-from invoice_lines
-where invoice_id = any(array[:invoice::uuid])
-order by invoice_id, position;
+-- include: parts/invoices_by_ids.sql ids=array[:invoice::uuid]::uuid[] org=:org::uuid
 select id, kind, attempts, last_error, sent_at is not null as "sent!", dead_at is not null as "dead!"
 from outbox
 where org_id = :org::uuid and invoice_id = :invoice::uuid

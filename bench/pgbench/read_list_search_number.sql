@@ -15,15 +15,4 @@
 -- PrefixRange) as prefix_to.
 -- Variables: -D org, user, sid, session, prefix_from, prefix_to (lowered, e.g. inv-00005 and inv-00006).
 -- include: parts/session.sql
-with probe as materialized (select count(*) as matches from ((select from invoices where org_id = :org::uuid and (lower(number_text) ~>=~ :prefix_from and lower(number_text) ~<~ :prefix_to) limit 1001) union all (select from invoices where org_id = :org::uuid and (lower(customer_name) ~>=~ :prefix_from and lower(customer_name) ~<~ :prefix_to) limit 1001)) matched)
-select * from ((select i.id, i.number_text, i.status, i.customer_name, i.currency, i.due_date, i.total_cents,
-       i.amount_paid_cents, i.payment_state, i.created_at,
-       invoice_overdue(i.status, i.due_date, o.time_zone) as overdue
-from invoices i join orgs o on o.id = i.org_id
-where i.org_id = :org::uuid and (select matches from probe) <= 1000 and ((lower(i.number_text) ~>=~ :prefix_from and lower(i.number_text) ~<~ :prefix_to) or (lower(i.customer_name) ~>=~ :prefix_from and lower(i.customer_name) ~<~ :prefix_to)) order by i.created_at desc, i.id desc limit 51)
-union all (select i.id, i.number_text, i.status, i.customer_name, i.currency, i.due_date, i.total_cents,
-       i.amount_paid_cents, i.payment_state, i.created_at,
-       invoice_overdue(i.status, i.due_date, o.time_zone) as overdue
-from invoices i join orgs o on o.id = i.org_id
-where i.org_id = :org::uuid and (select matches from probe) > 1000 and (starts_with(lower(i.number_text), :prefix_from) or starts_with(lower(i.customer_name), :prefix_from)) order by i.created_at desc, i.id desc limit 51)) page
-order by created_at desc, id desc limit 51;
+-- include: parts/list_search.sql from=:prefix_from to=:prefix_to

@@ -4,16 +4,7 @@
 -- Variables: -D tag, dups (the events bench http delivered before measuring).
 \set n random(1, :dups)
 BEGIN;
-with lock as (
-    select case when false::bool then pg_try_advisory_xact_lock(hashtextextended('webhook' || '/' || 'default' || '/' || ('evt_dup_' || :tag::text || '_' || :n::text), 0))
-                else true end as free
-), won as (
-    insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
-    select 'webhook', 'default', 'evt_dup_' || :tag::text || '_' || :n::text, null::bytea, 'done', null::uuid, now() from lock where free
-    on conflict do nothing
-    returning true
-)
-select free as "free!", exists (select from won) as "won!" from lock;
+-- include: parts/claim_done.sql serialize=false scope='webhook' owner='default' key='evt_dup_'||:tag::text||'_'||:n::text fingerprint=null::bytea result=null::uuid
 select status, fingerprint, result_id, response_status, response_headers, response_body,
        extract(epoch from greatest(locked_until - now(), interval '0'))::float8 as "lease_left!",
        coalesce(created_at < now() - make_interval(secs => null::float8), false) as "expired!"

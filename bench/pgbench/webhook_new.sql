@@ -9,16 +9,7 @@
 -- Ids the server mints (UUIDv7, time-ordered) are minted here the same way, in the first statement.
 \set r random(1, 1000000000000)
 BEGIN;
-with lock as (
-    select case when false::bool then pg_try_advisory_xact_lock(hashtextextended('webhook' || '/' || 'default' || '/' || ('evt_pgb_' || :client_id::text || '_' || :r::text), 0))
-                else true end as free
-), won as (
-    insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
-    select 'webhook', 'default', 'evt_pgb_' || :client_id::text || '_' || :r::text, null::bytea, 'done', null::uuid, now() from lock where free
-    on conflict do nothing
-    returning true
-)
-select free as "free!", exists (select from won) as "won!" from lock;
+-- include: parts/claim_done.sql serialize=false scope='webhook' owner='default' key='evt_pgb_'||:client_id::text||'_'||:r::text fingerprint=null::bytea result=null::uuid
 /*bench*/ select org_id, currency, pay, outbox_id from ( /*end*/
 select org_id, currency, status as "status: InvoiceStatus" /*bench*/,
        (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as pay,

@@ -2,7 +2,9 @@
 //! `bench/pgbench/parts/`; a script names it on a line of its own, `-- include: parts/<name>.sql`
 //! (a part may be a whole statement, several, or the shared head or tail of one whose filter the
 //! script writes), and [`expand`] puts the part's text in that line's place, so pgbench, its
-//! per-statement report and the statement-drift test all see the statements whole.
+//! per-statement report and the statement-drift test all see the statements whole. A part may name
+//! what differs between its users as `{name}`; the include line gives each its text,
+//! `-- include: parts/<name>.sql ids=array[:invoice::uuid] org=:org::uuid` (no spaces in a value).
 
 use anyhow::Context;
 
@@ -20,6 +22,10 @@ const PARTS: &[(&str, &str)] = &[
         include_str!("../../bench/pgbench/parts/activity_page.sql"),
     ),
     (
+        "parts/claim_done.sql",
+        include_str!("../../bench/pgbench/parts/claim_done.sql"),
+    ),
+    (
         "parts/form_create_tx.sql",
         include_str!("../../bench/pgbench/parts/form_create_tx.sql"),
     ),
@@ -34,6 +40,14 @@ const PARTS: &[(&str, &str)] = &[
     (
         "parts/invoice_insert_tail.sql",
         include_str!("../../bench/pgbench/parts/invoice_insert_tail.sql"),
+    ),
+    (
+        "parts/invoices_by_ids.sql",
+        include_str!("../../bench/pgbench/parts/invoices_by_ids.sql"),
+    ),
+    (
+        "parts/list_search.sql",
+        include_str!("../../bench/pgbench/parts/list_search.sql"),
     ),
     (
         "parts/public_open.sql",
@@ -64,18 +78,34 @@ fn expand_with<'a>(script: &str, part: &dyn Fn(&str) -> Option<&'a str>) -> anyh
         out: &mut String,
     ) -> anyhow::Result<()> {
         for line in text.split_inclusive('\n') {
-            let Some(name) = line.trim().strip_prefix(INCLUDE).map(str::trim) else {
+            let Some(include) = line.trim().strip_prefix(INCLUDE) else {
                 out.push_str(line);
                 continue;
             };
+            let mut words = include.split_whitespace();
+            let name = words.next().unwrap_or_default();
             anyhow::ensure!(
                 !stack.iter().any(|s| s == name),
                 "include cycle: {} -> {name}",
                 stack.join(" -> ")
             );
-            let body = part(name).with_context(|| {
-                format!("no pgbench part {name:?} (bench/pgbench/parts, listed in lab/src/pgbench_script.rs)")
-            })?;
+            let mut body = part(name)
+                .with_context(|| {
+                    format!("no pgbench part {name:?} (bench/pgbench/parts, listed in lab/src/pgbench_script.rs)")
+                })?
+                .to_owned();
+            for word in words {
+                let (key, value) = word
+                    .split_once('=')
+                    .with_context(|| format!("{name}: {word:?} is not name=text"))?;
+                let slot = format!("{{{key}}}");
+                anyhow::ensure!(body.contains(&slot), "{name} has no {slot}");
+                body = body.replace(&slot, value);
+            }
+            if let Some(open) = unfilled(&body) {
+                anyhow::bail!("{name}: {open} is not given on the include line");
+            }
+            let body = body.as_str();
             stack.push(name.to_owned());
             go(body, part, stack, out)?;
             stack.pop();
@@ -88,6 +118,17 @@ fn expand_with<'a>(script: &str, part: &dyn Fn(&str) -> Option<&'a str>) -> anyh
     let mut out = String::with_capacity(script.len());
     go(script, part, &mut Vec::new(), &mut out)?;
     Ok(out)
+}
+
+/// The first `{name}` slot of `text` (a lower-case name: JSON's `{"` never is one).
+fn unfilled(text: &str) -> Option<&str> {
+    text.match_indices('{').find_map(|(at, _)| {
+        let rest = &text[at + 1..];
+        let end = rest.find('}')?;
+        let name = &rest[..end];
+        (!name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+            .then(|| &text[at..at + end + 2])
+    })
 }
 
 #[cfg(test)]
@@ -110,6 +151,25 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out, "\\set r 1\nselect 1\nfrom t;\nselect 2;\n");
+    }
+
+    #[test]
+    fn an_include_fills_the_parts_slots_and_refuses_a_slot_left_open() {
+        let table = [("parts/a.sql", "select {what} from t where id = {id};")];
+        let out = expand_with(
+            "-- include: parts/a.sql what=count(*) id=:id::uuid\n",
+            &parts(&table),
+        )
+        .unwrap();
+        assert_eq!(out, "select count(*) from t where id = :id::uuid;\n");
+        let err = expand_with("-- include: parts/a.sql what=1\n", &parts(&table)).unwrap_err();
+        assert!(err.to_string().contains("{id}"), "{err}");
+        let err = expand_with(
+            "-- include: parts/a.sql what=1 id=2 nope=3\n",
+            &parts(&table),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("{nope}"), "{err}");
     }
 
     #[test]

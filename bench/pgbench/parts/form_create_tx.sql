@@ -1,14 +1,5 @@
 BEGIN;
-with lock as (
-    select case when false::bool then pg_try_advisory_xact_lock(hashtextextended('form' || '/' || (:org::text || '/create_invoice') || '/' || :form_key::uuid::text, 0))
-                else true end as free
-), won as (
-    insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
-    select 'form', :org::text || '/create_invoice', :form_key::uuid::text, sha256(convert_to('form-' || :r::text, 'UTF8'))::bytea, 'done', :inv::uuid, now() from lock where free
-    on conflict do nothing
-    returning true
-)
-select free as "free!", exists (select from won) as "won!" from lock;
+-- include: parts/claim_done.sql serialize=false scope='form' owner=:org::text||'/create_invoice' key=:form_key::uuid::text fingerprint=sha256(convert_to('form-'||:r::text,'UTF8'))::bytea result=:inv::uuid
 -- include: parts/invoice_insert_head.sql
     from jsonb_populate_record(null::invoices, ('{"customer_id": null,"customer_name": "Load Client","customer_email": "billing@example.com","currency": "usd","due_date": "2030-01-31","payment_terms_days": null,"subtotal_cents": 30000,"discount_percent_milli": null,"discount_amount_cents": null,"discount_cents": 0,"tax_cents": 0,"total_cents": 30000,"notes": "","source_key": "form:' || :form_key::uuid::text || '"}')::jsonb) h
 -- include: parts/invoice_insert_tail.sql
