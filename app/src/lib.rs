@@ -8,7 +8,7 @@ mod pages;
 pub mod rpc;
 
 /// The invoice's due line and totals rows, for the customer's page rendered outside the app.
-pub use pages::invoices::{due_text, totals_rows};
+pub use pages::invoices::{due_text, line_rows, totals_rows};
 
 #[cfg(feature = "ssr")]
 pub mod ssr;

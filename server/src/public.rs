@@ -244,23 +244,7 @@ fn render(found: PublicInvoice, token: &str) -> String {
             inv.status,
             InvoiceStatus::Open | InvoiceStatus::Uncollectible
         );
-    let lines = inv
-        .lines
-        .iter()
-        .map(|l| {
-            view! {
-                <tr>
-                    <td>{l.description.clone()}</td>
-                    <td class="num">{l.quantity.to_string()}</td>
-                    <td class="num">{format_money(l.unit_amount_cents, &currency)}</td>
-                    <td class="tax">
-                        {l.tax_name.clone().zip(l.tax_percent).map(|(n, p)| format!("{n} {p}%"))}
-                    </td>
-                    <td class="num">{format_money(l.amount_cents, &currency)}</td>
-                </tr>
-            }
-        })
-        .collect_view();
+    let lines = app::line_rows(&inv);
     view! {
         <main class="public invoice">
             <header class="from">

@@ -1,11 +1,10 @@
 //! `/activity`: every attempt of the org, what became of it, and proof (stored payloads/responses).
 
-use leptos::prelude::*;
-use leptos_router::hooks::use_query_map;
-
+use super::filters::{query_params, FilterSearch, FilterSelect, NextPage};
 use super::layout::{error_banner, Head};
 use crate::model::ActivityRow;
 use crate::rpc::activity::activity;
+use leptos::prelude::*;
 
 const SURFACES: &[&str] = &["form", "webhook", "api"];
 const OUTCOMES: &[&str] = &[
@@ -19,41 +18,18 @@ const OUTCOMES: &[&str] = &[
 
 #[component]
 pub fn ActivityPage() -> impl IntoView {
-    let query = use_query_map();
-    let param = move |name: &str| query.with(|q| q.get(name)).filter(|v| !v.is_empty());
     let page = Resource::new(
-        move || {
-            (
-                param("surface"),
-                param("outcome"),
-                param("q"),
-                param("before"),
-            )
-        },
-        |(surface, outcome, q, before)| activity(surface, outcome, q, before),
+        query_params(["surface", "outcome", "q", "before"]),
+        |[surface, outcome, q, before]| activity(surface, outcome, q, before),
     );
-    let selected =
-        move |name: &'static str, value: &'static str| param(name).as_deref() == Some(value);
     view! {
         <section class="card">
             <h1>"Activity"</h1>
             <p class="empty">"Every attempt on every surface: who asked, with which key, and what happened."</p>
-            <form method="get" action="/activity" class="filters">
-                <select name="surface">
-                    <option value="">"All surfaces"</option>
-                    {SURFACES
-                        .iter()
-                        .map(|s| view! { <option value=*s selected=move || selected("surface", s)>{*s}</option> })
-                        .collect_view()}
-                </select>
-                <select name="outcome">
-                    <option value="">"All outcomes"</option>
-                    {OUTCOMES
-                        .iter()
-                        .map(|o| view! { <option value=*o selected=move || selected("outcome", o)>{*o}</option> })
-                        .collect_view()}
-                </select>
-                <input type="search" name="q" placeholder="key, event id or INV-…" value=move || param("q") />
+            <form method="get" action="/activity" class="filters" role="search">
+                <FilterSelect id="surface" name="surface" label="Surface" any="All surfaces" options=SURFACES />
+                <FilterSelect id="outcome" name="outcome" label="Outcome" any="All outcomes" options=OUTCOMES />
+                <FilterSearch label="Key, event id or number" placeholder="key, event id or INV-…" />
                 <button type="submit">"Filter"</button>
             </form>
             <Suspense fallback=|| view! { <p>"Loading…"</p> }>
@@ -85,23 +61,7 @@ pub fn ActivityPage() -> impl IntoView {
                                     }
                                         .into_any()
                                 }}
-                                {next
-                                    .map(|cursor| {
-                                        view! {
-                                            <p>
-                                                <a
-                                                    class="older"
-                                                    href=move || {
-                                                        let mut q = query.get();
-                                                        q.replace("before", cursor.clone());
-                                                        format!("/activity{}", q.to_query_string())
-                                                    }
-                                                >
-                                                    "Older →"
-                                                </a>
-                                            </p>
-                                        }
-                                    })}
+                                {next.map(|cursor| view! { <NextPage path="/activity" cursor label="Older →" /> })}
                             }
                                 .into_any()
                         }

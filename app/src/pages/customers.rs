@@ -1,7 +1,9 @@
 //! Customers: the list (searched by the start of a name or email), a new one, one to edit.
 
 use leptos::prelude::*;
-use leptos_router::hooks::{use_params_map, use_query_map};
+use leptos_router::hooks::use_params_map;
+
+use super::filters::{query_param, FilterSearch};
 use uuid::Uuid;
 
 use super::layout::{error_banner, Head, NotFound};
@@ -11,9 +13,8 @@ use crate::rpc::customers::{get_customer, list_customers, SaveCustomer};
 
 #[component]
 pub fn CustomersPage() -> impl IntoView {
-    let query = use_query_map();
-    let q = move || query.with(|q| q.get("q")).filter(|v| !v.is_empty());
-    let customers = Resource::new(q, list_customers);
+    let param = query_param();
+    let customers = Resource::new(move || param("q"), list_customers);
     view! {
         <section class="card">
             <div class="heading">
@@ -21,8 +22,7 @@ pub fn CustomersPage() -> impl IntoView {
                 <a class="button" href="/customers/new">"New customer"</a>
             </div>
             <form method="get" action="/customers" class="filters" role="search">
-                <label class="sr-only" for="customer-q">"Name or email"</label>
-                <input id="customer-q" type="search" name="q" placeholder="Name or email starts with…" value=q />
+                <FilterSearch label="Name or email" placeholder="Name or email starts with…" />
                 <button type="submit">"Search"</button>
             </form>
             <Suspense fallback=|| view! { <p>"Loading…"</p> }>

@@ -3,6 +3,7 @@
 pub mod activity;
 pub mod auth;
 pub mod customers;
+pub mod filters;
 pub mod invoices;
 pub mod layout;
 pub mod settings;

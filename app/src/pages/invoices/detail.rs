@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 use uuid::Uuid;
 
-use super::{due_text, totals_rows};
+use super::{due_text, line_rows, totals_rows};
 use crate::error::AppError;
 use crate::model::{format_money, EmailStatus, InvoicePage, InvoiceStatus, PaymentStatus};
 use crate::pages::layout::{error_banner, Head, NotFound};
@@ -88,25 +88,7 @@ pub fn InvoicePage() -> impl IntoView {
                                 <table>
                                     <Head cols=&["Description", "Qty", "Unit", "Tax", "Amount"] num=&["Qty", "Unit", "Amount"]/>
                                     <tbody>
-                                        {inv
-                                            .lines
-                                            .iter()
-                                            .map(|l| {
-                                                view! {
-                                                    <tr>
-                                                        <td>{l.description.clone()}</td>
-                                                        <td class="num">{l.quantity.to_string()}</td>
-                                                        <td class="num">
-                                                            {format_money(l.unit_amount_cents, &currency)}
-                                                        </td>
-                                                        <td class="tax">
-                                                            {l.tax_name.clone().zip(l.tax_percent).map(|(n, p)| format!("{n} {p}%"))}
-                                                        </td>
-                                                        <td class="num">{format_money(l.amount_cents, &currency)}</td>
-                                                    </tr>
-                                                }
-                                            })
-                                            .collect_view()}
+                                        {line_rows(&inv)}
                                     </tbody>
                                     <tfoot>
                                         {totals_rows(&inv, 4)}

@@ -1,11 +1,10 @@
 //! The invoice list: filters by status, payment state and text, one page at a time.
 
-use leptos::prelude::*;
-use leptos_router::hooks::use_query_map;
-
 use crate::model::format_money;
+use crate::pages::filters::{query_param, query_params, FilterSearch, FilterSelect, NextPage};
 use crate::pages::layout::{error_banner, Head};
 use crate::rpc::invoices::list_invoices;
+use leptos::prelude::*;
 
 const STATUSES: &[&str] = &[
     "draft",
@@ -28,21 +27,11 @@ const PAYMENT_STATES: &[&str] = &[
 
 #[component]
 pub fn InvoiceListPage() -> impl IntoView {
-    let query = use_query_map();
-    let param = move |name: &str| query.with(|q| q.get(name)).filter(|v| !v.is_empty());
+    let param = query_param();
     let invoices = Resource::new(
-        move || {
-            (
-                param("status"),
-                param("payment_state"),
-                param("q"),
-                param("before"),
-            )
-        },
-        |(status, payment_state, q, before)| list_invoices(status, payment_state, q, before),
+        query_params(["status", "payment_state", "q", "before"]),
+        |[status, payment_state, q, before]| list_invoices(status, payment_state, q, before),
     );
-    let selected =
-        move |name: &'static str, value: &'static str| param(name).as_deref() == Some(value);
     view! {
         <section class="card">
             <div class="heading">
@@ -50,24 +39,9 @@ pub fn InvoiceListPage() -> impl IntoView {
                 <a class="button" href="/invoices/new">"New invoice"</a>
             </div>
             <form method="get" action="/invoices" class="filters" role="search">
-                <label class="sr-only" for="filter-status">"Status"</label>
-                <select id="filter-status" name="status">
-                    <option value="">"Any status"</option>
-                    {STATUSES
-                        .iter()
-                        .map(|s| view! { <option value=*s selected=move || selected("status", s)>{*s}</option> })
-                        .collect_view()}
-                </select>
-                <label class="sr-only" for="filter-payment">"Payment"</label>
-                <select id="filter-payment" name="payment_state">
-                    <option value="">"Any payment"</option>
-                    {PAYMENT_STATES
-                        .iter()
-                        .map(|s| view! { <option value=*s selected=move || selected("payment_state", s)>{s.replace('_', " ")}</option> })
-                        .collect_view()}
-                </select>
-                <label class="sr-only" for="filter-q">"Number or customer"</label>
-                <input id="filter-q" type="search" name="q" placeholder="INV-… or customer" value=move || param("q") />
+                <FilterSelect id="status" name="status" label="Status" any="Any status" options=STATUSES />
+                <FilterSelect id="payment" name="payment_state" label="Payment" any="Any payment" options=PAYMENT_STATES />
+                <FilterSearch label="Number or customer" placeholder="INV-… or customer" />
                 <button type="submit">"Filter"</button>
             </form>
             <Suspense fallback=|| view! { <p>"Loading…"</p> }>
@@ -118,30 +92,15 @@ pub fn InvoiceListPage() -> impl IntoView {
                                     </tbody>
                                 </table>
                                 </div>
-                                {next
-                                    .map(|cursor| {
-                                        view! {
-                                            <p>
-                                                <a
-                                                    class="older"
-                                                    href=move || {
-                                                        let mut q = query.get();
-                                                        q.replace("before", cursor.clone());
-                                                        format!("/invoices{}", q.to_query_string())
-                                                    }
-                                                >
-                                                    {move || {
-                                                        // The overdue list runs most overdue first, not newest first.
-                                                        if query.get().get_str("status") == Some("overdue") {
-                                                            "Next page →"
-                                                        } else {
-                                                            "Older invoices →"
-                                                        }
-                                                    }}
-                                                </a>
-                                            </p>
-                                        }
-                                    })}
+                                {next.map(|cursor| {
+                                    // The overdue list runs most overdue first, not newest first.
+                                    let label = if param("status").as_deref() == Some("overdue") {
+                                        "Next page →"
+                                    } else {
+                                        "Older invoices →"
+                                    };
+                                    view! { <NextPage path="/invoices" cursor label /> }
+                                })}
                             }
                                 .into_any()
                         }

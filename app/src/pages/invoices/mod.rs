@@ -22,6 +22,28 @@ pub fn due_text(inv: &Invoice) -> String {
     }
 }
 
+/// An invoice's lines as table rows: description, quantity, unit price, tax, amount. The owner's
+/// page and the customer's page show the same.
+pub fn line_rows(inv: &Invoice) -> impl IntoView {
+    let currency = inv.currency.clone();
+    inv.lines
+        .iter()
+        .map(|l| {
+            view! {
+                <tr>
+                    <td>{l.description.clone()}</td>
+                    <td class="num">{l.quantity.to_string()}</td>
+                    <td class="num">{format_money(l.unit_amount_cents, &currency)}</td>
+                    <td class="tax">
+                        {l.tax_name.clone().zip(l.tax_percent).map(|(n, p)| format!("{n} {p}%"))}
+                    </td>
+                    <td class="num">{format_money(l.amount_cents, &currency)}</td>
+                </tr>
+            }
+        })
+        .collect_view()
+}
+
 /// The rows under an invoice's lines: subtotal, discount, each tax, total (`span` cells before the
 /// amounts). The owner's page and the customer's page show the same.
 pub fn totals_rows(inv: &Invoice, span: usize) -> impl IntoView {
