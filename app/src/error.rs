@@ -54,8 +54,14 @@ pub enum AppError {
 
 impl AppError {
     pub fn invalid(fields: FieldErrors) -> Self {
+        Self::rejected(None, fields)
+    }
+
+    /// A keyed form's submission refused before anything was written: the field errors, with the
+    /// attempt's key so the corrected form is the same attempt.
+    pub fn rejected(idempotency_key: Option<String>, fields: FieldErrors) -> Self {
         AppError::Invalid(Box::new(Rejected {
-            idempotency_key: None,
+            idempotency_key,
             fields,
             values: None,
         }))

@@ -289,7 +289,7 @@ async fn an_expired_key_is_new_again_and_the_sweep_deletes_expired_claims(pool: 
         .execute(&app.pool)
         .await
         .unwrap();
-    let swept = app::ssr::claim::sweep_expired(
+    let swept = app::ssr::retention::sweep_claims(
         &app.pool,
         app::ssr::claim::Surface::Api,
         std::time::Duration::from_secs(24 * 3600),

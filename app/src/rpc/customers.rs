@@ -6,10 +6,7 @@ use uuid::Uuid;
 use crate::error::AppError;
 
 #[cfg(feature = "ssr")]
-use super::{
-    form::{for_this_org, parse_form_key},
-    request_id, state,
-};
+use super::{form::open_form, request_id, state};
 
 /// The session org's customers, newest first, or those whose name or email starts with `q`.
 #[server(prefix = "/rpc", endpoint = "list_customers")]
@@ -60,18 +57,13 @@ pub async fn save_customer(
         Some(id) => Some(Uuid::try_parse(id).map_err(|_| AppError::NotFound.respond())?),
     };
     let saved = track(&state.pool, attempt, async |attempt| {
-        let invalid = |fields| {
-            AppError::Invalid(Box::new(crate::error::Rejected {
-                idempotency_key: idempotency_key.clone(),
-                fields,
-                values: None,
-            }))
-        };
-        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
-        let form_key = parse_form_key(idempotency_key.as_deref()).map_err(invalid)?;
-        let form_key = for_this_org(form_key, &user)?;
-        input.check().map_err(invalid)?;
-        attempt.identify(user.org_id.to_string(), Some(user.org_id));
+        let (user, form_key) = open_form(
+            &attempt,
+            crate::model::Action::EditInvoices,
+            &idempotency_key,
+            input.check(),
+        )
+        .await?;
         let pool = &state.pool;
         match existing {
             None => customer_from_form(pool, &attempt, user.org_id, form_key, &input).await,

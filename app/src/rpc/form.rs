@@ -60,6 +60,24 @@ pub(super) fn for_this_org(
     .respond())
 }
 
+/// The first steps of a keyed form's attempt: the session's role must allow `action`, the key must
+/// be one rendered for the org it acts for now, and `check` (the content's field errors) is
+/// answered only then; the attempt is named by the org. Returns the user and the form's key.
+pub(super) async fn open_form(
+    attempt: &crate::ssr::observe::Attempt,
+    action: Action,
+    idempotency_key: &Option<String>,
+    check: Result<(), FieldErrors>,
+) -> Result<(SessionUser, Uuid), AppError> {
+    let invalid = |fields| AppError::rejected(idempotency_key.clone(), fields);
+    let user = crate::ssr::auth::require(action).await?;
+    let form_key = parse_form_key(idempotency_key.as_deref()).map_err(invalid)?;
+    let form_key = for_this_org(form_key, &user)?;
+    check.map_err(invalid)?;
+    attempt.identify(user.org_id.to_string(), Some(user.org_id));
+    Ok((user, form_key))
+}
+
 /// One settings form of the session's org, run at most once per rendered form: the session's role
 /// must allow `action` and the form's key must be one rendered for the org it acts for now; then
 /// `check` is answered, and the save runs in the claim's transaction. A plain form post is sent
@@ -117,18 +135,7 @@ impl<C: serde::Serialize + Sync> SettingsForm<'_, C> {
         let attempt = Attempt::new(Surface::Form, key, request_id());
         let seen = attempt.clone();
         let saved = track(&state.pool, attempt, async |attempt| {
-            let invalid = |fields| {
-                AppError::Invalid(Box::new(crate::error::Rejected {
-                    idempotency_key: idempotency_key.clone(),
-                    fields,
-                    values: None,
-                }))
-            };
-            let user = crate::ssr::auth::require(action).await?;
-            let form_key = parse_form_key(idempotency_key.as_deref()).map_err(invalid)?;
-            let form_key = for_this_org(form_key, &user)?;
-            check.map_err(invalid)?;
-            attempt.identify(user.org_id.to_string(), Some(user.org_id));
+            let (user, form_key) = open_form(&attempt, action, &idempotency_key, check).await?;
             let user = &user;
             setting_once(
                 &state.pool,

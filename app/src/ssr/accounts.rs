@@ -76,19 +76,30 @@ pub async fn sign_up(
         Ok(account) => Ok(SignedUp::New(account)),
         Err(SignupError::EmailTaken) => {
             let mut tx = pool.begin().await?;
-            // language=PostgreSQL
-            let to = sqlx::query_scalar!(
-                "select email from users where lower(email) = lower($1)",
-                email.trim()
-            )
-            .fetch_one(&mut *tx)
-            .await?;
+            let (_, to) = by_email(&mut tx, email)
+                .await?
+                .ok_or(sqlx::Error::RowNotFound)?;
             queue_once_an_hour(&mut tx, crate::ssr::outbox::Kind::AccountExists, &to).await?;
             tx.commit().await?;
             Ok(SignedUp::Existing)
         }
         Err(e) => Err(e),
     }
+}
+
+/// The account with the address `email` (in any case): its id and its address as stored.
+async fn by_email(
+    conn: &mut sqlx::PgConnection,
+    email: &str,
+) -> sqlx::Result<Option<(Uuid, String)>> {
+    // language=PostgreSQL
+    let found = sqlx::query!(
+        "select id, email from users where lower(email) = lower($1)",
+        email.trim()
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(found.map(|u| (u.id, u.email)))
 }
 
 /// Queues an account email of `kind` to `to`, at most one of that kind per address and hour (a
@@ -103,10 +114,8 @@ async fn queue_once_an_hour(
         to.to_lowercase(),
         chrono::Utc::now().format("%Y-%m-%dT%H")
     );
-    crate::ssr::outbox::enqueue(
+    crate::ssr::outbox::enqueue_account_email(
         tx,
-        None,
-        None,
         kind,
         serde_json::json!({"to": to, "dedupe": dedupe}),
     )

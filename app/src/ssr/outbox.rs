@@ -47,6 +47,15 @@ impl Kind {
     }
 }
 
+/// An email about an account (no org, no invoice): [`enqueue`] with both left out.
+pub async fn enqueue_account_email(
+    tx: &mut PgConnection,
+    kind: Kind,
+    payload: JsonValue,
+) -> sqlx::Result<()> {
+    enqueue(tx, None, None, kind, payload).await.map(|_| ())
+}
+
 /// Writes a row in the caller's transaction; None if an equal row exists (one receipt per payment).
 pub async fn enqueue(
     tx: &mut PgConnection,

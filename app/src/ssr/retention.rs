@@ -171,6 +171,19 @@ async fn trim(
     }
 }
 
+/// Deletes claims of `surface` older than `older_than`, `batch` rows per statement so no statement
+/// holds many locks or runs long; returns how many were deleted.
+pub async fn sweep_claims(
+    pool: &PgPool,
+    surface: Surface,
+    older_than: Duration,
+    batch: i64,
+) -> sqlx::Result<u64> {
+    let scope = format!("and f.scope = '{}'", surface.as_str());
+    let claims = ("claims", "scope, owner, key", "created_at", scope.as_str());
+    trim(pool, claims, older_than, batch).await
+}
+
 /// A refund or dispute whose payment never arrived (those of known payments are kept with them).
 const ORPHAN: &str = "and not exists (select 1 from payments p \
                       where p.provider = f.provider and p.provider_payment_id = f.provider_payment_id)";
@@ -204,25 +217,25 @@ async fn delete_old(pool: &PgPool, config: &RetentionConfig) -> sqlx::Result<Rep
         ("outbox", "id", "dead_at", ""),
     );
     Ok(Report {
-        webhook_claims: claim::sweep_expired(pool, Surface::Webhook, webhook, batch).await?,
+        webhook_claims: sweep_claims(pool, Surface::Webhook, webhook, batch).await?,
         webhook_events: trim(pool, events, webhook, batch).await?,
         orphan_facts: trim(pool, refunds, webhook, batch).await?
             + trim(pool, disputes, webhook, batch).await?,
-        api_claims: claim::sweep_expired(
+        api_claims: sweep_claims(
             pool,
             Surface::Api,
             config.window_of(config.api_key_ttl),
             batch,
         )
         .await?,
-        form_claims: claim::sweep_expired(
+        form_claims: sweep_claims(
             pool,
             Surface::Form,
             config.window(config.form_key_days),
             batch,
         )
         .await?,
-        job_claims: claim::sweep_expired(
+        job_claims: sweep_claims(
             pool,
             Surface::Job,
             config.window_of(JOB_CLAIM_RETENTION),

@@ -7,7 +7,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 use validator::ValidateEmail;
 
-use super::{queue_once_an_hour, MIN_PASSWORD_LEN};
+use super::{by_email, queue_once_an_hour, MIN_PASSWORD_LEN};
 
 /// A one-time link's secret: 244 random bits, hex. Only its SHA-256 is stored; the plaintext lives
 /// in the email (and in the outbox row until it is sent).
@@ -82,10 +82,8 @@ async fn queue_token(
     if made.is_none() {
         return Ok(false);
     }
-    crate::ssr::outbox::enqueue(
+    crate::ssr::outbox::enqueue_account_email(
         tx,
-        None,
-        None,
         kind,
         serde_json::json!({"to": email, "token": token}),
     )
@@ -250,10 +248,8 @@ async fn queue_notice(
     )
     .fetch_one(&mut *tx)
     .await?;
-    crate::ssr::outbox::enqueue(
+    crate::ssr::outbox::enqueue_account_email(
         tx,
-        None,
-        None,
         crate::ssr::outbox::Kind::AccountNotice,
         serde_json::json!({
             "to": to,
@@ -326,14 +322,7 @@ async fn hash_password(password: &str) -> Result<String, crate::ssr::throttle::H
 /// once per form attempt (`source_key`). The caller answers the same either way.
 pub async fn request_reset(pool: &PgPool, email: &str, source_key: &str) -> sqlx::Result<bool> {
     let mut tx = pool.begin().await?;
-    // language=PostgreSQL
-    let user = sqlx::query!(
-        "select id, email from users where lower(email) = lower($1)",
-        email.trim()
-    )
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some(user) = user else {
+    let Some((user, address)) = by_email(&mut tx, email).await? else {
         // The same transaction's worth of work for an address without an account: it is told so
         // (once an hour at most), and the answer does not depend on it.
         let email = email.trim();
@@ -345,8 +334,8 @@ pub async fn request_reset(pool: &PgPool, email: &str, source_key: &str) -> sqlx
     };
     let made = queue_token(
         &mut tx,
-        user.id,
-        &user.email,
+        user,
+        &address,
         Some(source_key),
         "reset_password",
         crate::ssr::outbox::Kind::ResetPassword,

@@ -21,7 +21,7 @@
 use std::time::Duration;
 
 use serde_json::Value as JsonValue;
-use sqlx::{PgConnection, PgPool};
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 mod key;
@@ -243,40 +243,6 @@ pub struct WonRow {
     pub invoice: Option<Uuid>,
     pub request_id: Option<String>,
     pub duration_ms: f64,
-}
-
-/// Deletes claims of `surface` older than `older_than`, `batch` rows per statement so no statement
-/// holds many locks or runs long; returns how many were deleted.
-pub async fn sweep_expired(
-    pool: &PgPool,
-    surface: Surface,
-    older_than: Duration,
-    batch: i64,
-) -> sqlx::Result<u64> {
-    let mut total = 0;
-    loop {
-        // language=PostgreSQL
-        let deleted = sqlx::query!(
-            r#"
-            delete from claims
-            where (scope, owner, key) in (
-                select scope, owner, key from claims
-                where scope = $1 and created_at < now() - make_interval(secs => $2)
-                limit $3
-            )
-            "#,
-            surface.as_str(),
-            older_than.as_secs_f64(),
-            batch,
-        )
-        .execute(pool)
-        .await?
-        .rows_affected();
-        total += deleted;
-        if deleted < batch as u64 {
-            return Ok(total);
-        }
-    }
 }
 
 /// The committed claim a conflicting insert ran into.
