@@ -122,13 +122,18 @@ impl LocalStripe {
                 .timeout(Duration::from_secs(10))
                 .build()?,
         };
-        let router = Router::new()
+        let api = Router::new()
             .route(
                 "/v1/checkout/sessions",
                 post(create_session).get(list_sessions),
             )
             .route("/v1/checkout/sessions/{id}", get(get_session))
             .route("/v1/checkout/sessions/{id}/expire", post(expire_session))
+            .route_layer(axum::middleware::from_fn_with_state(
+                shared.clone(),
+                require_key,
+            ));
+        let router = api
             .route("/checkout/{id}", get(checkout_page))
             .route("/checkout/{id}/pay", post(pay))
             .route(
@@ -219,6 +224,53 @@ fn answer(status: u16, body: Value, replayed: bool) -> Response {
     response
 }
 
+/// Runs `work` once per `Idempotency-Key` of the endpoint `scope`, as Stripe does: a repeat with the
+/// same parameters gets the first answer (`Idempotent-Replayed: true`), with other parameters a 400
+/// `idempotency_error`; without a key it runs every time. `work` answers `Err` with what Stripe does
+/// not store under the key (its own 500s): the retry runs anew.
+fn once(
+    store: &mut Store,
+    headers: &HeaderMap,
+    scope: &str,
+    params: Vec<(String, String)>,
+    work: impl FnOnce(&mut Store, &[(String, String)]) -> Result<(u16, Value), (u16, Value)>,
+) -> Response {
+    let key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(|k| format!("{scope}:{k}"));
+    if let Some(first) = key.as_ref().and_then(|k| store.keys.get(k)) {
+        if first.params != params {
+            let key = key.as_deref().unwrap_or_default();
+            let key = key.split_once(':').map_or(key, |(_, k)| k);
+            return stripe_error(
+                StatusCode::BAD_REQUEST,
+                "idempotency_error",
+                None,
+                &format!(
+                    "Keys for idempotent requests can only be used with the same parameters \
+                     they were first used with. Try using a key other than '{key}' if you \
+                     meant to execute a different request."
+                ),
+            );
+        }
+        return answer(first.status, first.body.clone(), true);
+    }
+    let (status, body) = match work(store, &params) {
+        Ok(answered) => answered,
+        Err((status, body)) => return answer(status, body, false),
+    };
+    if let Some(key) = key {
+        let keyed = Keyed {
+            params,
+            status,
+            body: body.clone(),
+        };
+        store.keys.insert(key, keyed);
+    }
+    answer(status, body, false)
+}
+
 /// Stripe's error object: `{"error": {"type", "code"?, "message"}}`.
 fn error_body(kind: &str, code: Option<&str>, message: &str) -> Value {
     let mut error = json!({ "type": kind, "message": message });
@@ -230,6 +282,19 @@ fn error_body(kind: &str, code: Option<&str>, message: &str) -> Value {
 
 fn stripe_error(status: StatusCode, kind: &str, code: Option<&str>, message: &str) -> Response {
     answer(status.as_u16(), error_body(kind, code, message), false)
+}
+
+/// Lets through only requests that carry the configured key (every `/v1/` route but the test
+/// helpers).
+async fn require_key(
+    State(shared): State<Shared>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match unauthorised(&shared, request.headers()) {
+        Some(denied) => denied,
+        None => next.run(request).await,
+    }
 }
 
 /// The refusal of a request without the configured key, or none. As at Stripe, the key comes as a
@@ -258,54 +323,29 @@ async fn create_session(
     headers: HeaderMap,
     Form(params): Form<Vec<(String, String)>>,
 ) -> Response {
-    if let Some(denied) = unauthorised(&shared, &headers) {
-        return denied;
-    }
     shared
         .arrived
         .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     if let Some(hold) = &shared.config.hold {
         hold.acquire().await.expect("never closed").forget();
     }
-    let key = headers
-        .get("idempotency-key")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
     let mut params = params;
     params.sort();
     let mut store = shared.store.lock().unwrap();
     store.create_calls += 1;
-    if let Some(key) = &key {
-        if let Some(Keyed {
-            params: first,
-            status,
-            body,
-        }) = store.keys.get(key)
-        {
-            if *first != params {
-                return stripe_error(
-                    StatusCode::BAD_REQUEST,
-                    "idempotency_error",
-                    None,
-                    &format!(
-                        "Keys for idempotent requests can only be used with the same parameters \
-                         they were first used with. Try using a key other than '{key}' if you \
-                         meant to execute a different request."
-                    ),
-                );
-            }
-            return answer(*status, body.clone(), true);
+    once(&mut store, &headers, "session", params, |store, params| {
+        if store.create_calls <= u64::from(shared.config.fail_first) {
+            // Not stored under the key, as Stripe does for its own errors: the retry runs anew.
+            let message = "An unknown error occurred (the local Stripe's fail_first).";
+            return Err((500, error_body("api_error", None, message)));
         }
-    }
-    if store.create_calls <= u64::from(shared.config.fail_first) {
-        // Not stored under the key, as Stripe does for its own errors: the retry runs anew.
-        return stripe_error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "api_error",
-            None,
-            "An unknown error occurred (the local Stripe's fail_first).",
-        );
-    }
+        Ok(new_session(store, &shared.base, params))
+    })
+}
+
+/// A checkout session made from `params` (sorted form fields), or Stripe's 400 for missing or
+/// invalid ones.
+fn new_session(store: &mut Store, base: &str, params: &[(String, String)]) -> (u16, Value) {
     let p: HashMap<&str, &str> = params
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
@@ -318,7 +358,7 @@ async fn create_session(
     ]
     .into_iter()
     .find(|name| !p.contains_key(name));
-    let (status, body) = match missing {
+    match missing {
         Some(name) => {
             let message = format!("Missing required param: {name}.");
             let mut body = error_body("invalid_request_error", Some("parameter_missing"), &message);
@@ -367,33 +407,17 @@ async fn create_session(
                     "cancel_url": p.get("cancel_url"),
                     "expires_at": expires_at,
                     "created": now,
-                    "url": format!("{}/checkout/{id}", shared.base),
+                    "url": format!("{base}/checkout/{id}"),
                 });
                 store.sessions.insert(id.clone(), session.clone());
                 store.order.push(id);
                 (200, session)
             }
         }
-    };
-    if let Some(key) = key {
-        let keyed = Keyed {
-            params,
-            status,
-            body: body.clone(),
-        };
-        store.keys.insert(key, keyed);
     }
-    answer(status, body, false)
 }
 
-async fn get_session(
-    State(shared): State<Shared>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    if let Some(denied) = unauthorised(&shared, &headers) {
-        return denied;
-    }
+async fn get_session(State(shared): State<Shared>, Path(id): Path<String>) -> Response {
     match shared.store.lock().unwrap().sessions.get(&id) {
         Some(session) => Json(session.clone()).into_response(),
         None => stripe_error(
@@ -413,50 +437,28 @@ async fn expire_session(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    if let Some(denied) = unauthorised(&shared, &headers) {
-        return denied;
-    }
-    let key = headers
-        .get("idempotency-key")
-        .and_then(|v| v.to_str().ok())
-        .map(|k| format!("expire:{k}"));
     let mut store = shared.store.lock().unwrap();
     store.expire_calls += 1;
-    if let Some(first) = key.as_ref().and_then(|k| store.keys.get(k)) {
-        return answer(first.status, first.body.clone(), true);
-    }
-    let (status, body) = match store.sessions.get_mut(&id) {
-        None => {
-            let message = format!("No such checkout.session: '{id}'");
-            let code = Some("resource_missing");
-            (404, error_body("invalid_request_error", code, &message))
-        }
-        Some(session) if session["status"] != "open" => {
-            let message = "Only Checkout Sessions with a status in [\"open\"] can be expired.";
-            (400, error_body("invalid_request_error", None, message))
-        }
-        Some(session) => {
-            session["status"] = json!("expired");
-            (200, session.clone())
-        }
-    };
-    if let Some(key) = key {
-        store.keys.insert(
-            key,
-            Keyed {
-                params: Vec::new(),
-                status,
-                body: body.clone(),
-            },
-        );
-    }
-    answer(status, body, false)
+    once(&mut store, &headers, "expire", Vec::new(), |store, _| {
+        Ok(match store.sessions.get_mut(&id) {
+            None => {
+                let message = format!("No such checkout.session: '{id}'");
+                let code = Some("resource_missing");
+                (404, error_body("invalid_request_error", code, &message))
+            }
+            Some(session) if session["status"] != "open" => {
+                let message = "Only Checkout Sessions with a status in [\"open\"] can be expired.";
+                (400, error_body("invalid_request_error", None, message))
+            }
+            Some(session) => {
+                session["status"] = json!("expired");
+                (200, session.clone())
+            }
+        })
+    })
 }
 
-async fn list_sessions(State(shared): State<Shared>, headers: HeaderMap) -> Response {
-    if let Some(denied) = unauthorised(&shared, &headers) {
-        return denied;
-    }
+async fn list_sessions(State(shared): State<Shared>) -> Response {
     let store = shared.store.lock().unwrap();
     let data: Vec<Value> = store
         .order
