@@ -20,7 +20,8 @@ where org_id = :org::uuid and invoice_id = :invoice::uuid
 order by created_at;
 -- include: parts/activity_page.sql
 where a.org_id = :org::uuid and a.invoice_id = :invoice::uuid order by a.created_at desc, a.id desc limit 51;
-select p.provider_payment_id, p.amount_cents, p.status as "status: PaymentStatus", p.failure,
+select p.id, p.provider_payment_id, p.amount_cents, p.status as "status: PaymentStatus", p.failure,
+       p.method as "method: PaymentMethod", p.paid_on as "paid_on: chrono::NaiveDate", p.reference,
        coalesce(case when r.provider is null then 0
                      when r.full_refund then p.amount_cents
                      else least(p.amount_cents, r.amount_refunded_cents) end, 0) as "refunded!",
@@ -34,4 +35,4 @@ order by p.created_at;
 select coalesce(detail, type) as "detail!" from stripe_events
 where org_id = :org::uuid and invoice_id = :invoice::uuid and outcome = 'anomaly'
 order by received_at;
-select payments_enabled from orgs where id = :org::uuid;
+select payments_enabled, (now() at time zone time_zone)::date as "today!: chrono::NaiveDate" from orgs where id = :org::uuid;

@@ -14,6 +14,7 @@ mod invoice_lists;
 mod lifecycle;
 mod line_items;
 mod mail;
+mod manual_payments;
 mod money;
 mod money_order;
 mod observability;

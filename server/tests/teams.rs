@@ -57,7 +57,7 @@ async fn add_user(pool: &PgPool, org: Uuid, role: Role) -> (Uuid, String) {
 }
 
 /// The role × action table, written out: what the code must allow, independent of how it does.
-const TABLE: [(Action, [bool; 3]); 8] = [
+const TABLE: [(Action, [bool; 3]); 9] = [
     //                             owner  member viewer
     (Action::Read, [true, true, true]),
     (Action::EditInvoices, [true, true, false]),
@@ -67,6 +67,7 @@ const TABLE: [(Action, [bool; 3]); 8] = [
     (Action::ManageOrg, [true, false, false]),
     (Action::ManageMembers, [true, false, false]),
     (Action::ReadAudit, [true, false, false]),
+    (Action::DeletePayments, [true, false, false]),
 ];
 
 fn allowed(role: Role, action: Action) -> bool {
@@ -690,6 +691,24 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
             ]),
         ),
         (
+            "record_payment",
+            form(&[
+                ("invoice_id", invoice.clone()),
+                ("idempotency_key", key()),
+                ("form[amount]", "1.00".into()),
+                ("form[method]", "cash".into()),
+                ("form[paid_on]", "2026-12-01".into()),
+            ]),
+        ),
+        (
+            "delete_payment",
+            form(&[
+                ("invoice_id", invoice.clone()),
+                ("payment_id", ids.payment.to_string()),
+                ("idempotency_key", key()),
+            ]),
+        ),
+        (
             "invite_member",
             form(&[
                 ("idempotency_key", key()),
@@ -738,6 +757,7 @@ struct Ids {
     tax_rate: Uuid,
     email: Uuid,
     invitation: Uuid,
+    payment: Uuid,
 }
 
 async fn seed_org_rows(app: &TestApp) -> (Org, Ids) {
@@ -786,6 +806,18 @@ async fn seed_org_rows(app: &TestApp) -> (Org, Ids) {
     .await
     .unwrap();
     let invitation = invite(&app.pool, &org, "invited@example.com", Role::Member).await;
+    let payment = Uuid::now_v7();
+    let mut tx = app.pool.begin().await.unwrap();
+    let cash = app::model::PaymentInput {
+        amount_cents: 100,
+        method: app::model::PaymentMethod::Cash,
+        paid_on: "2026-12-01".parse().unwrap(),
+        reference: String::new(),
+    };
+    app::ssr::manual_payments::record(&mut tx, org.id, invoice, payment, "seed", &cash, None)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
     let ids = Ids {
         owner: org.owner,
         invoice,
@@ -794,6 +826,7 @@ async fn seed_org_rows(app: &TestApp) -> (Org, Ids) {
         tax_rate,
         email,
         invitation,
+        payment,
     };
     (org, ids)
 }
@@ -810,11 +843,12 @@ async fn snapshot(pool: &PgPool, org: Uuid) -> Vec<i64> {
         (select count(*) from invitations where org_id = $1 and revoked_at is null), \
         (select count(*) from memberships where org_id = $1), \
         (select count(*) from memberships where org_id = $1 and role = 'owner'), \
-        (select count(*) from audit_events where org_id = $1)";
-    let row: (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) =
+        (select count(*) from audit_events where org_id = $1), \
+        (select count(*) from payments where org_id = $1)";
+    let row: (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) =
         sqlx::query_as(sql).bind(org).fetch_one(pool).await.unwrap();
     vec![
-        row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9,
+        row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9, row.10,
     ]
 }
 

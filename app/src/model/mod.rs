@@ -7,6 +7,7 @@ mod form_key;
 mod input;
 mod money;
 mod org;
+mod payment;
 mod roles;
 mod tax_rate;
 mod team;
@@ -19,10 +20,13 @@ pub use form::{InvoiceForm, LineForm, PAYMENT_TERMS};
 pub use form_key::{form_key, form_key_fits};
 pub use input::{InvoiceInput, LineInput, MAX_LINES, QUANTITY_RANGE};
 pub use money::{
-    currency, currency_exponent, format_money, parse_amount, Currency, COMMON_CURRENCIES,
-    CURRENCIES,
+    currency, currency_exponent, format_money, parse_amount, plain_amount, Currency,
+    COMMON_CURRENCIES, CURRENCIES,
 };
 pub use org::{OrgSettings, OrgSettingsPage};
+pub use payment::{
+    Payment, PaymentForm, PaymentInput, PaymentMethod, PaymentSource, MAX_PAYMENT_CENTS,
+};
 pub use roles::{Action, Role};
 pub use tax_rate::TaxRateInput;
 pub use team::{

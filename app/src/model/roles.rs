@@ -73,10 +73,12 @@ pub enum Action {
     ManageMembers,
     /// Read the audit log.
     ReadAudit,
+    /// Delete a payment recorded by hand (a correction: audited).
+    DeletePayments,
 }
 
 impl Action {
-    pub const ALL: [Action; 8] = [
+    pub const ALL: [Action; 9] = [
         Action::Read,
         Action::EditInvoices,
         Action::SendEmail,
@@ -85,6 +87,7 @@ impl Action {
         Action::ManageOrg,
         Action::ManageMembers,
         Action::ReadAudit,
+        Action::DeletePayments,
     ];
 
     pub fn least_role(self) -> Role {
@@ -94,7 +97,8 @@ impl Action {
             Action::ManageAllApiKeys
             | Action::ManageOrg
             | Action::ManageMembers
-            | Action::ReadAudit => Role::Owner,
+            | Action::ReadAudit
+            | Action::DeletePayments => Role::Owner,
         }
     }
 
@@ -114,6 +118,7 @@ impl Action {
             Action::ManageOrg => "change the org's settings and tax rates",
             Action::ManageMembers => "invite, change roles and remove members",
             Action::ReadAudit => "read the audit log",
+            Action::DeletePayments => "delete payments recorded by hand",
         }
     }
 }

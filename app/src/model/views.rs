@@ -162,6 +162,10 @@ shown_as_stored!(
 /// One payment of an invoice, as its owner sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PaymentRow {
+    pub id: Uuid,
+    /// How a payment recorded by hand arrived; None for Stripe's.
+    pub manual: Option<ManualDetail>,
+    /// Stripe's payment intent, or the attempt that recorded it by hand.
     pub payment_intent: String,
     pub amount_cents: i64,
     pub status: PaymentStatus,
@@ -169,6 +173,14 @@ pub struct PaymentRow {
     pub refunded_cents: i64,
     /// The state of its latest dispute.
     pub dispute: Option<DisputeStatus>,
+}
+
+/// What was recorded with a payment taken by hand.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManualDetail {
+    pub method: super::PaymentMethod,
+    pub paid_on: NaiveDate,
+    pub reference: String,
 }
 
 /// The invoice as CONTRACT.md shows it.
@@ -270,6 +282,21 @@ pub struct InvoicePage {
     pub can_edit: bool,
     /// The org may take card payments (an org that signed itself up waits for the operator).
     pub payments_enabled: bool,
+    /// The "Record a payment" form and the payments' "Delete" buttons of this rendering.
+    pub payment_forms: PaymentForms,
+}
+
+/// What the invoice page's payment forms are rendered with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PaymentForms {
+    /// Names this rendering's "Record a payment" attempt.
+    pub key: Uuid,
+    /// The org's date today: the form's default, and the latest date it takes.
+    pub today: NaiveDate,
+    /// One key per payment (same order as `payments`) for its "Delete" button.
+    pub delete_keys: Vec<Uuid>,
+    /// The session's role may delete payments recorded by hand.
+    pub can_delete: bool,
 }
 
 /// A customer's page.

@@ -146,12 +146,16 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
         ..Default::default()
     };
     // Independent reads, side by side on their own connections.
-    let (emails, (history, _), (payments, anomalies), payments_enabled) = tokio::try_join!(
+    let (emails, (history, _), (payments, anomalies), (payments_enabled, today)) = tokio::try_join!(
         crate::ssr::outbox::for_invoice(&state.reads, user.org_id, invoice.id),
         crate::ssr::activity::rows(&state.reads, user.org_id, &only_this, None),
         crate::ssr::payments::for_invoice(&state.reads, user.org_id, invoice.id),
         crate::ssr::accounts::payments_enabled(&state.reads, user.org_id),
     )?;
+    let delete_keys = payments
+        .iter()
+        .map(|_| crate::model::form_key(user.org_id))
+        .collect();
     Ok(InvoicePage {
         invoice,
         simulate_payments: state.settings.dev_mode,
@@ -163,6 +167,12 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
         history,
         can_edit: user.role.may(crate::model::Action::EditInvoices),
         payments_enabled,
+        payment_forms: crate::model::PaymentForms {
+            key: crate::model::form_key(user.org_id),
+            today,
+            delete_keys,
+            can_delete: user.role.may(crate::model::Action::DeletePayments),
+        },
     })
 }
 

@@ -11,6 +11,7 @@ pub mod customers;
 mod form;
 pub mod invoice_actions;
 pub mod invoices;
+pub mod payments;
 pub mod settings;
 pub mod team;
 

@@ -133,12 +133,16 @@ pub async fn allow_payments(pool: &PgPool, org: Uuid) -> sqlx::Result<bool> {
     Ok(done.rows_affected() == 1)
 }
 
-/// Whether `org` may take card payments.
-pub async fn payments_enabled(pool: &PgPool, org: Uuid) -> sqlx::Result<bool> {
+/// Whether `org` may take card payments, and its date today (in its time zone).
+pub async fn payments_enabled(pool: &PgPool, org: Uuid) -> sqlx::Result<(bool, chrono::NaiveDate)> {
     // language=PostgreSQL
-    sqlx::query_scalar!("select payments_enabled from orgs where id = $1", org)
-        .fetch_one(pool)
-        .await
+    let row = sqlx::query!(
+        r#"select payments_enabled, (now() at time zone time_zone)::date as "today!: chrono::NaiveDate" from orgs where id = $1"#,
+        org
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok((row.payments_enabled, row.today))
 }
 
 async fn create_account(

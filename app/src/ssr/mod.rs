@@ -16,6 +16,7 @@ pub mod invoice_input;
 pub mod invoices;
 pub mod lifecycle;
 pub mod mail;
+pub mod manual_payments;
 pub mod members;
 pub mod observe;
 pub mod orgs;

@@ -9,7 +9,8 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::model::{
-    currency, format_money, DisputeStatus, InvoiceStatus, PaymentState, PaymentStatus,
+    currency, format_money, DisputeStatus, InvoiceStatus, PaymentMethod, PaymentState,
+    PaymentStatus,
 };
 use crate::ssr::outbox;
 
@@ -512,7 +513,8 @@ pub async fn for_invoice(
     // language=PostgreSQL
     let payments = sqlx::query!(
         r#"
-        select p.provider_payment_id, p.amount_cents, p.status as "status: PaymentStatus", p.failure,
+        select p.id, p.provider_payment_id, p.amount_cents, p.status as "status: PaymentStatus", p.failure,
+               p.method as "method: PaymentMethod", p.paid_on as "paid_on: chrono::NaiveDate", p.reference,
                coalesce(case when r.provider is null then 0
                              when r.full_refund then p.amount_cents
                              else least(p.amount_cents, r.amount_refunded_cents) end, 0) as "refunded!",
@@ -531,6 +533,12 @@ pub async fn for_invoice(
     .await?
     .into_iter()
     .map(|r| crate::model::PaymentRow {
+        id: r.id,
+        manual: r.method.map(|method| crate::model::ManualDetail {
+            method,
+            paid_on: r.paid_on.unwrap_or_default(),
+            reference: r.reference,
+        }),
         payment_intent: r.provider_payment_id,
         amount_cents: r.amount_cents,
         status: r.status,

@@ -63,8 +63,13 @@ problems! {
 
 /// The `{id}` of the path, a UUID.
 fn id(description: &str) -> Parameter {
+    path("id", description)
+}
+
+/// A UUID of the path named `name`.
+fn path(name: &str, description: &str) -> Parameter {
     ParameterBuilder::new()
-        .name("id")
+        .name(name)
         .parameter_in(ParameterIn::Path)
         .description(Some(description))
         .required(Required::True)
@@ -116,4 +121,6 @@ params! {
     InvoiceWrite [id("Invoice id (UUID)"), key(AS_FOR_CREATION)]
     /// A write to one customer.
     CustomerWrite [id("Customer id (UUID)"), key(AS_FOR_CREATION)]
+    /// Reading one payment of an invoice.
+    PaymentId [id("Invoice id (UUID)"), path("payment_id", "Payment id (UUID)")]
 }

@@ -73,6 +73,17 @@ fn api() -> Api {
             invoices::mark_uncollectible,
         )
         .route(
+            "/api/v1/invoices/{id}/payments",
+            [
+                to(M::GET, invoices::list_payments),
+                to(M::POST, invoices::post_payment),
+            ],
+        )
+        .route(
+            "/api/v1/invoices/{id}/payments/{payment_id}",
+            [to(M::GET, invoices::get_payment)],
+        )
+        .route(
             CUSTOMERS_PATH,
             [
                 to(M::GET, customers::list_customers),

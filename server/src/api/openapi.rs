@@ -2,13 +2,14 @@
 
 use app::model::{
     Customer, CustomerInput, Discount, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus,
-    LineInput, PaymentState, TaxRate, TaxRateInput, TaxTotal,
+    LineInput, Payment, PaymentInput, PaymentMethod, PaymentSource, PaymentState, TaxRate,
+    TaxRateInput, TaxTotal,
 };
 use axum::Json;
 use utoipa::OpenApi;
 
 use super::customers::{self, CustomerList};
-use super::invoices::{self, CheckoutSession, InvoiceList};
+use super::invoices::{self, CheckoutSession, InvoiceList, PaymentList};
 use super::problem::Problem;
 use super::tax_rates::{self, TaxRateList};
 
@@ -26,6 +27,9 @@ use super::tax_rates::{self, TaxRateList};
         invoices::void_invoice,
         invoices::mark_uncollectible,
         invoices::checkout_invoice,
+        invoices::post_payment,
+        invoices::list_payments,
+        invoices::get_payment,
         customers::post_customer,
         customers::list_customers,
         customers::get_customer,
@@ -42,6 +46,11 @@ use super::tax_rates::{self, TaxRateList};
         PaymentState,
         InvoiceList,
         CheckoutSession,
+        Payment,
+        PaymentInput,
+        PaymentMethod,
+        PaymentSource,
+        PaymentList,
         CustomerInput,
         Customer,
         CustomerList,

@@ -140,6 +140,11 @@ impl Keyed<'_> {
         self.write.client.0.org_id
     }
 
+    /// The attempt's name as a business key: `api:<API key id>/<Idempotency-Key>`.
+    pub(super) fn attempt_name(&self) -> String {
+        format!("api:{}/{}", self.client().key_id, self.key.as_str())
+    }
+
     /// The id the route names, or `missing` (a 404) when it is not a UUID.
     pub(super) fn id(&self, missing: fn() -> ProblemResponse) -> Result<Uuid, ProblemResponse> {
         self.write

@@ -7,12 +7,15 @@ use uuid::Uuid;
 
 use super::{due_text, line_rows, totals_rows};
 use crate::error::AppError;
-use crate::model::{format_money, EmailStatus, InvoicePage, InvoiceStatus, PaymentStatus};
+use crate::model::{format_money, EmailStatus, InvoicePage, InvoiceStatus};
 use crate::pages::layout::{error_banner, Head, NotFound};
 use crate::rpc::invoice_actions::{
     DuplicateInvoice, InvoiceAction, RetryEmail, SendInvoice, SimulatePayment,
 };
 use crate::rpc::invoices::get_invoice;
+use crate::rpc::payments::{DeletePayment, RecordPayment};
+
+use super::payments::Payments;
 
 #[component]
 pub fn InvoicePage() -> impl IntoView {
@@ -22,6 +25,8 @@ pub fn InvoicePage() -> impl IntoView {
     let retry = ServerAction::<RetryEmail>::new();
     let act = ServerAction::<InvoiceAction>::new();
     let duplicate = ServerAction::<DuplicateInvoice>::new();
+    let record = ServerAction::<RecordPayment>::new();
+    let delete_payment = ServerAction::<DeletePayment>::new();
     // Refetched after each action on the page.
     let invoice = Resource::new(
         move || {
@@ -30,7 +35,9 @@ pub fn InvoicePage() -> impl IntoView {
                 simulate.version().get()
                     + send.version().get()
                     + retry.version().get()
-                    + act.version().get(),
+                    + act.version().get()
+                    + record.version().get()
+                    + delete_payment.version().get(),
             )
         },
         |(id, _)| get_invoice(id),
@@ -39,7 +46,7 @@ pub fn InvoicePage() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match invoice.await {
-                    Ok(InvoicePage { invoice: inv, simulate_payments, send_key, action_key, emails, payments, anomalies, history, can_edit, payments_enabled }) => {
+                    Ok(InvoicePage { invoice: inv, simulate_payments, send_key, action_key, emails, payments, anomalies, history, can_edit, payments_enabled, payment_forms }) => {
                         let currency = inv.currency.clone();
                         let can_simulate = can_edit && simulate_payments && inv.status == InvoiceStatus::Open;
                         let can_send = can_edit && !matches!(inv.status, InvoiceStatus::Draft | InvoiceStatus::Void);
@@ -110,39 +117,17 @@ pub fn InvoicePage() -> impl IntoView {
                                             </ul>
                                         }
                                     })}
-                                {(!payments.is_empty())
-                                    .then(|| {
-                                        let currency = currency.clone();
-                                        view! {
-                                            <h2>"Payments"</h2>
-                                            <table class="payments">
-                                                <tbody>
-                                                    {payments
-                                                        .into_iter()
-                                                        .map(|p| {
-                                                            let shown = match p.status {
-                                                                PaymentStatus::Pending => "processing",
-                                                                other => other.as_str(),
-                                                            };
-                                                            view! {
-                                                                <tr class=format!("payment {}", p.status)>
-                                                                    <td><code>{p.payment_intent}</code></td>
-                                                                    <td class="num">{format_money(p.amount_cents, &currency)}</td>
-                                                                    <td class="payment-status">{shown}</td>
-                                                                    <td>
-                                                                        {(p.refunded_cents > 0)
-                                                                            .then(|| format!("refunded {}", format_money(p.refunded_cents, &currency)))}
-                                                                        {p.dispute.map(|d| format!(" dispute {d}"))}
-                                                                        {p.failure}
-                                                                    </td>
-                                                                </tr>
-                                                            }
-                                                        })
-                                                        .collect_view()}
-                                                </tbody>
-                                            </table>
-                                        }
-                                    })}
+                                <Payments
+                                    invoice=inv.id
+                                    currency=currency.clone()
+                                    status=inv.status
+                                    due_cents=inv.total_cents - inv.amount_paid_cents
+                                    payments
+                                    forms=payment_forms
+                                    can_edit
+                                    record
+                                    delete=delete_payment
+                                />
                                 {can_simulate
                                     .then(|| {
                                         view! {

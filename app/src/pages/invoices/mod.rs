@@ -4,6 +4,7 @@
 mod detail;
 mod form;
 mod list;
+mod payments;
 
 pub use detail::InvoicePage;
 pub use form::{EditInvoicePage, NewInvoicePage};

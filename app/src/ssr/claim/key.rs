@@ -55,6 +55,8 @@ pub enum Form {
     CreateApiKey,
     /// "Revoke them all" on the account page: every live key the account made.
     RevokeOwnApiKeys,
+    RecordPayment,
+    DeletePayment,
 }
 
 impl Form {
@@ -78,6 +80,8 @@ impl Form {
             Form::LeaveOrg => "leave_org",
             Form::CreateApiKey => "create_api_key",
             Form::RevokeOwnApiKeys => "revoke_own_api_keys",
+            Form::RecordPayment => "record_payment",
+            Form::DeletePayment => "delete_payment",
         }
     }
 }

@@ -5,6 +5,7 @@ mod actions;
 mod checkout;
 mod create;
 mod edit;
+mod payments;
 mod read;
 
 pub(super) use actions::*;
@@ -12,6 +13,8 @@ pub use checkout::CheckoutSession;
 pub(super) use checkout::*;
 pub(super) use create::*;
 pub(super) use edit::*;
+pub use payments::PaymentList;
+pub(super) use payments::*;
 pub use read::InvoiceList;
 pub(super) use read::*;
 

@@ -1,0 +1,171 @@
+//! An invoice's payments on its page: Stripe's and those recorded by hand, each recorded one with a
+//! "Delete" button for owners, and the "Record a payment" form (bank transfer, cash, cheque, a card
+//! taken elsewhere) for invoices that take payments.
+
+use leptos::prelude::*;
+use uuid::Uuid;
+
+use crate::error::FieldErrors;
+use crate::model::{
+    format_money, InvoiceStatus, PaymentForms, PaymentMethod, PaymentRow, PaymentStatus,
+};
+use crate::pages::layout::error_banner;
+use crate::rpc::payments::{DeletePayment, RecordPayment};
+
+/// The payments table and, for a finalized invoice that is not void, the form that records one.
+#[component]
+pub fn Payments(
+    invoice: Uuid,
+    currency: String,
+    status: InvoiceStatus,
+    /// What is still due (the form's default amount).
+    due_cents: i64,
+    payments: Vec<PaymentRow>,
+    forms: PaymentForms,
+    can_edit: bool,
+    record: ServerAction<RecordPayment>,
+    delete: ServerAction<DeletePayment>,
+) -> impl IntoView {
+    let takes_payments = can_edit && !matches!(status, InvoiceStatus::Draft | InvoiceStatus::Void);
+    let rows = payments
+        .into_iter()
+        .zip(
+            forms
+                .delete_keys
+                .iter()
+                .copied()
+                .chain(std::iter::repeat(Uuid::nil())),
+        )
+        .map(|(p, key)| {
+            let deletable = forms.can_delete && p.manual.is_some();
+            payment_row(p, &currency, invoice, deletable.then_some(key), delete)
+        })
+        .collect::<Vec<_>>();
+    let has_rows = !rows.is_empty();
+    view! {
+        {has_rows.then(|| view! {
+            <h2>"Payments"</h2>
+            {move || delete.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+            <table class="payments">
+                <tbody>{rows}</tbody>
+            </table>
+        })}
+        {takes_payments.then(|| view! {
+            <RecordForm invoice currency=currency.clone() due_cents forms=forms.clone() record />
+        })}
+    }
+}
+
+fn payment_row(
+    p: PaymentRow,
+    currency: &str,
+    invoice: Uuid,
+    delete_key: Option<Uuid>,
+    delete: ServerAction<DeletePayment>,
+) -> impl IntoView {
+    let shown = match p.status {
+        PaymentStatus::Pending => "processing",
+        other => other.as_str(),
+    };
+    let (what, when, reference) = match &p.manual {
+        Some(m) => (
+            m.method.label().to_owned(),
+            m.paid_on.to_string(),
+            m.reference.clone(),
+        ),
+        None => ("Stripe".to_owned(), String::new(), p.payment_intent.clone()),
+    };
+    let source = if p.manual.is_some() {
+        "manual"
+    } else {
+        "stripe"
+    };
+    view! {
+        <tr class=format!("payment {} {source}", p.status)>
+            <td class="method">{what}</td>
+            <td class="paid-on">{when}</td>
+            <td><code>{reference}</code></td>
+            <td class="num">{format_money(p.amount_cents, currency)}</td>
+            <td class="payment-status">{shown}</td>
+            <td>
+                {(p.refunded_cents > 0)
+                    .then(|| format!("refunded {}", format_money(p.refunded_cents, currency)))}
+                {p.dispute.map(|d| format!(" dispute {d}"))}
+                {p.failure}
+                {delete_key.map(|key| view! {
+                    <ActionForm action=delete attr:class="inline">
+                        <input type="hidden" name="invoice_id" value=invoice.to_string() />
+                        <input type="hidden" name="payment_id" value=p.id.to_string() />
+                        <input type="hidden" name="idempotency_key" value=key.to_string() />
+                        <button type="submit" class="link delete-payment">"Delete"</button>
+                    </ActionForm>
+                })}
+            </td>
+        </tr>
+    }
+}
+
+/// "Record a payment": the amount (what is due, by default), the day it arrived (today), how, and a
+/// reference. Named by the key it was rendered with: submitting it twice records one payment.
+#[component]
+fn RecordForm(
+    invoice: Uuid,
+    currency: String,
+    due_cents: i64,
+    forms: PaymentForms,
+    record: ServerAction<RecordPayment>,
+) -> impl IntoView {
+    let errors = Signal::derive(move || match record.value().get() {
+        Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
+        _ => FieldErrors::new(),
+    });
+    let error_for = move |field: &'static str| {
+        move || {
+            errors
+                .get()
+                .get(field)
+                .cloned()
+                .map(|m| view! { <span class="error">{m}</span> })
+        }
+    };
+    let due = crate::model::plain_amount(due_cents.max(0), &currency);
+    let today = forms.today.to_string();
+    view! {
+        <h2 id="record-payment">"Record a payment"</h2>
+        {move || record.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+        <ActionForm action=record attr:class="record-payment" attr:aria-labelledby="record-payment">
+            <input type="hidden" name="invoice_id" value=invoice.to_string() />
+            <input type="hidden" name="idempotency_key" value=forms.key.to_string() />
+            <div class="grid">
+                <label>
+                    {format!("Amount ({})", currency.to_uppercase())}
+                    <input type="text" inputmode="decimal" name="form[amount]" value=due required />
+                    {error_for("amount_cents")}
+                </label>
+                <label>
+                    "Received on"
+                    <input type="date" name="form[paid_on]" value=today.clone() max=today required />
+                    {error_for("paid_on")}
+                </label>
+                <label>
+                    "Method"
+                    <select name="form[method]">
+                        {PaymentMethod::ALL
+                            .iter()
+                            .map(|m| view! { <option value=m.as_str()>{m.label()}</option> })
+                            .collect_view()}
+                    </select>
+                    {error_for("method")}
+                </label>
+                <label>
+                    "Reference"
+                    <input type="text" name="form[reference]" maxlength="200" placeholder="Bank reference, cheque number…" />
+                    {error_for("reference")}
+                </label>
+            </div>
+            <button type="submit" class="primary record" disabled=move || record.pending().get()>
+                "Record payment"
+            </button>
+        </ActionForm>
+    }
+}

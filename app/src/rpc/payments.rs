@@ -1,0 +1,124 @@
+//! Server functions of an invoice's payments taken by hand: "Record a payment" (once per rendered
+//! form) and a recorded payment's "Delete" (once per rendered button, owners only).
+
+use leptos::prelude::*;
+
+use crate::error::AppError;
+use crate::model::PaymentForm;
+
+#[cfg(feature = "ssr")]
+use super::{
+    form::{for_this_org, open_form, parse_button_key, parse_id},
+    request_id, state,
+};
+
+/// Records a payment on the invoice (`form`: amount in the invoice's currency, method, date,
+/// reference), once per rendered form however often it is submitted.
+#[server(prefix = "/rpc", endpoint = "record_payment")]
+pub async fn record_payment(
+    invoice_id: String,
+    idempotency_key: Option<String>,
+    form: PaymentForm,
+) -> Result<(), AppError> {
+    use crate::ssr::manual_payments::{self, PaymentError};
+    use crate::ssr::observe::{track, Attempt, Surface};
+    use crate::ssr::surfaces::payment_forms::{record_payment, refusal};
+
+    let state = state()?;
+    let invoice = parse_id(&invoice_id)?;
+    let attempt = Attempt::new(
+        Surface::Form,
+        idempotency_key.clone().unwrap_or_default(),
+        request_id(),
+    );
+    track(&state.pool, attempt, async |attempt| {
+        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
+        let currency = invoice_currency(&state.pool, user.org_id, invoice).await?;
+        let input = form.parse(&currency);
+        let checked = match &input {
+            Ok(input) => input.check(manual_payments::org_today(&state.pool, user.org_id).await?),
+            Err(fields) => Err(fields.clone()),
+        };
+        let (user, form_key) = open_form(
+            &attempt,
+            crate::model::Action::EditInvoices,
+            &idempotency_key,
+            checked,
+        )
+        .await?;
+        let input = input.map_err(|fields| AppError::rejected(idempotency_key.clone(), fields))?;
+        record_payment(
+            &state.pool,
+            &attempt,
+            user.org_id,
+            user.id,
+            form_key,
+            invoice,
+            &input,
+        )
+        .await
+        .map_err(|e| match e {
+            AppError::NotFound => refusal(PaymentError::NotFound),
+            other => other,
+        })
+    })
+    .await
+    .map_err(AppError::respond)?;
+    leptos_axum::redirect(&format!("/invoices/{invoice}"));
+    Ok(())
+}
+
+/// Deletes a payment recorded by hand (owners), once per rendered button; audited.
+#[server(prefix = "/rpc", endpoint = "delete_payment")]
+pub async fn delete_payment(
+    invoice_id: String,
+    payment_id: String,
+    idempotency_key: String,
+) -> Result<(), AppError> {
+    use crate::ssr::audit::Actor;
+    use crate::ssr::observe::{track, Attempt, Surface};
+    use crate::ssr::surfaces::payment_forms::delete_payment;
+
+    let state = state()?;
+    let invoice = parse_id(&invoice_id)?;
+    let payment = parse_id(&payment_id)?;
+    let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
+    track(&state.pool, attempt, async |attempt| {
+        let user = crate::ssr::auth::require(crate::model::Action::DeletePayments).await?;
+        attempt.identify(user.org_id.to_string(), Some(user.org_id));
+        let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
+        let actor = Actor::user(user.id, &user.email);
+        delete_payment(
+            &state.pool,
+            &attempt,
+            user.org_id,
+            &actor,
+            key,
+            invoice,
+            payment,
+        )
+        .await
+    })
+    .await
+    .map_err(AppError::respond)?;
+    leptos_axum::redirect(&format!("/invoices/{invoice}"));
+    Ok(())
+}
+
+/// The currency of `org`'s `invoice` (the form's amount is typed in it), or NotFound.
+#[cfg(feature = "ssr")]
+async fn invoice_currency(
+    pool: &sqlx::PgPool,
+    org: uuid::Uuid,
+    invoice: uuid::Uuid,
+) -> Result<String, AppError> {
+    // language=PostgreSQL
+    sqlx::query_scalar!(
+        "select currency from invoices where id = $1 and org_id = $2",
+        invoice,
+        org
+    )
+    .fetch_optional(pool)
+    .await?
+    .ok_or(AppError::NotFound)
+}

@@ -1,0 +1,148 @@
+//! The invoice page's payment forms as the form surface runs them: "Record a payment" (once per
+//! rendered form: a double submit records one payment) and a recorded payment's "Delete" button
+//! (once per rendered button).
+
+use sha2::{Digest, Sha256};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::form::Saved;
+use super::{once, Once, Work};
+use crate::error::AppError;
+use crate::model::PaymentInput;
+use crate::ssr::audit::Actor;
+use crate::ssr::claim::{ClaimKey, Form, Outcome, Terms};
+use crate::ssr::manual_payments::{self, PaymentError};
+use crate::ssr::observe::{Attempt, Concerns};
+
+/// What the owner reads when a payment is refused.
+pub fn refusal(e: PaymentError) -> AppError {
+    match e {
+        PaymentError::NotFound => AppError::NotFound,
+        PaymentError::NotPayable(status) => AppError::BadRequest(format!(
+            "This invoice is {status}: it takes no payments.{}",
+            if status == crate::model::InvoiceStatus::Draft {
+                " Finalize it first."
+            } else {
+                ""
+            }
+        )),
+        PaymentError::Invalid(fields) => AppError::invalid(fields),
+        PaymentError::NotManual => {
+            AppError::BadRequest("Stripe's payments are changed by Stripe, not here.".into())
+        }
+        PaymentError::Refunded => AppError::BadRequest(
+            "A refund depends on this payment: it can no longer be deleted.".into(),
+        ),
+        PaymentError::Db(e) => AppError::from(e),
+    }
+}
+
+/// Records `input` on `invoice` at most once per rendered form `form_key`.
+pub async fn record_payment(
+    pool: &PgPool,
+    attempt: &Attempt,
+    org: Uuid,
+    user: Uuid,
+    form_key: Uuid,
+    invoice: Uuid,
+    input: &PaymentInput,
+) -> Result<Saved, AppError> {
+    let key = ClaimKey::form(org, Form::RecordPayment, form_key);
+    let fingerprint = Sha256::digest(serde_json::to_vec(input).expect("input serialises")).to_vec();
+    let payment = Uuid::now_v7();
+    let terms = Terms {
+        fingerprint: Some(&fingerprint),
+        ..Terms::default()
+    };
+    let name = format!("form:{form_key}");
+    let ran = once(pool, attempt, &key, &terms, || {
+        async |tx| {
+            let (recorded, _) =
+                manual_payments::record(tx, org, invoice, payment, &name, input, Some(user))
+                    .await
+                    .map_err(refusal)?;
+            let concerns = Concerns {
+                org: Some(org),
+                invoice: Some(invoice),
+            };
+            Ok::<_, AppError>(if recorded.id == payment {
+                Work::Commit {
+                    answer: payment,
+                    outcome: Outcome::result(payment),
+                    concerns,
+                }
+            } else {
+                // The payment's own key (the attempt's name) found it recorded: only the claim
+                // row was missing.
+                Work::RollBack(recorded.id)
+            })
+        }
+    })
+    .await?;
+    Ok(match ran {
+        Once::Ran(id) if id == payment => Saved::Created(id),
+        Once::Ran(id)
+        | Once::Done(Outcome {
+            result_id: Some(id),
+            ..
+        }) => Saved::Replayed(id),
+        Once::Done(outcome) => {
+            return Err(AppError::internal(
+                "payment claim done without a payment",
+                format!("{key:?} {outcome:?}"),
+            ))
+        }
+        Once::Mismatch => Saved::KeyReused,
+        Once::Busy { retry_after } => {
+            return Err(AppError::BadRequest(format!(
+                "This payment is still being recorded. Try again in {} seconds.",
+                retry_after.as_secs()
+            )))
+        }
+    })
+}
+
+/// Deletes the recorded payment `payment` at most once per rendered button `button_key`.
+pub async fn delete_payment(
+    pool: &PgPool,
+    attempt: &Attempt,
+    org: Uuid,
+    actor: &Actor,
+    button_key: Uuid,
+    invoice: Uuid,
+    payment: Uuid,
+) -> Result<Saved, AppError> {
+    let key = ClaimKey::form(org, Form::DeletePayment, button_key);
+    let terms = Terms {
+        result_id: Some(payment),
+        ..Terms::default()
+    };
+    let ran = once(pool, attempt, &key, &terms, || {
+        async |tx| {
+            manual_payments::delete(tx, org, invoice, payment, actor)
+                .await
+                .map_err(refusal)?;
+            Ok::<_, AppError>(Work::Commit {
+                answer: payment,
+                outcome: Outcome::result(payment),
+                concerns: Concerns {
+                    org: Some(org),
+                    invoice: Some(invoice),
+                },
+            })
+        }
+    })
+    .await?;
+    Ok(match ran {
+        Once::Ran(id) => Saved::Created(id),
+        Once::Done(_) => Saved::Replayed(payment),
+        Once::Mismatch => Saved::KeyReused,
+        Once::Busy { retry_after } => {
+            return Err(AppError::BadRequest(format!(
+                "This payment is being deleted. Try again in {} seconds.",
+                retry_after.as_secs()
+            )))
+        }
+    })
+}
