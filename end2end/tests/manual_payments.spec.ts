@@ -1,0 +1,64 @@
+import { test, expect, Page } from "@playwright/test";
+import AxeBuilder from "@axe-core/playwright";
+import { hydrated, signUpAndCreateInvoice, submitTwice } from "./helpers";
+
+async function noAxeViolations(page: Page) {
+  const results = await new AxeBuilder({ page }).analyze();
+  const bad = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  expect(bad.map((v) => `${v.id}: ${v.help}`)).toEqual([]);
+}
+
+const recordForm = (page: Page) => page.locator("form.record-payment");
+
+test("a bank transfer submitted twice is one payment, and the rest makes the invoice paid", async ({ page }) => {
+  await signUpAndCreateInvoice(page, "transfer", { quantity: "1", price: "100.00" });
+  await hydrated(page);
+  await expect(recordForm(page).locator('input[name="form[amount]"]')).toHaveValue("100.00");
+  await noAxeViolations(page);
+
+  const form = recordForm(page);
+  await form.locator('input[name="form[amount]"]').fill("40.00");
+  await form.locator('select[name="form[method]"]').selectOption("bank_transfer");
+  await form.locator('input[name="form[reference]"]').fill("SEPA 2026-001");
+  // Both requests leave the browser with the same rendered key: one payment.
+  await submitTwice(page, form.locator("button.record"), "/rpc/record_payment");
+  await expect(page.locator(".heading .payment-state")).toHaveText("partially paid");
+  await page.reload();
+  const manual = page.locator("table.payments tr.payment.manual");
+  await expect(manual).toHaveCount(1);
+  await expect(manual).toContainText("Bank transfer");
+  await expect(manual).toContainText("SEPA 2026-001");
+  await expect(manual).toContainText("$40.00");
+
+  // The form now offers what is still due; recording it pays the invoice.
+  await hydrated(page);
+  await expect(recordForm(page).locator('input[name="form[amount]"]')).toHaveValue("60.00");
+  await recordForm(page).locator('select[name="form[method]"]').selectOption("cash");
+  await recordForm(page).locator("button.record").click();
+  await expect(page.locator(".heading .status")).toHaveText("paid");
+  await expect(page.locator(".heading .payment-state")).toHaveText("paid");
+  await expect(page.locator("table.payments tr.payment.manual")).toHaveCount(2);
+
+  // The owner deletes the cash payment: open again, partially paid.
+  await page.locator("table.payments tr.payment.manual").filter({ hasText: "Cash" }).locator("button.delete-payment").click();
+  await expect(page.locator("table.payments tr.payment.manual")).toHaveCount(1);
+  await expect(page.locator(".heading .status")).toHaveText("open");
+  await expect(page.locator(".heading .payment-state")).toHaveText("partially paid");
+  await noAxeViolations(page);
+});
+
+test("a payment dated in the future is refused with the field's message and records nothing", async ({ page }) => {
+  await signUpAndCreateInvoice(page, "future", { quantity: "1", price: "10.00" });
+  await hydrated(page);
+  const form = recordForm(page);
+  // The date input's max is today; a typed-in date beyond it reaches the server only without the
+  // browser's own check, as a crafted request would.
+  await form.locator('input[name="form[paid_on]"]').evaluate((i: HTMLInputElement) => {
+    i.removeAttribute("max");
+    i.value = "2999-01-01";
+  });
+  await form.locator("button.record").click();
+  await expect(form.locator(".error")).toContainText("to today");
+  await expect(page.locator("table.payments")).toHaveCount(0);
+  await expect(page.locator(".heading .payment-state")).toHaveText("unpaid");
+});
