@@ -233,6 +233,7 @@ fn render(found: PublicInvoice, token: &str) -> String {
         org_address,
         invoice: inv,
         payments_enabled,
+        bank,
     } = found;
     let currency = inv.currency.clone();
     let due = inv.total_cents - inv.amount_paid_cents;
@@ -245,6 +246,14 @@ fn render(found: PublicInvoice, token: &str) -> String {
             InvoiceStatus::Open | InvoiceStatus::Uncollectible
         );
     let lines = app::line_rows(&inv);
+    // How to pay by transfer, while something is due on an invoice that takes payments.
+    let transfer = (due > 0
+        && bank.is_set()
+        && matches!(
+            inv.status,
+            InvoiceStatus::Open | InvoiceStatus::Uncollectible
+        ))
+    .then(|| bank.lines(inv.number.as_deref().unwrap_or_default()));
     view! {
         <main class="public invoice">
             <header class="from">
@@ -296,6 +305,20 @@ fn render(found: PublicInvoice, token: &str) -> String {
                                 {format!("Pay {}", format_money(due, &currency))}
                             </button>
                         </form>
+                    }
+                })}
+            {transfer
+                .map(|lines| {
+                    view! {
+                        <section class="transfer" aria-labelledby="transfer-heading">
+                            <h2 id="transfer-heading">"Pay by bank transfer"</h2>
+                            <dl>
+                                {lines
+                                    .into_iter()
+                                    .map(|(label, value)| view! { <dt>{label}</dt> <dd>{value}</dd> })
+                                    .collect_view()}
+                            </dl>
+                        </section>
                     }
                 })}
             <p>

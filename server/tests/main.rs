@@ -6,6 +6,7 @@ mod common;
 mod abuse;
 mod api;
 mod api_crash;
+mod bank_details;
 mod checkout;
 mod cli;
 mod customers;

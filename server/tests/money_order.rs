@@ -1,6 +1,7 @@
 //! Order never matters: random sets of Stripe events about one invoice (payments that succeed, wait
-//! or fail, partial and full refunds, disputes won and lost, for one or two payments), each delivered
-//! one to three times, in random order, some at once, through the real route and real Postgres. The
+//! or fail, partial and full refunds, disputes won and lost, for one or two payments) and of payments
+//! recorded by hand through the API (some deleted afterwards by an owner), each delivered one to
+//! three times, in random order, some at once, through the real routes and real Postgres. The
 //! invoice and payment rows must equal those of the same events delivered once each, in order, to a
 //! second invoice (a differential oracle that owes nothing to the model), and what a plain in-memory
 //! model of the same set says.
@@ -46,9 +47,19 @@ struct Payment {
     events: Vec<Event>,
 }
 
+/// A payment recorded by hand: its amount, and whether an owner deletes it once everything else
+/// has arrived (then every record request is sent again: a retry after the deletion must not bring
+/// it back).
+#[derive(Debug, Clone, Copy)]
+struct Manual {
+    amount: i64,
+    deleted: bool,
+}
+
 #[derive(Debug, Clone)]
 struct Case {
     payments: Vec<Payment>,
+    manual: Vec<Manual>,
     /// Each distinct event (payment index, event index) with how often it is delivered.
     repeats: Vec<usize>,
     /// A permutation of all deliveries.
@@ -80,24 +91,39 @@ fn payment() -> impl Strategy<Value = Payment> {
         })
 }
 
+fn manual() -> impl Strategy<Value = Manual> {
+    (
+        prop_oneof![Just(2_500i64), Just(6_000), Just(10_000)],
+        any::<bool>(),
+    )
+        .prop_map(|(amount, deleted)| Manual { amount, deleted })
+}
+
 fn case() -> impl Strategy<Value = Case> {
-    prop::collection::vec(payment(), 1..=2).prop_flat_map(|payments| {
-        let distinct: usize = payments.iter().map(|p| p.events.len()).sum();
-        prop::collection::vec(1..=3usize, distinct).prop_flat_map(move |repeats| {
-            let deliveries: usize = repeats.iter().sum();
-            let payments = payments.clone();
-            (
-                Just((0..deliveries).collect::<Vec<_>>()).prop_shuffle(),
-                prop::collection::vec(1..=4usize, deliveries),
-            )
-                .prop_map(move |(order, groups)| Case {
-                    payments: payments.clone(),
-                    repeats: repeats.clone(),
-                    order,
-                    groups,
-                })
+    (
+        prop::collection::vec(payment(), 0..=2),
+        prop::collection::vec(manual(), 0..=2),
+    )
+        .prop_filter("something happens", |(p, m)| !p.is_empty() || !m.is_empty())
+        .prop_flat_map(|(payments, manual)| {
+            let distinct: usize =
+                payments.iter().map(|p| p.events.len()).sum::<usize>() + manual.len();
+            prop::collection::vec(1..=3usize, distinct).prop_flat_map(move |repeats| {
+                let deliveries: usize = repeats.iter().sum();
+                let (payments, manual) = (payments.clone(), manual.clone());
+                (
+                    Just((0..deliveries).collect::<Vec<_>>()).prop_shuffle(),
+                    prop::collection::vec(1..=4usize, deliveries),
+                )
+                    .prop_map(move |(order, groups)| Case {
+                        payments: payments.clone(),
+                        manual: manual.clone(),
+                        repeats: repeats.clone(),
+                        order,
+                        groups,
+                    })
+            })
         })
-    })
 }
 
 /// What the set of events means, computed without the database.
@@ -109,10 +135,13 @@ struct Expected {
     /// payment intent index → pending | failed | succeeded, for payments with a checkout event.
     payments: BTreeMap<usize, String>,
     receipts: i64,
+    /// The sum of the payments recorded by hand (and not deleted).
+    by_hand: i64,
 }
 
-fn model(payments: &[Payment]) -> Expected {
-    let (mut received, mut kept) = (0, 0);
+fn model(payments: &[Payment], manual: &[Manual]) -> Expected {
+    let kept_by_hand: i64 = manual.iter().filter(|m| !m.deleted).map(|m| m.amount).sum();
+    let (mut received, mut kept) = (kept_by_hand, kept_by_hand);
     let (mut disputed, mut pending) = (false, false);
     let mut statuses = BTreeMap::new();
     for (i, p) in payments.iter().enumerate() {
@@ -184,6 +213,7 @@ fn model(payments: &[Payment]) -> Expected {
         status: status.into(),
         payment_state: payment_state.into(),
         amount_paid: kept,
+        by_hand: kept_by_hand,
         receipts: statuses.values().filter(|s| *s == "succeeded").count() as i64,
         payments: statuses,
     }
@@ -244,6 +274,128 @@ fn payloads(case: &Case, invoice: Uuid, tag: &str) -> Vec<String> {
     out
 }
 
+/// One thing that arrives: a Stripe event, or the API request that records a payment by hand (its
+/// Idempotency-Key and body).
+#[derive(Debug, Clone)]
+enum Delivery {
+    Stripe(String),
+    Record { key: String, body: String },
+}
+
+/// Every distinct delivery of `case` for `invoice`: its Stripe events, then its manual payments.
+fn distinct(case: &Case, invoice: Uuid, tag: &str) -> Vec<Delivery> {
+    let mut out: Vec<Delivery> = payloads(case, invoice, tag)
+        .into_iter()
+        .map(Delivery::Stripe)
+        .collect();
+    out.extend(case.manual.iter().enumerate().map(|(i, m)| Delivery::Record {
+        key: format!("manual-{tag}-{i}"),
+        body: serde_json::json!({"amount_cents": m.amount, "method": "bank_transfer", "paid_on": "2026-12-01"})
+            .to_string(),
+    }));
+    out
+}
+
+/// The owner's API key of `org` (the org [`TestApp::invoice`] made).
+async fn owners_key(app: &TestApp, org: Uuid) -> String {
+    let owner: Uuid = crate::common::rows::scalar_for(
+        &app.pool,
+        "select user_id from memberships where org_id = $1",
+        org,
+    )
+    .await;
+    app::ssr::api_keys::create_for_user(&app.pool, org, owner, "money order")
+        .await
+        .unwrap()
+        .plaintext
+}
+
+async fn deliver(app: &TestApp, api_key: &str, invoice: Uuid, delivery: &Delivery, case: &Case) {
+    match delivery {
+        Delivery::Stripe(payload) => {
+            let (status, body) = app.deliver(payload).await;
+            assert_eq!(status, 200, "{body} in {case:?}");
+        }
+        Delivery::Record { key, body } => {
+            let path = format!("/api/v1/invoices/{invoice}/payments");
+            let res = app.post_to(&path, Some(api_key), Some(key), body).await;
+            // 409: the same key still in flight beside it (a retry would get the stored answer).
+            assert!(
+                res.status == 201 || res.status == 409,
+                "{} in {case:?}",
+                res.status
+            );
+        }
+    }
+}
+
+/// The corrections that come after: the owner deletes the payments `case` marks (twice: a double
+/// click), and every record request is sent again (a retry after the deletion brings nothing back).
+async fn corrections(
+    app: &TestApp,
+    api_key: &str,
+    org: Uuid,
+    invoice: Uuid,
+    all: &[Delivery],
+    case: &Case,
+) {
+    let records: Vec<&Delivery> = all
+        .iter()
+        .filter(|d| matches!(d, Delivery::Record { .. }))
+        .collect();
+    let listed = app
+        .get(api_key, &format!("/api/v1/invoices/{invoice}/payments"))
+        .await
+        .json();
+    let manual_ids: Vec<(i64, Uuid)> = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["source"] == "manual")
+        .map(|p| {
+            (
+                p["amount_cents"].as_i64().unwrap(),
+                p["id"].as_str().unwrap().parse().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        manual_ids.len(),
+        case.manual.len(),
+        "one payment per key: {case:?}"
+    );
+    // Each manual payment's id, by its key (recorded in key order is not promised: find by amount
+    // and position among equals).
+    let mut taken = vec![false; manual_ids.len()];
+    for m in &case.manual {
+        let at = manual_ids
+            .iter()
+            .enumerate()
+            .position(|(n, (amount, _))| !taken[n] && *amount == m.amount)
+            .unwrap();
+        taken[at] = true;
+        if m.deleted {
+            for _ in 0..2 {
+                let mut tx = app.pool.begin().await.unwrap();
+                let actor = app::ssr::audit::Actor::operator();
+                let gone = app::ssr::manual_payments::delete(
+                    &mut tx,
+                    org,
+                    invoice,
+                    manual_ids[at].1,
+                    &actor,
+                )
+                .await;
+                tx.commit().await.unwrap();
+                let _ = gone;
+            }
+        }
+    }
+    for record in records {
+        deliver(app, api_key, invoice, record, case).await;
+    }
+}
+
 /// The rows of `invoice` (of `org`) as the comparison reads them.
 async fn observed(app: &TestApp, org: Uuid, invoice: Uuid) -> Expected {
     let (status, payment_state, amount_paid): (String, String, i64) = sqlx::query_as(
@@ -254,7 +406,7 @@ async fn observed(app: &TestApp, org: Uuid, invoice: Uuid) -> Expected {
     .await
     .unwrap();
     let rows: Vec<(String, String)> =
-        sqlx::query_as("select provider_payment_id, status from payments where invoice_id = $1")
+        sqlx::query_as("select provider_payment_id, status from payments where invoice_id = $1 and provider <> 'manual'")
             .bind(invoice)
             .fetch_all(&app.pool)
             .await
@@ -269,12 +421,20 @@ async fn observed(app: &TestApp, org: Uuid, invoice: Uuid) -> Expected {
         org,
     )
     .await;
+    let by_hand: i64 = sqlx::query_scalar(
+        "select coalesce(sum(amount_cents), 0)::int8 from payments where invoice_id = $1 and provider = 'manual'",
+    )
+    .bind(invoice)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
     Expected {
         status,
         payment_state,
         amount_paid,
         payments,
         receipts,
+        by_hand,
     }
 }
 
@@ -282,19 +442,22 @@ async fn observed(app: &TestApp, org: Uuid, invoice: Uuid) -> Expected {
 /// at a time, to a second invoice. Its rows owe nothing to the model's copy of the rule.
 async fn in_order(app: &TestApp, case: &Case) -> Expected {
     let (org, invoice) = app.invoice(TOTAL, "usd").await;
+    let key = owners_key(app, org).await;
     let tag = Uuid::new_v4().simple().to_string();
-    for payload in payloads(case, invoice, &tag) {
-        let (status, body) = app.deliver(&payload).await;
-        assert_eq!(status, 200, "{body} in {case:?}");
+    let all = distinct(case, invoice, &tag);
+    for delivery in &all {
+        deliver(app, &key, invoice, delivery, case).await;
     }
+    corrections(app, &key, org, invoice, &all, case).await;
     observed(app, org, invoice).await
 }
 
 async fn run(app: &TestApp, case: &Case) {
     let (org, invoice) = app.invoice(TOTAL, "usd").await;
+    let key = owners_key(app, org).await;
     let tag = Uuid::new_v4().simple().to_string();
-    let distinct = payloads(case, invoice, &tag);
-    let deliveries: Vec<&String> = case
+    let distinct = distinct(case, invoice, &tag);
+    let deliveries: Vec<&Delivery> = case
         .repeats
         .iter()
         .enumerate()
@@ -306,10 +469,14 @@ async fn run(app: &TestApp, case: &Case) {
         if group.is_empty() {
             break;
         }
-        for (status, body) in join_all(group.into_iter().map(|p| app.deliver(p))).await {
-            assert_eq!(status, 200, "{body} in {case:?}");
-        }
+        join_all(
+            group
+                .into_iter()
+                .map(|d| deliver(app, &key, invoice, d, case)),
+        )
+        .await;
     }
+    corrections(app, &key, org, invoice, &distinct, case).await;
     let got = observed(app, org, invoice).await;
     // Out of order and repeated, the rows are those of the same events delivered once each in
     // order (the differential oracle), and those the model computes.
@@ -318,7 +485,11 @@ async fn run(app: &TestApp, case: &Case) {
         in_order(app, case).await,
         "against in-order delivery: {case:?}"
     );
-    assert_eq!(got, model(&case.payments), "against the model: {case:?}");
+    assert_eq!(
+        got,
+        model(&case.payments, &case.manual),
+        "against the model: {case:?}"
+    );
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
@@ -372,18 +543,19 @@ impl Drop for SeedOnPanic {
 
 #[test]
 fn the_model_reads_the_rule_table() {
+    let stripe_only = |payments: &[Payment]| model(payments, &[]);
     let paid = |amount, events: Vec<Event>| Payment { amount, events };
-    let m = model(&[paid(10_000, vec![Event::Completed { paid: true }])]);
+    let m = stripe_only(&[paid(10_000, vec![Event::Completed { paid: true }])]);
     assert_eq!(
         (m.status.as_str(), m.payment_state.as_str(), m.amount_paid),
         ("paid", "paid", 10_000)
     );
-    let m = model(&[paid(10_000, vec![Event::Completed { paid: false }])]);
+    let m = stripe_only(&[paid(10_000, vec![Event::Completed { paid: false }])]);
     assert_eq!(
         (m.status.as_str(), m.payment_state.as_str()),
         ("open", "processing")
     );
-    let m = model(&[
+    let m = stripe_only(&[
         paid(6_000, vec![Event::Completed { paid: true }]),
         paid(
             4_000,
@@ -394,12 +566,12 @@ fn the_model_reads_the_rule_table() {
         (m.status.as_str(), m.payment_state.as_str(), m.amount_paid),
         ("open", "partially_refunded", 6_000)
     );
-    let m = model(&[paid(
+    let m = stripe_only(&[paid(
         10_000,
         vec![Event::Completed { paid: true }, Event::DisputeOpened],
     )]);
     assert_eq!(m.payment_state, "disputed");
-    let m = model(&[paid(
+    let m = stripe_only(&[paid(
         10_000,
         vec![
             Event::DisputeOpened,
@@ -410,5 +582,24 @@ fn the_model_reads_the_rule_table() {
     assert_eq!(
         (m.status.as_str(), m.payment_state.as_str(), m.amount_paid),
         ("refunded", "refunded", 0)
+    );
+    let by_hand = |amount, deleted| Manual { amount, deleted };
+    let m = model(
+        &[paid(4_000, vec![Event::Completed { paid: true }])],
+        &[by_hand(6_000, false), by_hand(2_500, true)],
+    );
+    assert_eq!(
+        (
+            m.status.as_str(),
+            m.payment_state.as_str(),
+            m.amount_paid,
+            m.by_hand
+        ),
+        ("paid", "paid", 10_000, 6_000)
+    );
+    let m = model(&[], &[by_hand(2_500, false)]);
+    assert_eq!(
+        (m.status.as_str(), m.payment_state.as_str(), m.receipts),
+        ("open", "partially_paid", 0)
     );
 }

@@ -149,7 +149,7 @@ async fn voiding_revokes_the_page(pool: PgPool) {
 }
 
 /// `pdftotext -layout` of `bytes`, and the page count `pdfinfo` reads.
-fn pdf_text(bytes: &[u8]) -> (String, usize, String) {
+pub(crate) fn pdf_text(bytes: &[u8]) -> (String, usize, String) {
     let dir = std::env::temp_dir().join(format!("invoicer-pdf-{}", Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("invoice.pdf");

@@ -691,6 +691,14 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
             ]),
         ),
         (
+            "save_bank_details",
+            form(&[
+                ("idempotency_key", key()),
+                ("bank[iban]", "NL91ABNA0417164300".into()),
+                ("bank[reference]", "{number}".into()),
+            ]),
+        ),
+        (
             "record_payment",
             form(&[
                 ("invoice_id", invoice.clone()),

@@ -1,5 +1,6 @@
 //! Types both sides compile: what a user types, what the server checks, what pages show.
 
+mod bank;
 mod customer;
 mod decimal;
 mod form;
@@ -14,6 +15,7 @@ mod team;
 mod totals;
 mod views;
 
+pub use bank::BankDetails;
 pub use customer::{Customer, CustomerInput};
 pub use decimal::Thousandths;
 pub use form::{InvoiceForm, LineForm, PAYMENT_TERMS};

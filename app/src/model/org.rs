@@ -88,6 +88,9 @@ impl OrgSettings {
 pub struct OrgSettingsPage {
     pub settings: OrgSettings,
     pub settings_key: uuid::Uuid,
+    /// How the org is paid by transfer, and the key of this rendering's form for it.
+    pub bank: super::BankDetails,
+    pub bank_key: uuid::Uuid,
     pub tax_rates: Vec<super::TaxRate>,
     /// One per rate, in the same order: each "Archive" button is its own attempt.
     pub archive_keys: Vec<uuid::Uuid>,

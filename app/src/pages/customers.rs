@@ -6,8 +6,8 @@ use leptos_router::hooks::use_params_map;
 use super::filters::{query_param, FilterSearch};
 use uuid::Uuid;
 
-use super::layout::{error_banner, Head, NotFound};
-use crate::error::{AppError, FieldErrors};
+use super::layout::{error_banner, field_error, field_errors, Head, NotFound};
+use crate::error::AppError;
 use crate::model::Customer;
 use crate::rpc::customers::{get_customer, list_customers, SaveCustomer};
 
@@ -110,19 +110,8 @@ fn urlencoding_min(text: &str) -> String {
 #[component]
 fn CustomerForm(key: Uuid, customer: Option<Customer>) -> impl IntoView {
     let action = ServerAction::<SaveCustomer>::new();
-    let errors = Signal::derive(move || match action.value().get() {
-        Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
-        _ => FieldErrors::new(),
-    });
-    let error_for = move |field: &'static str| {
-        move || {
-            errors
-                .get()
-                .get(field)
-                .cloned()
-                .map(|m| view! { <span class="error">{m}</span> })
-        }
-    };
+    let errors = field_errors(action.value());
+    let error_for = move |field: &'static str| field_error(errors, field);
     let pending = action.pending();
     let id = customer
         .as_ref()

@@ -82,6 +82,30 @@ fn set_not_found_status() {
 #[cfg(not(feature = "ssr"))]
 fn set_not_found_status() {}
 
+/// The field errors of the latest answer of a form's action (`action.value()`), none before it.
+pub fn field_errors<T: Clone + Send + Sync + 'static>(
+    value: RwSignal<Option<Result<T, AppError>>>,
+) -> Signal<crate::error::FieldErrors> {
+    Signal::derive(move || match value.get() {
+        Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
+        _ => Default::default(),
+    })
+}
+
+/// The message of `errors` about `field`, next to it.
+pub fn field_error(
+    errors: Signal<crate::error::FieldErrors>,
+    field: &'static str,
+) -> impl Fn() -> Option<AnyView> + Send + Sync + 'static {
+    move || {
+        errors
+            .get()
+            .get(field)
+            .cloned()
+            .map(|m| view! { <span class="error">{m}</span> }.into_any())
+    }
+}
+
 /// A message for errors that are not about one field.
 pub fn error_banner(error: &AppError) -> Option<AnyView> {
     match error {

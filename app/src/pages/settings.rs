@@ -3,12 +3,13 @@
 
 use leptos::prelude::*;
 
-use super::layout::{error_banner, Head};
-use crate::error::FieldErrors;
+use super::layout::{error_banner, field_error, field_errors, Head};
 use crate::model::Action;
 use crate::rpc::api_keys::{list_api_keys, CreateApiKey, RevokeApiKey};
 use crate::rpc::auth::current_user;
-use crate::rpc::settings::{get_org_settings, AddTaxRate, ArchiveTaxRate, SaveOrgSettings};
+use crate::rpc::settings::{
+    get_org_settings, AddTaxRate, ArchiveTaxRate, SaveBankDetails, SaveOrgSettings,
+};
 
 /// The org's settings and its tax rates. Every form carries a key minted when the page was rendered
 /// (each "Archive" button its own): a double submit saves once.
@@ -17,34 +18,29 @@ pub fn OrgSettingsPage() -> impl IntoView {
     let save = ServerAction::<SaveOrgSettings>::new();
     let add = ServerAction::<AddTaxRate>::new();
     let archive = ServerAction::<ArchiveTaxRate>::new();
+    let bank = ServerAction::<SaveBankDetails>::new();
     // Reloaded after each successful save only: a refused one keeps what was typed on the page.
     let saved = Memo::new(move |before: Option<&usize>| {
         let ok = |v: Option<Result<(), crate::error::AppError>>| matches!(v, Some(Ok(())));
-        let succeeded =
-            ok(save.value().get()) || ok(add.value().get()) || ok(archive.value().get());
-        let now = save.version().get() + add.version().get() + archive.version().get();
+        let succeeded = ok(save.value().get())
+            || ok(add.value().get())
+            || ok(archive.value().get())
+            || ok(bank.value().get());
+        let now = save.version().get()
+            + add.version().get()
+            + archive.version().get()
+            + bank.version().get();
         match (succeeded, before) {
             (false, Some(before)) => *before,
             _ => now,
         }
     });
     let page = Resource::new(move || saved.get(), |_| get_org_settings());
-    let errors = move |e: Option<Result<(), crate::error::AppError>>| match e {
-        Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
-        _ => FieldErrors::new(),
-    };
-    let save_errors = Signal::derive(move || errors(save.value().get()));
-    let add_errors = Signal::derive(move || errors(add.value().get()));
+    let save_errors = field_errors(save.value());
+    let add_errors = field_errors(add.value());
+    let bank_errors = field_errors(bank.value());
     // A field's message from the latest submit of its form, next to the field.
-    let error_of = move |fields: Signal<FieldErrors>, name: &'static str| {
-        move || {
-            fields
-                .get()
-                .get(name)
-                .cloned()
-                .map(|m| view! { <span class="error">{m}</span> })
-        }
-    };
+    let error_of = field_error;
     view! {
         <Transition fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
@@ -89,6 +85,47 @@ pub fn OrgSettingsPage() -> impl IntoView {
                                     </div>
                                     <button type="submit" class="primary save-settings" disabled=move || save.pending().get()>
                                         "Save settings"
+                                    </button>
+                                    </fieldset>
+                                </ActionForm>
+                            </section>
+                            <section class="card" aria-labelledby="bank-heading">
+                                <h2 id="bank-heading">"How to pay by transfer"</h2>
+                                <p class="hint">"Shown on your invoices' page, PDF and email while something is due. Leave the IBAN and the other details empty to show nothing."</p>
+                                {move || bank.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                                <ActionForm action=bank attr:class="bank-details">
+                                    <fieldset disabled=!can_manage class="plain">
+                                    <input type="hidden" name="idempotency_key" value=p.bank_key.to_string() />
+                                    <div class="grid">
+                                        <label>
+                                            "Account holder"
+                                            <input type="text" name="bank[holder]" value=p.bank.holder.clone() maxlength="200" />
+                                            {error_of(bank_errors, "holder")}
+                                        </label>
+                                        <label>
+                                            "IBAN"
+                                            <input type="text" name="bank[iban]" value=p.bank.iban_printed() maxlength="50" autocomplete="off" />
+                                            {error_of(bank_errors, "iban")}
+                                        </label>
+                                        <label>
+                                            "BIC"
+                                            <input type="text" name="bank[bic]" value=p.bank.bic.clone() maxlength="11" />
+                                            {error_of(bank_errors, "bic")}
+                                        </label>
+                                        <label>
+                                            "Payment reference"
+                                            <input type="text" name="bank[reference]" value=p.bank.reference.clone() maxlength="60" />
+                                            <span class="hint">"{number} is the invoice's number."</span>
+                                            {error_of(bank_errors, "reference")}
+                                        </label>
+                                    </div>
+                                    <label>
+                                        "Other account details (another scheme: routing and account number, sort code…)"
+                                        <textarea name="bank[other]" rows="2" maxlength="500">{p.bank.other.clone()}</textarea>
+                                        {error_of(bank_errors, "other")}
+                                    </label>
+                                    <button type="submit" class="primary save-bank" disabled=move || bank.pending().get()>
+                                        "Save bank details"
                                     </button>
                                     </fieldset>
                                 </ActionForm>

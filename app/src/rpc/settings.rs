@@ -15,6 +15,7 @@ pub async fn get_org_settings() -> Result<crate::model::OrgSettingsPage, AppErro
     let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
     let state = state()?;
     let settings = crate::ssr::orgs::settings(&state.pool, user.org_id).await?;
+    let bank = crate::ssr::orgs::bank_details(&state.pool, user.org_id).await?;
     let tax_rates = crate::ssr::tax_rates::list(&state.pool, user.org_id, true).await?;
     let year = chrono::Datelike::year(&chrono::Utc::now());
     Ok(crate::model::OrgSettingsPage {
@@ -26,6 +27,8 @@ pub async fn get_org_settings() -> Result<crate::model::OrgSettingsPage, AppErro
             .collect(),
         tax_rates,
         settings_key: crate::model::form_key(user.org_id),
+        bank,
+        bank_key: crate::model::form_key(user.org_id),
         tax_rate_key: crate::model::form_key(user.org_id),
         can_manage: user.role.may(crate::model::Action::ManageOrg),
     })
@@ -48,6 +51,29 @@ pub async fn save_org_settings(
     }
     .run(async |tx, user| {
         crate::ssr::orgs::save_settings(tx, user.org_id, &settings).await?;
+        Ok(user.org_id)
+    })
+    .await
+}
+
+/// Saves how the org is paid by transfer (shown on its invoices), once per rendered form.
+#[server(prefix = "/rpc", endpoint = "save_bank_details")]
+pub async fn save_bank_details(
+    idempotency_key: Option<String>,
+    bank: crate::model::BankDetails,
+) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    let bank = bank.normalized();
+    SettingsForm {
+        form: Form::EditBankDetails,
+        action: crate::model::Action::ManageOrg,
+        back: "/settings/org",
+        idempotency_key,
+        content: &bank,
+        check: bank.check(),
+    }
+    .run(async |tx, user| {
+        crate::ssr::orgs::save_bank_details(tx, user.org_id, &bank).await?;
         Ok(user.org_id)
     })
     .await

@@ -4,7 +4,7 @@ use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use crate::error::AppError;
-use crate::model::OrgSettings;
+use crate::model::{BankDetails, OrgSettings};
 
 pub async fn settings(db: impl PgExecutor<'_>, org: Uuid) -> sqlx::Result<OrgSettings> {
     // language=PostgreSQL
@@ -53,4 +53,51 @@ pub async fn save_settings(
             "Unknown time zone: enter one such as Europe/Amsterdam, America/New_York or UTC.",
         )),
     }
+}
+
+/// How `org` is paid by transfer.
+pub async fn bank_details(db: impl PgExecutor<'_>, org: Uuid) -> sqlx::Result<BankDetails> {
+    // language=PostgreSQL
+    let row = sqlx::query!(
+        r#"
+        select bank_account_holder, bank_iban, bank_bic, bank_other, payment_reference
+        from orgs where id = $1
+        "#,
+        org
+    )
+    .fetch_one(db)
+    .await?;
+    Ok(BankDetails {
+        holder: row.bank_account_holder,
+        iban: row.bank_iban,
+        bic: row.bank_bic,
+        other: row.bank_other,
+        reference: row.payment_reference,
+    })
+}
+
+/// Saves how `org` is paid by transfer: `bank` normalized and checked ([`BankDetails::check`]) first.
+pub async fn save_bank_details(
+    tx: &mut PgConnection,
+    org: Uuid,
+    bank: &BankDetails,
+) -> sqlx::Result<()> {
+    // language=PostgreSQL
+    sqlx::query!(
+        r#"
+        update orgs
+        set bank_account_holder = $2, bank_iban = $3, bank_bic = $4, bank_other = $5,
+            payment_reference = $6
+        where id = $1
+        "#,
+        org,
+        bank.holder,
+        bank.iban,
+        bank.bic,
+        bank.other,
+        bank.reference,
+    )
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
 }

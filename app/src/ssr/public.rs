@@ -14,6 +14,8 @@ pub struct PublicInvoice {
     pub invoice: Invoice,
     /// The org may take card payments (the Pay button is shown).
     pub payments_enabled: bool,
+    /// How to pay the org by transfer.
+    pub bank: crate::model::BankDetails,
 }
 
 /// A token as minted: 64 lowercase hex characters. Anything else is refused before any query.
@@ -50,7 +52,8 @@ pub async fn open(
               and (last_viewed_at is null
                    or last_viewed_at < now() - make_interval(secs => $2))
         )
-        select i.id, i.org_id, o.name as org_name, o.address as org_address, o.payments_enabled
+        select i.id, i.org_id, o.name as org_name, o.address as org_address, o.payments_enabled,
+               o.bank_account_holder, o.bank_iban, o.bank_bic, o.bank_other, o.payment_reference
         from invoices i join orgs o on o.id = i.org_id
         where i.public_token = $1
         "#,
@@ -68,5 +71,12 @@ pub async fn open(
         org_address: found.org_address,
         invoice,
         payments_enabled: found.payments_enabled,
+        bank: crate::model::BankDetails {
+            holder: found.bank_account_holder,
+            iban: found.bank_iban,
+            bic: found.bank_bic,
+            other: found.bank_other,
+            reference: found.payment_reference,
+        },
     }))
 }

@@ -5,11 +5,10 @@
 use leptos::prelude::*;
 use uuid::Uuid;
 
-use crate::error::FieldErrors;
 use crate::model::{
     format_money, InvoiceStatus, PaymentForms, PaymentMethod, PaymentRow, PaymentStatus,
 };
-use crate::pages::layout::error_banner;
+use crate::pages::layout::{error_banner, field_error, field_errors};
 use crate::rpc::payments::{DeletePayment, RecordPayment};
 
 /// The payments table and, for a finalized invoice that is not void, the form that records one.
@@ -115,19 +114,8 @@ fn RecordForm(
     forms: PaymentForms,
     record: ServerAction<RecordPayment>,
 ) -> impl IntoView {
-    let errors = Signal::derive(move || match record.value().get() {
-        Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
-        _ => FieldErrors::new(),
-    });
-    let error_for = move |field: &'static str| {
-        move || {
-            errors
-                .get()
-                .get(field)
-                .cloned()
-                .map(|m| view! { <span class="error">{m}</span> })
-        }
-    };
+    let errors = field_errors(record.value());
+    let error_for = move |field: &'static str| field_error(errors, field);
     let due = crate::model::plain_amount(due_cents.max(0), &currency);
     let today = forms.today.to_string();
     view! {

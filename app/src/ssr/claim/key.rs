@@ -57,6 +57,7 @@ pub enum Form {
     RevokeOwnApiKeys,
     RecordPayment,
     DeletePayment,
+    EditBankDetails,
 }
 
 impl Form {
@@ -82,6 +83,7 @@ impl Form {
             Form::RevokeOwnApiKeys => "revoke_own_api_keys",
             Form::RecordPayment => "record_payment",
             Form::DeletePayment => "delete_payment",
+            Form::EditBankDetails => "edit_bank_details",
         }
     }
 }

@@ -105,11 +105,16 @@ pub(in super::super) async fn list_payments(
     Client(client): Client,
     Path(id): Path<String>,
 ) -> Result<Json<PaymentList>, ProblemResponse> {
-    let id = Uuid::try_parse(&id).map_err(|_| not_found())?;
-    let data = manual_payments::list(&state.pool, client.org_id, id)
-        .await?
-        .ok_or_else(not_found)?;
+    let data = payments_of(&state, client.org_id, &id).await?;
     Ok(Json(PaymentList { data }))
+}
+
+/// The payments of `org`'s invoice `id`, or 404.
+async fn payments_of(state: &AppState, org: Uuid, id: &str) -> Result<Vec<Payment>, ProblemResponse> {
+    let id = Uuid::try_parse(id).map_err(|_| not_found())?;
+    manual_payments::list(&state.pool, org, id)
+        .await?
+        .ok_or_else(not_found)
 }
 
 /// One payment of the invoice.
@@ -126,12 +131,11 @@ pub(in super::super) async fn get_payment(
     Client(client): Client,
     Path((id, payment)): Path<(String, String)>,
 ) -> Result<Json<Payment>, ProblemResponse> {
-    let (Ok(id), Ok(payment)) = (Uuid::try_parse(&id), Uuid::try_parse(&payment)) else {
-        return Err(not_found());
-    };
-    manual_payments::list(&state.pool, client.org_id, id)
+    let payment = Uuid::try_parse(&payment).map_err(|_| not_found())?;
+    payments_of(&state, client.org_id, &id)
         .await?
-        .and_then(|all| all.into_iter().find(|p| p.id == payment))
+        .into_iter()
+        .find(|p| p.id == payment)
         .map(Json)
         .ok_or_else(not_found)
 }
