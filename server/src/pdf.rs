@@ -472,14 +472,20 @@ pub fn render(found: &PublicInvoice, paper: Paper) -> Vec<u8> {
         }
     }
     // How to pay by transfer, while something is due on an invoice that takes payments.
-    let payable = matches!(inv.status, InvoiceStatus::Open | InvoiceStatus::Uncollectible);
+    let payable = matches!(
+        inv.status,
+        InvoiceStatus::Open | InvoiceStatus::Uncollectible
+    );
     if due > 0 && payable && found.bank.is_set() {
         w.y += LINE;
         w.room(2.0 * LINE);
         w.text(MARGIN, "Pay by bank transfer", BODY, true);
         w.y += LINE;
         for (label, value) in found.bank.lines(&number) {
-            for (n, part) in wrap(&value, width - 2.0 * MARGIN - 110.0, BODY).iter().enumerate() {
+            for (n, part) in wrap(&value, width - 2.0 * MARGIN - 110.0, BODY)
+                .iter()
+                .enumerate()
+            {
                 w.room(LINE);
                 if n == 0 {
                     w.grey(MARGIN, label, 9.0);

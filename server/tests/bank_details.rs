@@ -47,7 +47,12 @@ async fn bank_details_are_checked_saved_and_shown_on_the_page_the_pdf_and_the_em
     let url = format!("{}/rpc/save_bank_details", app.base);
 
     // One digit off: the checksum refuses it, and nothing is saved.
-    let refused = pages::post_form(&http, url.clone(), &bank_form(&key, "NL91 ABNA 0417 1643 01", "")).await;
+    let refused = pages::post_form(
+        &http,
+        url.clone(),
+        &bank_form(&key, "NL91 ABNA 0417 1643 01", ""),
+    )
+    .await;
     assert_eq!(refused.status(), 422);
     assert!(refused.text().await.unwrap().contains("not a valid IBAN"));
     let iban: String = scalar_for(&app.pool, "select bank_iban from orgs where id = $1", org).await;
@@ -59,14 +64,22 @@ async fn bank_details_are_checked_saved_and_shown_on_the_page_the_pdf_and_the_em
         pages::post_form(&http, url.clone(), &good),
         pages::post_form(&http, url.clone(), &good)
     );
-    assert!(a.status().as_u16() < 400 && b.status().as_u16() < 400, "{} {}", a.status(), b.status());
+    assert!(
+        a.status().as_u16() < 400 && b.status().as_u16() < 400,
+        "{} {}",
+        a.status(),
+        b.status()
+    );
     let (iban, bic): (String, String) =
         sqlx::query_as("select bank_iban, bank_bic from orgs where id = $1")
             .bind(org)
             .fetch_one(&app.pool)
             .await
             .unwrap();
-    assert_eq!((iban.as_str(), bic.as_str()), ("NL91ABNA0417164300", "ABNANL2A"));
+    assert_eq!(
+        (iban.as_str(), bic.as_str()),
+        ("NL91ABNA0417164300", "ABNANL2A")
+    );
     assert_eq!(
         crate::common::rows::count_rows(
             &app.pool,
@@ -78,8 +91,18 @@ async fn bank_details_are_checked_saved_and_shown_on_the_page_the_pdf_and_the_em
     );
 
     // An open invoice shows them, with its number in the reference.
-    let invoice = insert_invoice(&app.pool, org, &one_line_input("eur", "2027-01-31", 12_000, false)).await;
-    let number: String = scalar_for(&app.pool, "select number_text from invoices where id = $1", invoice).await;
+    let invoice = insert_invoice(
+        &app.pool,
+        org,
+        &one_line_input("eur", "2027-01-31", 12_000, false),
+    )
+    .await;
+    let number: String = scalar_for(
+        &app.pool,
+        "select number_text from invoices where id = $1",
+        invoice,
+    )
+    .await;
     let reference = format!("Invoice {number}");
     let token = public_token(&app.pool, invoice).await;
     let page = pages::text(&http, format!("{}/i/{token}", app.base)).await;
@@ -108,8 +131,16 @@ async fn bank_details_are_checked_saved_and_shown_on_the_page_the_pdf_and_the_em
         poll: Duration::from_millis(50),
         ..Default::default()
     };
-    while app::ssr::worker::drain_once(&app.pool, &mailer, &config).await.unwrap() > 0 {}
-    let mail = sink.wait_for(1, Duration::from_secs(10)).await.remove(0).replace("=\r\n", "");
+    while app::ssr::worker::drain_once(&app.pool, &mailer, &config)
+        .await
+        .unwrap()
+        > 0
+    {}
+    let mail = sink
+        .wait_for(1, Duration::from_secs(10))
+        .await
+        .remove(0)
+        .replace("=\r\n", "");
     assert!(mail.contains("IBAN: NL91 ABNA 0417 1643 00"), "{mail}");
     assert!(mail.contains(&format!("Reference: {reference}")), "{mail}");
 

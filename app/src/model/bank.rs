@@ -92,7 +92,10 @@ impl BankDetails {
             refuse("other", "Enter at most 500 characters.");
         }
         let reference = &self.reference;
-        if reference.chars().count() > 60 || !reference.contains("{number}") || reference.contains('\0') {
+        if reference.chars().count() > 60
+            || !reference.contains("{number}")
+            || reference.contains('\0')
+        {
             refuse(
                 "reference",
                 "Use 1 to 60 characters with {number} (the invoice's number) in them.",
@@ -190,21 +193,42 @@ mod tests {
     #[cfg(feature = "ssr")]
     #[test]
     fn the_checksum_and_the_countrys_format_are_checked() {
-        for good in ["NL91 ABNA 0417 1643 00", "DE89 3704 0044 0532 0130 00", "GB82 WEST 1234 5698 7654 32"] {
+        for good in [
+            "NL91 ABNA 0417 1643 00",
+            "DE89 3704 0044 0532 0130 00",
+            "GB82 WEST 1234 5698 7654 32",
+        ] {
             assert_eq!(bank(good, "").check(), Ok(()), "{good}");
         }
         // One digit off: the mod-97 checksum fails.
-        for bad in ["NL91 ABNA 0417 1643 01", "GB82 WEST 1234 5698 7654 33", "DE89 3704", "XX00 1234 5678 9012 34"] {
-            assert!(bank(bad, "").check().unwrap_err().contains_key("iban"), "{bad}");
+        for bad in [
+            "NL91 ABNA 0417 1643 01",
+            "GB82 WEST 1234 5698 7654 33",
+            "DE89 3704",
+            "XX00 1234 5678 9012 34",
+        ] {
+            assert!(
+                bank(bad, "").check().unwrap_err().contains_key("iban"),
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn bics_references_and_lengths_are_checked() {
-        assert!(bank("NL91ABNA0417164300", "ABNA").check().unwrap_err().contains_key("bic"));
-        assert!(bank("NL91ABNA0417164300", "1BNANL2A").check().unwrap_err().contains_key("bic"));
+        assert!(bank("NL91ABNA0417164300", "ABNA")
+            .check()
+            .unwrap_err()
+            .contains_key("bic"));
+        assert!(bank("NL91ABNA0417164300", "1BNANL2A")
+            .check()
+            .unwrap_err()
+            .contains_key("bic"));
         assert_eq!(bank("NL91ABNA0417164300", "ABNANL2AXXX").check(), Ok(()));
-        assert!(bank("", "ABNANL2A").check().unwrap_err().contains_key("iban"));
+        assert!(bank("", "ABNANL2A")
+            .check()
+            .unwrap_err()
+            .contains_key("iban"));
         let mut b = bank("", "");
         b.reference = "Invoice".into();
         assert!(b.check().unwrap_err().contains_key("reference"));

@@ -84,7 +84,7 @@ fn set_not_found_status() {}
 
 /// The field errors of the latest answer of a form's action (`action.value()`), none before it.
 pub fn field_errors<T: Clone + Send + Sync + 'static>(
-    value: RwSignal<Option<Result<T, AppError>>>,
+    value: impl Get<Value = Option<Result<T, AppError>>> + Send + Sync + 'static,
 ) -> Signal<crate::error::FieldErrors> {
     Signal::derive(move || match value.get() {
         Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),

@@ -110,7 +110,11 @@ pub(in super::super) async fn list_payments(
 }
 
 /// The payments of `org`'s invoice `id`, or 404.
-async fn payments_of(state: &AppState, org: Uuid, id: &str) -> Result<Vec<Payment>, ProblemResponse> {
+async fn payments_of(
+    state: &AppState,
+    org: Uuid,
+    id: &str,
+) -> Result<Vec<Payment>, ProblemResponse> {
     let id = Uuid::try_parse(id).map_err(|_| not_found())?;
     manual_payments::list(&state.pool, org, id)
         .await?
