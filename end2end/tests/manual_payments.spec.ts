@@ -62,3 +62,42 @@ test("a payment dated in the future is refused with the field's message and reco
   await expect(page.locator("table.payments")).toHaveCount(0);
   await expect(page.locator(".heading .payment-state")).toHaveText("unpaid");
 });
+
+test("bank details saved in settings show on the customer's page, on a phone too", async ({ page, browser }) => {
+  await signUpAndCreateInvoice(page, "bank", { quantity: "1", price: "80.00" });
+  const number = (await page.locator(".heading .number").textContent())!.trim();
+  const publicUrl = (await page.locator(".public-link a").first().getAttribute("href"))!;
+
+  await page.goto("/settings/org");
+  await hydrated(page);
+  const form = page.locator("form.bank-details");
+  await form.locator('input[name="bank[holder]"]').fill("Acme B.V.");
+  // One digit off: the check digits refuse it.
+  await form.locator('input[name="bank[iban]"]').fill("NL91 ABNA 0417 1643 01");
+  await form.locator("button.save-bank").click();
+  await expect(form.locator(".error")).toContainText("not a valid IBAN");
+  await form.locator('input[name="bank[iban]"]').fill("nl91abna0417164300");
+  await form.locator('input[name="bank[bic]"]').fill("abnanl2a");
+  await form.locator("button.save-bank").click();
+  await expect(form.locator(".error")).toHaveCount(0);
+  // Stored compact and upper case, shown in groups of four.
+  await expect(async () => {
+    await page.reload();
+    await expect(page.locator('form.bank-details input[name="bank[iban]"]')).toHaveValue("NL91 ABNA 0417 1643 00", { timeout: 1000 });
+  }).toPass({ timeout: 15_000 });
+  await noAxeViolations(page);
+
+  // The customer, on a phone: the transfer details with the invoice's number as the reference, and
+  // nothing wider than the screen.
+  const phone = await browser.newContext({ viewport: { width: 375, height: 740 } });
+  const customer = await phone.newPage();
+  await customer.goto(publicUrl);
+  const transfer = customer.locator("section.transfer");
+  await expect(transfer).toContainText("NL91 ABNA 0417 1643 00");
+  await expect(transfer).toContainText("ABNANL2A");
+  await expect(transfer).toContainText(number);
+  const width = await customer.evaluate(() => document.documentElement.scrollWidth);
+  expect(width).toBeLessThanOrEqual(375);
+  await noAxeViolations(customer);
+  await phone.close();
+});
