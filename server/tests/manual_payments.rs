@@ -37,12 +37,9 @@ fn payment(amount: i64, reference: &str) -> String {
         .to_string()
 }
 
+/// (status, payment_state, amount_paid_cents)
 async fn state(app: &TestApp, invoice: Uuid) -> (String, String, i64) {
-    sqlx::query_as("select status, payment_state, amount_paid_cents from invoices where id = $1")
-        .bind(invoice)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap()
+    app.money(invoice).await
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]

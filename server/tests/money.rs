@@ -101,11 +101,7 @@ async fn opened(pool: PgPool, total: i64, currency: &str) -> (TestApp, Uuid) {
 
 /// (status, payment_state, amount_paid_cents)
 async fn state(app: &TestApp, invoice: Uuid) -> (String, String, i64) {
-    sqlx::query_as("select status, payment_state, amount_paid_cents from invoices where id = $1")
-        .bind(invoice)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap()
+    app.money(invoice).await
 }
 
 fn s(status: &str, state: &str, paid: i64) -> (String, String, i64) {

@@ -162,6 +162,17 @@ impl TestApp {
         sqlx::query_scalar(sql).fetch_one(&self.pool).await.unwrap()
     }
 
+    /// (status, payment_state, amount_paid_cents) of `invoice`.
+    pub async fn money(&self, invoice: Uuid) -> (String, String, i64) {
+        sqlx::query_as(
+            "select status, payment_state, amount_paid_cents from invoices where id = $1",
+        )
+        .bind(invoice)
+        .fetch_one(&self.pool)
+        .await
+        .unwrap()
+    }
+
     pub async fn invoice_state(&self, invoice: Uuid) -> (String, i64) {
         sqlx::query_as("select status, amount_paid_cents from invoices where id = $1")
             .bind(invoice)

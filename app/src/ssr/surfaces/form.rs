@@ -9,7 +9,7 @@ use crate::model::InvoiceInput;
 use crate::ssr::claim::{ClaimKey, Form, Outcome, Terms};
 use crate::ssr::lifecycle::{self, Action, Edited, Moved};
 use crate::ssr::observe::{Attempt, AttemptOutcome, Concerns, Tracked};
-use crate::ssr::surfaces::{once, Once, Work};
+use crate::ssr::surfaces::{busy, once, Once, Work};
 use crate::ssr::{invoices, outbox};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,10 +111,7 @@ pub async fn invoice_from_form(
             format!("{key:?} {outcome:?}"),
         )),
         Once::Mismatch => Ok(FormOutcome::KeyReused),
-        Once::Busy { retry_after } => Err(AppError::BadRequest(format!(
-            "This form is still being processed. Try again in {} seconds.",
-            retry_after.as_secs()
-        ))),
+        Once::Busy { retry_after } => Err(busy("This form is still being processed.", retry_after)),
     }
 }
 
@@ -180,10 +177,7 @@ pub async fn queue_invoice_email(
             "send claim",
             format!("{key:?} has no outbox row"),
         )),
-        Once::Busy { retry_after } => Err(AppError::BadRequest(format!(
-            "This invoice is being sent. Try again in {} seconds.",
-            retry_after.as_secs()
-        ))),
+        Once::Busy { retry_after } => Err(busy("This invoice is being sent.", retry_after)),
     }
 }
 
@@ -235,10 +229,9 @@ pub async fn invoice_action(
         Once::Ran(moved) => Ok(moved),
         Once::Done(_) => Ok(Moved::Already),
         Once::Mismatch => Ok(Moved::Already),
-        Once::Busy { retry_after } => Err(AppError::BadRequest(format!(
-            "This action is still being processed. Try again in {} seconds.",
-            retry_after.as_secs()
-        ))),
+        Once::Busy { retry_after } => {
+            Err(busy("This action is still being processed.", retry_after))
+        }
     }
 }
 
@@ -281,10 +274,7 @@ pub async fn duplicate_invoice(
             "duplicate claim",
             format!("{key:?} has no draft"),
         )),
-        Once::Busy { retry_after } => Err(AppError::BadRequest(format!(
-            "This invoice is being duplicated. Try again in {} seconds.",
-            retry_after.as_secs()
-        ))),
+        Once::Busy { retry_after } => Err(busy("This invoice is being duplicated.", retry_after)),
     }
 }
 
@@ -358,12 +348,7 @@ pub async fn edit_draft(
         Once::Ran(save) => save,
         Once::Done(_) => DraftSave::Replayed,
         Once::Mismatch => DraftSave::KeyReused,
-        Once::Busy { retry_after } => {
-            return Err(AppError::BadRequest(format!(
-                "This draft is being saved. Try again in {} seconds.",
-                retry_after.as_secs()
-            )))
-        }
+        Once::Busy { retry_after } => return Err(busy("This draft is being saved.", retry_after)),
     })
 }
 
@@ -445,10 +430,7 @@ pub async fn customer_from_form(
             format!("{key:?} {outcome:?}"),
         )),
         Once::Mismatch => Ok(Saved::KeyReused),
-        Once::Busy { retry_after } => Err(AppError::BadRequest(format!(
-            "This form is still being processed. Try again in {} seconds.",
-            retry_after.as_secs()
-        ))),
+        Once::Busy { retry_after } => Err(busy("This form is still being processed.", retry_after)),
     }
 }
 
@@ -491,10 +473,7 @@ pub async fn update_customer(
         Once::Ran(()) => Ok(Saved::Created(customer)),
         Once::Done(_) => Ok(Saved::Replayed(customer)),
         Once::Mismatch => Ok(Saved::KeyReused),
-        Once::Busy { retry_after } => Err(AppError::BadRequest(format!(
-            "This form is still being processed. Try again in {} seconds.",
-            retry_after.as_secs()
-        ))),
+        Once::Busy { retry_after } => Err(busy("This form is still being processed.", retry_after)),
     }
 }
 
@@ -548,9 +527,6 @@ where
             format!("{key:?} {outcome:?}"),
         )),
         Once::Mismatch => Ok(Saved::KeyReused),
-        Once::Busy { retry_after } => Err(AppError::BadRequest(format!(
-            "This form is still being processed. Try again in {} seconds.",
-            retry_after.as_secs()
-        ))),
+        Once::Busy { retry_after } => Err(busy("This form is still being processed.", retry_after)),
     }
 }

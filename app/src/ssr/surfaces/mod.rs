@@ -77,6 +77,15 @@ impl From<sqlx::Error> for crate::error::AppError {
     }
 }
 
+/// The answer to a form whose key another attempt holds right now: `what` is happening, and when to
+/// try again.
+pub fn busy(what: &str, retry_after: Duration) -> crate::error::AppError {
+    crate::error::AppError::BadRequest(format!(
+        "{what} Try again in {} seconds.",
+        retry_after.as_secs()
+    ))
+}
+
 /// How many times one attempt's transaction is run before its error is answered.
 pub const MAX_TRIES: u32 = 3;
 

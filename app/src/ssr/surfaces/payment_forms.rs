@@ -7,7 +7,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::form::Saved;
-use super::{once, Once, Work};
+use super::{busy, once, Once, Work};
 use crate::error::AppError;
 use crate::model::PaymentInput;
 use crate::ssr::audit::Actor;
@@ -95,10 +95,7 @@ pub async fn record_payment(
         }
         Once::Mismatch => Saved::KeyReused,
         Once::Busy { retry_after } => {
-            return Err(AppError::BadRequest(format!(
-                "This payment is still being recorded. Try again in {} seconds.",
-                retry_after.as_secs()
-            )))
+            return Err(busy("This payment is still being recorded.", retry_after))
         }
     })
 }
@@ -139,10 +136,7 @@ pub async fn delete_payment(
         Once::Done(_) => Saved::Replayed(payment),
         Once::Mismatch => Saved::KeyReused,
         Once::Busy { retry_after } => {
-            return Err(AppError::BadRequest(format!(
-                "This payment is being deleted. Try again in {} seconds.",
-                retry_after.as_secs()
-            )))
+            return Err(busy("This payment is being deleted.", retry_after))
         }
     })
 }
