@@ -12,6 +12,8 @@
 //! - Events (`checkout.session.completed`, `..._async_payment_succeeded`, `..._async_payment_failed`)
 //!   are signed with the endpoint secret and POSTed to the webhook URL, retried with backoff until
 //!   2xx. With `chaos`, each event goes two or three times, some at once, in shuffled order.
+//! - `POST /v1/refunds` (`payment_intent`, optional `amount`; Stripe's idempotency semantics) refunds
+//!   a paid checkout's payment and sends `charge.refunded` with the cumulative `amount_refunded`.
 //! - `POST /v1/test_helpers/checkout/sessions/{id}/hold_settlement` keeps that session's delayed
 //!   settlement until `.../release_settlement` sends it, so a test can see a payment processing.
 //!
@@ -34,6 +36,7 @@ use serde_json::{json, Value};
 use delivery::{deliver_all, event, settlement};
 
 mod delivery;
+mod refunds;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -82,6 +85,9 @@ struct Store {
     /// Session creations answered (failures included), and events sent.
     create_calls: u64,
     expire_calls: u64,
+    refund_calls: u64,
+    /// Payment intent → the Stripe units refunded of it so far.
+    refunded: HashMap<String, i64>,
     events: Vec<Value>,
     /// Sessions whose delayed settlement waits for `release_settlement` (tests that must see a
     /// payment processing): the settlement events once the session is paid.
@@ -129,6 +135,7 @@ impl LocalStripe {
             )
             .route("/v1/checkout/sessions/{id}", get(get_session))
             .route("/v1/checkout/sessions/{id}/expire", post(expire_session))
+            .route("/v1/refunds", post(refunds::create_refund))
             .route_layer(axum::middleware::from_fn_with_state(
                 shared.clone(),
                 require_key,
@@ -162,6 +169,11 @@ impl LocalStripe {
     /// Expirations asked for (replays of an Idempotency-Key included).
     pub fn expire_calls(&self) -> u64 {
         self.shared.store.lock().unwrap().expire_calls
+    }
+
+    /// Refunds asked for (replays of an Idempotency-Key and refusals included).
+    pub fn refund_calls(&self) -> u64 {
+        self.shared.store.lock().unwrap().refund_calls
     }
 
     /// How many session creations were received, answered or not yet.

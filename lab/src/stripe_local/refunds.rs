@@ -1,0 +1,240 @@
+//! `POST /v1/refunds`: a refund of a paid checkout's payment intent, as Stripe makes one: form
+//! encoded, the whole rest or `amount` of it (Stripe's units), Stripe's idempotency semantics, and a
+//! `charge.refunded` event carrying the cumulative `amount_refunded` (and `refunded` once all of it
+//! went back), delivered like every other event.
+
+use std::collections::HashMap;
+
+use app::ssr::stripe::standin;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::Form;
+use serde_json::{json, Value};
+
+use super::delivery::{deliver_all, event};
+use super::{error_body, once, Shared, Store};
+
+pub(super) async fn create_refund(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    Form(params): Form<Vec<(String, String)>>,
+) -> Response {
+    let mut params = params;
+    params.sort();
+    let mut events = Vec::new();
+    let response = {
+        let mut store = shared.store.lock().unwrap();
+        store.refund_calls += 1;
+        let response = once(&mut store, &headers, "refund", params, |store, params| {
+            Ok(refund(store, params, &mut events))
+        });
+        store.events.extend(events.iter().cloned());
+        response
+    };
+    deliver_all(shared, events);
+    response
+}
+
+/// The refund `params` ask for, or Stripe's 400 saying why not; its event goes to `events`.
+fn refund(store: &mut Store, params: &[(String, String)], events: &mut Vec<Value>) -> (u16, Value) {
+    let p: HashMap<&str, &str> = params
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let invalid = |code: Option<&str>, message: &str| {
+        (400, error_body("invalid_request_error", code, message))
+    };
+    let Some(&intent) = p.get("payment_intent") else {
+        return invalid(
+            Some("parameter_missing"),
+            "Missing required param: payment_intent.",
+        );
+    };
+    let paid = store
+        .sessions
+        .values()
+        .find(|s| s["payment_intent"] == intent && s["payment_status"] == "paid")
+        .cloned();
+    let Some(session) = paid else {
+        let message = format!("No such payment_intent: '{intent}'");
+        return invalid(Some("resource_missing"), &message);
+    };
+    let total = session["amount_total"].as_i64().unwrap_or(0);
+    let before = store.refunded.get(intent).copied().unwrap_or(0);
+    let left = total - before;
+    if left == 0 {
+        let message = format!("Charge for payment_intent {intent} has already been refunded.");
+        return invalid(Some("charge_already_refunded"), &message);
+    }
+    let amount = match p.get("amount") {
+        None => left,
+        Some(text) => text.parse::<i64>().unwrap_or(-1),
+    };
+    if amount <= 0 || amount > left {
+        let message = format!(
+            "Refund amount ({amount}) must be above 0 and at most the unrefunded amount on the \
+             charge ({left})."
+        );
+        return invalid(Some("amount_too_large"), &message);
+    }
+    let refunded = before + amount;
+    store.refunded.insert(intent.to_owned(), refunded);
+    let metadata: serde_json::Map<String, Value> = params
+        .iter()
+        .filter_map(|(k, v)| {
+            let name = k.strip_prefix("metadata[")?.strip_suffix(']')?;
+            Some((name.to_owned(), Value::from(v.as_str())))
+        })
+        .collect();
+    let currency = session["currency"].clone();
+    events.push(event(
+        "charge.refunded",
+        json!({
+            "id": standin::stripe_id("ch"),
+            "object": "charge",
+            "payment_intent": intent,
+            "amount": total,
+            "amount_refunded": refunded,
+            "currency": currency,
+            "refunded": refunded == total,
+        }),
+    ));
+    (
+        200,
+        json!({
+            "id": standin::stripe_id("re"),
+            "object": "refund",
+            "amount": amount,
+            "currency": currency,
+            "payment_intent": intent,
+            "status": "succeeded",
+            "reason": p.get("reason"),
+            "metadata": metadata,
+            "created": chrono::Utc::now().timestamp(),
+        }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Config, LocalStripe};
+
+    const KEY: &str = "sk_test_local";
+
+    /// A local Stripe with one checkout of `amount` (cents of usd) paid by card: (stripe, payment
+    /// intent).
+    async fn paid(amount: i64) -> (LocalStripe, String) {
+        let stripe = LocalStripe::start("127.0.0.1:0".parse().unwrap(), Config::default())
+            .await
+            .unwrap();
+        let http = reqwest::Client::new();
+        let session: serde_json::Value = http
+            .post(format!("{}/v1/checkout/sessions", stripe.base))
+            .bearer_auth(KEY)
+            .form(&[
+                ("mode", "payment".to_owned()),
+                ("success_url", "http://example.com/ok".to_owned()),
+                ("line_items[0][price_data][currency]", "usd".to_owned()),
+                ("line_items[0][price_data][unit_amount]", amount.to_string()),
+            ])
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let id = session["id"].as_str().unwrap().to_owned();
+        stripe.pay(&id, "card").await.unwrap();
+        let intent = http
+            .get(format!("{}/v1/checkout/sessions/{id}", stripe.base))
+            .bearer_auth(KEY)
+            .send()
+            .await
+            .unwrap()
+            .json::<serde_json::Value>()
+            .await
+            .unwrap()["payment_intent"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        (stripe, intent)
+    }
+
+    async fn refund(
+        stripe: &LocalStripe,
+        key: Option<&str>,
+        form: &[(&str, &str)],
+    ) -> (u16, bool, serde_json::Value) {
+        let mut req = reqwest::Client::new()
+            .post(format!("{}/v1/refunds", stripe.base))
+            .bearer_auth(KEY)
+            .form(form);
+        if let Some(key) = key {
+            req = req.header("idempotency-key", key);
+        }
+        let res = req.send().await.unwrap();
+        let replayed = res.headers().contains_key("idempotent-replayed");
+        (res.status().as_u16(), replayed, res.json().await.unwrap())
+    }
+
+    fn refunded_events(stripe: &LocalStripe) -> Vec<(i64, bool)> {
+        stripe
+            .events()
+            .iter()
+            .filter(|e| e["type"] == "charge.refunded")
+            .map(|e| {
+                let charge = &e["data"]["object"];
+                (
+                    charge["amount_refunded"].as_i64().unwrap(),
+                    charge["refunded"].as_bool().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_key_refunds_once_and_the_events_carry_the_cumulative_amount() {
+        let (stripe, intent) = paid(10_000).await;
+        let part = [("payment_intent", intent.as_str()), ("amount", "4000")];
+        let (status, replayed, first) = refund(&stripe, Some("cn-1"), &part).await;
+        assert_eq!((status, replayed), (200, false), "{first}");
+        assert_eq!(first["amount"], 4000);
+        // The same key and parameters: the first answer again, and no second refund.
+        let (status, replayed, again) = refund(&stripe, Some("cn-1"), &part).await;
+        assert_eq!((status, replayed), (200, true));
+        assert_eq!(again["id"], first["id"]);
+        // The same key with other parameters is Stripe's idempotency error.
+        let other = [("payment_intent", intent.as_str()), ("amount", "100")];
+        let (status, _, err) = refund(&stripe, Some("cn-1"), &other).await;
+        assert_eq!(status, 400);
+        assert_eq!(err["error"]["type"], "idempotency_error");
+        // More than is left is refused; the rest, without an amount, refunds it all.
+        let too_much = [("payment_intent", intent.as_str()), ("amount", "6001")];
+        assert_eq!(refund(&stripe, Some("cn-2"), &too_much).await.0, 400);
+        let rest = [("payment_intent", intent.as_str())];
+        let (status, _, last) = refund(&stripe, Some("cn-3"), &rest).await;
+        assert_eq!((status, last["amount"].as_i64()), (200, Some(6000)));
+        assert_eq!(refunded_events(&stripe), [(4000, false), (10_000, true)]);
+        let (status, _, err) = refund(&stripe, Some("cn-4"), &rest).await;
+        assert_eq!(status, 400);
+        assert_eq!(err["error"]["code"], "charge_already_refunded");
+        assert_eq!(stripe.refund_calls(), 6);
+    }
+
+    #[tokio::test]
+    async fn unknown_intents_and_missing_keys_are_refused() {
+        let (stripe, _) = paid(500).await;
+        let (status, _, err) = refund(&stripe, None, &[("payment_intent", "pi_nope")]).await;
+        assert_eq!(status, 400);
+        assert_eq!(err["error"]["code"], "resource_missing");
+        let res = reqwest::Client::new()
+            .post(format!("{}/v1/refunds", stripe.base))
+            .form(&[("payment_intent", "pi_nope")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 401);
+        assert!(refunded_events(&stripe).is_empty());
+    }
+}
