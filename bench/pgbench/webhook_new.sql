@@ -48,7 +48,7 @@ set (status, payment_state, amount_paid_cents) =
         (select m.new_status, m.new_payment_state, m.kept_cents from invoice_money(i.id) m),
     updated_at = now()
 where i.id = md5('bench/' || :org::uuid || '/' || :n)::uuid
-returning i.status as "status: InvoiceStatus", i.payment_state as "payment_state: PaymentState", i.amount_paid_cents, i.total_cents;
+returning i.status as "status: InvoiceStatus", i.payment_state as "payment_state: PaymentState", i.amount_paid_cents, i.total_cents - i.amount_credited_cents as "asked!";
 insert into stripe_events (account, id, type, payload, outcome, detail, org_id, invoice_id)
 values ('default', 'evt_pgb_' || :client_id::text || '_' || :r::text, 'checkout.session.completed', :payload,
         'applied', 'payment pi_pgb recorded; invoice open', :org::uuid, md5('bench/' || :org::uuid || '/' || :n)::uuid)

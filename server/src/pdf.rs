@@ -428,7 +428,7 @@ pub fn render(found: &PublicInvoice, paper: Paper) -> Vec<u8> {
     w.y += LINE + 4.0;
 
     // Totals.
-    let due = (inv.total_cents - inv.amount_paid_cents).max(0);
+    let due = inv.amount_due_cents;
     let mut rows = vec![(
         "Subtotal".to_owned(),
         format_money(inv.subtotal_cents, currency),
@@ -451,6 +451,10 @@ pub fn render(found: &PublicInvoice, paper: Paper) -> Vec<u8> {
         format_money(inv.total_cents, currency),
         false,
     ));
+    if inv.amount_credited_cents > 0 {
+        let credited = format!("-{}", format_money(inv.amount_credited_cents, currency));
+        rows.push(("Credited".to_owned(), credited, false));
+    }
     rows.push((
         "Paid".to_owned(),
         format_money(inv.amount_paid_cents, currency),

@@ -68,6 +68,40 @@ pub fn routes() -> Router<AppState> {
         .route("/i/{token}", get(page))
         .route("/i/{token}/pdf", get(pdf))
         .route("/i/{token}/pay", axum::routing::post(pay))
+        .route("/c/{token}", get(credit_note_page))
+}
+
+/// A credit note's customer page, `/c/{token}`: what was credited on which invoice, and why.
+async fn credit_note_page(State(state): State<AppState>, PageToken(token): PageToken) -> Response {
+    let found =
+        app::ssr::credit_notes::by_token(&state.pool, &token, &state.settings.public_url).await;
+    let (note, org_name) = match found {
+        Ok(Some(found)) => found,
+        Ok(None) => return not_found(),
+        Err(e) => return unavailable("public credit note page", e),
+    };
+    let amount = format_money(note.total_cents, &note.currency);
+    let body = view! {
+        <main class="public credit-note">
+            <header class="from">
+                <p class="org">{org_name.clone()}</p>
+            </header>
+            <h1>"Credit note " <span class="number">{note.number.clone()}</span></h1>
+            <dl>
+                <dt>"For invoice"</dt>
+                <dd class="invoice-number">{note.invoice_number.clone()}</dd>
+                <dt>"Issued"</dt>
+                <dd>{note.created_at.date_naive().to_string()}</dd>
+                <dt>"Reason"</dt>
+                <dd class="reason">{note.reason.clone()}</dd>
+                <dt>"Credited"</dt>
+                <dd class="amount">{amount}</dd>
+            </dl>
+        </main>
+    }
+    .to_html();
+    let title = format!("Credit note {} from {org_name}", note.number);
+    private(axum::response::Html(document(&title, body)).into_response())
 }
 
 /// Headers of every answer under `/i/`: not indexed, not cached by anyone but the browser, the
@@ -236,7 +270,7 @@ fn render(found: PublicInvoice, token: &str) -> String {
         bank,
     } = found;
     let currency = inv.currency.clone();
-    let due = inv.total_cents - inv.amount_paid_cents;
+    let due = inv.amount_due_cents;
     // Not while a delayed payment (a bank debit) is under way: it would be paid twice.
     let payable = due > 0
         && payments_enabled
@@ -284,6 +318,12 @@ fn render(found: PublicInvoice, token: &str) -> String {
                     <tbody>{lines}</tbody>
                     <tfoot>
                         {app::totals_rows(&inv, 4)}
+                        {(inv.amount_credited_cents > 0).then(|| view! {
+                            <tr>
+                                <th scope="row" colspan="4">"Credited"</th>
+                                <td class="num credited">{format!("-{}", format_money(inv.amount_credited_cents, &currency))}</td>
+                            </tr>
+                        })}
                         <tr>
                             <th scope="row" colspan="4">"Paid"</th>
                             <td class="num">{format_money(inv.amount_paid_cents, &currency)}</td>

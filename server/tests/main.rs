@@ -9,6 +9,7 @@ mod api_crash;
 mod bank_details;
 mod checkout;
 mod cli;
+mod credit_notes;
 mod customers;
 mod form_crash;
 mod invoice_lists;

@@ -1,6 +1,7 @@
 //! Types both sides compile: what a user types, what the server checks, what pages show.
 
 mod bank;
+mod credit_note;
 mod customer;
 mod decimal;
 mod form;
@@ -16,6 +17,7 @@ mod totals;
 mod views;
 
 pub use bank::BankDetails;
+pub use credit_note::{CreditNote, CreditNoteInput, CreditRefund};
 pub use customer::{Customer, CustomerInput};
 pub use decimal::Thousandths;
 pub use form::{InvoiceForm, LineForm, PAYMENT_TERMS};

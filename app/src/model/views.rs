@@ -217,7 +217,14 @@ pub struct Invoice {
     /// subtotal − discount + tax.
     pub total_cents: i64,
     pub notes: String,
+    /// What its payments brought in and was kept (refunds and lost disputes taken off).
     pub amount_paid_cents: i64,
+    /// What its credit notes took off the total.
+    pub amount_credited_cents: i64,
+    /// What is still asked for: total − credited − paid, at least 0.
+    pub amount_due_cents: i64,
+    /// Its credit notes, oldest first.
+    pub credit_notes: Vec<Uuid>,
     pub payment_state: PaymentState,
     /// Open or uncollectible, not fully paid, and past its due date in the org's time zone.
     pub overdue: bool,

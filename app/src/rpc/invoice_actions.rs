@@ -130,7 +130,7 @@ pub async fn simulate_payment(invoice_id: String) -> Result<(), AppError> {
         return Err(AppError::NotFound.respond());
     }
     let invoice = own_invoice(&state, user.org_id, &invoice_id).await?;
-    let due = invoice.total_cents - invoice.amount_paid_cents;
+    let due = invoice.amount_due_cents;
     if due <= 0 {
         return Err(AppError::BadRequest("Nothing is due on this invoice.".into()).respond());
     }

@@ -95,11 +95,11 @@ pub async fn session(
             r#"
             select i.status as "status: InvoiceStatus", i.payment_state as "payment_state: PaymentState",
                    i.currency,
-                   i.total_cents - i.amount_paid_cents as "due!",
+                   i.total_cents - i.amount_credited_cents - i.amount_paid_cents as "due!",
                    i.number_text, i.public_token, i.customer_email, o.name as org_name,
                    o.payments_enabled,
                    (select count(*) from checkout_sessions s
-                    where s.invoice_id = i.id and s.amount_cents = i.total_cents - i.amount_paid_cents
+                    where s.invoice_id = i.id and s.amount_cents = i.total_cents - i.amount_credited_cents - i.amount_paid_cents
                       and not s.simulated) as "generation!"
             from invoices i join orgs o on o.id = i.org_id
             where i.id = $1 and i.org_id = $2

@@ -394,7 +394,8 @@ pub async fn render(
     let inv = sqlx::query!(
         r#"
         select i.number_text, i.public_token, i.customer_name, i.customer_email, i.currency,
-               i.total_cents, i.amount_paid_cents, i.due_date::text as "due!", o.name as org_name,
+               i.total_cents, i.amount_paid_cents, i.amount_credited_cents, i.due_date::text as "due!",
+               o.name as org_name,
                o.bank_account_holder, o.bank_iban, o.bank_bic, o.bank_other, o.payment_reference
         from invoices i join orgs o on o.id = i.org_id
         where i.id = $1
@@ -420,16 +421,17 @@ pub async fn render(
         reference: inv.payment_reference,
     };
     // How to pay by transfer, while something is due.
-    let transfer = if bank.is_set() && inv.total_cents > inv.amount_paid_cents {
-        let lines: Vec<String> = bank
-            .lines(&number)
-            .into_iter()
-            .map(|(label, value)| format!("  {label}: {value}"))
-            .collect();
-        format!("\nPay by bank transfer:\n{}\n", lines.join("\n"))
-    } else {
-        String::new()
-    };
+    let transfer =
+        if bank.is_set() && inv.total_cents > inv.amount_credited_cents + inv.amount_paid_cents {
+            let lines: Vec<String> = bank
+                .lines(&number)
+                .into_iter()
+                .map(|(label, value)| format!("  {label}: {value}"))
+                .collect();
+            format!("\nPay by bank transfer:\n{}\n", lines.join("\n"))
+        } else {
+            String::new()
+        };
     let (subject, text) = match subject_kind {
         None => (
             format!("Invoice {number} from {}", inv.org_name),

@@ -470,14 +470,14 @@ pub async fn derive(tx: &mut PgConnection, invoice: Uuid) -> sqlx::Result<Money>
             updated_at = now()
         where i.id = $1
         returning i.status as "status: InvoiceStatus", i.payment_state as "payment_state: PaymentState",
-                  i.amount_paid_cents, i.total_cents
+                  i.amount_paid_cents, i.total_cents - i.amount_credited_cents as "asked!"
         "#,
         invoice
     )
     .fetch_one(&mut *tx)
     .await?;
     Ok(Money {
-        overpaid: (row.amount_paid_cents - row.total_cents).max(0),
+        overpaid: (row.amount_paid_cents - row.asked).max(0),
         status: row.status,
         payment_state: row.payment_state,
         amount_paid_cents: row.amount_paid_cents,

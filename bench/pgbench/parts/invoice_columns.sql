@@ -2,7 +2,9 @@ select i.id, i.number_text, i.status as "status: InvoiceStatus", i.version, i.cu
        i.customer_email, i.customer_address, i.customer_tax_id, i.currency,
        i.due_date as "due_date: NaiveDate", i.payment_terms_days, i.subtotal_cents,
        i.discount_percent_milli, i.discount_amount_cents, i.discount_cents, i.tax_cents,
-       i.total_cents, i.notes, i.amount_paid_cents,
+       i.total_cents, i.notes, i.amount_paid_cents, i.amount_credited_cents,
+       array(select c.id from credit_notes c where c.invoice_id = i.id order by c.created_at)
+           as "credit_notes!",
        i.payment_state as "payment_state: PaymentState",
        invoice_overdue(i.status, i.due_date, o.time_zone) as "overdue!",
        i.public_token, i.finalized_at as "finalized_at: DateTime<Utc>",

@@ -121,6 +121,8 @@ params! {
     InvoiceWrite [id("Invoice id (UUID)"), key(AS_FOR_CREATION)]
     /// A write to one customer.
     CustomerWrite [id("Customer id (UUID)"), key(AS_FOR_CREATION)]
+    /// Reading one credit note.
+    CreditNoteId [id("Credit note id (UUID)")]
     /// Reading one payment of an invoice.
     PaymentId [id("Invoice id (UUID)"), path("payment_id", "Payment id (UUID)")]
 }

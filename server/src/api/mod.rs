@@ -2,6 +2,7 @@
 //! Errors are RFC 9457 problem+json and never carry internal text.
 
 mod client;
+mod credit_notes;
 mod customers;
 mod documented;
 mod invoices;
@@ -82,6 +83,14 @@ fn api() -> Api {
         .route(
             "/api/v1/invoices/{id}/payments/{payment_id}",
             [to(M::GET, invoices::get_payment)],
+        )
+        .post(
+            "/api/v1/invoices/{id}/credit_notes",
+            credit_notes::post_credit_note,
+        )
+        .route(
+            "/api/v1/credit_notes/{id}",
+            [to(M::GET, credit_notes::get_credit_note)],
         )
         .route(
             CUSTOMERS_PATH,

@@ -1,13 +1,14 @@
 //! The OpenAPI document (`/api/v1/openapi.json`), generated from the handlers' annotations.
 
 use app::model::{
-    Customer, CustomerInput, Discount, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus,
-    LineInput, Payment, PaymentInput, PaymentMethod, PaymentSource, PaymentState, TaxRate,
-    TaxRateInput, TaxTotal,
+    CreditNote, CreditNoteInput, CreditRefund, Customer, CustomerInput, Discount, Invoice,
+    InvoiceInput, InvoiceLine, InvoiceStatus, LineInput, Payment, PaymentInput, PaymentMethod,
+    PaymentSource, PaymentState, TaxRate, TaxRateInput, TaxTotal,
 };
 use axum::Json;
 use utoipa::OpenApi;
 
+use super::credit_notes;
 use super::customers::{self, CustomerList};
 use super::invoices::{self, CheckoutSession, InvoiceList, PaymentList};
 use super::problem::Problem;
@@ -30,6 +31,8 @@ use super::tax_rates::{self, TaxRateList};
         invoices::post_payment,
         invoices::list_payments,
         invoices::get_payment,
+        credit_notes::post_credit_note,
+        credit_notes::get_credit_note,
         customers::post_customer,
         customers::list_customers,
         customers::get_customer,
@@ -46,6 +49,9 @@ use super::tax_rates::{self, TaxRateList};
         PaymentState,
         InvoiceList,
         CheckoutSession,
+        CreditNote,
+        CreditNoteInput,
+        CreditRefund,
         Payment,
         PaymentInput,
         PaymentMethod,

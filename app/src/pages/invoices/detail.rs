@@ -99,6 +99,12 @@ pub fn InvoicePage() -> impl IntoView {
                                     </tbody>
                                     <tfoot>
                                         {totals_rows(&inv, 4)}
+                                        {(inv.amount_credited_cents > 0).then(|| view! {
+                                            <tr>
+                                                <td colspan="4">"Credited"</td>
+                                                <td class="num credited">{format!("-{}", format_money(inv.amount_credited_cents, &currency))}</td>
+                                            </tr>
+                                        })}
                                         <tr>
                                             <td colspan="4">"Paid"</td>
                                             <td class="num">{format_money(inv.amount_paid_cents, &currency)}</td>
@@ -121,7 +127,7 @@ pub fn InvoicePage() -> impl IntoView {
                                     invoice=inv.id
                                     currency=currency.clone()
                                     status=inv.status
-                                    due_cents=inv.total_cents - inv.amount_paid_cents
+                                    due_cents=inv.amount_due_cents
                                     payments
                                     forms=payment_forms
                                     can_edit

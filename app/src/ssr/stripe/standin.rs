@@ -105,7 +105,7 @@ pub async fn open_simulated_session(
         r#"
         insert into checkout_sessions (id, org_id, invoice_id, amount_cents, currency, livemode, url,
                                        expires_at, idempotency_key, simulated)
-        select $1, org_id, id, greatest(total_cents - amount_paid_cents, 1), currency, false, '',
+        select $1, org_id, id, greatest(total_cents - amount_credited_cents - amount_paid_cents, 1), currency, false, '',
                now() + interval '1 day', 'simulated:' || $1, true
         from invoices where id = $2
         on conflict (id) do nothing
@@ -221,7 +221,7 @@ pub fn dispute_id() -> String {
 pub async fn amount_due(pool: &PgPool, invoice: Uuid) -> sqlx::Result<Option<(i64, String)>> {
     // language=PostgreSQL
     let row = sqlx::query!(
-        "select total_cents - amount_paid_cents as \"due!\", currency from invoices where id = $1",
+        "select total_cents - amount_credited_cents - amount_paid_cents as \"due!\", currency from invoices where id = $1",
         invoice
     )
     .fetch_optional(pool)

@@ -238,6 +238,8 @@ pub fn ok(body: &impl serde::Serialize) -> StoredResponse {
 
 pub const CUSTOMERS_PATH: &str = "/api/v1/customers";
 
+pub const CREDIT_NOTES_PATH: &str = "/api/v1/credit_notes";
+
 pub const TAX_RATES_PATH: &str = "/api/v1/tax_rates";
 
 #[cfg(test)]

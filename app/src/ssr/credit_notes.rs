@@ -1,0 +1,228 @@
+//! Credit notes: issued from a finalized invoice for an amount (at most what is left to credit),
+//! numbered gapless per org in their own series (the counter row is locked until commit, and a
+//! rollback gives the number back), named by the attempt that issued them (their business key, so
+//! even a lost claim row cannot issue one twice), and added to the invoice's credited amount, from
+//! which the invoice is derived again, all in the caller's transaction.
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+use crate::model::{CreditNote, CreditNoteInput, CreditRefund, InvoiceStatus};
+use crate::ssr::invoices::mint_public_token;
+use crate::ssr::payments::{derive, Money};
+
+/// Why a credit note was not issued.
+#[derive(Debug, thiserror::Error)]
+pub enum CreditError {
+    #[error("no such invoice")]
+    NotFound,
+    /// Drafts (never sent) are edited or deleted; void invoices ask for nothing.
+    #[error("a {0} invoice cannot be credited")]
+    NotCreditable(InvoiceStatus),
+    #[error("at most {creditable} is left to credit on this invoice")]
+    TooMuch { creditable: i64 },
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
+/// The customer's page of a credit note.
+pub fn public_url(base: &str, token: &str) -> String {
+    format!("{base}/c/{token}")
+}
+
+/// Who credits what: `org`'s `invoice`, as the credit note `id`, named by the attempt `source_key`,
+/// issued by the user `by` (None: an API key).
+#[derive(Debug, Clone, Copy)]
+pub struct Credit<'a> {
+    pub org: Uuid,
+    pub invoice: Uuid,
+    pub id: Uuid,
+    pub source_key: &'a str,
+    pub by: Option<Uuid>,
+}
+
+/// Issues the credit note `credit` of `input` and derives the invoice again. A repeat of the
+/// attempt returns the credit note it issued.
+pub async fn issue(
+    tx: &mut PgConnection,
+    credit: &Credit<'_>,
+    input: &CreditNoteInput,
+    public_base: &str,
+) -> Result<(CreditNote, Money), CreditError> {
+    let Credit {
+        org,
+        invoice,
+        id,
+        source_key,
+        by,
+    } = *credit;
+    // language=PostgreSQL
+    let inv = sqlx::query!(
+        r#"
+        select status as "status: InvoiceStatus", total_cents - amount_credited_cents as "creditable!",
+               currency
+        from invoices where id = $1 and org_id = $2
+        for update
+        "#,
+        invoice,
+        org
+    )
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or(CreditError::NotFound)?;
+    if let Some(done) = by_source(tx, org, source_key, public_base).await? {
+        return Ok((done, derive(tx, invoice).await?));
+    }
+    if matches!(inv.status, InvoiceStatus::Draft | InvoiceStatus::Void) {
+        return Err(CreditError::NotCreditable(inv.status));
+    }
+    let amount = input.amount_cents.unwrap_or(inv.creditable);
+    if amount < 1 || amount > inv.creditable {
+        return Err(CreditError::TooMuch {
+            creditable: inv.creditable,
+        });
+    }
+    // The number: the org's credit-note counter for this period (the year, if the format names it),
+    // taken in this transaction.
+    // language=PostgreSQL
+    sqlx::query!(
+        r#"
+        with org as (
+            select credit_note_format as format,
+                   extract(year from now() at time zone time_zone)::int as yr,
+                   credit_note_format ~ '\{YY' as yearly
+            from orgs where id = $2
+        ), counter as (
+            insert into credit_note_counters (org_id, period, last_number)
+            select $2, case when org.yearly then org.yr else 0 end, 1 from org
+            on conflict (org_id, period) do update
+                set last_number = credit_note_counters.last_number + 1
+            returning period, last_number
+        )
+        insert into credit_notes (id, org_id, invoice_id, number, number_period, number_text, currency,
+                                  total_cents, reason, refund, source_key, public_token, created_by)
+        select $1, $2, $3, c.last_number, c.period, invoice_number_text(org.format, c.last_number, org.yr),
+               $4, $5, $6, $7, $8, $9, $10
+        from counter c, org
+        "#,
+        id,
+        org,
+        invoice,
+        inv.currency,
+        amount,
+        input.reason.trim(),
+        input.refund.as_str(),
+        source_key,
+        mint_public_token(),
+        by,
+    )
+    .execute(&mut *tx)
+    .await?;
+    // language=PostgreSQL
+    sqlx::query!(
+        "update invoices set amount_credited_cents = amount_credited_cents + $2 where id = $1",
+        invoice,
+        amount
+    )
+    .execute(&mut *tx)
+    .await?;
+    let money = derive(tx, invoice).await?;
+    let note = by_source(tx, org, source_key, public_base)
+        .await?
+        .ok_or(CreditError::NotFound)?;
+    Ok((note, money))
+}
+
+/// `org`'s credit note `id`.
+pub async fn get(
+    pool: &PgPool,
+    org: Uuid,
+    id: Uuid,
+    public_base: &str,
+) -> sqlx::Result<Option<CreditNote>> {
+    let mut conn = pool.acquire().await?;
+    Ok(select(&mut conn, org, Some(id), None, public_base)
+        .await?
+        .pop())
+}
+
+/// The credit note whose customer page is `token`, with its org's name: None for an unknown token.
+pub async fn by_token(
+    pool: &PgPool,
+    token: &str,
+    public_base: &str,
+) -> sqlx::Result<Option<(CreditNote, String)>> {
+    if !crate::ssr::public::well_formed(token) {
+        return Ok(None);
+    }
+    // language=PostgreSQL
+    let found = sqlx::query!(
+        r#"
+        select c.org_id, c.id, o.name as org_name
+        from credit_notes c join orgs o on o.id = c.org_id
+        where c.public_token = $1
+        "#,
+        token
+    )
+    .fetch_optional(pool)
+    .await?;
+    let Some(found) = found else { return Ok(None) };
+    let note = get(pool, found.org_id, found.id, public_base).await?;
+    Ok(note.map(|n| (n, found.org_name)))
+}
+
+async fn by_source(
+    tx: &mut PgConnection,
+    org: Uuid,
+    source_key: &str,
+    public_base: &str,
+) -> sqlx::Result<Option<CreditNote>> {
+    Ok(select(tx, org, None, Some(source_key), public_base)
+        .await?
+        .pop())
+}
+
+async fn select(
+    conn: &mut PgConnection,
+    org: Uuid,
+    id: Option<Uuid>,
+    source_key: Option<&str>,
+    public_base: &str,
+) -> sqlx::Result<Vec<CreditNote>> {
+    // language=PostgreSQL
+    let rows = sqlx::query!(
+        r#"
+        select c.id, c.number_text, c.invoice_id, i.number_text as "invoice_number?", c.currency,
+               c.total_cents, c.reason, c.refund, c.public_token,
+               c.created_at as "created_at: DateTime<Utc>"
+        from credit_notes c join invoices i on i.id = c.invoice_id
+        where c.org_id = $1 and (c.id = $2 or c.source_key = $3)
+        "#,
+        org,
+        id,
+        source_key,
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| CreditNote {
+            id: r.id,
+            number: r.number_text,
+            invoice_id: r.invoice_id,
+            invoice_number: r.invoice_number.unwrap_or_default(),
+            currency: r.currency,
+            total_cents: r.total_cents,
+            reason: r.reason,
+            refund: match r.refund.as_str() {
+                "manual" => CreditRefund::Manual,
+                "stripe" => CreditRefund::Stripe,
+                _ => CreditRefund::None,
+            },
+            refund_state: "none".to_owned(),
+            public_url: public_url(public_base, &r.public_token),
+            created_at: r.created_at,
+        })
+        .collect())
+}
