@@ -7,9 +7,9 @@ use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::common::pages;
 use crate::common::rows::{insert_invoice, one_line_input, scalars_for};
 use crate::common::served::{ApiResponse, TestApp};
+use crate::common::{client, login, pages};
 
 const PASSWORD: &str = "correct horse";
 
@@ -288,5 +288,57 @@ async fn two_credit_notes_racing_for_the_last_amount_one_wins(pool: PgPool) {
         app.count("select amount_credited_cents from invoices")
             .await,
         10_000
+    );
+}
+
+/// The invoice page's "Credit" form, submitted twice at once as a double click sends it: one
+/// credit note, listed on the page.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_double_submitted_credit_form_issues_one_credit_note(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let email = format!("{}@example.com", Uuid::new_v4().simple());
+    let account = app::ssr::accounts::create_org_with_owner(&app.pool, "Acme", &email, PASSWORD)
+        .await
+        .unwrap();
+    let invoice = insert_invoice(
+        &app.pool,
+        account.org_id,
+        &one_line_input("eur", "2027-01-31", 10_000, false),
+    )
+    .await;
+    let http = client();
+    login(&http, &app.base, &email, PASSWORD).await;
+    let html = pages::text(&http, format!("{}/invoices/{invoice}", app.base)).await;
+    let form = &html[html.find("credit-invoice\"").expect("the credit form")..];
+    let marker = "name=\"idempotency_key\" value=\"";
+    let at = form.find(marker).expect("its key") + marker.len();
+    let key = form[at..at + 36].to_owned();
+    let body = [
+        ("invoice_id", invoice.to_string()),
+        ("idempotency_key", key),
+        ("amount", "25.00".to_owned()),
+        ("reason", "Late delivery".to_owned()),
+    ];
+    let url = format!("{}/rpc/credit_invoice", app.base);
+    let (a, b) = tokio::join!(
+        pages::submit(&http, url.clone(), &body),
+        pages::submit(&http, url.clone(), &body)
+    );
+    assert!(
+        a.status().as_u16() < 400 && b.status().as_u16() < 400,
+        "{} {}",
+        a.status(),
+        b.status()
+    );
+    assert_eq!(app.count("select count(*) from credit_notes").await, 1);
+    assert_eq!(
+        app.count("select amount_credited_cents from invoices")
+            .await,
+        2_500
+    );
+    let page = pages::text(&http, format!("{}/invoices/{invoice}", app.base)).await;
+    assert!(
+        page.contains("CN-000001") && page.contains("Late delivery"),
+        "listed"
     );
 }

@@ -699,6 +699,15 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
             ]),
         ),
         (
+            "credit_invoice",
+            form(&[
+                ("invoice_id", invoice.clone()),
+                ("idempotency_key", key()),
+                ("amount", "1.00".into()),
+                ("reason", "refused".into()),
+            ]),
+        ),
+        (
             "record_payment",
             form(&[
                 ("invoice_id", invoice.clone()),

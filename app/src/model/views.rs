@@ -304,6 +304,10 @@ pub struct PaymentForms {
     pub delete_keys: Vec<Uuid>,
     /// The session's role may delete payments recorded by hand.
     pub can_delete: bool,
+    /// Names this rendering's "Credit" attempt.
+    pub credit_key: Uuid,
+    /// The invoice's credit notes, oldest first.
+    pub credit_notes: Vec<super::CreditNote>,
 }
 
 /// A customer's page.

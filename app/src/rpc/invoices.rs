@@ -152,6 +152,13 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
         crate::ssr::payments::for_invoice(&state.reads, user.org_id, invoice.id),
         crate::ssr::accounts::payments_enabled(&state.reads, user.org_id),
     )?;
+    // Only an invoice with credit notes reads them (most have none).
+    let credit_notes = if invoice.credit_notes.is_empty() {
+        Vec::new()
+    } else {
+        let base = &state.settings.public_url;
+        crate::ssr::credit_notes::for_invoice(&state.reads, user.org_id, invoice.id, base).await?
+    };
     let delete_keys = payments
         .iter()
         .map(|_| crate::model::form_key(user.org_id))
@@ -172,6 +179,8 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
             today,
             delete_keys,
             can_delete: user.role.may(crate::model::Action::DeletePayments),
+            credit_key: crate::model::form_key(user.org_id),
+            credit_notes,
         },
     })
 }

@@ -122,3 +122,72 @@ async fn invoice_currency(
     .await?
     .ok_or(AppError::NotFound)
 }
+
+/// Credits the invoice (`amount`, in its currency; empty: all that is left to credit) with a
+/// reason: one credit note per rendered form, however often it is submitted.
+#[server(prefix = "/rpc", endpoint = "credit_invoice")]
+pub async fn credit_invoice(
+    invoice_id: String,
+    idempotency_key: Option<String>,
+    amount: String,
+    reason: String,
+) -> Result<(), AppError> {
+    use crate::ssr::credit_notes::Credit;
+    use crate::ssr::observe::{track, Attempt, Surface};
+
+    let state = state()?;
+    let invoice = parse_id(&invoice_id)?;
+    let attempt = Attempt::new(
+        Surface::Form,
+        idempotency_key.clone().unwrap_or_default(),
+        request_id(),
+    );
+    track(&state.pool, attempt, async |attempt| {
+        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
+        let currency = invoice_currency(&state.pool, user.org_id, invoice).await?;
+        let amount_cents = match amount.trim() {
+            "" => Ok(None),
+            text => crate::model::parse_amount(text, &currency)
+                .map(Some)
+                .map_err(|e| crate::error::FieldErrors::from([("amount_cents".to_owned(), e)])),
+        };
+        let input = amount_cents.map(|amount_cents| crate::model::CreditNoteInput {
+            amount_cents,
+            reason: reason.clone(),
+            refund: Default::default(),
+        });
+        let checked = match &input {
+            Ok(input) => input.check(),
+            Err(fields) => Err(fields.clone()),
+        };
+        let (user, form_key) = open_form(
+            &attempt,
+            crate::model::Action::EditInvoices,
+            &idempotency_key,
+            checked,
+        )
+        .await?;
+        let input = input.map_err(|fields| AppError::rejected(idempotency_key.clone(), fields))?;
+        let source_key = format!("form:{form_key}");
+        let credit = Credit {
+            org: user.org_id,
+            invoice,
+            id: uuid::Uuid::now_v7(),
+            source_key: &source_key,
+            by: Some(user.id),
+        };
+        crate::ssr::surfaces::payment_forms::credit_invoice(
+            &state.pool,
+            &attempt,
+            form_key,
+            &credit,
+            &input,
+            &state.settings.public_url,
+        )
+        .await
+    })
+    .await
+    .map_err(AppError::respond)?;
+    leptos_axum::redirect(&format!("/invoices/{invoice}"));
+    Ok(())
+}

@@ -147,6 +147,28 @@ pub async fn get(
         .pop())
 }
 
+/// The credit notes of `org`'s `invoice`, oldest first.
+pub async fn for_invoice(
+    pool: &PgPool,
+    org: Uuid,
+    invoice: Uuid,
+    public_base: &str,
+) -> sqlx::Result<Vec<CreditNote>> {
+    // language=PostgreSQL
+    let ids = sqlx::query_scalar!(
+        "select id from credit_notes where org_id = $1 and invoice_id = $2 order by created_at",
+        org,
+        invoice
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut notes = Vec::with_capacity(ids.len());
+    for id in ids {
+        notes.extend(get(pool, org, id, public_base).await?);
+    }
+    Ok(notes)
+}
+
 /// The credit note whose customer page is `token`, with its org's name: None for an unknown token.
 pub async fn by_token(
     pool: &PgPool,

@@ -13,7 +13,7 @@ use crate::rpc::invoice_actions::{
     DuplicateInvoice, InvoiceAction, RetryEmail, SendInvoice, SimulatePayment,
 };
 use crate::rpc::invoices::get_invoice;
-use crate::rpc::payments::{DeletePayment, RecordPayment};
+use crate::rpc::payments::{CreditInvoice, DeletePayment, RecordPayment};
 
 use super::payments::Payments;
 
@@ -27,6 +27,7 @@ pub fn InvoicePage() -> impl IntoView {
     let duplicate = ServerAction::<DuplicateInvoice>::new();
     let record = ServerAction::<RecordPayment>::new();
     let delete_payment = ServerAction::<DeletePayment>::new();
+    let credit = ServerAction::<CreditInvoice>::new();
     // Refetched after each action on the page.
     let invoice = Resource::new(
         move || {
@@ -37,7 +38,8 @@ pub fn InvoicePage() -> impl IntoView {
                     + retry.version().get()
                     + act.version().get()
                     + record.version().get()
-                    + delete_payment.version().get(),
+                    + delete_payment.version().get()
+                    + credit.version().get(),
             )
         },
         |(id, _)| get_invoice(id),
@@ -133,6 +135,8 @@ pub fn InvoicePage() -> impl IntoView {
                                     can_edit
                                     record
                                     delete=delete_payment
+                                    credit
+                                    creditable_cents=inv.total_cents - inv.amount_credited_cents
                                 />
                                 {can_simulate
                                     .then(|| {

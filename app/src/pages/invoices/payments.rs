@@ -1,6 +1,6 @@
-//! An invoice's payments on its page: Stripe's and those recorded by hand, each recorded one with a
-//! "Delete" button for owners, and the "Record a payment" form (bank transfer, cash, cheque, a card
-//! taken elsewhere) for invoices that take payments.
+//! An invoice's money on its page: its payments (Stripe's and those recorded by hand, each recorded
+//! one with a "Delete" button for owners), the "Record a payment" form (bank transfer, cash, cheque,
+//! a card taken elsewhere), its credit notes and the "Credit" form.
 
 use leptos::prelude::*;
 use uuid::Uuid;
@@ -9,7 +9,7 @@ use crate::model::{
     format_money, InvoiceStatus, PaymentForms, PaymentMethod, PaymentRow, PaymentStatus,
 };
 use crate::pages::layout::{error_banner, field_error, field_errors};
-use crate::rpc::payments::{DeletePayment, RecordPayment};
+use crate::rpc::payments::{CreditInvoice, DeletePayment, RecordPayment};
 
 /// The payments table and, for a finalized invoice that is not void, the form that records one.
 #[component]
@@ -24,6 +24,9 @@ pub fn Payments(
     can_edit: bool,
     record: ServerAction<RecordPayment>,
     delete: ServerAction<DeletePayment>,
+    credit: ServerAction<CreditInvoice>,
+    /// What is left to credit (total − credited).
+    creditable_cents: i64,
 ) -> impl IntoView {
     let takes_payments = can_edit && !matches!(status, InvoiceStatus::Draft | InvoiceStatus::Void);
     let rows = payments
@@ -52,6 +55,74 @@ pub fn Payments(
         {takes_payments.then(|| view! {
             <RecordForm invoice currency=currency.clone() due_cents forms=forms.clone() record />
         })}
+        <CreditNotes notes=forms.credit_notes.clone() />
+        {(takes_payments && creditable_cents > 0).then(|| view! {
+            <CreditForm invoice currency=currency.clone() creditable_cents key=forms.credit_key credit />
+        })}
+    }
+}
+
+/// The invoice's credit notes, each linking to its customer page.
+#[component]
+fn CreditNotes(notes: Vec<crate::model::CreditNote>) -> impl IntoView {
+    (!notes.is_empty()).then(|| {
+        view! {
+            <h2>"Credit notes"</h2>
+            <table class="credit-notes">
+                <tbody>
+                    {notes
+                        .into_iter()
+                        .map(|n| view! {
+                            <tr class="credit-note">
+                                <td><a href=n.public_url.clone()>{n.number.clone()}</a></td>
+                                <td>{n.created_at.date_naive().to_string()}</td>
+                                <td class="reason">{n.reason.clone()}</td>
+                                <td class="num">{format!("-{}", format_money(n.total_cents, &n.currency))}</td>
+                            </tr>
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        }
+    })
+}
+
+/// "Credit": a credit note of an amount (empty: all that is left to credit) with a reason, once per
+/// rendered form.
+#[component]
+fn CreditForm(
+    invoice: Uuid,
+    currency: String,
+    creditable_cents: i64,
+    key: Uuid,
+    credit: ServerAction<CreditInvoice>,
+) -> impl IntoView {
+    let errors = field_errors(credit.value());
+    let error_for = move |field: &'static str| field_error(errors, field);
+    let most = crate::model::plain_amount(creditable_cents, &currency);
+    view! {
+        <h2 id="credit-invoice">"Credit this invoice"</h2>
+        {move || credit.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+        <ActionForm action=credit attr:class="credit-invoice" attr:aria-labelledby="credit-invoice">
+            <input type="hidden" name="invoice_id" value=invoice.to_string() />
+            <input type="hidden" name="idempotency_key" value=key.to_string() />
+            <div class="grid">
+                <label>
+                    {format!("Amount ({}, at most {most}; empty: all of it)", currency.to_uppercase())}
+                    <input type="text" inputmode="decimal" name="amount" />
+                    {error_for("amount_cents")}
+                </label>
+                <label>
+                    "Reason"
+                    <input type="text" name="reason" maxlength="500" required />
+                    {error_for("reason")}
+                </label>
+            </div>
+            <p class="hint">"Money already paid beyond what is then due is kept as the customer's credit."</p>
+            <button type="submit" class="credit" disabled=move || credit.pending().get()>
+                "Issue credit note"
+            </button>
+        </ActionForm>
     }
 }
 

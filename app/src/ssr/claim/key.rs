@@ -58,6 +58,7 @@ pub enum Form {
     RecordPayment,
     DeletePayment,
     EditBankDetails,
+    CreditInvoice,
 }
 
 impl Form {
@@ -84,6 +85,7 @@ impl Form {
             Form::RecordPayment => "record_payment",
             Form::DeletePayment => "delete_payment",
             Form::EditBankDetails => "edit_bank_details",
+            Form::CreditInvoice => "credit_invoice",
         }
     }
 }

@@ -1,6 +1,6 @@
-//! The invoice page's payment forms as the form surface runs them: "Record a payment" (once per
-//! rendered form: a double submit records one payment) and a recorded payment's "Delete" button
-//! (once per rendered button).
+//! The invoice page's money forms as the form surface runs them: "Record a payment" (once per
+//! rendered form: a double submit records one payment), a recorded payment's "Delete" button (once
+//! per rendered button) and "Credit" (once per rendered form: one credit note).
 
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
@@ -137,6 +137,68 @@ pub async fn delete_payment(
         Once::Mismatch => Saved::KeyReused,
         Once::Busy { retry_after } => {
             return Err(busy("This payment is being deleted.", retry_after))
+        }
+    })
+}
+
+/// Issues a credit note of `input` on `invoice` at most once per rendered form `form_key`.
+pub async fn credit_invoice(
+    pool: &PgPool,
+    attempt: &Attempt,
+    form_key: Uuid,
+    credit: &crate::ssr::credit_notes::Credit<'_>,
+    input: &crate::model::CreditNoteInput,
+    public_base: &str,
+) -> Result<Saved, AppError> {
+    use crate::ssr::credit_notes::{self, CreditError};
+    let key = ClaimKey::form(credit.org, Form::CreditInvoice, form_key);
+    let fingerprint = Sha256::digest(serde_json::to_vec(input).expect("input serialises")).to_vec();
+    let terms = Terms {
+        fingerprint: Some(&fingerprint),
+        result_id: Some(credit.id),
+        ..Terms::default()
+    };
+    let ran = once(pool, attempt, &key, &terms, || {
+        async |tx| {
+            let (note, _) = credit_notes::issue(tx, credit, input, public_base)
+                .await
+                .map_err(|e| match e {
+                    CreditError::Db(e) => AppError::from(e),
+                    CreditError::NotFound => AppError::NotFound,
+                    other => AppError::BadRequest(format!("Not credited: {other}.")),
+                })?;
+            let concerns = Concerns {
+                org: Some(credit.org),
+                invoice: Some(credit.invoice),
+            };
+            Ok::<_, AppError>(if note.id == credit.id {
+                Work::Commit {
+                    answer: note.id,
+                    outcome: Outcome::result(note.id),
+                    concerns,
+                }
+            } else {
+                Work::RollBack(note.id)
+            })
+        }
+    })
+    .await?;
+    Ok(match ran {
+        Once::Ran(id) if id == credit.id => Saved::Created(id),
+        Once::Ran(id)
+        | Once::Done(Outcome {
+            result_id: Some(id),
+            ..
+        }) => Saved::Replayed(id),
+        Once::Done(outcome) => {
+            return Err(AppError::internal(
+                "credit claim done without a credit note",
+                format!("{key:?} {outcome:?}"),
+            ))
+        }
+        Once::Mismatch => Saved::KeyReused,
+        Once::Busy { retry_after } => {
+            return Err(busy("This credit note is still being issued.", retry_after))
         }
     })
 }
