@@ -16,6 +16,8 @@ use krilla::surface::Surface;
 use krilla::text::{Font, TextDirection};
 use krilla::Document;
 
+pub mod credit_note;
+
 static REGULAR: &[u8] = include_bytes!(env!("INVOICER_PDF_FONT_REGULAR"));
 static BOLD: &[u8] = include_bytes!(env!("INVOICER_PDF_FONT_BOLD"));
 

@@ -69,6 +69,7 @@ pub fn routes() -> Router<AppState> {
         .route("/i/{token}/pdf", get(pdf))
         .route("/i/{token}/pay", axum::routing::post(pay))
         .route("/c/{token}", get(credit_note_page))
+        .route("/c/{token}/pdf", get(credit_note_pdf))
 }
 
 /// A credit note's customer page, `/c/{token}`: what was credited on which invoice, and why.
@@ -87,6 +88,9 @@ async fn credit_note_page(State(state): State<AppState>, PageToken(token): PageT
                 <p class="org">{org_name.clone()}</p>
             </header>
             <h1>"Credit note " <span class="number">{note.number.clone()}</span></h1>
+            <p>
+                <a class="button pdf" href=format!("/c/{token}/pdf")>"Download PDF"</a>
+            </p>
             <dl>
                 <dt>"For invoice"</dt>
                 <dd class="invoice-number">{note.invoice_number.clone()}</dd>
@@ -415,8 +419,12 @@ async fn pdf(
         }
         Err(app::ssr::throttle::Bounded::Task(e)) => return unavailable("rendering a pdf", e),
     };
-    // Only characters that need no quoting go into the file name.
-    let file: String = number
+    attachment(bytes, &format!("invoice-{number}"))
+}
+
+/// `bytes` as a PDF download named `name` (only characters that need no quoting are kept).
+fn attachment(bytes: Vec<u8>, name: &str) -> Response {
+    let file: String = name
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
@@ -432,13 +440,44 @@ async fn pdf(
                 (header::CONTENT_TYPE, "application/pdf".to_owned()),
                 (
                     header::CONTENT_DISPOSITION,
-                    format!("attachment; filename=\"invoice-{file}.pdf\""),
+                    format!("attachment; filename=\"{file}.pdf\""),
                 ),
             ],
             bytes,
         )
             .into_response(),
     )
+}
+
+/// A credit note's PDF, `/c/{token}/pdf`: throttled and rendered like the invoice's.
+async fn credit_note_pdf(
+    State(state): State<AppState>,
+    Client(client): Client,
+    Path(token): Path<String>,
+) -> Response {
+    if let Err(t) = state.throttle.pdf(&token, client) {
+        return throttled(t);
+    }
+    let found =
+        app::ssr::credit_notes::by_token(&state.pool, &token, &state.settings.public_url).await;
+    let (note, org_name) = match found {
+        Ok(Some(found)) => found,
+        Ok(None) => return not_found(),
+        Err(e) => return unavailable("public credit note pdf", e),
+    };
+    let name = format!("credit-note-{}", note.number);
+    let wait = std::time::Duration::from_secs(5);
+    let rendered = app::ssr::throttle::bounded(&RENDERS, wait, move || {
+        crate::pdf::credit_note::render(&note, &org_name, Paper::A4)
+    })
+    .await;
+    match rendered {
+        Ok(bytes) => attachment(bytes, &name),
+        Err(app::ssr::throttle::Bounded::Busy) => {
+            unavailable("public credit note pdf", "every renderer is busy")
+        }
+        Err(app::ssr::throttle::Bounded::Task(e)) => unavailable("rendering a pdf", e),
+    }
 }
 
 fn unavailable(context: &str, e: impl std::fmt::Display) -> Response {

@@ -122,6 +122,25 @@ async fn a_credit_note_lowers_what_is_due_once_per_key_and_has_its_own_page(pool
     assert!(page.contains("€40.00") || page.contains("40.00"), "{page}");
     let bad = pages::get(&app.http, format!("{}/c/{}", app.base, "0".repeat(64))).await;
     assert_eq!(bad.status(), 404);
+    // Its PDF carries the same facts as extractable text.
+    let pdf = pages::bytes(&app.http, format!("{}{path}/pdf", app.base)).await;
+    let (text, pages, _) = crate::public_page::pdf_text(&pdf);
+    assert_eq!(pages, 1);
+    let invoice_number: String = crate::common::rows::scalar_for(
+        &app.pool,
+        "select number_text from invoices where id = $1",
+        invoice,
+    )
+    .await;
+    for fact in [
+        "CREDIT NOTE",
+        "CN-000001",
+        "Two hours less",
+        "40.00",
+        &invoice_number,
+    ] {
+        assert!(text.contains(fact), "{fact} in {text}");
+    }
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]

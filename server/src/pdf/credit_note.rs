@@ -1,0 +1,61 @@
+//! A credit note as a PDF: the sender, the credit note's number and date, the invoice it credits,
+//! why, and the amount. Drawn with the invoice's writer and fonts.
+
+use app::model::{format_money, CreditNote};
+use krilla::metadata::Metadata;
+use krilla::Document;
+
+use super::{wrap, Paper, Writer, BODY, LINE, MARGIN};
+
+/// The credit note `note` of `org_name` as PDF bytes.
+pub fn render(note: &CreditNote, org_name: &str, paper: Paper) -> Vec<u8> {
+    let mut doc = Document::new();
+    doc.set_metadata(
+        Metadata::new()
+            .title(format!("Credit note {} from {org_name}", note.number))
+            .creator("invoicer".to_owned()),
+    );
+    let mut w = Writer {
+        doc: &mut doc,
+        paper,
+        pages: Vec::new(),
+        y: MARGIN,
+    };
+    w.new_page();
+    let width = w.width();
+    let right = width - MARGIN;
+    w.y += 18.0;
+    w.text(MARGIN, org_name, 16.0, true);
+    w.text_right(right, "CREDIT NOTE", 16.0, true);
+    w.y += LINE + 4.0;
+    let facts = [
+        format!("Number {}", note.number),
+        format!("Issued {}", note.created_at.date_naive()),
+        format!("For invoice {}", note.invoice_number),
+    ];
+    for (n, fact) in facts.iter().enumerate() {
+        w.text_right(right, fact, BODY, n == 0);
+        w.y += LINE;
+    }
+    w.y += LINE;
+    w.grey(MARGIN, "Reason", 9.0);
+    w.y += LINE;
+    for line in wrap(&note.reason, width - 2.0 * MARGIN, BODY) {
+        w.room(LINE);
+        w.text(MARGIN, &line, BODY, false);
+        w.y += LINE;
+    }
+    w.y += LINE;
+    w.rule(0.8);
+    w.y += LINE + 4.0;
+    w.text_right(right - 110.0, "Credited", BODY, true);
+    w.text_right(
+        right,
+        &format_money(note.total_cents, &note.currency),
+        BODY,
+        true,
+    );
+    w.finish(&format!("{org_name} · credit note {}", note.number));
+    doc.finish()
+        .expect("a PDF of text and rules always serialises")
+}
