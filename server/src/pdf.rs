@@ -314,24 +314,27 @@ fn status_line(inv: &app::model::Invoice) -> String {
     format!("Status: {status}")
 }
 
+/// `doc` titled `title`, and a writer on its first page.
+fn start(doc: &mut Document, title: String, paper: Paper) -> Writer<'_> {
+    doc.set_metadata(Metadata::new().title(title).creator("invoicer".to_owned()));
+    let mut w = Writer {
+        doc,
+        paper,
+        pages: Vec::new(),
+        y: MARGIN,
+    };
+    w.new_page();
+    w
+}
+
 /// The invoice as PDF bytes.
 pub fn render(found: &PublicInvoice, paper: Paper) -> Vec<u8> {
     let inv = &found.invoice;
     let number = inv.number.clone().unwrap_or_else(|| "Draft".to_owned());
     let currency = &inv.currency;
     let mut doc = Document::new();
-    doc.set_metadata(
-        Metadata::new()
-            .title(format!("Invoice {number} from {}", found.org_name))
-            .creator("invoicer".to_owned()),
-    );
-    let mut w = Writer {
-        doc: &mut doc,
-        paper,
-        pages: Vec::new(),
-        y: MARGIN,
-    };
-    w.new_page();
+    let title = format!("Invoice {number} from {}", found.org_name);
+    let mut w = start(&mut doc, title, paper);
     let width = w.width();
     let right = width - MARGIN;
     let (qty_right, unit_right, amount_right) = columns(width);

@@ -6,7 +6,10 @@ use uuid::Uuid;
 use crate::error::AppError;
 
 #[cfg(feature = "ssr")]
-use super::{form::open_form, request_id, state};
+use super::{
+    form::{form_attempt, open_form},
+    state,
+};
 
 /// The session org's customers, newest first, or those whose name or email starts with `q`.
 #[server(prefix = "/rpc", endpoint = "list_customers")]
@@ -43,15 +46,11 @@ pub async fn save_customer(
     customer_id: Option<String>,
     input: crate::model::CustomerInput,
 ) -> Result<Uuid, AppError> {
-    use crate::ssr::observe::{track, Attempt, Surface};
+    use crate::ssr::observe::track;
     use crate::ssr::surfaces::form::{customer_from_form, update_customer, Saved};
 
     let state = state()?;
-    let attempt = Attempt::new(
-        Surface::Form,
-        idempotency_key.clone().unwrap_or_default(),
-        request_id(),
-    );
+    let attempt = form_attempt(&idempotency_key);
     let existing = match customer_id.as_deref().filter(|c| !c.is_empty()) {
         None => None,
         Some(id) => Some(Uuid::try_parse(id).map_err(|_| AppError::NotFound.respond())?),

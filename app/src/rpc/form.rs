@@ -60,6 +60,15 @@ pub(super) fn for_this_org(
     .respond())
 }
 
+/// The attempt a keyed form's submit is, named by the key it was rendered with (empty: none sent).
+pub(super) fn form_attempt(idempotency_key: &Option<String>) -> crate::ssr::observe::Attempt {
+    crate::ssr::observe::Attempt::new(
+        crate::ssr::observe::Surface::Form,
+        idempotency_key.clone().unwrap_or_default(),
+        request_id(),
+    )
+}
+
 /// The first steps of a keyed form's attempt: the session's role must allow `action`, the key must
 /// be one rendered for the org it acts for now, and `check` (the content's field errors) is
 /// answered only then; the attempt is named by the org. Returns the user and the form's key.

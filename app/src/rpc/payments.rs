@@ -8,7 +8,7 @@ use crate::model::PaymentForm;
 
 #[cfg(feature = "ssr")]
 use super::{
-    form::{for_this_org, open_form, parse_button_key, parse_id},
+    form::{for_this_org, form_attempt, open_form, parse_button_key, parse_id},
     request_id, state,
 };
 
@@ -21,16 +21,12 @@ pub async fn record_payment(
     form: PaymentForm,
 ) -> Result<(), AppError> {
     use crate::ssr::manual_payments::{self, PaymentError};
-    use crate::ssr::observe::{track, Attempt, Surface};
+    use crate::ssr::observe::track;
     use crate::ssr::surfaces::payment_forms::{record_payment, refusal};
 
     let state = state()?;
     let invoice = parse_id(&invoice_id)?;
-    let attempt = Attempt::new(
-        Surface::Form,
-        idempotency_key.clone().unwrap_or_default(),
-        request_id(),
-    );
+    let attempt = form_attempt(&idempotency_key);
     track(&state.pool, attempt, async |attempt| {
         let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
         let currency = invoice_currency(&state.pool, user.org_id, invoice).await?;
@@ -133,15 +129,11 @@ pub async fn credit_invoice(
     reason: String,
 ) -> Result<(), AppError> {
     use crate::ssr::credit_notes::Credit;
-    use crate::ssr::observe::{track, Attempt, Surface};
+    use crate::ssr::observe::track;
 
     let state = state()?;
     let invoice = parse_id(&invoice_id)?;
-    let attempt = Attempt::new(
-        Surface::Form,
-        idempotency_key.clone().unwrap_or_default(),
-        request_id(),
-    );
+    let attempt = form_attempt(&idempotency_key);
     track(&state.pool, attempt, async |attempt| {
         let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
         let currency = invoice_currency(&state.pool, user.org_id, invoice).await?;

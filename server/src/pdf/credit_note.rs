@@ -2,26 +2,15 @@
 //! why, and the amount. Drawn with the invoice's writer and fonts.
 
 use app::model::{format_money, CreditNote};
-use krilla::metadata::Metadata;
 use krilla::Document;
 
-use super::{wrap, Paper, Writer, BODY, LINE, MARGIN};
+use super::{start, wrap, Paper, BODY, LINE, MARGIN};
 
 /// The credit note `note` of `org_name` as PDF bytes.
 pub fn render(note: &CreditNote, org_name: &str, paper: Paper) -> Vec<u8> {
     let mut doc = Document::new();
-    doc.set_metadata(
-        Metadata::new()
-            .title(format!("Credit note {} from {org_name}", note.number))
-            .creator("invoicer".to_owned()),
-    );
-    let mut w = Writer {
-        doc: &mut doc,
-        paper,
-        pages: Vec::new(),
-        y: MARGIN,
-    };
-    w.new_page();
+    let title = format!("Credit note {} from {org_name}", note.number);
+    let mut w = start(&mut doc, title, paper);
     let width = w.width();
     let right = width - MARGIN;
     w.y += 18.0;

@@ -80,24 +80,7 @@ pub async fn record_payment(
         }
     })
     .await?;
-    Ok(match ran {
-        Once::Ran(id) if id == payment => Saved::Created(id),
-        Once::Ran(id)
-        | Once::Done(Outcome {
-            result_id: Some(id),
-            ..
-        }) => Saved::Replayed(id),
-        Once::Done(outcome) => {
-            return Err(AppError::internal(
-                "payment claim done without a payment",
-                format!("{key:?} {outcome:?}"),
-            ))
-        }
-        Once::Mismatch => Saved::KeyReused,
-        Once::Busy { retry_after } => {
-            return Err(busy("This payment is still being recorded.", retry_after))
-        }
-    })
+    made(ran, payment, &key, "This payment is still being recorded.")
 }
 
 /// Deletes the recorded payment `payment` at most once per rendered button `button_key`.
@@ -183,8 +166,20 @@ pub async fn credit_invoice(
         }
     })
     .await?;
+    made(
+        ran,
+        credit.id,
+        &key,
+        "This credit note is still being issued.",
+    )
+}
+
+/// How a form that makes `made` (a payment, a credit note) ended: made now, made by the attempt it
+/// repeats (the claim's result, or what the business key found), its key reused with other content,
+/// or still `busy` elsewhere.
+fn made(ran: Once<Uuid>, made: Uuid, key: &ClaimKey, busy_doing: &str) -> Result<Saved, AppError> {
     Ok(match ran {
-        Once::Ran(id) if id == credit.id => Saved::Created(id),
+        Once::Ran(id) if id == made => Saved::Created(id),
         Once::Ran(id)
         | Once::Done(Outcome {
             result_id: Some(id),
@@ -192,13 +187,11 @@ pub async fn credit_invoice(
         }) => Saved::Replayed(id),
         Once::Done(outcome) => {
             return Err(AppError::internal(
-                "credit claim done without a credit note",
+                "form claim done without its result",
                 format!("{key:?} {outcome:?}"),
             ))
         }
         Once::Mismatch => Saved::KeyReused,
-        Once::Busy { retry_after } => {
-            return Err(busy("This credit note is still being issued.", retry_after))
-        }
+        Once::Busy { retry_after } => return Err(busy(busy_doing, retry_after)),
     })
 }
