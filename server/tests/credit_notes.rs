@@ -361,3 +361,69 @@ async fn a_double_submitted_credit_form_issues_one_credit_note(pool: PgPool) {
         "listed"
     );
 }
+
+/// Crediting a paid invoice: with `refund: "manual"` the part already paid beyond what is then due
+/// went back (no longer kept); with `none` it stays as the customer's credit (paid above what is due).
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn crediting_a_paid_invoice_pays_back_or_keeps_the_difference(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, invoice, key) = open_invoice(&app, 10_000).await;
+    let paid = app
+        .post_to(
+            &format!("/api/v1/invoices/{invoice}/payments"),
+            Some(&key),
+            Some("p"),
+            &json!({"amount_cents": 10_000, "method": "bank_transfer", "paid_on": "2026-12-01"})
+                .to_string(),
+        )
+        .await;
+    assert_eq!(paid.status, 201);
+
+    let back = credit(
+        &app,
+        &key,
+        invoice,
+        "m",
+        json!({"amount_cents": 3000, "reason": "Discount agreed", "refund": "manual"}),
+    )
+    .await;
+    assert_eq!(back.status, 201, "{}", text(&back));
+    assert_eq!(back.json()["refund_state"], "refunded");
+    assert_eq!(back.json()["refunded_cents"], 3000);
+    assert_eq!(
+        app.money(invoice).await,
+        ("paid".into(), "paid".into(), 7000)
+    );
+    let got = app
+        .get(&key, &format!("/api/v1/invoices/{invoice}"))
+        .await
+        .json();
+    assert_eq!(
+        (
+            got["amount_credited_cents"].as_i64(),
+            got["amount_due_cents"].as_i64()
+        ),
+        (Some(3000), Some(0))
+    );
+
+    let kept = credit(
+        &app,
+        &key,
+        invoice,
+        "n",
+        json!({"amount_cents": 2000, "reason": "Goodwill"}),
+    )
+    .await;
+    assert_eq!(kept.status, 201, "{}", text(&kept));
+    assert_eq!(kept.json()["refund_state"], "none");
+    // 7,000 kept against 5,000 asked: the customer's 2,000 credit.
+    assert_eq!(
+        app.money(invoice).await,
+        ("paid".into(), "paid".into(), 7000)
+    );
+    let got = app
+        .get(&key, &format!("/api/v1/invoices/{invoice}"))
+        .await
+        .json();
+    assert_eq!(got["amount_due_cents"], 0);
+}

@@ -58,11 +58,11 @@ impl CreditNoteInput {
         if reason.is_empty() || reason.chars().count() > 500 || reason.contains('\0') {
             out.insert("reason".into(), "Say why in 1 to 500 characters.".into());
         }
-        if self.refund != CreditRefund::None {
+        if self.refund == CreditRefund::Stripe {
             out.insert(
                 "refund".into(),
-                "Refunds from a credit note are not available yet: use \"none\" (the money is kept \
-                 as the customer's credit) and refund separately."
+                "Refunds through Stripe from a credit note are not available yet: use \"manual\" \
+                 (paid back outside the app) or \"none\" (kept as the customer's credit)."
                     .into(),
             );
         }
@@ -88,8 +88,11 @@ pub struct CreditNote {
     pub total_cents: i64,
     pub reason: String,
     pub refund: CreditRefund,
-    /// `none` while nothing is to be paid back.
+    /// `none` while nothing was paid back, `refunded` once it was (`refund: manual`: recorded when
+    /// the credit note was issued).
     pub refund_state: String,
+    /// What the credit note paid back of money already paid (at most its total).
+    pub refunded_cents: i64,
     /// The customer's page of the credit note.
     pub public_url: String,
     pub created_at: DateTime<Utc>,

@@ -127,7 +127,9 @@ pub async fn credit_invoice(
     idempotency_key: Option<String>,
     amount: String,
     reason: String,
+    refund: Option<String>,
 ) -> Result<(), AppError> {
+    use crate::model::CreditRefund;
     use crate::ssr::credit_notes::Credit;
     use crate::ssr::observe::track;
 
@@ -146,7 +148,10 @@ pub async fn credit_invoice(
         let input = amount_cents.map(|amount_cents| crate::model::CreditNoteInput {
             amount_cents,
             reason: reason.clone(),
-            refund: Default::default(),
+            refund: match refund.as_deref() {
+                Some("manual") => CreditRefund::Manual,
+                _ => CreditRefund::None,
+            },
         });
         let checked = match &input {
             Ok(input) => input.check(),

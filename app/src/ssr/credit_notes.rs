@@ -61,7 +61,7 @@ pub async fn issue(
     let inv = sqlx::query!(
         r#"
         select status as "status: InvoiceStatus", total_cents - amount_credited_cents as "creditable!",
-               currency
+               currency, amount_paid_cents
         from invoices where id = $1 and org_id = $2
         for update
         "#,
@@ -83,6 +83,14 @@ pub async fn issue(
             creditable: inv.creditable,
         });
     }
+    // Paid back outside the app (`manual`): what was paid beyond what the invoice asks for once
+    // credited, up to the credit note's amount.
+    let refunded = match input.refund {
+        CreditRefund::Manual => {
+            (inv.amount_paid_cents - (inv.creditable - amount)).clamp(0, amount)
+        }
+        CreditRefund::None | CreditRefund::Stripe => 0,
+    };
     // The number: the org's credit-note counter for this period (the year, if the format names it),
     // taken in this transaction.
     // language=PostgreSQL
@@ -101,9 +109,10 @@ pub async fn issue(
             returning period, last_number
         )
         insert into credit_notes (id, org_id, invoice_id, number, number_period, number_text, currency,
-                                  total_cents, reason, refund, source_key, public_token, created_by)
+                                  total_cents, reason, refund, source_key, public_token, created_by,
+                                  refunded_cents)
         select $1, $2, $3, c.last_number, c.period, invoice_number_text(org.format, c.last_number, org.yr),
-               $4, $5, $6, $7, $8, $9, $10
+               $4, $5, $6, $7, $8, $9, $10, $11
         from counter c, org
         "#,
         id,
@@ -116,6 +125,7 @@ pub async fn issue(
         source_key,
         mint_public_token(),
         by,
+        refunded,
     )
     .execute(&mut *tx)
     .await?;
@@ -216,7 +226,7 @@ async fn select(
     let rows = sqlx::query!(
         r#"
         select c.id, c.number_text, c.invoice_id, i.number_text as "invoice_number?", c.currency,
-               c.total_cents, c.reason, c.refund, c.public_token,
+               c.total_cents, c.reason, c.refund, c.public_token, c.refunded_cents,
                c.created_at as "created_at: DateTime<Utc>"
         from credit_notes c join invoices i on i.id = c.invoice_id
         where c.org_id = $1 and (c.id = $2 or c.source_key = $3)
@@ -242,7 +252,13 @@ async fn select(
                 "stripe" => CreditRefund::Stripe,
                 _ => CreditRefund::None,
             },
-            refund_state: "none".to_owned(),
+            refund_state: if r.refunded_cents > 0 {
+                "refunded"
+            } else {
+                "none"
+            }
+            .to_owned(),
+            refunded_cents: r.refunded_cents,
             public_url: public_url(public_base, &r.public_token),
             created_at: r.created_at,
         })

@@ -118,7 +118,13 @@ fn CreditForm(
                     {error_for("reason")}
                 </label>
             </div>
-            <p class="hint">"Money already paid beyond what is then due is kept as the customer's credit."</p>
+            <label>
+                "Money already paid beyond what is then due"
+                <select name="refund">
+                    <option value="none">"Keep it as the customer's credit"</option>
+                    <option value="manual">"I paid it back outside the app"</option>
+                </select>
+            </label>
             <button type="submit" class="credit" disabled=move || credit.pending().get()>
                 "Issue credit note"
             </button>
