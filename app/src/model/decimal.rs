@@ -50,10 +50,11 @@ impl Thousandths {
         if !f.is_finite() || f.abs() > 1.0e12 {
             return None;
         }
-        let scaled = f * 1000.0;
-        let rounded = scaled.round();
-        ((scaled - rounded).abs() <= 1.0e-6 * rounded.abs().max(1.0))
-            .then_some(Thousandths(rounded as i64))
+        // A thousandth within a few units of the last place: `1.636`, and a client's float noise
+        // such as `0.1 + 0.2` = `0.30000000000000004`; never `1.6360001` or `1.0005`.
+        let rounded = (f * 1000.0).round();
+        let off = (rounded / 1000.0 - f).abs();
+        (off <= 4.0 * f64::EPSILON * f.abs().max(1.0e-3)).then_some(Thousandths(rounded as i64))
     }
 }
 
@@ -127,6 +128,13 @@ mod tests {
         assert_eq!(read("999999.999"), Some(Thousandths(999_999_999)));
         assert_eq!(read("0.30000000000000004"), Some(Thousandths(300)));
         assert_eq!(read("1.0005"), None);
+        assert_eq!(read("1.6360001"), None, "a seventh decimal is not noise");
+        assert_eq!(read("8.8750000001"), None);
+        assert_eq!(
+            read("1.6360000000000001"),
+            Some(Thousandths(1636)),
+            "the same double"
+        );
         assert_eq!(read("\"1.5\""), None);
         assert_eq!(serde_json::to_string(&Thousandths(3000)).unwrap(), "3");
         assert_eq!(serde_json::to_string(&Thousandths(1500)).unwrap(), "1.5");

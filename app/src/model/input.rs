@@ -107,7 +107,7 @@ pub struct LineInput {
     #[validate(custom(function = "sane_quantity"))]
     #[cfg_attr(
         feature = "ssr",
-        schema(value_type = f64, minimum = 0.001, maximum = 1_000_000, multiple_of = 0.001)
+        schema(value_type = f64, minimum = 0.001, maximum = 1_000_000)
     )]
     pub quantity: Thousandths,
     #[validate(range(

@@ -28,7 +28,7 @@ pub struct TaxRateInput {
     /// 0 to 100, up to 3 decimals: 8.875.
     #[cfg_attr(
         feature = "ssr",
-        schema(value_type = f64, minimum = 0, maximum = 100, multiple_of = 0.001)
+        schema(value_type = f64, minimum = 0, maximum = 100)
     )]
     pub percent: Thousandths,
 }

@@ -44,8 +44,7 @@ impl utoipa::PartialSchema for Discount {
                 ObjectBuilder::new()
                     .schema_type(Type::Number)
                     .minimum(Some(0))
-                    .maximum(Some(100))
-                    .multiple_of(Some(0.001)),
+                    .maximum(Some(100)),
                 "A percentage of the subtotal (up to 3 decimals), rounded half up.",
             ))
             .item(one(
