@@ -360,6 +360,33 @@ async fn a_double_submitted_credit_form_issues_one_credit_note(pool: PgPool) {
         page.contains("CN-000001") && page.contains("Late delivery"),
         "listed"
     );
+    // Listed on the invoice's customer too.
+    let customer = app::ssr::customers::insert(
+        &mut app.pool.acquire().await.unwrap(),
+        Uuid::now_v7(),
+        account.org_id,
+        None,
+        &app::model::CustomerInput {
+            name: "Ada".into(),
+            email: "ada@example.com".into(),
+            billing_address: String::new(),
+            tax_id: None,
+            notes: String::new(),
+        },
+    )
+    .await
+    .unwrap();
+    sqlx::query("update invoices set customer_id = $1 where id = $2")
+        .bind(customer.id)
+        .bind(invoice)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let page = pages::text(&http, format!("{}/customers/{}", app.base, customer.id)).await;
+    assert!(
+        page.contains("CN-000001") && page.contains("Late delivery"),
+        "on the customer: {page}"
+    );
 }
 
 /// Crediting a paid invoice: with `refund: "manual"` the part already paid beyond what is then due

@@ -316,6 +316,8 @@ pub struct CustomerPage {
     pub customer: super::Customer,
     /// Names this rendering's save.
     pub key: Uuid,
+    /// The credit notes of the customer's invoices, oldest first.
+    pub credit_notes: Vec<super::CreditNote>,
 }
 
 /// One page of the invoice list.

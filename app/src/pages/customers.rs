@@ -84,6 +84,7 @@ pub fn CustomerPage() -> impl IntoView {
                                 <a href=format!("/invoices?q={}", urlencoding_min(&p.customer.name))>"Their invoices"</a>
                             </p>
                             <CustomerForm key=p.key customer=Some(p.customer) />
+                            <crate::pages::invoices::CreditNotes notes=p.credit_notes />
                         </section>
                     }.into_any(),
                     Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),

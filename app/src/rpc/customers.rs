@@ -33,9 +33,13 @@ pub async fn get_customer(id: String) -> Result<crate::model::CustomerPage, AppE
     let customer = crate::ssr::customers::get(&state.pool, user.org_id, id)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())?;
+    let base = &state.settings.public_url;
+    let credit_notes =
+        crate::ssr::credit_notes::for_customer(&state.pool, user.org_id, id, base).await?;
     Ok(crate::model::CustomerPage {
         customer,
         key: crate::model::form_key(user.org_id),
+        credit_notes,
     })
 }
 

@@ -179,6 +179,32 @@ pub async fn for_invoice(
     Ok(notes)
 }
 
+/// The credit notes of `org`'s invoices to `customer`, oldest first.
+pub async fn for_customer(
+    pool: &PgPool,
+    org: Uuid,
+    customer: Uuid,
+    public_base: &str,
+) -> sqlx::Result<Vec<CreditNote>> {
+    // language=PostgreSQL
+    let ids = sqlx::query_scalar!(
+        r#"
+        select c.id from credit_notes c join invoices i on i.id = c.invoice_id
+        where c.org_id = $1 and i.customer_id = $2
+        order by c.created_at
+        "#,
+        org,
+        customer
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut notes = Vec::with_capacity(ids.len());
+    for id in ids {
+        notes.extend(get(pool, org, id, public_base).await?);
+    }
+    Ok(notes)
+}
+
 /// The credit note whose customer page is `token`, with its org's name: None for an unknown token.
 pub async fn by_token(
     pool: &PgPool,

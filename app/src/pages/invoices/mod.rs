@@ -6,6 +6,8 @@ mod form;
 mod list;
 mod payments;
 
+pub use payments::CreditNotes;
+
 pub use detail::InvoicePage;
 pub use form::{EditInvoicePage, NewInvoicePage};
 pub use list::InvoiceListPage;

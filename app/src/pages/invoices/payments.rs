@@ -62,9 +62,9 @@ pub fn Payments(
     }
 }
 
-/// The invoice's credit notes, each linking to its customer page.
+/// Credit notes (an invoice's, a customer's), each linking to its customer page.
 #[component]
-fn CreditNotes(notes: Vec<crate::model::CreditNote>) -> impl IntoView {
+pub fn CreditNotes(notes: Vec<crate::model::CreditNote>) -> impl IntoView {
     (!notes.is_empty()).then(|| {
         view! {
             <h2>"Credit notes"</h2>
