@@ -152,7 +152,7 @@ pub async fn get(
     public_base: &str,
 ) -> sqlx::Result<Option<CreditNote>> {
     let mut conn = pool.acquire().await?;
-    Ok(select(&mut conn, org, Some(id), None, public_base)
+    Ok(select(&mut conn, org, Which::Id(id), public_base)
         .await?
         .pop())
 }
@@ -164,19 +164,8 @@ pub async fn for_invoice(
     invoice: Uuid,
     public_base: &str,
 ) -> sqlx::Result<Vec<CreditNote>> {
-    // language=PostgreSQL
-    let ids = sqlx::query_scalar!(
-        "select id from credit_notes where org_id = $1 and invoice_id = $2 order by created_at",
-        org,
-        invoice
-    )
-    .fetch_all(pool)
-    .await?;
-    let mut notes = Vec::with_capacity(ids.len());
-    for id in ids {
-        notes.extend(get(pool, org, id, public_base).await?);
-    }
-    Ok(notes)
+    let mut conn = pool.acquire().await?;
+    select(&mut conn, org, Which::Invoice(invoice), public_base).await
 }
 
 /// The credit notes of `org`'s invoices to `customer`, oldest first.
@@ -186,23 +175,8 @@ pub async fn for_customer(
     customer: Uuid,
     public_base: &str,
 ) -> sqlx::Result<Vec<CreditNote>> {
-    // language=PostgreSQL
-    let ids = sqlx::query_scalar!(
-        r#"
-        select c.id from credit_notes c join invoices i on i.id = c.invoice_id
-        where c.org_id = $1 and i.customer_id = $2
-        order by c.created_at
-        "#,
-        org,
-        customer
-    )
-    .fetch_all(pool)
-    .await?;
-    let mut notes = Vec::with_capacity(ids.len());
-    for id in ids {
-        notes.extend(get(pool, org, id, public_base).await?);
-    }
-    Ok(notes)
+    let mut conn = pool.acquire().await?;
+    select(&mut conn, org, Which::Customer(customer), public_base).await
 }
 
 /// The credit note whose customer page is `token`, with its org's name: None for an unknown token.
@@ -236,18 +210,33 @@ async fn by_source(
     source_key: &str,
     public_base: &str,
 ) -> sqlx::Result<Option<CreditNote>> {
-    Ok(select(tx, org, None, Some(source_key), public_base)
+    Ok(select(tx, org, Which::SourceKey(source_key), public_base)
         .await?
         .pop())
 }
 
+/// Which of an org's credit notes [`select`] reads.
+enum Which<'a> {
+    Id(Uuid),
+    SourceKey(&'a str),
+    Invoice(Uuid),
+    Customer(Uuid),
+}
+
+/// `org`'s credit notes `which` names, oldest first, in one statement.
 async fn select(
     conn: &mut PgConnection,
     org: Uuid,
-    id: Option<Uuid>,
-    source_key: Option<&str>,
+    which: Which<'_>,
     public_base: &str,
 ) -> sqlx::Result<Vec<CreditNote>> {
+    let (mut id, mut source_key, mut invoice, mut customer) = (None, None, None, None);
+    match which {
+        Which::Id(v) => id = Some(v),
+        Which::SourceKey(v) => source_key = Some(v),
+        Which::Invoice(v) => invoice = Some(v),
+        Which::Customer(v) => customer = Some(v),
+    }
     // language=PostgreSQL
     let rows = sqlx::query!(
         r#"
@@ -255,11 +244,15 @@ async fn select(
                c.total_cents, c.reason, c.refund, c.public_token, c.refunded_cents,
                c.created_at as "created_at: DateTime<Utc>"
         from credit_notes c join invoices i on i.id = c.invoice_id
-        where c.org_id = $1 and (c.id = $2 or c.source_key = $3)
+        where c.org_id = $1
+          and (c.id = $2 or c.source_key = $3 or c.invoice_id = $4 or i.customer_id = $5)
+        order by c.created_at, c.id
         "#,
         org,
         id,
         source_key,
+        invoice,
+        customer,
     )
     .fetch_all(&mut *conn)
     .await?;

@@ -59,7 +59,7 @@ pub(in super::super) async fn post_payment(write: Write) -> Result<Response, Pro
                 }
                 Err(e) => return Err(internal("checking a payment", e)),
             }
-            if manual_payments::list(pool, org, id).await?.is_none() {
+            if !app::ssr::invoices::exists(&mut *pool.acquire().await?, org, id).await? {
                 return Err(not_found());
             }
             let name = req.attempt_name();
