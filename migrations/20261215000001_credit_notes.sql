@@ -24,8 +24,10 @@ create table credit_notes (
     currency text not null,
     total_cents bigint not null check (total_cents > 0),
     reason text not null check (length(reason) between 1 and 500),
-    -- What happens to money already paid: `none` keeps it (the customer's credit).
+    -- What happens to money already paid beyond what is then due: `none` keeps it (the customer's
+    -- credit), `manual` paid it back outside the app: `refunded_cents` of it, no longer kept.
     refund text not null default 'none' check (refund in ('none', 'manual', 'stripe')),
+    refunded_cents bigint not null default 0 check (refunded_cents >= 0),
     -- The attempt that issued it (`form:<key>`, `api:<key id>/<key>`): one credit note per attempt,
     -- even if the claim row were lost.
     source_key text not null,
@@ -43,9 +45,10 @@ alter table invoices
     add constraint invoices_credited_check
         check (amount_credited_cents between 0 and total_cents);
 
--- The rule of money_facts.sql with credits: due = total − credited. An invoice with nothing left
--- due is paid, also when a credit note took the rest off; money beyond what is due is kept (the
--- customer's credit) and shows as amount_paid above what is due.
+-- The rule of money_facts.sql with credits: due = total − credited, and what credit notes paid
+-- back outside the app is no longer kept. An invoice with nothing left due is paid, also when a
+-- credit note took the rest off; money beyond what is due is kept (the customer's credit) and shows
+-- as amount_paid above what is due.
 create or replace function invoice_money(p_invoice uuid)
 returns table (new_status text, new_payment_state text, kept_cents bigint)
 language sql stable as $$
@@ -63,13 +66,18 @@ language sql stable as $$
         from payments p
         left join refunds r on r.provider = p.provider and r.provider_payment_id = p.provider_payment_id
         where p.invoice_id = p_invoice
-    ), sums as (
+    ), paid as (
         select coalesce(sum(x.amount_cents) filter (where x.status = 'succeeded'), 0) as received,
                coalesce(sum(greatest(x.amount_cents - x.refunded - x.lost, 0))
                         filter (where x.status = 'succeeded'), 0) as kept,
                coalesce(bool_or(x.disputed and x.status = 'succeeded'), false) as disputed,
                coalesce(bool_or(x.status = 'pending'), false) as pending
         from pay x
+    ), sums as (
+        select p.received, p.disputed, p.pending,
+               greatest(p.kept - coalesce((select sum(c.refunded_cents) from credit_notes c
+                                           where c.invoice_id = p_invoice), 0), 0) as kept
+        from paid p
     )
     select case
                when i.status in ('void', 'draft') then i.status

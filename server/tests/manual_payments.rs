@@ -254,6 +254,14 @@ async fn a_double_submitted_form_records_one_payment_and_an_owner_deletes_it(poo
         state(&app, invoice).await,
         ("paid".into(), "paid".into(), 10_000)
     );
+    // Through the one claim: a single form claim for the rendered key, done.
+    let claims = count_rows(
+        &app.pool,
+        "claims where scope = 'form' and owner = $1::text || '/record_payment' and status = 'done'",
+        org,
+    )
+    .await;
+    assert_eq!(claims, 1);
 
     let page = pages::text(&http, format!("{}/invoices/{invoice}", app.base)).await;
     assert!(
