@@ -13,7 +13,8 @@
 //!   are signed with the endpoint secret and POSTed to the webhook URL, retried with backoff until
 //!   2xx. With `chaos`, each event goes two or three times, some at once, in shuffled order.
 //! - `POST /v1/refunds` (`payment_intent`, optional `amount`; Stripe's idempotency semantics) refunds
-//!   a paid checkout's payment and sends `charge.refunded` with the cumulative `amount_refunded`.
+//!   a paid checkout's payment and sends `charge.refunded` with the cumulative `amount_refunded`;
+//!   `GET /v1/refunds` (optional `payment_intent`) lists the refunds made.
 //! - `POST /v1/test_helpers/checkout/sessions/{id}/hold_settlement` keeps that session's delayed
 //!   settlement until `.../release_settlement` sends it, so a test can see a payment processing.
 //!
@@ -86,8 +87,9 @@ struct Store {
     create_calls: u64,
     expire_calls: u64,
     refund_calls: u64,
-    /// Payment intent → the Stripe units refunded of it so far.
+    /// Payment intent → the Stripe units refunded of it so far; the refunds made, oldest first.
     refunded: HashMap<String, i64>,
+    refunds: Vec<Value>,
     events: Vec<Value>,
     /// Sessions whose delayed settlement waits for `release_settlement` (tests that must see a
     /// payment processing): the settlement events once the session is paid.
@@ -135,7 +137,10 @@ impl LocalStripe {
             )
             .route("/v1/checkout/sessions/{id}", get(get_session))
             .route("/v1/checkout/sessions/{id}/expire", post(expire_session))
-            .route("/v1/refunds", post(refunds::create_refund))
+            .route(
+                "/v1/refunds",
+                post(refunds::create_refund).get(refunds::list_refunds),
+            )
             .route_layer(axum::middleware::from_fn_with_state(
                 shared.clone(),
                 require_key,

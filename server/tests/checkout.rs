@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::common::served::{invoice_body, TestApp, SECRET};
 use crate::common::{cli, create_org, rows, wait_until, Server, TestDb};
 
-async fn with_stripe(pool: PgPool, config: Config) -> (TestApp, LocalStripe) {
+pub(crate) async fn with_stripe(pool: PgPool, config: Config) -> (TestApp, LocalStripe) {
     with_stripe_and(pool, config, |_| {}).await
 }
 
@@ -41,7 +41,7 @@ async fn with_stripe_and(
 }
 
 /// An open invoice of a fresh org through the API; returns (id, its public page's path).
-async fn open_invoice(app: &TestApp, token: &str) -> (Uuid, String) {
+pub(crate) async fn open_invoice(app: &TestApp, token: &str) -> (Uuid, String) {
     let res = app
         .post_invoice(
             Some(token),
@@ -60,7 +60,7 @@ async fn open_invoice(app: &TestApp, token: &str) -> (Uuid, String) {
     (json["id"].as_str().unwrap().parse().unwrap(), path)
 }
 
-fn no_redirects() -> reqwest::Client {
+pub(crate) fn no_redirects() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -68,7 +68,7 @@ fn no_redirects() -> reqwest::Client {
 }
 
 /// Presses Pay; returns the status and where it sends the browser.
-async fn press_pay(http: &reqwest::Client, base: &str, page: &str) -> (u16, String) {
+pub(crate) async fn press_pay(http: &reqwest::Client, base: &str, page: &str) -> (u16, String) {
     let res = http.post(format!("{base}{page}/pay")).send().await.unwrap();
     let location = res
         .headers()
@@ -78,7 +78,7 @@ async fn press_pay(http: &reqwest::Client, base: &str, page: &str) -> (u16, Stri
     (res.status().as_u16(), location)
 }
 
-fn session_id(url: &str) -> String {
+pub(crate) fn session_id(url: &str) -> String {
     url.rsplit('/').next().unwrap().to_owned()
 }
 
@@ -436,7 +436,7 @@ async fn beyond_the_cap_on_stripe_calls_pay_is_refused_with_nothing_half_done(po
 }
 
 /// Runs a worker that can call Stripe until nothing is due.
-async fn drain_calls(app: &TestApp, stripe: &LocalStripe) {
+pub(crate) async fn drain_calls(app: &TestApp, stripe: &LocalStripe) {
     let config = app::ssr::worker::WorkerConfig {
         id: "expire-test".into(),
         backoff_base: Duration::ZERO,

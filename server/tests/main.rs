@@ -10,6 +10,7 @@ mod bank_details;
 mod checkout;
 mod cli;
 mod credit_notes;
+mod credit_refunds;
 mod customers;
 mod form_crash;
 mod invoice_lists;

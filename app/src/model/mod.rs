@@ -13,11 +13,13 @@ mod payment;
 mod roles;
 mod tax_rate;
 mod team;
-mod totals;
+pub mod totals;
 mod views;
 
 pub use bank::BankDetails;
-pub use credit_note::{CreditNote, CreditNoteInput, CreditRefund};
+pub use credit_note::{
+    CreditLineForm, CreditLineInput, CreditNote, CreditNoteInput, CreditNoteLine, CreditRefund,
+};
 pub use customer::{Customer, CustomerInput};
 pub use decimal::Thousandths;
 pub use form::{InvoiceForm, LineForm, PAYMENT_TERMS};

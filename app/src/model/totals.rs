@@ -116,6 +116,24 @@ fn round_half_up(numerator: i128, denominator: i128, step: i64) -> i64 {
     (((numerator * 2 + unit) / (unit * 2)) * step as i128) as i64
 }
 
+/// `quantity` of a line of `line_quantity` whose amount (discount and tax included) is `gross`:
+/// its share, rounded half up to `step` (all of it for the whole quantity).
+pub fn part_of_line(
+    gross: i64,
+    quantity: Thousandths,
+    line_quantity: Thousandths,
+    step: i64,
+) -> i64 {
+    if quantity.0 >= line_quantity.0 {
+        return gross;
+    }
+    round_half_up(
+        gross as i128 * quantity.0 as i128,
+        line_quantity.0 as i128,
+        step,
+    )
+}
+
 /// A line's amount before discount and tax: quantity × unit price, rounded half up to `step`.
 pub fn line_amount(quantity: Thousandths, unit_amount_cents: i64, step: i64) -> i64 {
     round_half_up(quantity.0 as i128 * unit_amount_cents as i128, 1000, step)

@@ -239,6 +239,8 @@ pub struct Invoice {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InvoiceLine {
+    /// The line's place on the invoice (1, 2, ...): what a credit note names to credit the line.
+    pub line_id: i16,
     pub description: String,
     #[cfg_attr(feature = "ssr", schema(value_type = f64))]
     pub quantity: super::Thousandths,

@@ -128,6 +128,9 @@ pub async fn credit_invoice(
     amount: String,
     reason: String,
     refund: Option<String>,
+    /// `lines[i][line_id]` and `lines[i][quantity]`: the lines to credit instead of an amount (a
+    /// blank quantity credits nothing of its line).
+    lines: Option<Vec<crate::model::CreditLineForm>>,
 ) -> Result<(), AppError> {
     use crate::model::CreditRefund;
     use crate::ssr::credit_notes::Credit;
@@ -145,14 +148,19 @@ pub async fn credit_invoice(
                 .map(Some)
                 .map_err(|e| crate::error::FieldErrors::from([("amount_cents".to_owned(), e)])),
         };
-        let input = amount_cents.map(|amount_cents| crate::model::CreditNoteInput {
-            amount_cents,
-            reason: reason.clone(),
-            refund: match refund.as_deref() {
-                Some("manual") => CreditRefund::Manual,
-                _ => CreditRefund::None,
-            },
-        });
+        let lines = crate::model::CreditLineForm::parse(lines.as_deref().unwrap_or_default());
+        let input = amount_cents
+            .and_then(|amount_cents| Ok((amount_cents, lines?)))
+            .map(|(amount_cents, lines)| crate::model::CreditNoteInput {
+                amount_cents,
+                lines,
+                reason: reason.clone(),
+                refund: match refund.as_deref() {
+                    Some("manual") => CreditRefund::Manual,
+                    Some("stripe") => CreditRefund::Stripe,
+                    _ => CreditRefund::None,
+                },
+            });
         let checked = match &input {
             Ok(input) => input.check(),
             Err(fields) => Err(fields.clone()),

@@ -8,7 +8,11 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use crate::model::{CreditNote, CreditNoteInput, CreditRefund, InvoiceStatus};
+use crate::model::totals::part_of_line;
+use crate::model::{
+    CreditLineInput, CreditNote, CreditNoteInput, CreditNoteLine, CreditRefund, InvoiceStatus,
+    Thousandths,
+};
 use crate::ssr::invoices::mint_public_token;
 use crate::ssr::payments::{derive, Money};
 
@@ -22,6 +26,13 @@ pub enum CreditError {
     NotCreditable(InvoiceStatus),
     #[error("at most {creditable} is left to credit on this invoice")]
     TooMuch { creditable: i64 },
+    #[error("the invoice has no line {0}")]
+    NoSuchLine(i16),
+    #[error("at most {left} of line {line} is left to credit")]
+    LineTooMuch { line: i16, left: Thousandths },
+    /// `refund: stripe` for more than the invoice's card payments have left to refund.
+    #[error("at most {refundable} can be refunded through Stripe")]
+    RefundTooMuch { refundable: i64 },
     #[error(transparent)]
     Db(#[from] sqlx::Error),
 }
@@ -77,19 +88,38 @@ pub async fn issue(
     if matches!(inv.status, InvoiceStatus::Draft | InvoiceStatus::Void) {
         return Err(CreditError::NotCreditable(inv.status));
     }
-    let amount = input.amount_cents.unwrap_or(inv.creditable);
+    let lines = match &input.lines {
+        Some(wanted) => credited_lines(tx, invoice, wanted, &inv.currency).await?,
+        None => Vec::new(),
+    };
+    let amount = match &input.lines {
+        Some(_) => lines.iter().map(|l| l.2).sum(),
+        None => input.amount_cents.unwrap_or(inv.creditable),
+    };
     if amount < 1 || amount > inv.creditable {
         return Err(CreditError::TooMuch {
             creditable: inv.creditable,
         });
     }
-    // Paid back outside the app (`manual`): what was paid beyond what the invoice asks for once
-    // credited, up to the credit note's amount.
-    let refunded = match input.refund {
-        CreditRefund::Manual => {
-            (inv.amount_paid_cents - (inv.creditable - amount)).clamp(0, amount)
+    // What is paid back (outside the app, or through Stripe): what was paid beyond what the invoice
+    // asks for once credited, up to the credit note's amount. Refunds planned and not yet made are
+    // still counted as paid; they are paid back already.
+    let pay_back = match input.refund {
+        CreditRefund::None => 0,
+        CreditRefund::Manual | CreditRefund::Stripe => {
+            let paid = inv.amount_paid_cents - crate::ssr::refunds::pending(tx, invoice).await?;
+            (paid - (inv.creditable - amount)).clamp(0, amount)
         }
-        CreditRefund::None | CreditRefund::Stripe => 0,
+    };
+    let (refunded, through_stripe) = match input.refund {
+        CreditRefund::Manual => (pay_back, Vec::new()),
+        CreditRefund::None => (0, Vec::new()),
+        CreditRefund::Stripe => {
+            let parts = crate::ssr::refunds::split(tx, invoice, pay_back)
+                .await?
+                .map_err(|refundable| CreditError::RefundTooMuch { refundable })?;
+            (0, parts)
+        }
     };
     // The number: the org's credit-note counter for this period (the year, if the format names it),
     // taken in this transaction.
@@ -129,6 +159,23 @@ pub async fn issue(
     )
     .execute(&mut *tx)
     .await?;
+    for (position, quantity, part) in lines {
+        // language=PostgreSQL
+        sqlx::query!(
+            r#"
+            insert into credit_note_lines (credit_note_id, invoice_id, position, quantity_milli, amount_cents)
+            values ($1, $2, $3, $4, $5)
+            "#,
+            id,
+            invoice,
+            position,
+            quantity.0,
+            part,
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
+    crate::ssr::refunds::plan(tx, org, invoice, id, &through_stripe, &inv.currency).await?;
     // language=PostgreSQL
     sqlx::query!(
         "update invoices set amount_credited_cents = amount_credited_cents + $2 where id = $1",
@@ -142,6 +189,63 @@ pub async fn issue(
         .await?
         .ok_or(CreditError::NotFound)?;
     Ok((note, money))
+}
+
+/// The invoice lines `wanted` names, each as (position, quantity, worth), checked against what is
+/// left uncredited of each. The caller holds the invoice's row lock.
+async fn credited_lines(
+    tx: &mut PgConnection,
+    invoice: Uuid,
+    wanted: &[CreditLineInput],
+    currency: &str,
+) -> Result<Vec<(i16, Thousandths, i64)>, CreditError> {
+    let step = crate::model::currency(currency).map_or(1, |c| c.step);
+    // language=PostgreSQL
+    let have = sqlx::query!(
+        r#"
+        select l.position, l.quantity_milli, l.amount_cents - l.discount_cents + l.tax_cents as "gross!",
+               coalesce((select sum(c.quantity_milli) from credit_note_lines c
+                         where c.invoice_id = l.invoice_id and c.position = l.position), 0)::bigint
+               as "credited!",
+               coalesce((select sum(c.amount_cents) from credit_note_lines c
+                         where c.invoice_id = l.invoice_id and c.position = l.position), 0)::bigint
+               as "credited_cents!"
+        from invoice_lines l
+        where l.invoice_id = $1
+        "#,
+        invoice
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut out = Vec::with_capacity(wanted.len());
+    for w in wanted {
+        let line = have
+            .iter()
+            .find(|l| l.position == w.line_id)
+            .ok_or(CreditError::NoSuchLine(w.line_id))?;
+        let left = line.quantity_milli - line.credited;
+        if w.quantity.0 > left {
+            return Err(CreditError::LineTooMuch {
+                line: w.line_id,
+                left: Thousandths(left),
+            });
+        }
+        // The last part of a line is what is left of its worth, so the parts add up to the line.
+        let worth_left = line.gross - line.credited_cents;
+        let part = if w.quantity.0 == left {
+            worth_left
+        } else {
+            part_of_line(
+                line.gross,
+                w.quantity,
+                Thousandths(line.quantity_milli),
+                step,
+            )
+            .min(worth_left)
+        };
+        out.push((w.line_id, w.quantity, part));
+    }
+    Ok(out)
 }
 
 /// `org`'s credit note `id`.
@@ -215,6 +319,15 @@ async fn by_source(
         .pop())
 }
 
+/// A credited line as [`select`] reads it.
+#[derive(Debug, serde::Deserialize)]
+struct LineRow {
+    line_id: i16,
+    description: String,
+    quantity_milli: i64,
+    amount_cents: i64,
+}
+
 /// Which of an org's credit notes [`select`] reads.
 enum Which<'a> {
     Id(Uuid),
@@ -241,9 +354,25 @@ async fn select(
     let rows = sqlx::query!(
         r#"
         select c.id, c.number_text, c.invoice_id, i.number_text as "invoice_number?", c.currency,
-               c.total_cents, c.reason, c.refund, c.public_token, c.refunded_cents,
-               c.created_at as "created_at: DateTime<Utc>"
+               c.total_cents, c.reason, c.refund, c.public_token,
+               (c.refunded_cents + coalesce(s.made, 0))::bigint as "refunded_cents!",
+               case when s.pending then 'pending' when s.failed then 'failed'
+                    when c.refunded_cents + coalesce(s.made, 0) > 0 then 'refunded'
+                    else 'none' end as "refund_state!",
+               c.created_at as "created_at: DateTime<Utc>",
+               coalesce((select json_agg(json_build_object(
+                                     'line_id', l.position, 'description', il.description,
+                                     'quantity_milli', l.quantity_milli, 'amount_cents', l.amount_cents)
+                                 order by l.position)
+                         from credit_note_lines l
+                         join invoice_lines il on il.invoice_id = l.invoice_id and il.position = l.position
+                         where l.credit_note_id = c.id), '[]') as "lines!: sqlx::types::Json<Vec<LineRow>>"
         from credit_notes c join invoices i on i.id = c.invoice_id
+        left join lateral (
+            select sum(r.amount_cents) filter (where r.state = 'succeeded') as made,
+                   bool_or(r.state = 'pending') as pending, bool_or(r.state = 'failed') as failed
+            from credit_note_refunds r where r.credit_note_id = c.id
+        ) s on true
         where c.org_id = $1
           and (c.id = $2 or c.source_key = $3 or c.invoice_id = $4 or i.customer_id = $5)
         order by c.created_at, c.id
@@ -271,13 +400,19 @@ async fn select(
                 "stripe" => CreditRefund::Stripe,
                 _ => CreditRefund::None,
             },
-            refund_state: if r.refunded_cents > 0 {
-                "refunded"
-            } else {
-                "none"
-            }
-            .to_owned(),
+            refund_state: r.refund_state,
             refunded_cents: r.refunded_cents,
+            lines: r
+                .lines
+                .0
+                .into_iter()
+                .map(|l| CreditNoteLine {
+                    line_id: l.line_id,
+                    description: l.description,
+                    quantity: Thousandths(l.quantity_milli),
+                    amount_cents: l.amount_cents,
+                })
+                .collect(),
             public_url: public_url(public_base, &r.public_token),
             created_at: r.created_at,
         })

@@ -120,6 +120,7 @@ impl<'a> Content<'a> {
         self.lines
             .iter()
             .map(|l| InvoiceLine {
+                line_id: l.position,
                 description: l.description.to_owned(),
                 quantity: Thousandths(l.quantity_milli),
                 unit_amount_cents: l.unit_amount_cents,
@@ -414,8 +415,8 @@ async fn with_lines(
     // language=PostgreSQL
     let lines = sqlx::query!(
         r#"
-        select invoice_id, description, quantity_milli, unit_amount_cents, amount_cents, tax_rate_id,
-               tax_name, tax_percent_milli, discount_cents, tax_cents
+        select invoice_id, position, description, quantity_milli, unit_amount_cents, amount_cents,
+               tax_rate_id, tax_name, tax_percent_milli, discount_cents, tax_cents
         from invoice_lines
         where invoice_id = any($1)
         order by invoice_id, position
@@ -430,6 +431,7 @@ async fn with_lines(
             .entry(l.invoice_id)
             .or_default()
             .push(InvoiceLine {
+                line_id: l.position,
                 description: l.description,
                 quantity: Thousandths(l.quantity_milli),
                 unit_amount_cents: l.unit_amount_cents,

@@ -2,7 +2,8 @@
 //! payment is a row of `payments` like Stripe's (provider `manual`), named by the attempt that
 //! recorded it (its business key, so even a lost claim row cannot record it twice), and the invoice
 //! is derived again from all of its payments in the same transaction. An owner can delete one
-//! (audited, the invoice derived again) unless a refund depends on it.
+//! (audited, the invoice derived again) unless a refund depends on it (a refund of the payment, or
+//! money a credit note paid back that the other payments would no longer cover).
 
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::{PgConnection, PgPool};
@@ -120,6 +121,10 @@ pub async fn delete(
         where p.id = $1 and p.org_id = $2 and p.invoice_id = $3 and p.provider = 'manual'
           and not exists (select 1 from refunds r
                           where r.provider = p.provider and r.provider_payment_id = p.provider_payment_id)
+          -- What credit notes paid back outside the app must stay covered by the payments left.
+          and coalesce((select sum(c.refunded_cents) from credit_notes c where c.invoice_id = p.invoice_id), 0)
+              <= coalesce((select sum(q.amount_cents) from payments q
+                           where q.invoice_id = p.invoice_id and q.id <> p.id and q.status = 'succeeded'), 0)
         returning p.amount_cents, p.currency, p.method as "method: PaymentMethod",
                   p.paid_on as "paid_on: NaiveDate",
                   p.reference, (select number_text from invoices where id = p.invoice_id) as number_text

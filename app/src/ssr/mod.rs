@@ -25,6 +25,7 @@ pub mod outbox;
 pub mod patch;
 pub mod payments;
 pub mod public;
+pub mod refunds;
 pub mod retention;
 pub mod secret;
 pub mod state;

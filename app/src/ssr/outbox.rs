@@ -29,6 +29,8 @@ pub enum Kind {
     /// Expire a Checkout session at Stripe (the invoice was voided, or a newer session replaced
     /// it): a call, not an email.
     ExpireCheckout,
+    /// Make the refunds through Stripe a credit note planned: calls, not an email.
+    StripeRefund,
 }
 
 impl Kind {
@@ -43,6 +45,7 @@ impl Kind {
             Kind::AccountExists => "account_exists",
             Kind::NoAccount => "no_account",
             Kind::ExpireCheckout => "expire_checkout",
+            Kind::StripeRefund => "stripe_refund",
         }
     }
 }

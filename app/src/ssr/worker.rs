@@ -151,6 +151,9 @@ pub async fn drain_once(
         let sent = if row.kind == outbox::Kind::ExpireCheckout.as_str() {
             failpoint::hit("worker.before_send");
             crate::ssr::checkout::expire_at_stripe(config.stripe.as_ref(), &row.payload).await
+        } else if row.kind == outbox::Kind::StripeRefund.as_str() {
+            failpoint::hit("worker.before_send");
+            crate::ssr::refunds::at_stripe(pool, config.stripe.as_ref(), &row.payload).await
         } else {
             match mail::render(pool, &row, &config.public_url, mailer.from()).await {
                 Ok(message) => {

@@ -6,10 +6,10 @@
 use std::collections::HashMap;
 
 use app::ssr::stripe::standin;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use axum::Form;
+use axum::{Form, Json};
 use serde_json::{json, Value};
 
 use super::delivery::{deliver_all, event};
@@ -100,20 +100,47 @@ fn refund(store: &mut Store, params: &[(String, String)], events: &mut Vec<Value
             "refunded": refunded == total,
         }),
     ));
-    (
-        200,
-        json!({
-            "id": standin::stripe_id("re"),
-            "object": "refund",
-            "amount": amount,
-            "currency": currency,
-            "payment_intent": intent,
-            "status": "succeeded",
-            "reason": p.get("reason"),
-            "metadata": metadata,
-            "created": chrono::Utc::now().timestamp(),
-        }),
-    )
+    let made = json!({
+        "id": standin::stripe_id("re"),
+        "object": "refund",
+        "amount": amount,
+        "currency": currency,
+        "payment_intent": intent,
+        "status": "succeeded",
+        "reason": p.get("reason"),
+        "metadata": metadata,
+        "created": chrono::Utc::now().timestamp(),
+    });
+    store.refunds.push(made.clone());
+    (200, made)
+}
+
+/// `GET /v1/refunds`: the refunds made (of `payment_intent`, when given), newest first, as
+/// Stripe's list object.
+pub(super) async fn list_refunds(
+    State(shared): State<Shared>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Json<Value> {
+    let store = shared.store.lock().unwrap();
+    let data: Vec<Value> = store
+        .refunds
+        .iter()
+        .rev()
+        .filter(|r| {
+            query
+                .get("payment_intent")
+                .is_none_or(|pi| r["payment_intent"] == pi.as_str())
+        })
+        .cloned()
+        .collect();
+    Json(json!({"object": "list", "url": "/v1/refunds", "has_more": false, "data": data}))
+}
+
+impl super::LocalStripe {
+    /// The refunds made so far (a replayed request makes none), oldest first.
+    pub fn refunds(&self) -> Vec<Value> {
+        self.shared.store.lock().unwrap().refunds.clone()
+    }
 }
 
 #[cfg(test)]

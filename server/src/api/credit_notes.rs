@@ -27,8 +27,10 @@ fn not_found() -> ProblemResponse {
 }
 
 /// Credit an invoice, once per `Idempotency-Key`: a credit note of `amount_cents` (all that is left
-/// to credit when left out) lowers what the invoice asks for; money already paid beyond that is kept
-/// as the customer's credit (`refund: "none"`).
+/// to credit when left out), or of `lines` (part of each line's quantity), lowers what the invoice
+/// asks for. Money already paid beyond that is kept as the customer's credit (`refund: "none"`),
+/// recorded as paid back outside the app (`"manual"`), or refunded through Stripe from the
+/// invoice's card payments (`"stripe"`: `refund_state` is `pending` until a worker made the refund).
 #[utoipa::path(
     post, path = "/api/v1/invoices/{id}/credit_notes", tag = "credit_notes",
     request_body = CreditNoteInput,
@@ -39,7 +41,7 @@ fn not_found() -> ProblemResponse {
         CreateProblems,
         NotFound,
         InFlight,
-        (status = 409, description = "A draft or a void invoice, or more than is left to credit (stored for the key)", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "A draft or a void invoice, more than is left to credit (of the invoice or of a line), a line it does not have, or a Stripe refund of more than its card payments have left (stored for the key)", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid credit note (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
     ),
 )]

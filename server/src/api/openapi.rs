@@ -1,9 +1,9 @@
 //! The OpenAPI document (`/api/v1/openapi.json`), generated from the handlers' annotations.
 
 use app::model::{
-    CreditNote, CreditNoteInput, CreditRefund, Customer, CustomerInput, Discount, Invoice,
-    InvoiceInput, InvoiceLine, InvoiceStatus, LineInput, Payment, PaymentInput, PaymentMethod,
-    PaymentSource, PaymentState, TaxRate, TaxRateInput, TaxTotal,
+    CreditLineInput, CreditNote, CreditNoteInput, CreditNoteLine, CreditRefund, Customer,
+    CustomerInput, Discount, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus, LineInput, Payment,
+    PaymentInput, PaymentMethod, PaymentSource, PaymentState, TaxRate, TaxRateInput, TaxTotal,
 };
 use axum::Json;
 use utoipa::OpenApi;
@@ -51,6 +51,8 @@ use super::tax_rates::{self, TaxRateList};
         CheckoutSession,
         CreditNote,
         CreditNoteInput,
+        CreditLineInput,
+        CreditNoteLine,
         CreditRefund,
         Payment,
         PaymentInput,

@@ -137,6 +137,7 @@ pub fn InvoicePage() -> impl IntoView {
                                     delete=delete_payment
                                     credit
                                     creditable_cents=inv.total_cents - inv.amount_credited_cents
+                                    lines=inv.lines.clone()
                                 />
                                 {can_simulate
                                     .then(|| {

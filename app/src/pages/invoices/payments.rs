@@ -6,7 +6,8 @@ use leptos::prelude::*;
 use uuid::Uuid;
 
 use crate::model::{
-    format_money, InvoiceStatus, PaymentForms, PaymentMethod, PaymentRow, PaymentStatus,
+    format_money, InvoiceLine, InvoiceStatus, PaymentForms, PaymentMethod, PaymentRow,
+    PaymentStatus, Thousandths,
 };
 use crate::pages::layout::{error_banner, field_error, field_errors};
 use crate::rpc::payments::{CreditInvoice, DeletePayment, RecordPayment};
@@ -27,7 +28,28 @@ pub fn Payments(
     credit: ServerAction<CreditInvoice>,
     /// What is left to credit (total − credited).
     creditable_cents: i64,
+    /// The invoice's lines (the Credit form credits some of them).
+    lines: Vec<InvoiceLine>,
 ) -> impl IntoView {
+    // Each line with what is left uncredited of its quantity.
+    let credit_lines: Vec<(i16, String, Thousandths)> = lines
+        .into_iter()
+        .map(|l| {
+            let credited: i64 = forms
+                .credit_notes
+                .iter()
+                .flat_map(|n| &n.lines)
+                .filter(|c| c.line_id == l.line_id)
+                .map(|c| c.quantity.0)
+                .sum();
+            (
+                l.line_id,
+                l.description,
+                Thousandths(l.quantity.0 - credited),
+            )
+        })
+        .filter(|(_, _, left)| left.0 > 0)
+        .collect();
     let takes_payments = can_edit && !matches!(status, InvoiceStatus::Draft | InvoiceStatus::Void);
     let rows = payments
         .into_iter()
@@ -57,7 +79,7 @@ pub fn Payments(
         })}
         <CreditNotes notes=forms.credit_notes.clone() />
         {(takes_payments && creditable_cents > 0).then(|| view! {
-            <CreditForm invoice currency=currency.clone() creditable_cents key=forms.credit_key credit />
+            <CreditForm invoice currency=currency.clone() creditable_cents lines=credit_lines key=forms.credit_key credit />
         })}
     }
 }
@@ -87,16 +109,35 @@ pub fn CreditNotes(notes: Vec<crate::model::CreditNote>) -> impl IntoView {
     })
 }
 
-/// "Credit": a credit note of an amount (empty: all that is left to credit) with a reason, once per
-/// rendered form.
+/// "Credit": a credit note of an amount (empty: all that is left to credit) or of some lines, with
+/// a reason and what happens to money already paid, once per rendered form.
 #[component]
 fn CreditForm(
     invoice: Uuid,
     currency: String,
     creditable_cents: i64,
+    /// (line id, description, quantity left to credit).
+    lines: Vec<(i16, String, Thousandths)>,
     key: Uuid,
     credit: ServerAction<CreditInvoice>,
 ) -> impl IntoView {
+    let line_rows = lines
+        .into_iter()
+        .enumerate()
+        .map(|(i, (id, description, left))| {
+            let label = format!("Quantity of \"{description}\" to credit (at most {left})");
+            view! {
+                <tr class="credit-line">
+                    <td>{description}</td>
+                    <td class="num">{left.to_string()}</td>
+                    <td>
+                        <input type="hidden" name=format!("lines[{i}][line_id]") value=id.to_string() />
+                        <input type="text" inputmode="decimal" name=format!("lines[{i}][quantity]") aria-label=label />
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
     let errors = field_errors(credit.value());
     let error_for = move |field: &'static str| field_error(errors, field);
     let most = crate::model::plain_amount(creditable_cents, &currency);
@@ -118,11 +159,22 @@ fn CreditForm(
                     {error_for("reason")}
                 </label>
             </div>
+            <details class="credit-lines">
+                <summary>"Or credit some lines"</summary>
+                <table>
+                    <thead>
+                        <tr><th scope="col">"Line"</th><th scope="col" class="num">"Left"</th><th scope="col">"Quantity to credit"</th></tr>
+                    </thead>
+                    <tbody>{line_rows}</tbody>
+                </table>
+                {error_for("lines")}
+            </details>
             <label>
                 "Money already paid beyond what is then due"
                 <select name="refund">
                     <option value="none">"Keep it as the customer's credit"</option>
                     <option value="manual">"I paid it back outside the app"</option>
+                    <option value="stripe">"Refund it through Stripe (card payments)"</option>
                 </select>
             </label>
             <button type="submit" class="credit" disabled=move || credit.pending().get()>

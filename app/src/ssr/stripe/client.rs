@@ -1,5 +1,5 @@
 //! A small typed client for the part of Stripe's API invoicer calls: creating and reading Checkout
-//! sessions. Form-encoded requests, `Stripe-Version` pinned, a timeout on every call, and retries with
+//! sessions, and refunds. Form-encoded requests, `Stripe-Version` pinned, a timeout on every call, and retries with
 //! backoff on network errors, 429 and 5xx — always with the same `Idempotency-Key`, as Stripe requires,
 //! so a retry can never create a second session.
 
@@ -45,6 +45,16 @@ pub struct Session {
     /// `open`, `complete` or `expired`.
     pub status: Option<String>,
     pub payment_status: Option<String>,
+}
+
+/// A refund as Stripe answers it (the fields invoicer reads).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Refund {
+    pub id: String,
+    /// Stripe's units.
+    pub amount: i64,
+    /// `succeeded`, `pending`, `requires_action`, `failed` or `canceled`.
+    pub status: Option<String>,
 }
 
 /// What a new session asks for: one line, the amount due, in Stripe's units.
@@ -215,6 +225,35 @@ impl Stripe {
             http.post(&url)
                 .bearer_auth(key)
                 .header("Idempotency-Key", idempotency_key)
+        })
+        .await
+    }
+
+    /// `POST /v1/refunds` of `amount` (Stripe's units) of `payment_intent` under `idempotency_key`:
+    /// a repeat of the same key and parameters gets the same refund back, never a second one.
+    pub async fn create_refund(
+        &self,
+        payment_intent: &str,
+        amount: i64,
+        metadata: &[(&str, String)],
+        idempotency_key: &str,
+    ) -> Result<Refund, StripeError> {
+        let mut form = vec![
+            ("payment_intent".to_owned(), payment_intent.to_owned()),
+            ("amount".to_owned(), amount.to_string()),
+            ("reason".to_owned(), "requested_by_customer".to_owned()),
+        ];
+        form.extend(
+            metadata
+                .iter()
+                .map(|(k, v)| (format!("metadata[{k}]"), v.clone())),
+        );
+        let url = format!("{}/v1/refunds", self.base);
+        self.call(|http, key| {
+            http.post(&url)
+                .bearer_auth(key)
+                .header("Idempotency-Key", idempotency_key)
+                .form(&form)
         })
         .await
     }
