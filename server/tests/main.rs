@@ -9,6 +9,7 @@ mod api_crash;
 mod bank_details;
 mod checkout;
 mod cli;
+mod credit_balance;
 mod credit_notes;
 mod credit_refunds;
 mod customers;

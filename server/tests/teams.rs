@@ -708,6 +708,14 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
             ]),
         ),
         (
+            "apply_credit",
+            form(&[
+                ("invoice_id", invoice.clone()),
+                ("idempotency_key", key()),
+                ("amount", "1.00".into()),
+            ]),
+        ),
+        (
             "record_payment",
             form(&[
                 ("invoice_id", invoice.clone()),

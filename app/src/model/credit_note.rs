@@ -184,3 +184,27 @@ pub struct CreditNote {
     pub public_url: String,
     pub created_at: DateTime<Utc>,
 }
+
+/// What a client sends to apply the customer's credit balance to an invoice:
+/// `POST /api/v1/invoices/{id}/apply_credit`.
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyCreditInput {
+    /// In the invoice's currency's minor units; left out: as much as is due and available.
+    #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(minimum = 1))]
+    pub amount_cents: Option<i64>,
+}
+
+impl ApplyCreditInput {
+    pub fn check(&self) -> Result<(), FieldErrors> {
+        if self.amount_cents.is_some_and(|a| a < 1) {
+            return Err(FieldErrors::from([(
+                "amount_cents".to_owned(),
+                "Enter an amount above zero.".to_owned(),
+            )]));
+        }
+        Ok(())
+    }
+}

@@ -18,7 +18,8 @@ mod views;
 
 pub use bank::BankDetails;
 pub use credit_note::{
-    CreditLineForm, CreditLineInput, CreditNote, CreditNoteInput, CreditNoteLine, CreditRefund,
+    ApplyCreditInput, CreditLineForm, CreditLineInput, CreditNote, CreditNoteInput, CreditNoteLine,
+    CreditRefund,
 };
 pub use customer::{Customer, CustomerInput};
 pub use decimal::Thousandths;

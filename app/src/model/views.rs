@@ -310,6 +310,10 @@ pub struct PaymentForms {
     pub credit_key: Uuid,
     /// The invoice's credit notes, oldest first.
     pub credit_notes: Vec<super::CreditNote>,
+    /// Names this rendering's "Apply credit" attempt.
+    pub apply_key: Uuid,
+    /// What the customer's credit balance could pay of this invoice now (0: no form).
+    pub credit_available: i64,
 }
 
 /// A customer's page.

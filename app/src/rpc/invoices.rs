@@ -159,6 +159,18 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
         let base = &state.settings.public_url;
         crate::ssr::credit_notes::for_invoice(&state.reads, user.org_id, invoice.id, base).await?
     };
+    let may_apply = invoice.customer_id.is_some()
+        && invoice.amount_due_cents > 0
+        && matches!(
+            invoice.status,
+            crate::model::InvoiceStatus::Open | crate::model::InvoiceStatus::Uncollectible
+        );
+    let credit_available = if may_apply {
+        let mut conn = state.reads.acquire().await?;
+        crate::ssr::credit_balance::available_for(&mut conn, user.org_id, invoice.id).await?
+    } else {
+        0
+    };
     let delete_keys = payments
         .iter()
         .map(|_| crate::model::form_key(user.org_id))
@@ -181,6 +193,8 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
             can_delete: user.role.may(crate::model::Action::DeletePayments),
             credit_key: crate::model::form_key(user.org_id),
             credit_notes,
+            apply_key: crate::model::form_key(user.org_id),
+            credit_available,
         },
     })
 }

@@ -1,5 +1,6 @@
 //! Server functions of an invoice's payments taken by hand: "Record a payment" (once per rendered
-//! form) and a recorded payment's "Delete" (once per rendered button, owners only).
+//! form), a recorded payment's "Delete" (once per rendered button, owners only), "Credit" and
+//! "Apply credit" (once per rendered form each).
 
 use leptos::prelude::*;
 
@@ -188,6 +189,57 @@ pub async fn credit_invoice(
             &credit,
             &input,
             &state.settings.public_url,
+        )
+        .await
+    })
+    .await
+    .map_err(AppError::respond)?;
+    leptos_axum::redirect(&format!("/invoices/{invoice}"));
+    Ok(())
+}
+
+/// Applies the customer's credit balance to the invoice (`amount`, in its currency; empty: as much
+/// as is due and available), once per rendered form.
+#[server(prefix = "/rpc", endpoint = "apply_credit")]
+pub async fn apply_credit(
+    invoice_id: String,
+    idempotency_key: Option<String>,
+    amount: String,
+) -> Result<(), AppError> {
+    use crate::ssr::observe::track;
+
+    let state = state()?;
+    let invoice = parse_id(&invoice_id)?;
+    let attempt = form_attempt(&idempotency_key);
+    track(&state.pool, attempt, async |attempt| {
+        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
+        let currency = invoice_currency(&state.pool, user.org_id, invoice).await?;
+        let amount = match amount.trim() {
+            "" => Ok(None),
+            text => crate::model::parse_amount(text, &currency)
+                .map(Some)
+                .map_err(|e| crate::error::FieldErrors::from([("amount_cents".to_owned(), e)])),
+        };
+        let checked = amount
+            .clone()
+            .and_then(|amount_cents| crate::model::ApplyCreditInput { amount_cents }.check());
+        let (user, form_key) = open_form(
+            &attempt,
+            crate::model::Action::EditInvoices,
+            &idempotency_key,
+            checked,
+        )
+        .await?;
+        let amount =
+            amount.map_err(|fields| AppError::rejected(idempotency_key.clone(), fields))?;
+        crate::ssr::surfaces::payment_forms::apply_credit(
+            &state.pool,
+            &attempt,
+            user.org_id,
+            user.id,
+            form_key,
+            invoice,
+            amount,
         )
         .await
     })

@@ -3,7 +3,8 @@
 //! recorded it (its business key, so even a lost claim row cannot record it twice), and the invoice
 //! is derived again from all of its payments in the same transaction. An owner can delete one
 //! (audited, the invoice derived again) unless a refund depends on it (a refund of the payment, or
-//! money a credit note paid back that the other payments would no longer cover).
+//! money a credit note paid back or credit applied elsewhere that the other payments would no
+//! longer cover).
 
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::{PgConnection, PgPool};
@@ -121,8 +122,11 @@ pub async fn delete(
         where p.id = $1 and p.org_id = $2 and p.invoice_id = $3 and p.provider = 'manual'
           and not exists (select 1 from refunds r
                           where r.provider = p.provider and r.provider_payment_id = p.provider_payment_id)
-          -- What credit notes paid back outside the app must stay covered by the payments left.
+          -- What credit notes paid back outside the app, and the credit moved to other invoices,
+          -- must stay covered by the payments left.
           and coalesce((select sum(c.refunded_cents) from credit_notes c where c.invoice_id = p.invoice_id), 0)
+              + coalesce((select sum(a.amount_cents) from credit_applications a
+                          where a.from_invoice_id = p.invoice_id), 0)
               <= coalesce((select sum(q.amount_cents) from payments q
                            where q.invoice_id = p.invoice_id and q.id <> p.id and q.status = 'succeeded'), 0)
         returning p.amount_cents, p.currency, p.method as "method: PaymentMethod",

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod auth;
 pub mod checkout;
 pub mod claim;
+pub mod credit_balance;
 pub mod credit_notes;
 pub mod customers;
 pub mod demo;

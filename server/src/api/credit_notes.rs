@@ -1,6 +1,8 @@
-//! Credit notes: issue one from an invoice (once per Idempotency-Key), read one.
+//! Credit notes: issue one from an invoice (once per Idempotency-Key), read one; and the customer's
+//! credit balance applied to an invoice (once per Idempotency-Key).
 
-use app::model::{CreditNote, CreditNoteInput};
+use app::model::{ApplyCreditInput, CreditNote, CreditNoteInput, Invoice};
+use app::ssr::credit_balance::{self, BalanceError};
 use app::ssr::credit_notes::{self, Credit, CreditError};
 use app::ssr::surfaces::api;
 use app::ssr::AppState;
@@ -106,4 +108,56 @@ pub(super) async fn get_credit_note(
         .await?
         .map(Json)
         .ok_or_else(not_found)
+}
+
+/// Apply the customer's credit balance (money their other invoices kept beyond what they ask for,
+/// in this invoice's currency) to this invoice, once per `Idempotency-Key`: `amount_cents`, or as
+/// much as is due and available. 200 with the invoice as it now stands.
+#[utoipa::path(
+    post, path = "/api/v1/invoices/{id}/apply_credit", tag = "credit_notes",
+    request_body = ApplyCreditInput,
+    params(InvoiceWrite),
+    responses(
+        (status = 200, description = "Applied; replays return the stored response with `Idempotent-Replayed: true`", body = Invoice),
+        CreateProblems,
+        NotFound,
+        InFlight,
+        (status = 409, description = "Not an open invoice of a saved customer, nothing due, no credit in its currency, or more than can be applied (stored for the key)", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid amount (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
+    ),
+)]
+pub(super) async fn post_apply_credit(write: Write) -> Result<Response, ProblemResponse> {
+    write
+        .run(async |req, body| {
+            let (id, org) = (req.id(not_found)?, req.org());
+            let (value, input) = write::json_body(body, "credit", ApplyCreditInput::check)?;
+            let name = req.attempt_name();
+            let base = req.state().settings.public_url.clone();
+            req.once(&value, || {
+                async |tx| {
+                    let applied =
+                        credit_balance::apply(tx, org, id, input.amount_cents, &name, None).await;
+                    let (response, concerns) = match applied {
+                        Ok(_) => match app::ssr::invoices::get(tx, org, id, &base).await? {
+                            Some(invoice) => (api::ok(&invoice), Some(id)),
+                            None => (stored_problem(not_found()), None),
+                        },
+                        Err(BalanceError::Db(e)) => return Err(e),
+                        Err(BalanceError::NotFound) => (stored_problem(not_found()), None),
+                        Err(e) => (
+                            stored_problem(problem(
+                                StatusCode::CONFLICT,
+                                "no-credit-applied",
+                                "No credit applied",
+                                e.to_string(),
+                            )),
+                            Some(id),
+                        ),
+                    };
+                    Ok((response, concerns))
+                }
+            })
+            .await
+        })
+        .await
 }

@@ -88,6 +88,10 @@ fn api() -> Api {
             "/api/v1/invoices/{id}/credit_notes",
             credit_notes::post_credit_note,
         )
+        .post(
+            "/api/v1/invoices/{id}/apply_credit",
+            credit_notes::post_apply_credit,
+        )
         .route(
             "/api/v1/credit_notes/{id}",
             [to(M::GET, credit_notes::get_credit_note)],

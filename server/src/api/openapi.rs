@@ -1,9 +1,10 @@
 //! The OpenAPI document (`/api/v1/openapi.json`), generated from the handlers' annotations.
 
 use app::model::{
-    CreditLineInput, CreditNote, CreditNoteInput, CreditNoteLine, CreditRefund, Customer,
-    CustomerInput, Discount, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus, LineInput, Payment,
-    PaymentInput, PaymentMethod, PaymentSource, PaymentState, TaxRate, TaxRateInput, TaxTotal,
+    ApplyCreditInput, CreditLineInput, CreditNote, CreditNoteInput, CreditNoteLine, CreditRefund,
+    Customer, CustomerInput, Discount, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus,
+    LineInput, Payment, PaymentInput, PaymentMethod, PaymentSource, PaymentState, TaxRate,
+    TaxRateInput, TaxTotal,
 };
 use axum::Json;
 use utoipa::OpenApi;
@@ -33,6 +34,7 @@ use super::tax_rates::{self, TaxRateList};
         invoices::get_payment,
         credit_notes::post_credit_note,
         credit_notes::get_credit_note,
+        credit_notes::post_apply_credit,
         customers::post_customer,
         customers::list_customers,
         customers::get_customer,
@@ -52,6 +54,7 @@ use super::tax_rates::{self, TaxRateList};
         CreditNote,
         CreditNoteInput,
         CreditLineInput,
+        ApplyCreditInput,
         CreditNoteLine,
         CreditRefund,
         Payment,

@@ -13,7 +13,7 @@ use crate::rpc::invoice_actions::{
     DuplicateInvoice, InvoiceAction, RetryEmail, SendInvoice, SimulatePayment,
 };
 use crate::rpc::invoices::get_invoice;
-use crate::rpc::payments::{CreditInvoice, DeletePayment, RecordPayment};
+use crate::rpc::payments::{ApplyCredit, CreditInvoice, DeletePayment, RecordPayment};
 
 use super::payments::Payments;
 
@@ -28,6 +28,7 @@ pub fn InvoicePage() -> impl IntoView {
     let record = ServerAction::<RecordPayment>::new();
     let delete_payment = ServerAction::<DeletePayment>::new();
     let credit = ServerAction::<CreditInvoice>::new();
+    let apply = ServerAction::<ApplyCredit>::new();
     // Refetched after each action on the page.
     let invoice = Resource::new(
         move || {
@@ -39,7 +40,8 @@ pub fn InvoicePage() -> impl IntoView {
                     + act.version().get()
                     + record.version().get()
                     + delete_payment.version().get()
-                    + credit.version().get(),
+                    + credit.version().get()
+                    + apply.version().get(),
             )
         },
         |(id, _)| get_invoice(id),
@@ -136,6 +138,7 @@ pub fn InvoicePage() -> impl IntoView {
                                     record
                                     delete=delete_payment
                                     credit
+                                    apply
                                     creditable_cents=inv.total_cents - inv.amount_credited_cents
                                     lines=inv.lines.clone()
                                 />

@@ -10,7 +10,7 @@ use crate::model::{
     PaymentStatus, Thousandths,
 };
 use crate::pages::layout::{error_banner, field_error, field_errors};
-use crate::rpc::payments::{CreditInvoice, DeletePayment, RecordPayment};
+use crate::rpc::payments::{ApplyCredit, CreditInvoice, DeletePayment, RecordPayment};
 
 /// The payments table and, for a finalized invoice that is not void, the form that records one.
 #[component]
@@ -26,6 +26,7 @@ pub fn Payments(
     record: ServerAction<RecordPayment>,
     delete: ServerAction<DeletePayment>,
     credit: ServerAction<CreditInvoice>,
+    apply: ServerAction<ApplyCredit>,
     /// What is left to credit (total − credited).
     creditable_cents: i64,
     /// The invoice's lines (the Credit form credits some of them).
@@ -77,6 +78,9 @@ pub fn Payments(
         {takes_payments.then(|| view! {
             <RecordForm invoice currency=currency.clone() due_cents forms=forms.clone() record />
         })}
+        {(takes_payments && forms.credit_available > 0).then(|| view! {
+            <ApplyCreditForm invoice currency=currency.clone() available=forms.credit_available key=forms.apply_key apply />
+        })}
         <CreditNotes notes=forms.credit_notes.clone() />
         {(takes_payments && creditable_cents > 0).then(|| view! {
             <CreditForm invoice currency=currency.clone() creditable_cents lines=credit_lines key=forms.credit_key credit />
@@ -107,6 +111,38 @@ pub fn CreditNotes(notes: Vec<crate::model::CreditNote>) -> impl IntoView {
             </table>
         }
     })
+}
+
+/// "Apply credit": the customer's credit balance (money their other invoices kept beyond what
+/// they ask for) pays this one, once per rendered form.
+#[component]
+fn ApplyCreditForm(
+    invoice: Uuid,
+    currency: String,
+    available: i64,
+    key: Uuid,
+    apply: ServerAction<ApplyCredit>,
+) -> impl IntoView {
+    let errors = field_errors(apply.value());
+    let error_for = move |field: &'static str| field_error(errors, field);
+    let shown = format_money(available, &currency);
+    view! {
+        <h2 id="apply-credit">"The customer's credit"</h2>
+        <p>{format!("The customer has credit that can pay {shown} of this invoice.")}</p>
+        {move || apply.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+        <ActionForm action=apply attr:class="apply-credit" attr:aria-labelledby="apply-credit">
+            <input type="hidden" name="invoice_id" value=invoice.to_string() />
+            <input type="hidden" name="idempotency_key" value=key.to_string() />
+            <label>
+                {format!("Amount ({}, empty: {shown})", currency.to_uppercase())}
+                <input type="text" inputmode="decimal" name="amount" />
+                {error_for("amount_cents")}
+            </label>
+            <button type="submit" class="apply" disabled=move || apply.pending().get()>
+                "Apply credit"
+            </button>
+        </ActionForm>
+    }
 }
 
 /// "Credit": a credit note of an amount (empty: all that is left to credit) or of some lines, with

@@ -59,6 +59,7 @@ pub enum Form {
     DeletePayment,
     EditBankDetails,
     CreditInvoice,
+    ApplyCredit,
 }
 
 impl Form {
@@ -86,6 +87,7 @@ impl Form {
             Form::DeletePayment => "delete_payment",
             Form::EditBankDetails => "edit_bank_details",
             Form::CreditInvoice => "credit_invoice",
+            Form::ApplyCredit => "apply_credit",
         }
     }
 }

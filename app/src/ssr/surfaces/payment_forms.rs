@@ -1,6 +1,7 @@
 //! The invoice page's money forms as the form surface runs them: "Record a payment" (once per
 //! rendered form: a double submit records one payment), a recorded payment's "Delete" button (once
-//! per rendered button) and "Credit" (once per rendered form: one credit note).
+//! per rendered button), "Credit" (once per rendered form: one credit note) and "Apply credit"
+//! (once per rendered form: the customer's balance moved once).
 
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
@@ -172,6 +173,49 @@ pub async fn credit_invoice(
         &key,
         "This credit note is still being issued.",
     )
+}
+
+/// Applies the customer's credit balance to `invoice` (`amount`; None: as much as is due and
+/// available) at most once per rendered form `form_key`.
+pub async fn apply_credit(
+    pool: &PgPool,
+    attempt: &Attempt,
+    org: Uuid,
+    user: Uuid,
+    form_key: Uuid,
+    invoice: Uuid,
+    amount: Option<i64>,
+) -> Result<Saved, AppError> {
+    use crate::ssr::credit_balance::{self, BalanceError};
+    let key = ClaimKey::form(org, Form::ApplyCredit, form_key);
+    let fingerprint = Sha256::digest(format!("{amount:?}")).to_vec();
+    let terms = Terms {
+        fingerprint: Some(&fingerprint),
+        result_id: Some(invoice),
+        ..Terms::default()
+    };
+    let name = format!("form:{form_key}");
+    let ran = once(pool, attempt, &key, &terms, || {
+        async |tx| {
+            credit_balance::apply(tx, org, invoice, amount, &name, Some(user))
+                .await
+                .map_err(|e| match e {
+                    BalanceError::Db(e) => AppError::from(e),
+                    BalanceError::NotFound => AppError::NotFound,
+                    other => AppError::BadRequest(format!("No credit applied: {other}.")),
+                })?;
+            Ok::<_, AppError>(Work::Commit {
+                answer: invoice,
+                outcome: Outcome::result(invoice),
+                concerns: Concerns {
+                    org: Some(org),
+                    invoice: Some(invoice),
+                },
+            })
+        }
+    })
+    .await?;
+    made(ran, invoice, &key, "This credit is still being applied.")
 }
 
 /// How a form that makes `made` (a payment, a credit note) ended: made now, made by the attempt it
