@@ -9,6 +9,8 @@ pub mod rpc;
 
 /// The invoice's due line and totals rows, for the customer's page rendered outside the app.
 pub use pages::invoices::{due_text, line_rows, totals_rows};
+/// A customer's statement as tables, for the customer's page rendered outside the app.
+pub use pages::statement::{pdf_url as statement_pdf_url, StatementTables};
 
 #[cfg(feature = "ssr")]
 pub mod ssr;
@@ -24,6 +26,7 @@ use pages::customers::{CustomerPage, CustomersPage, NewCustomerPage};
 use pages::invoices::{EditInvoicePage, InvoiceListPage, InvoicePage, NewInvoicePage};
 use pages::layout::{Nav, NotFound};
 use pages::settings::{ApiKeysPage, OrgSettingsPage};
+use pages::statement::StatementPage;
 use pages::team::{
     AccountSettingsPage, AuditPage, ForgotPasswordPage, InvitationPage, MembersSettingsPage,
     OrgsPage, ResetPasswordPage, SessionsPage, VerifyEmailPage,
@@ -76,6 +79,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/customers") view=CustomersPage ssr=SsrMode::Async />
                     <Route path=path!("/customers/new") view=NewCustomerPage ssr=SsrMode::Async />
                     <Route path=path!("/customers/:id") view=CustomerPage ssr=SsrMode::Async />
+                    <Route path=path!("/customers/:id/statement") view=StatementPage ssr=SsrMode::Async />
                     <Route path=path!("/settings/api-keys") view=ApiKeysPage ssr=SsrMode::Async />
                     <Route path=path!("/settings/org") view=OrgSettingsPage ssr=SsrMode::Async />
                     <Route path=path!("/activity") view=ActivityPage ssr=SsrMode::Async />

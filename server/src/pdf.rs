@@ -17,6 +17,7 @@ use krilla::text::{Font, TextDirection};
 use krilla::Document;
 
 pub mod credit_note;
+pub mod statement;
 
 static REGULAR: &[u8] = include_bytes!(env!("INVOICER_PDF_FONT_REGULAR"));
 static BOLD: &[u8] = include_bytes!(env!("INVOICER_PDF_FONT_BOLD"));

@@ -1,5 +1,6 @@
-//! The customer's pages: `/i/{token}` (the invoice, no login) and `/i/{token}/pdf`. Plain HTML,
-//! no script: they open fast on a phone, work without JavaScript, and are never indexed.
+//! The customer's pages: `/i/{token}` (the invoice, no login) and `/i/{token}/pdf`, a credit
+//! note's (`/c/{token}`) and a statement's (`/s/{token}`). Plain HTML, no script: they open fast on
+//! a phone, work without JavaScript, and are never indexed.
 
 use app::model::{format_money, InvoiceStatus};
 use app::ssr::public::{self, PublicInvoice};
@@ -12,6 +13,8 @@ use axum::Router;
 use leptos::prelude::*;
 
 use crate::pdf::Paper;
+
+mod statement;
 
 /// The client's address as the throttles see it (the trusted proxy's header, else the peer).
 pub struct Client(pub std::net::IpAddr);
@@ -70,6 +73,8 @@ pub fn routes() -> Router<AppState> {
         .route("/i/{token}/pay", axum::routing::post(pay))
         .route("/c/{token}", get(credit_note_page))
         .route("/c/{token}/pdf", get(credit_note_pdf))
+        .route("/s/{token}", get(statement::page))
+        .route("/s/{token}/pdf", get(statement::pdf))
 }
 
 /// A credit note's customer page, `/c/{token}`: what was credited on which invoice, and why.

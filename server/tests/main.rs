@@ -30,6 +30,7 @@ mod public_page;
 mod readiness;
 mod security;
 mod signups;
+mod statements;
 mod takeover;
 mod teams;
 mod webhook;

@@ -579,7 +579,7 @@ const PUBLIC: [&str; 8] = [
     "reset_password",
 ];
 /// Server functions that only read the session's org.
-const READS: [&str; 16] = [
+const READS: [&str; 17] = [
     "current_user",
     "list_invoices",
     "get_invoice",
@@ -588,6 +588,7 @@ const READS: [&str; 16] = [
     "list_customers",
     "list_tax_rates",
     "get_customer",
+    "get_statement",
     "get_org_settings",
     "activity",
     "team_page",

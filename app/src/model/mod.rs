@@ -11,6 +11,7 @@ mod money;
 mod org;
 mod payment;
 mod roles;
+pub mod statement;
 mod tax_rate;
 mod team;
 pub mod totals;
@@ -35,6 +36,7 @@ pub use payment::{
     Payment, PaymentForm, PaymentInput, PaymentMethod, PaymentSource, MAX_PAYMENT_CENTS,
 };
 pub use roles::{Action, Role};
+pub use statement::{describe, Statement, StatementEntry, StatementSection};
 pub use tax_rate::TaxRateInput;
 pub use team::{
     AccountView, AuditEntry, InvitationState, InvitationSummary, InvitationView, Member,

@@ -324,6 +324,9 @@ pub struct CustomerPage {
     pub key: Uuid,
     /// The credit notes of the customer's invoices, oldest first.
     pub credit_notes: Vec<super::CreditNote>,
+    /// What the customer's invoices kept beyond what they ask for, per currency: (currency,
+    /// amount), applied to their next invoice from its page.
+    pub credit_balance: Vec<(String, i64)>,
 }
 
 /// One page of the invoice list.

@@ -82,7 +82,22 @@ pub fn CustomerPage() -> impl IntoView {
                             <h1 class="customer-name">{p.customer.name.clone()}</h1>
                             <p>
                                 <a href=format!("/invoices?q={}", urlencoding_min(&p.customer.name))>"Their invoices"</a>
+                                " · "
+                                <a class="statement" href=format!("/customers/{}/statement", p.customer.id)>"Statement"</a>
                             </p>
+                            {(!p.credit_balance.is_empty()).then(|| {
+                                let shown = p
+                                    .credit_balance
+                                    .iter()
+                                    .map(|(currency, cents)| crate::model::format_money(*cents, currency))
+                                    .collect::<Vec<_>>()
+                                    .join(", ");
+                                view! {
+                                    <p class="credit-balance">
+                                        {format!("Credit balance: {shown}. Apply it from an open invoice's page.")}
+                                    </p>
+                                }
+                            })}
                             <CustomerForm key=p.key customer=Some(p.customer) />
                             <crate::pages::invoices::CreditNotes notes=p.credit_notes />
                         </section>

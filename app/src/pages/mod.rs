@@ -7,6 +7,7 @@ pub mod filters;
 pub mod invoices;
 pub mod layout;
 pub mod settings;
+pub mod statement;
 pub mod team;
 
 /// A key for a form rendered now: on the server, for the org the session acts for (see

@@ -1,4 +1,5 @@
-//! Server functions of the customer pages: the list (and its search), one customer, and its form.
+//! Server functions of the customer pages: the list (and its search), one customer, its form, and
+//! its statement.
 
 use leptos::prelude::*;
 use uuid::Uuid;
@@ -36,10 +37,40 @@ pub async fn get_customer(id: String) -> Result<crate::model::CustomerPage, AppE
     let base = &state.settings.public_url;
     let credit_notes =
         crate::ssr::credit_notes::for_customer(&state.pool, user.org_id, id, base).await?;
+    let mut conn = state.reads.acquire().await?;
+    let credit_balance =
+        crate::ssr::credit_balance::of_customer(&mut conn, user.org_id, id).await?;
     Ok(crate::model::CustomerPage {
         customer,
         key: crate::model::form_key(user.org_id),
         credit_notes,
+        credit_balance,
+    })
+}
+
+/// A customer's statement over `from`..=`to` (`YYYY-MM-DD`; left out: the year up to today), with
+/// the link to the customer's page of it.
+#[server(prefix = "/rpc", endpoint = "get_statement")]
+pub async fn get_statement(
+    id: String,
+    from: Option<String>,
+    to: Option<String>,
+) -> Result<crate::model::statement::StatementPage, AppError> {
+    use crate::ssr::statements::{self, Period};
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let state = state()?;
+    let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    let mut conn = state.reads.acquire().await?;
+    let today = statements::org_today(&mut conn, user.org_id).await?;
+    let period = Period::parse(from.as_deref(), to.as_deref(), today)
+        .map_err(|e| AppError::BadRequest(e).respond())?;
+    let (statement, token) = statements::statement(&mut conn, user.org_id, id, period)
+        .await?
+        .ok_or_else(|| AppError::NotFound.respond())?;
+    Ok(crate::model::statement::StatementPage {
+        customer_id: id,
+        statement,
+        public_url: statements::public_url(&state.settings.public_url, &token, period),
     })
 }
 

@@ -30,6 +30,7 @@ pub mod refunds;
 pub mod retention;
 pub mod secret;
 pub mod state;
+pub mod statements;
 pub mod stripe;
 pub mod surfaces;
 pub mod tax_rates;

@@ -1,0 +1,136 @@
+//! A customer's statement: the owner's page (`/customers/{id}/statement?from=..&to=..`, a period
+//! form that is a plain GET) and the table the customer's page `/s/{token}` renders too.
+
+use leptos::prelude::*;
+use leptos_router::hooks::{use_params_map, use_query_map};
+
+use crate::error::AppError;
+use crate::model::{format_money, Statement};
+use crate::pages::layout::{error_banner, NotFound};
+use crate::rpc::customers::get_statement;
+
+#[component]
+pub fn StatementPage() -> impl IntoView {
+    let params = use_params_map();
+    let query = use_query_map();
+    let page = Resource::new(
+        move || {
+            (
+                params.with(|p| p.get("id").unwrap_or_default()),
+                query.with(|q| q.get("from")),
+                query.with(|q| q.get("to")),
+            )
+        },
+        |(id, from, to)| get_statement(id, from, to),
+    );
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match page.await {
+                    Ok(p) => view! {
+                        <section class="card statement">
+                            <h1>{format!("Statement of {}", p.statement.customer_name)}</h1>
+                            <form method="get" class="period" aria-label="Period">
+                                <label>"From" <input type="date" name="from" value=p.statement.from.to_string() /></label>
+                                <label>"To" <input type="date" name="to" value=p.statement.to.to_string() /></label>
+                                <button type="submit" class="secondary">"Show"</button>
+                            </form>
+                            <p>
+                                <a class="public-statement" href=p.public_url.clone()>"The customer's page of this statement"</a>
+                                " · "
+                                <a class="statement-pdf" href=pdf_url(&p.public_url)>"PDF"</a>
+                                " · "
+                                <a href=format!("/customers/{}", p.customer_id)>"Back to the customer"</a>
+                            </p>
+                            <StatementTables statement=p.statement />
+                        </section>
+                    }.into_any(),
+                    Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
+                    Err(e) => error_banner(&e).into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+/// `/s/{token}?from=..` → `/s/{token}/pdf?from=..`.
+pub fn pdf_url(public_url: &str) -> String {
+    match public_url.split_once('?') {
+        Some((page, query)) => format!("{page}/pdf?{query}"),
+        None => format!("{public_url}/pdf"),
+    }
+}
+
+/// One table per currency: the opening balance, the period's entries with the balance running,
+/// and what is owed at its end.
+#[component]
+pub fn StatementTables(statement: Statement) -> impl IntoView {
+    let period = format!("{} to {}", statement.from, statement.to);
+    let empty = statement.sections.is_empty();
+    view! {
+        <p class="period-shown">{format!("Period: {period}")}</p>
+        {empty.then(|| view! { <p class="empty">"Nothing invoiced, paid or owed in this period."</p> })}
+        {statement.truncated.then(|| view! {
+            <p class="truncated" role="status">
+                {format!("Only the first {} entries are listed: choose a shorter period.", crate::model::statement::MAX_ENTRIES)}
+            </p>
+        })}
+        {statement
+            .sections
+            .into_iter()
+            .map(|s| {
+                let c = s.currency.clone();
+                let money = move |cents: i64| format_money(cents, &c);
+                let rows = s
+                    .entries
+                    .iter()
+                    .map(|e| view! {
+                        <tr class=format!("entry {}", e.kind)>
+                            <td>{e.day.to_string()}</td>
+                            <td>{e.reference.clone()}</td>
+                            <td>{e.description.clone()}</td>
+                            <td class="num">{(e.debit_cents != 0).then(|| money(e.debit_cents))}</td>
+                            <td class="num">{(e.credit_cents != 0).then(|| money(e.credit_cents))}</td>
+                            <td class="num balance">{money(e.balance_cents)}</td>
+                        </tr>
+                    })
+                    .collect_view();
+                let caption = format!("In {}", s.currency.to_uppercase());
+                view! {
+                    <div class="table-scroll">
+                        <table class="statement-table">
+                            <caption>{caption}</caption>
+                            <thead>
+                                <tr>
+                                    <th scope="col">"Date"</th>
+                                    <th scope="col">"Reference"</th>
+                                    <th scope="col">"What"</th>
+                                    <th scope="col" class="num">"Charged"</th>
+                                    <th scope="col" class="num">"Paid or credited"</th>
+                                    <th scope="col" class="num">"Balance"</th>
+                                </tr>
+                            </thead>
+                            <tbody>
+                                <tr class="opening">
+                                    <td>{s.entries.first().map(|e| e.day.to_string()).unwrap_or_default()}</td>
+                                    <td></td>
+                                    <td>"Balance brought forward"</td>
+                                    <td></td>
+                                    <td></td>
+                                    <td class="num balance">{money(s.opening_cents)}</td>
+                                </tr>
+                                {rows}
+                            </tbody>
+                            <tfoot>
+                                <tr class="closing">
+                                    <th scope="row" colspan="5">"Balance due"</th>
+                                    <td class="num balance closing-balance">{money(s.closing_cents)}</td>
+                                </tr>
+                            </tfoot>
+                        </table>
+                    </div>
+                }
+            })
+            .collect_view()}
+    }
+}

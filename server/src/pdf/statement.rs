@@ -1,0 +1,116 @@
+//! A customer's statement as a PDF: per currency, the balance brought forward, each entry with the
+//! balance running, and the balance due. Drawn with the invoice's writer and fonts; long
+//! statements run over pages.
+
+use app::model::{format_money, Statement};
+use krilla::Document;
+
+use super::{start, wrap, Paper, LINE, MARGIN};
+
+const SMALL: f32 = 9.0;
+
+/// `statement` as PDF bytes.
+pub fn render(statement: &Statement, paper: Paper) -> Vec<u8> {
+    let mut doc = Document::new();
+    let title = format!(
+        "Statement of {} from {}",
+        statement.customer_name, statement.org_name
+    );
+    let mut w = start(&mut doc, title, paper);
+    let width = w.width();
+    let right = width - MARGIN;
+    w.y += 18.0;
+    w.text(MARGIN, &statement.org_name, 16.0, true);
+    w.text_right(right, "STATEMENT", 16.0, true);
+    w.y += LINE + 4.0;
+    w.text_right(right, &statement.customer_name, 10.0, true);
+    w.y += LINE;
+    w.text_right(
+        right,
+        &format!("{} to {}", statement.from, statement.to),
+        10.0,
+        false,
+    );
+    w.y += 2.0 * LINE;
+    if statement.sections.is_empty() {
+        w.text(
+            MARGIN,
+            "Nothing invoiced, paid or owed in this period.",
+            10.0,
+            false,
+        );
+    }
+    // Columns: date, reference, what; then three amounts flush right.
+    let (reference_x, what_x) = (MARGIN + 62.0, MARGIN + 150.0);
+    let (charged, paid) = (right - 150.0, right - 75.0);
+    let what_width = charged - 70.0 - what_x;
+    for section in &statement.sections {
+        let money = |cents: i64| format_money(cents, &section.currency);
+        w.room(4.0 * LINE);
+        w.text(
+            MARGIN,
+            &format!("In {}", section.currency.to_uppercase()),
+            10.0,
+            true,
+        );
+        w.y += LINE;
+        for (x, head) in [
+            (MARGIN, "Date"),
+            (reference_x, "Reference"),
+            (what_x, "What"),
+        ] {
+            w.grey(x, head, SMALL);
+        }
+        for (x, head) in [
+            (charged, "Charged"),
+            (paid, "Paid/credited"),
+            (right, "Balance"),
+        ] {
+            w.text_right(x, head, SMALL, false);
+        }
+        w.y += LINE;
+        w.text(what_x, "Balance brought forward", SMALL, false);
+        w.text_right(right, &money(section.opening_cents), SMALL, false);
+        w.y += LINE;
+        for e in &section.entries {
+            w.room(LINE);
+            w.text(MARGIN, &e.day.to_string(), SMALL, false);
+            w.text(reference_x, &e.reference, SMALL, false);
+            let what = wrap(&e.description, what_width, SMALL);
+            w.text(
+                what_x,
+                what.first().map_or("", String::as_str),
+                SMALL,
+                false,
+            );
+            if e.debit_cents != 0 {
+                w.text_right(charged, &money(e.debit_cents), SMALL, false);
+            }
+            if e.credit_cents != 0 {
+                w.text_right(paid, &money(e.credit_cents), SMALL, false);
+            }
+            w.text_right(right, &money(e.balance_cents), SMALL, false);
+            w.y += LINE;
+        }
+        w.rule(0.8);
+        w.y += LINE;
+        w.text_right(paid, "Balance due", 10.0, true);
+        w.text_right(right, &money(section.closing_cents), 10.0, true);
+        w.y += 2.0 * LINE;
+    }
+    if statement.truncated {
+        w.room(LINE);
+        w.text(
+            MARGIN,
+            "Only the first entries are listed: ask for a shorter period.",
+            SMALL,
+            false,
+        );
+    }
+    w.finish(&format!(
+        "{} · statement of {}",
+        statement.org_name, statement.customer_name
+    ));
+    doc.finish()
+        .expect("a PDF of text and rules always serialises")
+}

@@ -1,0 +1,121 @@
+//! A customer's statement on their own page, `/s/{token}?from=..&to=..` (the period as the owner's
+//! page has it; left out: the year up to today), and as a PDF, `/s/{token}/pdf`. The rules of the
+//! invoice's page: an unguessable token, throttled, plain HTML with no script, never indexed.
+
+use app::ssr::statements::{self, Period};
+use app::ssr::AppState;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use leptos::prelude::*;
+
+use super::RENDERS;
+use super::{attachment, document, not_found, private, throttled, unavailable, Client, PageToken};
+
+#[derive(Debug, serde::Deserialize)]
+pub(super) struct PeriodQuery {
+    from: Option<String>,
+    to: Option<String>,
+}
+
+/// The statement of the token's customer over the asked period, or the answer to give instead.
+async fn read(
+    state: &AppState,
+    token: &str,
+    query: &PeriodQuery,
+) -> Result<(app::model::Statement, String), Response> {
+    let context = "public statement";
+    let mut conn = state
+        .reads
+        .acquire()
+        .await
+        .map_err(|e| unavailable(context, e))?;
+    let Some((org, customer)) = statements::by_token(&mut conn, token)
+        .await
+        .map_err(|e| unavailable(context, e))?
+    else {
+        return Err(not_found());
+    };
+    let today = statements::org_today(&mut conn, org)
+        .await
+        .map_err(|e| unavailable(context, e))?;
+    let period =
+        Period::parse(query.from.as_deref(), query.to.as_deref(), today).map_err(bad_period)?;
+    let found = statements::statement(&mut conn, org, customer, period)
+        .await
+        .map_err(|e| unavailable(context, e))?;
+    let (statement, _) = found.ok_or_else(not_found)?;
+    let url = statements::public_url("", token, period);
+    Ok((statement, url))
+}
+
+fn bad_period(why: String) -> Response {
+    let body = document(
+        "Statement",
+        view! {
+            <main class="public">
+                <h1>"This period cannot be shown"</h1>
+                <p>{why}</p>
+            </main>
+        }
+        .to_html(),
+    );
+    private((StatusCode::BAD_REQUEST, axum::response::Html(body)).into_response())
+}
+
+pub(super) async fn page(
+    State(state): State<AppState>,
+    PageToken(token): PageToken,
+    Query(query): Query<PeriodQuery>,
+) -> Response {
+    let (statement, url) = match read(&state, &token, &query).await {
+        Ok(found) => found,
+        Err(answer) => return answer,
+    };
+    let title = format!(
+        "Statement of {} from {}",
+        statement.customer_name, statement.org_name
+    );
+    let body = view! {
+        <main class="public statement">
+            <header class="from">
+                <p class="org">{statement.org_name.clone()}</p>
+            </header>
+            <h1>"Statement " <span class="customer">{statement.customer_name.clone()}</span></h1>
+            <p>
+                <a class="button pdf" href=app::statement_pdf_url(&url)>"Download PDF"</a>
+            </p>
+            <app::StatementTables statement />
+        </main>
+    }
+    .to_html();
+    private(axum::response::Html(document(&title, body)).into_response())
+}
+
+pub(super) async fn pdf(
+    State(state): State<AppState>,
+    Client(client): Client,
+    axum::extract::Path(token): axum::extract::Path<String>,
+    Query(query): Query<PeriodQuery>,
+) -> Response {
+    if let Err(t) = state.throttle.pdf(&token, client) {
+        return throttled(t);
+    }
+    let (statement, _) = match read(&state, &token, &query).await {
+        Ok(found) => found,
+        Err(answer) => return answer,
+    };
+    let name = format!("statement-{}-{}", statement.from, statement.to);
+    let wait = std::time::Duration::from_secs(5);
+    let rendered = app::ssr::throttle::bounded(&RENDERS, wait, move || {
+        crate::pdf::statement::render(&statement, crate::pdf::Paper::A4)
+    })
+    .await;
+    match rendered {
+        Ok(bytes) => attachment(bytes, &name),
+        Err(app::ssr::throttle::Bounded::Busy) => {
+            unavailable("public statement pdf", "every renderer is busy")
+        }
+        Err(app::ssr::throttle::Bounded::Task(e)) => unavailable("rendering a pdf", e),
+    }
+}
