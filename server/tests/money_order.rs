@@ -1,7 +1,9 @@
 //! Order never matters: random sets of Stripe events about one invoice (payments that succeed, wait
-//! or fail, partial and full refunds, disputes won and lost, for one or two payments) and of payments
-//! recorded by hand through the API (some deleted afterwards by an owner), each delivered one to
-//! three times, in random order, some at once, through the real routes and real Postgres. The
+//! or fail, partial and full refunds, disputes won and lost, for one or two payments), of payments
+//! recorded by hand through the API (some deleted afterwards by an owner) and of credit notes that
+//! keep the money, each delivered one to three times, in random order, some at once, through the
+//! real routes and real Postgres; then credit notes that pay money back outside the app (their
+//! amount depends on what was paid when they are issued, so they come after, each sent twice). The
 //! invoice and payment rows must equal those of the same events delivered once each, in order, to a
 //! second invoice (a differential oracle that owes nothing to the model), and what a plain in-memory
 //! model of the same set says.
@@ -56,10 +58,20 @@ struct Manual {
     deleted: bool,
 }
 
+/// A credit note: its amount, and whether it pays back outside the app what was paid beyond what
+/// is then due (`refund: manual`, issued after everything else) or keeps it (`none`, delivered in
+/// any order with the rest).
+#[derive(Debug, Clone, Copy)]
+struct Credit {
+    amount: i64,
+    pays_back: bool,
+}
+
 #[derive(Debug, Clone)]
 struct Case {
     payments: Vec<Payment>,
     manual: Vec<Manual>,
+    credits: Vec<Credit>,
     /// Each distinct event (payment index, event index) with how often it is delivered.
     repeats: Vec<usize>,
     /// A permutation of all deliveries.
@@ -99,18 +111,32 @@ fn manual() -> impl Strategy<Value = Manual> {
         .prop_map(|(amount, deleted)| Manual { amount, deleted })
 }
 
+fn credit() -> impl Strategy<Value = Credit> {
+    (
+        prop_oneof![Just(1_000i64), Just(2_500), Just(4_000)],
+        any::<bool>(),
+    )
+        .prop_map(|(amount, pays_back)| Credit { amount, pays_back })
+}
+
 fn case() -> impl Strategy<Value = Case> {
     (
         prop::collection::vec(payment(), 0..=2),
         prop::collection::vec(manual(), 0..=2),
+        prop::collection::vec(credit(), 0..=2),
     )
-        .prop_filter("something happens", |(p, m)| !p.is_empty() || !m.is_empty())
-        .prop_flat_map(|(payments, manual)| {
-            let distinct: usize =
-                payments.iter().map(|p| p.events.len()).sum::<usize>() + manual.len();
+        .prop_filter("something happens", |(p, m, _)| {
+            !p.is_empty() || !m.is_empty()
+        })
+        .prop_flat_map(|(payments, manual, credits)| {
+            let kept_credits = credits.iter().filter(|c| !c.pays_back).count();
+            let distinct: usize = payments.iter().map(|p| p.events.len()).sum::<usize>()
+                + manual.len()
+                + kept_credits;
             prop::collection::vec(1..=3usize, distinct).prop_flat_map(move |repeats| {
                 let deliveries: usize = repeats.iter().sum();
-                let (payments, manual) = (payments.clone(), manual.clone());
+                let (payments, manual, credits) =
+                    (payments.clone(), manual.clone(), credits.clone());
                 (
                     Just((0..deliveries).collect::<Vec<_>>()).prop_shuffle(),
                     prop::collection::vec(1..=4usize, deliveries),
@@ -118,6 +144,7 @@ fn case() -> impl Strategy<Value = Case> {
                     .prop_map(move |(order, groups)| Case {
                         payments: payments.clone(),
                         manual: manual.clone(),
+                        credits: credits.clone(),
                         repeats: repeats.clone(),
                         order,
                         groups,
@@ -137,9 +164,12 @@ struct Expected {
     receipts: i64,
     /// The sum of the payments recorded by hand (and not deleted).
     by_hand: i64,
+    /// What the credit notes took off, and what they paid back outside the app.
+    credited: i64,
+    paid_back: i64,
 }
 
-fn model(payments: &[Payment], manual: &[Manual]) -> Expected {
+fn model(payments: &[Payment], manual: &[Manual], credits: &[Credit]) -> Expected {
     let kept_by_hand: i64 = manual.iter().filter(|m| !m.deleted).map(|m| m.amount).sum();
     let (mut received, mut kept) = (kept_by_hand, kept_by_hand);
     let (mut disputed, mut pending) = (false, false);
@@ -187,22 +217,41 @@ fn model(payments: &[Payment], manual: &[Manual]) -> Expected {
         received += p.amount;
         kept += (p.amount - refunded - if lost { p.amount } else { 0 }).max(0);
     }
+    // The credit notes that keep the money first (their order does not matter), then those that
+    // pay back, in the order they are issued: each pays back what was paid beyond what the invoice
+    // then asks for, up to its amount.
+    let mut credited: i64 = credits
+        .iter()
+        .filter(|c| !c.pays_back)
+        .map(|c| c.amount)
+        .sum();
+    let mut paid_back = 0;
+    for c in credits.iter().filter(|c| c.pays_back) {
+        let asked_after = TOTAL - credited - c.amount;
+        let back = (kept - paid_back - asked_after).clamp(0, c.amount);
+        paid_back += back;
+        credited += c.amount;
+    }
+    let kept = (kept - paid_back).max(0);
+    let due = TOTAL - credited;
     let payment_state = if disputed {
         "disputed"
     } else if received == 0 && pending {
         "processing"
+    } else if received == 0 && credited >= TOTAL {
+        "paid"
     } else if received == 0 {
         "unpaid"
     } else if kept == 0 {
         "refunded"
-    } else if kept >= TOTAL {
+    } else if kept >= due {
         "paid"
     } else if kept < received {
         "partially_refunded"
     } else {
         "partially_paid"
     };
-    let status = if received > 0 && kept >= TOTAL {
+    let status = if (received > 0 || credited > 0) && kept >= due {
         "paid"
     } else if received > 0 && kept == 0 {
         "refunded"
@@ -214,6 +263,8 @@ fn model(payments: &[Payment], manual: &[Manual]) -> Expected {
         payment_state: payment_state.into(),
         amount_paid: kept,
         by_hand: kept_by_hand,
+        credited,
+        paid_back,
         receipts: statuses.values().filter(|s| *s == "succeeded").count() as i64,
         payments: statuses,
     }
@@ -280,6 +331,7 @@ fn payloads(case: &Case, invoice: Uuid, tag: &str) -> Vec<String> {
 enum Delivery {
     Stripe(String),
     Record { key: String, body: String },
+    Credit { key: String, body: String },
 }
 
 /// Every distinct delivery of `case` for `invoice`: its Stripe events, then its manual payments.
@@ -293,7 +345,24 @@ fn distinct(case: &Case, invoice: Uuid, tag: &str) -> Vec<Delivery> {
         body: serde_json::json!({"amount_cents": m.amount, "method": "bank_transfer", "paid_on": "2026-12-01"})
             .to_string(),
     }));
+    out.extend(credit_notes(case, tag, false));
     out
+}
+
+/// The credit notes of `case` that keep the money (`pays_back` false) or pay it back (true).
+fn credit_notes(case: &Case, tag: &str, pays_back: bool) -> Vec<Delivery> {
+    let refund = if pays_back { "manual" } else { "none" };
+    case.credits
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.pays_back == pays_back)
+        .map(|(i, c)| Delivery::Credit {
+            key: format!("credit-{tag}-{i}"),
+            body:
+                serde_json::json!({"amount_cents": c.amount, "reason": "Agreed", "refund": refund})
+                    .to_string(),
+        })
+        .collect()
 }
 
 /// The owner's API key of `org` (the org [`TestApp::invoice`] made).
@@ -316,8 +385,13 @@ async fn deliver(app: &TestApp, api_key: &str, invoice: Uuid, delivery: &Deliver
             let (status, body) = app.deliver(payload).await;
             assert_eq!(status, 200, "{body} in {case:?}");
         }
-        Delivery::Record { key, body } => {
-            let path = format!("/api/v1/invoices/{invoice}/payments");
+        Delivery::Record { key, body } | Delivery::Credit { key, body } => {
+            let what = if matches!(delivery, Delivery::Record { .. }) {
+                "payments"
+            } else {
+                "credit_notes"
+            };
+            let path = format!("/api/v1/invoices/{invoice}/{what}");
             let res = app.post_to(&path, Some(api_key), Some(key), body).await;
             // 409: the same key still in flight beside it (a retry would get the stored answer).
             assert!(
@@ -330,12 +404,14 @@ async fn deliver(app: &TestApp, api_key: &str, invoice: Uuid, delivery: &Deliver
 }
 
 /// The corrections that come after: the owner deletes the payments `case` marks (twice: a double
-/// click), and every record request is sent again (a retry after the deletion brings nothing back).
+/// click), every record request is sent again (a retry after the deletion brings nothing back), and
+/// the credit notes that pay back are issued, each sent twice.
 async fn corrections(
     app: &TestApp,
     api_key: &str,
     org: Uuid,
     invoice: Uuid,
+    tag: &str,
     all: &[Delivery],
     case: &Case,
 ) {
@@ -394,6 +470,11 @@ async fn corrections(
     for record in records {
         deliver(app, api_key, invoice, record, case).await;
     }
+    for credit in credit_notes(case, tag, true) {
+        for _ in 0..2 {
+            deliver(app, api_key, invoice, &credit, case).await;
+        }
+    }
 }
 
 /// The rows of `invoice` (of `org`) as the comparison reads them.
@@ -428,6 +509,14 @@ async fn observed(app: &TestApp, org: Uuid, invoice: Uuid) -> Expected {
     .fetch_one(&app.pool)
     .await
     .unwrap();
+    let (credited, paid_back): (i64, i64) = sqlx::query_as(
+        "select amount_credited_cents, (select coalesce(sum(refunded_cents), 0)::int8 \
+         from credit_notes where invoice_id = $1) from invoices where id = $1",
+    )
+    .bind(invoice)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
     Expected {
         status,
         payment_state,
@@ -435,6 +524,8 @@ async fn observed(app: &TestApp, org: Uuid, invoice: Uuid) -> Expected {
         payments,
         receipts,
         by_hand,
+        credited,
+        paid_back,
     }
 }
 
@@ -448,7 +539,7 @@ async fn in_order(app: &TestApp, case: &Case) -> Expected {
     for delivery in &all {
         deliver(app, &key, invoice, delivery, case).await;
     }
-    corrections(app, &key, org, invoice, &all, case).await;
+    corrections(app, &key, org, invoice, &tag, &all, case).await;
     observed(app, org, invoice).await
 }
 
@@ -476,7 +567,7 @@ async fn run(app: &TestApp, case: &Case) {
         )
         .await;
     }
-    corrections(app, &key, org, invoice, &distinct, case).await;
+    corrections(app, &key, org, invoice, &tag, &distinct, case).await;
     let got = observed(app, org, invoice).await;
     // Out of order and repeated, the rows are those of the same events delivered once each in
     // order (the differential oracle), and those the model computes.
@@ -487,7 +578,7 @@ async fn run(app: &TestApp, case: &Case) {
     );
     assert_eq!(
         got,
-        model(&case.payments, &case.manual),
+        model(&case.payments, &case.manual, &case.credits),
         "against the model: {case:?}"
     );
 }
@@ -543,7 +634,7 @@ impl Drop for SeedOnPanic {
 
 #[test]
 fn the_model_reads_the_rule_table() {
-    let stripe_only = |payments: &[Payment]| model(payments, &[]);
+    let stripe_only = |payments: &[Payment]| model(payments, &[], &[]);
     let paid = |amount, events: Vec<Event>| Payment { amount, events };
     let m = stripe_only(&[paid(10_000, vec![Event::Completed { paid: true }])]);
     assert_eq!(
@@ -587,6 +678,7 @@ fn the_model_reads_the_rule_table() {
     let m = model(
         &[paid(4_000, vec![Event::Completed { paid: true }])],
         &[by_hand(6_000, false), by_hand(2_500, true)],
+        &[],
     );
     assert_eq!(
         (
@@ -597,9 +689,21 @@ fn the_model_reads_the_rule_table() {
         ),
         ("paid", "paid", 10_000, 6_000)
     );
-    let m = model(&[], &[by_hand(2_500, false)]);
+    let m = model(&[], &[by_hand(2_500, false)], &[]);
     assert_eq!(
         (m.status.as_str(), m.payment_state.as_str(), m.receipts),
         ("open", "partially_paid", 0)
+    );
+    // 10,000 paid by hand; 4,000 credited and kept, then 2,500 credited and paid back: the
+    // invoice asks 3,500, and 7,500 is kept (4,000 of it the customer's credit).
+    let credit = |amount, pays_back| Credit { amount, pays_back };
+    let m = model(
+        &[],
+        &[by_hand(10_000, false)],
+        &[credit(2_500, true), credit(4_000, false)],
+    );
+    assert_eq!(
+        (m.status.as_str(), m.amount_paid, m.credited, m.paid_back),
+        ("paid", 7_500, 6_500, 2_500)
     );
 }
