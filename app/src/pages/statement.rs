@@ -96,8 +96,10 @@ pub fn StatementTables(statement: Statement) -> impl IntoView {
                     })
                     .collect_view();
                 let caption = format!("In {}", s.currency.to_uppercase());
+                let region = format!("Statement in {}", s.currency.to_uppercase());
+                // Wider than a phone: the region scrolls, and the keyboard can reach it.
                 view! {
-                    <div class="table-scroll">
+                    <div class="table-scroll" tabindex="0" role="region" aria-label=region>
                         <table class="statement-table">
                             <caption>{caption}</caption>
                             <thead>
