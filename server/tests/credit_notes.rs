@@ -451,3 +451,62 @@ async fn crediting_a_paid_invoice_pays_back_or_keeps_the_difference(pool: PgPool
         .json();
     assert_eq!(got["amount_due_cents"], 0);
 }
+
+/// The org's credit-note format (a settings field beside the invoice's) numbers its own series,
+/// restarting each year when it names the year; an empty field keeps the default.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn the_credit_note_format_is_a_setting_of_its_own(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (org, invoice, key) = open_invoice(&app, 10_000).await;
+    let mut settings = app::ssr::orgs::settings(&app.pool, org).await.unwrap();
+    settings.credit_note_format = "CN-{YYYY}-{seq:3}".into();
+    let mut tx = app.pool.begin().await.unwrap();
+    app::ssr::orgs::save_settings(&mut tx, org, &settings)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let year: i32 = crate::common::rows::scalar_for(
+        &app.pool,
+        "select extract(year from now() at time zone time_zone)::int from orgs where id = $1",
+        org,
+    )
+    .await;
+    let first = credit(
+        &app,
+        &key,
+        invoice,
+        "y1",
+        json!({"amount_cents": 100, "reason": "a"}),
+    )
+    .await;
+    assert_eq!(first.json()["number"], format!("CN-{year}-001"));
+    let counters: i64 = app
+        .count(&format!(
+            "select count(*) from credit_note_counters where org_id = '{org}' and period = {year}"
+        ))
+        .await;
+    assert_eq!(counters, 1, "a yearly series");
+    // An empty field: the default series again.
+    settings.credit_note_format = String::new();
+    let mut tx = app.pool.begin().await.unwrap();
+    app::ssr::orgs::save_settings(&mut tx, org, &settings)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(
+        app::ssr::orgs::settings(&app.pool, org)
+            .await
+            .unwrap()
+            .credit_note_format,
+        "CN-{seq:6}"
+    );
+    let second = credit(
+        &app,
+        &key,
+        invoice,
+        "y2",
+        json!({"amount_cents": 100, "reason": "b"}),
+    )
+    .await;
+    assert_eq!(second.json()["number"], "CN-000001");
+}

@@ -31,7 +31,7 @@ pub use money::{
     currency, currency_exponent, format_money, parse_amount, plain_amount, Currency,
     COMMON_CURRENCIES, CURRENCIES,
 };
-pub use org::{OrgSettings, OrgSettingsPage};
+pub use org::{OrgSettings, OrgSettingsPage, DEFAULT_CREDIT_NOTE_FORMAT};
 pub use payment::{
     Payment, PaymentForm, PaymentInput, PaymentMethod, PaymentSource, MAX_PAYMENT_CENTS,
 };

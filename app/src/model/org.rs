@@ -19,6 +19,22 @@ pub struct OrgSettings {
     /// `never` or `yearly` (numbers restart at 1 each year; the format must name the year).
     #[serde(default)]
     pub number_reset: String,
+    /// Credit notes' own series, as `number_format`: `CN-{YYYY}-{seq}` (restarting each year when
+    /// it names the year). Empty: `CN-{seq:6}`.
+    #[serde(default)]
+    pub credit_note_format: String,
+}
+
+/// Credit notes' series when the org names none.
+pub const DEFAULT_CREDIT_NOTE_FORMAT: &str = "CN-{seq:6}";
+
+/// `{seq}` or `{seq:N}` exactly once, 1 to 60 characters.
+fn names_the_sequence_once(format: &str) -> bool {
+    let seq = format.matches("{seq}").count()
+        + (1..=9)
+            .filter(|n| format.contains(&format!("{{seq:{n}}}")))
+            .count();
+    !format.is_empty() && format.chars().count() <= 60 && !format.contains('\0') && seq == 1
 }
 
 impl OrgSettings {
@@ -41,15 +57,13 @@ impl OrgSettings {
             );
         }
         let format = self.number_format.trim();
-        let seq = format.matches("{seq}").count()
-            + (1..=9)
-                .filter(|n| format.contains(&format!("{{seq:{n}}}")))
-                .count();
-        if format.is_empty() || format.chars().count() > 60 || format.contains('\0') || seq != 1 {
-            out.insert(
-                "number_format".into(),
-                "Use 1 to 60 characters with {seq} (or {seq:4} for 0001) exactly once.".into(),
-            );
+        let once = "Use 1 to 60 characters with {seq} (or {seq:4} for 0001) exactly once.";
+        if !names_the_sequence_once(format) {
+            out.insert("number_format".into(), once.into());
+        }
+        let credit = self.credit_note_format.trim();
+        if !credit.is_empty() && !names_the_sequence_once(credit) {
+            out.insert("credit_note_format".into(), once.into());
         }
         match self.number_reset.as_str() {
             "never" => {}
@@ -111,6 +125,7 @@ mod tests {
             time_zone: "Europe/Amsterdam".into(),
             number_format: format.into(),
             number_reset: reset.into(),
+            credit_note_format: String::new(),
         }
     }
 
@@ -128,6 +143,14 @@ mod tests {
             .unwrap_err()
             .contains_key("number_reset"));
         assert!(settings("{seq}", "monthly").check().is_err());
+        let mut credit = settings("{seq}", "never");
+        credit.credit_note_format = "CN-{YYYY}-{seq:3}".into();
+        credit.check().unwrap();
+        credit.credit_note_format = "CN-{YYYY}".into();
+        assert!(credit
+            .check()
+            .unwrap_err()
+            .contains_key("credit_note_format"));
         let mut bad_zone = settings("{seq}", "never");
         bad_zone.time_zone = "Europe/Amsterdam'; drop".into();
         assert!(bad_zone.check().unwrap_err().contains_key("time_zone"));

@@ -75,6 +75,12 @@ pub fn OrgSettingsPage() -> impl IntoView {
                                             {error_of(save_errors, "number_format")}
                                         </label>
                                         <label>
+                                            "Credit note number format"
+                                            <input type="text" name="settings[credit_note_format]" value=s.credit_note_format.clone() maxlength="60" />
+                                            <span class="hint">"Its own series; with {YYYY} it restarts each year."</span>
+                                            {error_of(save_errors, "credit_note_format")}
+                                        </label>
+                                        <label>
                                             "Numbers restart"
                                             <select name="settings[number_reset]">
                                                 <option value="never" selected=s.number_reset == "never">"never"</option>

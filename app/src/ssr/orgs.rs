@@ -9,7 +9,7 @@ use crate::model::{BankDetails, OrgSettings};
 pub async fn settings(db: impl PgExecutor<'_>, org: Uuid) -> sqlx::Result<OrgSettings> {
     // language=PostgreSQL
     let row = sqlx::query!(
-        "select address, time_zone, number_format, number_reset from orgs where id = $1",
+        "select address, time_zone, number_format, number_reset, credit_note_format from orgs where id = $1",
         org
     )
     .fetch_one(db)
@@ -19,6 +19,7 @@ pub async fn settings(db: impl PgExecutor<'_>, org: Uuid) -> sqlx::Result<OrgSet
         time_zone: row.time_zone,
         number_format: row.number_format,
         number_reset: row.number_reset,
+        credit_note_format: row.credit_note_format,
     })
 }
 
@@ -34,7 +35,8 @@ pub async fn save_settings(
     let saved = sqlx::query_scalar!(
         r#"
         update orgs
-        set address = $2, time_zone = $3, number_format = $4, number_reset = $5
+        set address = $2, time_zone = $3, number_format = $4, number_reset = $5,
+            credit_note_format = coalesce(nullif($6, ''), $7)
         where id = $1 and exists (select from pg_timezone_names where name = $3)
         returning true as "saved!"
         "#,
@@ -43,6 +45,8 @@ pub async fn save_settings(
         settings.time_zone.trim(),
         settings.number_format.trim(),
         settings.number_reset,
+        settings.credit_note_format.trim(),
+        crate::model::DEFAULT_CREDIT_NOTE_FORMAT,
     )
     .fetch_optional(&mut *tx)
     .await?;
