@@ -286,6 +286,13 @@ async fn metrics_text(
         }
         Err(e) => tracing::warn!(error = %e, "metrics: outbox gauges unavailable"),
     }
+    match app::ssr::schedules::run::backlog(&state.pool, chrono::Utc::now()).await {
+        Ok((due, age)) => {
+            metrics::gauge!("invoicer_schedule_runs_due").set(due as f64);
+            metrics::gauge!("invoicer_schedule_oldest_due_seconds").set(age);
+        }
+        Err(e) => tracing::warn!(error = %e, "metrics: schedule gauges unavailable"),
+    }
     (
         [(
             axum::http::header::CONTENT_TYPE,

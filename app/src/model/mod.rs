@@ -10,7 +10,9 @@ mod input;
 mod money;
 mod org;
 mod payment;
+mod recurring;
 mod roles;
+pub mod schedule;
 pub mod statement;
 mod tax_rate;
 mod team;
@@ -34,6 +36,9 @@ pub use money::{
 pub use org::{OrgSettings, OrgSettingsPage, DEFAULT_CREDIT_NOTE_FORMAT};
 pub use payment::{
     Payment, PaymentForm, PaymentInput, PaymentMethod, PaymentSource, MAX_PAYMENT_CENTS,
+};
+pub use recurring::{
+    DayField, LastDay, Missed, RunAction, Schedule, ScheduleFields, ScheduleInput, ScheduleRun,
 };
 pub use roles::{Action, Role};
 pub use statement::{describe, Statement, StatementEntry, StatementSection};

@@ -6,7 +6,7 @@ use crate::model::ActivityRow;
 use crate::rpc::activity::activity;
 use leptos::prelude::*;
 
-const SURFACES: &[&str] = &["form", "webhook", "api"];
+const SURFACES: &[&str] = &["form", "webhook", "api", "job"];
 const OUTCOMES: &[&str] = &[
     "won",
     "replay",

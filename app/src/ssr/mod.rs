@@ -28,6 +28,7 @@ pub mod payments;
 pub mod public;
 pub mod refunds;
 pub mod retention;
+pub mod schedules;
 pub mod secret;
 pub mod state;
 pub mod statements;

@@ -28,6 +28,16 @@ pub struct WorkerConfig {
     pub retention: crate::ssr::retention::RetentionConfig,
     /// For the rows that are calls to Stripe (expiring a Checkout session); none: nothing to call.
     pub stripe: Option<crate::ssr::stripe::client::Stripe>,
+    /// Added to the clock the scheduler reads (dev only: lets time run fast in tests and demos;
+    /// production has none).
+    pub clock_offset: chrono::TimeDelta,
+}
+
+impl WorkerConfig {
+    /// The scheduler's now.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        chrono::Utc::now() + self.clock_offset
+    }
 }
 
 impl WorkerConfig {
@@ -51,6 +61,7 @@ impl Default for WorkerConfig {
             public_url: format!("http://{}", crate::ssr::state::DEFAULT_SITE_ADDR),
             retention: Default::default(),
             stripe: None,
+            clock_offset: chrono::TimeDelta::zero(),
         }
     }
 }
@@ -86,6 +97,16 @@ pub async fn run(
                 Err(e) => {
                     tracing::warn!(worker = %config.id, error = %e, "retention job failed; will retry")
                 }
+            }
+        }
+        // Due schedules, a batch at a time: each period's claim keeps it to one run overall.
+        match crate::ssr::schedules::run::run_due(&pool, config.now(), 100, &config.public_url)
+            .await
+        {
+            Ok(0) => {}
+            Ok(_) => continue,
+            Err(e) => {
+                tracing::warn!(worker = %config.id, error = %e, "scheduler: run failed; will retry")
             }
         }
         match drain_once(&pool, &mailer, &config).await {

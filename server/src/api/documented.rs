@@ -123,6 +123,10 @@ params! {
     CustomerWrite [id("Customer id (UUID)"), key(AS_FOR_CREATION)]
     /// Reading one credit note.
     CreditNoteId [id("Credit note id (UUID)")]
+    /// Reading one schedule.
+    ScheduleId [id("Schedule id (UUID)")]
+    /// A write to one schedule.
+    ScheduleWrite [id("Schedule id (UUID)"), key(AS_FOR_CREATION)]
     /// Reading one payment of an invoice.
     PaymentId [id("Invoice id (UUID)"), path("payment_id", "Payment id (UUID)")]
 }

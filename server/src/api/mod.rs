@@ -9,6 +9,7 @@ mod invoices;
 mod openapi;
 mod problem;
 mod query;
+mod schedules;
 mod tax_rates;
 mod write;
 
@@ -96,6 +97,19 @@ fn api() -> Api {
             "/api/v1/credit_notes/{id}",
             [to(M::GET, credit_notes::get_credit_note)],
         )
+        .route(
+            "/api/v1/schedules",
+            [
+                to(M::GET, schedules::list_schedules),
+                to(M::POST, schedules::post_schedule),
+            ],
+        )
+        .route(
+            "/api/v1/schedules/{id}",
+            [to(M::GET, schedules::get_schedule)],
+        )
+        .post("/api/v1/schedules/{id}/pause", schedules::pause_schedule)
+        .post("/api/v1/schedules/{id}/resume", schedules::resume_schedule)
         .route(
             CUSTOMERS_PATH,
             [

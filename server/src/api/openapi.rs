@@ -1,10 +1,12 @@
 //! The OpenAPI document (`/api/v1/openapi.json`), generated from the handlers' annotations.
 
+use app::model::schedule::Interval;
 use app::model::{
     ApplyCreditInput, CreditLineInput, CreditNote, CreditNoteInput, CreditNoteLine, CreditRefund,
-    Customer, CustomerInput, Discount, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus,
-    LineInput, Payment, PaymentInput, PaymentMethod, PaymentSource, PaymentState, TaxRate,
-    TaxRateInput, TaxTotal,
+    Customer, CustomerInput, DayField, Discount, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus,
+    LastDay, LineInput, Missed, Payment, PaymentInput, PaymentMethod, PaymentSource, PaymentState,
+    RunAction, Schedule, ScheduleFields, ScheduleInput, ScheduleRun, TaxRate, TaxRateInput,
+    TaxTotal,
 };
 use axum::Json;
 use utoipa::OpenApi;
@@ -13,6 +15,7 @@ use super::credit_notes;
 use super::customers::{self, CustomerList};
 use super::invoices::{self, CheckoutSession, InvoiceList, PaymentList};
 use super::problem::Problem;
+use super::schedules::{self, ScheduleList};
 use super::tax_rates::{self, TaxRateList};
 
 #[derive(OpenApi)]
@@ -35,6 +38,11 @@ use super::tax_rates::{self, TaxRateList};
         credit_notes::post_credit_note,
         credit_notes::get_credit_note,
         credit_notes::post_apply_credit,
+        schedules::post_schedule,
+        schedules::list_schedules,
+        schedules::get_schedule,
+        schedules::pause_schedule,
+        schedules::resume_schedule,
         customers::post_customer,
         customers::list_customers,
         customers::get_customer,
@@ -57,6 +65,16 @@ use super::tax_rates::{self, TaxRateList};
         ApplyCreditInput,
         CreditNoteLine,
         CreditRefund,
+        Schedule,
+        ScheduleInput,
+        ScheduleFields,
+        ScheduleRun,
+        ScheduleList,
+        RunAction,
+        Missed,
+        DayField,
+        LastDay,
+        Interval,
         Payment,
         PaymentInput,
         PaymentMethod,

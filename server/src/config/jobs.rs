@@ -27,6 +27,10 @@ pub struct Workers {
         global = true
     )]
     pub worker_backoff_base_ms: u64,
+    /// Dev only: seconds added to the clock the scheduler reads (recurring invoices, reminders), so
+    /// tests and demos can let time run fast. Refused outside dev mode.
+    #[arg(long, env = "INVOICER_CLOCK_OFFSET_SECS", global = true, hide = true)]
+    pub invoicer_clock_offset_secs: Option<i64>,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -63,7 +67,20 @@ fn millis(d: Duration) -> u64 {
 
 impl Workers {
     /// Each worker's configuration but its id; the lease must outlast one SMTP conversation.
-    pub(super) fn check(&self, smtp_timeout: Duration) -> anyhow::Result<WorkerConfig> {
+    pub(super) fn check(
+        &self,
+        smtp_timeout: Duration,
+        dev_mode: bool,
+    ) -> anyhow::Result<WorkerConfig> {
+        anyhow::ensure!(
+            self.invoicer_clock_offset_secs.is_none() || dev_mode,
+            "INVOICER_CLOCK_OFFSET_SECS moves the scheduler's clock: dev mode (LEPTOS_ENV=DEV) only"
+        );
+        let offset = self.invoicer_clock_offset_secs.unwrap_or(0);
+        anyhow::ensure!(
+            offset.abs() <= 100 * 365 * 86_400,
+            "INVOICER_CLOCK_OFFSET_SECS is at most a hundred years"
+        );
         anyhow::ensure!(
             self.worker_lease_secs * 1000 > millis(smtp_timeout),
             "WORKER_LEASE_SECS ({} s) must be longer than SMTP_TIMEOUT_MS ({} ms): a lease that \
@@ -75,6 +92,7 @@ impl Workers {
             lease: Duration::from_secs(self.worker_lease_secs),
             backoff_base: Duration::from_millis(self.worker_backoff_base_ms),
             poll: Duration::from_millis(self.worker_poll_ms),
+            clock_offset: chrono::TimeDelta::seconds(offset),
             ..Default::default()
         })
     }

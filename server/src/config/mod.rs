@@ -97,7 +97,7 @@ impl Config {
         let stripe = self.stripe.check(dev)?;
         let site = self.site.check(dev)?;
         let mail = self.mail.check(dev, &site.public_url)?;
-        let workers = self.workers.check(mail.timeout)?;
+        let workers = self.workers.check(mail.timeout, dev_mode)?;
         let metrics = self.metrics.check()?;
         let retention = self.retention.check(dev_mode)?;
         self.database.check(dev)?;

@@ -35,7 +35,7 @@ fn not_found() -> ProblemResponse {
 
 /// What an action on one invoice (finalize, void, delete, duplicate, ...) is asked with: no body or
 /// a JSON object (ignored, but part of the fingerprint).
-fn action_body(body: write::Body) -> Result<serde_json::Value, ProblemResponse> {
+pub(super) fn action_body(body: write::Body) -> Result<serde_json::Value, ProblemResponse> {
     let body = body?;
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(serde_json::Value::Null);
