@@ -28,6 +28,7 @@ mod pgbench_scripts;
 mod plans;
 mod public_page;
 mod readiness;
+mod reminders;
 mod schedules;
 mod security;
 mod signups;

@@ -10,8 +10,9 @@ use lettre::transport::smtp::extension::ClientId;
 use lettre::{AsyncFileTransport, AsyncTransport, Message, Tokio1Executor};
 use sqlx::PgPool;
 
-use crate::model::format_money;
 use crate::ssr::outbox::Leased;
+
+mod invoice;
 
 /// The sender in dev when MAIL_FROM is not set (production requires MAIL_FROM).
 pub const DEV_FROM: &str = "invoicer dev <billing@invoicer.invalid>";
@@ -359,12 +360,6 @@ pub async fn render(
     public_url: &str,
     from: &Mailbox,
 ) -> Result<Message, RenderError> {
-    let id = |field: &str| {
-        row.payload[field]
-            .as_str()
-            .and_then(|s| uuid::Uuid::try_parse(s).ok())
-            .ok_or_else(|| RenderError::Permanent(format!("payload has no {field}")))
-    };
     if let Some(account_mail) = account_message(row, public_url)? {
         return message(
             row,
@@ -374,82 +369,7 @@ pub async fn render(
             account_mail.text,
         );
     }
-    let (invoice_id, subject_kind) = match row.kind.as_str() {
-        "invoice_email" => (id("invoice_id")?, None),
-        "payment_receipt" => {
-            let payment = id("payment_id")?;
-            // language=PostgreSQL
-            let p = sqlx::query!(
-                "select invoice_id, amount_cents, currency from payments where id = $1",
-                payment
-            )
-            .fetch_optional(pool)
-            .await?
-            .ok_or_else(|| RenderError::Permanent(format!("payment {payment} not found")))?;
-            (p.invoice_id, Some((p.amount_cents, p.currency)))
-        }
-        other => return Err(RenderError::Permanent(format!("unknown kind {other}"))),
-    };
-    // language=PostgreSQL
-    let inv = sqlx::query!(
-        r#"
-        select i.number_text, i.public_token, i.customer_name, i.customer_email, i.currency,
-               i.total_cents, i.amount_paid_cents, i.amount_credited_cents, i.due_date::text as "due!",
-               o.name as org_name,
-               o.bank_account_holder, o.bank_iban, o.bank_bic, o.bank_other, o.payment_reference
-        from invoices i join orgs o on o.id = i.org_id
-        where i.id = $1
-        "#,
-        invoice_id
-    )
-    .fetch_optional(pool)
-    .await?
-    .ok_or_else(|| RenderError::Permanent(format!("invoice {invoice_id} not found")))?;
-    // Emails link to the customer's own page; a draft or a void invoice has none, and is not mailed.
-    let (Some(number), Some(token)) = (inv.number_text, inv.public_token) else {
-        return Err(RenderError::Permanent(format!(
-            "invoice {invoice_id} is a draft or void: it has no page to link to"
-        )));
-    };
-    let link = crate::ssr::invoices::public_url(public_url, &token);
-    let total = format_money(inv.total_cents, &inv.currency);
-    let bank = crate::model::BankDetails {
-        holder: inv.bank_account_holder,
-        iban: inv.bank_iban,
-        bic: inv.bank_bic,
-        other: inv.bank_other,
-        reference: inv.payment_reference,
-    };
-    // How to pay by transfer, while something is due.
-    let transfer =
-        if bank.is_set() && inv.total_cents > inv.amount_credited_cents + inv.amount_paid_cents {
-            let lines: Vec<String> = bank
-                .lines(&number)
-                .into_iter()
-                .map(|(label, value)| format!("  {label}: {value}"))
-                .collect();
-            format!("\nPay by bank transfer:\n{}\n", lines.join("\n"))
-        } else {
-            String::new()
-        };
-    let (subject, text) = match subject_kind {
-        None => (
-            format!("Invoice {number} from {}", inv.org_name),
-            format!(
-                "Hello {},\n\n{} has sent you invoice {number} for {total}, due {}.\n\n{link}\n{transfer}",
-                inv.customer_name, inv.org_name, inv.due
-            ),
-        ),
-        Some((amount, currency)) => (
-            format!("Receipt for {number}"),
-            format!(
-                "Hello {},\n\nWe received your payment of {} for invoice {number} ({total}).\nThank you!\n\n{link}\n",
-                inv.customer_name,
-                format_money(amount, &currency)
-            ),
-        ),
-    };
-    message(row, from, &inv.customer_email, subject, text)
+    invoice::render(pool, row, public_url, from).await
 }
 
 /// An account email (invitation, address verification, password reset): everything it says is in

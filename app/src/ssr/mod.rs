@@ -27,6 +27,7 @@ pub mod patch;
 pub mod payments;
 pub mod public;
 pub mod refunds;
+pub mod reminders;
 pub mod retention;
 pub mod schedules;
 pub mod secret;

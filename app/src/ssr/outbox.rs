@@ -31,6 +31,8 @@ pub enum Kind {
     ExpireCheckout,
     /// Make the refunds through Stripe a credit note planned: calls, not an email.
     StripeRefund,
+    /// A payment reminder to the invoice's customer.
+    Reminder,
 }
 
 impl Kind {
@@ -46,6 +48,7 @@ impl Kind {
             Kind::NoAccount => "no_account",
             Kind::ExpireCheckout => "expire_checkout",
             Kind::StripeRefund => "stripe_refund",
+            Kind::Reminder => "reminder",
         }
     }
 }

@@ -31,6 +31,8 @@ pub struct WorkerConfig {
     /// Added to the clock the scheduler reads (dev only: lets time run fast in tests and demos;
     /// production has none).
     pub clock_offset: chrono::TimeDelta,
+    /// Emails an org may queue per hour (EMAILS_PER_ORG_HOUR): reminders wait beyond it.
+    pub emails_per_org_hour: u32,
 }
 
 impl WorkerConfig {
@@ -62,6 +64,7 @@ impl Default for WorkerConfig {
             retention: Default::default(),
             stripe: None,
             clock_offset: chrono::TimeDelta::zero(),
+            emails_per_org_hour: 100,
         }
     }
 }
@@ -107,6 +110,14 @@ pub async fn run(
             Ok(_) => continue,
             Err(e) => {
                 tracing::warn!(worker = %config.id, error = %e, "scheduler: run failed; will retry")
+            }
+        }
+        let allowance = i64::from(config.emails_per_org_hour);
+        match crate::ssr::reminders::run_due(&pool, config.now(), 100, allowance).await {
+            Ok(0) => {}
+            Ok(_) => continue,
+            Err(e) => {
+                tracing::warn!(worker = %config.id, error = %e, "reminders: run failed; will retry")
             }
         }
         match drain_once(&pool, &mailer, &config).await {

@@ -101,10 +101,12 @@ impl Config {
         let metrics = self.metrics.check()?;
         let retention = self.retention.check(dev_mode)?;
         self.database.check(dev)?;
+        let limits = self.limits.allowances();
         Ok(Checked {
             dev_mode,
             database: self.database,
             worker: WorkerConfig {
+                emails_per_org_hour: limits.emails_per_org_hour,
                 public_url: site.public_url.clone(),
                 retention: retention.clone(),
                 stripe: Some(stripe.client()),
@@ -116,7 +118,7 @@ impl Config {
             mail,
             retention,
             metrics,
-            limits: self.limits.allowances(),
+            limits,
         })
     }
 }

@@ -1,0 +1,273 @@
+//! Payment reminders: an org's steps relative to the due date, each sent at most once per invoice.
+//! A worker finds one invoice with a step due (`FOR UPDATE SKIP LOCKED` on the invoice) and, in one
+//! transaction, claims `(job, reminder:<invoice>, <step>)`, writes the reminder's row and queues its
+//! email. Holding the invoice's row lock while it reads the invoice's state, it cannot interleave
+//! with a payment (which takes the same lock): either the payment commits first and nothing is
+//! sent, or the reminder commits first and its email was queued before the payment. Only the latest
+//! due step is sent; earlier ones still unsent are recorded as skipped. Nothing is sent before 09:00
+//! in the org's zone, nor beyond the org's hourly email allowance (the email waits).
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+use crate::error::FieldErrors;
+use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome, Surface, Terms};
+use crate::ssr::observe::{self, AttemptOutcome, Concerns};
+use crate::ssr::outbox;
+
+/// The local hour from which reminders go out.
+pub const FROM_HOUR: i32 = 9;
+
+/// A step of an org's reminder policy.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Step {
+    /// Days after the due date (negative: before it).
+    pub offset_days: i32,
+    pub message: String,
+}
+
+/// `steps` checked: at most 10, offsets from -60 to 365 and different, messages 1 to 2000
+/// characters.
+pub fn check(steps: &[Step]) -> Result<(), FieldErrors> {
+    let mut out = FieldErrors::new();
+    if steps.len() > 10 {
+        out.insert("steps".into(), "At most 10 reminders.".into());
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, s) in steps.iter().enumerate() {
+        if !(-60..=365).contains(&s.offset_days) || !seen.insert(s.offset_days) {
+            out.insert(
+                format!("steps[{i}].offset_days"),
+                "Days from -60 to 365, each once.".into(),
+            );
+        }
+        let len = s.message.trim().chars().count();
+        if len == 0 || len > 2000 || s.message.contains('\0') {
+            out.insert(
+                format!("steps[{i}].message"),
+                "A message of 1 to 2000 characters.".into(),
+            );
+        }
+    }
+    if out.is_empty() {
+        Ok(())
+    } else {
+        Err(out)
+    }
+}
+
+/// `org`'s steps, earliest first.
+pub async fn steps(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<Vec<Step>> {
+    // language=PostgreSQL
+    let rows = sqlx::query!(
+        "select offset_days, message from reminder_steps where org_id = $1 order by offset_days",
+        org
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Step {
+            offset_days: r.offset_days,
+            message: r.message,
+        })
+        .collect())
+}
+
+/// Replaces `org`'s steps (checked by [`check`] first).
+pub async fn save_steps(tx: &mut PgConnection, org: Uuid, steps: &[Step]) -> sqlx::Result<()> {
+    // language=PostgreSQL
+    sqlx::query!("delete from reminder_steps where org_id = $1", org)
+        .execute(&mut *tx)
+        .await?;
+    let offsets: Vec<i32> = steps.iter().map(|s| s.offset_days).collect();
+    let messages: Vec<String> = steps.iter().map(|s| s.message.trim().to_owned()).collect();
+    // language=PostgreSQL
+    sqlx::query!(
+        r#"
+        insert into reminder_steps (org_id, offset_days, message)
+        select $1, o, m from unnest($2::int[], $3::text[]) as s (o, m)
+        "#,
+        org,
+        &offsets,
+        &messages,
+    )
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// Sends (queues) up to `limit` due reminders at `now`, each in its own transaction; returns how
+/// many. `emails_per_org_hour` is the org's allowance.
+pub async fn run_due(
+    pool: &PgPool,
+    now: DateTime<Utc>,
+    limit: usize,
+    emails_per_org_hour: i64,
+) -> sqlx::Result<usize> {
+    let mut sent = 0;
+    while sent < limit && run_one(pool, now, emails_per_org_hour).await? {
+        sent += 1;
+    }
+    Ok(sent)
+}
+
+async fn run_one(pool: &PgPool, now: DateTime<Utc>, allowance: i64) -> sqlx::Result<bool> {
+    let mut tx = pool.begin().await?;
+    // The index narrows to open invoices due within the earliest step's reach; the org's own date
+    // and hour decide.
+    // language=PostgreSQL
+    let due = sqlx::query!(
+        r#"
+        select i.id, i.org_id, s.offset_days as "offset_days!", s.message as "message!"
+        from invoices i
+        join orgs o on o.id = i.org_id
+        join lateral (
+            select st.offset_days, st.message from reminder_steps st
+            where st.org_id = i.org_id
+              and i.due_date + st.offset_days <= ($1::timestamptz at time zone o.time_zone)::date
+            order by st.offset_days desc
+            limit 1
+        ) s on true
+        where i.status = 'open' and not i.reminders_off
+          and i.due_date <= ($1::timestamptz at time zone 'UTC')::date + 61
+          and i.payment_state in ('unpaid', 'partially_paid')
+          and i.amount_paid_cents < i.total_cents - i.amount_credited_cents
+          and extract(hour from $1::timestamptz at time zone o.time_zone)::int >= $2
+          and not exists (select 1 from customers c where c.id = i.customer_id and c.reminders_off)
+          and not exists (select 1 from reminders r where r.invoice_id = i.id and r.offset_days = s.offset_days)
+          and (select count(*) from outbox b
+               where b.org_id = i.org_id and b.created_at > now() - interval '1 hour') < $3
+        order by i.due_date, i.id
+        limit 1
+        for update of i skip locked
+        "#,
+        now as _,
+        FROM_HOUR,
+        allowance,
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(due) = due else {
+        return Ok(false);
+    };
+    let step = due.offset_days.to_string();
+    let key = ClaimKey::job(&format!("reminder:{}", due.id), &step);
+    let attempt = observe::Attempt::new(Surface::Job, step.clone(), None);
+    attempt.identify(format!("reminder:{}", due.id), Some(due.org_id));
+    if claim::claim(&mut tx, &key, &Terms::default()).await? != Claimed::Won {
+        // A lost reminder row with its claim left: write the row so the step is not found again.
+        record(&mut tx, due.id, due.org_id, due.offset_days, None).await?;
+        tx.commit().await?;
+        observe::log_and_count(&attempt, AttemptOutcome::Replay);
+        return Ok(true);
+    }
+    crate::ssr::failpoint::hit("reminder.after_claim");
+    let email = outbox::enqueue(
+        &mut tx,
+        Some(due.org_id),
+        Some(due.id),
+        outbox::Kind::Reminder,
+        serde_json::json!({
+            "invoice_id": due.id,
+            "offset_days": due.offset_days,
+            "message": due.message,
+            "dedupe": format!("reminder/{}/{}", due.id, due.offset_days),
+        }),
+    )
+    .await?;
+    record(&mut tx, due.id, due.org_id, due.offset_days, email).await?;
+    // The earlier steps never sent are passed over: one reminder, the latest.
+    // language=PostgreSQL
+    sqlx::query!(
+        r#"
+        insert into reminders (invoice_id, offset_days, org_id, outcome)
+        select $1, st.offset_days, $2, 'skipped' from reminder_steps st
+        where st.org_id = $2 and st.offset_days < $3
+        on conflict (invoice_id, offset_days) do nothing
+        "#,
+        due.id,
+        due.org_id,
+        due.offset_days,
+    )
+    .execute(&mut *tx)
+    .await?;
+    let concerns = Concerns {
+        org: Some(due.org_id),
+        invoice: Some(due.id),
+    };
+    let outcome = Outcome {
+        result_id: email,
+        response: None,
+    };
+    claim::finish(&mut tx, &key, Some(&outcome), &attempt.won_row(concerns)).await?;
+    tx.commit().await?;
+    attempt.mark_stored();
+    observe::log_and_count(&attempt, AttemptOutcome::Won);
+    metrics::counter!("invoicer_reminders_sent_total").increment(1);
+    Ok(true)
+}
+
+async fn record(
+    tx: &mut PgConnection,
+    invoice: Uuid,
+    org: Uuid,
+    offset_days: i32,
+    email: Option<Uuid>,
+) -> sqlx::Result<()> {
+    // language=PostgreSQL
+    sqlx::query!(
+        r#"
+        insert into reminders (invoice_id, offset_days, org_id, outcome, outbox_id)
+        values ($1, $2, $3, $4, $5)
+        on conflict (invoice_id, offset_days) do nothing
+        "#,
+        invoice,
+        offset_days,
+        org,
+        if email.is_some() { "sent" } else { "skipped" },
+        email,
+    )
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// Turns reminders off (or on) for `org`'s `invoice`; false for an unknown invoice.
+pub async fn set_invoice_off(
+    tx: &mut PgConnection,
+    org: Uuid,
+    invoice: Uuid,
+    off: bool,
+) -> sqlx::Result<bool> {
+    // language=PostgreSQL
+    let done = sqlx::query!(
+        "update invoices set reminders_off = $3 where id = $1 and org_id = $2",
+        invoice,
+        org,
+        off
+    )
+    .execute(&mut *tx)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Turns reminders off (or on) for all of `org`'s `customer`'s invoices; false for an unknown one.
+pub async fn set_customer_off(
+    tx: &mut PgConnection,
+    org: Uuid,
+    customer: Uuid,
+    off: bool,
+) -> sqlx::Result<bool> {
+    // language=PostgreSQL
+    let done = sqlx::query!(
+        "update customers set reminders_off = $3 where id = $1 and org_id = $2",
+        customer,
+        org,
+        off
+    )
+    .execute(&mut *tx)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}

@@ -1,0 +1,343 @@
+//! Payment reminders: each step at most once per invoice, from 09:00 in the org's zone, only while
+//! the invoice is open and unpaid, the latest due step only after downtime, opt-outs honoured, and
+//! never queued after a payment committed.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::common::rows::{insert_invoice, one_line_input};
+
+const ALLOWANCE: i64 = 100;
+
+struct Org {
+    id: Uuid,
+    user: Uuid,
+}
+
+async fn org_with_steps(pool: &PgPool, steps: &[(i32, &str)]) -> Org {
+    let email = format!("{}@example.com", Uuid::new_v4().simple());
+    let account = app::ssr::accounts::create_org_with_owner(pool, "Acme", &email, "correct horse")
+        .await
+        .unwrap();
+    let steps: Vec<_> = steps
+        .iter()
+        .map(|(o, m)| app::ssr::reminders::Step {
+            offset_days: *o,
+            message: (*m).to_owned(),
+        })
+        .collect();
+    app::ssr::reminders::check(&steps).unwrap();
+    let mut tx = pool.begin().await.unwrap();
+    app::ssr::reminders::save_steps(&mut tx, account.org_id, &steps)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    Org {
+        id: account.org_id,
+        user: account.user_id,
+    }
+}
+
+async fn invoice_due(pool: &PgPool, org: Uuid, due: &str) -> Uuid {
+    insert_invoice(pool, org, &one_line_input("eur", due, 10_000, false)).await
+}
+
+/// `hour`:00 on `date` in `org`'s zone.
+async fn at(pool: &PgPool, org: Uuid, date: &str, hour: i32) -> DateTime<Utc> {
+    sqlx::query_scalar(
+        "select ($2::date::timestamp at time zone (select time_zone from orgs where id = $1)) \
+         + make_interval(hours => $3)",
+    )
+    .bind(org)
+    .bind(date.parse::<NaiveDate>().unwrap())
+    .bind(hour)
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+async fn run(pool: &PgPool, now: DateTime<Utc>) -> usize {
+    app::ssr::reminders::run_due(pool, now, 100, ALLOWANCE)
+        .await
+        .unwrap()
+}
+
+/// (step, outcome) of `invoice`'s reminders, by step.
+async fn reminders(pool: &PgPool, invoice: Uuid) -> Vec<(i32, String)> {
+    sqlx::query_as(
+        "select offset_days, outcome from reminders where invoice_id = $1 order by offset_days",
+    )
+    .bind(invoice)
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
+async fn emails(pool: &PgPool, invoice: Uuid) -> i64 {
+    sqlx::query_scalar("select count(*) from outbox where kind = 'reminder' and invoice_id = $1")
+        .bind(invoice)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn each_step_goes_once_from_nine_and_only_the_latest_after_downtime(pool: PgPool) {
+    let org = org_with_steps(
+        &pool,
+        &[(-3, "Coming up."), (0, "Due today."), (7, "A week late.")],
+    )
+    .await;
+    let a = invoice_due(&pool, org.id, "2027-03-10").await;
+    assert_eq!(
+        run(&pool, at(&pool, org.id, "2027-03-06", 12).await).await,
+        0,
+        "too early"
+    );
+    assert_eq!(
+        run(&pool, at(&pool, org.id, "2027-03-07", 8).await).await,
+        0,
+        "before nine"
+    );
+    assert_eq!(
+        run(&pool, at(&pool, org.id, "2027-03-07", 9).await).await,
+        1
+    );
+    assert_eq!(
+        run(&pool, at(&pool, org.id, "2027-03-07", 15).await).await,
+        0,
+        "once"
+    );
+    assert_eq!(
+        run(&pool, at(&pool, org.id, "2027-03-10", 10).await).await,
+        1
+    );
+    assert_eq!(
+        run(&pool, at(&pool, org.id, "2027-03-30", 10).await).await,
+        1,
+        "late, once"
+    );
+    assert_eq!(
+        run(&pool, at(&pool, org.id, "2027-04-30", 10).await).await,
+        0
+    );
+    let sent = |steps: &[i32]| -> Vec<(i32, String)> {
+        steps.iter().map(|s| (*s, "sent".to_owned())).collect()
+    };
+    assert_eq!(reminders(&pool, a).await, sent(&[-3, 0, 7]));
+    assert_eq!(emails(&pool, a).await, 3);
+    // Downtime across every step: only the last goes, the others are skipped.
+    let b = invoice_due(&pool, org.id, "2027-05-10").await;
+    assert_eq!(
+        run(&pool, at(&pool, org.id, "2027-05-20", 10).await).await,
+        1
+    );
+    assert_eq!(
+        reminders(&pool, b).await,
+        [
+            (-3, "skipped".to_owned()),
+            (0, "skipped".to_owned()),
+            (7, "sent".to_owned())
+        ]
+    );
+    assert_eq!(emails(&pool, b).await, 1);
+    // Each sent one is a job attempt on the activity page, with its invoice.
+    let attempts: i64 = sqlx::query_scalar(
+        "select count(*) from attempts where surface = 'job' and owner like 'reminder:%' and outcome = 'won'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(attempts, 4);
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn paid_void_and_opted_out_invoices_get_none(pool: PgPool) {
+    let org = org_with_steps(&pool, &[(1, "Late.")]).await;
+    let paid = invoice_due(&pool, org.id, "2027-03-10").await;
+    let mut tx = pool.begin().await.unwrap();
+    let input = app::model::PaymentInput {
+        amount_cents: 10_000,
+        method: app::model::PaymentMethod::Cash,
+        paid_on: "2026-12-01".parse().unwrap(),
+        reference: String::new(),
+    };
+    app::ssr::manual_payments::record(
+        &mut tx,
+        org.id,
+        paid,
+        Uuid::now_v7(),
+        "test:paid",
+        &input,
+        Some(org.user),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let off = invoice_due(&pool, org.id, "2027-03-10").await;
+    let mut tx = pool.begin().await.unwrap();
+    assert!(
+        app::ssr::reminders::set_invoice_off(&mut tx, org.id, off, true)
+            .await
+            .unwrap()
+    );
+    tx.commit().await.unwrap();
+    let voided = invoice_due(&pool, org.id, "2027-03-10").await;
+    let mut tx = pool.begin().await.unwrap();
+    app::ssr::lifecycle::apply(&mut tx, org.id, voided, app::ssr::lifecycle::Action::Void)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let draft = insert_invoice(
+        &pool,
+        org.id,
+        &one_line_input("eur", "2027-03-10", 500, true),
+    )
+    .await;
+    assert_eq!(
+        run(&pool, at(&pool, org.id, "2027-03-20", 10).await).await,
+        0
+    );
+    for invoice in [paid, off, voided, draft] {
+        assert_eq!(emails(&pool, invoice).await, 0);
+    }
+    // Back on: one reminder.
+    let mut tx = pool.begin().await.unwrap();
+    app::ssr::reminders::set_invoice_off(&mut tx, org.id, off, false)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(
+        run(&pool, at(&pool, org.id, "2027-03-20", 10).await).await,
+        1
+    );
+    // Within the org's allowance: with none left, the reminder waits.
+    let waiting = invoice_due(&pool, org.id, "2027-03-11").await;
+    assert_eq!(
+        app::ssr::reminders::run_due(&pool, at(&pool, org.id, "2027-03-20", 10).await, 100, 1)
+            .await
+            .unwrap(),
+        0,
+        "the hour's one email is spent"
+    );
+    assert_eq!(emails(&pool, waiting).await, 0);
+}
+
+/// A full payment and the reminder run, at once, thirty times: never a reminder queued after the
+/// payment committed (the reminder's row is written after its check, under the invoice's lock).
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_payment_racing_the_reminder_run_never_gets_a_reminder_after_it(pool: PgPool) {
+    let org = org_with_steps(&pool, &[(0, "Due today.")]).await;
+    let now = at(&pool, org.id, "2027-03-10", 10).await;
+    let mut sent = 0;
+    for trial in 0..30 {
+        let invoice = invoice_due(&pool, org.id, "2027-03-10").await;
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+        let (p, b) = (pool.clone(), barrier.clone());
+        let user = org.user;
+        let payer = tokio::spawn(async move {
+            b.wait().await;
+            let mut tx = p.begin().await.unwrap();
+            let input = app::model::PaymentInput {
+                amount_cents: 10_000,
+                method: app::model::PaymentMethod::BankTransfer,
+                paid_on: "2026-12-01".parse().unwrap(),
+                reference: String::new(),
+            };
+            app::ssr::manual_payments::record(
+                &mut tx,
+                org.id,
+                invoice,
+                Uuid::now_v7(),
+                &format!("test:{trial}"),
+                &input,
+                Some(user),
+            )
+            .await
+            .unwrap();
+            tx.commit().await.unwrap();
+            // The database's clock once the payment is committed.
+            sqlx::query_scalar::<_, DateTime<Utc>>("select clock_timestamp()")
+                .fetch_one(&p)
+                .await
+                .unwrap()
+        });
+        let (p, b) = (pool.clone(), barrier.clone());
+        let reminder = tokio::spawn(async move {
+            b.wait().await;
+            app::ssr::reminders::run_due(&p, now, 1, ALLOWANCE)
+                .await
+                .unwrap()
+        });
+        let paid_at = payer.await.unwrap();
+        reminder.await.unwrap();
+        let written: Option<DateTime<Utc>> =
+            sqlx::query_scalar("select created_at from reminders where invoice_id = $1")
+                .bind(invoice)
+                .fetch_optional(&pool)
+                .await
+                .unwrap();
+        if let Some(written) = written {
+            assert!(
+                written < paid_at,
+                "trial {trial}: a reminder after the payment"
+            );
+            sent += 1;
+        }
+        // Whatever happened, the paid invoice gets nothing more.
+        assert_eq!(run(&pool, now).await, 0);
+    }
+    eprintln!("reminders queued before the payment won: {sent} of 30");
+}
+
+/// The reminder's email: the step's message, what is still to pay, and the customer's page.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn the_reminder_email_carries_the_message_the_amount_and_the_link(pool: PgPool) {
+    let org = org_with_steps(&pool, &[(7, "Kindly settle this week.")]).await;
+    let invoice = invoice_due(&pool, org.id, "2027-03-10").await;
+    assert_eq!(
+        run(&pool, at(&pool, org.id, "2027-03-17", 10).await).await,
+        1
+    );
+    let dir = std::env::temp_dir().join(format!("invoicer-reminder-{}", Uuid::new_v4().simple()));
+    let mailer = app::ssr::mail::Mailer::new(
+        None,
+        None,
+        &dir,
+        std::time::Duration::from_secs(5),
+        app::ssr::mail::DEV_FROM,
+    )
+    .unwrap();
+    let config = app::ssr::worker::WorkerConfig {
+        public_url: "http://invoicer.test".into(),
+        ..Default::default()
+    };
+    while app::ssr::worker::drain_once(&pool, &mailer, &config)
+        .await
+        .unwrap()
+        > 0
+    {}
+    let mail: String = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())
+        .collect::<String>()
+        // Quoted-printable's soft line breaks.
+        .replace("=\r\n", "")
+        .replace("=\n", "");
+    let token: String = sqlx::query_scalar("select public_token from invoices where id = $1")
+        .bind(invoice)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    for fact in [
+        "Subject: Reminder: invoice",
+        "was due on 2027-03-10",
+        "Kindly settle this week.",
+        "100.00",
+        &format!("http://invoicer.test/i/{token}"),
+    ] {
+        assert!(mail.contains(fact), "{fact} in {mail}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
