@@ -32,3 +32,10 @@ alter table outbox add constraint outbox_kind_check
     check (kind in ('invoice_email', 'payment_receipt', 'invitation', 'verify_email', 'reset_password',
                     'account_notice', 'account_exists', 'no_account', 'expire_checkout',
                     'stripe_refund', 'reminder'));
+
+-- Dev only (`server admin advance-clock`, refused outside LEPTOS_ENV=DEV): how far the scheduler's
+-- clock runs ahead, read by dev-mode workers each round, so a test or a demo can let time pass.
+create table dev_clock (
+    id boolean primary key default true check (id),
+    offset_secs bigint not null
+);

@@ -99,6 +99,14 @@ pub enum AdminCommand {
         #[arg(long)]
         org: uuid::Uuid,
     },
+    /// Dev only: move the scheduler's clock forward (recurring invoices and reminders fall due as
+    /// if that much time had passed); prints the total offset.
+    AdvanceClock {
+        #[arg(long, default_value_t = 0)]
+        days: i64,
+        #[arg(long, default_value_t = 0)]
+        hours: i64,
+    },
     /// Create an API key for the org of the user with this email; prints the key, once.
     CreateApiKey {
         #[arg(long)]
@@ -137,6 +145,19 @@ async fn admin(config: Checked, command: AdminCommand) -> anyhow::Result<()> {
                 "no organisation {org}"
             );
             println!("org {org} may take card payments");
+        }
+        AdminCommand::AdvanceClock { days, hours } => {
+            anyhow::ensure!(
+                config.dev_mode,
+                "advance-clock moves the scheduler's clock: dev mode (LEPTOS_ENV=DEV) only"
+            );
+            let secs = days
+                .checked_mul(86_400)
+                .and_then(|d| d.checked_add(hours.checked_mul(3600)?))
+                .filter(|s| s.abs() <= 100 * 365 * 86_400)
+                .context("at most a hundred years")?;
+            let total = app::ssr::worker::advance_dev_clock(&pool, secs).await?;
+            println!("the scheduler's clock runs {total} s ahead");
         }
         AdminCommand::CreateApiKey { email, name } => {
             let (user, org) = app::ssr::api_keys::org_of_user(&pool, &email)

@@ -579,7 +579,7 @@ const PUBLIC: [&str; 8] = [
     "reset_password",
 ];
 /// Server functions that only read the session's org.
-const READS: [&str; 17] = [
+const READS: [&str; 20] = [
     "current_user",
     "list_invoices",
     "get_invoice",
@@ -589,6 +589,9 @@ const READS: [&str; 17] = [
     "list_tax_rates",
     "get_customer",
     "get_statement",
+    "list_schedules",
+    "get_schedule",
+    "new_schedule_form",
     "get_org_settings",
     "activity",
     "team_page",
@@ -706,6 +709,37 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
                 ("idempotency_key", key()),
                 ("amount", "1.00".into()),
                 ("reason", "refused".into()),
+            ]),
+        ),
+        (
+            "create_schedule",
+            form(&[
+                ("idempotency_key", key()),
+                ("input[customer_name]", "Refused Co".into()),
+                ("input[customer_email]", "r@example.com".into()),
+                ("input[currency]", "usd".into()),
+                ("input[payment_terms_days]", "14".into()),
+                ("input[lines][0][description]", "x".into()),
+                ("input[lines][0][quantity]", "1".into()),
+                ("input[lines][0][unit_amount]", "1.00".into()),
+                ("schedule[interval]", "month".into()),
+                ("schedule[start_date]", "2099-01-01".into()),
+            ]),
+        ),
+        (
+            "pause_schedule",
+            form(&[
+                ("id", Uuid::now_v7().to_string()),
+                ("idempotency_key", key()),
+                ("pause", "true".into()),
+            ]),
+        ),
+        (
+            "save_reminders",
+            form(&[
+                ("idempotency_key", key()),
+                ("steps[0][offset_days]", "3".into()),
+                ("steps[0][message]", "Please pay.".into()),
             ]),
         ),
         (

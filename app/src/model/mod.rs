@@ -37,8 +37,10 @@ pub use org::{OrgSettings, OrgSettingsPage, DEFAULT_CREDIT_NOTE_FORMAT};
 pub use payment::{
     Payment, PaymentForm, PaymentInput, PaymentMethod, PaymentSource, MAX_PAYMENT_CENTS,
 };
+pub use recurring::{check_reminder_steps, ReminderStep, ReminderStepForm};
 pub use recurring::{
-    DayField, LastDay, Missed, RunAction, Schedule, ScheduleFields, ScheduleInput, ScheduleRun,
+    DayField, LastDay, Missed, NewSchedulePage, RunAction, Schedule, ScheduleFields, ScheduleForm,
+    ScheduleInput, SchedulePage, ScheduleRun,
 };
 pub use roles::{Action, Role};
 pub use statement::{describe, Statement, StatementEntry, StatementSection};

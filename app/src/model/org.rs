@@ -113,6 +113,9 @@ pub struct OrgSettingsPage {
     pub next_number: String,
     /// The session's role may change them (owners): the page shows its forms.
     pub can_manage: bool,
+    /// The payment reminders' steps, earliest first, and the key of this rendering's form for them.
+    pub reminders: Vec<super::ReminderStep>,
+    pub reminders_key: uuid::Uuid,
 }
 
 #[cfg(test)]

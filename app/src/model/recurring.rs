@@ -305,3 +305,198 @@ pub struct Schedule {
     pub template: InvoiceInput,
     pub created_at: DateTime<Utc>,
 }
+
+/// The schedule fields as the HTML form posts them (everything as typed).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleForm {
+    #[serde(default)]
+    pub interval: String,
+    #[serde(default)]
+    pub interval_count: String,
+    #[serde(default)]
+    pub start_date: String,
+    /// Empty (the start's day), 1 to 31, or `last`.
+    #[serde(default)]
+    pub day_of_month: String,
+    #[serde(default)]
+    pub end_after_count: String,
+    #[serde(default)]
+    pub end_date: String,
+    #[serde(default)]
+    pub action: String,
+    #[serde(default)]
+    pub missed: String,
+}
+
+impl ScheduleForm {
+    /// The fields, or what is wrong with them as typed (the rules follow in [`ScheduleFields::check`]).
+    pub fn parse(&self) -> Result<ScheduleFields, FieldErrors> {
+        let mut out = FieldErrors::new();
+        let mut bad = |field: &str, message: &str| {
+            out.insert(field.to_owned(), message.to_owned());
+        };
+        let interval = Interval::parse(self.interval.trim());
+        if interval.is_none() {
+            bad("interval", "Choose weeks, months or years.");
+        }
+        let number = |text: &str| -> Result<Option<u32>, ()> {
+            match text.trim() {
+                "" => Ok(None),
+                t => t.parse().map(Some).map_err(|_| ()),
+            }
+        };
+        let date = |text: &str| -> Result<Option<NaiveDate>, ()> {
+            match text.trim() {
+                "" => Ok(None),
+                t => NaiveDate::parse_from_str(t, "%Y-%m-%d")
+                    .map(Some)
+                    .map_err(|_| ()),
+            }
+        };
+        let interval_count = number(&self.interval_count).unwrap_or_else(|()| {
+            bad("interval_count", "Enter a whole number.");
+            None
+        });
+        let start_date = date(&self.start_date).unwrap_or_else(|()| {
+            bad("start_date", "Enter a date as YYYY-MM-DD.");
+            None
+        });
+        if start_date.is_none() && self.start_date.trim().is_empty() {
+            bad("start_date", "Enter the first run's date.");
+        }
+        let day_of_month = match self.day_of_month.trim() {
+            "" => None,
+            "last" => Some(DayField::Last(LastDay::Last)),
+            t => match t.parse() {
+                Ok(d) => Some(DayField::Day(d)),
+                Err(_) => {
+                    bad("day_of_month", "A day from 1 to 31, or last.");
+                    None
+                }
+            },
+        };
+        let end_after_count = number(&self.end_after_count).unwrap_or_else(|()| {
+            bad("end_after_count", "Enter a whole number.");
+            None
+        });
+        let end_date = date(&self.end_date).unwrap_or_else(|()| {
+            bad("end_date", "Enter a date as YYYY-MM-DD.");
+            None
+        });
+        let action = RunAction::parse(self.action.trim()).unwrap_or_default();
+        let missed = if self.missed.trim() == "latest" {
+            Missed::Latest
+        } else {
+            Missed::Each
+        };
+        match (interval, start_date) {
+            (Some(interval), Some(start_date)) if out.is_empty() => Ok(ScheduleFields {
+                interval,
+                interval_count: interval_count.unwrap_or(1),
+                start_date,
+                day_of_month,
+                end_after_count,
+                end_date,
+                action,
+                missed,
+            }),
+            _ => Err(out),
+        }
+    }
+}
+
+/// The schedule page: the schedule and the keys of this rendering's buttons.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SchedulePage {
+    pub schedule: Schedule,
+    /// Pause or resume, whichever the page shows.
+    pub toggle_key: Uuid,
+    /// The invoices' numbers by id, for the runs' links.
+    pub numbers: Vec<(Uuid, String)>,
+    pub can_edit: bool,
+}
+
+/// The new-schedule form's rendering: its key, the customers to pick from, the org's today.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewSchedulePage {
+    pub key: Uuid,
+    pub customers: Vec<(Uuid, String)>,
+    pub today: NaiveDate,
+}
+
+/// A step of an org's reminder policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReminderStep {
+    /// Days after the due date (negative: before it).
+    pub offset_days: i32,
+    pub message: String,
+}
+
+/// `steps` checked: at most 10, offsets from -60 to 365 and different, messages 1 to 2000
+/// characters.
+pub fn check_reminder_steps(steps: &[ReminderStep]) -> Result<(), FieldErrors> {
+    let mut out = FieldErrors::new();
+    if steps.len() > 10 {
+        out.insert("steps".into(), "At most 10 reminders.".into());
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, s) in steps.iter().enumerate() {
+        if !(-60..=365).contains(&s.offset_days) || !seen.insert(s.offset_days) {
+            out.insert(
+                format!("steps[{i}].offset_days"),
+                "Days from -60 to 365, each once.".into(),
+            );
+        }
+        let len = s.message.trim().chars().count();
+        if len == 0 || len > 2000 || s.message.contains('\0') {
+            out.insert(
+                format!("steps[{i}].message"),
+                "A message of 1 to 2000 characters.".into(),
+            );
+        }
+    }
+    if out.is_empty() {
+        Ok(())
+    } else {
+        Err(out)
+    }
+}
+
+/// The reminders form: a row per step as typed (rows with no days are left out).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReminderStepForm {
+    #[serde(default)]
+    pub offset_days: String,
+    #[serde(default)]
+    pub message: String,
+}
+
+impl ReminderStepForm {
+    pub fn parse(rows: &[ReminderStepForm]) -> Result<Vec<ReminderStep>, FieldErrors> {
+        let mut out = Vec::new();
+        let mut errors = FieldErrors::new();
+        for (i, row) in rows.iter().take(11).enumerate() {
+            let days = row.offset_days.trim();
+            if days.is_empty() && row.message.trim().is_empty() {
+                continue;
+            }
+            match days.trim_start_matches('+').parse::<i32>() {
+                Ok(offset_days) => out.push(ReminderStep {
+                    offset_days,
+                    message: row.message.trim().to_owned(),
+                }),
+                Err(_) => {
+                    errors.insert(
+                        format!("steps[{i}].offset_days"),
+                        "Days from -60 to 365 (negative: before the due date).".into(),
+                    );
+                }
+            }
+        }
+        if errors.is_empty() {
+            check_reminder_steps(&out).map(|()| out)
+        } else {
+            Err(errors)
+        }
+    }
+}

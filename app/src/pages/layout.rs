@@ -22,6 +22,7 @@ pub fn Nav() -> impl IntoView {
                                 <nav>
                                     <a href="/invoices">"Invoices"</a>
                                     <a href="/customers">"Customers"</a>
+                                    <a href="/schedules">"Recurring"</a>
                                     {edits.then(|| view! { <a href="/invoices/new">"New invoice"</a> })}
                                     <a href="/activity">"Activity"</a>
                                     <a href="/settings/org">"Settings"</a>

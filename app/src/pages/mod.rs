@@ -6,6 +6,8 @@ pub mod customers;
 pub mod filters;
 pub mod invoices;
 pub mod layout;
+pub mod reminders;
+pub mod schedules;
 pub mod settings;
 pub mod statement;
 pub mod team;

@@ -136,6 +136,7 @@ pub fn OrgSettingsPage() -> impl IntoView {
                                     </fieldset>
                                 </ActionForm>
                             </section>
+                            <super::reminders::ReminderSettings steps=p.reminders.clone() key=p.reminders_key can_manage />
                             <section class="card">
                                 <h2>"Tax rates"</h2>
                                 <p class="hint">"A rate's percent never changes: archive it and add another. Invoices keep the rate they were saved with."</p>

@@ -31,7 +31,35 @@ pub async fn get_org_settings() -> Result<crate::model::OrgSettingsPage, AppErro
         bank_key: crate::model::form_key(user.org_id),
         tax_rate_key: crate::model::form_key(user.org_id),
         can_manage: user.role.may(crate::model::Action::ManageOrg),
+        reminders: crate::ssr::reminders::steps(&mut *state.reads.acquire().await?, user.org_id)
+            .await?,
+        reminders_key: crate::model::form_key(user.org_id),
     })
+}
+
+/// Saves the payment reminders' steps (rows with no days are left out), once per rendered form.
+#[server(prefix = "/rpc", endpoint = "save_reminders")]
+pub async fn save_reminders(
+    idempotency_key: Option<String>,
+    steps: Option<Vec<crate::model::ReminderStepForm>>,
+) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    let rows = steps.unwrap_or_default();
+    let parsed = crate::model::ReminderStepForm::parse(&rows);
+    SettingsForm {
+        form: Form::EditReminders,
+        action: crate::model::Action::ManageOrg,
+        back: "/settings/org",
+        idempotency_key,
+        content: &rows,
+        check: parsed.as_ref().map(|_| ()).map_err(Clone::clone),
+    }
+    .run(async |tx, user| {
+        let steps = parsed.clone().map_err(AppError::invalid)?;
+        crate::ssr::reminders::save_steps(tx, user.org_id, &steps).await?;
+        Ok(user.org_id)
+    })
+    .await
 }
 
 /// Saves the org's settings, once per rendered form.

@@ -11,7 +11,6 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use crate::error::FieldErrors;
 use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome, Surface, Terms};
 use crate::ssr::observe::{self, AttemptOutcome, Concerns};
 use crate::ssr::outbox;
@@ -19,43 +18,7 @@ use crate::ssr::outbox;
 /// The local hour from which reminders go out.
 pub const FROM_HOUR: i32 = 9;
 
-/// A step of an org's reminder policy.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Step {
-    /// Days after the due date (negative: before it).
-    pub offset_days: i32,
-    pub message: String,
-}
-
-/// `steps` checked: at most 10, offsets from -60 to 365 and different, messages 1 to 2000
-/// characters.
-pub fn check(steps: &[Step]) -> Result<(), FieldErrors> {
-    let mut out = FieldErrors::new();
-    if steps.len() > 10 {
-        out.insert("steps".into(), "At most 10 reminders.".into());
-    }
-    let mut seen = std::collections::HashSet::new();
-    for (i, s) in steps.iter().enumerate() {
-        if !(-60..=365).contains(&s.offset_days) || !seen.insert(s.offset_days) {
-            out.insert(
-                format!("steps[{i}].offset_days"),
-                "Days from -60 to 365, each once.".into(),
-            );
-        }
-        let len = s.message.trim().chars().count();
-        if len == 0 || len > 2000 || s.message.contains('\0') {
-            out.insert(
-                format!("steps[{i}].message"),
-                "A message of 1 to 2000 characters.".into(),
-            );
-        }
-    }
-    if out.is_empty() {
-        Ok(())
-    } else {
-        Err(out)
-    }
-}
+pub use crate::model::{check_reminder_steps as check, ReminderStep as Step};
 
 /// `org`'s steps, earliest first.
 pub async fn steps(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<Vec<Step>> {

@@ -33,6 +33,39 @@ pub struct WorkerConfig {
     pub clock_offset: chrono::TimeDelta,
     /// Emails an org may queue per hour (EMAILS_PER_ORG_HOUR): reminders wait beyond it.
     pub emails_per_org_hour: u32,
+    /// Dev mode: the scheduler's clock also runs ahead by `dev_clock` (`server admin
+    /// advance-clock`), read each round.
+    pub dev_clock: bool,
+}
+
+/// Moves the dev clock forward by `secs`; returns its total offset.
+pub async fn advance_dev_clock(pool: &PgPool, secs: i64) -> sqlx::Result<i64> {
+    // language=PostgreSQL
+    sqlx::query_scalar!(
+        r#"
+        insert into dev_clock (offset_secs) values ($1)
+        on conflict (id) do update set offset_secs = dev_clock.offset_secs + excluded.offset_secs
+        returning offset_secs
+        "#,
+        secs
+    )
+    .fetch_one(pool)
+    .await
+}
+
+/// The scheduler's now: the clock, plus the configured offset, plus the dev clock in dev mode.
+async fn scheduler_now(pool: &PgPool, config: &WorkerConfig) -> chrono::DateTime<chrono::Utc> {
+    let mut now = config.now();
+    if config.dev_clock {
+        // language=PostgreSQL
+        let ahead = sqlx::query_scalar!("select offset_secs from dev_clock")
+            .fetch_optional(pool)
+            .await;
+        if let Ok(Some(secs)) = ahead {
+            now += chrono::TimeDelta::seconds(secs);
+        }
+    }
+    now
 }
 
 impl WorkerConfig {
@@ -65,6 +98,7 @@ impl Default for WorkerConfig {
             stripe: None,
             clock_offset: chrono::TimeDelta::zero(),
             emails_per_org_hour: 100,
+            dev_clock: false,
         }
     }
 }
@@ -103,9 +137,8 @@ pub async fn run(
             }
         }
         // Due schedules, a batch at a time: each period's claim keeps it to one run overall.
-        match crate::ssr::schedules::run::run_due(&pool, config.now(), 100, &config.public_url)
-            .await
-        {
+        let now = scheduler_now(&pool, &config).await;
+        match crate::ssr::schedules::run::run_due(&pool, now, 100, &config.public_url).await {
             Ok(0) => {}
             Ok(_) => continue,
             Err(e) => {
@@ -113,7 +146,7 @@ pub async fn run(
             }
         }
         let allowance = i64::from(config.emails_per_org_hour);
-        match crate::ssr::reminders::run_due(&pool, config.now(), 100, allowance).await {
+        match crate::ssr::reminders::run_due(&pool, now, 100, allowance).await {
             Ok(0) => {}
             Ok(_) => continue,
             Err(e) => {

@@ -107,6 +107,7 @@ impl Config {
             database: self.database,
             worker: WorkerConfig {
                 emails_per_org_hour: limits.emails_per_org_hour,
+                dev_clock: dev_mode,
                 public_url: site.public_url.clone(),
                 retention: retention.clone(),
                 stripe: Some(stripe.client()),

@@ -60,6 +60,9 @@ pub enum Form {
     EditBankDetails,
     CreditInvoice,
     ApplyCredit,
+    CreateSchedule,
+    PauseSchedule,
+    EditReminders,
 }
 
 impl Form {
@@ -88,6 +91,9 @@ impl Form {
             Form::EditBankDetails => "edit_bank_details",
             Form::CreditInvoice => "credit_invoice",
             Form::ApplyCredit => "apply_credit",
+            Form::CreateSchedule => "create_schedule",
+            Form::PauseSchedule => "pause_schedule",
+            Form::EditReminders => "edit_reminders",
         }
     }
 }

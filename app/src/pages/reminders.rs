@@ -1,0 +1,68 @@
+//! The settings page's "Payment reminders": up to five steps relative to the due date, each with
+//! its message, saved once per rendered form.
+
+use leptos::prelude::*;
+
+use crate::model::ReminderStep;
+use crate::pages::layout::{error_banner, field_error, field_errors};
+use crate::rpc::settings::SaveReminders;
+
+/// Rows the form offers (the saved steps, then empty ones up to this many).
+const ROWS: usize = 5;
+
+#[component]
+pub fn ReminderSettings(
+    steps: Vec<ReminderStep>,
+    key: uuid::Uuid,
+    can_manage: bool,
+) -> impl IntoView {
+    let save = ServerAction::<SaveReminders>::new();
+    let errors = field_errors(save.value());
+    let rows = (0..ROWS.max(steps.len()))
+        .map(|i| {
+            let step = steps.get(i);
+            let days = step.map(|s| s.offset_days.to_string()).unwrap_or_default();
+            let message = step.map(|s| s.message.clone()).unwrap_or_default();
+            let days_error = format!("steps[{i}].offset_days");
+            let message_error = format!("steps[{i}].message");
+            view! {
+                <tr class="reminder-step">
+                    <td>
+                        <input type="number" name=format!("steps[{i}][offset_days]") value=days min="-60" max="365"
+                            aria-label=format!("Reminder {} days after the due date", i + 1) />
+                        {move || errors.get().get(&days_error).cloned().map(|m| view! { <span class="error">{m}</span> })}
+                    </td>
+                    <td>
+                        <input type="text" name=format!("steps[{i}][message]") value=message maxlength="2000"
+                            aria-label=format!("Reminder {} message", i + 1) />
+                        {move || errors.get().get(&message_error).cloned().map(|m| view! { <span class="error">{m}</span> })}
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <section class="card" aria-labelledby="reminders-heading">
+            <h2 id="reminders-heading">"Payment reminders"</h2>
+            <p class="hint">
+                "Emailed to the customer of an open invoice that is not fully paid, once per step, from 09:00 in your time zone: "
+                "days after the due date (-3 is three days before). Leave the days empty to drop a step."
+            </p>
+            {move || save.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+            {move || matches!(save.value().get(), Some(Ok(()))).then(|| view! { <p class="saved" role="status">"Reminders saved."</p> })}
+            <ActionForm action=save attr:class="reminders">
+                <fieldset disabled=!can_manage class="plain">
+                    <input type="hidden" name="idempotency_key" value=key.to_string() />
+                    <table class="reminder-steps">
+                        <thead><tr><th scope="col">"Days after due"</th><th scope="col">"Message"</th></tr></thead>
+                        <tbody>{rows}</tbody>
+                    </table>
+                    {field_error(errors, "steps")}
+                    <button type="submit" class="primary save-reminders" disabled=move || save.pending().get()>
+                        "Save reminders"
+                    </button>
+                </fieldset>
+            </ActionForm>
+        </section>
+    }
+}

@@ -1,0 +1,263 @@
+//! Recurring invoices: the list (`/schedules`), the new-schedule form (`/schedules/new`: the invoice
+//! every run issues and when, claimed once per rendering) and a schedule's page (`/schedules/{id}`:
+//! its next dates, its runs with their invoices, Pause/Resume).
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_params_map;
+
+use crate::error::AppError;
+use crate::model::{format_money, Schedule, PAYMENT_TERMS};
+use crate::pages::layout::{error_banner, field_error, field_errors, NotFound};
+use crate::rpc::schedules::{
+    get_schedule, list_schedules, new_schedule_form, CreateSchedule, PauseSchedule,
+};
+
+/// "Every 2 months on the last day".
+fn cadence(s: &Schedule) -> String {
+    let unit = s.interval.as_str();
+    let every = if s.interval_count == 1 {
+        format!("Every {unit}")
+    } else {
+        format!("Every {} {unit}s", s.interval_count)
+    };
+    match s.day_of_month {
+        Some(crate::model::DayField::Last(_)) => format!("{every} on the last day"),
+        Some(crate::model::DayField::Day(d)) => format!("{every} on day {d}"),
+        None => every,
+    }
+}
+
+/// What each run issues: the template's total before tax, in its currency.
+fn amount(s: &Schedule) -> String {
+    let sum: i64 = s
+        .template
+        .lines
+        .iter()
+        .map(|l| l.quantity.0 * l.unit_amount_cents / 1000)
+        .sum();
+    format_money(sum, &s.template.currency)
+}
+
+#[component]
+pub fn SchedulesPage() -> impl IntoView {
+    let list = Resource::new(|| (), |_| list_schedules());
+    view! {
+        <section class="card">
+            <div class="heading">
+                <h1>"Recurring invoices"</h1>
+                <a class="button" href="/schedules/new">"New schedule"</a>
+            </div>
+            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match list.await {
+                        Ok(rows) if rows.is_empty() => view! { <p class="empty">"No schedules yet."</p> }.into_any(),
+                        Ok(rows) => view! {
+                            <div class="table-scroll">
+                                <table class="schedules">
+                                    <thead>
+                                        <tr>
+                                            <th scope="col">"Customer"</th>
+                                            <th scope="col">"When"</th>
+                                            <th scope="col" class="num">"Amount"</th>
+                                            <th scope="col">"Next"</th>
+                                            <th scope="col">"Status"</th>
+                                        </tr>
+                                    </thead>
+                                    <tbody>
+                                        {rows.into_iter().map(|s| view! {
+                                            <tr class="schedule-row">
+                                                <td><a href=format!("/schedules/{}", s.id)>{s.template.customer_name.clone()}</a></td>
+                                                <td>{cadence(&s)}</td>
+                                                <td class="num">{amount(&s)}</td>
+                                                <td>{s.next_run_on.map(|d| d.to_string()).unwrap_or_else(|| "—".into())}</td>
+                                                <td class="status">{s.status.clone()}</td>
+                                            </tr>
+                                        }).collect_view()}
+                                    </tbody>
+                                </table>
+                            </div>
+                        }.into_any(),
+                        Err(e) => error_banner(&e).into_any(),
+                    }
+                })}
+            </Suspense>
+        </section>
+    }
+}
+
+#[component]
+pub fn NewSchedulePage() -> impl IntoView {
+    let form = Resource::new(|| (), |_| new_schedule_form());
+    let create = ServerAction::<CreateSchedule>::new();
+    let errors = field_errors(create.value());
+    let error_for = move |field: &'static str| field_error(errors, field);
+    view! {
+        <section class="card">
+            <h1>"New schedule"</h1>
+            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match form.await {
+                        Ok(p) => view! {
+                            {move || create.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                            <ActionForm action=create attr:class="new-schedule" attr:aria-label="New schedule">
+                                <input type="hidden" name="idempotency_key" value=p.key.to_string() />
+                                <fieldset>
+                                    <legend>"The invoice each run issues"</legend>
+                                    <div class="grid">
+                                        <label>
+                                            "Saved customer"
+                                            <select name="input[customer_id]">
+                                                <option value="">"— type a name and email instead —"</option>
+                                                {p.customers.iter().map(|(id, name)| view! { <option value=id.to_string()>{name.clone()}</option> }).collect_view()}
+                                            </select>
+                                        </label>
+                                        <label>"Customer name" <input type="text" name="input[customer_name]" maxlength="200" />{error_for("customer_name")}</label>
+                                        <label>"Customer email" <input type="email" name="input[customer_email]" maxlength="254" />{error_for("customer_email")}</label>
+                                        <label>
+                                            "Currency"
+                                            <select name="input[currency]">
+                                                {["usd", "eur", "gbp"].into_iter().map(|c| view! { <option value=c>{c.to_uppercase()}</option> }).collect_view()}
+                                            </select>
+                                        </label>
+                                        <label>
+                                            "Payment terms"
+                                            <select name="input[payment_terms_days]">
+                                                {PAYMENT_TERMS.iter().map(|d| view! { <option value=d.to_string() selected=*d == 14>{format!("Net {d}")}</option> }).collect_view()}
+                                            </select>
+                                            {error_for("payment_terms_days")}
+                                        </label>
+                                    </div>
+                                    <div class="grid">
+                                        <label>"Description" <input type="text" name="input[lines][0][description]" maxlength="500" />{error_for("lines[0].description")}</label>
+                                        <label>"Quantity" <input type="text" inputmode="decimal" name="input[lines][0][quantity]" value="1" />{error_for("lines[0].quantity")}</label>
+                                        <label>"Unit price" <input type="text" inputmode="decimal" name="input[lines][0][unit_amount]" placeholder="0.00" />{error_for("lines[0].unit_amount_cents")}</label>
+                                    </div>
+                                    {error_for("lines")}
+                                </fieldset>
+                                <fieldset>
+                                    <legend>"When"</legend>
+                                    <div class="grid">
+                                        <label>
+                                            "Every"
+                                            <input type="number" name="schedule[interval_count]" value="1" min="1" max="52" />
+                                            {error_for("interval_count")}
+                                        </label>
+                                        <label>
+                                            "Unit"
+                                            <select name="schedule[interval]">
+                                                <option value="week">"weeks"</option>
+                                                <option value="month" selected=true>"months"</option>
+                                                <option value="year">"years"</option>
+                                            </select>
+                                        </label>
+                                        <label>"First run" <input type="date" name="schedule[start_date]" value=p.today.to_string() min=p.today.to_string() />{error_for("start_date")}</label>
+                                        <label>
+                                            "Day of the month"
+                                            <input type="text" name="schedule[day_of_month]" placeholder="the first run's, or last" />
+                                            {error_for("day_of_month")}
+                                        </label>
+                                        <label>"End after (invoices)" <input type="number" name="schedule[end_after_count]" min="1" max="1000" />{error_for("end_after_count")}</label>
+                                        <label>"End on" <input type="date" name="schedule[end_date]" />{error_for("end_date")}</label>
+                                        <label>
+                                            "Each run"
+                                            <select name="schedule[action]">
+                                                <option value="draft">"leaves a draft"</option>
+                                                <option value="finalize" selected=true>"finalizes the invoice"</option>
+                                                <option value="send">"finalizes and emails it"</option>
+                                            </select>
+                                        </label>
+                                        <label>
+                                            "After downtime"
+                                            <select name="schedule[missed]">
+                                                <option value="each">"issue each missed period"</option>
+                                                <option value="latest">"issue only the latest"</option>
+                                            </select>
+                                        </label>
+                                    </div>
+                                </fieldset>
+                                <button type="submit" class="primary create-schedule" disabled=move || create.pending().get()>"Create schedule"</button>
+                            </ActionForm>
+                        }.into_any(),
+                        Err(e) => error_banner(&e).into_any(),
+                    }
+                })}
+            </Suspense>
+        </section>
+    }
+}
+
+#[component]
+pub fn SchedulePage() -> impl IntoView {
+    let params = use_params_map();
+    let toggle = ServerAction::<PauseSchedule>::new();
+    let page = Resource::new(
+        move || {
+            (
+                params.with(|p| p.get("id").unwrap_or_default()),
+                toggle.version().get(),
+            )
+        },
+        |(id, _)| get_schedule(id),
+    );
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match page.await {
+                    Ok(p) => {
+                        let s = p.schedule;
+                        let pausing = s.status == "active";
+                        let numbers = p.numbers;
+                        let number = move |id: uuid::Uuid| {
+                            numbers.iter().find(|(i, _)| *i == id).map(|(_, n)| n.clone()).unwrap_or_default()
+                        };
+                        view! {
+                            <section class="card schedule">
+                                <div class="heading">
+                                    <h1>{format!("{}: {}", s.template.customer_name, amount(&s))}</h1>
+                                    <span class="status">{s.status.clone()}</span>
+                                </div>
+                                <p class="cadence">{format!("{}, from {}; each run {}.", cadence(&s), s.start_date, s.action.as_str())}</p>
+                                {move || toggle.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                                {(p.can_edit && s.status != "ended").then(|| view! {
+                                    <ActionForm action=toggle attr:class="toggle-schedule">
+                                        <input type="hidden" name="id" value=s.id.to_string() />
+                                        <input type="hidden" name="idempotency_key" value=p.toggle_key.to_string() />
+                                        <input type="hidden" name="pause" value=pausing.to_string() />
+                                        <button type="submit" class="secondary" disabled=move || toggle.pending().get()>
+                                            {if pausing { "Pause" } else { "Resume" }}
+                                        </button>
+                                    </ActionForm>
+                                })}
+                                <h2>"Next runs"</h2>
+                                <ul class="next-runs">
+                                    {s.next_runs.iter().map(|d| view! { <li>{d.to_string()}</li> }).collect_view()}
+                                </ul>
+                                <h2>"Runs"</h2>
+                                {if s.runs.is_empty() {
+                                    view! { <p class="empty">"None yet."</p> }.into_any()
+                                } else {
+                                    view! {
+                                        <table class="runs">
+                                            <thead><tr><th scope="col">"Period"</th><th scope="col">"Outcome"</th><th scope="col">"Invoice"</th></tr></thead>
+                                            <tbody>
+                                                {s.runs.iter().map(|r| view! {
+                                                    <tr class=format!("run {}", r.outcome)>
+                                                        <td>{r.period.to_string()}</td>
+                                                        <td>{r.outcome.clone()}</td>
+                                                        <td>{r.invoice_id.map(|id| view! { <a href=format!("/invoices/{id}")>{number(id)}</a> })}</td>
+                                                    </tr>
+                                                }).collect_view()}
+                                            </tbody>
+                                        </table>
+                                    }.into_any()
+                                }}
+                            </section>
+                        }.into_any()
+                    }
+                    Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
+                    Err(e) => error_banner(&e).into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}

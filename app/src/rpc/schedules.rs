@@ -1,0 +1,157 @@
+//! Server functions of recurring invoices: the list, one schedule, the new-schedule form, and its
+//! Pause/Resume button (each form and button once per rendering).
+
+use leptos::prelude::*;
+#[cfg(feature = "ssr")]
+use uuid::Uuid;
+
+use crate::error::AppError;
+use crate::model::{InvoiceForm, NewSchedulePage, Schedule, ScheduleForm, SchedulePage};
+
+#[cfg(feature = "ssr")]
+use super::{form::SettingsForm, state};
+
+/// The session org's schedules, newest first.
+#[server(prefix = "/rpc", endpoint = "list_schedules")]
+pub async fn list_schedules() -> Result<Vec<Schedule>, AppError> {
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let state = state()?;
+    let mut conn = state.reads.acquire().await?;
+    Ok(crate::ssr::schedules::list(&mut conn, user.org_id).await?)
+}
+
+/// One schedule with its next dates and runs, and the key of its Pause/Resume button.
+#[server(prefix = "/rpc", endpoint = "get_schedule")]
+pub async fn get_schedule(id: String) -> Result<SchedulePage, AppError> {
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let state = state()?;
+    let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    let mut conn = state.reads.acquire().await?;
+    let schedule = crate::ssr::schedules::get(&mut conn, user.org_id, id)
+        .await?
+        .ok_or_else(|| AppError::NotFound.respond())?;
+    let ids: Vec<Uuid> = schedule.runs.iter().filter_map(|r| r.invoice_id).collect();
+    // language=PostgreSQL
+    let numbers = sqlx::query!(
+        "select id, coalesce(number_text, 'draft') as \"number!\" from invoices where org_id = $1 and id = any($2)",
+        user.org_id,
+        &ids
+    )
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .map(|r| (r.id, r.number))
+    .collect();
+    Ok(SchedulePage {
+        schedule,
+        toggle_key: crate::model::form_key(user.org_id),
+        numbers,
+        can_edit: user.role.may(crate::model::Action::EditInvoices),
+    })
+}
+
+/// What the new-schedule form is rendered with.
+#[server(prefix = "/rpc", endpoint = "new_schedule_form")]
+pub async fn new_schedule_form() -> Result<NewSchedulePage, AppError> {
+    // A read: the form's submit is what needs the right to make invoices.
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let state = state()?;
+    let customers = crate::ssr::customers::list(&state.reads, user.org_id, None, 100)
+        .await?
+        .into_iter()
+        .map(|c| (c.id, c.name))
+        .collect();
+    let mut conn = state.reads.acquire().await?;
+    let today =
+        crate::ssr::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now()).await?;
+    Ok(NewSchedulePage {
+        key: crate::model::form_key(user.org_id),
+        customers,
+        today,
+    })
+}
+
+/// Creates a schedule (the invoice every run issues, and when), once per rendered form.
+#[server(prefix = "/rpc", endpoint = "create_schedule")]
+pub async fn create_schedule(
+    idempotency_key: Option<String>,
+    input: InvoiceForm,
+    schedule: ScheduleForm,
+) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    let state = state()?;
+    let parsed = input.parse().and_then(|invoice| {
+        schedule
+            .parse()
+            .map(|schedule| crate::model::ScheduleInput { invoice, schedule })
+    });
+    let source_key = format!(
+        "form:{}",
+        idempotency_key.as_deref().unwrap_or_default().trim()
+    );
+    let content = (&input, &schedule);
+    SettingsForm {
+        form: Form::CreateSchedule,
+        action: crate::model::Action::EditInvoices,
+        back: "/schedules",
+        idempotency_key,
+        content: &content,
+        check: parsed.as_ref().map(|_| ()).map_err(Clone::clone),
+    }
+    .run(async |tx, user| {
+        let mut input = parsed.clone().map_err(AppError::invalid)?;
+        crate::ssr::invoice_input::checked(&state.pool, user.org_id, &mut input.invoice)
+            .await
+            .map_err(|e| match e {
+                crate::ssr::invoice_input::InvoiceError::Invalid(fields) => {
+                    AppError::invalid(fields)
+                }
+                other => AppError::internal("checking a schedule", other.to_string()),
+            })?;
+        let today =
+            crate::ssr::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now()).await?;
+        let id = Uuid::now_v7();
+        crate::ssr::schedules::create(tx, user.org_id, id, &source_key, &input, today)
+            .await
+            .map(|s| s.id)
+            .map_err(|e| match e {
+                crate::ssr::schedules::ScheduleError::Invalid(fields) => AppError::invalid(fields),
+                crate::ssr::schedules::ScheduleError::NotFound => AppError::NotFound,
+                crate::ssr::schedules::ScheduleError::Db(e) => AppError::from(e),
+            })
+    })
+    .await
+}
+
+/// Pauses (`pause` = "true") or resumes a schedule, once per rendered button.
+#[server(prefix = "/rpc", endpoint = "pause_schedule")]
+pub async fn pause_schedule(
+    id: String,
+    idempotency_key: Option<String>,
+    pause: String,
+) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    let schedule = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    let paused = pause == "true";
+    let back = format!("/schedules/{schedule}");
+    SettingsForm {
+        form: Form::PauseSchedule,
+        action: crate::model::Action::EditInvoices,
+        back: &back,
+        idempotency_key,
+        content: &(schedule, paused),
+        check: Ok(()),
+    }
+    .run(async |tx, user| {
+        let today =
+            crate::ssr::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now()).await?;
+        crate::ssr::schedules::set_paused(tx, user.org_id, schedule, paused, today)
+            .await
+            .map(|s| s.id)
+            .map_err(|e| match e {
+                crate::ssr::schedules::ScheduleError::Db(e) => AppError::from(e),
+                _ => AppError::NotFound,
+            })
+    })
+    .await
+}
