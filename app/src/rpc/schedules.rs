@@ -90,7 +90,7 @@ pub async fn create_schedule(
         idempotency_key.as_deref().unwrap_or_default().trim()
     );
     let content = (&input, &schedule);
-    SettingsForm {
+    let saved = SettingsForm {
         form: Form::CreateSchedule,
         action: crate::model::Action::EditInvoices,
         back: "/schedules",
@@ -98,7 +98,7 @@ pub async fn create_schedule(
         content: &content,
         check: parsed.as_ref().map(|_| ()).map_err(Clone::clone),
     }
-    .run(async |tx, user| {
+    .saved(async |tx, user| {
         let mut input = parsed.clone().map_err(AppError::invalid)?;
         crate::ssr::invoice_input::checked(&state.pool, user.org_id, &mut input.invoice)
             .await
@@ -120,7 +120,10 @@ pub async fn create_schedule(
                 crate::ssr::schedules::ScheduleError::Db(e) => AppError::from(e),
             })
     })
-    .await
+    .await?;
+    // The new schedule's page, with or without JavaScript (a repeat lands on the same one).
+    leptos_axum::redirect(&format!("/schedules/{}", saved.id));
+    Ok(())
 }
 
 /// Pauses (`pause` = "true") or resumes a schedule, once per rendered button.
