@@ -11,6 +11,7 @@ mod check;
 mod load;
 mod process;
 mod report;
+mod schedules;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -86,7 +87,14 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
         ("WORKER_POLL_MS", "200".into()),
         ("WORKER_BACKOFF_BASE_MS", "100".into()),
         ("DATABASE_POOL_SIZE", "8".into()),
+        // Reminders wait beyond the org's hourly allowance; the run sends far more than a day's.
+        ("EMAILS_PER_ORG_HOUR", "1000000".into()),
     ];
+    // The schedules phase: weekly schedules and reminder steps; the clock starts at noon (the
+    // reminders' hour) and runs two days ahead each phase.
+    schedules::seed(&pool, fixture.org).await?;
+    let noon = (12 - i64::from(chrono::Timelike::hour(&chrono::Utc::now())) + 24) % 24;
+    schedules::advance(&pool, noon * 3600).await?;
     let started = Instant::now();
     let mut server = ServerProcess::start(&lab.server, port, &env, Some(&log)).await?;
     let mut target = Target::new(&server.base, WEBHOOK_SECRET, &fixture)?;
@@ -100,6 +108,7 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
     for round in 0..args.rounds {
         for failpoint in FAILPOINTS {
             tokio::time::sleep(phase).await;
+            schedules::advance(&pool, schedules::STEP_SECS).await?;
             // Replace the healthy server (gracefully: that is no crash) by one armed to die at this
             // point, and let the load reach it.
             server.terminate().await?;
@@ -120,6 +129,7 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
             server = ServerProcess::start(&lab.server, port, &env, Some(&log)).await?;
         }
         // kill -9 at a moment nobody chose.
+        schedules::advance(&pool, schedules::STEP_SECS).await?;
         tokio::time::sleep(phase + Duration::from_millis(rand_ms(1000))).await;
         server.kill().await?;
         *crashes.entry("SIGKILL".into()).or_default() += 1;
@@ -143,6 +153,8 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
 
     // Drain: every open attempt is retried until answered (60 s at most).
     let unanswered = load.drain(Duration::from_secs(60)).await?;
+    // The clock stops: the workers catch up with every period and reminder it made due.
+    let behind = schedules::settle(&pool, fixture.org, Duration::from_secs(180)).await?;
     // The outbox drains too: every email row sent. One worker sends the backlog the load left; the
     // wait ends when it is empty, when it made no progress for 30 s, or after 10 minutes (then the
     // check reports what is unsent).
@@ -156,6 +168,7 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
     server.terminate().await?;
 
     let report = check(&pool, &fixture, &load.ledger, &args.sink_dir, unanswered).await?;
+    let scheduled = schedules::check(&pool, fixture.org, &args.sink_dir).await?;
     let worker_crashes: u32 = crashes.values().sum();
     println!(
         "invoicer faults: {} clients, {} s phases, {} round(s), {:.0} s in all",
@@ -168,6 +181,23 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
     for (name, n) in &crashes {
         println!("  crashes {name:<22} {n}");
     }
+    println!(
+        "schedules: {} weekly, {} periods due by the clock, {} invoices, missing {}, doubled {}; \
+         reminders {}, doubled {}, missing {}, not received {}; left behind at the end {behind:?}",
+        schedules::SCHEDULES,
+        scheduled.periods_due,
+        scheduled.invoices,
+        scheduled.missing,
+        scheduled.doubled,
+        scheduled.reminders,
+        scheduled.doubled_reminders,
+        scheduled.missing_reminders,
+        scheduled.unsent_reminders,
+    );
     pool.close().await;
+    anyhow::ensure!(
+        scheduled.ok(),
+        "the schedules phase lost or doubled work: {scheduled:?}"
+    );
     verdict(&load.ledger, &report, worker_crashes)
 }
