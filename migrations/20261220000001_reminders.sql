@@ -24,6 +24,9 @@ create table reminders (
     primary key (invoice_id, offset_days)
 );
 
+-- An org's emails of the last hour (the reminders' allowance).
+create index outbox_org_created_idx on outbox (org_id, created_at);
+
 -- What the reminder run scans: open invoices by due date.
 create index invoices_open_due_idx on invoices (due_date) where status = 'open' and not reminders_off;
 

@@ -69,14 +69,27 @@ pub async fn run_due(
     limit: usize,
     emails_per_org_hour: i64,
 ) -> sqlx::Result<usize> {
-    let mut sent = 0;
-    while sent < limit && run_one(pool, now, emails_per_org_hour).await? {
-        sent += 1;
+    let (mut sent, mut spent) = (0, Vec::new());
+    while sent < limit {
+        match run_one(pool, now, emails_per_org_hour, &mut spent).await? {
+            Some(true) => sent += 1,
+            // The org is beyond its allowance: its reminders wait, the others go on.
+            Some(false) => {}
+            None => break,
+        }
     }
     Ok(sent)
 }
 
-async fn run_one(pool: &PgPool, now: DateTime<Utc>, allowance: i64) -> sqlx::Result<bool> {
+/// Handles the next due reminder of an org not in `spent` (orgs found beyond their allowance this
+/// round): Some(true) when it was queued (or found done), Some(false) when its org is beyond its
+/// allowance, None when none is due.
+async fn run_one(
+    pool: &PgPool,
+    now: DateTime<Utc>,
+    allowance: i64,
+    spent: &mut Vec<Uuid>,
+) -> sqlx::Result<Option<bool>> {
     let mut tx = pool.begin().await?;
     // The index narrows to open invoices due within the earliest step's reach; the org's own date
     // and hour decide.
@@ -100,21 +113,33 @@ async fn run_one(pool: &PgPool, now: DateTime<Utc>, allowance: i64) -> sqlx::Res
           and extract(hour from $1::timestamptz at time zone o.time_zone)::int >= $2
           and not exists (select 1 from customers c where c.id = i.customer_id and c.reminders_off)
           and not exists (select 1 from reminders r where r.invoice_id = i.id and r.offset_days = s.offset_days)
-          and (select count(*) from outbox b
-               where b.org_id = i.org_id and b.created_at > now() - interval '1 hour') < $3
+          and i.org_id <> all($3)
         order by i.due_date, i.id
         limit 1
         for update of i skip locked
         "#,
         now as _,
         FROM_HOUR,
-        allowance,
+        spent.as_slice(),
     )
     .fetch_optional(&mut *tx)
     .await?;
     let Some(due) = due else {
-        return Ok(false);
+        return Ok(None);
     };
+    // Within the org's hourly allowance (its emails of the last hour, from an index), or the
+    // reminder waits and the org's others are passed over this round.
+    // language=PostgreSQL
+    let hour = sqlx::query_scalar!(
+        r#"select count(*) as "n!" from outbox where org_id = $1 and created_at > now() - interval '1 hour'"#,
+        due.org_id
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    if hour >= allowance {
+        spent.push(due.org_id);
+        return Ok(Some(false));
+    }
     let step = due.offset_days.to_string();
     let key = ClaimKey::job(&format!("reminder:{}", due.id), &step);
     let attempt = observe::Attempt::new(Surface::Job, step.clone(), None);
@@ -124,7 +149,7 @@ async fn run_one(pool: &PgPool, now: DateTime<Utc>, allowance: i64) -> sqlx::Res
         record(&mut tx, due.id, due.org_id, due.offset_days, None).await?;
         tx.commit().await?;
         observe::log_and_count(&attempt, AttemptOutcome::Replay);
-        return Ok(true);
+        return Ok(Some(true));
     }
     crate::ssr::failpoint::hit("reminder.after_claim");
     let email = outbox::enqueue(
@@ -169,7 +194,7 @@ async fn run_one(pool: &PgPool, now: DateTime<Utc>, allowance: i64) -> sqlx::Res
     attempt.mark_stored();
     observe::log_and_count(&attempt, AttemptOutcome::Won);
     metrics::counter!("invoicer_reminders_sent_total").increment(1);
-    Ok(true)
+    Ok(Some(true))
 }
 
 async fn record(

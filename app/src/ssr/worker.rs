@@ -136,23 +136,10 @@ pub async fn run(
                 }
             }
         }
-        // Due schedules, a batch at a time: each period's claim keeps it to one run overall.
-        let now = scheduler_now(&pool, &config).await;
-        match crate::ssr::schedules::run::run_due(&pool, now, 100, &config.public_url).await {
-            Ok(0) => {}
-            Ok(_) => continue,
-            Err(e) => {
-                tracing::warn!(worker = %config.id, error = %e, "scheduler: run failed; will retry")
-            }
-        }
-        let allowance = i64::from(config.emails_per_org_hour);
-        match crate::ssr::reminders::run_due(&pool, now, 100, allowance).await {
-            Ok(0) => {}
-            Ok(_) => continue,
-            Err(e) => {
-                tracing::warn!(worker = %config.id, error = %e, "reminders: run failed; will retry")
-            }
-        }
+        // Due schedules and reminders, a small batch of each per round, between the outbox's
+        // batches (so a backlog of runs never starves the emails): each run's claim keeps it to one
+        // run overall.
+        let scheduled = scheduled_work(&pool, &config).await;
         match drain_once(&pool, &mailer, &config).await {
             Ok(n) if n > 0 => {
                 // Busy: due rows are found by draining, but the notifications keep coming; read
@@ -167,6 +154,9 @@ pub async fn run(
             Err(e) => {
                 tracing::warn!(worker = %config.id, error = %e, "outbox worker: database error")
             }
+        }
+        if scheduled > 0 {
+            continue;
         }
         let notified = async {
             match listener.as_mut() {
@@ -187,6 +177,26 @@ pub async fn run(
         }
     }
     tracing::info!(worker = %config.id, "outbox worker stopped");
+}
+
+/// Runs up to a batch of due schedule periods and of due reminders; returns how many.
+async fn scheduled_work(pool: &PgPool, config: &WorkerConfig) -> usize {
+    const BATCH: usize = 10;
+    let now = scheduler_now(pool, config).await;
+    let runs = crate::ssr::schedules::run::run_due(pool, now, BATCH, &config.public_url)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(worker = %config.id, error = %e, "scheduler: run failed; will retry");
+            0
+        });
+    let allowance = i64::from(config.emails_per_org_hour);
+    let reminders = crate::ssr::reminders::run_due(pool, now, BATCH, allowance)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(worker = %config.id, error = %e, "reminders: run failed; will retry");
+            0
+        });
+    runs + reminders
 }
 
 /// Reads the notifications already on the listener's connection, without waiting for more.

@@ -49,6 +49,9 @@ pub struct FaultArgs {
     /// The SMTP sink's folder: one .eml file per accepted message.
     #[arg(long)]
     pub sink_dir: PathBuf,
+    /// Weekly schedules that fall due during the run (the schedules phase).
+    #[arg(long, default_value_t = 200)]
+    pub schedules: usize,
     /// Rounds of the whole fault sequence.
     #[arg(long, default_value_t = 1)]
     pub rounds: usize,
@@ -92,7 +95,7 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
     ];
     // The schedules phase: weekly schedules and reminder steps; the clock starts at noon (the
     // reminders' hour) and runs two days ahead each phase.
-    schedules::seed(&pool, fixture.org).await?;
+    schedules::seed(&pool, fixture.org, args.schedules).await?;
     let noon = (12 - i64::from(chrono::Timelike::hour(&chrono::Utc::now())) + 24) % 24;
     schedules::advance(&pool, noon * 3600).await?;
     let started = Instant::now();
@@ -184,7 +187,7 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
     println!(
         "schedules: {} weekly, {} periods due by the clock, {} invoices, missing {}, doubled {}; \
          reminders {}, doubled {}, missing {}, not received {}; left behind at the end {behind:?}",
-        schedules::SCHEDULES,
+        args.schedules,
         scheduled.periods_due,
         scheduled.invoices,
         scheduled.missing,

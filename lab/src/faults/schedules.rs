@@ -11,8 +11,6 @@ use std::time::{Duration, Instant};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-/// Weekly schedules seeded in the fixture's org.
-pub(crate) const SCHEDULES: usize = 200;
 /// How far the clock moves each phase.
 pub(crate) const STEP_SECS: i64 = 2 * 86_400;
 
@@ -45,10 +43,10 @@ impl ScheduleReport {
 
 /// Seeds the schedules (starting today, issuing invoices due on their run date, half of them
 /// emailed) and the reminder steps in `org`.
-pub(crate) async fn seed(pool: &PgPool, org: Uuid) -> anyhow::Result<()> {
+pub(crate) async fn seed(pool: &PgPool, org: Uuid, schedules: usize) -> anyhow::Result<()> {
     let mut tx = pool.begin().await?;
     let today = app::ssr::schedules::org_today(&mut tx, org, chrono::Utc::now()).await?;
-    for i in 0..SCHEDULES {
+    for i in 0..schedules {
         let body = serde_json::json!({
             "customer_name": format!("Subscriber {i}"),
             "customer_email": format!("subscriber-{i}@example.com"),
