@@ -341,3 +341,62 @@ async fn the_reminder_email_carries_the_message_the_amount_and_the_link(pool: Pg
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The invoice page's and the customer page's toggles: submitted twice, reminders are off once,
+/// and nothing is sent; a viewer cannot turn them off (the teams test covers every role).
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn the_pages_toggles_turn_reminders_off(pool: PgPool) {
+    use crate::common::served::TestApp;
+    use crate::common::{client, login, pages};
+    let app = TestApp::spawn(pool).await;
+    let email = format!("{}@example.com", Uuid::new_v4().simple());
+    let account =
+        app::ssr::accounts::create_org_with_owner(&app.pool, "Acme", &email, "correct horse")
+            .await
+            .unwrap();
+    let org = account.org_id;
+    let mut tx = app.pool.begin().await.unwrap();
+    let step = app::ssr::reminders::Step {
+        offset_days: 1,
+        message: "Late.".into(),
+    };
+    app::ssr::reminders::save_steps(&mut tx, org, &[step])
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let invoice = invoice_due(&app.pool, org, "2027-03-10").await;
+    let http = client();
+    login(&http, &app.base, &email, "correct horse").await;
+    let toggle = [
+        ("what", "invoice".to_owned()),
+        ("id", invoice.to_string()),
+        ("idempotency_key", app::model::form_key(org).to_string()),
+        ("off", "true".to_owned()),
+    ];
+    let url = format!("{}/rpc/set_reminders", app.base);
+    let (a, b) = tokio::join!(
+        pages::post_form(&http, url.clone(), &toggle),
+        pages::post_form(&http, url.clone(), &toggle)
+    );
+    assert!(a.status().as_u16() < 400 && b.status().as_u16() < 400);
+    let off: bool = sqlx::query_scalar("select reminders_off from invoices where id = $1")
+        .bind(invoice)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert!(off);
+    assert_eq!(
+        run(&app.pool, at(&app.pool, org, "2027-03-20", 10).await).await,
+        0
+    );
+    let claims: i64 = sqlx::query_scalar(
+        "select count(*) from claims where scope = 'form' and owner like '%/toggle_reminders'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(claims, 1, "one claim for the double submit");
+    // The invoice page shows it off.
+    let page = pages::text(&http, format!("{}/invoices/{invoice}", app.base)).await;
+    assert!(page.contains("Payment reminders: off."), "{page}");
+}

@@ -735,6 +735,15 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
             ]),
         ),
         (
+            "set_reminders",
+            form(&[
+                ("what", "invoice".into()),
+                ("id", invoice.clone()),
+                ("idempotency_key", key()),
+                ("off", "true".into()),
+            ]),
+        ),
+        (
             "save_reminders",
             form(&[
                 ("idempotency_key", key()),

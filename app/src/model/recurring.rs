@@ -96,9 +96,10 @@ impl DayField {
 }
 
 /// The cadence fields of `POST /api/v1/schedules` (beside the invoice input's).
+/// Read strictly: [`ScheduleInput::from_json`] refuses any name that is neither the invoice input's
+/// nor one of these.
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ScheduleFields {
     pub interval: Interval,
     /// Every N weeks (1 to 52), months (1 to 24) or years (1 to 5).

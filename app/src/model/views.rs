@@ -314,6 +314,9 @@ pub struct PaymentForms {
     pub apply_key: Uuid,
     /// What the customer's credit balance could pay of this invoice now (0: no form).
     pub credit_available: i64,
+    /// Payment reminders are off for this invoice, and the key of its toggle.
+    pub reminders_off: bool,
+    pub reminders_key: Uuid,
 }
 
 /// A customer's page.
@@ -327,6 +330,9 @@ pub struct CustomerPage {
     /// What the customer's invoices kept beyond what they ask for, per currency: (currency,
     /// amount), applied to their next invoice from its page.
     pub credit_balance: Vec<(String, i64)>,
+    /// Payment reminders are off for the customer's invoices, and the key of its toggle.
+    pub reminders_off: bool,
+    pub reminders_key: Uuid,
 }
 
 /// One page of the invoice list.

@@ -98,6 +98,7 @@ pub fn CustomerPage() -> impl IntoView {
                                     </p>
                                 }
                             })}
+                            <crate::pages::reminders::RemindersToggle what="customer" id=p.customer.id off=p.reminders_off key=p.reminders_key />
                             <CustomerForm key=p.key customer=Some(p.customer) />
                             <crate::pages::invoices::CreditNotes notes=p.credit_notes />
                         </section>

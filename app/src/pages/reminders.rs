@@ -66,3 +66,32 @@ pub fn ReminderSettings(
         </section>
     }
 }
+
+/// "Stop reminders" / "Send reminders again" for one invoice or one customer, once per rendering.
+#[component]
+pub fn RemindersToggle(
+    what: &'static str,
+    id: uuid::Uuid,
+    off: bool,
+    key: uuid::Uuid,
+) -> impl IntoView {
+    let toggle = ServerAction::<crate::rpc::schedules::SetReminders>::new();
+    // After a click the page shows the other button (its state flips; a reload mints a new key).
+    let now_off = Signal::derive(move || match toggle.value().get() {
+        Some(Ok(())) => !off,
+        _ => off,
+    });
+    view! {
+        {move || toggle.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+        <ActionForm action=toggle attr:class=format!("reminders-toggle {what}")>
+            <input type="hidden" name="what" value=what />
+            <input type="hidden" name="id" value=id.to_string() />
+            <input type="hidden" name="idempotency_key" value=key.to_string() />
+            <input type="hidden" name="off" value=move || (!now_off.get()).to_string() />
+            <span class="reminders-state">{move || if now_off.get() { "Payment reminders: off. " } else { "Payment reminders: on. " }}</span>
+            <button type="submit" class="secondary" disabled=move || toggle.pending().get() || toggle.value().get().is_some()>
+                {move || if now_off.get() { "Send reminders again" } else { "Stop reminders" }}
+            </button>
+        </ActionForm>
+    }
+}

@@ -45,6 +45,8 @@ pub async fn get_customer(id: String) -> Result<crate::model::CustomerPage, AppE
         key: crate::model::form_key(user.org_id),
         credit_notes,
         credit_balance,
+        reminders_off: super::schedules::reminders_off(&state.reads, user.org_id, id, true).await?,
+        reminders_key: crate::model::form_key(user.org_id),
     })
 }
 

@@ -171,6 +171,8 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
     } else {
         0
     };
+    let reminders_off =
+        super::schedules::reminders_off(&state.reads, user.org_id, invoice.id, false).await?;
     let delete_keys = payments
         .iter()
         .map(|_| crate::model::form_key(user.org_id))
@@ -195,6 +197,8 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
             credit_notes,
             apply_key: crate::model::form_key(user.org_id),
             credit_available,
+            reminders_off,
+            reminders_key: crate::model::form_key(user.org_id),
         },
     })
 }

@@ -158,3 +158,67 @@ pub async fn pause_schedule(
     })
     .await
 }
+
+/// Turns payment reminders off (`off` = "true") or on again for one invoice (`what` = "invoice")
+/// or all of a customer's (`customer`), once per rendered button.
+#[server(prefix = "/rpc", endpoint = "set_reminders")]
+pub async fn set_reminders(
+    what: String,
+    id: String,
+    idempotency_key: Option<String>,
+    off: String,
+) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    let target = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    let off = off == "true";
+    let (customer, back) = match what.as_str() {
+        "invoice" => (false, format!("/invoices/{target}")),
+        "customer" => (true, format!("/customers/{target}")),
+        _ => return Err(AppError::NotFound.respond()),
+    };
+    SettingsForm {
+        form: Form::ToggleReminders,
+        action: crate::model::Action::EditInvoices,
+        back: &back,
+        idempotency_key,
+        content: &(&what, target, off),
+        check: Ok(()),
+    }
+    .run(async |tx, user| {
+        let found = if customer {
+            crate::ssr::reminders::set_customer_off(tx, user.org_id, target, off).await?
+        } else {
+            crate::ssr::reminders::set_invoice_off(tx, user.org_id, target, off).await?
+        };
+        if found {
+            Ok(target)
+        } else {
+            Err(AppError::NotFound)
+        }
+    })
+    .await
+}
+
+/// Whether reminders are off for `org`'s invoice or customer `id`.
+#[cfg(feature = "ssr")]
+pub(super) async fn reminders_off(
+    pool: &sqlx::PgPool,
+    org: Uuid,
+    id: Uuid,
+    customer: bool,
+) -> Result<bool, AppError> {
+    // language=PostgreSQL
+    let off = sqlx::query_scalar!(
+        r#"
+        select coalesce((select reminders_off from invoices where id = $1 and org_id = $2 and not $3),
+                        (select reminders_off from customers where id = $1 and org_id = $2 and $3),
+                        false) as "off!"
+        "#,
+        id,
+        org,
+        customer
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(off)
+}

@@ -123,7 +123,8 @@ pub async fn plan(
             "invoice_id": invoice,
             "dedupe": format!("refund/{credit_note}"),
         });
-        outbox::enqueue(tx, Some(org), Some(invoice), Kind::StripeRefund, payload).await?;
+        // Not one of the invoice's emails: the credit note shows the refund's state.
+        outbox::enqueue(tx, Some(org), None, Kind::StripeRefund, payload).await?;
     }
     Ok(())
 }

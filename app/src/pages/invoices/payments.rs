@@ -81,6 +81,9 @@ pub fn Payments(
         {(takes_payments && forms.credit_available > 0).then(|| view! {
             <ApplyCreditForm invoice currency=currency.clone() available=forms.credit_available key=forms.apply_key apply />
         })}
+        {takes_payments.then(|| view! {
+            <crate::pages::reminders::RemindersToggle what="invoice" id=invoice off=forms.reminders_off key=forms.reminders_key />
+        })}
         <CreditNotes notes=forms.credit_notes.clone() />
         {(takes_payments && creditable_cents > 0).then(|| view! {
             <CreditForm invoice currency=currency.clone() creditable_cents lines=credit_lines key=forms.credit_key credit />

@@ -63,6 +63,7 @@ pub enum Form {
     CreateSchedule,
     PauseSchedule,
     EditReminders,
+    ToggleReminders,
 }
 
 impl Form {
@@ -94,6 +95,7 @@ impl Form {
             Form::CreateSchedule => "create_schedule",
             Form::PauseSchedule => "pause_schedule",
             Form::EditReminders => "edit_reminders",
+            Form::ToggleReminders => "toggle_reminders",
         }
     }
 }
