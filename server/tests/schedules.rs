@@ -468,3 +468,67 @@ async fn a_worker_killed_between_claim_and_commit_loses_nothing() {
     assert_eq!(claims, 1);
     db.finish(pool).await;
 }
+
+/// `PATCH /api/v1/schedules/{id}` edits the template (a merge patch, once per key): the next period
+/// issues the new invoice, the one already issued keeps its amount; the cadence cannot change.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_patched_template_changes_only_later_runs(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (org, key) = app.api_client().await;
+    let today = org_today(&app.pool, org).await;
+    let made = create(&app, &key, "s", body(today, json!({}))).await.json();
+    let id: Uuid = made["id"].as_str().unwrap().parse().unwrap();
+    run(&app.pool, local(&app.pool, org, today, 12 * 60).await).await;
+    let path = format!("/api/v1/schedules/{id}");
+    let patch = |idem: &'static str, b: Value| {
+        let (app, key, path) = (&app, key.clone(), path.clone());
+        async move {
+            let req = app
+                .http
+                .patch(format!("{}{path}", app.base))
+                .bearer_auth(&key)
+                .header("idempotency-key", idem)
+                .header("content-type", "application/json")
+                .body(b.to_string());
+            crate::common::served::ApiResponse::read(req.send().await.unwrap()).await
+        }
+    };
+    let new_price =
+        json!({"lines": [{"description": "Retainer", "quantity": 1, "unit_amount_cents": 12_500}]});
+    let edited = patch("e1", new_price.clone()).await;
+    assert_eq!(edited.status, 200, "{}", text(&edited));
+    assert_eq!(
+        edited.json()["template"]["lines"][0]["unit_amount_cents"],
+        12_500
+    );
+    let again = patch("e1", new_price).await;
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    for (k, bad) in [
+        ("e2", json!({"interval": "week"})),
+        ("e3", json!({"due_date": "2027-01-01"})),
+        ("e4", json!({"lines": []})),
+    ] {
+        let res = patch(k, bad).await;
+        assert_eq!(res.status, 422, "{k}: {}", text(&res));
+    }
+    let next = today + chrono::Months::new(1);
+    run(&app.pool, local(&app.pool, org, next, 60).await).await;
+    let totals: Vec<i64> = issued(&app.pool, id)
+        .await
+        .into_iter()
+        .map(|p| p.1)
+        .collect();
+    assert_eq!(totals, [10_000, 12_500]);
+    let (_, theirs) = app.api_client().await;
+    let res = app
+        .http
+        .patch(format!("{}{path}", app.base))
+        .bearer_auth(&theirs)
+        .header("idempotency-key", "x")
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
+}

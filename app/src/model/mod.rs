@@ -37,7 +37,7 @@ pub use org::{OrgSettings, OrgSettingsPage, DEFAULT_CREDIT_NOTE_FORMAT};
 pub use payment::{
     Payment, PaymentForm, PaymentInput, PaymentMethod, PaymentSource, MAX_PAYMENT_CENTS,
 };
-pub use recurring::{check_reminder_steps, ReminderStep, ReminderStepForm};
+pub use recurring::{check_reminder_steps, ReminderStep, ReminderStepForm, INVOICE_FIELDS};
 pub use recurring::{
     DayField, LastDay, Missed, NewSchedulePage, RunAction, Schedule, ScheduleFields, ScheduleForm,
     ScheduleInput, SchedulePage, ScheduleRun,

@@ -193,7 +193,7 @@ pub struct ScheduleInput {
 }
 
 /// The invoice input's field names (a schedule's body is strict: any other name is an error).
-const INVOICE_FIELDS: [&str; 11] = [
+pub const INVOICE_FIELDS: [&str; 11] = [
     "customer_name",
     "customer_email",
     "currency",

@@ -106,7 +106,10 @@ fn api() -> Api {
         )
         .route(
             "/api/v1/schedules/{id}",
-            [to(M::GET, schedules::get_schedule)],
+            [
+                to(M::GET, schedules::get_schedule),
+                to(M::PATCH, schedules::patch_schedule),
+            ],
         )
         .post("/api/v1/schedules/{id}/pause", schedules::pause_schedule)
         .post("/api/v1/schedules/{id}/resume", schedules::resume_schedule)

@@ -41,6 +41,7 @@ use super::tax_rates::{self, TaxRateList};
         schedules::post_schedule,
         schedules::list_schedules,
         schedules::get_schedule,
+        schedules::patch_schedule,
         schedules::pause_schedule,
         schedules::resume_schedule,
         customers::post_customer,

@@ -1,5 +1,5 @@
 //! Recurring invoices: create a schedule (once per Idempotency-Key), read one with its next dates
-//! and runs, list them, pause and resume one.
+//! and runs, list them, edit its template, pause and resume one.
 
 use app::model::{Schedule, ScheduleInput};
 use app::ssr::schedules::{self, ScheduleError};
@@ -27,6 +27,85 @@ fn not_found() -> ProblemResponse {
         "Not found",
         "No such schedule.",
     )
+}
+
+/// Edit the invoice a schedule's later runs issue: a JSON merge patch of its template (the invoice
+/// input's fields only; the cadence stays). Once per `Idempotency-Key`; the invoices already issued
+/// keep theirs.
+#[utoipa::path(
+    patch, path = "/api/v1/schedules/{id}", tag = "schedules", params(ScheduleWrite),
+    request_body(content = Object, description = "A JSON merge patch of the template (the invoice input's fields)"),
+    responses(
+        (status = 200, description = "Edited; replays return the stored response with `Idempotent-Replayed: true`", body = Schedule),
+        CreateProblems,
+        NotFound,
+        InFlight,
+        (status = 422, description = "The edited template is invalid, or names a field it does not have (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
+    ),
+)]
+pub(super) async fn patch_schedule(write: Write) -> Result<Response, ProblemResponse> {
+    write
+        .run(async |req, body| {
+            let (id, org) = (req.id(not_found)?, req.org());
+            let patch = write::patch_body(body, "the schedule's template")?;
+            if let Some(name) = patch.as_object().and_then(|o| {
+                o.keys()
+                    .find(|k| !app::model::INVOICE_FIELDS.contains(&k.as_str()))
+            }) {
+                return Err(write::unreadable(
+                    "schedule",
+                    format!(
+                        "`{name:.40}` is not a field of the template (the cadence cannot change)"
+                    ),
+                ));
+            }
+            let pool = &req.state().pool;
+            let current = schedules::get(&mut *pool.acquire().await?, org, id)
+                .await?
+                .ok_or_else(not_found)?;
+            let mut template = app::ssr::patch::patched(&current.template, &patch)
+                .map_err(|why| write::unreadable("schedule", why))?;
+            invoice_input::checked(pool, org, &mut template)
+                .await
+                .map_err(|e| match e {
+                    invoice_input::InvoiceError::Unreadable(why) => {
+                        write::unreadable("schedule", why)
+                    }
+                    invoice_input::InvoiceError::Invalid(fields) => {
+                        write::invalid("schedule", fields)
+                    }
+                    invoice_input::InvoiceError::Db(e) => internal("checking a schedule", e),
+                })?;
+            let edited = ScheduleInput {
+                invoice: template,
+                schedule: app::model::ScheduleFields {
+                    interval: current.interval,
+                    interval_count: current.interval_count,
+                    start_date: current.start_date,
+                    day_of_month: current.day_of_month,
+                    end_after_count: current.end_after_count,
+                    end_date: current.end_date,
+                    action: current.action,
+                    missed: current.missed,
+                },
+            };
+            edited
+                .check_template()
+                .map_err(|fields| write::invalid("schedule", fields))?;
+            req.once(&patch, || {
+                async |tx| {
+                    let response =
+                        match schedules::edit_template(tx, org, id, &edited.invoice).await {
+                            Ok(s) => api::ok(&s),
+                            Err(ScheduleError::Db(e)) => return Err(e),
+                            Err(_) => stored_problem(not_found()),
+                        };
+                    Ok((response, None))
+                }
+            })
+            .await
+        })
+        .await
 }
 
 /// Create a schedule of recurring invoices, once per `Idempotency-Key`: the invoice input (with
