@@ -146,11 +146,12 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
         ..Default::default()
     };
     // Independent reads, side by side on their own connections.
-    let (emails, (history, _), (payments, anomalies), (payments_enabled, today)) = tokio::try_join!(
+    let (emails, (history, _), (payments, anomalies), (payments_enabled, today), reminders_off) = tokio::try_join!(
         crate::ssr::outbox::for_invoice(&state.reads, user.org_id, invoice.id),
         crate::ssr::activity::rows(&state.reads, user.org_id, &only_this, None),
         crate::ssr::payments::for_invoice(&state.reads, user.org_id, invoice.id),
         crate::ssr::accounts::payments_enabled(&state.reads, user.org_id),
+        super::schedules::reminders_off(&state.reads, user.org_id, invoice.id, false),
     )?;
     // Only an invoice with credit notes reads them (most have none).
     let credit_notes = if invoice.credit_notes.is_empty() {
@@ -171,8 +172,6 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
     } else {
         0
     };
-    let reminders_off =
-        super::schedules::reminders_off(&state.reads, user.org_id, invoice.id, false).await?;
     let delete_keys = payments
         .iter()
         .map(|_| crate::model::form_key(user.org_id))

@@ -120,6 +120,17 @@ async fn invoice_currency(
     .ok_or(AppError::NotFound)
 }
 
+/// An amount typed in `currency` (empty: none), or the field's message as `amount_cents`.
+#[cfg(feature = "ssr")]
+fn optional_amount(typed: &str, currency: &str) -> Result<Option<i64>, crate::error::FieldErrors> {
+    match typed.trim() {
+        "" => Ok(None),
+        text => crate::model::parse_amount(text, currency)
+            .map(Some)
+            .map_err(|e| crate::error::FieldErrors::from([("amount_cents".to_owned(), e)])),
+    }
+}
+
 /// Credits the invoice (`amount`, in its currency; empty: all that is left to credit) with a
 /// reason: one credit note per rendered form, however often it is submitted.
 #[server(prefix = "/rpc", endpoint = "credit_invoice")]
@@ -143,12 +154,7 @@ pub async fn credit_invoice(
     track(&state.pool, attempt, async |attempt| {
         let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
         let currency = invoice_currency(&state.pool, user.org_id, invoice).await?;
-        let amount_cents = match amount.trim() {
-            "" => Ok(None),
-            text => crate::model::parse_amount(text, &currency)
-                .map(Some)
-                .map_err(|e| crate::error::FieldErrors::from([("amount_cents".to_owned(), e)])),
-        };
+        let amount_cents = optional_amount(&amount, &currency);
         let lines = crate::model::CreditLineForm::parse(lines.as_deref().unwrap_or_default());
         let input = amount_cents
             .and_then(|amount_cents| Ok((amount_cents, lines?)))
@@ -214,12 +220,7 @@ pub async fn apply_credit(
     track(&state.pool, attempt, async |attempt| {
         let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
         let currency = invoice_currency(&state.pool, user.org_id, invoice).await?;
-        let amount = match amount.trim() {
-            "" => Ok(None),
-            text => crate::model::parse_amount(text, &currency)
-                .map(Some)
-                .map_err(|e| crate::error::FieldErrors::from([("amount_cents".to_owned(), e)])),
-        };
+        let amount = optional_amount(&amount, &currency);
         let checked = amount
             .clone()
             .and_then(|amount_cents| crate::model::ApplyCreditInput { amount_cents }.check());

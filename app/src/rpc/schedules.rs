@@ -206,7 +206,7 @@ pub(super) async fn reminders_off(
     org: Uuid,
     id: Uuid,
     customer: bool,
-) -> Result<bool, AppError> {
+) -> sqlx::Result<bool> {
     // language=PostgreSQL
     let off = sqlx::query_scalar!(
         r#"

@@ -125,6 +125,10 @@ pub async fn run(
     };
     tracing::info!(worker = %config.id, "outbox worker started");
     let mut retention_done_for = String::new();
+    // Due schedules and reminders are looked for once per poll interval, or at once again while
+    // the last look found work: not before every outbox batch (three more round trips per email).
+    let mut scheduled_at: Option<tokio::time::Instant> = None;
+    let mut scheduled = 0;
     while !*shutdown.borrow() {
         // Periodic work rides on the same loop; its claim keeps it to one run per period overall.
         let period = config.retention.current_period();
@@ -139,7 +143,10 @@ pub async fn run(
         // Due schedules and reminders, a small batch of each per round, between the outbox's
         // batches (so a backlog of runs never starves the emails): each run's claim keeps it to one
         // run overall.
-        let scheduled = scheduled_work(&pool, &config).await;
+        if scheduled > 0 || scheduled_at.is_none_or(|at| at.elapsed() >= config.poll) {
+            scheduled = scheduled_work(&pool, &config).await;
+            scheduled_at = Some(tokio::time::Instant::now());
+        }
         match drain_once(&pool, &mailer, &config).await {
             Ok(n) if n > 0 => {
                 // Busy: due rows are found by draining, but the notifications keep coming; read
