@@ -4,6 +4,7 @@
 mod bench_http;
 mod bench_outbox;
 mod bench_read;
+mod bench_schedules;
 mod faults;
 mod faults_cluster;
 mod pgbench;
@@ -107,6 +108,8 @@ enum BenchCommand {
     /// Every surface over HTTP at 1/16/64 clients against pgbench running the same SQL
     /// (scripts/bench starts Postgres and builds in release).
     Http(bench_http::HttpBenchArgs),
+    /// Many schedules due at once: the scheduler's runs against pgbench running the same SQL.
+    Schedules(bench_schedules::SchedulesBenchArgs),
 }
 
 /// What every lab command needs: where the database is and which server binary to run.
@@ -211,6 +214,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Bench {
             command: BenchCommand::Cluster(args),
         } => faults_cluster::bench(&lab, args).await,
+        Command::Bench {
+            command: BenchCommand::Schedules(args),
+        } => bench_schedules::run(&lab, args).await,
         Command::Bench {
             command: BenchCommand::Read(args),
         } => bench_read::run(&lab.connect().await?, args).await,

@@ -42,7 +42,15 @@ pub enum Mode {
     Extended,
 }
 
-/// pgbench with `scripts` (path, weight), `clients` connections for `secs`, in `mode`, `-D`
+/// How long pgbench runs: for some seconds (`-T`), or some transactions per client (`-t`; the
+/// sample's seconds are then the measured wall time).
+#[derive(Debug, Clone, Copy)]
+pub enum Length {
+    Secs(u64),
+    PerClient(u64),
+}
+
+/// pgbench with `scripts` (path, weight), `clients` connections for `length`, in `mode`, `-D`
 /// variables, and a per-transaction log in `logs` for the percentiles.
 pub async fn run(
     database_url: &str,
@@ -50,7 +58,7 @@ pub async fn run(
     mode: Mode,
     scripts: &[(PathBuf, u32)],
     clients: usize,
-    secs: u64,
+    length: Length,
     vars: &[(&str, String)],
 ) -> anyhow::Result<Sample> {
     let _ = std::fs::remove_dir_all(logs);
@@ -65,7 +73,10 @@ pub async fn run(
         .arg(format!("--log-prefix={}", logs.join("tx").display()))
         .arg(format!("-c{clients}"))
         .arg(format!("-j{}", clients.min(2)))
-        .arg(format!("-T{secs}"));
+        .arg(match length {
+            Length::Secs(secs) => format!("-T{secs}"),
+            Length::PerClient(count) => format!("-t{count}"),
+        });
     for (name, value) in vars {
         command.arg(format!("-D{name}={value}"));
     }
@@ -75,7 +86,9 @@ pub async fn run(
             .arg(format!("{}@{weight}", script.display()));
     }
     command.arg(database_url);
+    let started = std::time::Instant::now();
     let out = command.output().await.context("cannot run pgbench")?;
+    let elapsed = started.elapsed().as_secs_f64();
     let stdout = String::from_utf8_lossy(&out.stdout);
     anyhow::ensure!(
         out.status.success(),
@@ -84,7 +97,10 @@ pub async fn run(
         String::from_utf8_lossy(&out.stderr)
     );
     let mut sample = Sample {
-        secs: secs as f64,
+        secs: match length {
+            Length::Secs(secs) => secs as f64,
+            Length::PerClient(_) => elapsed,
+        },
         ..Sample::default()
     };
     let mut in_statements = false;

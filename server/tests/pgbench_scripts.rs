@@ -284,6 +284,8 @@ enum Step {
     WebhookDup,
     ApiCreate,
     FormCreate,
+    /// A schedule due today, made first, then one scheduler run.
+    ScheduleRun,
 }
 
 #[derive(Clone, Copy)]
@@ -346,6 +348,7 @@ async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
         ("api_create.sql", Step::ApiCreate),
         ("form_create.sql", Step::FormCreate),
         ("form_create_one_org.sql", Step::FormCreate),
+        ("schedule_run.sql", Step::ScheduleRun),
         (
             "read_list_first.sql",
             Step::Get("/invoices".into(), Auth::Session),
@@ -449,6 +452,15 @@ async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
                     target.api_create(&key, &body).await.unwrap().0 == 201
                 }
                 Step::FormCreate => target.form_create(Uuid::now_v7()).await.unwrap() == 200,
+                Step::ScheduleRun => {
+                    due_schedule(&pool, fixture.org).await;
+                    capture.take();
+                    let now = chrono::Utc::now();
+                    app::ssr::schedules::run::run_due(&pool, now, 1, "")
+                        .await
+                        .unwrap()
+                        == 1
+                }
             };
             assert!(ok, "{script}: the request failed");
             let sent = capture.take();
@@ -460,6 +472,30 @@ async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// A monthly schedule of `org` whose first run is due today, as `lab bench schedules` makes them.
+async fn due_schedule(pool: &PgPool, org: Uuid) {
+    let mut tx = pool.begin().await.unwrap();
+    let today = app::ssr::schedules::org_today(&mut tx, org, chrono::Utc::now())
+        .await
+        .unwrap();
+    let input = app::model::ScheduleInput::from_json(&serde_json::json!({
+        "customer_name": "Retainer Client",
+        "customer_email": "billing@example.com",
+        "currency": "usd",
+        "payment_terms_days": 30,
+        "lines": [{"description": "Retainer", "quantity": 1, "unit_amount_cents": 30000}],
+        "interval": "month",
+        "start_date": today,
+        "action": "finalize",
+    }))
+    .unwrap();
+    let id = Uuid::now_v7();
+    app::ssr::schedules::create(&mut tx, org, id, &format!("test:{id}"), &input, today)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
 }
 
 #[test]

@@ -7,6 +7,8 @@ mod drive;
 mod sql;
 mod workload;
 
+pub(crate) use sql::settle;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -19,7 +21,7 @@ use lab::harness::{self, ServerProcess, Target};
 
 use crate::Lab;
 use drive::{drive, pick, Step};
-use sql::{latest_session_row, pgbench, settle, statement_costs};
+use sql::{latest_session_row, pgbench, statement_costs};
 use workload::{Workload, SCRIPTS};
 
 #[derive(clap::Args, Debug)]

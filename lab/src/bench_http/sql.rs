@@ -81,7 +81,7 @@ pub(super) async fn pgbench(
         pgbench::Mode::Prepared,
         &scripts,
         clients,
-        secs,
+        pgbench::Length::Secs(secs),
         &vars,
     )
     .await
@@ -90,7 +90,7 @@ pub(super) async fn pgbench(
 /// Every measurement starts from the same kind of state: vacuumed and analysed (so autovacuum does
 /// not wake up in the middle of one side of a pair after the previous workload's writes) and a fresh
 /// checkpoint (so no measurement pays for flushing the previous one's pages).
-pub(super) async fn settle(pool: &sqlx::PgPool) {
+pub(crate) async fn settle(pool: &sqlx::PgPool) {
     use sqlx::ConnectOptions;
     // Its own connection, which does not log these (expected) slow statements as warnings.
     let options = pool

@@ -250,7 +250,7 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
                 read.mode(),
                 &[(work.join(read.script), 1)],
                 clients,
-                args.secs,
+                pgbench::Length::Secs(args.secs),
                 &vars,
             )
             .await
