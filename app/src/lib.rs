@@ -25,7 +25,7 @@ use pages::auth::{LoginPage, SignupPage};
 use pages::customers::{CustomerPage, CustomersPage, NewCustomerPage};
 use pages::invoices::{EditInvoicePage, InvoiceListPage, InvoicePage, NewInvoicePage};
 use pages::layout::{Nav, NotFound};
-use pages::schedules::{NewSchedulePage, SchedulePage, SchedulesPage};
+use pages::schedules::{EditSchedulePage, NewSchedulePage, SchedulePage, SchedulesPage};
 use pages::settings::{ApiKeysPage, OrgSettingsPage};
 use pages::statement::StatementPage;
 use pages::team::{
@@ -80,6 +80,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/schedules") view=SchedulesPage ssr=SsrMode::Async />
                     <Route path=path!("/schedules/new") view=NewSchedulePage ssr=SsrMode::Async />
                     <Route path=path!("/schedules/:id") view=SchedulePage ssr=SsrMode::Async />
+                    <Route path=path!("/schedules/:id/edit") view=EditSchedulePage ssr=SsrMode::Async />
                     <Route path=path!("/customers") view=CustomersPage ssr=SsrMode::Async />
                     <Route path=path!("/customers/new") view=NewCustomerPage ssr=SsrMode::Async />
                     <Route path=path!("/customers/:id") view=CustomerPage ssr=SsrMode::Async />

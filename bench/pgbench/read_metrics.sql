@@ -12,3 +12,28 @@ from schedules s join orgs o on o.id = s.org_id
 where s.paused_at is null and s.next_run_on is not null
   and s.next_run_on <= (now()::timestamptz at time zone 'UTC')::date + 1
   and s.next_run_on <= (now()::timestamptz at time zone o.time_zone)::date;
+-- app/src/ssr/reminders.rs backlog: reminders due and not queued (at most 1,000), per org with
+-- steps through the index of its open invoices by due date ($2: the local hour, $3: catch-up days).
+select count(*) as "due!" from (
+    select 1
+    from (select org_id, min(offset_days) as first, max(offset_days) as last
+          from reminder_steps group by org_id) p
+    join orgs o on o.id = p.org_id
+    join invoices i on i.org_id = p.org_id
+    join lateral (
+        select st.offset_days from reminder_steps st
+        where st.org_id = i.org_id
+          and i.due_date + st.offset_days <= (now()::timestamptz at time zone o.time_zone)::date
+        order by st.offset_days desc
+        limit 1
+    ) s on true
+    where i.status = 'open' and not i.reminders_off
+      and i.due_date <= (now()::timestamptz at time zone o.time_zone)::date - p.first
+      and i.due_date >= (now()::timestamptz at time zone o.time_zone)::date - p.last - 30::int
+      and i.payment_state in ('unpaid', 'partially_paid')
+      and i.amount_paid_cents < i.total_cents - i.amount_credited_cents
+      and extract(hour from now()::timestamptz at time zone o.time_zone)::int >= 9
+      and not exists (select 1 from customers c where c.id = i.customer_id and c.reminders_off)
+      and not exists (select 1 from reminders r where r.invoice_id = i.id and r.offset_days = s.offset_days)
+    limit 1000
+) due;

@@ -60,6 +60,16 @@ test("a monthly schedule submitted twice is one; time runs forward: its invoices
     expect(mailTo(customer).filter((m) => m.includes("Subject: Invoice"))).toHaveLength(1);
   }).toPass({ timeout: 30_000 });
 
+  // Edit the invoice (a double submit saves once): the next run issues the new price.
+  await page.goto(`${schedulePage}/edit`);
+  await hydrated(page);
+  await noAxeViolations(page);
+  const edit = page.locator("form.edit-schedule-form");
+  await expect(edit.locator('input[name="input[due_date]"]')).toHaveCount(0);
+  await edit.locator('input[name="input[lines][0][unit_amount]"]').fill("300.00");
+  await submitTwice(page, edit.locator("button.save"), "/rpc/update_schedule");
+  await expect(page).toHaveURL(schedulePage);
+
   // A month (and a few hours, to land past 09:00) later: the next period's invoice, and the
   // first invoice's reminder a week after its due date.
   const hours = (12 - new Date().getUTCHours() + 24) % 24;
@@ -73,6 +83,10 @@ test("a monthly schedule submitted twice is one; time runs forward: its invoices
     expect(mails.filter((m) => m.includes("Subject: Invoice"))).toHaveLength(2);
     expect(mails.filter((m) => m.includes("Subject: Reminder")).length).toBeGreaterThanOrEqual(1);
   }).toPass({ timeout: 30_000 });
+  // The first run's invoice kept its price; the second has the edited one.
+  await page.goto("/invoices");
+  await expect(page.locator("tbody tr").filter({ hasText: "$250.00" })).toHaveCount(1);
+  await expect(page.locator("tbody tr").filter({ hasText: "$300.00" })).toHaveCount(1);
   // Each invoice reminded once, however many rounds the workers ran.
   const reminders_sent = mailTo(customer).filter((m) => m.includes("Subject: Reminder"));
   const numbers = reminders_sent.map((m) => m.match(/Subject: Reminder: invoice (\S+)/)![1]);

@@ -293,6 +293,10 @@ async fn metrics_text(
         }
         Err(e) => tracing::warn!(error = %e, "metrics: schedule gauges unavailable"),
     }
+    match app::ssr::reminders::backlog(&state.pool, chrono::Utc::now()).await {
+        Ok(due) => metrics::gauge!("invoicer_reminders_due").set(due as f64),
+        Err(e) => tracing::warn!(error = %e, "metrics: reminder gauge unavailable"),
+    }
     (
         [(
             axum::http::header::CONTENT_TYPE,

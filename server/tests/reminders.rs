@@ -152,6 +152,36 @@ async fn each_step_goes_once_from_nine_and_only_the_latest_after_downtime(pool: 
     assert_eq!(attempts, 4);
 }
 
+/// A step that fell due more than the catch-up days ago is not sent (nor counted as due); orgs
+/// without steps have nothing due; the metrics' backlog counts what a run would send.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_step_missed_beyond_the_catch_up_is_not_sent_and_the_backlog_counts_the_rest(
+    pool: PgPool,
+) {
+    use app::ssr::reminders::{backlog, CATCH_UP_DAYS};
+    let org = org_with_steps(&pool, &[(0, "Due today."), (7, "A week late.")]).await;
+    let quiet = org_with_steps(&pool, &[]).await;
+    invoice_due(&pool, quiet.id, "2027-02-01").await;
+    // Its last step (+7) fell due on 2027-01-17: more than 30 days before 2027-02-20.
+    let stale = invoice_due(&pool, org.id, "2027-01-10").await;
+    // Its last step fell due on 2027-02-17.
+    let late = invoice_due(&pool, org.id, "2027-02-10").await;
+    assert_eq!(CATCH_UP_DAYS, 30);
+    let now = at(&pool, org.id, "2027-02-20", 10).await;
+    assert_eq!(backlog(&pool, now).await.unwrap(), 1);
+    assert_eq!(run(&pool, now).await, 1);
+    assert_eq!(backlog(&pool, now).await.unwrap(), 0);
+    assert_eq!(reminders(&pool, stale).await, []);
+    assert_eq!(emails(&pool, stale).await, 0);
+    assert_eq!(
+        reminders(&pool, late).await,
+        [(0, "skipped".to_owned()), (7, "sent".to_owned())]
+    );
+    // On the catch-up's last day the stale one would still have gone.
+    let edge = at(&pool, org.id, "2027-02-16", 10).await;
+    assert_eq!(backlog(&pool, edge).await.unwrap(), 1);
+}
+
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn paid_void_and_opted_out_invoices_get_none(pool: PgPool) {
     let org = org_with_steps(&pool, &[(1, "Late.")]).await;

@@ -579,7 +579,7 @@ const PUBLIC: [&str; 8] = [
     "reset_password",
 ];
 /// Server functions that only read the session's org.
-const READS: [&str; 20] = [
+const READS: [&str; 21] = [
     "current_user",
     "list_invoices",
     "get_invoice",
@@ -592,6 +592,7 @@ const READS: [&str; 20] = [
     "list_schedules",
     "get_schedule",
     "new_schedule_form",
+    "edit_schedule_form",
     "get_org_settings",
     "activity",
     "team_page",
@@ -724,6 +725,20 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
                 ("input[lines][0][unit_amount]", "1.00".into()),
                 ("schedule[interval]", "month".into()),
                 ("schedule[start_date]", "2099-01-01".into()),
+            ]),
+        ),
+        (
+            "update_schedule",
+            form(&[
+                ("schedule_id", Uuid::now_v7().to_string()),
+                ("idempotency_key", key()),
+                ("input[customer_name]", "Refused Co".into()),
+                ("input[customer_email]", "r@example.com".into()),
+                ("input[currency]", "usd".into()),
+                ("input[payment_terms_days]", "14".into()),
+                ("input[lines][0][description]", "x".into()),
+                ("input[lines][0][quantity]", "1".into()),
+                ("input[lines][0][unit_amount]", "1.00".into()),
             ]),
         ),
         (

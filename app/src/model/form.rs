@@ -65,6 +65,21 @@ pub struct LineForm {
 }
 
 impl LineForm {
+    fn of(
+        description: &str,
+        quantity: Thousandths,
+        unit_amount_cents: i64,
+        tax_rate_id: Option<uuid::Uuid>,
+        currency: &str,
+    ) -> LineForm {
+        LineForm {
+            description: description.to_owned(),
+            quantity: quantity.to_string(),
+            unit_amount: super::money::plain_amount(unit_amount_cents, currency),
+            tax_rate_id: tax_rate_id.map(|id| id.to_string()).unwrap_or_default(),
+        }
+    }
+
     fn is_blank(&self) -> bool {
         self.description.trim().is_empty()
             && self.quantity.trim().is_empty()
@@ -75,38 +90,88 @@ impl LineForm {
 impl InvoiceForm {
     /// The form filled with an invoice's content, as its edit page shows it.
     pub fn from_invoice(invoice: &super::Invoice) -> InvoiceForm {
+        let currency = &invoice.currency;
         InvoiceForm {
-            customer_name: invoice.customer_name.clone(),
-            customer_email: invoice.customer_email.clone(),
-            currency: invoice.currency.clone(),
             due_date: invoice.due_date.to_string(),
             lines: invoice
                 .lines
                 .iter()
-                .map(|l| LineForm {
-                    description: l.description.clone(),
-                    quantity: l.quantity.to_string(),
-                    unit_amount: super::money::plain_amount(l.unit_amount_cents, &invoice.currency),
-                    tax_rate_id: l.tax_rate_id.map(|id| id.to_string()).unwrap_or_default(),
+                .map(|l| {
+                    LineForm::of(
+                        &l.description,
+                        l.quantity,
+                        l.unit_amount_cents,
+                        l.tax_rate_id,
+                        currency,
+                    )
                 })
                 .collect(),
-            draft: None,
             customer_id: invoice.customer_id.map(|id| id.to_string()),
-            save_customer: None,
-            payment_terms_days: invoice
-                .payment_terms_days
-                .map(|d| d.to_string())
-                .unwrap_or_default(),
-            discount_kind: match invoice.discount {
+            ..InvoiceForm::of(
+                &invoice.customer_name,
+                &invoice.customer_email,
+                currency,
+                invoice.payment_terms_days,
+                invoice.discount,
+                &invoice.notes,
+            )
+        }
+    }
+
+    /// The form filled with an invoice input (a schedule's template), as its edit page shows it.
+    pub fn from_input(input: &InvoiceInput) -> InvoiceForm {
+        let currency = &input.currency;
+        InvoiceForm {
+            due_date: input.due_date.map(|d| d.to_string()).unwrap_or_default(),
+            lines: input
+                .lines
+                .iter()
+                .map(|l| {
+                    LineForm::of(
+                        &l.description,
+                        l.quantity,
+                        l.unit_amount_cents,
+                        l.tax_rate_id,
+                        currency,
+                    )
+                })
+                .collect(),
+            customer_id: input.customer_id.map(|id| id.to_string()),
+            ..InvoiceForm::of(
+                &input.customer_name,
+                &input.customer_email,
+                currency,
+                input.payment_terms_days,
+                input.discount,
+                &input.notes,
+            )
+        }
+    }
+
+    fn of(
+        name: &str,
+        email: &str,
+        currency: &str,
+        terms: Option<u16>,
+        discount: Option<Discount>,
+        notes: &str,
+    ) -> InvoiceForm {
+        InvoiceForm {
+            customer_name: name.to_owned(),
+            customer_email: email.to_owned(),
+            currency: currency.to_owned(),
+            payment_terms_days: terms.map(|d| d.to_string()).unwrap_or_default(),
+            discount_kind: match discount {
                 Some(Discount::AmountCents(_)) => "amount".into(),
                 _ => "percent".into(),
             },
-            discount: match invoice.discount {
+            discount: match discount {
                 None => String::new(),
                 Some(Discount::Percent(p)) => p.to_string(),
-                Some(Discount::AmountCents(a)) => super::money::plain_amount(a, &invoice.currency),
+                Some(Discount::AmountCents(a)) => super::money::plain_amount(a, currency),
             },
-            notes: invoice.notes.clone(),
+            notes: notes.to_owned(),
+            ..InvoiceForm::default()
         }
     }
 

@@ -39,8 +39,8 @@ pub use payment::{
 };
 pub use recurring::{check_reminder_steps, ReminderStep, ReminderStepForm, INVOICE_FIELDS};
 pub use recurring::{
-    DayField, LastDay, Missed, NewSchedulePage, RunAction, Schedule, ScheduleFields, ScheduleForm,
-    ScheduleInput, SchedulePage, ScheduleRun,
+    DayField, LastDay, Missed, NewSchedulePage, RunAction, Schedule, ScheduleEdit, ScheduleFields,
+    ScheduleForm, ScheduleInput, SchedulePage, ScheduleRun,
 };
 pub use roles::{Action, Role};
 pub use statement::{describe, Statement, StatementEntry, StatementSection};

@@ -234,26 +234,31 @@ impl ScheduleInput {
     /// The rules of a schedule's invoice template beside [`InvoiceInput::check`] (which the
     /// caller runs, with the customer filled in).
     pub fn check_template(&self) -> Result<(), FieldErrors> {
+        Self::template_errors(&self.invoice)
+    }
+
+    /// [`Self::check_template`] of a template alone (an edit keeps the schedule's cadence).
+    pub fn template_errors(invoice: &InvoiceInput) -> Result<(), FieldErrors> {
         let mut out = FieldErrors::new();
-        if self.invoice.payment_terms_days.is_none() {
+        if invoice.payment_terms_days.is_none() {
             out.insert(
                 "payment_terms_days".into(),
                 "A recurring invoice is due some days after each run: give payment terms.".into(),
             );
         }
-        if self.invoice.due_date.is_some() {
+        if invoice.due_date.is_some() {
             out.insert(
                 "due_date".into(),
                 "Each run has its own due date: give payment terms instead.".into(),
             );
         }
-        if self.invoice.draft {
+        if invoice.draft {
             out.insert(
                 "draft".into(),
                 "Say what each run does with `action` instead.".into(),
             );
         }
-        if self.invoice.save_customer {
+        if invoice.save_customer {
             out.insert(
                 "save_customer".into(),
                 "Save the customer first and name it with customer_id.".into(),
@@ -423,6 +428,14 @@ pub struct NewSchedulePage {
     pub key: Uuid,
     pub customers: Vec<(Uuid, String)>,
     pub today: NaiveDate,
+}
+
+/// A schedule's template edit form: the schedule, the form's key, the template as the form shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleEdit {
+    pub id: Uuid,
+    pub key: Uuid,
+    pub form: crate::model::InvoiceForm,
 }
 
 /// A step of an org's reminder policy.

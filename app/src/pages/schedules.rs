@@ -1,15 +1,18 @@
 //! Recurring invoices: the list (`/schedules`), the new-schedule form (`/schedules/new`: the invoice
 //! every run issues and when, claimed once per rendering) and a schedule's page (`/schedules/{id}`:
-//! its next dates, its runs with their invoices, Pause/Resume).
+//! its next dates, its runs with their invoices, Pause/Resume) and its template's edit form
+//! (`/schedules/{id}/edit`: later runs issue the edited invoice).
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
-use crate::error::AppError;
-use crate::model::{format_money, Schedule, PAYMENT_TERMS};
+use crate::error::{AppError, FieldErrors};
+use crate::model::{format_money, Schedule, ScheduleEdit, PAYMENT_TERMS};
+use crate::pages::invoices::form::InvoiceFields;
 use crate::pages::layout::{error_banner, field_error, field_errors, NotFound};
 use crate::rpc::schedules::{
-    get_schedule, list_schedules, new_schedule_form, CreateSchedule, PauseSchedule,
+    edit_schedule_form, get_schedule, list_schedules, new_schedule_form, CreateSchedule,
+    PauseSchedule, UpdateSchedule,
 };
 
 /// "Every 2 months on the last day".
@@ -219,6 +222,7 @@ pub fn SchedulePage() -> impl IntoView {
                                 <p class="cadence">{format!("{}, from {}; each run {}.", cadence(&s), s.start_date, s.action.as_str())}</p>
                                 {move || toggle.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
                                 {(p.can_edit && s.status != "ended").then(|| view! {
+                                    <a class="edit-schedule" href=format!("/schedules/{}/edit", s.id)>"Edit the invoice"</a>
                                     <ActionForm action=toggle attr:class="toggle-schedule">
                                         <input type="hidden" name="id" value=s.id.to_string() />
                                         <input type="hidden" name="idempotency_key" value=p.toggle_key.to_string() />
@@ -254,6 +258,51 @@ pub fn SchedulePage() -> impl IntoView {
                             </section>
                         }.into_any()
                     }
+                    Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
+                    Err(e) => error_banner(&e).into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+/// The template's edit form: the invoice fields of a new invoice, without a due date (each run's
+/// is its terms after it). Its key comes with the template: a double click saves once.
+#[component]
+pub fn EditSchedulePage() -> impl IntoView {
+    let params = use_params_map();
+    let action = ServerAction::<UpdateSchedule>::new();
+    let edit = Resource::new(
+        move || params.with(|p| p.get("id").unwrap_or_default()),
+        edit_schedule_form,
+    );
+    let errors = Signal::derive(move || match action.value().get() {
+        Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
+        _ => FieldErrors::new(),
+    });
+    let pending = action.pending();
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match edit.await {
+                    Ok(ScheduleEdit { id, key, form }) => view! {
+                        <section class="card">
+                            <h1>"Edit the recurring invoice"</h1>
+                            <p class="hint">"Runs from now on issue the edited invoice; invoices already issued stay as they are."</p>
+                            {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                            <ActionForm action attr:class="edit-schedule-form">
+                                <input type="hidden" name="schedule_id" value=id.to_string() />
+                                <input type="hidden" name="idempotency_key" value=key.to_string() />
+                                <InvoiceFields values=form errors more_lines=format!("/schedules/{id}/edit") recurring=true />
+                                <button type="submit" class="primary save" disabled=move || pending.get()>
+                                    {move || if pending.get() { "Saving…" } else { "Save" }}
+                                </button>
+                                " "
+                                <a href=format!("/schedules/{id}")>"Cancel"</a>
+                            </ActionForm>
+                        </section>
+                    }
+                    .into_any(),
                     Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
                     Err(e) => error_banner(&e).into_any(),
                 }

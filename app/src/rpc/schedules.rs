@@ -6,7 +6,9 @@ use leptos::prelude::*;
 use uuid::Uuid;
 
 use crate::error::AppError;
-use crate::model::{InvoiceForm, NewSchedulePage, Schedule, ScheduleForm, SchedulePage};
+use crate::model::{
+    InvoiceForm, NewSchedulePage, Schedule, ScheduleEdit, ScheduleForm, SchedulePage,
+};
 
 #[cfg(feature = "ssr")]
 use super::{form::SettingsForm, state};
@@ -79,7 +81,6 @@ pub async fn create_schedule(
     schedule: ScheduleForm,
 ) -> Result<(), AppError> {
     use crate::ssr::claim::Form;
-    let state = state()?;
     let parsed = input.parse().and_then(|invoice| {
         schedule
             .parse()
@@ -100,29 +101,97 @@ pub async fn create_schedule(
     }
     .saved(async |tx, user| {
         let mut input = parsed.clone().map_err(AppError::invalid)?;
-        crate::ssr::invoice_input::checked(&state.pool, user.org_id, &mut input.invoice)
-            .await
-            .map_err(|e| match e {
-                crate::ssr::invoice_input::InvoiceError::Invalid(fields) => {
-                    AppError::invalid(fields)
-                }
-                other => AppError::internal("checking a schedule", other.to_string()),
-            })?;
+        checked_template(user.org_id, &mut input.invoice).await?;
         let today =
             crate::ssr::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now()).await?;
         let id = Uuid::now_v7();
         crate::ssr::schedules::create(tx, user.org_id, id, &source_key, &input, today)
             .await
             .map(|s| s.id)
-            .map_err(|e| match e {
-                crate::ssr::schedules::ScheduleError::Invalid(fields) => AppError::invalid(fields),
-                crate::ssr::schedules::ScheduleError::NotFound => AppError::NotFound,
-                crate::ssr::schedules::ScheduleError::Db(e) => AppError::from(e),
-            })
+            .map_err(refused)
     })
     .await?;
     // The new schedule's page, with or without JavaScript (a repeat lands on the same one).
     leptos_axum::redirect(&format!("/schedules/{}", saved.id));
+    Ok(())
+}
+
+/// A template's customer and tax rates, checked against the org (a picked customer fills in its
+/// name and email).
+#[cfg(feature = "ssr")]
+async fn checked_template(
+    org: Uuid,
+    template: &mut crate::model::InvoiceInput,
+) -> Result<(), AppError> {
+    use crate::ssr::invoice_input::{checked, InvoiceError};
+    checked(&state()?.pool, org, template)
+        .await
+        .map_err(|e| match e {
+            InvoiceError::Invalid(fields) => AppError::invalid(fields),
+            other => AppError::internal("checking a schedule", other.to_string()),
+        })
+}
+
+#[cfg(feature = "ssr")]
+fn refused(e: crate::ssr::schedules::ScheduleError) -> AppError {
+    use crate::ssr::schedules::ScheduleError;
+    match e {
+        ScheduleError::Invalid(fields) => AppError::invalid(fields),
+        ScheduleError::NotFound => AppError::NotFound,
+        ScheduleError::Db(e) => AppError::from(e),
+    }
+}
+
+/// A schedule's template as its edit form shows it, and the form's key.
+#[server(prefix = "/rpc", endpoint = "edit_schedule_form")]
+pub async fn edit_schedule_form(id: String) -> Result<ScheduleEdit, AppError> {
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let state = state()?;
+    let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    let mut conn = state.reads.acquire().await?;
+    let schedule = crate::ssr::schedules::get(&mut conn, user.org_id, id)
+        .await?
+        .ok_or_else(|| AppError::NotFound.respond())?;
+    Ok(ScheduleEdit {
+        id,
+        key: crate::model::form_key(user.org_id),
+        form: InvoiceForm::from_input(&schedule.template),
+    })
+}
+
+/// Replaces a schedule's template (later runs issue the edited invoice; its cadence stays), once
+/// per rendered form.
+#[server(prefix = "/rpc", endpoint = "update_schedule")]
+pub async fn update_schedule(
+    schedule_id: String,
+    idempotency_key: Option<String>,
+    input: InvoiceForm,
+) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    let schedule = Uuid::try_parse(&schedule_id).map_err(|_| AppError::NotFound.respond())?;
+    let parsed = input.parse().and_then(|template| {
+        crate::model::ScheduleInput::template_errors(&template).map(|()| template)
+    });
+    let back = format!("/schedules/{schedule}");
+    SettingsForm {
+        form: Form::EditSchedule,
+        action: crate::model::Action::EditInvoices,
+        back: &back,
+        idempotency_key,
+        content: &(schedule, &input),
+        check: parsed.as_ref().map(|_| ()).map_err(Clone::clone),
+    }
+    .run(async |tx, user| {
+        let mut template = parsed.clone().map_err(AppError::invalid)?;
+        checked_template(user.org_id, &mut template).await?;
+        crate::ssr::schedules::edit_template(tx, user.org_id, schedule, &template)
+            .await
+            .map(|s| s.id)
+            .map_err(refused)
+    })
+    .await?;
+    // Back to the schedule's page, with or without JavaScript.
+    leptos_axum::redirect(&back);
     Ok(())
 }
 

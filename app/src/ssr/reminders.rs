@@ -5,7 +5,8 @@
 //! with a payment (which takes the same lock): either the payment commits first and nothing is
 //! sent, or the reminder commits first and its email was queued before the payment. Only the latest
 //! due step is sent; earlier ones still unsent are recorded as skipped. Nothing is sent before 09:00
-//! in the org's zone, nor beyond the org's hourly email allowance (the email waits).
+//! in the org's zone, nor beyond the org's hourly email allowance (the email waits), nor a step that
+//! fell due more than [`CATCH_UP_DAYS`] ago.
 
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
@@ -17,6 +18,10 @@ use crate::ssr::outbox;
 
 /// The local hour from which reminders go out.
 pub const FROM_HOUR: i32 = 9;
+
+/// How late a step is still sent: a step that fell due longer ago than this (downtime, the org
+/// over its allowance, or steps saved after the fact) is not sent, nor the invoice looked at again.
+pub const CATCH_UP_DAYS: i32 = 30;
 
 pub use crate::model::{check_reminder_steps as check, ReminderStep as Step};
 
@@ -91,14 +96,17 @@ async fn run_one(
     spent: &mut Vec<Uuid>,
 ) -> sqlx::Result<Option<bool>> {
     let mut tx = pool.begin().await?;
-    // The index narrows to open invoices due within the earliest step's reach; the org's own date
-    // and hour decide.
+    // Per org with steps (and past its local hour), the open invoices whose due date lies in its
+    // steps' window (from the last step plus the catch-up days to the first), from an index; the
+    // latest step each has reached decides.
     // language=PostgreSQL
     let due = sqlx::query!(
         r#"
         select i.id, i.org_id, s.offset_days as "offset_days!", s.message as "message!"
-        from invoices i
-        join orgs o on o.id = i.org_id
+        from (select org_id, min(offset_days) as first, max(offset_days) as last
+              from reminder_steps group by org_id) p
+        join orgs o on o.id = p.org_id
+        join invoices i on i.org_id = p.org_id
         join lateral (
             select st.offset_days, st.message from reminder_steps st
             where st.org_id = i.org_id
@@ -107,13 +115,14 @@ async fn run_one(
             limit 1
         ) s on true
         where i.status = 'open' and not i.reminders_off
-          and i.due_date <= ($1::timestamptz at time zone 'UTC')::date + 61
+          and i.due_date <= ($1::timestamptz at time zone o.time_zone)::date - p.first
+          and i.due_date >= ($1::timestamptz at time zone o.time_zone)::date - p.last - $4::int
           and i.payment_state in ('unpaid', 'partially_paid')
           and i.amount_paid_cents < i.total_cents - i.amount_credited_cents
           and extract(hour from $1::timestamptz at time zone o.time_zone)::int >= $2
           and not exists (select 1 from customers c where c.id = i.customer_id and c.reminders_off)
           and not exists (select 1 from reminders r where r.invoice_id = i.id and r.offset_days = s.offset_days)
-          and i.org_id <> all($3)
+          and p.org_id <> all($3)
         order by i.due_date, i.id
         limit 1
         for update of i skip locked
@@ -121,6 +130,7 @@ async fn run_one(
         now as _,
         FROM_HOUR,
         spent.as_slice(),
+        CATCH_UP_DAYS,
     )
     .fetch_optional(&mut *tx)
     .await?;
@@ -258,4 +268,42 @@ pub async fn set_customer_off(
     .execute(&mut *tx)
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// Reminders due and not queued at `now` (up to 1,000: the cost of a scrape stays bounded), for
+/// the metrics.
+pub async fn backlog(pool: &PgPool, now: DateTime<Utc>) -> sqlx::Result<i64> {
+    // language=PostgreSQL
+    sqlx::query_scalar!(
+        r#"
+        select count(*) as "due!" from (
+            select 1
+            from (select org_id, min(offset_days) as first, max(offset_days) as last
+                  from reminder_steps group by org_id) p
+            join orgs o on o.id = p.org_id
+            join invoices i on i.org_id = p.org_id
+            join lateral (
+                select st.offset_days from reminder_steps st
+                where st.org_id = i.org_id
+                  and i.due_date + st.offset_days <= ($1::timestamptz at time zone o.time_zone)::date
+                order by st.offset_days desc
+                limit 1
+            ) s on true
+            where i.status = 'open' and not i.reminders_off
+              and i.due_date <= ($1::timestamptz at time zone o.time_zone)::date - p.first
+              and i.due_date >= ($1::timestamptz at time zone o.time_zone)::date - p.last - $3::int
+              and i.payment_state in ('unpaid', 'partially_paid')
+              and i.amount_paid_cents < i.total_cents - i.amount_credited_cents
+              and extract(hour from $1::timestamptz at time zone o.time_zone)::int >= $2
+              and not exists (select 1 from customers c where c.id = i.customer_id and c.reminders_off)
+              and not exists (select 1 from reminders r where r.invoice_id = i.id and r.offset_days = s.offset_days)
+            limit 1000
+        ) due
+        "#,
+        now as _,
+        FROM_HOUR,
+        CATCH_UP_DAYS,
+    )
+    .fetch_one(pool)
+    .await
 }

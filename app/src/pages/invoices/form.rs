@@ -118,16 +118,20 @@ pub fn EditInvoicePage() -> impl IntoView {
     }
 }
 
-/// The invoice's fields and line rows, shared by the new-invoice and edit-draft forms. Spare rows
-/// come from `?lines=N` (so "+ Add line" works without JavaScript: `more_lines` is the page's path).
+/// The invoice's fields and line rows, shared by the new-invoice, edit-draft and schedule template
+/// forms. Spare rows come from `?lines=N` (so "+ Add line" works without JavaScript: `more_lines`
+/// is the page's path).
 #[component]
-fn InvoiceFields(
+pub(crate) fn InvoiceFields(
     values: InvoiceForm,
     errors: Signal<FieldErrors>,
     more_lines: String,
     /// The create form offers "Save as a new customer"; a draft's edit form does not.
     #[prop(optional)]
     offer_save_customer: bool,
+    /// A schedule's template: each run has its own due date, from the payment terms.
+    #[prop(optional)]
+    recurring: bool,
 ) -> impl IntoView {
     let wanted_rows = use_query_map()
         .with_untracked(|q| q.get("lines").and_then(|n| n.parse::<usize>().ok()))
@@ -241,15 +245,17 @@ fn InvoiceFields(
                 </select>
                 {error_for("currency".into())}
             </label>
-            <label>
-                "Due date"
-                <input type="date" name="input[due_date]" value=due_date />
-                {error_for("due_date".into())}
-            </label>
+            {(!recurring).then(|| view! {
+                <label>
+                    "Due date"
+                    <input type="date" name="input[due_date]" value=due_date />
+                    {error_for("due_date".into())}
+                </label>
+            })}
             <label>
                 "Payment terms"
                 <select name="input[payment_terms_days]">
-                    <option value="" selected=payment_terms_days.is_empty()>"Due on the date above"</option>
+                    {(!recurring).then(|| view! { <option value="" selected=payment_terms_days.is_empty()>"Due on the date above"</option> })}
                     {PAYMENT_TERMS
                         .iter()
                         .map(|days| {
@@ -260,7 +266,9 @@ fn InvoiceFields(
                         })
                         .collect_view()}
                 </select>
-                <span class="hint">"Terms set the due date when the invoice is issued."</span>
+                <span class="hint">
+                    {if recurring { "Each run's invoice is due this long after it is issued." } else { "Terms set the due date when the invoice is issued." }}
+                </span>
                 {error_for("payment_terms_days".into())}
             </label>
         </div>

@@ -2,7 +2,7 @@
 //! totals rows that an invoice's page and the customer's page share.
 
 mod detail;
-mod form;
+pub(crate) mod form;
 mod list;
 mod payments;
 

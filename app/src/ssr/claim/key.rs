@@ -62,6 +62,7 @@ pub enum Form {
     ApplyCredit,
     CreateSchedule,
     PauseSchedule,
+    EditSchedule,
     EditReminders,
     ToggleReminders,
 }
@@ -94,6 +95,7 @@ impl Form {
             Form::ApplyCredit => "apply_credit",
             Form::CreateSchedule => "create_schedule",
             Form::PauseSchedule => "pause_schedule",
+            Form::EditSchedule => "edit_schedule",
             Form::EditReminders => "edit_reminders",
             Form::ToggleReminders => "toggle_reminders",
         }
