@@ -113,14 +113,18 @@ ensure_e2e_packages() {
 # and aiosmtpd (the real SMTP server the mail tests talk to).
 SCHEMATHESIS_VERSION=4.32.5
 AIOSMTPD_VERSION=1.4.6
+# The EN 16931 rules (../shared/einvoicing/validate.py) run with saxonche; factur-x reads the XML in a PDF.
+SAXONCHE_VERSION=13.1.1
+FACTURX_VERSION=7.8
 ensure_python_tools() {
   local venv=$ROOT/target/venv-tools
   if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION" \
-     || ! "$venv/bin/python" -c "import aiosmtpd" 2>/dev/null; then
-    step "installing schemathesis $SCHEMATHESIS_VERSION and aiosmtpd $AIOSMTPD_VERSION (PyPI, into target/venv-tools)"
+     || ! "$venv/bin/python" -c "import aiosmtpd, saxonche, facturx" 2>/dev/null; then
+    step "installing schemathesis $SCHEMATHESIS_VERSION, aiosmtpd $AIOSMTPD_VERSION, saxonche $SAXONCHE_VERSION and factur-x $FACTURX_VERSION (PyPI, into target/venv-tools)"
     command -v python3 >/dev/null || die "python3 is missing: install Python 3.11"
     python3 -m venv "$venv" || die "cannot create a Python virtualenv (apt-get install python3-venv)"
-    "$venv/bin/pip" install -q "schemathesis==$SCHEMATHESIS_VERSION" "aiosmtpd==$AIOSMTPD_VERSION"
+    "$venv/bin/pip" install -q "schemathesis==$SCHEMATHESIS_VERSION" "aiosmtpd==$AIOSMTPD_VERSION" \
+      "saxonche==$SAXONCHE_VERSION" "factur-x==$FACTURX_VERSION"
   fi
   SCHEMATHESIS=$venv/bin/schemathesis
   # The mail tests start scripts/smtp_sink.py with this interpreter.

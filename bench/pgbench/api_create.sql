@@ -14,6 +14,8 @@ from api_keys k
 join memberships m on m.user_id = k.created_by and m.org_id = k.org_id
 where k.hash = decode(:apikeyhash, 'hex') and k.revoked_at is null and (k.expires_at is null or k.expires_at > now())
 /*bench*/ ) s /*end*/ \gset
+-- einvoice::create_problems: whether the org issues e-invoices (it does not here: nothing more).
+select einvoicing from orgs where id = :org::uuid;
 BEGIN;
 -- include: parts/claim_done.sql serialize=true scope='api' owner=:apikeyid::text key='pgb-'||:client_id::text||'-'||:r::text fingerprint=sha256(convert_to('pgb-'||:r::text,'UTF8'))::bytea result=null::uuid
 -- include: parts/invoice_insert_head.sql

@@ -18,4 +18,6 @@ select u.id, u.email, u.password_hash, u.email_verified_at is not null as "verif
 from user_sessions s join users u on u.id = s.user_id
 join memberships m on m.user_id = s.user_id and m.org_id = s.org_id join orgs o on o.id = s.org_id
 where s.id = :sid::uuid and s.user_id = :user_id::uuid and s.ended_at is null;
+-- einvoice::create_problems: whether the org issues e-invoices (it does not here: nothing more).
+select einvoicing from orgs where id = :org::uuid;
 -- include: parts/form_create_tx.sql

@@ -15,7 +15,10 @@ test("create a customer (two submits: one), pick it on an invoice, find the invo
   await accessible(page);
   await page.fill('input[name="input[name]"]', "Zoë Müller GmbH");
   await page.fill('input[name="input[email]"]', "ap@mueller.example");
-  await page.fill('textarea[name="input[billing_address]"]', "Hauptstraße 5, Berlin");
+  await page.fill('input[name="input[address][line1]"]', "Hauptstraße 5");
+  await page.fill('input[name="input[address][postal_code]"]', "10115");
+  await page.fill('input[name="input[address][city]"]', "Berlin");
+  await page.fill('input[name="input[address][country]"]', "DE");
   await submitTwice(page, page.getByRole("button", { name: "Create customer" }), "/rpc/save_customer");
   await expect(page.locator("h1.customer-name")).toHaveText("Zoë Müller GmbH");
   await page.goto("/customers");

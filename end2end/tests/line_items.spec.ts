@@ -29,10 +29,16 @@ test.describe("line items, taxes, discounts and settings", () => {
 
     await page.fill('input[name="settings[number_format]"]', "INV-{YYYY}-{seq:4}");
     await page.selectOption('select[name="settings[number_reset]"]', "yearly");
-    await page.fill('textarea[name="settings[address]"]', "1 Harbour Street\nRotterdam");
     await submitTwice(page, page.getByRole("button", { name: "Save settings" }), "/rpc/save_org_settings");
     const year = new Date().getUTCFullYear();
     await expect(page.locator(".next-number")).toHaveText(`INV-${year}-0001`);
+
+    const details = page.locator("form.org-details");
+    await details.locator('input[name="details[address][line1]"]').fill("1 Harbour Street");
+    await details.locator('input[name="details[address][city]"]').fill("Rotterdam");
+    await details.locator('input[name="details[address][country]"]').fill("NL");
+    await submitTwice(page, details.getByRole("button", { name: "Save business details" }), "/rpc/save_org_details");
+    await expect(details.locator('input[name="details[address][city]"]')).toHaveValue("Rotterdam");
 
     // A refused setting says why and saves nothing.
     await page.fill('input[name="settings[time_zone]"]', "Mars/Olympus_Mons");

@@ -178,7 +178,7 @@ pub async fn org(pool: &PgPool, org: Uuid, n: i64) -> anyhow::Result<()> {
     // language=PostgreSQL
     sqlx::query(
         r#"
-        insert into customers (id, org_id, name, email, billing_address, created_at, updated_at)
+        insert into customers (id, org_id, name, email, address_line1, created_at, updated_at)
         select md5($1::text || '/c/' || c)::uuid, $1, 'Customer ' || c, 'c' || c || '@example.com',
                c || ' Main Street', now() - interval '3 years', now() - interval '3 years'
         from generate_series(1, $2::int8) c

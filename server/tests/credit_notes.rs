@@ -366,9 +366,7 @@ async fn a_double_submitted_credit_form_issues_one_credit_note(pool: PgPool) {
         &app::model::CustomerInput {
             name: "Ada".into(),
             email: "ada@example.com".into(),
-            billing_address: String::new(),
-            tax_id: None,
-            notes: String::new(),
+            ..Default::default()
         },
     )
     .await

@@ -12,7 +12,7 @@ fn body(name: &str, email: &str) -> String {
         "name": name,
         "email": email,
         "billing_address": "1 Main Street, Springfield",
-        "tax_id": "US-42",
+        "tax_id": "DE123456789",
     })
     .to_string()
 }
@@ -45,7 +45,7 @@ async fn a_customer_is_created_once_per_key_and_replayed_byte_for_byte(pool: PgP
     assert_eq!(other.status, 422, "the key names another request");
     assert_eq!(app.count("select count(*) from customers").await, 1);
     let got = app.get(&token, &format!("/api/v1/customers/{id}")).await;
-    assert_eq!(got.json()["tax_id"], "US-42");
+    assert_eq!(got.json()["tax_id"], "DE123456789");
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
@@ -195,7 +195,7 @@ async fn an_invoice_takes_its_customers_details_and_keeps_them_once_finalized(po
     assert_eq!(open["customer_name"], "Ada");
     assert_eq!(open["customer_email"], "ada@example.com");
     assert_eq!(open["customer_address"], "1 Main Street, Springfield");
-    assert_eq!(open["customer_tax_id"], "US-42");
+    assert_eq!(open["customer_tax_id"], "DE123456789");
     let draft = app
         .post_invoice(Some(&token), Some("i-2"), &invoice(true))
         .await

@@ -13,6 +13,7 @@ mod credit_balance;
 mod credit_notes;
 mod credit_refunds;
 mod customers;
+mod einvoice;
 mod form_crash;
 mod invoice_lists;
 mod lifecycle;

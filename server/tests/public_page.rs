@@ -16,7 +16,7 @@ async fn get(app: &TestApp, path: &str) -> (u16, reqwest::header::HeaderMap, Str
 }
 
 async fn set_address(pool: &PgPool, org: Uuid, address: &str) {
-    sqlx::query("update orgs set address = $2 where id = $1")
+    sqlx::query("update orgs set address_line1 = $2 where id = $1")
         .bind(org)
         .bind(address)
         .execute(pool)

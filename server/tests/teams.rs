@@ -667,10 +667,17 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
             ]),
         ),
         (
+            "save_org_details",
+            form(&[
+                ("idempotency_key", key()),
+                ("details[legal_name]", "Refused GmbH".into()),
+                ("details[address][country]", "DE".into()),
+            ]),
+        ),
+        (
             "save_org_settings",
             form(&[
                 ("idempotency_key", key()),
-                ("settings[address]", "Refused".into()),
                 ("settings[time_zone]", "UTC".into()),
                 ("settings[number_format]", "INV-{seq:6}".into()),
                 ("settings[number_reset]", "never".into()),
@@ -1118,8 +1125,10 @@ async fn viewer_keys_and_keys_of_removed_members_are_refused_every_api_write(poo
         };
         let viewer = send(&viewer_key.plaintext).await.unwrap().status().as_u16();
         if method == "GET" {
+            // The seeded invoice names no parties: not an e-invoice (409), but readable.
+            let einvoice = path.ends_with("/einvoice") && viewer == 409;
             assert!(
-                viewer == 200 || viewer == 404,
+                viewer == 200 || viewer == 404 || einvoice,
                 "a viewer reads {path}: {viewer}"
             );
         } else {

@@ -9,6 +9,7 @@ mod form_key;
 mod input;
 mod money;
 mod org;
+mod party;
 mod payment;
 mod recurring;
 mod roles;
@@ -33,7 +34,8 @@ pub use money::{
     currency, currency_exponent, format_money, parse_amount, plain_amount, Currency,
     COMMON_CURRENCIES, CURRENCIES,
 };
-pub use org::{OrgSettings, OrgSettingsPage, DEFAULT_CREDIT_NOTE_FORMAT};
+pub use org::{OrgDetails, OrgSettings, OrgSettingsPage, DEFAULT_CREDIT_NOTE_FORMAT};
+pub use party::{check_vat_id, is_country, normalize_vat_id, Address};
 pub use payment::{
     Payment, PaymentForm, PaymentInput, PaymentMethod, PaymentSource, MAX_PAYMENT_CENTS,
 };
@@ -44,7 +46,7 @@ pub use recurring::{
 };
 pub use roles::{Action, Role};
 pub use statement::{describe, Statement, StatementEntry, StatementSection};
-pub use tax_rate::TaxRateInput;
+pub use tax_rate::{TaxCategory, TaxRateInput};
 pub use team::{
     AccountView, AuditEntry, InvitationState, InvitationSummary, InvitationView, Member,
     MembersPage, OrgChoice, OwnApiKey, SessionSummary,

@@ -1,15 +1,13 @@
-//! An org's settings: how invoice numbers look and restart, the time zone dates are reckoned in, the
-//! address printed on invoices.
+//! An org's settings: how invoice numbers look and restart, the time zone dates are reckoned in; and
+//! its legal details, printed on invoices and named as the seller of its e-invoices.
 
 use serde::{Deserialize, Serialize};
 
+use super::party::{check_vat_id, normalize_vat_id, Address};
 use crate::error::FieldErrors;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OrgSettings {
-    /// Printed on invoices, their page and PDF.
-    #[serde(default)]
-    pub address: String,
     /// An IANA zone ("Europe/Amsterdam"): "overdue", "this year" and payment terms count days in it.
     #[serde(default)]
     pub time_zone: String,
@@ -41,9 +39,6 @@ impl OrgSettings {
     /// The checks that need no database (the time zone is checked against Postgres' list).
     pub fn check(&self) -> Result<(), FieldErrors> {
         let mut out = FieldErrors::new();
-        if self.address.chars().count() > 1000 || self.address.contains('\0') {
-            out.insert("address".into(), "Enter at most 1000 characters.".into());
-        }
         let zone = self.time_zone.trim();
         if zone.is_empty()
             || zone.len() > 64
@@ -97,11 +92,109 @@ impl OrgSettings {
     }
 }
 
+/// Who issues the org's invoices: printed on them, and the seller of its e-invoices.
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OrgDetails {
+    /// The registered name, when it is not the org's name ("Acme GmbH").
+    #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(max_length = 200))]
+    pub legal_name: String,
+    #[serde(default)]
+    pub address: Address,
+    /// With its country prefix: DE123456789.
+    #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(max_length = 30))]
+    pub vat_id: String,
+    /// A national tax number, when the org has no VAT id (a German Steuernummer).
+    #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(max_length = 50))]
+    pub tax_registration_id: String,
+    /// The contact for the org's customers.
+    #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(max_length = 254))]
+    pub email: String,
+    #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(max_length = 50))]
+    pub phone: String,
+    /// Invoices are finalized only as valid EN 16931 e-invoices, and PDFs carry `factur-x.xml`.
+    #[serde(default)]
+    pub einvoicing: bool,
+}
+
+impl OrgDetails {
+    /// Trimmed, the VAT id normalized.
+    pub fn normalized(&self) -> OrgDetails {
+        OrgDetails {
+            legal_name: self.legal_name.trim().to_owned(),
+            address: self.address.normalized(),
+            vat_id: normalize_vat_id(&self.vat_id),
+            tax_registration_id: self.tax_registration_id.trim().to_owned(),
+            email: self.email.trim().to_owned(),
+            phone: self.phone.trim().to_owned(),
+            einvoicing: self.einvoicing,
+        }
+    }
+
+    /// The checks of a [normalized](Self::normalized) value: lengths, the address, the VAT id's
+    /// format, the email's shape; with e-invoicing on, what every e-invoice needs of its seller.
+    pub fn check(&self) -> Result<(), FieldErrors> {
+        let mut out = FieldErrors::new();
+        for (field, value, max) in [
+            ("legal_name", &self.legal_name, 200),
+            ("tax_registration_id", &self.tax_registration_id, 50),
+            ("email", &self.email, 254),
+            ("phone", &self.phone, 50),
+        ] {
+            if value.chars().count() > max || value.contains('\0') {
+                out.insert(field.into(), format!("Enter at most {max} characters."));
+            }
+        }
+        self.address.check("address", &mut out);
+        if !self.vat_id.is_empty() {
+            if let Err(message) = check_vat_id(&self.vat_id) {
+                out.insert("vat_id".into(), message);
+            }
+        }
+        if !self.email.is_empty() && !validator::ValidateEmail::validate_email(&self.email) {
+            out.insert("email".into(), "Enter a valid email address.".into());
+        }
+        if self.einvoicing {
+            if self.address.country.is_empty() {
+                out.insert(
+                    "address.country".into(),
+                    "E-invoices name the seller's country: enter it.".into(),
+                );
+            }
+            if self.address.city.is_empty() {
+                out.insert(
+                    "address.city".into(),
+                    "E-invoices name the seller's city.".into(),
+                );
+            }
+            if self.vat_id.is_empty() && self.tax_registration_id.is_empty() {
+                out.insert(
+                    "vat_id".into(),
+                    "E-invoices name the seller's VAT id or tax number: enter one.".into(),
+                );
+            }
+        }
+        if out.is_empty() {
+            Ok(())
+        } else {
+            Err(out)
+        }
+    }
+}
+
 /// What the org settings page shows: the settings, the rates, and the keys of this rendering's forms.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OrgSettingsPage {
     pub settings: OrgSettings,
     pub settings_key: uuid::Uuid,
+    /// Who issues the invoices, and the key of this rendering's form for it.
+    pub details: OrgDetails,
+    pub details_key: uuid::Uuid,
     /// How the org is paid by transfer, and the key of this rendering's form for it.
     pub bank: super::BankDetails,
     pub bank_key: uuid::Uuid,
@@ -124,7 +217,6 @@ mod tests {
 
     fn settings(format: &str, reset: &str) -> OrgSettings {
         OrgSettings {
-            address: String::new(),
             time_zone: "Europe/Amsterdam".into(),
             number_format: format.into(),
             number_reset: reset.into(),

@@ -265,6 +265,8 @@ pub struct TaxRate {
     pub name: String,
     #[cfg_attr(feature = "ssr", schema(value_type = f64))]
     pub percent: super::Thousandths,
+    pub category: super::TaxCategory,
+    pub exemption_reason: String,
     pub archived: bool,
     pub created_at: DateTime<Utc>,
 }

@@ -38,7 +38,7 @@ pub fn CustomersPage() -> impl IntoView {
                                             <tr class="customer-row">
                                                 <td><a href=format!("/customers/{}", c.id)>{c.name}</a></td>
                                                 <td>{c.email}</td>
-                                                <td>{c.tax_id.unwrap_or_default()}</td>
+                                                <td>{c.vat_id.unwrap_or_default()}</td>
                                             </tr>
                                         }).collect_view()}
                                     </tbody>
@@ -139,15 +139,7 @@ fn CustomerForm(key: Uuid, customer: Option<Customer>) -> impl IntoView {
     } else {
         "Create customer"
     };
-    let c = customer.unwrap_or(Customer {
-        id: Uuid::nil(),
-        name: String::new(),
-        email: String::new(),
-        billing_address: String::new(),
-        tax_id: None,
-        notes: String::new(),
-        created_at: Default::default(),
-    });
+    let c = customer.map(|c| c.input()).unwrap_or_default();
     view! {
         {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
         <ActionForm action>
@@ -165,16 +157,18 @@ fn CustomerForm(key: Uuid, customer: Option<Customer>) -> impl IntoView {
                     {error_for("email")}
                 </label>
                 <label>
-                    "Tax id"
-                    <input type="text" name="input[tax_id]" value=c.tax_id.unwrap_or_default() maxlength="50" />
-                    {error_for("tax_id")}
+                    "VAT number"
+                    <input type="text" name="input[vat_id]" value=c.vat_id.unwrap_or_default() maxlength="30" />
+                    {error_for("vat_id")}
+                </label>
+                <label>
+                    "Buyer reference"
+                    <input type="text" name="input[buyer_reference]" value=c.buyer_reference maxlength="200" />
+                    <span class="hint">"What their invoices must quote, e.g. a Leitweg-ID."</span>
+                    {error_for("buyer_reference")}
                 </label>
             </div>
-            <label>
-                "Billing address"
-                <textarea name="input[billing_address]" rows="3" maxlength="1000">{c.billing_address}</textarea>
-                {error_for("billing_address")}
-            </label>
+            <crate::pages::party::AddressFields form="input" address=c.address errors />
             <label>
                 "Notes"
                 <textarea name="input[notes]" rows="2" maxlength="2000">{c.notes}</textarea>

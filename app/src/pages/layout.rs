@@ -112,7 +112,7 @@ pub fn error_banner(error: &AppError) -> Option<AnyView> {
     match error {
         // Field errors sit next to their fields; those about the form as a whole (its key, the
         // version it was rendered from) are a banner.
-        AppError::Invalid(r) => ["idempotency_key", "version"]
+        AppError::Invalid(r) => ["idempotency_key", "version", "einvoice"]
             .into_iter()
             .find_map(|f| r.fields.get(f))
             .map(|message| {

@@ -6,6 +6,7 @@ pub mod customers;
 pub mod filters;
 pub mod invoices;
 pub mod layout;
+pub mod party;
 pub mod reminders;
 pub mod schedules;
 pub mod settings;

@@ -5,10 +5,11 @@ use leptos::prelude::*;
 
 use super::layout::{error_banner, field_error, field_errors, Head};
 use crate::model::Action;
+use crate::model::TaxCategory;
 use crate::rpc::api_keys::{list_api_keys, CreateApiKey, RevokeApiKey};
 use crate::rpc::auth::current_user;
 use crate::rpc::settings::{
-    get_org_settings, AddTaxRate, ArchiveTaxRate, SaveBankDetails, SaveOrgSettings,
+    get_org_settings, AddTaxRate, ArchiveTaxRate, SaveBankDetails, SaveOrgDetails, SaveOrgSettings,
 };
 
 /// The org's settings and its tax rates. Every form carries a key minted when the page was rendered
@@ -19,17 +20,20 @@ pub fn OrgSettingsPage() -> impl IntoView {
     let add = ServerAction::<AddTaxRate>::new();
     let archive = ServerAction::<ArchiveTaxRate>::new();
     let bank = ServerAction::<SaveBankDetails>::new();
+    let details = ServerAction::<SaveOrgDetails>::new();
     // Reloaded after each successful save only: a refused one keeps what was typed on the page.
     let saved = Memo::new(move |before: Option<&usize>| {
         let ok = |v: Option<Result<(), crate::error::AppError>>| matches!(v, Some(Ok(())));
         let succeeded = ok(save.value().get())
             || ok(add.value().get())
             || ok(archive.value().get())
-            || ok(bank.value().get());
+            || ok(bank.value().get())
+            || ok(details.value().get());
         let now = save.version().get()
             + add.version().get()
             + archive.version().get()
-            + bank.version().get();
+            + bank.version().get()
+            + details.version().get();
         match (succeeded, before) {
             (false, Some(before)) => *before,
             _ => now,
@@ -39,6 +43,7 @@ pub fn OrgSettingsPage() -> impl IntoView {
     let save_errors = field_errors(save.value());
     let add_errors = field_errors(add.value());
     let bank_errors = field_errors(bank.value());
+    let details_errors = field_errors(details.value());
     // A field's message from the latest submit of its form, next to the field.
     let error_of = field_error;
     view! {
@@ -56,11 +61,6 @@ pub fn OrgSettingsPage() -> impl IntoView {
                                 <ActionForm action=save>
                                     <fieldset disabled=!can_manage class="plain">
                                     <input type="hidden" name="idempotency_key" value=p.settings_key.to_string() />
-                                    <label>
-                                        "Address (printed on invoices)"
-                                        <textarea name="settings[address]" rows="3" maxlength="1000">{s.address}</textarea>
-                                        {error_of(save_errors, "address")}
-                                    </label>
                                     <div class="grid">
                                         <label>
                                             "Time zone"
@@ -95,6 +95,7 @@ pub fn OrgSettingsPage() -> impl IntoView {
                                     </fieldset>
                                 </ActionForm>
                             </section>
+                            <super::party::OrgDetailsForm action=details details=p.details key=p.details_key can_manage errors=details_errors />
                             <section class="card" aria-labelledby="bank-heading">
                                 <h2 id="bank-heading">"How to pay by transfer"</h2>
                                 <p class="hint">"Shown on your invoices' page, PDF and email while something is due. Leave the IBAN and the other details empty to show nothing."</p>
@@ -152,6 +153,10 @@ pub fn OrgSettingsPage() -> impl IntoView {
                                                     <tr class="tax-rate">
                                                         <td>{r.name}</td>
                                                         <td class="num">{format!("{}%", r.percent)}</td>
+                                                        <td class="category">
+                                                            {r.category.label()}
+                                                            {(!r.exemption_reason.is_empty()).then(|| format!(": {}", r.exemption_reason))}
+                                                        </td>
                                                         <td>
                                                             {if r.archived {
                                                                 view! { <span class="status void">"archived"</span> }.into_any()
@@ -186,6 +191,20 @@ pub fn OrgSettingsPage() -> impl IntoView {
                                             "Percent"
                                             <input type="text" inputmode="decimal" name="percent" placeholder="20" />
                                             {error_of(add_errors, "percent")}
+                                        </label>
+                                        <label>
+                                            "VAT category"
+                                            <select name="category">
+                                                <option value="">"Standard rate, or zero rated at 0 %"</option>
+                                                {TaxCategory::ALL.into_iter().map(|c| view! { <option value=c.code()>{format!("{} ({})", c.label(), c.code())}</option> }).collect_view()}
+                                            </select>
+                                            {error_of(add_errors, "category")}
+                                        </label>
+                                        <label>
+                                            "Exemption reason"
+                                            <input type="text" name="exemption_reason" maxlength="300" />
+                                            <span class="hint">"For an exempt rate: printed on the invoice."</span>
+                                            {error_of(add_errors, "exemption_reason")}
                                         </label>
                                     </div>
                                     <button type="submit" class="primary add-tax-rate" disabled=move || add.pending().get()>

@@ -101,6 +101,18 @@ async fn with_customer(
                 )])
             }));
     }
+    match crate::ssr::einvoice::create_problems(&state.pool, org, &parsed).await {
+        Ok(problems) if problems.is_empty() => {}
+        Ok(problems) => return Err(crate::ssr::einvoice::for_form(problems)),
+        Err(e) => {
+            // Through AppError: a database failure is logged there.
+            let _ = crate::error::AppError::from(e);
+            return Err(crate::error::FieldErrors::from([(
+                "einvoice".to_owned(),
+                "The e-invoice could not be checked. Try again.".to_owned(),
+            )]));
+        }
+    }
     Ok(parsed)
 }
 

@@ -15,6 +15,7 @@ pub async fn get_org_settings() -> Result<crate::model::OrgSettingsPage, AppErro
     let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
     let state = state()?;
     let settings = crate::ssr::orgs::settings(&state.pool, user.org_id).await?;
+    let details = crate::ssr::orgs::details(&state.pool, user.org_id).await?;
     let bank = crate::ssr::orgs::bank_details(&state.pool, user.org_id).await?;
     let tax_rates = crate::ssr::tax_rates::list(&state.pool, user.org_id, true).await?;
     let year = chrono::Datelike::year(&chrono::Utc::now());
@@ -27,6 +28,8 @@ pub async fn get_org_settings() -> Result<crate::model::OrgSettingsPage, AppErro
             .collect(),
         tax_rates,
         settings_key: crate::model::form_key(user.org_id),
+        details,
+        details_key: crate::model::form_key(user.org_id),
         bank,
         bank_key: crate::model::form_key(user.org_id),
         tax_rate_key: crate::model::form_key(user.org_id),
@@ -84,6 +87,29 @@ pub async fn save_org_settings(
     .await
 }
 
+/// Saves who issues the org's invoices (its legal details), once per rendered form.
+#[server(prefix = "/rpc", endpoint = "save_org_details")]
+pub async fn save_org_details(
+    idempotency_key: Option<String>,
+    details: crate::model::OrgDetails,
+) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    let details = details.normalized();
+    SettingsForm {
+        form: Form::EditOrgDetails,
+        action: crate::model::Action::ManageOrg,
+        back: "/settings/org",
+        idempotency_key,
+        content: &details,
+        check: details.check(),
+    }
+    .run(async |tx, user| {
+        crate::ssr::orgs::save_details(tx, user.org_id, &details).await?;
+        Ok(user.org_id)
+    })
+    .await
+}
+
 /// Saves how the org is paid by transfer (shown on its invoices), once per rendered form.
 #[server(prefix = "/rpc", endpoint = "save_bank_details")]
 pub async fn save_bank_details(
@@ -113,11 +139,17 @@ pub async fn add_tax_rate(
     idempotency_key: Option<String>,
     name: String,
     percent: String,
+    category: Option<String>,
+    exemption_reason: Option<String>,
 ) -> Result<(), AppError> {
     use crate::ssr::claim::Form;
-    let parsed = crate::model::TaxRateInput::parse(&name, &percent);
+    let (category, reason) = (
+        category.unwrap_or_default(),
+        exemption_reason.unwrap_or_default(),
+    );
+    let parsed = crate::model::TaxRateInput::parse(&name, &percent, &category, &reason);
     let check = || parsed.clone().map(|_| ());
-    let content = (&name, &percent);
+    let content = (&name, &percent, &category, &reason);
     let source_key = format!(
         "form:{}",
         idempotency_key.as_deref().unwrap_or_default().trim()

@@ -4,39 +4,47 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use crate::model::{Customer, CustomerInput};
+use crate::model::{Address, Customer, CustomerInput};
 
 struct Row {
     id: Uuid,
     name: String,
     email: String,
-    billing_address: String,
-    tax_id: Option<String>,
+    address_line1: String,
+    address_line2: String,
+    city: String,
+    postal_code: String,
+    region: String,
+    country: String,
+    vat_id: Option<String>,
+    buyer_reference: String,
     notes: String,
     created_at: DateTime<Utc>,
 }
 
 impl From<Row> for Customer {
     fn from(r: Row) -> Self {
+        let address = Address {
+            line1: r.address_line1,
+            line2: r.address_line2,
+            city: r.city,
+            postal_code: r.postal_code,
+            region: r.region,
+            country: r.country,
+        };
         Customer {
             id: r.id,
             name: r.name,
             email: r.email,
-            billing_address: r.billing_address,
-            tax_id: r.tax_id,
+            billing_address: address.lines().join(", "),
+            address,
+            tax_id: r.vat_id.clone(),
+            vat_id: r.vat_id,
+            buyer_reference: r.buyer_reference,
             notes: r.notes,
             created_at: r.created_at,
         }
     }
-}
-
-/// The tax id as stored: trimmed, and none when blank.
-fn tax_id(input: &CustomerInput) -> Option<&str> {
-    input
-        .tax_id
-        .as_deref()
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
 }
 
 /// Inserts customer `id` (minted by the caller, so a claim can name it) of `org`; `source_key`
@@ -48,23 +56,33 @@ pub async fn insert(
     source_key: Option<&str>,
     input: &CustomerInput,
 ) -> sqlx::Result<Customer> {
+    let c = input.resolved();
+    let a = &c.address;
     // language=PostgreSQL
     let row = sqlx::query_as!(
         Row,
         r#"
-        insert into customers (id, org_id, source_key, name, email, billing_address, tax_id, notes)
-        values ($1, $2, $8, $3, $4, $5, $6, $7)
-        returning id, name, email, billing_address, tax_id, notes,
+        insert into customers (id, org_id, source_key, name, email, address_line1, address_line2,
+                               city, postal_code, region, country, vat_id, buyer_reference, notes)
+        values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, nullif($11, ''), $12, $13, $14)
+        returning id, name, email, address_line1, address_line2, city, postal_code, region,
+                  coalesce(country, '') as "country!", vat_id, buyer_reference, notes,
                   created_at as "created_at: DateTime<Utc>"
         "#,
         id,
         org,
-        input.name.trim(),
-        input.email.trim(),
-        input.billing_address,
-        tax_id(input),
-        input.notes,
         source_key,
+        c.name,
+        c.email,
+        a.line1,
+        a.line2,
+        a.city,
+        a.postal_code,
+        a.region,
+        a.country,
+        c.vat_id,
+        c.buyer_reference,
+        c.notes,
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -79,23 +97,34 @@ pub async fn update(
     id: Uuid,
     input: &CustomerInput,
 ) -> sqlx::Result<Option<Customer>> {
+    let c = input.resolved();
+    let a = &c.address;
     // language=PostgreSQL
     let row = sqlx::query_as!(
         Row,
         r#"
         update customers
-        set name = $3, email = $4, billing_address = $5, tax_id = $6, notes = $7, updated_at = now()
+        set name = $3, email = $4, address_line1 = $5, address_line2 = $6, city = $7,
+            postal_code = $8, region = $9, country = nullif($10, ''), vat_id = $11,
+            buyer_reference = $12, notes = $13, updated_at = now()
         where org_id = $1 and id = $2
-        returning id, name, email, billing_address, tax_id, notes,
+        returning id, name, email, address_line1, address_line2, city, postal_code, region,
+                  coalesce(country, '') as "country!", vat_id, buyer_reference, notes,
                   created_at as "created_at: DateTime<Utc>"
         "#,
         org,
         id,
-        input.name.trim(),
-        input.email.trim(),
-        input.billing_address,
-        tax_id(input),
-        input.notes,
+        c.name,
+        c.email,
+        a.line1,
+        a.line2,
+        a.city,
+        a.postal_code,
+        a.region,
+        a.country,
+        c.vat_id,
+        c.buyer_reference,
+        c.notes,
     )
     .fetch_optional(&mut *tx)
     .await?;
@@ -120,7 +149,8 @@ pub async fn get(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<Option<Cust
     let row = sqlx::query_as!(
         Row,
         r#"
-        select id, name, email, billing_address, tax_id, notes,
+        select id, name, email, address_line1, address_line2, city, postal_code, region,
+                       coalesce(country, '') as "country!", vat_id, buyer_reference, notes,
                created_at as "created_at: DateTime<Utc>"
         from customers where org_id = $1 and id = $2
         "#,
@@ -146,7 +176,8 @@ pub async fn list(
             sqlx::query_as!(
                 Row,
                 r#"
-                select id, name, email, billing_address, tax_id, notes,
+                select id, name, email, address_line1, address_line2, city, postal_code, region,
+                       coalesce(country, '') as "country!", vat_id, buyer_reference, notes,
                        created_at as "created_at: DateTime<Utc>"
                 from customers where org_id = $1
                 order by created_at desc, id desc
@@ -164,7 +195,8 @@ pub async fn list(
             sqlx::query_as!(
                 Row,
                 r#"
-                select id, name, email, billing_address, tax_id, notes,
+                select id, name, email, address_line1, address_line2, city, postal_code, region,
+                       coalesce(country, '') as "country!", vat_id, buyer_reference, notes,
                        created_at as "created_at: DateTime<Utc>"
                 from customers
                 where org_id = $1 and (lower(name) like $2 or lower(email) like $2)
@@ -233,14 +265,23 @@ pub fn patched(
     current: &Customer,
     patch: &serde_json::Value,
 ) -> Result<CustomerInput, CustomerError> {
-    let input = CustomerInput {
-        name: current.name.clone(),
-        email: current.email.clone(),
-        billing_address: current.billing_address.clone(),
-        tax_id: current.tax_id.clone(),
-        notes: current.notes.clone(),
-    };
-    let input = crate::ssr::patch::patched(&input, patch).map_err(CustomerError::Unreadable)?;
+    // The older names patch what they name now: `tax_id` the VAT id, `billing_address` line 1.
+    let mut patch = patch.clone();
+    if let Some(fields) = patch.as_object_mut() {
+        if let Some(v) = fields.remove("tax_id") {
+            fields.entry("vat_id").or_insert(v);
+        }
+        if let Some(v) = fields.remove("billing_address") {
+            let address = fields
+                .entry("address")
+                .or_insert_with(|| serde_json::json!({}));
+            if let Some(address) = address.as_object_mut() {
+                address.entry("line1").or_insert(v);
+            }
+        }
+    }
+    let input =
+        crate::ssr::patch::patched(&current.input(), &patch).map_err(CustomerError::Unreadable)?;
     input.check().map_err(CustomerError::Invalid)?;
     Ok(input)
 }

@@ -6,7 +6,9 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::model::PaymentStatus;
-use crate::model::{CustomerInput, Discount, InvoiceInput, LineInput, TaxRateInput, Thousandths};
+use crate::model::{
+    Address, CustomerInput, Discount, InvoiceInput, LineInput, TaxRateInput, Thousandths,
+};
 use crate::ssr::lifecycle::{self, Action};
 use crate::ssr::payments::{self, RefundFact, SessionFact};
 use crate::ssr::{accounts, customers, invoices, tax_rates};
@@ -32,54 +34,74 @@ pub async fn seed(pool: &PgPool) -> Result<Option<Uuid>, crate::error::AppError>
         .org_id;
     // language=PostgreSQL
     sqlx::query!(
-        "update orgs set address = $2, number_format = 'INV-{YYYY}-{seq:4}', number_reset = 'yearly' \
-         where id = $1",
+        "update orgs set number_format = 'INV-{YYYY}-{seq:4}', number_reset = 'yearly' where id = $1",
         org,
-        "12 Rue des Lilas\n69001 Lyon, France"
     )
     .execute(pool)
     .await?;
+    let details = crate::model::OrgDetails {
+        legal_name: "Demo Studio SARL".into(),
+        address: Address {
+            line1: "12 Rue des Lilas".into(),
+            city: "Lyon".into(),
+            postal_code: "69001".into(),
+            country: "FR".into(),
+            ..Address::default()
+        },
+        vat_id: "FR40303265045".into(),
+        email: EMAIL.into(),
+        ..Default::default()
+    };
+    let mut tx = pool.begin().await?;
+    crate::ssr::orgs::save_details(&mut tx, org, &details).await?;
+    tx.commit().await?;
 
     let mut tx = pool.begin().await?;
     let mut people = Vec::new();
-    for (name, email, address, tax_id) in [
+    for (name, email, (line1, postal_code, city, country), vat_id) in [
         (
             "Zoë Müller GmbH",
             "ap@mueller.example",
-            "Hauptstraße 5\n10115 Berlin",
+            ("Hauptstraße 5", "10115", "Berlin", "DE"),
             Some("DE123456789"),
         ),
         (
             "Ada Analytics Ltd",
             "billing@ada.example",
-            "1 Engine Row\nLondon N1",
+            ("1 Engine Row", "N1 7AA", "London", "GB"),
             Some("GB999888777"),
         ),
         (
             "Grace & Co",
             "grace@grace.example",
-            "42 Compiler Ave\nArlington, VA",
+            ("42 Compiler Ave", "22201", "Arlington, VA", "US"),
             None,
         ),
         (
             "Łukasz Nowak",
             "lukasz@nowak.example",
-            "ul. Długa 7\n00-238 Warszawa",
+            ("ul. Długa 7", "00-238", "Warszawa", "PL"),
             None,
         ),
         (
             "Hopper Logistics",
             "finance@hopper.example",
-            "9 Harbour Road\nRotterdam",
-            Some("NL00112233B01"),
+            ("9 Harbour Road", "3011 AA", "Rotterdam", "NL"),
+            Some("NL001122334B01"),
         ),
     ] {
         let input = CustomerInput {
             name: name.into(),
             email: email.into(),
-            billing_address: address.into(),
-            tax_id: tax_id.map(Into::into),
-            notes: String::new(),
+            address: Address {
+                line1: line1.into(),
+                postal_code: postal_code.into(),
+                city: city.into(),
+                country: country.into(),
+                ..Address::default()
+            },
+            vat_id: vat_id.map(Into::into),
+            ..Default::default()
         };
         let customer = customers::insert(&mut tx, Uuid::now_v7(), org, None, &input).await?;
         people.push(customer);
@@ -87,6 +109,8 @@ pub async fn seed(pool: &PgPool) -> Result<Option<Uuid>, crate::error::AppError>
     let vat = TaxRateInput {
         name: "VAT".into(),
         percent: Thousandths::whole(21),
+        category: None,
+        exemption_reason: String::new(),
     };
     let vat = tax_rates::insert(&mut tx, Uuid::now_v7(), org, "demo:vat", &vat).await?;
     let today = Utc::now().date_naive();

@@ -33,7 +33,13 @@ pub async fn checked(
     let (name, email) = (&mut input.customer_name, &mut input.customer_email);
     crate::ssr::customers::fill_invoice(pool, org, input.customer_id, name, email).await?;
     input.check().map_err(InvoiceError::Invalid)?;
-    crate::ssr::tax_rates::check(pool, org, input).await
+    crate::ssr::tax_rates::check(pool, org, input).await?;
+    let problems = crate::ssr::einvoice::create_problems(pool, org, input).await?;
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(InvoiceError::Invalid(problems))
+    }
 }
 
 /// The input an edit of `current` made at `version` saves: when `current` is a draft at that version,

@@ -173,9 +173,7 @@ pub async fn insert(
             let details = crate::model::CustomerInput {
                 name: input.customer_name.clone(),
                 email: input.customer_email.clone(),
-                billing_address: String::new(),
-                tax_id: None,
-                notes: String::new(),
+                ..Default::default()
             };
             let source_key = format!("invoice:{id}");
             crate::ssr::customers::insert(tx, customer, org, Some(&source_key), &details).await?;
@@ -199,7 +197,7 @@ pub async fn insert(
         with org as (
             select number_format, number_reset, time_zone,
                    extract(year from now() at time zone time_zone)::int as yr,
-                   (now() at time zone time_zone)::date as today
+                   (now() at time zone time_zone)::date as today, org_party(orgs) as seller
             from orgs where id = $2::uuid
         ), counter as (
             insert into invoice_counters (org_id, period, last_number)
@@ -213,14 +211,15 @@ pub async fn insert(
                                   customer_email, customer_address, customer_tax_id,
                                   currency, due_date, total_cents, source_key, subtotal_cents,
                                   discount_percent_milli, discount_amount_cents, discount_cents,
-                                  tax_cents, notes, payment_terms_days)
+                                  tax_cents, notes, payment_terms_days, seller, buyer)
             select $1::uuid, $2::uuid, case when c.last_number is null then 'draft' else 'open' end,
                    c.last_number, c.period, invoice_number_text(org.number_format, c.last_number, org.yr),
                    $3::text, case when c.last_number is not null then now() end,
-                   cu.id, h.customer_name, h.customer_email, coalesce(cu.billing_address, ''), cu.tax_id,
+                   cu.id, h.customer_name, h.customer_email, coalesce(customer_postal(cu), ''), cu.vat_id,
                    h.currency, coalesce(org.today + h.payment_terms_days, h.due_date), h.total_cents,
                    h.source_key, h.subtotal_cents, h.discount_percent_milli, h.discount_amount_cents,
-                   h.discount_cents, h.tax_cents, h.notes, h.payment_terms_days
+                   h.discount_cents, h.tax_cents, h.notes, h.payment_terms_days,
+                   case when c.last_number is not null then org.seller end, customer_party(cu)
             from jsonb_populate_record(null::invoices, $4::jsonb) h
             left join counter c on true left join org on true
             left join customers cu on cu.id = h.customer_id and cu.org_id = $2::uuid

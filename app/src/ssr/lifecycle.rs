@@ -212,7 +212,7 @@ async fn finalize(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<bo
         ), org as (
             select number_format, number_reset,
                    extract(year from now() at time zone time_zone)::int as yr,
-                   (now() at time zone time_zone)::date as today
+                   (now() at time zone time_zone)::date as today, org_party(orgs) as seller
             from orgs where id = $2
         ), counter as (
             insert into invoice_counters (org_id, period, last_number)
@@ -228,8 +228,10 @@ async fn finalize(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<bo
             due_date = coalesce(org.today + i.payment_terms_days, i.due_date),
             customer_name = coalesce(cu.name, i.customer_name),
             customer_email = coalesce(cu.email, i.customer_email),
-            customer_address = coalesce(cu.billing_address, i.customer_address),
-            customer_tax_id = case when cu.id is null then i.customer_tax_id else cu.tax_id end
+            customer_address = coalesce(customer_postal(cu), i.customer_address),
+            customer_tax_id = case when cu.id is null then i.customer_tax_id else cu.vat_id end,
+            buyer = case when cu.id is null then i.buyer else customer_party(cu) end,
+            seller = org.seller
         from counter c
         cross join org
         left join customers cu on cu.id = (select customer_id from draft) and cu.org_id = $2

@@ -11,6 +11,7 @@ pub mod credit_balance;
 pub mod credit_notes;
 pub mod customers;
 pub mod demo;
+pub mod einvoice;
 pub mod failpoint;
 pub mod invitations;
 pub mod invoice_error;

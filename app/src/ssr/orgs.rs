@@ -4,18 +4,17 @@ use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use crate::error::AppError;
-use crate::model::{BankDetails, OrgSettings};
+use crate::model::{Address, BankDetails, OrgDetails, OrgSettings};
 
 pub async fn settings(db: impl PgExecutor<'_>, org: Uuid) -> sqlx::Result<OrgSettings> {
     // language=PostgreSQL
     let row = sqlx::query!(
-        "select address, time_zone, number_format, number_reset, credit_note_format from orgs where id = $1",
+        "select time_zone, number_format, number_reset, credit_note_format from orgs where id = $1",
         org
     )
     .fetch_one(db)
     .await?;
     Ok(OrgSettings {
-        address: row.address,
         time_zone: row.time_zone,
         number_format: row.number_format,
         number_reset: row.number_reset,
@@ -35,13 +34,12 @@ pub async fn save_settings(
     let saved = sqlx::query_scalar!(
         r#"
         update orgs
-        set address = $2, time_zone = $3, number_format = $4, number_reset = $5,
-            credit_note_format = coalesce(nullif($6, ''), $7)
-        where id = $1 and exists (select from pg_timezone_names where name = $3)
+        set time_zone = $2, number_format = $3, number_reset = $4,
+            credit_note_format = coalesce(nullif($5, ''), $6)
+        where id = $1 and exists (select from pg_timezone_names where name = $2)
         returning true as "saved!"
         "#,
         org,
-        settings.address.trim(),
         settings.time_zone.trim(),
         settings.number_format.trim(),
         settings.number_reset,
@@ -57,6 +55,69 @@ pub async fn save_settings(
             "Unknown time zone: enter one such as Europe/Amsterdam, America/New_York or UTC.",
         )),
     }
+}
+
+/// Who issues `org`'s invoices.
+pub async fn details(db: impl PgExecutor<'_>, org: Uuid) -> sqlx::Result<OrgDetails> {
+    // language=PostgreSQL
+    let r = sqlx::query!(
+        r#"
+        select legal_name, address_line1, address_line2, city, postal_code, region,
+               coalesce(country, '') as "country!", vat_id, tax_registration_id, contact_email,
+               contact_phone, einvoicing
+        from orgs where id = $1
+        "#,
+        org
+    )
+    .fetch_one(db)
+    .await?;
+    Ok(OrgDetails {
+        legal_name: r.legal_name,
+        address: Address {
+            line1: r.address_line1,
+            line2: r.address_line2,
+            city: r.city,
+            postal_code: r.postal_code,
+            region: r.region,
+            country: r.country,
+        },
+        vat_id: r.vat_id,
+        tax_registration_id: r.tax_registration_id,
+        email: r.contact_email,
+        phone: r.contact_phone,
+        einvoicing: r.einvoicing,
+    })
+}
+
+/// Saves who issues `org`'s invoices (normalized and checked by [`OrgDetails::check`] first).
+/// Invoices already finalized keep the seller they were finalized with.
+pub async fn save_details(tx: &mut PgConnection, org: Uuid, d: &OrgDetails) -> sqlx::Result<()> {
+    // language=PostgreSQL
+    sqlx::query!(
+        r#"
+        update orgs
+        set legal_name = $2, address_line1 = $3, address_line2 = $4, city = $5, postal_code = $6,
+            region = $7, country = nullif($8, ''), vat_id = $9, tax_registration_id = $10,
+            contact_email = $11, contact_phone = $12, einvoicing = $13
+        where id = $1
+        "#,
+        org,
+        d.legal_name,
+        d.address.line1,
+        d.address.line2,
+        d.address.city,
+        d.address.postal_code,
+        d.address.region,
+        d.address.country,
+        d.vat_id,
+        d.tax_registration_id,
+        d.email,
+        d.phone,
+        d.einvoicing,
+    )
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
 }
 
 /// How `org` is paid by transfer.

@@ -52,7 +52,7 @@ pub async fn open(
               and (last_viewed_at is null
                    or last_viewed_at < now() - make_interval(secs => $2))
         )
-        select i.id, i.org_id, o.name as org_name, o.address as org_address, o.payments_enabled,
+        select i.id, i.org_id, o.name as org_name, postal_text(o.address_line1, o.address_line2, o.postal_code, o.city, o.region, o.country) as org_address, o.payments_enabled,
                o.bank_account_holder, o.bank_iban, o.bank_bic, o.bank_other, o.payment_reference
         from invoices i join orgs o on o.id = i.org_id
         where i.public_token = $1
@@ -68,7 +68,7 @@ pub async fn open(
     let invoice = invoices::get(&mut conn, found.org_id, found.id, public_base).await?;
     Ok(invoice.map(|invoice| PublicInvoice {
         org_name: found.org_name,
-        org_address: found.org_address,
+        org_address: found.org_address.unwrap_or_default(),
         invoice,
         payments_enabled: found.payments_enabled,
         bank: crate::model::BankDetails {

@@ -8,7 +8,7 @@ use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use crate::error::FieldErrors;
-use crate::model::{AppliedTax, InvoiceInput, TaxRate, TaxRateInput, Thousandths};
+use crate::model::{AppliedTax, InvoiceInput, TaxCategory, TaxRate, TaxRateInput, Thousandths};
 use crate::ssr::invoice_error::InvoiceError;
 
 /// `org`'s rates, oldest first; archived ones only when `archived`.
@@ -20,8 +20,8 @@ pub async fn list(
     // language=PostgreSQL
     let rows = sqlx::query!(
         r#"
-        select id, name, percent_milli, archived_at is not null as "archived!",
-               created_at as "created_at: DateTime<Utc>"
+        select id, name, percent_milli, category, exemption_reason,
+               archived_at is not null as "archived!", created_at as "created_at: DateTime<Utc>"
         from tax_rates
         where org_id = $1 and ($2 or archived_at is null)
         order by created_at, id
@@ -38,6 +38,8 @@ pub async fn list(
             id: r.id,
             name: r.name,
             percent: Thousandths(r.percent_milli.into()),
+            category: TaxCategory::parse(&r.category).unwrap_or_default(),
+            exemption_reason: r.exemption_reason,
             archived: r.archived,
             created_at: r.created_at,
         })
@@ -58,16 +60,19 @@ pub async fn insert(
     let row = sqlx::query!(
         r#"
         with added as (
-            insert into tax_rates (id, org_id, name, percent_milli, source_key)
-            values ($1, $2, $3, $4, $5)
+            insert into tax_rates (id, org_id, name, percent_milli, source_key, category,
+                                   exemption_reason)
+            values ($1, $2, $3, $4, $5, $6, $7)
             on conflict (org_id, source_key) do nothing
-            returning id, name, percent_milli, archived_at, created_at
+            returning id, name, percent_milli, category, exemption_reason, archived_at, created_at
         )
         select id as "id!", name as "name!", percent_milli as "percent_milli!",
+               category as "category!", exemption_reason as "exemption_reason!",
                archived_at is not null as "archived!", created_at as "created_at!: DateTime<Utc>"
         from added
         union all
-        select id, name, percent_milli, archived_at is not null, created_at
+        select id, name, percent_milli, category, exemption_reason, archived_at is not null,
+               created_at
         from tax_rates
         where org_id = $2 and source_key = $5 and not exists (select from added)
         "#,
@@ -75,7 +80,9 @@ pub async fn insert(
         org,
         input.name.trim(),
         input.percent.0 as i32,
-        source_key
+        source_key,
+        input.category().code(),
+        input.exemption_reason.trim(),
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -83,6 +90,8 @@ pub async fn insert(
         id: row.id,
         name: row.name,
         percent: Thousandths(row.percent_milli.into()),
+        category: TaxCategory::parse(&row.category).unwrap_or_default(),
+        exemption_reason: row.exemption_reason,
         archived: row.archived,
         created_at: row.created_at,
     })

@@ -5,8 +5,10 @@ mod client;
 mod credit_notes;
 mod customers;
 mod documented;
+mod einvoice;
 mod invoices;
 mod openapi;
+mod org;
 mod problem;
 mod query;
 mod schedules;
@@ -62,6 +64,10 @@ fn api() -> Api {
                 to(M::PATCH, invoices::patch_invoice),
                 to(M::DELETE, invoices::delete_invoice),
             ],
+        )
+        .route(
+            "/api/v1/invoices/{id}/einvoice",
+            [to(M::GET, einvoice::get_invoice_einvoice)],
         )
         .post("/api/v1/invoices/{id}/finalize", invoices::finalize_invoice)
         .post("/api/v1/invoices/{id}/void", invoices::void_invoice)
@@ -133,6 +139,10 @@ fn api() -> Api {
                 to(M::GET, tax_rates::list_tax_rates),
                 to(M::POST, tax_rates::post_tax_rate),
             ],
+        )
+        .route(
+            "/api/v1/org",
+            [to(M::GET, org::get_org), to(M::PATCH, org::patch_org)],
         )
         .route("/api/v1/openapi.json", [to(M::GET, openapi::openapi)])
 }

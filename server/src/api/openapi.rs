@@ -5,15 +5,17 @@ use app::model::{
     ApplyCreditInput, CreditLineInput, CreditNote, CreditNoteInput, CreditNoteLine, CreditRefund,
     Customer, CustomerInput, DayField, Discount, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus,
     LastDay, LineInput, Missed, Payment, PaymentInput, PaymentMethod, PaymentSource, PaymentState,
-    RunAction, Schedule, ScheduleFields, ScheduleInput, ScheduleRun, TaxRate, TaxRateInput,
-    TaxTotal,
+    RunAction, Schedule, ScheduleFields, ScheduleInput, ScheduleRun, TaxCategory, TaxRate,
+    TaxRateInput, TaxTotal,
 };
 use axum::Json;
 use utoipa::OpenApi;
 
 use super::credit_notes;
 use super::customers::{self, CustomerList};
+use super::einvoice;
 use super::invoices::{self, CheckoutSession, InvoiceList, PaymentList};
+use super::org::{self, Org, OrgBank, OrgEditable};
 use super::problem::Problem;
 use super::schedules::{self, ScheduleList};
 use super::tax_rates::{self, TaxRateList};
@@ -25,6 +27,7 @@ use super::tax_rates::{self, TaxRateList};
         invoices::post_invoice,
         invoices::list_invoices,
         invoices::get_invoice,
+        einvoice::get_invoice_einvoice,
         invoices::patch_invoice,
         invoices::delete_invoice,
         invoices::duplicate_invoice,
@@ -49,7 +52,9 @@ use super::tax_rates::{self, TaxRateList};
         customers::get_customer,
         customers::patch_customer,
         tax_rates::post_tax_rate,
-        tax_rates::list_tax_rates
+        tax_rates::list_tax_rates,
+        org::get_org,
+        org::patch_org
     ),
     components(schemas(
         InvoiceInput,
@@ -89,6 +94,11 @@ use super::tax_rates::{self, TaxRateList};
         TaxRateInput,
         TaxRate,
         TaxRateList,
+        TaxCategory,
+        app::model::Address,
+        Org,
+        OrgEditable,
+        OrgBank,
         Problem
     )),
     modifiers(&BearerAuth)

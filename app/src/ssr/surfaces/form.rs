@@ -201,6 +201,15 @@ pub async fn invoice_action(
     invoice: Uuid,
     action: Action,
 ) -> Result<Moved, AppError> {
+    if action == Action::Finalize {
+        // An e-invoicing org finalizes only what makes a valid e-invoice: asked before claiming.
+        let problems = crate::ssr::einvoice::finalize_problems(pool, org, invoice).await?;
+        if !problems.is_empty() {
+            return Err(AppError::BadRequest(crate::ssr::einvoice::sentence(
+                &problems,
+            )));
+        }
+    }
     let key = ClaimKey::form(org, Form::InvoiceAction(action.form_name()), form_key);
     let terms = Terms {
         result_id: Some(invoice),

@@ -28,6 +28,15 @@ async fn act(write: Write, action: Action) -> Result<Response, ProblemResponse> 
             {
                 return Err(not_found());
             }
+            if action == Action::Finalize {
+                // An e-invoicing org finalizes only what makes a valid e-invoice: asked before
+                // claiming, so the key stays usable.
+                let problems =
+                    app::ssr::einvoice::finalize_problems(&req.state().pool, org, id).await?;
+                if !problems.is_empty() {
+                    return Err(super::super::write::invalid("einvoice", problems));
+                }
+            }
             let base = &req.state().settings.public_url;
             req.once(&value, || {
                 async |tx| {

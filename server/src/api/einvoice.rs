@@ -1,0 +1,107 @@
+//! E-invoices through the API: a finalized invoice as EN 16931 XML, in CII (the Factur-X EN 16931
+//! profile) or UBL (XRechnung 3).
+
+use app::ssr::einvoice::{self, InvoiceDocumentError, Syntax};
+use app::ssr::AppState;
+use axum::extract::{Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+use super::client::Client;
+use super::documented::{InvoiceId, NotFound, Unauthorized};
+use super::problem::{problem, Problem, ProblemResponse};
+use super::query::{bad_query, ListQuery};
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct EinvoiceQuery {
+    /// `cii` (default; the XML a Factur-X PDF carries) or `ubl` (XRechnung 3).
+    #[param(pattern = "^(cii|ubl)$")]
+    pub syntax: Option<String>,
+}
+
+pub(super) fn syntax(query: &EinvoiceQuery) -> Result<Syntax, ProblemResponse> {
+    Syntax::parse(query.syntax.as_deref().unwrap_or("cii"))
+        .ok_or_else(|| bad_query("syntax must be cii or ubl"))
+}
+
+fn not_found() -> ProblemResponse {
+    problem(
+        StatusCode::NOT_FOUND,
+        "not-found",
+        "Not found",
+        "No such invoice.",
+    )
+}
+
+/// Why a document cannot be made: 409 with the fields to fix.
+pub(super) fn not_einvoice(detail: &str, fields: app::error::FieldErrors) -> ProblemResponse {
+    let mut p = problem(
+        StatusCode::CONFLICT,
+        "not-an-einvoice",
+        "Not a valid e-invoice",
+        detail,
+    );
+    if !fields.is_empty() {
+        p.problem.errors = Some(fields.into_iter().collect());
+    }
+    p
+}
+
+pub(super) fn xml(body: Vec<u8>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/xml; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+/// A finalized invoice as an EN 16931 e-invoice (`application/xml`). A draft, an invoice finalized
+/// before invoices recorded their parties, or one whose data the standard's rules refuse (a party
+/// without a country, a line without a tax rate, ...) is 409 with what to fix.
+#[utoipa::path(
+    get, path = "/api/v1/invoices/{id}/einvoice", tag = "invoices", params(InvoiceId, EinvoiceQuery),
+    responses(
+        (status = 200, description = "The e-invoice", content_type = "application/xml", body = String),
+        (status = 400, description = "A syntax other than cii or ubl", body = Problem, content_type = "application/problem+json"),
+        Unauthorized,
+        NotFound,
+        (status = 409, description = "A draft, or data the standard refuses (the fields to fix in `errors`)", body = Problem, content_type = "application/problem+json"),
+    ),
+)]
+pub(super) async fn get_invoice_einvoice(
+    State(state): State<AppState>,
+    Client(client): Client,
+    Path(id): Path<String>,
+    ListQuery(query): ListQuery<EinvoiceQuery>,
+) -> Result<Response, ProblemResponse> {
+    let syntax = syntax(&query)?;
+    let id = uuid::Uuid::try_parse(&id).map_err(|_| not_found())?;
+    let mut conn = state.reads.acquire().await?;
+    let document = match einvoice::invoice_document(&mut conn, client.org_id, id).await {
+        Ok(d) => d,
+        Err(InvoiceDocumentError::NotFound) => return Err(not_found()),
+        Err(InvoiceDocumentError::Draft) => {
+            return Err(not_einvoice(
+                "A draft has no number or date yet: finalize it first.",
+                Default::default(),
+            ))
+        }
+        Err(InvoiceDocumentError::NoParties) => {
+            return Err(not_einvoice(
+                "This invoice was finalized before invoices recorded their seller and buyer; e-invoices are made for invoices finalized since.",
+                Default::default(),
+            ))
+        }
+        Err(InvoiceDocumentError::Db(e)) => return Err(e.into()),
+    };
+    let problems = document.problems();
+    if !problems.is_empty() {
+        return Err(not_einvoice(
+            "The invoice's data does not make a valid EN 16931 e-invoice.",
+            problems,
+        ));
+    }
+    Ok(xml(document.xml(syntax)))
+}

@@ -1,0 +1,205 @@
+//! The org's settings through the API: who issues its invoices (legal name, address, VAT id, ...),
+//! how it is paid by transfer, and whether it issues e-invoices. Read by any key of the org;
+//! changed by an owner's key, as a JSON merge patch once per Idempotency-Key.
+
+use app::model::{Address, BankDetails, OrgDetails};
+use app::ssr::surfaces::api;
+use app::ssr::{orgs, AppState};
+use axum::extract::State;
+use axum::response::Response;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::client::Client;
+use super::documented::{InFlight, New, Unauthorized};
+use super::problem::{Problem, ProblemResponse};
+use super::write::{self, Write};
+
+/// How the org is paid by transfer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct OrgBank {
+    #[serde(default)]
+    pub holder: String,
+    #[serde(default)]
+    pub iban: String,
+    #[serde(default)]
+    pub bic: String,
+    /// Other account details (another scheme: routing and account number, sort code).
+    #[serde(default)]
+    pub text: String,
+    /// The payment reference printed on invoices; `{number}` is the invoice's number.
+    #[serde(default)]
+    pub reference: String,
+}
+
+/// What `PATCH /api/v1/org` changes (every field optional in a patch).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OrgEditable {
+    #[serde(default)]
+    pub legal_name: String,
+    #[serde(default)]
+    pub address: Address,
+    /// With its country prefix: DE123456789.
+    #[serde(default)]
+    pub vat_id: String,
+    #[serde(default)]
+    pub tax_registration_id: String,
+    #[serde(default)]
+    pub email: String,
+    #[serde(default)]
+    pub phone: String,
+    #[serde(default)]
+    pub bank: OrgBank,
+    /// Finalize only invoices that make a valid EN 16931 e-invoice; PDFs carry `factur-x.xml`.
+    #[serde(default)]
+    pub einvoicing: bool,
+}
+
+/// The org as the API shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Org {
+    pub id: uuid::Uuid,
+    pub name: String,
+    pub time_zone: String,
+    #[serde(flatten)]
+    pub settings: OrgEditable,
+}
+
+impl OrgEditable {
+    fn of(details: OrgDetails, bank: BankDetails) -> OrgEditable {
+        OrgEditable {
+            legal_name: details.legal_name,
+            address: details.address,
+            vat_id: details.vat_id,
+            tax_registration_id: details.tax_registration_id,
+            email: details.email,
+            phone: details.phone,
+            einvoicing: details.einvoicing,
+            bank: OrgBank {
+                holder: bank.holder,
+                iban: bank.iban,
+                bic: bank.bic,
+                text: bank.other,
+                reference: bank.reference,
+            },
+        }
+    }
+
+    fn split(&self) -> (OrgDetails, BankDetails) {
+        let details = OrgDetails {
+            legal_name: self.legal_name.clone(),
+            address: self.address.clone(),
+            vat_id: self.vat_id.clone(),
+            tax_registration_id: self.tax_registration_id.clone(),
+            email: self.email.clone(),
+            phone: self.phone.clone(),
+            einvoicing: self.einvoicing,
+        };
+        let bank = BankDetails {
+            holder: self.bank.holder.clone(),
+            iban: self.bank.iban.clone(),
+            bic: self.bank.bic.clone(),
+            other: self.bank.text.clone(),
+            reference: self.bank.reference.clone(),
+        };
+        (details.normalized(), bank.normalized())
+    }
+}
+
+async fn current(state: &AppState, org: uuid::Uuid) -> Result<Org, ProblemResponse> {
+    // language=PostgreSQL
+    let row = sqlx::query!("select name, time_zone from orgs where id = $1", org)
+        .fetch_one(&state.pool)
+        .await?;
+    let details = orgs::details(&state.pool, org).await?;
+    let bank = orgs::bank_details(&state.pool, org).await?;
+    Ok(Org {
+        id: org,
+        name: row.name,
+        time_zone: row.time_zone,
+        settings: OrgEditable::of(details, bank),
+    })
+}
+
+/// The key's org: its legal details, bank details and e-invoicing.
+#[utoipa::path(
+    get, path = "/api/v1/org", tag = "org",
+    responses(
+        (status = 200, body = Org),
+        Unauthorized,
+    ),
+)]
+pub(super) async fn get_org(
+    State(state): State<AppState>,
+    Client(client): Client,
+) -> Result<Json<Org>, ProblemResponse> {
+    Ok(Json(current(&state, client.org_id).await?))
+}
+
+/// Change the org's legal details, bank details or e-invoicing: a JSON merge patch (RFC 7396) of
+/// `legal_name`, `address`, `vat_id`, `tax_registration_id`, `email`, `phone`, `bank` and
+/// `einvoicing`, once per `Idempotency-Key`, with an owner's key. Invoices already finalized keep
+/// the seller they were finalized with.
+#[utoipa::path(
+    patch, path = "/api/v1/org", tag = "org",
+    request_body(content = OrgEditable, description = "A JSON merge patch of the org's fields", content_type = "application/merge-patch+json"),
+    params(New),
+    responses(
+        (status = 200, description = "Updated; replays return the stored response with `Idempotent-Replayed: true`", body = Org),
+        (status = 400, description = "Missing or malformed Idempotency-Key, or a body that is not a JSON object", body = Problem, content_type = "application/problem+json"),
+        Unauthorized,
+        (status = 403, description = "The API key's role is not owner", body = Problem, content_type = "application/problem+json"),
+        InFlight,
+        (status = 422, description = "The result is invalid (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
+    ),
+)]
+pub(super) async fn patch_org(write: Write) -> Result<Response, ProblemResponse> {
+    write.require(app::model::Action::ManageOrg)?;
+    write
+        .run(async |req, body| {
+            let org = req.org();
+            let patch = write::patch_body(body, "the org")?;
+            let now = current(req.state(), org).await?;
+            let edited = app::ssr::patch::patched(&now.settings, &patch)
+                .map_err(|reason| write::unreadable("org", reason))?;
+            let (details, bank) = edited.split();
+            let mut fields = details.check().err().unwrap_or_default();
+            if let Err(bad) = bank.check() {
+                fields.extend(bad.into_iter().map(|(f, m)| {
+                    let f = if f == "other" { "text".to_owned() } else { f };
+                    (format!("bank.{f}"), m)
+                }));
+            }
+            if !fields.is_empty() {
+                return Err(write::invalid("org", fields));
+            }
+            req.once(&patch, || {
+                async |tx| {
+                    orgs::save_details(tx, org, &details).await?;
+                    orgs::save_bank_details(tx, org, &bank).await?;
+                    let body = Org {
+                        settings: OrgEditable::of(details.clone(), bank.clone()),
+                        ..current_in(tx, org).await?
+                    };
+                    Ok((api::ok(&body), None))
+                }
+            })
+            .await
+        })
+        .await
+}
+
+async fn current_in(tx: &mut sqlx::PgConnection, org: uuid::Uuid) -> sqlx::Result<Org> {
+    // language=PostgreSQL
+    let row = sqlx::query!("select name, time_zone from orgs where id = $1", org)
+        .fetch_one(&mut *tx)
+        .await?;
+    Ok(Org {
+        id: org,
+        name: row.name,
+        time_zone: row.time_zone,
+        settings: OrgEditable::default(),
+    })
+}

@@ -1,0 +1,441 @@
+//! EN 16931 e-invoices: every document the tests make (each tax category, discounts, several rates,
+//! zero- and three-decimal currencies, a partially paid invoice), in CII and UBL, passes the
+//! official CEN rules (`../shared/einvoicing/validate.py`, run with saxonche); finalizing what would
+//! be invalid is refused with the field to fix, takes no number and keeps the key usable.
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::common::served::{ApiResponse, TestApp};
+
+/// Where the CEN validation artefacts are (CI has `../shared` beside the project).
+fn validator() -> Option<PathBuf> {
+    let dir = std::env::var_os("EINVOICING_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/einvoicing"),
+        PathBuf::from,
+    );
+    let script = dir.join("validate.py");
+    script.exists().then_some(script)
+}
+
+/// Runs the official rules over `files`; panics with their report when a fatal rule fails. Says
+/// plainly when the rules are not on this machine.
+pub fn assert_valid_en16931(files: &[PathBuf]) {
+    let Some(script) = validator() else {
+        eprintln!(
+            "EN 16931 RULES NOT RUN: ../shared/einvoicing/validate.py is absent on this machine ({} documents unchecked)",
+            files.len()
+        );
+        return;
+    };
+    let python = std::env::var("TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let out = std::process::Command::new(python)
+        .arg(&script)
+        .args(files)
+        .output()
+        .expect("running validate.py (needs saxonche: scripts/test installs it)");
+    let report = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{report}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "EN 16931 rules failed:\n{report}");
+    assert_eq!(
+        report
+            .lines()
+            .filter(|l| l.contains(" OK (0 fatal"))
+            .count(),
+        files.len(),
+        "every document checked"
+    );
+}
+
+async fn send(app: &TestApp, method: &str, path: &str, token: &str, body: Value) -> ApiResponse {
+    let req = app
+        .http
+        .request(method.parse().unwrap(), format!("{}{path}", app.base))
+        .bearer_auth(token)
+        .header("idempotency-key", Uuid::new_v4().to_string())
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    ApiResponse::read(req.send().await.unwrap()).await
+}
+
+async fn created(app: &TestApp, path: &str, token: &str, body: Value) -> Value {
+    let res = send(app, "POST", path, token, body).await;
+    assert_eq!(
+        res.status,
+        201,
+        "{path}: {}",
+        String::from_utf8_lossy(&res.body)
+    );
+    res.json()
+}
+
+struct Seller {
+    token: String,
+    rates: std::collections::HashMap<&'static str, String>,
+    domestic: String,
+    european: String,
+    abroad: String,
+}
+
+/// An e-invoicing org in Germany with a rate of each category and three customers: one in Germany
+/// (with a Leitweg-ID), a French business with a VAT id, one in the US without.
+async fn seller(app: &TestApp) -> Seller {
+    let (_, token) = app.api_client().await;
+    let org = send(
+        app,
+        "PATCH",
+        "/api/v1/org",
+        &token,
+        json!({
+            "legal_name": "Müller & Söhne GmbH",
+            "address": {"line1": "Hauptstraße 5", "postal_code": "10115", "city": "Berlin", "country": "DE"},
+            "vat_id": "DE 123 456 789",
+            "tax_registration_id": "12/345/67890",
+            "email": "billing@mueller.example",
+            "phone": "+49 30 1234567",
+            "bank": {"holder": "Müller & Söhne GmbH", "iban": "DE89 3704 0044 0532 0130 00", "bic": "COBADEFFXXX", "reference": "{number}"},
+            "einvoicing": true
+        }),
+    )
+    .await;
+    assert_eq!(org.status, 200, "{}", String::from_utf8_lossy(&org.body));
+    assert_eq!(org.json()["vat_id"], "DE123456789");
+    let mut rates = std::collections::HashMap::new();
+    for (name, body) in [
+        ("S19", json!({"name": "MwSt 19%", "percent": 19})),
+        ("S7", json!({"name": "MwSt 7%", "percent": 7})),
+        ("Z", json!({"name": "Zero", "percent": 0, "category": "Z"})),
+        (
+            "E",
+            json!({"name": "Exempt", "percent": 0, "category": "E", "exemption_reason": "Heilbehandlung, § 4 Nr. 14 UStG"}),
+        ),
+        (
+            "AE",
+            json!({"name": "Reverse charge", "percent": 0, "category": "AE"}),
+        ),
+        (
+            "K",
+            json!({"name": "EU supply", "percent": 0, "category": "K"}),
+        ),
+        (
+            "G",
+            json!({"name": "Export", "percent": 0, "category": "G"}),
+        ),
+        (
+            "O",
+            json!({"name": "Outside VAT", "percent": 0, "category": "O"}),
+        ),
+    ] {
+        let rate = created(app, "/api/v1/tax_rates", &token, body).await;
+        rates.insert(name, rate["id"].as_str().unwrap().to_owned());
+    }
+    let customer = |body: Value| async {
+        created(app, "/api/v1/customers", &token, body).await["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let domestic = customer(json!({
+        "name": "Stadtwerke Beispiel", "email": "rechnung@stadtwerke.example",
+        "address": {"line1": "Am Markt 1", "postal_code": "04109", "city": "Leipzig", "country": "DE"},
+        "buyer_reference": "04011000-12345-67"
+    }))
+    .await;
+    let european = customer(json!({
+        "name": "Société Exemple SA", "email": "factures@exemple.example",
+        "address": {"line1": "12 rue de la Paix", "postal_code": "75002", "city": "Paris", "country": "FR"},
+        "vat_id": "FR40303265045"
+    }))
+    .await;
+    let abroad = customer(json!({
+        "name": "Example Inc.", "email": "ap@example.com",
+        "address": {"line1": "1 Market St", "postal_code": "94105", "city": "San Francisco", "region": "CA", "country": "US"}
+    }))
+    .await;
+    Seller {
+        token,
+        rates,
+        domestic,
+        european,
+        abroad,
+    }
+}
+
+fn invoice(customer: &str, currency: &str, lines: &[(&str, &str, i64, &str)], s: &Seller) -> Value {
+    json!({
+        "customer_id": customer,
+        "currency": currency,
+        "payment_terms_days": 30,
+        "lines": lines.iter().map(|(d, q, price, rate)| json!({
+            "description": d, "quantity": q.parse::<f64>().unwrap(), "unit_amount_cents": price,
+            "tax_rate_id": s.rates[rate],
+        })).collect::<Vec<_>>(),
+    })
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn every_e_invoice_passes_the_official_rules_in_both_syntaxes(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let s = seller(&app).await;
+    let mut discounted = invoice(
+        &s.domestic,
+        "eur",
+        &[
+            ("Beratung", "2", 15_000, "S19"),
+            ("Fachbuch", "3", 1_999, "S7"),
+            ("Porto", "1.5", 333, "S19"),
+        ],
+        &s,
+    );
+    discounted["discount"] = json!({"percent": 10});
+    discounted["notes"] = json!("Vielen Dank für Ihren Auftrag.");
+    let mut amount_off = invoice(
+        &s.domestic,
+        "eur",
+        &[
+            ("Wartung", "1", 10_000, "S19"),
+            ("Schulung", "1", 5_000, "S7"),
+        ],
+        &s,
+    );
+    amount_off["discount"] = json!({"amount_cents": 1_001});
+    let cases = [
+        ("standard rates and a discount", discounted),
+        ("an amount off across two rates", amount_off),
+        (
+            "zero rated",
+            invoice(&s.domestic, "eur", &[("Export goods", "1", 5_000, "Z")], &s),
+        ),
+        (
+            "exempt",
+            invoice(&s.domestic, "eur", &[("Therapie", "4", 8_000, "E")], &s),
+        ),
+        (
+            "reverse charge",
+            invoice(
+                &s.european,
+                "eur",
+                &[("Installation", "1", 120_000, "AE")],
+                &s,
+            ),
+        ),
+        (
+            "intra-community supply",
+            invoice(&s.european, "eur", &[("Maschine", "2", 450_000, "K")], &s),
+        ),
+        (
+            "export",
+            invoice(
+                &s.abroad,
+                "usd",
+                &[("Software licence", "10", 9_900, "G")],
+                &s,
+            ),
+        ),
+        (
+            "not subject to VAT",
+            invoice(&s.abroad, "eur", &[("Donation", "1", 2_500, "O")], &s),
+        ),
+        (
+            "zero-decimal currency",
+            invoice(
+                &s.domestic,
+                "jpy",
+                &[("Consulting", "3", 12_345, "S19")],
+                &s,
+            ),
+        ),
+        (
+            "three-decimal currency",
+            invoice(
+                &s.domestic,
+                "kwd",
+                &[
+                    ("Service", "2.5", 12_340, "S19"),
+                    ("Parts", "1", 7_770, "S7"),
+                ],
+                &s,
+            ),
+        ),
+        (
+            "partially paid",
+            invoice(&s.domestic, "eur", &[("Projekt", "1", 100_000, "S19")], &s),
+        ),
+    ];
+    let dir = std::env::temp_dir().join(format!("einvoices-{}", Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut files = Vec::new();
+    for (i, (name, body)) in cases.into_iter().enumerate() {
+        let made = created(&app, "/api/v1/invoices", &s.token, body).await;
+        let id = made["id"].as_str().unwrap();
+        if name == "partially paid" {
+            let paid =
+                json!({"amount_cents": 25_000, "method": "bank_transfer", "paid_on": "2026-12-01"});
+            created(
+                &app,
+                &format!("/api/v1/invoices/{id}/payments"),
+                &s.token,
+                paid,
+            )
+            .await;
+        }
+        for syntax in ["cii", "ubl"] {
+            let res = app
+                .get(
+                    &s.token,
+                    &format!("/api/v1/invoices/{id}/einvoice?syntax={syntax}"),
+                )
+                .await;
+            assert_eq!(
+                res.status,
+                200,
+                "{name} {syntax}: {}",
+                String::from_utf8_lossy(&res.body)
+            );
+            assert_eq!(
+                res.header("content-type"),
+                Some("application/xml; charset=utf-8")
+            );
+            let xml = String::from_utf8(res.body.clone()).unwrap();
+            assert!(
+                xml.contains(made["number"].as_str().unwrap()),
+                "{name}: its number"
+            );
+            let file = dir.join(format!("{i:02}-{syntax}.xml"));
+            std::fs::write(&file, &xml).unwrap();
+            files.push(file);
+        }
+    }
+    // The partially paid one says what is left.
+    let cii = std::fs::read_to_string(dir.join("10-cii.xml")).unwrap();
+    assert!(
+        cii.contains("<ram:TotalPrepaidAmount>250.00</ram:TotalPrepaidAmount>"),
+        "{cii}"
+    );
+    assert!(
+        cii.contains("<ram:DuePayableAmount>940.00</ram:DuePayableAmount>"),
+        "{cii}"
+    );
+    assert_valid_en16931(&files);
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn what_would_be_invalid_is_refused_with_its_field_and_takes_no_number(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let s = seller(&app).await;
+    let typed = json!({
+        "customer_name": "Walk-in", "customer_email": "walk@example.com", "currency": "eur",
+        "payment_terms_days": 14,
+        "lines": [{"description": "x", "quantity": 1, "unit_amount_cents": 100, "tax_rate_id": s.rates["S19"]}]
+    });
+    let mut untaxed = invoice(&s.domestic, "eur", &[("x", "1", 100, "S19")], &s);
+    untaxed["lines"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("tax_rate_id");
+    let refusals = [
+        ("a buyer without a country", typed, "customer_id"),
+        ("a line without a tax rate", untaxed, "lines"),
+        (
+            "reverse charge to a buyer without a VAT id",
+            invoice(&s.abroad, "eur", &[("x", "1", 100, "AE")], &s),
+            "customer_id",
+        ),
+        (
+            "outside VAT beside taxed lines",
+            invoice(
+                &s.domestic,
+                "eur",
+                &[("x", "1", 100, "O"), ("y", "1", 100, "S19")],
+                &s,
+            ),
+            "lines",
+        ),
+    ];
+    for (name, body, field) in refusals {
+        let key = Uuid::new_v4().to_string();
+        let res = app
+            .post_invoice(Some(&s.token), Some(&key), &body.to_string())
+            .await;
+        assert_eq!(
+            res.status,
+            422,
+            "{name}: {}",
+            String::from_utf8_lossy(&res.body)
+        );
+        let problem = res.json();
+        assert!(problem["errors"][field].is_string(), "{name}: {problem}");
+        // A draft of it is fine; finalizing it is refused the same way, and it stays a draft.
+        let mut draft = body.clone();
+        draft["draft"] = json!(true);
+        let draft = created(&app, "/api/v1/invoices", &s.token, draft).await;
+        let id = draft["id"].as_str().unwrap();
+        let res = send(
+            &app,
+            "POST",
+            &format!("/api/v1/invoices/{id}/finalize"),
+            &s.token,
+            json!({}),
+        )
+        .await;
+        assert_eq!(
+            res.status,
+            422,
+            "{name}: finalize {}",
+            String::from_utf8_lossy(&res.body)
+        );
+        assert!(res.json()["errors"][field].is_string(), "{name}: finalize");
+        let res = app
+            .get(&s.token, &format!("/api/v1/invoices/{id}/einvoice"))
+            .await;
+        assert_eq!(res.status, 409, "{name}: a draft is no e-invoice");
+    }
+    // Nothing refused took a number: the next one is the first.
+    let ok = created(
+        &app,
+        "/api/v1/invoices",
+        &s.token,
+        invoice(&s.domestic, "eur", &[("x", "1", 100, "S19")], &s),
+    )
+    .await;
+    assert_eq!(ok["number"], "INV-000001");
+    let res = app
+        .get(
+            &s.token,
+            &format!(
+                "/api/v1/invoices/{}/einvoice?syntax=pdf",
+                ok["id"].as_str().unwrap()
+            ),
+        )
+        .await;
+    assert_eq!(res.status, 400);
+    // E-invoicing cannot be switched on without what every e-invoice needs of the seller.
+    let (_, other) = app.api_client().await;
+    let res = send(
+        &app,
+        "PATCH",
+        "/api/v1/org",
+        &other,
+        json!({"einvoicing": true}),
+    )
+    .await;
+    assert_eq!(res.status, 422);
+    let errors = &res.json()["errors"];
+    assert!(
+        errors["address.country"].is_string() && errors["vat_id"].is_string(),
+        "{errors}"
+    );
+    let res = send(
+        &app,
+        "PATCH",
+        "/api/v1/org",
+        &other,
+        json!({"vat_id": "DE12345"}),
+    )
+    .await;
+    assert_eq!(res.status, 422);
+    assert!(res.json()["errors"]["vat_id"].is_string());
+}
