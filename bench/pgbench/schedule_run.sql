@@ -1,9 +1,10 @@
 -- One scheduled run (app::ssr::schedules::run's run_one), as the database sees it: the next due
 -- schedule nobody holds (FOR UPDATE SKIP LOCKED), its row, the claim (job, schedule:<id>,
--- <period>) written done, the check for the period's invoice by its business key, the invoice and
--- its lines with the org's next number (one statement), the run's row, the schedule's next date,
--- then claim::finish (the won attempt's row). The benchmark's schedules are monthly, finalize, and
--- due today; each transaction takes one, so a run is `-t <schedules / clients>`.
+-- <period>) written done, the check for the period's invoice by its business key, whether the org
+-- issues e-invoices (not here: nothing more), the invoice and its lines with the org's next number
+-- (one statement), the run's row, the schedule's next date, then claim::finish (the won attempt's
+-- row). The benchmark's schedules are monthly, finalize, and due today; each transaction takes
+-- one, so a run is `-t <schedules / clients>`.
 -- Ids the server mints (UUIDv7, time-ordered) are minted here the same way, in the first statement.
 BEGIN;
 /*bench*/ select id, org_id as org, "today!: NaiveDate" as today,
@@ -24,6 +25,7 @@ select id, template, interval, interval_count, start_date as "start_date: NaiveD
        created_at as "created_at: DateTime<Utc>"
 from schedules where id = :id::uuid and org_id = :org::uuid;
 -- include: parts/claim_done.sql serialize=false scope='job' owner='schedule:'||:id::text key=:today::date::text fingerprint=null::bytea result=null::uuid
+select einvoicing from orgs where id = :org::uuid;
 select id from invoices where org_id = :org::uuid and source_key = 'schedule:' || :id::text || ':' || :today::date::text;
 -- include: parts/invoice_insert_head.sql
     from jsonb_populate_record(null::invoices, ('{"customer_id": null,"customer_name": "Retainer Client","customer_email": "billing@example.com","currency": "usd","due_date": null,"payment_terms_days": 30,"subtotal_cents": 30000,"discount_percent_milli": null,"discount_amount_cents": null,"discount_cents": 0,"tax_cents": 0,"total_cents": 30000,"notes": "","source_key": "schedule:' || :id::text || ':' || :today::date::text || '"}')::jsonb) h

@@ -439,3 +439,51 @@ async fn what_would_be_invalid_is_refused_with_its_field_and_takes_no_number(poo
     assert_eq!(res.status, 422);
     assert!(res.json()["errors"]["vat_id"].is_string());
 }
+
+/// A schedule's template was valid when saved; if its customer later loses what an e-invoice needs,
+/// the run leaves the period's invoice as a draft (and sends nothing) instead of issuing it.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_scheduled_run_that_would_not_be_valid_leaves_a_draft(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let s = seller(&app).await;
+    let mut body = invoice(&s.domestic, "eur", &[("Wartung", "1", 10_000, "S19")], &s);
+    body["interval"] = json!("month");
+    body["start_date"] = json!(chrono::Utc::now().date_naive());
+    body["action"] = json!("send");
+    let schedule = created(&app, "/api/v1/schedules", &s.token, body).await;
+    let moved = send(
+        &app,
+        "PATCH",
+        &format!("/api/v1/customers/{}", s.domestic),
+        &s.token,
+        json!({"address": {"country": null}}),
+    )
+    .await;
+    assert_eq!(
+        moved.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&moved.body)
+    );
+    let ran = app::ssr::schedules::run::run_due(&app.pool, chrono::Utc::now(), 10, "")
+        .await
+        .unwrap();
+    assert_eq!(ran, 1);
+    let id = schedule["id"].as_str().unwrap();
+    let runs = app
+        .get(&s.token, &format!("/api/v1/schedules/{id}"))
+        .await
+        .json();
+    let invoice = runs["runs"][0]["invoice_id"].as_str().unwrap().to_owned();
+    let issued = app
+        .get(&s.token, &format!("/api/v1/invoices/{invoice}"))
+        .await
+        .json();
+    assert_eq!(issued["status"], "draft");
+    let emails = app
+        .count(&format!(
+            "select count(*) from outbox where invoice_id = '{invoice}'"
+        ))
+        .await;
+    assert_eq!(emails, 0);
+}

@@ -11,7 +11,8 @@ use crate::error::FieldErrors;
 use crate::model::InvoiceInput;
 use crate::ssr::lifecycle::{self, Action, Moved};
 
-async fn enabled(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<bool> {
+/// Whether `org` issues e-invoices.
+pub async fn enabled(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<bool> {
     // language=PostgreSQL
     sqlx::query_scalar!("select einvoicing from orgs where id = $1", org)
         .fetch_optional(&mut *conn)
@@ -19,7 +20,13 @@ async fn enabled(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<bool> {
         .map(|on| on.unwrap_or(false))
 }
 
-async fn problems_of(conn: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<FieldErrors> {
+/// What is wrong with the e-invoice of `org`'s finalized invoice `id`, as written so far in this
+/// transaction.
+pub async fn problems_of(
+    conn: &mut PgConnection,
+    org: Uuid,
+    id: Uuid,
+) -> sqlx::Result<FieldErrors> {
     match invoice_document(conn, org, id).await {
         Ok(document) => Ok(Document::problems(&document)),
         Err(InvoiceDocumentError::Db(e)) => Err(e),

@@ -19,7 +19,7 @@ use chrono::NaiveDate;
 use crate::error::FieldErrors;
 use crate::model::{Address, TaxCategory};
 
-pub use check::{create_problems, finalize_problems, for_form, sentence};
+pub use check::{create_problems, enabled, finalize_problems, for_form, problems_of, sentence};
 pub use load::{invoice_document, InvoiceDocumentError};
 
 /// Which syntax a document is written in.

@@ -161,12 +161,35 @@ async fn issue(
     if let Some(existing) = existing {
         return Ok(existing);
     }
-    let action = RunAction::parse(action).unwrap_or_default();
+    let mut action = RunAction::parse(action).unwrap_or_default();
     let mut input: InvoiceInput =
         serde_json::from_value(template.clone()).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
     input.draft = action == RunAction::Draft;
     let invoice = Uuid::now_v7();
+    // An e-invoicing org's run finalizes only what makes a valid e-invoice (its customer or the org
+    // may have changed since the template was checked): otherwise the period's invoice is a draft
+    // for the owner to fix, and nothing is sent.
+    let checked = !input.draft && crate::ssr::einvoice::enabled(tx, org).await?;
+    if checked {
+        sqlx::query("savepoint einvoice").execute(&mut *tx).await?;
+    }
     invoices::insert(tx, invoice, org, Some(&source_key), &input, public_base).await?;
+    if checked {
+        let problems = crate::ssr::einvoice::problems_of(tx, org, invoice).await?;
+        if problems.is_empty() {
+            sqlx::query("release savepoint einvoice")
+                .execute(&mut *tx)
+                .await?;
+        } else {
+            tracing::warn!(%org, schedule = %id, %period, ?problems, "a scheduled invoice would not be a valid e-invoice: left as a draft");
+            sqlx::query("rollback to savepoint einvoice")
+                .execute(&mut *tx)
+                .await?;
+            input.draft = true;
+            action = RunAction::Draft;
+            invoices::insert(tx, invoice, org, Some(&source_key), &input, public_base).await?;
+        }
+    }
     if action == RunAction::Send {
         outbox::enqueue(
             tx,
