@@ -17,6 +17,7 @@ use krilla::text::{Font, TextDirection};
 use krilla::Document;
 
 pub mod credit_note;
+pub mod facturx;
 pub mod statement;
 
 static REGULAR: &[u8] = include_bytes!(env!("INVOICER_PDF_FONT_REGULAR"));
@@ -328,14 +329,17 @@ fn start(doc: &mut Document, title: String, paper: Paper) -> Writer<'_> {
     w
 }
 
-/// The invoice as PDF bytes.
-pub fn render(found: &PublicInvoice, paper: Paper) -> Vec<u8> {
+/// The invoice as PDF bytes; with its EN 16931 CII document (`cii`), a Factur-X PDF/A-3b.
+pub fn render(found: &PublicInvoice, paper: Paper, cii: Option<Vec<u8>>) -> Vec<u8> {
     let inv = &found.invoice;
     let number = inv.number.clone().unwrap_or_else(|| "Draft".to_owned());
     let currency = &inv.currency;
-    let mut doc = Document::new();
+    let mut doc = match cii {
+        Some(_) => facturx::document(),
+        None => Document::new(),
+    };
     let title = format!("Invoice {number} from {}", found.org_name);
-    let mut w = start(&mut doc, title, paper);
+    let mut w = start(&mut doc, title.clone(), paper);
     let width = w.width();
     let right = width - MARGIN;
     let (qty_right, unit_right, amount_right) = columns(width);
@@ -508,8 +512,24 @@ pub fn render(found: &PublicInvoice, paper: Paper) -> Vec<u8> {
 
     let footer = format!("{} · invoice {number}", found.org_name);
     w.finish(&footer);
-    doc.finish()
-        .expect("a PDF of text and rules always serialises")
+    let Some(cii) = cii else {
+        return doc
+            .finish()
+            .expect("a PDF of text and rules always serialises");
+    };
+    // PDF/A dates the document; the attachment is dated with it.
+    let at = facturx::date(inv.finalized_at.unwrap_or(inv.created_at));
+    doc.set_metadata(
+        Metadata::new()
+            .title(title)
+            .creator("invoicer".to_owned())
+            .creation_date(at),
+    );
+    facturx::attach(&mut doc, cii, at);
+    let pdf = doc
+        .finish()
+        .expect("a PDF/A-3b of text and rules always serialises");
+    facturx::with_xmp(pdf)
 }
 
 #[cfg(test)]

@@ -277,6 +277,7 @@ fn render(found: PublicInvoice, token: &str) -> String {
         invoice: inv,
         payments_enabled,
         bank,
+        ..
     } = found;
     let currency = inv.currency.clone();
     let due = inv.amount_due_cents;
@@ -413,10 +414,21 @@ async fn pdf(
         Err(e) => return unavailable("public invoice pdf", e),
     };
     let number = found.invoice.number.clone().unwrap_or_default();
+    // An e-invoicing org's invoice is a Factur-X PDF when its data makes a valid e-invoice (it does
+    // for every invoice finalized since e-invoicing was on: finalizing checks it).
+    let cii = if found.einvoicing {
+        match factur_x(&state, &found).await {
+            Ok(cii) => cii,
+            Err(e) => return unavailable("public invoice pdf", e),
+        }
+    } else {
+        None
+    };
     let wait = std::time::Duration::from_secs(5);
-    let rendered =
-        app::ssr::throttle::bounded(&RENDERS, wait, move || crate::pdf::render(&found, paper))
-            .await;
+    let rendered = app::ssr::throttle::bounded(&RENDERS, wait, move || {
+        crate::pdf::render(&found, paper, cii)
+    })
+    .await;
     let bytes = match rendered {
         Ok(bytes) => bytes,
         Err(app::ssr::throttle::Bounded::Busy) => {
@@ -425,6 +437,21 @@ async fn pdf(
         Err(app::ssr::throttle::Bounded::Task(e)) => return unavailable("rendering a pdf", e),
     };
     attachment(bytes, &format!("invoice-{number}"))
+}
+
+/// The invoice's CII document, when its data makes a valid e-invoice.
+async fn factur_x(
+    state: &AppState,
+    found: &public::PublicInvoice,
+) -> sqlx::Result<Option<Vec<u8>>> {
+    use app::ssr::einvoice::{invoice_document, InvoiceDocumentError, Syntax};
+    let mut conn = state.reads.acquire().await?;
+    match invoice_document(&mut conn, found.org_id, found.invoice.id).await {
+        Ok(d) if d.problems().is_empty() => Ok(Some(d.xml(Syntax::Cii))),
+        Ok(_) => Ok(None),
+        Err(InvoiceDocumentError::Db(e)) => Err(e),
+        Err(_) => Ok(None),
+    }
 }
 
 /// `bytes` as a PDF download named `name` (only characters that need no quoting are kept).

@@ -268,9 +268,17 @@ async fn every_e_invoice_passes_the_official_rules_in_both_syntaxes(pool: PgPool
     let dir = std::env::temp_dir().join(format!("einvoices-{}", Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut files = Vec::new();
+    let mut pdfs = Vec::new();
     for (i, (name, body)) in cases.into_iter().enumerate() {
         let made = created(&app, "/api/v1/invoices", &s.token, body).await;
         let id = made["id"].as_str().unwrap();
+        // The customer's PDF is Factur-X: PDF/A-3b with the CII document attached.
+        let url = made["public_url"].as_str().unwrap();
+        let pdf = app.http.get(format!("{url}/pdf")).send().await.unwrap();
+        assert_eq!(pdf.status(), 200, "{name}: pdf");
+        let file = dir.join(format!("{i:02}.pdf"));
+        std::fs::write(&file, pdf.bytes().await.unwrap()).unwrap();
+        pdfs.push(file);
         if name == "partially paid" {
             let paid =
                 json!({"amount_cents": 25_000, "method": "bank_transfer", "paid_on": "2026-12-01"});
@@ -320,6 +328,69 @@ async fn every_e_invoice_passes_the_official_rules_in_both_syntaxes(pool: PgPool
         "{cii}"
     );
     assert_valid_en16931(&files);
+    assert_factur_x(&pdfs);
+}
+
+/// Each PDF is a Factur-X EN 16931 PDF/A-3: poppler sees the attachment and the XMP's Factur-X and
+/// PDF/A identification; the `factur-x` package extracts the XML and checks it against the
+/// Factur-X EN 16931 schema; the official rules pass on the XML inside.
+fn assert_factur_x(pdfs: &[PathBuf]) {
+    let run = |program: &str, args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new(program)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("{program}: {e}"));
+        assert!(
+            out.status.success(),
+            "{program}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for pdf in pdfs {
+        let list = run("pdfdetach", &["-list".as_ref(), pdf.as_os_str()]);
+        assert!(list.contains("factur-x.xml"), "{}: {list}", pdf.display());
+        let meta = run("pdfinfo", &["-meta".as_ref(), pdf.as_os_str()]);
+        for needle in [
+            "<fx:ConformanceLevel>EN 16931</fx:ConformanceLevel>",
+            "<fx:DocumentFileName>factur-x.xml</fx:DocumentFileName>",
+            "urn:factur-x:pdfa:CrossIndustryDocument:invoice:1p0#",
+            "<pdfaid:part>3</pdfaid:part>",
+            "<pdfaid:conformance>B</pdfaid:conformance>",
+        ] {
+            assert!(
+                meta.contains(needle),
+                "{}: no {needle} in\n{meta}",
+                pdf.display()
+            );
+        }
+    }
+    let python = std::env::var("TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let check = r#"
+import sys
+from facturx import get_xml_from_pdf, get_level, get_flavor
+from lxml import etree
+for f in sys.argv[1:]:
+    name, xml = get_xml_from_pdf(open(f, "rb").read(), check_xsd=True)
+    tree = etree.fromstring(xml)
+    assert name == "factur-x.xml", (f, name)
+    assert get_flavor(tree) == "factur-x" and get_level(tree) == "en16931", f
+print("factur-x", len(sys.argv) - 1)
+"#;
+    let mut args: Vec<&std::ffi::OsStr> = vec!["-c".as_ref(), check.as_ref()];
+    args.extend(pdfs.iter().map(|p| p.as_os_str()));
+    let out = run(&python, &args);
+    assert_eq!(out.trim(), format!("factur-x {}", pdfs.len()));
+    if let Some(script) = validator() {
+        let mut args: Vec<&std::ffi::OsStr> = vec![script.as_os_str(), "--pdf".as_ref()];
+        args.extend(pdfs.iter().map(|p| p.as_os_str()));
+        let report = run(&python, &args);
+        assert_eq!(
+            report.matches(" OK (0 fatal").count(),
+            pdfs.len(),
+            "{report}"
+        );
+    }
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]

@@ -9,6 +9,7 @@ use crate::ssr::invoices;
 /// What the customer's page shows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PublicInvoice {
+    pub org_id: uuid::Uuid,
     pub org_name: String,
     pub org_address: String,
     pub invoice: Invoice,
@@ -16,6 +17,8 @@ pub struct PublicInvoice {
     pub payments_enabled: bool,
     /// How to pay the org by transfer.
     pub bank: crate::model::BankDetails,
+    /// The org issues e-invoices: its PDFs are Factur-X.
+    pub einvoicing: bool,
 }
 
 /// A token as minted: 64 lowercase hex characters. Anything else is refused before any query.
@@ -53,7 +56,8 @@ pub async fn open(
                    or last_viewed_at < now() - make_interval(secs => $2))
         )
         select i.id, i.org_id, o.name as org_name, postal_text(o.address_line1, o.address_line2, o.postal_code, o.city, o.region, o.country) as org_address, o.payments_enabled,
-               o.bank_account_holder, o.bank_iban, o.bank_bic, o.bank_other, o.payment_reference
+               o.bank_account_holder, o.bank_iban, o.bank_bic, o.bank_other, o.payment_reference,
+               o.einvoicing
         from invoices i join orgs o on o.id = i.org_id
         where i.public_token = $1
         "#,
@@ -67,6 +71,7 @@ pub async fn open(
     };
     let invoice = invoices::get(&mut conn, found.org_id, found.id, public_base).await?;
     Ok(invoice.map(|invoice| PublicInvoice {
+        org_id: found.org_id,
         org_name: found.org_name,
         org_address: found.org_address.unwrap_or_default(),
         invoice,
@@ -78,5 +83,6 @@ pub async fn open(
             other: found.bank_other,
             reference: found.payment_reference,
         },
+        einvoicing: found.einvoicing,
     }))
 }

@@ -7,7 +7,8 @@ with seen as (
            or last_viewed_at < now() - make_interval(secs => 60::float8))
 )
 select i.id, i.org_id, o.name as org_name, postal_text(o.address_line1, o.address_line2, o.postal_code, o.city, o.region, o.country) as org_address, o.payments_enabled,
-       o.bank_account_holder, o.bank_iban, o.bank_bic, o.bank_other, o.payment_reference
+       o.bank_account_holder, o.bank_iban, o.bank_bic, o.bank_other, o.payment_reference,
+       o.einvoicing
 from invoices i join orgs o on o.id = i.org_id
 where i.public_token = :token \gset pub_
 -- include: parts/invoices_by_ids.sql ids=array[:pub_id::uuid]::uuid[] org=:pub_org_id::uuid
