@@ -512,24 +512,7 @@ pub fn render(found: &PublicInvoice, paper: Paper, cii: Option<Vec<u8>>) -> Vec<
 
     let footer = format!("{} · invoice {number}", found.org_name);
     w.finish(&footer);
-    let Some(cii) = cii else {
-        return doc
-            .finish()
-            .expect("a PDF of text and rules always serialises");
-    };
-    // PDF/A dates the document; the attachment is dated with it.
-    let at = facturx::date(inv.finalized_at.unwrap_or(inv.created_at));
-    doc.set_metadata(
-        Metadata::new()
-            .title(title)
-            .creator("invoicer".to_owned())
-            .creation_date(at),
-    );
-    facturx::attach(&mut doc, cii, at);
-    let pdf = doc
-        .finish()
-        .expect("a PDF/A-3b of text and rules always serialises");
-    facturx::with_xmp(pdf)
+    facturx::finish(doc, title, cii, inv.finalized_at.unwrap_or(inv.created_at))
 }
 
 #[cfg(test)]

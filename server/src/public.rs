@@ -82,7 +82,7 @@ async fn credit_note_page(State(state): State<AppState>, PageToken(token): PageT
     let found =
         app::ssr::credit_notes::by_token(&state.pool, &token, &state.settings.public_url).await;
     let (note, org_name) = match found {
-        Ok(Some(found)) => found,
+        Ok(Some(found)) => (found.note, found.org_name),
         Ok(None) => return not_found(),
         Err(e) => return unavailable("public credit note page", e),
     };
@@ -492,15 +492,31 @@ async fn credit_note_pdf(
     }
     let found =
         app::ssr::credit_notes::by_token(&state.pool, &token, &state.settings.public_url).await;
-    let (note, org_name) = match found {
+    let found = match found {
         Ok(Some(found)) => found,
         Ok(None) => return not_found(),
         Err(e) => return unavailable("public credit note pdf", e),
     };
+    // An e-invoicing org's credit note is a Factur-X PDF (type 381) when its data allows.
+    let cii = if found.einvoicing {
+        use app::ssr::einvoice::{credit_note_document, InvoiceDocumentError, Syntax};
+        let mut conn = match state.reads.acquire().await {
+            Ok(conn) => conn,
+            Err(e) => return unavailable("public credit note pdf", e),
+        };
+        match credit_note_document(&mut conn, found.org_id, found.note.id).await {
+            Ok(d) if d.problems().is_empty() => Some(d.xml(Syntax::Cii)),
+            Err(InvoiceDocumentError::Db(e)) => return unavailable("public credit note pdf", e),
+            _ => None,
+        }
+    } else {
+        None
+    };
+    let (note, org_name) = (found.note, found.org_name);
     let name = format!("credit-note-{}", note.number);
     let wait = std::time::Duration::from_secs(5);
     let rendered = app::ssr::throttle::bounded(&RENDERS, wait, move || {
-        crate::pdf::credit_note::render(&note, &org_name, Paper::A4)
+        crate::pdf::credit_note::render(&note, &org_name, Paper::A4, cii)
     })
     .await;
     match rendered {

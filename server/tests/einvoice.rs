@@ -316,6 +316,53 @@ async fn every_e_invoice_passes_the_official_rules_in_both_syntaxes(pool: PgPool
             std::fs::write(&file, &xml).unwrap();
             files.push(file);
         }
+        // Credit notes (381): a line, an amount spread over two rates, the whole invoice.
+        let credit = match i {
+            0 => Some(
+                json!({"lines": [{"line_id": 1, "quantity": 1}], "reason": "Eine Stunde zu viel berechnet"}),
+            ),
+            1 => Some(json!({"amount_cents": 5_000, "reason": "Kulanz"})),
+            5 => Some(json!({"reason": "Rücksendung"})),
+            _ => None,
+        };
+        if let Some(body) = credit {
+            let note = created(
+                &app,
+                &format!("/api/v1/invoices/{id}/credit_notes"),
+                &s.token,
+                body,
+            )
+            .await;
+            let note_id = note["id"].as_str().unwrap();
+            for syntax in ["cii", "ubl"] {
+                let res = app
+                    .get(
+                        &s.token,
+                        &format!("/api/v1/credit_notes/{note_id}/einvoice?syntax={syntax}"),
+                    )
+                    .await;
+                assert_eq!(
+                    res.status,
+                    200,
+                    "{name} credit note {syntax}: {}",
+                    String::from_utf8_lossy(&res.body)
+                );
+                let xml = String::from_utf8(res.body.clone()).unwrap();
+                assert!(
+                    xml.contains("381") && xml.contains(made["number"].as_str().unwrap()),
+                    "{name}: a credit note of its invoice"
+                );
+                let file = dir.join(format!("{i:02}-credit-{syntax}.xml"));
+                std::fs::write(&file, &xml).unwrap();
+                files.push(file);
+            }
+            let url = note["public_url"].as_str().unwrap();
+            let pdf = app.http.get(format!("{url}/pdf")).send().await.unwrap();
+            assert_eq!(pdf.status(), 200, "{name}: credit note pdf");
+            let file = dir.join(format!("{i:02}-credit.pdf"));
+            std::fs::write(&file, pdf.bytes().await.unwrap()).unwrap();
+            pdfs.push(file);
+        }
     }
     // The partially paid one says what is left.
     let cii = std::fs::read_to_string(dir.join("10-cii.xml")).unwrap();

@@ -283,19 +283,27 @@ pub async fn for_customer(
     select(&mut conn, org, Which::Customer(customer), public_base).await
 }
 
-/// The credit note whose customer page is `token`, with its org's name: None for an unknown token.
+/// A credit note found by its customer page's token, with its org's name and e-invoicing.
+pub struct ByToken {
+    pub note: CreditNote,
+    pub org_id: Uuid,
+    pub org_name: String,
+    pub einvoicing: bool,
+}
+
+/// The credit note whose customer page is `token`: None for an unknown token.
 pub async fn by_token(
     pool: &PgPool,
     token: &str,
     public_base: &str,
-) -> sqlx::Result<Option<(CreditNote, String)>> {
+) -> sqlx::Result<Option<ByToken>> {
     if !crate::ssr::public::well_formed(token) {
         return Ok(None);
     }
     // language=PostgreSQL
     let found = sqlx::query!(
         r#"
-        select c.org_id, c.id, o.name as org_name
+        select c.org_id, c.id, o.name as org_name, o.einvoicing
         from credit_notes c join orgs o on o.id = c.org_id
         where c.public_token = $1
         "#,
@@ -305,7 +313,12 @@ pub async fn by_token(
     .await?;
     let Some(found) = found else { return Ok(None) };
     let note = get(pool, found.org_id, found.id, public_base).await?;
-    Ok(note.map(|n| (n, found.org_name)))
+    Ok(note.map(|note| ByToken {
+        note,
+        org_id: found.org_id,
+        org_name: found.org_name,
+        einvoicing: found.einvoicing,
+    }))
 }
 
 async fn by_source(

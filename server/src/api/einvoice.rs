@@ -1,7 +1,7 @@
 //! E-invoices through the API: a finalized invoice as EN 16931 XML, in CII (the Factur-X EN 16931
 //! profile) or UBL (XRechnung 3).
 
-use app::ssr::einvoice::{self, InvoiceDocumentError, Syntax};
+use app::ssr::einvoice::{self, Document, InvoiceDocumentError, Syntax};
 use app::ssr::AppState;
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::client::Client;
-use super::documented::{InvoiceId, NotFound, Unauthorized};
+use super::documented::{CreditNoteId, InvoiceId, NotFound, Unauthorized};
 use super::problem::{problem, Problem, ProblemResponse};
 use super::query::{bad_query, ListQuery};
 
@@ -79,9 +79,51 @@ pub(super) async fn get_invoice_einvoice(
     let syntax = syntax(&query)?;
     let id = uuid::Uuid::try_parse(&id).map_err(|_| not_found())?;
     let mut conn = state.reads.acquire().await?;
-    let document = match einvoice::invoice_document(&mut conn, client.org_id, id).await {
+    let made = einvoice::invoice_document(&mut conn, client.org_id, id).await;
+    answer(made, syntax, not_found)
+}
+
+/// A credit note as an EN 16931 credit note (type 381, naming its invoice), `application/xml`; 409
+/// when its invoice's data does not make a valid e-invoice.
+#[utoipa::path(
+    get, path = "/api/v1/credit_notes/{id}/einvoice", tag = "credit_notes", params(CreditNoteId, EinvoiceQuery),
+    responses(
+        (status = 200, description = "The e-invoice (a credit note)", content_type = "application/xml", body = String),
+        (status = 400, description = "A syntax other than cii or ubl", body = Problem, content_type = "application/problem+json"),
+        Unauthorized,
+        NotFound,
+        (status = 409, description = "Data the standard refuses (the fields to fix in `errors`)", body = Problem, content_type = "application/problem+json"),
+    ),
+)]
+pub(super) async fn get_credit_note_einvoice(
+    State(state): State<AppState>,
+    Client(client): Client,
+    Path(id): Path<String>,
+    ListQuery(query): ListQuery<EinvoiceQuery>,
+) -> Result<Response, ProblemResponse> {
+    let syntax = syntax(&query)?;
+    let no_such = || {
+        problem(
+            StatusCode::NOT_FOUND,
+            "not-found",
+            "Not found",
+            "No such credit note.",
+        )
+    };
+    let id = uuid::Uuid::try_parse(&id).map_err(|_| no_such())?;
+    let mut conn = state.reads.acquire().await?;
+    let made = einvoice::credit_note_document(&mut conn, client.org_id, id).await;
+    answer(made, syntax, no_such)
+}
+
+fn answer(
+    made: Result<Document, InvoiceDocumentError>,
+    syntax: Syntax,
+    missing: impl Fn() -> ProblemResponse,
+) -> Result<Response, ProblemResponse> {
+    let document = match made {
         Ok(d) => d,
-        Err(InvoiceDocumentError::NotFound) => return Err(not_found()),
+        Err(InvoiceDocumentError::NotFound) => return Err(missing()),
         Err(InvoiceDocumentError::Draft) => {
             return Err(not_einvoice(
                 "A draft has no number or date yet: finalize it first.",
@@ -99,7 +141,7 @@ pub(super) async fn get_invoice_einvoice(
     let problems = document.problems();
     if !problems.is_empty() {
         return Err(not_einvoice(
-            "The invoice's data does not make a valid EN 16931 e-invoice.",
+            "The data does not make a valid EN 16931 e-invoice.",
             problems,
         ));
     }

@@ -104,6 +104,10 @@ fn api() -> Api {
             [to(M::GET, credit_notes::get_credit_note)],
         )
         .route(
+            "/api/v1/credit_notes/{id}/einvoice",
+            [to(M::GET, einvoice::get_credit_note_einvoice)],
+        )
+        .route(
             "/api/v1/schedules",
             [
                 to(M::GET, schedules::list_schedules),

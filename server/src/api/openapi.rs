@@ -28,6 +28,7 @@ use super::tax_rates::{self, TaxRateList};
         invoices::list_invoices,
         invoices::get_invoice,
         einvoice::get_invoice_einvoice,
+        einvoice::get_credit_note_einvoice,
         invoices::patch_invoice,
         invoices::delete_invoice,
         invoices::duplicate_invoice,

@@ -6,11 +6,15 @@ use krilla::Document;
 
 use super::{start, wrap, Paper, BODY, LINE, MARGIN};
 
-/// The credit note `note` of `org_name` as PDF bytes.
-pub fn render(note: &CreditNote, org_name: &str, paper: Paper) -> Vec<u8> {
-    let mut doc = Document::new();
+/// The credit note `note` of `org_name` as PDF bytes; with its EN 16931 CII document (`cii`), a
+/// Factur-X PDF/A-3b.
+pub fn render(note: &CreditNote, org_name: &str, paper: Paper, cii: Option<Vec<u8>>) -> Vec<u8> {
+    let mut doc = match cii {
+        Some(_) => super::facturx::document(),
+        None => Document::new(),
+    };
     let title = format!("Credit note {} from {org_name}", note.number);
-    let mut w = start(&mut doc, title, paper);
+    let mut w = start(&mut doc, title.clone(), paper);
     let width = w.width();
     let right = width - MARGIN;
     w.y += 18.0;
@@ -45,6 +49,5 @@ pub fn render(note: &CreditNote, org_name: &str, paper: Paper) -> Vec<u8> {
         true,
     );
     w.finish(&format!("{org_name} · credit note {}", note.number));
-    doc.finish()
-        .expect("a PDF of text and rules always serialises")
+    super::facturx::finish(doc, title, cii, note.created_at)
 }

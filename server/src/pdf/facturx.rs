@@ -27,7 +27,7 @@ pub fn document() -> Document {
 }
 
 /// A krilla date from the invoice's finalization (the document's date and the attachment's).
-pub fn date(at: chrono::DateTime<chrono::Utc>) -> DateTime {
+fn date(at: chrono::DateTime<chrono::Utc>) -> DateTime {
     use chrono::{Datelike, Timelike};
     DateTime::new(at.year() as u16)
         .month(at.month() as u8)
@@ -39,8 +39,35 @@ pub fn date(at: chrono::DateTime<chrono::Utc>) -> DateTime {
         .utc_offset_minute(0)
 }
 
+/// The PDF bytes of `doc`; with `cii`, a Factur-X PDF/A-3b dated `at` (the document's finalization).
+pub fn finish(
+    mut doc: Document,
+    title: String,
+    cii: Option<Vec<u8>>,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Vec<u8> {
+    let Some(cii) = cii else {
+        return doc
+            .finish()
+            .expect("a PDF of text and rules always serialises");
+    };
+    // PDF/A dates the document; the attachment is dated with it.
+    let at = date(at);
+    doc.set_metadata(
+        krilla::metadata::Metadata::new()
+            .title(title)
+            .creator("invoicer".to_owned())
+            .creation_date(at),
+    );
+    attach(&mut doc, cii, at);
+    let pdf = doc
+        .finish()
+        .expect("a PDF/A-3b of text and rules always serialises");
+    with_xmp(pdf)
+}
+
 /// Attaches the CII document.
-pub fn attach(doc: &mut Document, xml: Vec<u8>, at: DateTime) {
+fn attach(doc: &mut Document, xml: Vec<u8>, at: DateTime) {
     let file = EmbeddedFile {
         path: FILE_NAME.to_owned(),
         mime_type: MimeType::new("text/xml"),
@@ -105,7 +132,7 @@ fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 /// `pdf` (as krilla wrote it: a classic cross-reference table, the XMP packet uncompressed) with
 /// the Factur-X properties in its XMP: the metadata object is written again after the end, with a
 /// cross-reference section and a trailer that points back to the first (`/Prev`).
-pub fn with_xmp(mut pdf: Vec<u8>) -> Vec<u8> {
+fn with_xmp(mut pdf: Vec<u8>) -> Vec<u8> {
     let broken = "krilla's PDF has the shape this code reads";
     // The catalog's `/Metadata N 0 R`.
     let at = find(&pdf, b"/Metadata ").expect(broken) + b"/Metadata ".len();

@@ -203,3 +203,119 @@ pub async fn invoice_document(
         number,
     })
 }
+
+/// `org`'s credit note `id` as an EN 16931 credit note (381) of its invoice's document: the same
+/// parties, the invoice as the preceding invoice (BG-3), and what it credits, tax included, split
+/// back into each VAT rate's net and tax. Credited lines keep their invoice line's rate; an amount
+/// is spread over the invoice's rates in proportion to what each came to, the last taking what is
+/// left.
+pub async fn credit_note_document(
+    conn: &mut PgConnection,
+    org: Uuid,
+    id: Uuid,
+) -> Result<Document, InvoiceDocumentError> {
+    // language=PostgreSQL
+    let c = sqlx::query!(
+        r#"
+        select c.invoice_id, c.number_text, c.total_cents, c.reason,
+               (c.created_at at time zone o.time_zone)::date as "issued!: NaiveDate"
+        from credit_notes c join orgs o on o.id = c.org_id
+        where c.id = $1 and c.org_id = $2
+        "#,
+        id,
+        org
+    )
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or(InvoiceDocumentError::NotFound)?;
+    let invoice = invoice_document(conn, org, c.invoice_id).await?;
+    // language=PostgreSQL
+    let credited = sqlx::query!(
+        r#"
+        select l.position, il.description, l.quantity_milli, l.amount_cents
+        from credit_note_lines l
+        join invoice_lines il on il.invoice_id = l.invoice_id and il.position = l.position
+        where l.credit_note_id = $1
+        order by l.position
+        "#,
+        id
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    // (line name, quantity, gross, the group it is taxed in)
+    let mut parts: Vec<(String, i64, i64, Group)> = Vec::new();
+    if credited.is_empty() {
+        let total: i64 = invoice.groups.values().map(|g| g.taxable() + g.tax).sum();
+        let mut left = c.total_cents;
+        let count = invoice.groups.len();
+        for (n, (group, amounts)) in invoice.groups.iter().enumerate() {
+            let gross = if n + 1 == count || total == 0 {
+                left
+            } else {
+                let share = i128::from(c.total_cents) * i128::from(amounts.taxable() + amounts.tax);
+                ((share + i128::from(total) / 2) / i128::from(total)) as i64
+            };
+            left -= gross;
+            parts.push((c.reason.clone(), 1000, gross, group.clone()));
+        }
+    } else {
+        for l in credited {
+            let line = invoice
+                .lines
+                .iter()
+                .find(|x| x.id == l.position as u32)
+                .ok_or(InvoiceDocumentError::NotFound)?;
+            let group = invoice
+                .groups
+                .keys()
+                .find(|g| g.category == line.category && g.percent_milli == line.percent_milli)
+                .cloned()
+                .ok_or(InvoiceDocumentError::NotFound)?;
+            parts.push((l.description, l.quantity_milli, l.amount_cents, group));
+        }
+    }
+    let mut lines = Vec::with_capacity(parts.len());
+    let mut groups: BTreeMap<Group, GroupAmounts> = BTreeMap::new();
+    for (n, (name, quantity, gross, group)) in parts.into_iter().enumerate() {
+        // Net of tax, rounded half up; the tax is the rest.
+        let scale = 100_000 + i128::from(group.percent_milli);
+        let net = ((i128::from(gross) * 100_000 * 2 + scale) / (scale * 2)) as i64;
+        let per_unit = if quantity > 0 {
+            ((i128::from(net) * 1000 * 2 + i128::from(quantity)) / (i128::from(quantity) * 2))
+                as i64
+        } else {
+            net
+        };
+        lines.push(Line {
+            id: n as u32 + 1,
+            name,
+            quantity_milli: quantity,
+            unit_price: per_unit,
+            net,
+            category: group.category,
+            percent_milli: group.percent_milli,
+        });
+        let amounts = groups.entry(group).or_default();
+        amounts.lines += net;
+        amounts.tax += gross - net;
+    }
+    Ok(Document {
+        kind: Kind::CreditNote,
+        number: c.number_text,
+        issued: c.issued,
+        due: None,
+        terms: format!(
+            "Credited against invoice {}: nothing to pay.",
+            invoice.number
+        ),
+        note: c.reason,
+        payment_reference: String::new(),
+        lines,
+        groups,
+        prepaid: 0,
+        transfer: None,
+        preceding: Some((invoice.number.clone(), invoice.issued)),
+        untaxed_lines: invoice.untaxed_lines,
+        ..invoice
+    })
+}

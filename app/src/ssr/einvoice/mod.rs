@@ -20,7 +20,7 @@ use crate::error::FieldErrors;
 use crate::model::{Address, TaxCategory};
 
 pub use check::{create_problems, enabled, finalize_problems, for_form, problems_of, sentence};
-pub use load::{invoice_document, InvoiceDocumentError};
+pub use load::{credit_note_document, invoice_document, InvoiceDocumentError};
 
 /// Which syntax a document is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
