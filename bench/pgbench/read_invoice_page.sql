@@ -35,7 +35,7 @@ order by p.created_at;
 select coalesce(detail, type) as "detail!" from stripe_events
 where org_id = :org::uuid and invoice_id = :invoice::uuid and outcome = 'anomaly'
 order by received_at;
-select payments_enabled, (now() at time zone time_zone)::date as "today!: chrono::NaiveDate" from orgs where id = :org::uuid;
+select payments_enabled, (now() at time zone time_zone)::date as "today!: chrono::NaiveDate", einvoicing from orgs where id = :org::uuid;
 -- Whether payment reminders are off for the invoice (app/src/rpc/schedules.rs reminders_off; $3:
 -- false, an invoice).
 select coalesce((select reminders_off from invoices where id = :invoice::uuid and org_id = :org::uuid and not false),

@@ -477,6 +477,15 @@ pub fn render(found: &PublicInvoice, paper: Paper, cii: Option<Vec<u8>>) -> Vec<
         w.text_right(amount_right, &amount, BODY, bold);
         w.y += LINE;
     }
+    // What the law requires the invoice to say of its VAT categories.
+    for mention in inv.tax_mentions() {
+        w.y += LINE;
+        for line in wrap(&mention, width - 2.0 * MARGIN, BODY) {
+            w.room(LINE);
+            w.text(MARGIN, &line, BODY, false);
+            w.y += LINE;
+        }
+    }
     if !inv.notes.is_empty() {
         w.y += LINE;
         for line in wrap(&inv.notes, width - 2.0 * MARGIN, BODY) {

@@ -14,6 +14,7 @@ use leptos::prelude::*;
 
 use crate::pdf::Paper;
 
+mod einvoice;
 mod statement;
 
 /// The client's address as the throttles see it (the trusted proxy's header, else the peer).
@@ -71,6 +72,8 @@ pub fn routes() -> Router<AppState> {
         .route("/i/{token}", get(page))
         .route("/i/{token}/pdf", get(pdf))
         .route("/i/{token}/pay", axum::routing::post(pay))
+        .route("/i/{token}/einvoice.xml", get(einvoice::invoice))
+        .route("/c/{token}/einvoice.xml", get(einvoice::credit_note))
         .route("/c/{token}", get(credit_note_page))
         .route("/c/{token}/pdf", get(credit_note_pdf))
         .route("/s/{token}", get(statement::page))
@@ -81,8 +84,8 @@ pub fn routes() -> Router<AppState> {
 async fn credit_note_page(State(state): State<AppState>, PageToken(token): PageToken) -> Response {
     let found =
         app::ssr::credit_notes::by_token(&state.pool, &token, &state.settings.public_url).await;
-    let (note, org_name) = match found {
-        Ok(Some(found)) => (found.note, found.org_name),
+    let (note, org_name, einvoicing) = match found {
+        Ok(Some(found)) => (found.note, found.org_name, found.einvoicing),
         Ok(None) => return not_found(),
         Err(e) => return unavailable("public credit note page", e),
     };
@@ -95,6 +98,9 @@ async fn credit_note_page(State(state): State<AppState>, PageToken(token): PageT
             <h1>"Credit note " <span class="number">{note.number.clone()}</span></h1>
             <p>
                 <a class="button pdf" href=format!("/c/{token}/pdf")>"Download PDF"</a>
+                {einvoicing.then(|| view! {
+                    " " <a class="einvoice" href=format!("/c/{token}/einvoice.xml")>"E-invoice (XML)"</a>
+                })}
             </p>
             <dl>
                 <dt>"For invoice"</dt>
@@ -277,10 +283,12 @@ fn render(found: PublicInvoice, token: &str) -> String {
         invoice: inv,
         payments_enabled,
         bank,
+        einvoicing,
         ..
     } = found;
     let currency = inv.currency.clone();
     let due = inv.amount_due_cents;
+    let mentions = inv.tax_mentions();
     // Not while a delayed payment (a bank debit) is under way: it would be paid twice.
     let payable = due > 0
         && payments_enabled
@@ -345,6 +353,7 @@ fn render(found: PublicInvoice, token: &str) -> String {
                     </tfoot>
                 </table>
             </div>
+            {mentions.into_iter().map(|m| view! { <p class="tax-mention">{m}</p> }).collect_view()}
             {(!inv.notes.is_empty()).then(|| view! { <p class="notes">{inv.notes.clone()}</p> })}
             {payable
                 .then(|| {
@@ -373,6 +382,9 @@ fn render(found: PublicInvoice, token: &str) -> String {
                 })}
             <p>
                 <a class="button pdf" href=format!("/i/{token}/pdf")>"Download PDF"</a>
+                {einvoicing.then(|| view! {
+                    " " <a class="einvoice" href=format!("/i/{token}/einvoice.xml")>"E-invoice (XML)"</a>
+                })}
             </p>
         </main>
     }

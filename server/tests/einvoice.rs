@@ -316,6 +316,44 @@ async fn every_e_invoice_passes_the_official_rules_in_both_syntaxes(pool: PgPool
             std::fs::write(&file, &xml).unwrap();
             files.push(file);
         }
+        // The customer's link serves the same documents, and the page says what the law asks.
+        let public_xml = app
+            .http
+            .get(format!("{url}/einvoice.xml?syntax=ubl"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(public_xml.status(), 200, "{name}: public xml");
+        let ubl = std::fs::read(dir.join(format!("{i:02}-ubl.xml"))).unwrap();
+        assert_eq!(
+            public_xml.bytes().await.unwrap().as_ref(),
+            ubl.as_slice(),
+            "{name}: the same UBL"
+        );
+        if name == "reverse charge" {
+            assert_eq!(made["lines"][0]["tax_category"], "AE");
+            let page = app
+                .http
+                .get(url)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            assert!(
+                page.contains("Reverse charge: VAT to be accounted for by the customer"),
+                "{page}"
+            );
+            let text = std::process::Command::new("pdftotext")
+                .args([dir.join(format!("{i:02}.pdf")).as_os_str(), "-".as_ref()])
+                .output()
+                .unwrap();
+            assert!(
+                String::from_utf8_lossy(&text.stdout).contains("Reverse charge"),
+                "the PDF says it too"
+            );
+        }
         // Credit notes (381): a line, an amount spread over two rates, the whole invoice.
         let credit = match i {
             0 => Some(
@@ -530,6 +568,14 @@ async fn what_would_be_invalid_is_refused_with_its_field_and_takes_no_number(poo
         )
         .await;
     assert_eq!(res.status, 400);
+    let url = ok["public_url"].as_str().unwrap();
+    let res = app
+        .http
+        .get(format!("{url}/einvoice.xml?syntax=pdf"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
     // E-invoicing cannot be switched on without what every e-invoice needs of the seller.
     let (_, other) = app.api_client().await;
     let res = send(

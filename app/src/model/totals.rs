@@ -71,6 +71,9 @@ pub struct AppliedTax {
     pub name: String,
     /// Thousandths of a percent: 8.875 % is 8875.
     pub percent: Thousandths,
+    /// Its VAT category, and why an exempt one is exempt.
+    pub category: super::TaxCategory,
+    pub exemption_reason: String,
 }
 
 /// What the rule needs of a line.
@@ -227,6 +230,8 @@ mod tests {
             rate_id: Uuid::from_u128(n),
             name: format!("Tax {n}"),
             percent: Thousandths(percent),
+            category: super::super::TaxCategory::S,
+            exemption_reason: String::new(),
         })
     }
 

@@ -235,6 +235,30 @@ pub struct Invoice {
     pub viewed_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
 }
+impl Invoice {
+    /// What the invoice must say for its lines' VAT categories (reverse charge, exemption, ...),
+    /// each once, in the order the lines first name them.
+    pub fn tax_mentions(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for line in &self.lines {
+            let Some(category) = line.tax_category else {
+                continue;
+            };
+            let Some((text, _)) = category.mention() else {
+                continue;
+            };
+            let said = if category == super::TaxCategory::E && !line.exemption_reason.is_empty() {
+                format!("{text}: {}", line.exemption_reason)
+            } else {
+                text.to_owned()
+            };
+            if !out.contains(&said) {
+                out.push(said);
+            }
+        }
+        out
+    }
+}
 
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -252,6 +276,10 @@ pub struct InvoiceLine {
     pub tax_name: Option<String>,
     #[cfg_attr(feature = "ssr", schema(value_type = Option<f64>))]
     pub tax_percent: Option<super::Thousandths>,
+    /// The rate's VAT category (EN 16931), and why an exempt rate is exempt.
+    pub tax_category: Option<super::TaxCategory>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub exemption_reason: String,
     /// This line's share of the invoice's discount.
     pub discount_cents: i64,
     pub tax_cents: i64,
@@ -292,6 +320,8 @@ pub struct InvoicePage {
     /// The session's role may change it (its buttons are shown).
     pub can_edit: bool,
     /// The org may take card payments (an org that signed itself up waits for the operator).
+    /// The org issues e-invoices: the page links the invoice's XML.
+    pub einvoicing: bool,
     pub payments_enabled: bool,
     /// The "Record a payment" form and the payments' "Delete" buttons of this rendering.
     pub payment_forms: PaymentForms,

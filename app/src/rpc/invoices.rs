@@ -158,7 +158,13 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
         ..Default::default()
     };
     // Independent reads, side by side on their own connections.
-    let (emails, (history, _), (payments, anomalies), (payments_enabled, today), reminders_off) = tokio::try_join!(
+    let (
+        emails,
+        (history, _),
+        (payments, anomalies),
+        (payments_enabled, today, einvoicing),
+        reminders_off,
+    ) = tokio::try_join!(
         crate::ssr::outbox::for_invoice(&state.reads, user.org_id, invoice.id),
         crate::ssr::activity::rows(&state.reads, user.org_id, &only_this, None),
         crate::ssr::payments::for_invoice(&state.reads, user.org_id, invoice.id),
@@ -199,6 +205,7 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
         history,
         can_edit: user.role.may(crate::model::Action::EditInvoices),
         payments_enabled,
+        einvoicing,
         payment_forms: crate::model::PaymentForms {
             key: crate::model::form_key(user.org_id),
             today,

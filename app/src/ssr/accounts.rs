@@ -134,15 +134,18 @@ pub async fn allow_payments(pool: &PgPool, org: Uuid) -> sqlx::Result<bool> {
 }
 
 /// Whether `org` may take card payments, and its date today (in its time zone).
-pub async fn payments_enabled(pool: &PgPool, org: Uuid) -> sqlx::Result<(bool, chrono::NaiveDate)> {
+pub async fn payments_enabled(
+    pool: &PgPool,
+    org: Uuid,
+) -> sqlx::Result<(bool, chrono::NaiveDate, bool)> {
     // language=PostgreSQL
     let row = sqlx::query!(
-        r#"select payments_enabled, (now() at time zone time_zone)::date as "today!: chrono::NaiveDate" from orgs where id = $1"#,
+        r#"select payments_enabled, (now() at time zone time_zone)::date as "today!: chrono::NaiveDate", einvoicing from orgs where id = $1"#,
         org
     )
     .fetch_one(pool)
     .await?;
-    Ok((row.payments_enabled, row.today))
+    Ok((row.payments_enabled, row.today, row.einvoicing))
 }
 
 async fn create_account(

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use crate::model::{
     AppliedTax, Discount, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus, PaymentState,
-    TaxTotal, Thousandths, Totals,
+    TaxCategory, TaxTotal, Thousandths, Totals,
 };
 
 mod list;
@@ -68,6 +68,9 @@ struct LineRow<'a> {
     tax_percent_milli: Option<i32>,
     discount_cents: i64,
     tax_cents: i64,
+    /// The rate itself, for the answer (not a column).
+    #[serde(skip)]
+    tax: Option<&'a AppliedTax>,
 }
 
 impl<'a> Content<'a> {
@@ -110,6 +113,7 @@ impl<'a> Content<'a> {
                     tax_percent_milli: tax.as_ref().map(|t| t.percent.0 as i32),
                     discount_cents: amounts.discount_cents,
                     tax_cents: amounts.tax_cents,
+                    tax: tax.as_ref(),
                 })
                 .collect(),
         }
@@ -128,6 +132,11 @@ impl<'a> Content<'a> {
                 tax_rate_id: l.tax_rate_id,
                 tax_name: l.tax_name.map(str::to_owned),
                 tax_percent: l.tax_percent_milli.map(|p| Thousandths(p.into())),
+                tax_category: l.tax.map(|t| t.category),
+                exemption_reason: l
+                    .tax
+                    .map(|t| t.exemption_reason.clone())
+                    .unwrap_or_default(),
                 discount_cents: l.discount_cents,
                 tax_cents: l.tax_cents,
             })
@@ -414,11 +423,12 @@ async fn with_lines(
     // language=PostgreSQL
     let lines = sqlx::query!(
         r#"
-        select invoice_id, position, description, quantity_milli, unit_amount_cents, amount_cents,
-               tax_rate_id, tax_name, tax_percent_milli, discount_cents, tax_cents
-        from invoice_lines
-        where invoice_id = any($1)
-        order by invoice_id, position
+        select l.invoice_id, l.position, l.description, l.quantity_milli, l.unit_amount_cents,
+               l.amount_cents, l.tax_rate_id, l.tax_name, l.tax_percent_milli, l.discount_cents,
+               l.tax_cents, r.category as "tax_category?", r.exemption_reason as "exemption_reason?"
+        from invoice_lines l left join tax_rates r on r.id = l.tax_rate_id
+        where l.invoice_id = any($1)
+        order by l.invoice_id, l.position
         "#,
         &ids
     )
@@ -438,6 +448,8 @@ async fn with_lines(
                 tax_rate_id: l.tax_rate_id,
                 tax_name: l.tax_name,
                 tax_percent: l.tax_percent_milli.map(|p| Thousandths(p.into())),
+                tax_category: l.tax_category.as_deref().and_then(TaxCategory::parse),
+                exemption_reason: l.exemption_reason.unwrap_or_default(),
                 discount_cents: l.discount_cents,
                 tax_cents: l.tax_cents,
             });

@@ -144,7 +144,7 @@ async fn named(
     }
     // language=PostgreSQL
     let rows = sqlx::query!(
-        "select id, name, percent_milli from tax_rates where org_id = $1 and id = any($2)",
+        "select id, name, percent_milli, category, exemption_reason from tax_rates where org_id = $1 and id = any($2)",
         org,
         &wanted
     )
@@ -157,6 +157,8 @@ async fn named(
                 rate_id: r.id,
                 name: r.name,
                 percent: Thousandths(r.percent_milli.into()),
+                category: TaxCategory::parse(&r.category).unwrap_or_default(),
+                exemption_reason: r.exemption_reason,
             };
             (r.id, tax)
         })

@@ -3,8 +3,9 @@ from unnest({ids}) as wanted (id)
 join invoices i on i.id = wanted.id
 join orgs o on o.id = i.org_id
 where i.org_id = {org};
-select invoice_id, position, description, quantity_milli, unit_amount_cents, amount_cents,
-       tax_rate_id, tax_name, tax_percent_milli, discount_cents, tax_cents
-from invoice_lines
-where invoice_id = any({ids})
-order by invoice_id, position;
+select l.invoice_id, l.position, l.description, l.quantity_milli, l.unit_amount_cents,
+       l.amount_cents, l.tax_rate_id, l.tax_name, l.tax_percent_milli, l.discount_cents,
+       l.tax_cents, r.category as "tax_category?", r.exemption_reason as "exemption_reason?"
+from invoice_lines l left join tax_rates r on r.id = l.tax_rate_id
+where l.invoice_id = any({ids})
+order by l.invoice_id, l.position;

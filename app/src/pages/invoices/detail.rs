@@ -50,7 +50,7 @@ pub fn InvoicePage() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match invoice.await {
-                    Ok(InvoicePage { invoice: inv, simulate_payments, send_key, action_key, emails, payments, anomalies, history, can_edit, payments_enabled, payment_forms }) => {
+                    Ok(InvoicePage { invoice: inv, simulate_payments, send_key, action_key, emails, payments, anomalies, history, can_edit, payments_enabled, einvoicing, payment_forms }) => {
                         let currency = inv.currency.clone();
                         let can_simulate = can_edit && simulate_payments && inv.status == InvoiceStatus::Open;
                         let can_send = can_edit && !matches!(inv.status, InvoiceStatus::Draft | InvoiceStatus::Void);
@@ -75,6 +75,12 @@ pub fn InvoicePage() -> impl IntoView {
                                     <p class="public-link">
                                         "Customer's page: " <a href=url.clone()>{url.clone()}</a>
                                         " · " <a href=format!("{url}/pdf") class="pdf">"Download PDF"</a>
+                                        {einvoicing.then(|| view! {
+                                            " · e-invoice: "
+                                            <a href=format!("{url}/einvoice.xml?syntax=cii") class="einvoice-cii">"Factur-X XML (CII)"</a>
+                                            " · "
+                                            <a href=format!("{url}/einvoice.xml?syntax=ubl") class="einvoice-ubl">"XRechnung (UBL)"</a>
+                                        })}
                                         {match inv.viewed_at {
                                             Some(at) => format!(" · viewed {}", at.format("%Y-%m-%d %H:%M UTC")),
                                             None => " · not viewed yet".to_owned(),

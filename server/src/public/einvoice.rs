@@ -1,0 +1,99 @@
+//! The e-invoice behind a customer's link: `/i/{token}/einvoice.xml` and `/c/{token}/einvoice.xml`
+//! (`?syntax=cii`, the default, or `ubl`), for the customer's accounting software. Throttled like the
+//! pages; a link that names no valid e-invoice answers 404 like an unknown one.
+
+use app::ssr::einvoice::{self, Document, InvoiceDocumentError, Syntax};
+use app::ssr::AppState;
+use axum::extract::{Path, Query, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+
+use super::{not_found, private, throttled, unavailable, Client};
+
+#[derive(Debug, serde::Deserialize)]
+pub(super) struct SyntaxQuery {
+    syntax: Option<String>,
+}
+
+fn answer(made: Result<Document, InvoiceDocumentError>, syntax: Syntax, name: &str) -> Response {
+    match made {
+        Ok(d) if d.problems().is_empty() => {
+            let file = format!(
+                "{}.xml",
+                name.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "-")
+            );
+            private(
+                (
+                    [
+                        (
+                            header::CONTENT_TYPE,
+                            "application/xml; charset=utf-8".to_owned(),
+                        ),
+                        (
+                            header::CONTENT_DISPOSITION,
+                            format!("attachment; filename=\"{file}\""),
+                        ),
+                    ],
+                    d.xml(syntax),
+                )
+                    .into_response(),
+            )
+        }
+        Err(InvoiceDocumentError::Db(e)) => unavailable("public e-invoice", e),
+        _ => not_found(),
+    }
+}
+
+pub(super) async fn invoice(
+    State(state): State<AppState>,
+    Client(client): Client,
+    Path(token): Path<String>,
+    Query(query): Query<SyntaxQuery>,
+) -> Response {
+    let Some(syntax) = Syntax::parse(query.syntax.as_deref().unwrap_or("cii")) else {
+        return not_found();
+    };
+    if let Err(t) = state.throttle.public_page(&token, client) {
+        return throttled(t);
+    }
+    let found = match app::ssr::public::open(&state.pool, &token, &state.settings.public_url).await
+    {
+        Ok(Some(found)) => found,
+        Ok(None) => return not_found(),
+        Err(e) => return unavailable("public e-invoice", e),
+    };
+    let mut conn = match state.reads.acquire().await {
+        Ok(conn) => conn,
+        Err(e) => return unavailable("public e-invoice", e),
+    };
+    let made = einvoice::invoice_document(&mut conn, found.org_id, found.invoice.id).await;
+    let number = found.invoice.number.unwrap_or_default();
+    answer(made, syntax, &format!("invoice-{number}"))
+}
+
+pub(super) async fn credit_note(
+    State(state): State<AppState>,
+    Client(client): Client,
+    Path(token): Path<String>,
+    Query(query): Query<SyntaxQuery>,
+) -> Response {
+    let Some(syntax) = Syntax::parse(query.syntax.as_deref().unwrap_or("cii")) else {
+        return not_found();
+    };
+    if let Err(t) = state.throttle.public_page(&token, client) {
+        return throttled(t);
+    }
+    let found =
+        app::ssr::credit_notes::by_token(&state.pool, &token, &state.settings.public_url).await;
+    let found = match found {
+        Ok(Some(found)) => found,
+        Ok(None) => return not_found(),
+        Err(e) => return unavailable("public e-invoice", e),
+    };
+    let mut conn = match state.reads.acquire().await {
+        Ok(conn) => conn,
+        Err(e) => return unavailable("public e-invoice", e),
+    };
+    let made = einvoice::credit_note_document(&mut conn, found.org_id, found.note.id).await;
+    answer(made, syntax, &format!("credit-note-{}", found.note.number))
+}
