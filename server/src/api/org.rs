@@ -57,14 +57,51 @@ pub struct OrgEditable {
     pub einvoicing: bool,
 }
 
-/// The org as the API shows it.
+/// The org as the API shows it: its id, name and time zone, and what `PATCH` changes.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Org {
     pub id: uuid::Uuid,
     pub name: String,
     pub time_zone: String,
-    #[serde(flatten)]
-    pub settings: OrgEditable,
+    pub legal_name: String,
+    pub address: Address,
+    pub vat_id: String,
+    pub tax_registration_id: String,
+    pub email: String,
+    pub phone: String,
+    pub bank: OrgBank,
+    pub einvoicing: bool,
+}
+
+impl Org {
+    fn new(id: uuid::Uuid, name: String, time_zone: String, s: OrgEditable) -> Org {
+        Org {
+            id,
+            name,
+            time_zone,
+            legal_name: s.legal_name,
+            address: s.address,
+            vat_id: s.vat_id,
+            tax_registration_id: s.tax_registration_id,
+            email: s.email,
+            phone: s.phone,
+            bank: s.bank,
+            einvoicing: s.einvoicing,
+        }
+    }
+
+    fn editable(&self) -> OrgEditable {
+        OrgEditable {
+            legal_name: self.legal_name.clone(),
+            address: self.address.clone(),
+            vat_id: self.vat_id.clone(),
+            tax_registration_id: self.tax_registration_id.clone(),
+            email: self.email.clone(),
+            phone: self.phone.clone(),
+            bank: self.bank.clone(),
+            einvoicing: self.einvoicing,
+        }
+    }
 }
 
 impl OrgEditable {
@@ -115,12 +152,12 @@ async fn current(state: &AppState, org: uuid::Uuid) -> Result<Org, ProblemRespon
         .await?;
     let details = orgs::details(&state.pool, org).await?;
     let bank = orgs::bank_details(&state.pool, org).await?;
-    Ok(Org {
-        id: org,
-        name: row.name,
-        time_zone: row.time_zone,
-        settings: OrgEditable::of(details, bank),
-    })
+    Ok(Org::new(
+        org,
+        row.name,
+        row.time_zone,
+        OrgEditable::of(details, bank),
+    ))
 }
 
 /// The key's org: its legal details, bank details and e-invoicing.
@@ -162,7 +199,7 @@ pub(super) async fn patch_org(write: Write) -> Result<Response, ProblemResponse>
             let org = req.org();
             let patch = write::patch_body(body, "the org")?;
             let now = current(req.state(), org).await?;
-            let edited = app::ssr::patch::patched(&now.settings, &patch)
+            let edited = app::ssr::patch::patched(&now.editable(), &patch)
                 .map_err(|reason| write::unreadable("org", reason))?;
             let (details, bank) = edited.split();
             let mut fields = details.check().err().unwrap_or_default();
@@ -179,10 +216,9 @@ pub(super) async fn patch_org(write: Write) -> Result<Response, ProblemResponse>
                 async |tx| {
                     orgs::save_details(tx, org, &details).await?;
                     orgs::save_bank_details(tx, org, &bank).await?;
-                    let body = Org {
-                        settings: OrgEditable::of(details.clone(), bank.clone()),
-                        ..current_in(tx, org).await?
-                    };
+                    let (name, time_zone) = name_and_zone(tx, org).await?;
+                    let saved = OrgEditable::of(details.clone(), bank.clone());
+                    let body = Org::new(org, name, time_zone, saved);
                     Ok((api::ok(&body), None))
                 }
             })
@@ -191,15 +227,13 @@ pub(super) async fn patch_org(write: Write) -> Result<Response, ProblemResponse>
         .await
 }
 
-async fn current_in(tx: &mut sqlx::PgConnection, org: uuid::Uuid) -> sqlx::Result<Org> {
+async fn name_and_zone(
+    tx: &mut sqlx::PgConnection,
+    org: uuid::Uuid,
+) -> sqlx::Result<(String, String)> {
     // language=PostgreSQL
     let row = sqlx::query!("select name, time_zone from orgs where id = $1", org)
         .fetch_one(&mut *tx)
         .await?;
-    Ok(Org {
-        id: org,
-        name: row.name,
-        time_zone: row.time_zone,
-        settings: OrgEditable::default(),
-    })
+    Ok((row.name, row.time_zone))
 }
