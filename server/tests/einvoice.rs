@@ -501,6 +501,11 @@ async fn what_would_be_invalid_is_refused_with_its_field_and_takes_no_number(poo
             "customer_id",
         ),
         (
+            "an intra-community supply to a buyer without a VAT id",
+            invoice(&s.abroad, "eur", &[("x", "1", 100, "K")], &s),
+            "customer_id",
+        ),
+        (
             "outside VAT beside taxed lines",
             invoice(
                 &s.domestic,
