@@ -39,6 +39,13 @@ pub async fn create_invoice(
         let parsed = with_customer(&state, user.org_id, &input)
             .await
             .map_err(refuse)?;
+        // An e-invoicing org finalizes only what makes a valid e-invoice (a database failure is a
+        // failure to retry, not a field to fix).
+        let problems =
+            crate::ssr::einvoice::create_problems(&state.pool, user.org_id, &parsed).await?;
+        if !problems.is_empty() {
+            return Err(refuse(crate::ssr::einvoice::for_form(problems)));
+        }
         invoice_from_form(&state.pool, &attempt, user.org_id, form_key, &parsed).await
     })
     .await
@@ -100,18 +107,6 @@ async fn with_customer(
                     "Your tax rates could not be read. Try again.".to_owned(),
                 )])
             }));
-    }
-    match crate::ssr::einvoice::create_problems(&state.pool, org, &parsed).await {
-        Ok(problems) if problems.is_empty() => {}
-        Ok(problems) => return Err(crate::ssr::einvoice::for_form(problems)),
-        Err(e) => {
-            // Through AppError: a database failure is logged there.
-            let _ = crate::error::AppError::from(e);
-            return Err(crate::error::FieldErrors::from([(
-                "einvoice".to_owned(),
-                "The e-invoice could not be checked. Try again.".to_owned(),
-            )]));
-        }
     }
     Ok(parsed)
 }
