@@ -7,9 +7,13 @@ use crate::error::AppError;
 use crate::model::Action;
 use crate::rpc::auth::{current_user, Logout};
 
+/// The header: the main sections on one line at 1280 px (wrapping on a phone), with the org and
+/// the role on the right; on the settings pages, their own tabs below it.
 #[component]
 pub fn Nav() -> impl IntoView {
     let user = Resource::new(|| (), |_| current_user());
+    let location = leptos_router::hooks::use_location();
+    let in_settings = move || location.pathname.get().starts_with("/settings");
     view! {
         <header class="nav">
             <a class="brand" href="/invoices">"invoicer"</a>
@@ -19,23 +23,18 @@ pub fn Nav() -> impl IntoView {
                         Ok(Some(u)) => {
                             let edits = u.role.may(Action::EditInvoices);
                             view! {
-                                <nav>
+                                <nav aria-label="Main">
                                     <a href="/invoices">"Invoices"</a>
                                     <a href="/customers">"Customers"</a>
                                     <a href="/schedules">"Recurring"</a>
-                                    {edits.then(|| view! { <a href="/invoices/new">"New invoice"</a> })}
                                     <a href="/activity">"Activity"</a>
                                     <a href="/settings/org">"Settings"</a>
-                                    <a href="/settings/members">"Members"</a>
-                                    <a href="/settings/api-keys">"API keys"</a>
-                                    <a href="/settings/account">"Account"</a>
+                                    {edits.then(|| view! { <a href="/invoices/new" class="button new-invoice">"New invoice"</a> })}
                                 </nav>
-                                <span class="who">
+                                <span class="who" title=u.email.clone()>
                                     <a href="/settings/orgs" class="org-switch" title="Switch organisation">
                                         {u.org_name}
                                     </a>
-                                    " · "
-                                    {u.email}
                                     " (" {u.role.as_str()} ")"
                                 </span>
                                 // A plain POST: logging out reloads the page for everyone.
@@ -47,7 +46,7 @@ pub fn Nav() -> impl IntoView {
                         }
                         _ => {
                             view! {
-                                <nav>
+                                <nav aria-label="Main">
                                     <a href="/login">"Log in"</a>
                                     <a href="/signup">"Sign up"</a>
                                 </nav>
@@ -58,6 +57,28 @@ pub fn Nav() -> impl IntoView {
                 })}
             </Transition>
         </header>
+        {move || in_settings().then(SettingsTabs)}
+    }
+}
+
+/// The settings pages' own navigation: the org, its members, API keys, and one's account.
+#[component]
+fn SettingsTabs() -> impl IntoView {
+    let location = leptos_router::hooks::use_location();
+    let tab = move |href: &'static str, label: &'static str| {
+        let current = move || (location.pathname.get() == href).then_some("page");
+        view! { <a href=href aria-current=current>{label}</a> }
+    };
+    view! {
+        <nav class="tabs" aria-label="Settings">
+            {tab("/settings/org", "Organisation")}
+            {tab("/settings/members", "Members")}
+            {tab("/settings/api-keys", "API keys")}
+            {tab("/settings/account", "Account")}
+            {tab("/settings/sessions", "Sessions")}
+            {tab("/settings/orgs", "Organisations")}
+            {tab("/settings/audit", "Audit log")}
+        </nav>
     }
 }
 
