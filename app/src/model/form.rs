@@ -175,6 +175,46 @@ impl InvoiceForm {
         }
     }
 
+    /// What the form's lines, discount and currency come to, by the rule the server stores them with
+    /// (the same code, compiled into the browser too): the form shows it as the user types. `rates`
+    /// are the org's tax rates. None while a line, the currency or the discount does not parse.
+    pub fn preview(&self, rates: &[super::TaxRate]) -> Option<super::Totals> {
+        let form = InvoiceForm {
+            customer_name: "preview".into(),
+            customer_email: "preview@example.com".into(),
+            customer_id: None,
+            save_customer: None,
+            due_date: String::new(),
+            payment_terms_days: "0".into(),
+            draft: None,
+            notes: String::new(),
+            ..self.clone()
+        };
+        let input = form.parse().ok()?;
+        let taxes: Vec<Option<super::AppliedTax>> = input
+            .lines
+            .iter()
+            .map(|l| {
+                let rate = rates.iter().find(|r| Some(r.id) == l.tax_rate_id)?;
+                Some(super::AppliedTax {
+                    rate_id: rate.id,
+                    name: rate.name.clone(),
+                    percent: rate.percent,
+                    category: rate.category,
+                    exemption_reason: rate.exemption_reason.clone(),
+                })
+            })
+            .collect();
+        if taxes
+            .iter()
+            .zip(&input.lines)
+            .any(|(t, l)| t.is_none() && l.tax_rate_id.is_some())
+        {
+            return None;
+        }
+        Some(input.totals(&taxes))
+    }
+
     /// Parses and validates. Wholly empty line rows are ignored (the form always offers spare rows).
     /// Errors name the same paths the form's inputs use, e.g. `lines[1].unit_amount_cents`.
     pub fn parse(&self) -> Result<InvoiceInput, FieldErrors> {

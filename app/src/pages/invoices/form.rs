@@ -4,7 +4,9 @@ use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::error::{AppError, FieldErrors};
-use crate::model::{InvoiceForm, LineForm, COMMON_CURRENCIES, MAX_LINES, PAYMENT_TERMS};
+use crate::model::{
+    format_money, InvoiceForm, LineForm, COMMON_CURRENCIES, MAX_LINES, PAYMENT_TERMS,
+};
 use crate::pages::layout::{error_banner, Head, NotFound};
 use crate::rpc::customers::list_customers;
 use crate::rpc::invoices::{get_draft, CreateInvoice, UpdateDraft};
@@ -175,6 +177,32 @@ pub(crate) fn InvoiceFields(
     } else {
         currency
     };
+    // What the user has typed so far into the fields the totals depend on (the line rows keep
+    // theirs in `rows`): the totals panel follows them.
+    let typed_currency = RwSignal::new(currency.clone());
+    let typed_discount = RwSignal::new(discount.clone());
+    let typed_kind = RwSignal::new(discount_kind.clone());
+    let set_line = move |id: usize, field: fn(&mut LineForm) -> &mut String, value: String| {
+        rows.update(|r| {
+            if let Some((_, line)) = r.iter_mut().find(|(i, _)| *i == id) {
+                *field(line) = value;
+            }
+        })
+    };
+    // A row's quantity × unit price, rounded as the server rounds it; empty until both parse.
+    let row_amount = move |id: usize| {
+        let currency = typed_currency.get();
+        let step = crate::model::currency(&currency).map_or(1, |c| c.step);
+        rows.with(|r| {
+            let (_, line) = r.iter().find(|(i, _)| *i == id)?;
+            let quantity = crate::model::Thousandths::parse(line.quantity.trim())?;
+            let unit = crate::model::parse_amount(line.unit_amount.trim(), &currency).ok()?;
+            Some(format_money(
+                crate::model::line_amount(quantity, unit, step),
+                &currency,
+            ))
+        })
+    };
     let add_row = move |ev: leptos::ev::MouseEvent| {
         ev.prevent_default();
         if rows.with(|r| r.len()) < MAX_LINES {
@@ -231,7 +259,7 @@ pub(crate) fn InvoiceFields(
             </label>
             <label>
                 "Currency"
-                <select name="input[currency]">
+                <select name="input[currency]" on:change=move |ev| typed_currency.set(event_target_value(&ev))>
                     {COMMON_CURRENCIES
                         .iter()
                         .map(|c| {
@@ -282,7 +310,7 @@ pub(crate) fn InvoiceFields(
                 }
             })}
         <table class="lines">
-            <Head cols=&["Description", "Quantity", "Unit price", "Tax", ""]/>
+            <Head cols=&["Description", "Quantity", "Unit price", "Tax", "Amount", ""] num=&["Amount"]/>
             <tbody>
                 <For
                     each=move || rows.get()
@@ -299,15 +327,18 @@ pub(crate) fn InvoiceFields(
                         view! {
                             <tr class="line">
                                 <td>
-                                    <input type="text" name=name("description") value=line.description maxlength="500" aria-label=move || format!("Line {} description", index() + 1) />
+                                    <input type="text" name=name("description") value=line.description maxlength="500" aria-label=move || format!("Line {} description", index() + 1)
+                                        on:input=move |ev| set_line(id, |l| &mut l.description, event_target_value(&ev)) />
                                     {line_error("description")}
                                 </td>
                                 <td>
-                                    <input type="text" inputmode="decimal" name=name("quantity") value=line.quantity placeholder="1" aria-label=move || format!("Line {} quantity", index() + 1) />
+                                    <input type="text" inputmode="decimal" name=name("quantity") value=line.quantity placeholder="1" aria-label=move || format!("Line {} quantity", index() + 1)
+                                        on:input=move |ev| set_line(id, |l| &mut l.quantity, event_target_value(&ev)) />
                                     {line_error("quantity")}
                                 </td>
                                 <td>
-                                    <input type="text" inputmode="decimal" name=name("unit_amount") value=line.unit_amount placeholder="0.00" aria-label=move || format!("Line {} unit price", index() + 1) />
+                                    <input type="text" inputmode="decimal" name=name("unit_amount") value=line.unit_amount placeholder="0.00" aria-label=move || format!("Line {} unit price", index() + 1)
+                                        on:input=move |ev| set_line(id, |l| &mut l.unit_amount, event_target_value(&ev)) />
                                     {line_error("unit_amount_cents")}
                                 </td>
                                 <td>
@@ -317,7 +348,8 @@ pub(crate) fn InvoiceFields(
                                             Suspend::new(async move {
                                                 let rates = tax_rates.await.unwrap_or_default();
                                                 view! {
-                                                    <select name=name("tax_rate_id") aria-label=move || format!("Line {} tax", index() + 1)>
+                                                    <select name=name("tax_rate_id") aria-label=move || format!("Line {} tax", index() + 1)
+                                                        on:change=move |ev| set_line(id, |l| &mut l.tax_rate_id, event_target_value(&ev))>
                                                         <option value="">"No tax"</option>
                                                         {rates
                                                             .into_iter()
@@ -336,6 +368,7 @@ pub(crate) fn InvoiceFields(
                                     </Suspense>
                                     {line_error("tax_rate_id")}
                                 </td>
+                                <td class="num line-amount">{move || row_amount(id)}</td>
                                 <td>
                                     <button
                                         type="button"
@@ -361,12 +394,13 @@ pub(crate) fn InvoiceFields(
         <div class="grid">
             <label>
                 "Discount"
-                <input type="text" inputmode="decimal" name="input[discount]" value=discount placeholder="none" />
+                <input type="text" inputmode="decimal" name="input[discount]" value=discount placeholder="none"
+                    on:input=move |ev| typed_discount.set(event_target_value(&ev)) />
                 {error_for("discount".into())}
             </label>
             <label>
                 "Discount is"
-                <select name="input[discount_kind]">
+                <select name="input[discount_kind]" on:change=move |ev| typed_kind.set(event_target_value(&ev))>
                     <option value="percent" selected=discount_kind != "amount">"a percentage of the subtotal"</option>
                     <option value="amount" selected=discount_kind == "amount">"an amount"</option>
                 </select>
@@ -377,6 +411,54 @@ pub(crate) fn InvoiceFields(
             <textarea name="input[notes]" maxlength="2000" rows="3">{notes}</textarea>
             {error_for("notes".into())}
         </label>
-        <p class="hint">"Totals, taxes and the discount are computed when you save (see the invoice page)."</p>
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                let rates = StoredValue::new(tax_rates.await.unwrap_or_default());
+                let totals = move || {
+                    let form = InvoiceForm {
+                        currency: typed_currency.get(),
+                        discount: typed_discount.get(),
+                        discount_kind: typed_kind.get(),
+                        lines: rows.get().into_iter().map(|(_, l)| l).collect(),
+                        ..InvoiceForm::default()
+                    };
+                    rates.with_value(|r| form.preview(r))
+                };
+                view! { <LiveTotals totals=Signal::derive(totals) currency=typed_currency /> }
+            })}
+        </Transition>
+        <p class="hint">"The totals follow what you type, by the rule the server stores them with."</p>
+    }
+}
+
+/// The totals of what is typed: subtotal, discount, each tax and the total, or a hint while a line
+/// does not parse. Announced politely to screen readers as they change.
+#[component]
+fn LiveTotals(
+    totals: Signal<Option<crate::model::Totals>>,
+    currency: RwSignal<String>,
+) -> impl IntoView {
+    let money = move |cents: i64| format_money(cents, &currency.get());
+    view! {
+        <table class="live-totals" aria-live="polite">
+            <caption>"Totals"</caption>
+            <tbody>
+                {move || match totals.get() {
+                    Some(t) => view! {
+                        <tr><th scope="row">"Subtotal"</th><td class="num live-subtotal">{money(t.subtotal_cents)}</td></tr>
+                        {(t.discount_cents > 0).then(|| view! {
+                            <tr><th scope="row">"Discount"</th><td class="num live-discount">{format!("−{}", money(t.discount_cents))}</td></tr>
+                        })}
+                        {t.taxes.iter().map(|tax| view! {
+                            <tr><th scope="row">{format!("{} {}%", tax.name, tax.percent)}</th><td class="num live-tax">{money(tax.amount_cents)}</td></tr>
+                        }).collect_view()}
+                        <tr><th scope="row">"Total"</th><td class="num live-total">{money(t.total_cents)}</td></tr>
+                    }.into_any(),
+                    None => view! {
+                        <tr><td colspan="2" class="hint">"Totals show once each line has a quantity and a price."</td></tr>
+                    }.into_any(),
+                }}
+            </tbody>
+        </table>
     }
 }
