@@ -146,16 +146,13 @@ impl OrgEditable {
 }
 
 async fn current(state: &AppState, org: uuid::Uuid) -> Result<Org, ProblemResponse> {
-    // language=PostgreSQL
-    let row = sqlx::query!("select name, time_zone from orgs where id = $1", org)
-        .fetch_one(&state.pool)
-        .await?;
+    let (name, time_zone) = name_and_zone(&mut *state.pool.acquire().await?, org).await?;
     let details = orgs::details(&state.pool, org).await?;
     let bank = orgs::bank_details(&state.pool, org).await?;
     Ok(Org::new(
         org,
-        row.name,
-        row.time_zone,
+        name,
+        time_zone,
         OrgEditable::of(details, bank),
     ))
 }
