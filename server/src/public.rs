@@ -15,6 +15,7 @@ use leptos::prelude::*;
 use crate::pdf::Paper;
 
 mod einvoice;
+mod quote;
 mod statement;
 
 /// The client's address as the throttles see it (the trusted proxy's header, else the peer).
@@ -76,6 +77,9 @@ pub fn routes() -> Router<AppState> {
         .route("/c/{token}/einvoice.xml", get(einvoice::credit_note))
         .route("/c/{token}", get(credit_note_page))
         .route("/c/{token}/pdf", get(credit_note_pdf))
+        .route("/q/{token}", get(quote::page))
+        .route("/q/{token}/accept", axum::routing::post(quote::accept))
+        .route("/q/{token}/decline", axum::routing::post(quote::decline))
         .route("/s/{token}", get(statement::page))
         .route("/s/{token}/pdf", get(statement::pdf))
 }

@@ -318,7 +318,15 @@ pub fn metrics_router(state: AppState) -> Router {
 
 /// The paths whose next segment is a secret (a customer's link, an invitation, a reset or a
 /// verification link): logs and spans show it as `[redacted]`.
-const SECRET_SEGMENTS: [&str; 4] = ["/i/", "/invite/", "/reset-password/", "/verify-email/"];
+const SECRET_SEGMENTS: [&str; 7] = [
+    "/i/",
+    "/c/",
+    "/q/",
+    "/s/",
+    "/invite/",
+    "/reset-password/",
+    "/verify-email/",
+];
 
 /// `path` as logs may show it: the secret segment of a link replaced.
 pub fn redacted_path(path: &str) -> std::borrow::Cow<'_, str> {
@@ -371,6 +379,10 @@ mod tests {
         assert_eq!(
             redacted_path(&format!("/i/{token}/pay")),
             "/i/[redacted]/pay"
+        );
+        assert_eq!(
+            redacted_path(&format!("/q/{token}/accept")),
+            "/q/[redacted]/accept"
         );
         for page in ["invite", "reset-password", "verify-email"] {
             assert_eq!(

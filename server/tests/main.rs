@@ -28,6 +28,7 @@ mod pg_tls;
 mod pgbench_scripts;
 mod plans;
 mod public_page;
+mod quotes;
 mod readiness;
 mod reminders;
 mod schedules;

@@ -579,7 +579,7 @@ const PUBLIC: [&str; 8] = [
     "reset_password",
 ];
 /// Server functions that only read the session's org.
-const READS: [&str; 21] = [
+const READS: [&str; 24] = [
     "current_user",
     "list_invoices",
     "get_invoice",
@@ -593,6 +593,9 @@ const READS: [&str; 21] = [
     "get_schedule",
     "new_schedule_form",
     "edit_schedule_form",
+    "list_quotes",
+    "get_quote",
+    "new_quote_form",
     "get_org_settings",
     "activity",
     "team_page",
@@ -746,6 +749,27 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
                 ("input[lines][0][description]", "x".into()),
                 ("input[lines][0][quantity]", "1".into()),
                 ("input[lines][0][unit_amount]", "1.00".into()),
+            ]),
+        ),
+        (
+            "create_quote",
+            form(&[
+                ("idempotency_key", key()),
+                ("input[customer_name]", "Refused Co".into()),
+                ("input[customer_email]", "r@example.com".into()),
+                ("input[currency]", "usd".into()),
+                ("input[payment_terms_days]", "14".into()),
+                ("input[lines][0][description]", "x".into()),
+                ("input[lines][0][quantity]", "1".into()),
+                ("input[lines][0][unit_amount]", "1.00".into()),
+                ("quote[expires_on]", "2099-01-01".into()),
+            ]),
+        ),
+        (
+            "send_quote",
+            form(&[
+                ("id", Uuid::now_v7().to_string()),
+                ("idempotency_key", key()),
             ]),
         ),
         (
@@ -935,11 +959,12 @@ async fn snapshot(pool: &PgPool, org: Uuid) -> Vec<i64> {
         (select count(*) from memberships where org_id = $1), \
         (select count(*) from memberships where org_id = $1 and role = 'owner'), \
         (select count(*) from audit_events where org_id = $1), \
-        (select count(*) from payments where org_id = $1)";
-    let row: (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) =
+        (select count(*) from payments where org_id = $1), \
+        (select count(*) from quotes where org_id = $1)";
+    let row: (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) =
         sqlx::query_as(sql).bind(org).fetch_one(pool).await.unwrap();
     vec![
-        row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9, row.10,
+        row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9, row.10, row.11,
     ]
 }
 

@@ -11,6 +11,7 @@ mod money;
 mod org;
 mod party;
 mod payment;
+mod quote;
 mod recurring;
 mod roles;
 pub mod schedule;
@@ -38,6 +39,9 @@ pub use org::{OrgDetails, OrgSettings, OrgSettingsPage, DEFAULT_CREDIT_NOTE_FORM
 pub use party::{check_vat_id, is_country, normalize_vat_id, Address};
 pub use payment::{
     Payment, PaymentForm, PaymentInput, PaymentMethod, PaymentSource, MAX_PAYMENT_CENTS,
+};
+pub use quote::{
+    NewQuotePage, Quote, QuoteFields, QuoteForm, QuoteInput, QuotePage, QuoteStatus, QUOTE_FIELDS,
 };
 pub use recurring::{check_reminder_steps, ReminderStep, ReminderStepForm, INVOICE_FIELDS};
 pub use recurring::{

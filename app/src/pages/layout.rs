@@ -25,6 +25,7 @@ pub fn Nav() -> impl IntoView {
                             view! {
                                 <nav aria-label="Main">
                                     <a href="/invoices">"Invoices"</a>
+                                    <a href="/quotes">"Quotes"</a>
                                     <a href="/customers">"Customers"</a>
                                     <a href="/schedules">"Recurring"</a>
                                     <a href="/activity">"Activity"</a>

@@ -7,6 +7,7 @@ pub mod filters;
 pub mod invoices;
 pub mod layout;
 pub mod party;
+pub mod quotes;
 pub mod reminders;
 pub mod schedules;
 pub mod settings;

@@ -68,7 +68,7 @@ pub async fn create_invoice(
 /// The invoice form parsed, with the picked customer's name and email when one was picked (one of
 /// `org`'s, or a field error), and its lines' tax rates checked to be `org`'s.
 #[cfg(feature = "ssr")]
-async fn with_customer(
+pub(super) async fn with_customer(
     state: &crate::ssr::AppState,
     org: Uuid,
     form: &InvoiceForm,

@@ -12,6 +12,7 @@ mod form;
 pub mod invoice_actions;
 pub mod invoices;
 pub mod payments;
+pub mod quotes;
 pub mod schedules;
 pub mod settings;
 pub mod team;

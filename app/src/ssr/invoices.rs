@@ -297,6 +297,115 @@ pub async fn insert(
     })
 }
 
+/// The invoice `input` would be if it were issued now, priced with `taxes` (the rates its lines
+/// name, [`crate::ssr::tax_rates::of_lines`]): what a quote shows its customer. Nothing is written.
+pub fn preview(
+    id: Uuid,
+    input: &InvoiceInput,
+    taxes: &[Option<AppliedTax>],
+    due_date: NaiveDate,
+    created_at: DateTime<Utc>,
+) -> Invoice {
+    let totals = input.totals(taxes);
+    let c = Content::of(input, taxes, &totals, input.customer_id, None);
+    Invoice {
+        id,
+        number: None,
+        status: InvoiceStatus::Draft,
+        version: 1,
+        customer_id: input.customer_id,
+        customer_name: input.customer_name.clone(),
+        customer_email: input.customer_email.clone(),
+        customer_address: String::new(),
+        customer_tax_id: None,
+        currency: input.currency.clone(),
+        due_date,
+        payment_terms_days: input.payment_terms_days,
+        lines: c.lines(),
+        subtotal_cents: totals.subtotal_cents,
+        discount: input.discount,
+        discount_cents: totals.discount_cents,
+        taxes: totals.taxes,
+        tax_cents: totals.tax_cents,
+        total_cents: totals.total_cents,
+        notes: input.notes.clone(),
+        amount_paid_cents: 0,
+        amount_credited_cents: 0,
+        amount_due_cents: totals.total_cents,
+        credit_notes: Vec::new(),
+        payment_state: PaymentState::Unpaid,
+        overdue: false,
+        public_url: None,
+        finalized_at: None,
+        viewed_at: None,
+        created_at,
+    }
+}
+
+/// Issues invoice `id` of `org` from `input` under the business key `source_key` (a job's period,
+/// an accepted quote): a draft, finalized, or finalized and queued for email, as `action` says.
+/// Should an invoice with that key exist already (a claim row lost), it is that invoice. An
+/// e-invoicing org's invoice is finalized only if it makes a valid e-invoice (its customer or the
+/// org may have changed since the input was checked); otherwise it is left a draft for the owner
+/// to fix, and nothing is sent. Returns the invoice and what was done with it.
+pub async fn issue_keyed(
+    tx: &mut PgConnection,
+    org: Uuid,
+    id: Uuid,
+    source_key: &str,
+    input: &InvoiceInput,
+    action: crate::model::RunAction,
+    public_base: &str,
+) -> sqlx::Result<(Uuid, crate::model::RunAction)> {
+    use crate::model::RunAction;
+    // language=PostgreSQL
+    let existing = sqlx::query_scalar!(
+        "select id from invoices where org_id = $1 and source_key = $2",
+        org,
+        source_key
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some(existing) = existing {
+        return Ok((existing, action));
+    }
+    let mut action = action;
+    let mut input = input.clone();
+    input.draft = action == RunAction::Draft;
+    let checked = !input.draft && crate::ssr::einvoice::enabled(tx, org).await?;
+    if checked {
+        sqlx::query("savepoint einvoice").execute(&mut *tx).await?;
+    }
+    insert(tx, id, org, Some(source_key), &input, public_base).await?;
+    if checked {
+        let problems = crate::ssr::einvoice::problems_of(tx, org, id).await?;
+        if problems.is_empty() {
+            sqlx::query("release savepoint einvoice")
+                .execute(&mut *tx)
+                .await?;
+        } else {
+            tracing::warn!(%org, %source_key, ?problems, "an invoice would not be a valid e-invoice: left as a draft");
+            sqlx::query("rollback to savepoint einvoice")
+                .execute(&mut *tx)
+                .await?;
+            input.draft = true;
+            action = RunAction::Draft;
+            insert(tx, id, org, Some(source_key), &input, public_base).await?;
+        }
+    }
+    if action == RunAction::Send {
+        crate::ssr::outbox::enqueue(
+            tx,
+            Some(org),
+            Some(id),
+            crate::ssr::outbox::Kind::InvoiceEmail,
+            serde_json::json!({ "invoice_id": id }),
+        )
+        .await?;
+    }
+    Ok((id, action))
+}
+
 /// Replaces the content of draft `id` of `org` with `input`'s: the lines, and the invoice's totals,
 /// discount, notes and terms (the caller's update has checked it is a draft at the right version).
 pub async fn replace_content(

@@ -27,6 +27,7 @@ pub mod outbox;
 pub mod patch;
 pub mod payments;
 pub mod public;
+pub mod quotes;
 pub mod refunds;
 pub mod reminders;
 pub mod retention;

@@ -33,6 +33,8 @@ pub enum Kind {
     StripeRefund,
     /// A payment reminder to the invoice's customer.
     Reminder,
+    /// A quote to its customer.
+    QuoteEmail,
 }
 
 impl Kind {
@@ -49,6 +51,7 @@ impl Kind {
             Kind::ExpireCheckout => "expire_checkout",
             Kind::StripeRefund => "stripe_refund",
             Kind::Reminder => "reminder",
+            Kind::QuoteEmail => "quote_email",
         }
     }
 }

@@ -127,6 +127,10 @@ params! {
     ScheduleId [id("Schedule id (UUID)")]
     /// A write to one schedule.
     ScheduleWrite [id("Schedule id (UUID)"), key(AS_FOR_CREATION)]
+    /// Reading one quote.
+    QuoteId [id("Quote id (UUID)")]
+    /// A write to one quote.
+    QuoteWrite [id("Quote id (UUID)"), key(AS_FOR_CREATION)]
     /// Reading one payment of an invoice.
     PaymentId [id("Invoice id (UUID)"), path("payment_id", "Payment id (UUID)")]
 }

@@ -11,6 +11,7 @@ mod openapi;
 mod org;
 mod problem;
 mod query;
+mod quotes;
 mod schedules;
 mod tax_rates;
 mod write;
@@ -107,6 +108,15 @@ fn api() -> Api {
             "/api/v1/credit_notes/{id}/einvoice",
             [to(M::GET, einvoice::get_credit_note_einvoice)],
         )
+        .route(
+            "/api/v1/quotes",
+            [
+                to(M::GET, quotes::list_quotes),
+                to(M::POST, quotes::post_quote),
+            ],
+        )
+        .route("/api/v1/quotes/{id}", [to(M::GET, quotes::get_quote)])
+        .post("/api/v1/quotes/{id}/send", quotes::send_quote)
         .route(
             "/api/v1/schedules",
             [

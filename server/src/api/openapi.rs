@@ -5,8 +5,8 @@ use app::model::{
     ApplyCreditInput, CreditLineInput, CreditNote, CreditNoteInput, CreditNoteLine, CreditRefund,
     Customer, CustomerInput, DayField, Discount, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus,
     LastDay, LineInput, Missed, Payment, PaymentInput, PaymentMethod, PaymentSource, PaymentState,
-    RunAction, Schedule, ScheduleFields, ScheduleInput, ScheduleRun, TaxCategory, TaxRate,
-    TaxRateInput, TaxTotal,
+    Quote, QuoteFields, QuoteInput, QuoteStatus, RunAction, Schedule, ScheduleFields,
+    ScheduleInput, ScheduleRun, TaxCategory, TaxRate, TaxRateInput, TaxTotal,
 };
 use axum::Json;
 use utoipa::OpenApi;
@@ -17,6 +17,7 @@ use super::einvoice;
 use super::invoices::{self, CheckoutSession, InvoiceList, PaymentList};
 use super::org::{self, Org, OrgBank, OrgEditable};
 use super::problem::Problem;
+use super::quotes::{self, QuoteList};
 use super::schedules::{self, ScheduleList};
 use super::tax_rates::{self, TaxRateList};
 
@@ -42,6 +43,10 @@ use super::tax_rates::{self, TaxRateList};
         credit_notes::post_credit_note,
         credit_notes::get_credit_note,
         credit_notes::post_apply_credit,
+        quotes::post_quote,
+        quotes::list_quotes,
+        quotes::get_quote,
+        quotes::send_quote,
         schedules::post_schedule,
         schedules::list_schedules,
         schedules::get_schedule,
@@ -72,6 +77,11 @@ use super::tax_rates::{self, TaxRateList};
         ApplyCreditInput,
         CreditNoteLine,
         CreditRefund,
+        Quote,
+        QuoteInput,
+        QuoteFields,
+        QuoteStatus,
+        QuoteList,
         Schedule,
         ScheduleInput,
         ScheduleFields,

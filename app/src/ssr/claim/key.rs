@@ -66,6 +66,12 @@ pub enum Form {
     EditSchedule,
     EditReminders,
     ToggleReminders,
+    CreateQuote,
+    SendQuote,
+    /// The customer's Accept button on a quote's public page.
+    AcceptQuote,
+    /// The customer's Decline button on a quote's public page.
+    DeclineQuote,
 }
 
 impl Form {
@@ -100,6 +106,10 @@ impl Form {
             Form::EditSchedule => "edit_schedule",
             Form::EditReminders => "edit_reminders",
             Form::ToggleReminders => "toggle_reminders",
+            Form::CreateQuote => "create_quote",
+            Form::SendQuote => "send_quote",
+            Form::AcceptQuote => "accept_quote",
+            Form::DeclineQuote => "decline_quote",
         }
     }
 }

@@ -31,6 +31,7 @@ pub(super) async fn render(
             .ok_or_else(|| RenderError::Permanent(format!("payload has no {field}")))
     };
     let (invoice_id, kind) = match row.kind.as_str() {
+        "quote_email" => return quote(pool, row, public_url, from, id("quote_id")?).await,
         "invoice_email" => (id("invoice_id")?, Kind::Invoice),
         "reminder" => (
             id("invoice_id")?,
@@ -133,4 +134,41 @@ pub(super) async fn render(
         ),
     };
     message(row, from, &inv.customer_email, subject, text)
+}
+
+/// A quote to its customer: the amount, until when it can be accepted, and the page to accept it on.
+async fn quote(
+    pool: &PgPool,
+    row: &Leased,
+    public_url: &str,
+    from: &Mailbox,
+    quote: uuid::Uuid,
+) -> Result<Message, RenderError> {
+    // language=PostgreSQL
+    let q = sqlx::query!(
+        r#"
+        select q.number_text, q.public_token, q.customer_name, q.customer_email, q.currency,
+               q.total_cents, q.expires_on::text as "expires!", o.name as org_name
+        from quotes q join orgs o on o.id = q.org_id
+        where q.id = $1
+        "#,
+        quote
+    )
+    .fetch_optional(pool)
+    .await?
+    .ok_or_else(|| RenderError::Permanent(format!("quote {quote} not found")))?;
+    let (Some(number), Some(token)) = (q.number_text, q.public_token) else {
+        return Err(RenderError::Permanent(format!(
+            "quote {quote} is a draft: it has no page to link to"
+        )));
+    };
+    let link = crate::ssr::quotes::public_url(public_url, &token);
+    let total = format_money(q.total_cents, &q.currency);
+    let subject = format!("Quote {number} from {}", q.org_name);
+    let text = format!(
+        "Hello {},\n\n{} has sent you quote {number} for {total}, valid until {}.\n\n\
+         Accept or decline it here:\n{link}\n",
+        q.customer_name, q.org_name, q.expires
+    );
+    message(row, from, &q.customer_email, subject, text)
 }

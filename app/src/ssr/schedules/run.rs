@@ -15,8 +15,8 @@ use uuid::Uuid;
 
 use crate::model::{InvoiceInput, RunAction};
 use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome, Surface, Terms};
+use crate::ssr::invoices;
 use crate::ssr::observe::{self, AttemptOutcome, Concerns};
-use crate::ssr::{invoices, outbox};
 
 /// Handles up to `limit` due periods at `now` (the clock; in dev, plus its offset), each in its own
 /// transaction. Returns how many it handled.
@@ -137,9 +137,8 @@ async fn run_one(pool: &PgPool, now: DateTime<Utc>, public_base: &str) -> sqlx::
     Ok(true)
 }
 
-/// Issues the invoice of schedule `id`'s `period` from its template: a draft, finalized, or
-/// finalized and queued for email, as the schedule says. Its business key is the period's: should
-/// it exist already (a claim row lost), it is that invoice.
+/// Issues the invoice of schedule `id`'s `period` from its template, as the schedule says. Its
+/// business key is the period's.
 async fn issue(
     tx: &mut PgConnection,
     org: Uuid,
@@ -150,56 +149,12 @@ async fn issue(
     public_base: &str,
 ) -> sqlx::Result<Uuid> {
     let source_key = format!("schedule:{id}:{period}");
-    // language=PostgreSQL
-    let existing = sqlx::query_scalar!(
-        "select id from invoices where org_id = $1 and source_key = $2",
-        org,
-        source_key
-    )
-    .fetch_optional(&mut *tx)
-    .await?;
-    if let Some(existing) = existing {
-        return Ok(existing);
-    }
-    let mut action = RunAction::parse(action).unwrap_or_default();
-    let mut input: InvoiceInput =
+    let action = RunAction::parse(action).unwrap_or_default();
+    let input: InvoiceInput =
         serde_json::from_value(template.clone()).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
-    input.draft = action == RunAction::Draft;
     let invoice = Uuid::now_v7();
-    // An e-invoicing org's run finalizes only what makes a valid e-invoice (its customer or the org
-    // may have changed since the template was checked): otherwise the period's invoice is a draft
-    // for the owner to fix, and nothing is sent.
-    let checked = !input.draft && crate::ssr::einvoice::enabled(tx, org).await?;
-    if checked {
-        sqlx::query("savepoint einvoice").execute(&mut *tx).await?;
-    }
-    invoices::insert(tx, invoice, org, Some(&source_key), &input, public_base).await?;
-    if checked {
-        let problems = crate::ssr::einvoice::problems_of(tx, org, invoice).await?;
-        if problems.is_empty() {
-            sqlx::query("release savepoint einvoice")
-                .execute(&mut *tx)
-                .await?;
-        } else {
-            tracing::warn!(%org, schedule = %id, %period, ?problems, "a scheduled invoice would not be a valid e-invoice: left as a draft");
-            sqlx::query("rollback to savepoint einvoice")
-                .execute(&mut *tx)
-                .await?;
-            input.draft = true;
-            action = RunAction::Draft;
-            invoices::insert(tx, invoice, org, Some(&source_key), &input, public_base).await?;
-        }
-    }
-    if action == RunAction::Send {
-        outbox::enqueue(
-            tx,
-            Some(org),
-            Some(invoice),
-            outbox::Kind::InvoiceEmail,
-            serde_json::json!({ "invoice_id": invoice }),
-        )
-        .await?;
-    }
+    let (invoice, _) =
+        invoices::issue_keyed(tx, org, invoice, &source_key, &input, action, public_base).await?;
     Ok(invoice)
 }
 

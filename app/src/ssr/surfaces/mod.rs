@@ -7,6 +7,7 @@
 pub mod api;
 pub mod form;
 pub mod payment_forms;
+pub mod quote_forms;
 pub mod webhook;
 
 use std::time::Duration;

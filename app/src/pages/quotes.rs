@@ -1,0 +1,218 @@
+//! Quotes: the list (`/quotes`), the new-quote form (`/quotes/new`: the invoice form with its live
+//! totals, plus the expiry and what accepting does; claimed once per rendering) and a quote's page
+//! (`/quotes/{id}`: what it proposes, its customer page, Send, and the invoice once accepted).
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_params_map;
+
+use crate::error::{AppError, FieldErrors};
+use crate::model::{format_money, Quote, QuoteStatus};
+use crate::pages::invoices::form::InvoiceFields;
+use crate::pages::invoices::{line_rows, totals_rows};
+use crate::pages::layout::{error_banner, field_error, Head, NotFound};
+use crate::rpc::quotes::{get_quote, list_quotes, new_quote_form, CreateQuote, SendQuote};
+
+fn status_label(status: QuoteStatus) -> &'static str {
+    match status {
+        QuoteStatus::Draft => "Draft",
+        QuoteStatus::Open => "Open",
+        QuoteStatus::Accepted => "Accepted",
+        QuoteStatus::Declined => "Declined",
+        QuoteStatus::Expired => "Expired",
+    }
+}
+
+#[component]
+pub fn QuotesPage() -> impl IntoView {
+    let list = Resource::new(|| (), |_| list_quotes());
+    view! {
+        <section class="card">
+            <div class="heading">
+                <h1>"Quotes"</h1>
+                <a class="button" href="/quotes/new">"New quote"</a>
+            </div>
+            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match list.await {
+                        Ok(rows) if rows.is_empty() => view! { <p class="empty">"No quotes yet."</p> }.into_any(),
+                        Ok(rows) => view! {
+                            <div class="table-scroll">
+                                <table class="quotes">
+                                    <Head cols=&["Number", "Customer", "Total", "Expires", "Status"] num=&["Total"]/>
+                                    <tbody>
+                                        {rows.into_iter().map(|q: Quote| view! {
+                                            <tr class="quote-row">
+                                                <td><a href=format!("/quotes/{}", q.id)>{q.number.clone().unwrap_or_else(|| "Draft".into())}</a></td>
+                                                <td>{q.customer_name.clone()}</td>
+                                                <td class="num">{format_money(q.total_cents, &q.currency)}</td>
+                                                <td>{q.expires_on.to_string()}</td>
+                                                <td class=format!("status {}", q.status.as_str())>{status_label(q.status)}</td>
+                                            </tr>
+                                        }).collect_view()}
+                                    </tbody>
+                                </table>
+                            </div>
+                        }.into_any(),
+                        Err(e) => error_banner(&e).into_any(),
+                    }
+                })}
+            </Suspense>
+        </section>
+    }
+}
+
+#[component]
+pub fn NewQuotePage() -> impl IntoView {
+    let form = Resource::new(|| (), |_| new_quote_form());
+    let create = ServerAction::<CreateQuote>::new();
+    // Without JavaScript a refused submit comes back through the URL with its key and values.
+    let rejected = match create.value().get_untracked() {
+        Some(Err(AppError::Invalid(r))) => Some(r),
+        _ => None,
+    };
+    let errors = Signal::derive(move || match create.value().get() {
+        Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
+        _ => FieldErrors::new(),
+    });
+    let error_for = move |field: &'static str| field_error(errors, field);
+    let pending = create.pending();
+    view! {
+        <section class="card">
+            <h1>"New quote"</h1>
+            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+                {move || {
+                    let rejected = rejected.clone();
+                    Suspend::new(async move {
+                        match form.await {
+                            Ok(p) => {
+                                let key = rejected
+                                    .as_ref()
+                                    .and_then(|r| r.idempotency_key.clone())
+                                    .unwrap_or_else(|| p.key.to_string());
+                                let values = rejected.and_then(|r| r.values).unwrap_or_default();
+                                let expires = (p.today + chrono::Days::new(30)).to_string();
+                                view! {
+                                    {move || create.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                                    <ActionForm action=create attr:class="new-quote" attr:aria-label="New quote">
+                                        <input type="hidden" name="idempotency_key" value=key />
+                                        <InvoiceFields values errors more_lines="/quotes/new".to_owned() />
+                                        <fieldset>
+                                            <legend>"The quote"</legend>
+                                            <div class="grid">
+                                                <label>
+                                                    "Valid until"
+                                                    <input type="date" name="quote[expires_on]" value=expires min=p.today.to_string() required />
+                                                    {error_for("expires_on")}
+                                                </label>
+                                                <label>
+                                                    "When the customer accepts"
+                                                    <select name="quote[on_accept]">
+                                                        <option value="draft">"make a draft invoice"</option>
+                                                        <option value="finalize" selected=true>"issue the invoice"</option>
+                                                        <option value="send">"issue and email the invoice"</option>
+                                                    </select>
+                                                    {error_for("on_accept")}
+                                                </label>
+                                            </div>
+                                        </fieldset>
+                                        <button type="submit" class="primary create-quote" disabled=move || pending.get()>
+                                            {move || if pending.get() { "Creating…" } else { "Create quote" }}
+                                        </button>
+                                        " "
+                                        <button type="submit" class="secondary save-draft" name="input[draft]" value="true" disabled=move || pending.get()>
+                                            "Save draft"
+                                        </button>
+                                    </ActionForm>
+                                }
+                                    .into_any()
+                            }
+                            Err(e) => error_banner(&e).into_any(),
+                        }
+                    })
+                }}
+            </Suspense>
+        </section>
+    }
+}
+
+#[component]
+pub fn QuotePage() -> impl IntoView {
+    let params = use_params_map();
+    let send = ServerAction::<SendQuote>::new();
+    let page = Resource::new(
+        move || {
+            (
+                params.with(|p| p.get("id").unwrap_or_default()),
+                send.version().get(),
+            )
+        },
+        |(id, _)| get_quote(id),
+    );
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match page.await {
+                    Ok(p) => {
+                        let q = p.quote;
+                        let inv = p.preview;
+                        let sendable = p.can_edit && matches!(q.status, QuoteStatus::Draft | QuoteStatus::Open);
+                        view! {
+                            <section class="card quote">
+                                <div class="heading">
+                                    <h1>{format!("Quote {}", q.number.clone().unwrap_or_else(|| "(draft)".into()))}</h1>
+                                    <span class=format!("status {}", q.status.as_str())>{status_label(q.status)}</span>
+                                </div>
+                                {move || send.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                                <dl>
+                                    <dt>"Customer"</dt>
+                                    <dd class="customer">{q.customer_name.clone()}</dd>
+                                    <dt>"Email"</dt>
+                                    <dd>{q.customer_email.clone()}</dd>
+                                    <dt>"Valid until"</dt>
+                                    <dd class="expires">{q.expires_on.to_string()}</dd>
+                                    <dt>"When accepted"</dt>
+                                    <dd>{match q.on_accept {
+                                        crate::model::RunAction::Draft => "a draft invoice is made",
+                                        crate::model::RunAction::Finalize => "the invoice is issued",
+                                        crate::model::RunAction::Send => "the invoice is issued and emailed",
+                                    }}</dd>
+                                    {q.public_url.clone().map(|url| {
+                                        let text = url.clone();
+                                        view! {
+                                        <dt>"Customer's page"</dt>
+                                        <dd><a class="public-link" href=url>{text}</a></dd>
+                                        }
+                                    })}
+                                    {q.invoice_id.map(|id| view! {
+                                        <dt>"Invoice"</dt>
+                                        <dd><a class="quote-invoice" href=format!("/invoices/{id}")>{p.invoice_number.clone().unwrap_or_else(|| id.to_string())}</a></dd>
+                                    })}
+                                </dl>
+                                {sendable.then(|| view! {
+                                    <ActionForm action=send attr:class="send-quote">
+                                        <input type="hidden" name="id" value=q.id.to_string() />
+                                        <input type="hidden" name="idempotency_key" value=p.send_key.to_string() />
+                                        <button type="submit" class="primary" disabled=move || send.pending().get()>
+                                            {if q.status == QuoteStatus::Draft { "Open and send" } else { "Send again" }}
+                                        </button>
+                                    </ActionForm>
+                                })}
+                                <div class="table-scroll">
+                                    <table>
+                                        <Head cols=&["Description", "Qty", "Unit", "Tax", "Amount"] num=&["Qty", "Unit", "Amount"]/>
+                                        <tbody>{line_rows(&inv)}</tbody>
+                                        <tfoot>{totals_rows(&inv, 4)}</tfoot>
+                                    </table>
+                                </div>
+                                {(!inv.notes.is_empty()).then(|| view! { <p class="notes">{inv.notes.clone()}</p> })}
+                            </section>
+                        }
+                            .into_any()
+                    }
+                    Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
+                    Err(e) => error_banner(&e).into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}

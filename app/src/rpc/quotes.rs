@@ -1,0 +1,162 @@
+//! Server functions of quotes: the list, one quote (with its Send button's key), the new-quote
+//! form (the invoice form plus expiry), and Send (each form and button once per rendering).
+
+use leptos::prelude::*;
+#[cfg(feature = "ssr")]
+use uuid::Uuid;
+
+use crate::error::AppError;
+use crate::model::{InvoiceForm, NewQuotePage, Quote, QuoteForm, QuotePage};
+
+#[cfg(feature = "ssr")]
+use super::{form::SettingsForm, state};
+
+/// The session org's quotes, newest first.
+#[server(prefix = "/rpc", endpoint = "list_quotes")]
+pub async fn list_quotes() -> Result<Vec<Quote>, AppError> {
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let state = state()?;
+    let mut conn = state.reads.acquire().await?;
+    Ok(crate::ssr::quotes::list(&mut conn, user.org_id, &state.settings.public_url).await?)
+}
+
+/// One quote, the invoice it proposes, and the key of its Send button.
+#[server(prefix = "/rpc", endpoint = "get_quote")]
+pub async fn get_quote(id: String) -> Result<QuotePage, AppError> {
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let state = state()?;
+    let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    let mut conn = state.reads.acquire().await?;
+    let quote = crate::ssr::quotes::get(&mut conn, user.org_id, id, &state.settings.public_url)
+        .await?
+        .ok_or_else(|| AppError::NotFound.respond())?;
+    let today =
+        crate::ssr::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now()).await?;
+    let preview = crate::ssr::quotes::preview(&mut conn, user.org_id, &quote, today).await?;
+    let invoice_number = match quote.invoice_id {
+        // language=PostgreSQL
+        Some(invoice) => sqlx::query_scalar!(
+            "select coalesce(number_text, 'draft') as \"number!\" from invoices where org_id = $1 and id = $2",
+            user.org_id,
+            invoice
+        )
+        .fetch_optional(&mut *conn)
+        .await?,
+        None => None,
+    };
+    Ok(QuotePage {
+        quote,
+        preview,
+        send_key: crate::model::form_key(user.org_id),
+        invoice_number,
+        can_edit: user.role.may(crate::model::Action::EditInvoices),
+    })
+}
+
+/// What the new-quote form is rendered with.
+#[server(prefix = "/rpc", endpoint = "new_quote_form")]
+pub async fn new_quote_form() -> Result<NewQuotePage, AppError> {
+    // A read: the form's submit is what needs the right to make invoices.
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let state = state()?;
+    let mut conn = state.reads.acquire().await?;
+    let today =
+        crate::ssr::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now()).await?;
+    Ok(NewQuotePage {
+        key: crate::model::form_key(user.org_id),
+        today,
+    })
+}
+
+/// Creates a quote (open at once, or a draft with "Save draft"), once per rendered form.
+#[server(prefix = "/rpc", endpoint = "create_quote")]
+pub async fn create_quote(
+    idempotency_key: Option<String>,
+    input: InvoiceForm,
+    quote: QuoteForm,
+) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    let state = state()?;
+    let source_key = format!(
+        "form:{}",
+        idempotency_key.as_deref().unwrap_or_default().trim()
+    );
+    let fields = quote.parse();
+    let content = (&input, &quote);
+    let saved = SettingsForm {
+        form: Form::CreateQuote,
+        action: crate::model::Action::EditInvoices,
+        back: "/quotes",
+        idempotency_key,
+        content: &content,
+        check: fields.as_ref().map(|_| ()).map_err(Clone::clone),
+    }
+    .saved(async |tx, user| {
+        let fields = fields.clone().map_err(AppError::invalid)?;
+        let invoice = super::invoices::with_customer(&state, user.org_id, &input)
+            .await
+            .map_err(AppError::invalid)?;
+        let input = crate::model::QuoteInput {
+            invoice,
+            quote: fields,
+        };
+        let today =
+            crate::ssr::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now()).await?;
+        let base = &state.settings.public_url;
+        crate::ssr::quotes::create(
+            tx,
+            user.org_id,
+            Uuid::now_v7(),
+            &source_key,
+            &input,
+            today,
+            base,
+        )
+        .await
+        .map(|q| q.id)
+        .map_err(refused)
+    })
+    .await?;
+    // The new quote's page, with or without JavaScript (a repeat lands on the same one).
+    leptos_axum::redirect(&format!("/quotes/{}", saved.id));
+    Ok(())
+}
+
+#[cfg(feature = "ssr")]
+fn refused(e: crate::ssr::quotes::QuoteError) -> AppError {
+    use crate::ssr::quotes::QuoteError;
+    match e {
+        QuoteError::Invalid(fields) => AppError::invalid(fields),
+        QuoteError::NotFound => AppError::NotFound,
+        QuoteError::Refused(status) => AppError::BadRequest(format!(
+            "This quote is {}: it cannot be sent.",
+            status.as_str()
+        )),
+        QuoteError::Db(e) => AppError::from(e),
+    }
+}
+
+/// Sends a quote to its customer (opening a draft), once per rendered button.
+#[server(prefix = "/rpc", endpoint = "send_quote")]
+pub async fn send_quote(id: String, idempotency_key: Option<String>) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    let state = state()?;
+    let quote = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    let back = format!("/quotes/{quote}");
+    SettingsForm {
+        form: Form::SendQuote,
+        action: crate::model::Action::EditInvoices,
+        back: &back,
+        idempotency_key,
+        content: &quote,
+        check: Ok(()),
+    }
+    .run(async |tx, user| {
+        let base = &state.settings.public_url;
+        crate::ssr::quotes::send(tx, user.org_id, quote, base)
+            .await
+            .map(|q| q.id)
+            .map_err(refused)
+    })
+    .await
+}

@@ -1,0 +1,182 @@
+//! Quotes: create one (once per Idempotency-Key; open at once unless `draft`), list them, read one,
+//! and send one to its customer (opening a draft).
+
+use app::model::{Quote, QuoteInput};
+use app::ssr::quotes::{self, QuoteError};
+use app::ssr::surfaces::api;
+use app::ssr::{invoice_input, AppState};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::client::Client;
+use super::documented::{
+    CreateProblems, InFlight, New, NotFound, QuoteId, QuoteWrite, Unauthorized,
+};
+use super::problem::{internal, problem, Problem, ProblemResponse};
+use super::write::{self, stored_problem, Write};
+
+fn not_found() -> ProblemResponse {
+    problem(
+        StatusCode::NOT_FOUND,
+        "not-found",
+        "Not found",
+        "No such quote.",
+    )
+}
+
+fn refused(status: app::model::QuoteStatus) -> ProblemResponse {
+    problem(
+        StatusCode::CONFLICT,
+        "quote-state",
+        "The quote cannot be sent",
+        format!("The quote is {}.", status.as_str()),
+    )
+}
+
+/// Create a quote, once per `Idempotency-Key`: the invoice input (no `save_customer`) plus
+/// `expires_on` and `on_accept` (`draft`, `finalize` or `send`: what accepting does with the
+/// invoice). Open at once (numbered, with its `public_url`) unless `draft` is true. 201.
+#[utoipa::path(
+    post, path = "/api/v1/quotes", tag = "quotes",
+    request_body = QuoteInput,
+    params(New),
+    responses(
+        (status = 201, description = "Created; replays return the stored response with `Idempotent-Replayed: true`", body = Quote,
+            headers(("Location" = String, description = "The quote's URL"))),
+        CreateProblems,
+        InFlight,
+        (status = 422, description = "Invalid quote (the key stays usable), or the key was used with a different request", body = Problem, content_type = "application/problem+json"),
+    ),
+)]
+pub(super) async fn post_quote(write: Write) -> Result<Response, ProblemResponse> {
+    write
+        .run(async |req, body| {
+            let (value, _) = write::json_body(body, "quote", |_: &serde_json::Value| Ok(()))?;
+            let mut input =
+                QuoteInput::from_json(&value).map_err(|why| write::unreadable("quote", why))?;
+            let pool = &req.state().pool;
+            let org = req.org();
+            invoice_input::checked(pool, org, &mut input.invoice)
+                .await
+                .map_err(|e| match e {
+                    invoice_input::InvoiceError::Unreadable(why) => write::unreadable("quote", why),
+                    invoice_input::InvoiceError::Invalid(fields) => write::invalid("quote", fields),
+                    invoice_input::InvoiceError::Db(e) => internal("checking a quote", e),
+                })?;
+            let today = app::ssr::schedules::org_today(
+                &mut *pool.acquire().await?,
+                org,
+                chrono::Utc::now(),
+            )
+            .await?;
+            input
+                .check(today)
+                .map_err(|fields| write::invalid("quote", fields))?;
+            let name = req.attempt_name();
+            let base = req.state().settings.public_url.clone();
+            req.once(&value, || {
+                async |tx| {
+                    let id = Uuid::now_v7();
+                    let made = quotes::create(tx, org, id, &name, &input, today, &base).await;
+                    let response = match made {
+                        Ok(q) => api::created(&req.location(q.id), &q),
+                        Err(QuoteError::Db(e)) => return Err(e),
+                        Err(QuoteError::NotFound) => stored_problem(not_found()),
+                        Err(QuoteError::Refused(status)) => stored_problem(refused(status)),
+                        Err(QuoteError::Invalid(fields)) => {
+                            stored_problem(write::invalid("quote", fields))
+                        }
+                    };
+                    Ok((response, None))
+                }
+            })
+            .await
+        })
+        .await
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QuoteList {
+    /// Newest first, the latest 200.
+    pub data: Vec<Quote>,
+}
+
+/// The org's quotes, newest first.
+#[utoipa::path(
+    get, path = "/api/v1/quotes", tag = "quotes",
+    responses(
+        (status = 200, body = QuoteList),
+        Unauthorized,
+    ),
+)]
+pub(super) async fn list_quotes(
+    State(state): State<AppState>,
+    Client(client): Client,
+) -> Result<Json<QuoteList>, ProblemResponse> {
+    let mut conn = state.pool.acquire().await?;
+    let data = quotes::list(&mut conn, client.org_id, &state.settings.public_url).await?;
+    Ok(Json(QuoteList { data }))
+}
+
+/// One quote: its status (`expired` once an open quote is past `expires_on`) and, once accepted,
+/// its `invoice_id`.
+#[utoipa::path(
+    get, path = "/api/v1/quotes/{id}", tag = "quotes", params(QuoteId),
+    responses(
+        (status = 200, body = Quote),
+        Unauthorized,
+        NotFound,
+    ),
+)]
+pub(super) async fn get_quote(
+    State(state): State<AppState>,
+    Client(client): Client,
+    Path(id): Path<String>,
+) -> Result<Json<Quote>, ProblemResponse> {
+    let id = Uuid::try_parse(&id).map_err(|_| not_found())?;
+    let mut conn = state.pool.acquire().await?;
+    quotes::get(&mut conn, client.org_id, id, &state.settings.public_url)
+        .await?
+        .map(Json)
+        .ok_or_else(not_found)
+}
+
+/// Send a quote to its customer by email (a draft is opened first: numbered, with its page). Once
+/// per `Idempotency-Key`; 409 for a quote that is accepted, declined or expired.
+#[utoipa::path(
+    post, path = "/api/v1/quotes/{id}/send", tag = "quotes", params(QuoteWrite),
+    responses(
+        (status = 200, description = "Queued; replays return the stored response with `Idempotent-Replayed: true`", body = Quote),
+        CreateProblems,
+        NotFound,
+        InFlight,
+        (status = 409, description = "The quote is accepted, declined or expired", body = Problem, content_type = "application/problem+json"),
+    ),
+)]
+pub(super) async fn send_quote(write: Write) -> Result<Response, ProblemResponse> {
+    write
+        .run(async |req, body| {
+            let id = req.id(not_found)?;
+            let org = req.org();
+            let value = super::invoices::action_body(body)?;
+            let base = req.state().settings.public_url.clone();
+            req.once(&value, || {
+                async |tx| {
+                    let response = match quotes::send(tx, org, id, &base).await {
+                        Ok(q) => api::ok(&q),
+                        Err(QuoteError::Db(e)) => return Err(e),
+                        Err(QuoteError::Refused(status)) => stored_problem(refused(status)),
+                        Err(_) => stored_problem(not_found()),
+                    };
+                    Ok((response, None))
+                }
+            })
+            .await
+        })
+        .await
+}
