@@ -18,6 +18,7 @@ use krilla::Document;
 
 pub mod credit_note;
 pub mod facturx;
+pub mod mail;
 pub mod statement;
 
 static REGULAR: &[u8] = include_bytes!(env!("INVOICER_PDF_FONT_REGULAR"));
@@ -88,12 +89,62 @@ fn columns(width: f32) -> (f32, f32, f32) {
     (right - 170.0, right - 85.0, right)
 }
 
+/// The org's look on its PDFs: its accent colour on the document's title and the rules, its logo
+/// above its name, its footer text on every page.
+#[derive(Clone, Default)]
+pub struct Brand {
+    accent: Option<(u8, u8, u8)>,
+    /// The logo and the size it is drawn at, in points.
+    logo: Option<(krilla::image::Image, f32, f32)>,
+    footer: String,
+}
+
+/// The logo's height on paper, in points (its width follows, up to [`LOGO_WIDTH`]).
+const LOGO_HEIGHT: f32 = 40.0;
+const LOGO_WIDTH: f32 = 180.0;
+
+impl Brand {
+    /// `org`'s look, its logo file read when it has one.
+    pub async fn of(
+        conn: &mut sqlx::PgConnection,
+        org: uuid::Uuid,
+        branding: &app::model::Branding,
+    ) -> sqlx::Result<Brand> {
+        let png = match branding.logo {
+            Some(_) => app::ssr::branding::logo_of(conn, org).await?,
+            None => None,
+        };
+        Ok(Brand::new(branding, png))
+    }
+
+    /// `branding` as PDFs draw it; `logo_png`: the org's logo file (re-encoded PNG).
+    pub fn new(branding: &app::model::Branding, logo_png: Option<Vec<u8>>) -> Brand {
+        let logo = branding
+            .logo
+            .as_ref()
+            .zip(logo_png)
+            .and_then(|(size, png)| {
+                // No interpolation: PDF/A forbids it.
+                let image = krilla::image::Image::from_png(png.into(), false).ok()?;
+                let (w, h) = (size.width.max(1) as f32, size.height.max(1) as f32);
+                let scale = (LOGO_HEIGHT / h).min(LOGO_WIDTH / w);
+                Some((image, w * scale, h * scale))
+            });
+        Brand {
+            accent: branding.rgb(),
+            logo,
+            footer: branding.footer_text.clone(),
+        }
+    }
+}
+
 /// Draws pages top to bottom, starting a new page when the next block does not fit.
 struct Writer<'a> {
     doc: &'a mut Document,
     paper: Paper,
     pages: Vec<Vec<Op>>,
     y: f32,
+    brand: Brand,
 }
 
 /// What is drawn on a page, recorded first so "page n of m" can be written once m is known.
@@ -105,10 +156,19 @@ enum Op {
         size: f32,
         bold: bool,
         grey: bool,
+        colour: Option<(u8, u8, u8)>,
     },
     Rule {
         y: f32,
         weight: f32,
+        colour: Option<(u8, u8, u8)>,
+    },
+    Image {
+        x: f32,
+        y: f32,
+        width: f32,
+        height: f32,
+        image: krilla::image::Image,
     },
 }
 
@@ -146,7 +206,39 @@ impl Writer<'_> {
             size,
             bold,
             grey: false,
+            colour: None,
         });
+    }
+
+    /// The document's title (INVOICE, CREDIT NOTE) ending at `right`, in the org's accent.
+    fn title_right(&mut self, right: f32, text: &str) {
+        let x = right - FACES.1.width(text, 16.0);
+        let y = self.y;
+        let colour = self.brand.accent;
+        self.push(Op::Text {
+            x,
+            y,
+            text: text.to_owned(),
+            size: 16.0,
+            bold: true,
+            grey: false,
+            colour,
+        });
+    }
+
+    /// The org's logo at the top left (when it has one); the text goes on below it.
+    fn logo(&mut self) {
+        if let Some((image, width, height)) = self.brand.logo.clone() {
+            let y = self.y;
+            self.push(Op::Image {
+                x: MARGIN,
+                y,
+                width,
+                height,
+                image,
+            });
+            self.y += height + 8.0;
+        }
     }
 
     fn grey(&mut self, x: f32, text: &str, size: f32) {
@@ -158,6 +250,7 @@ impl Writer<'_> {
             size,
             bold: false,
             grey: true,
+            colour: None,
         });
     }
 
@@ -170,7 +263,8 @@ impl Writer<'_> {
 
     fn rule(&mut self, weight: f32) {
         let y = self.y;
-        self.push(Op::Rule { y, weight });
+        let colour = self.brand.accent;
+        self.push(Op::Rule { y, weight, colour });
     }
 
     fn finish(self, footer: &str) {
@@ -184,6 +278,29 @@ impl Writer<'_> {
             for op in ops {
                 draw(&mut surface, op, width);
             }
+            // The org's footer text, its last lines just above the page label.
+            let lines = wrap(&self.brand.footer, width - 2.0 * MARGIN, 8.0);
+            let lines = if self.brand.footer.is_empty() {
+                &[][..]
+            } else {
+                &lines[lines.len().saturating_sub(3)..]
+            };
+            for (i, line) in lines.iter().enumerate() {
+                let above = (lines.len() - i) as f32 * 10.0;
+                draw(
+                    &mut surface,
+                    Op::Text {
+                        x: MARGIN,
+                        y: height - MARGIN / 2.0 - above,
+                        text: line.clone(),
+                        size: 8.0,
+                        bold: false,
+                        grey: true,
+                        colour: None,
+                    },
+                    width,
+                );
+            }
             let label = format!("{footer} · page {} of {count}", n + 1);
             draw(
                 &mut surface,
@@ -194,6 +311,7 @@ impl Writer<'_> {
                     size: 8.0,
                     bold: false,
                     grey: true,
+                    colour: None,
                 },
                 width,
             );
@@ -212,10 +330,12 @@ fn draw(surface: &mut Surface<'_>, op: Op, width: f32) {
             size,
             bold,
             grey,
+            colour,
         } => {
             let shade = if grey { 110 } else { 20 };
+            let (r, g, b) = colour.unwrap_or((shade, shade, shade));
             surface.set_fill(Some(Fill {
-                paint: rgb::Color::new(shade, shade, shade).into(),
+                paint: rgb::Color::new(r, g, b).into(),
                 ..Fill::default()
             }));
             let face = if bold { &FACES.1 } else { &FACES.0 };
@@ -228,14 +348,28 @@ fn draw(surface: &mut Surface<'_>, op: Op, width: f32) {
                 TextDirection::Auto,
             );
         }
-        Op::Rule { y, weight } => {
+        Op::Image {
+            x,
+            y,
+            width,
+            height,
+            image,
+        } => {
+            if let Some(size) = krilla::geom::Size::from_wh(width, height) {
+                surface.push_transform(&krilla::geom::Transform::from_translate(x, y));
+                surface.draw_image(image, size);
+                surface.pop();
+            }
+        }
+        Op::Rule { y, weight, colour } => {
             let mut path = PathBuilder::new();
             path.move_to(MARGIN, y);
             path.line_to(width - MARGIN, y);
             if let Some(path) = path.finish() {
                 surface.set_fill(None);
+                let (r, g, b) = colour.unwrap_or((150, 150, 150));
                 surface.set_stroke(Some(Stroke {
-                    paint: rgb::Color::new(150, 150, 150).into(),
+                    paint: rgb::Color::new(r, g, b).into(),
                     width: weight,
                     opacity: NormalizedF32::ONE,
                     ..Stroke::default()
@@ -317,20 +451,21 @@ fn status_line(inv: &app::model::Invoice) -> String {
 }
 
 /// `doc` titled `title`, and a writer on its first page.
-fn start(doc: &mut Document, title: String, paper: Paper) -> Writer<'_> {
+fn start(doc: &mut Document, title: String, paper: Paper, brand: Brand) -> Writer<'_> {
     doc.set_metadata(Metadata::new().title(title).creator("invoicer".to_owned()));
     let mut w = Writer {
         doc,
         paper,
         pages: Vec::new(),
         y: MARGIN,
+        brand,
     };
     w.new_page();
     w
 }
 
 /// The invoice as PDF bytes; with its EN 16931 CII document (`cii`), a Factur-X PDF/A-3b.
-pub fn render(found: &PublicInvoice, paper: Paper, cii: Option<Vec<u8>>) -> Vec<u8> {
+pub fn render(found: &PublicInvoice, paper: Paper, cii: Option<Vec<u8>>, brand: Brand) -> Vec<u8> {
     let inv = &found.invoice;
     let number = inv.number.clone().unwrap_or_else(|| "Draft".to_owned());
     let currency = &inv.currency;
@@ -339,16 +474,17 @@ pub fn render(found: &PublicInvoice, paper: Paper, cii: Option<Vec<u8>>) -> Vec<
         None => Document::new(),
     };
     let title = format!("Invoice {number} from {}", found.org_name);
-    let mut w = start(&mut doc, title.clone(), paper);
+    let mut w = start(&mut doc, title.clone(), paper, brand);
     let width = w.width();
     let right = width - MARGIN;
     let (qty_right, unit_right, amount_right) = columns(width);
     let description_width = qty_right - 40.0 - MARGIN;
 
     // The sender, and the invoice's identity on the right.
+    w.logo();
     w.y += 18.0;
     w.text(MARGIN, &found.org_name, 16.0, true);
-    w.text_right(right, "INVOICE", 16.0, true);
+    w.title_right(right, "INVOICE");
     w.y += LINE + 4.0;
     let issued = inv
         .finalized_at

@@ -14,7 +14,9 @@ use leptos::prelude::*;
 
 use crate::pdf::Paper;
 
+mod credit_note;
 mod einvoice;
+mod look;
 mod quote;
 mod statement;
 
@@ -75,52 +77,13 @@ pub fn routes() -> Router<AppState> {
         .route("/i/{token}/pay", axum::routing::post(pay))
         .route("/i/{token}/einvoice.xml", get(einvoice::invoice))
         .route("/c/{token}/einvoice.xml", get(einvoice::credit_note))
-        .route("/c/{token}", get(credit_note_page))
-        .route("/c/{token}/pdf", get(credit_note_pdf))
+        .route("/c/{token}", get(credit_note::page))
+        .route("/c/{token}/pdf", get(credit_note::pdf))
         .route("/q/{token}", get(quote::page))
         .route("/q/{token}/accept", axum::routing::post(quote::accept))
         .route("/q/{token}/decline", axum::routing::post(quote::decline))
         .route("/s/{token}", get(statement::page))
         .route("/s/{token}/pdf", get(statement::pdf))
-}
-
-/// A credit note's customer page, `/c/{token}`: what was credited on which invoice, and why.
-async fn credit_note_page(State(state): State<AppState>, PageToken(token): PageToken) -> Response {
-    let found =
-        app::ssr::credit_notes::by_token(&state.pool, &token, &state.settings.public_url).await;
-    let (note, org_name, einvoicing) = match found {
-        Ok(Some(found)) => (found.note, found.org_name, found.einvoicing),
-        Ok(None) => return not_found(),
-        Err(e) => return unavailable("public credit note page", e),
-    };
-    let amount = format_money(note.total_cents, &note.currency);
-    let body = view! {
-        <main class="public credit-note">
-            <header class="from">
-                <p class="org">{org_name.clone()}</p>
-            </header>
-            <h1>"Credit note " <span class="number">{note.number.clone()}</span></h1>
-            <p>
-                <a class="button pdf" href=format!("/c/{token}/pdf")>"Download PDF"</a>
-                {einvoicing.then(|| view! {
-                    " " <a class="einvoice" href=format!("/c/{token}/einvoice.xml")>"E-invoice (XML)"</a>
-                })}
-            </p>
-            <dl>
-                <dt>"For invoice"</dt>
-                <dd class="invoice-number">{note.invoice_number.clone()}</dd>
-                <dt>"Issued"</dt>
-                <dd>{note.created_at.date_naive().to_string()}</dd>
-                <dt>"Reason"</dt>
-                <dd class="reason">{note.reason.clone()}</dd>
-                <dt>"Credited"</dt>
-                <dd class="amount">{amount}</dd>
-            </dl>
-        </main>
-    }
-    .to_html();
-    let title = format!("Credit note {} from {org_name}", note.number);
-    private(axum::response::Html(document(&title, body)).into_response())
 }
 
 /// Headers of every answer under `/i/`: not indexed, not cached by anyone but the browser, the
@@ -239,12 +202,20 @@ fn not_found() -> Response {
 }
 
 fn document(title: &str, body: String) -> String {
+    document_styled(title, body, None)
+}
+
+/// As [`document`], with one inline `style` (the org's accent; see `look::page`).
+fn document_styled(title: &str, body: String, style: Option<&str>) -> String {
     let title = view! { <title>{title.to_owned()}</title> }.to_html();
+    let style = style
+        .map(|s| format!("<style>{s}</style>"))
+        .unwrap_or_default();
     format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <meta name=\"robots\" content=\"noindex, nofollow\">{title}\
-         <link rel=\"stylesheet\" href=\"/pkg/invoicer.css\"></head><body>{body}</body></html>"
+         <link rel=\"stylesheet\" href=\"/pkg/invoicer.css\">{style}</head><body>{body}</body></html>"
     )
 }
 
@@ -252,12 +223,12 @@ async fn page(State(state): State<AppState>, PageToken(token): PageToken) -> Res
     match public::open(&state.pool, &token, &state.settings.public_url).await {
         Ok(Some(found)) => {
             let number = found.invoice.number.clone().unwrap_or_default();
-            let body = document(
-                &format!("Invoice {number} from {}", found.org_name),
+            let title = format!("Invoice {number} from {}", found.org_name);
+            let branding = found.branding.clone();
+            look::page(
+                &title,
                 render(found, &token),
-            );
-            private_paying(
-                axum::response::Html(body).into_response(),
+                &branding,
                 &checkout_origins(&state),
             )
         }
@@ -288,6 +259,7 @@ fn render(found: PublicInvoice, token: &str) -> String {
         payments_enabled,
         bank,
         einvoicing,
+        branding,
         ..
     } = found;
     let currency = inv.currency.clone();
@@ -312,10 +284,7 @@ fn render(found: PublicInvoice, token: &str) -> String {
     .then(|| bank.lines(inv.number.as_deref().unwrap_or_default()));
     view! {
         <main class="public invoice">
-            <header class="from">
-                <p class="org">{org_name}</p>
-                <p class="address">{org_address}</p>
-            </header>
+            {look::header(&org_name, &org_address, &branding)}
             <h1>"Invoice " <span class="number">{inv.number.clone().unwrap_or_default()}</span></h1>
             <p class=format!("public-status {}", inv.status.as_str())>{status}</p>
             <section class="bill-to" aria-label="Billed to">
@@ -390,6 +359,7 @@ fn render(found: PublicInvoice, token: &str) -> String {
                     " " <a class="einvoice" href=format!("/i/{token}/einvoice.xml")>"E-invoice (XML)"</a>
                 })}
             </p>
+            {look::footer(&branding)}
         </main>
     }
     .to_html()
@@ -403,7 +373,7 @@ struct PdfQuery {
 
 /// PDFs drawn at once: rendering is CPU work, so a token holder cannot occupy every core. A slot is
 /// held by the rendering itself, to its end, however early the client goes away.
-static RENDERS: std::sync::LazyLock<std::sync::Arc<tokio::sync::Semaphore>> =
+pub(crate) static RENDERS: std::sync::LazyLock<std::sync::Arc<tokio::sync::Semaphore>> =
     std::sync::LazyLock::new(|| {
         std::sync::Arc::new(tokio::sync::Semaphore::new(
             std::thread::available_parallelism().map_or(2, |n| n.get()),
@@ -440,9 +410,17 @@ async fn pdf(
     } else {
         None
     };
+    let brand = match state.reads.acquire().await {
+        Ok(mut conn) => crate::pdf::Brand::of(&mut conn, found.org_id, &found.branding).await,
+        Err(e) => Err(e),
+    };
+    let brand = match brand {
+        Ok(brand) => brand,
+        Err(e) => return unavailable("public invoice pdf", e),
+    };
     let wait = std::time::Duration::from_secs(5);
     let rendered = app::ssr::throttle::bounded(&RENDERS, wait, move || {
-        crate::pdf::render(&found, paper, cii)
+        crate::pdf::render(&found, paper, cii, brand)
     })
     .await;
     let bytes = match rendered {
@@ -495,53 +473,6 @@ fn attachment(bytes: Vec<u8>, name: &str) -> Response {
         )
             .into_response(),
     )
-}
-
-/// A credit note's PDF, `/c/{token}/pdf`: throttled and rendered like the invoice's.
-async fn credit_note_pdf(
-    State(state): State<AppState>,
-    Client(client): Client,
-    Path(token): Path<String>,
-) -> Response {
-    if let Err(t) = state.throttle.pdf(&token, client) {
-        return throttled(t);
-    }
-    let found =
-        app::ssr::credit_notes::by_token(&state.pool, &token, &state.settings.public_url).await;
-    let found = match found {
-        Ok(Some(found)) => found,
-        Ok(None) => return not_found(),
-        Err(e) => return unavailable("public credit note pdf", e),
-    };
-    // An e-invoicing org's credit note is a Factur-X PDF (type 381) when its data allows.
-    let cii = if found.einvoicing {
-        use app::ssr::einvoice::{credit_note_document, InvoiceDocumentError, Syntax};
-        let mut conn = match state.reads.acquire().await {
-            Ok(conn) => conn,
-            Err(e) => return unavailable("public credit note pdf", e),
-        };
-        match credit_note_document(&mut conn, found.org_id, found.note.id).await {
-            Ok(d) if d.problems().is_empty() => Some(d.xml(Syntax::Cii)),
-            Err(InvoiceDocumentError::Db(e)) => return unavailable("public credit note pdf", e),
-            _ => None,
-        }
-    } else {
-        None
-    };
-    let (note, org_name) = (found.note, found.org_name);
-    let name = format!("credit-note-{}", note.number);
-    let wait = std::time::Duration::from_secs(5);
-    let rendered = app::ssr::throttle::bounded(&RENDERS, wait, move || {
-        crate::pdf::credit_note::render(&note, &org_name, Paper::A4, cii)
-    })
-    .await;
-    match rendered {
-        Ok(bytes) => attachment(bytes, &name),
-        Err(app::ssr::throttle::Bounded::Busy) => {
-            unavailable("public credit note pdf", "every renderer is busy")
-        }
-        Err(app::ssr::throttle::Bounded::Task(e)) => unavailable("rendering a pdf", e),
-    }
 }
 
 fn unavailable(context: &str, e: impl std::fmt::Display) -> Response {

@@ -87,7 +87,8 @@ pub async fn router(
     let mut app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
-        .route("/logout", post(logout));
+        .route("/logout", post(logout))
+        .merge(crate::branding::session_routes());
     if metrics != MetricsAccess::Off {
         app = app.route("/metrics", get(metrics_text));
     }
@@ -120,6 +121,7 @@ pub async fn router(
         .merge(crate::webhook::routes())
         .merge(crate::api::routes())
         .merge(crate::public::routes())
+        .merge(crate::branding::public_routes())
         .layer(Extension(metrics))
         .layer(middleware::from_fn_with_state(
             guard,
@@ -182,9 +184,16 @@ async fn errors_carry_their_status(req: Request, next: Next) -> Response {
 /// (Server functions check the session themselves.)
 async fn require_login(session: AuthSession, req: Request, next: Next) -> Response {
     let path = req.uri().path();
-    let guarded = ["/invoices", "/customers", "/settings", "/activity"]
-        .iter()
-        .any(|p| path == *p || path.starts_with(&format!("{p}/")));
+    let guarded = [
+        "/invoices",
+        "/customers",
+        "/settings",
+        "/activity",
+        "/quotes",
+        "/schedules",
+    ]
+    .iter()
+    .any(|p| path == *p || path.starts_with(&format!("{p}/")));
     if guarded && session.user.is_none() {
         let target = req
             .uri()

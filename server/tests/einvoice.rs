@@ -83,7 +83,28 @@ struct Seller {
 /// An e-invoicing org in Germany with a rate of each category and three customers: one in Germany
 /// (with a Leitweg-ID), a French business with a VAT id, one in the US without.
 async fn seller(app: &TestApp) -> Seller {
-    let (_, token) = app.api_client().await;
+    let (org, token) = app.api_client().await;
+    // The org's look too: its PDFs stay PDF/A-3b with a logo (with transparency) and a footer.
+    let mut logo = Vec::new();
+    image::RgbaImage::from_pixel(120, 40, image::Rgba([20, 80, 160, 128]))
+        .write_to(
+            &mut std::io::Cursor::new(&mut logo),
+            image::ImageFormat::Png,
+        )
+        .unwrap();
+    let mut tx = app.pool.begin().await.unwrap();
+    app::ssr::branding::set_logo(&mut tx, org, &logo, 120, 40)
+        .await
+        .unwrap();
+    app::ssr::branding::save(
+        &mut tx,
+        org,
+        Some("#0b7a75"),
+        "Amtsgericht Berlin HRB 12345",
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
     let org = send(
         app,
         "PATCH",

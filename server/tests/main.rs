@@ -7,6 +7,7 @@ mod abuse;
 mod api;
 mod api_crash;
 mod bank_details;
+mod branding;
 mod checkout;
 mod cli;
 mod credit_balance;

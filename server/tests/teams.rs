@@ -752,6 +752,15 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
             ]),
         ),
         (
+            "save_branding",
+            form(&[
+                ("idempotency_key", key()),
+                ("branding[accent_color]", "#112233".into()),
+                ("branding[footer_text]", "Refused".into()),
+            ]),
+        ),
+        ("remove_logo", form(&[("idempotency_key", key())])),
+        (
             "create_quote",
             form(&[
                 ("idempotency_key", key()),
@@ -948,7 +957,7 @@ async fn seed_org_rows(app: &TestApp) -> (Org, Ids) {
 
 /// What the org looks like, to show that refused requests changed nothing.
 async fn snapshot(pool: &PgPool, org: Uuid) -> Vec<i64> {
-    let sql = "select \
+    let sql = "select array[\
         (select count(*) from invoices where org_id = $1), \
         (select count(*) from invoices where org_id = $1 and status = 'void'), \
         (select count(*) from api_keys where org_id = $1 and revoked_at is null), \
@@ -960,12 +969,13 @@ async fn snapshot(pool: &PgPool, org: Uuid) -> Vec<i64> {
         (select count(*) from memberships where org_id = $1 and role = 'owner'), \
         (select count(*) from audit_events where org_id = $1), \
         (select count(*) from payments where org_id = $1), \
-        (select count(*) from quotes where org_id = $1)";
-    let row: (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) =
-        sqlx::query_as(sql).bind(org).fetch_one(pool).await.unwrap();
-    vec![
-        row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9, row.10, row.11,
-    ]
+        (select count(*) from quotes where org_id = $1), \
+        (select count(*) from orgs where id = $1 and (accent_color is not null or footer_text <> ''))]";
+    sqlx::query_scalar(sql)
+        .bind(org)
+        .fetch_one(pool)
+        .await
+        .unwrap()
 }
 
 /// Every registered server function is classified; a viewer is refused (403) every one that changes

@@ -35,7 +35,10 @@ pub use money::{
     currency, currency_exponent, format_money, parse_amount, plain_amount, Currency,
     COMMON_CURRENCIES, CURRENCIES,
 };
-pub use org::{OrgDetails, OrgSettings, OrgSettingsPage, DEFAULT_CREDIT_NOTE_FORMAT};
+pub use org::{
+    Branding, BrandingForm, Logo, OrgDetails, OrgSettings, OrgSettingsPage,
+    DEFAULT_CREDIT_NOTE_FORMAT,
+};
 pub use party::{check_vat_id, is_country, normalize_vat_id, Address};
 pub use payment::{
     Payment, PaymentForm, PaymentInput, PaymentMethod, PaymentSource, MAX_PAYMENT_CENTS,

@@ -209,6 +209,111 @@ pub struct OrgSettingsPage {
     /// The payment reminders' steps, earliest first, and the key of this rendering's form for them.
     pub reminders: Vec<super::ReminderStep>,
     pub reminders_key: uuid::Uuid,
+    /// The org's look, and the keys of this rendering's branding, logo and remove-logo forms.
+    pub branding: Branding,
+    pub branding_key: uuid::Uuid,
+    pub logo_key: uuid::Uuid,
+    pub remove_logo_key: uuid::Uuid,
+}
+
+/// What the org's customers see of its own look.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Branding {
+    /// `#rrggbb` (lower case), or none: the app's own.
+    pub accent_color: Option<String>,
+    /// A line or two under every page, PDF and email (≤ 300 characters).
+    pub footer_text: String,
+    /// The logo: the token that names its file (`/logos/<token>.png`) and its size in pixels.
+    pub logo: Option<Logo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Logo {
+    pub token: String,
+    pub width: u32,
+    pub height: u32,
+}
+
+impl Logo {
+    /// Where the logo is served (same origin: the public pages allow no other).
+    pub fn path(&self) -> String {
+        format!("/logos/{}.png", self.token)
+    }
+}
+
+impl Branding {
+    /// The accent as (r, g, b), darkened where need be until white text on it (and it as text on
+    /// white) has a contrast of at least 4.5:1 (WCAG AA): a pale brand colour stays legible.
+    pub fn rgb(&self) -> Option<(u8, u8, u8)> {
+        let hex = self.accent_color.as_deref()?.strip_prefix('#')?;
+        let byte = |i: usize| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok();
+        let (mut r, mut g, mut b) = (byte(0)?, byte(2)?, byte(4)?);
+        while contrast_with_white(r, g, b) < 4.5 {
+            let darker = |c: u8| (f32::from(c) * 0.92) as u8;
+            (r, g, b) = (darker(r), darker(g), darker(b));
+        }
+        Some((r, g, b))
+    }
+
+    /// The customer's pages' style for the accent (`--accent`, as the stylesheet uses it).
+    pub fn css(&self) -> Option<String> {
+        let (r, g, b) = self.rgb()?;
+        Some(format!(":root{{--accent:#{r:02x}{g:02x}{b:02x}}}"))
+    }
+}
+
+/// WCAG 2 contrast ratio of an sRGB colour with white.
+fn contrast_with_white(r: u8, g: u8, b: u8) -> f32 {
+    let channel = |c: u8| {
+        let c = f32::from(c) / 255.0;
+        if c <= 0.039_28 {
+            c / 12.92
+        } else {
+            ((c + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    let luminance = 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b);
+    1.05 / (luminance + 0.05)
+}
+
+/// The branding form as typed: the accent colour (`#rrggbb`, empty for none) and the footer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BrandingForm {
+    #[serde(default)]
+    pub accent_color: String,
+    #[serde(default)]
+    pub footer_text: String,
+}
+
+impl BrandingForm {
+    /// The colour in lower case (or none) and the footer trimmed, or the fields' errors.
+    pub fn parse(&self) -> Result<(Option<String>, String), FieldErrors> {
+        let mut out = FieldErrors::new();
+        let colour = self.accent_color.trim().to_ascii_lowercase();
+        let colour = if colour.is_empty() {
+            None
+        } else if colour.len() == 7
+            && colour.starts_with('#')
+            && colour[1..].bytes().all(|b| b.is_ascii_hexdigit())
+        {
+            Some(colour)
+        } else {
+            out.insert(
+                "accent_color".into(),
+                "A colour as #rrggbb, such as #1d4ed8.".into(),
+            );
+            None
+        };
+        let footer = self.footer_text.trim().to_owned();
+        if footer.chars().count() > 300 || footer.contains('\0') {
+            out.insert("footer_text".into(), "At most 300 characters.".into());
+        }
+        if out.is_empty() {
+            Ok((colour, footer))
+        } else {
+            Err(out)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -262,5 +367,42 @@ mod tests {
             "05/123"
         );
         assert_eq!(settings("A{seq}", "never").preview(42, 2027), "A42");
+    }
+}
+
+#[cfg(test)]
+mod branding_tests {
+    use super::*;
+
+    #[test]
+    fn a_pale_accent_is_darkened_until_it_is_legible_and_a_dark_one_is_kept() {
+        let pale = Branding {
+            accent_color: Some("#ffee00".into()),
+            ..Branding::default()
+        };
+        let (r, g, b) = pale.rgb().unwrap();
+        assert!(contrast_with_white(r, g, b) >= 4.5);
+        let dark = Branding {
+            accent_color: Some("#1d4ed8".into()),
+            ..Branding::default()
+        };
+        assert_eq!(dark.rgb(), Some((0x1d, 0x4e, 0xd8)));
+        assert_eq!(dark.css().unwrap(), ":root{--accent:#1d4ed8}");
+    }
+
+    #[test]
+    fn the_form_takes_hex_colours_only() {
+        let form = |c: &str| BrandingForm {
+            accent_color: c.into(),
+            footer_text: "Thanks".into(),
+        };
+        assert_eq!(
+            form("#1D4ED8").parse().unwrap().0.as_deref(),
+            Some("#1d4ed8")
+        );
+        assert_eq!(form("").parse().unwrap().0, None);
+        for bad in ["red", "#12345", "#1234567", "1d4ed8x", "#gg0000", "#fff;}"] {
+            assert!(form(bad).parse().is_err(), "{bad}");
+        }
     }
 }

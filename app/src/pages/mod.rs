@@ -2,6 +2,7 @@
 
 pub mod activity;
 pub mod auth;
+pub mod branding;
 pub mod customers;
 pub mod filters;
 pub mod invoices;

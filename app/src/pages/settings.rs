@@ -9,7 +9,8 @@ use crate::model::TaxCategory;
 use crate::rpc::api_keys::{list_api_keys, CreateApiKey, RevokeApiKey};
 use crate::rpc::auth::current_user;
 use crate::rpc::settings::{
-    get_org_settings, AddTaxRate, ArchiveTaxRate, SaveBankDetails, SaveOrgDetails, SaveOrgSettings,
+    get_org_settings, AddTaxRate, ArchiveTaxRate, RemoveLogo, SaveBankDetails, SaveBranding,
+    SaveOrgDetails, SaveOrgSettings,
 };
 
 /// The org's settings and its tax rates. Every form carries a key minted when the page was rendered
@@ -21,6 +22,8 @@ pub fn OrgSettingsPage() -> impl IntoView {
     let archive = ServerAction::<ArchiveTaxRate>::new();
     let bank = ServerAction::<SaveBankDetails>::new();
     let details = ServerAction::<SaveOrgDetails>::new();
+    let branding = ServerAction::<SaveBranding>::new();
+    let remove_logo = ServerAction::<RemoveLogo>::new();
     // Reloaded after each successful save only: a refused one keeps what was typed on the page.
     let saved = Memo::new(move |before: Option<&usize>| {
         let ok = |v: Option<Result<(), crate::error::AppError>>| matches!(v, Some(Ok(())));
@@ -28,8 +31,12 @@ pub fn OrgSettingsPage() -> impl IntoView {
             || ok(add.value().get())
             || ok(archive.value().get())
             || ok(bank.value().get())
-            || ok(details.value().get());
+            || ok(details.value().get())
+            || ok(branding.value().get())
+            || ok(remove_logo.value().get());
         let now = save.version().get()
+            + branding.version().get()
+            + remove_logo.version().get()
             + add.version().get()
             + archive.version().get()
             + bank.version().get()
@@ -44,6 +51,7 @@ pub fn OrgSettingsPage() -> impl IntoView {
     let add_errors = field_errors(add.value());
     let bank_errors = field_errors(bank.value());
     let details_errors = field_errors(details.value());
+    let branding_errors = field_errors(branding.value());
     // A field's message from the latest submit of its form, next to the field.
     let error_of = field_error;
     view! {
@@ -137,6 +145,16 @@ pub fn OrgSettingsPage() -> impl IntoView {
                                     </fieldset>
                                 </ActionForm>
                             </section>
+                            <super::branding::BrandingSettings
+                                branding=p.branding.clone()
+                                key=p.branding_key
+                                logo_key=p.logo_key
+                                remove_key=p.remove_logo_key
+                                can_manage
+                                save=branding
+                                remove=remove_logo
+                                errors=branding_errors
+                            />
                             <super::reminders::ReminderSettings steps=p.reminders.clone() key=p.reminders_key can_manage />
                             <section class="card">
                                 <h2>"Tax rates"</h2>

@@ -37,7 +37,54 @@ pub async fn get_org_settings() -> Result<crate::model::OrgSettingsPage, AppErro
         reminders: crate::ssr::reminders::steps(&mut *state.reads.acquire().await?, user.org_id)
             .await?,
         reminders_key: crate::model::form_key(user.org_id),
+        branding: crate::ssr::branding::of(&mut *state.reads.acquire().await?, user.org_id).await?,
+        branding_key: crate::model::form_key(user.org_id),
+        logo_key: crate::model::form_key(user.org_id),
+        remove_logo_key: crate::model::form_key(user.org_id),
     })
+}
+
+/// Saves the accent colour and the footer, once per rendered form.
+#[server(prefix = "/rpc", endpoint = "save_branding")]
+pub async fn save_branding(
+    idempotency_key: Option<String>,
+    branding: crate::model::BrandingForm,
+) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    let parsed = branding.parse();
+    SettingsForm {
+        form: Form::EditBranding,
+        action: crate::model::Action::ManageOrg,
+        back: "/settings/org",
+        idempotency_key,
+        content: &branding,
+        check: parsed.as_ref().map(|_| ()).map_err(Clone::clone),
+    }
+    .run(async |tx, user| {
+        let (colour, footer) = parsed.clone().map_err(AppError::invalid)?;
+        crate::ssr::branding::save(tx, user.org_id, colour.as_deref(), &footer).await?;
+        Ok(user.org_id)
+    })
+    .await
+}
+
+/// Removes the logo, once per rendered button.
+#[server(prefix = "/rpc", endpoint = "remove_logo")]
+pub async fn remove_logo(idempotency_key: Option<String>) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    SettingsForm {
+        form: Form::RemoveLogo,
+        action: crate::model::Action::ManageOrg,
+        back: "/settings/org",
+        idempotency_key,
+        content: &(),
+        check: Ok(()),
+    }
+    .run(async |tx, user| {
+        crate::ssr::branding::remove_logo(tx, user.org_id).await?;
+        Ok(user.org_id)
+    })
+    .await
 }
 
 /// Saves the payment reminders' steps (rows with no days are left out), once per rendered form.

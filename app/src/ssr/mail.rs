@@ -353,12 +353,38 @@ pub enum RenderError {
     Db(#[from] sqlx::Error),
 }
 
+/// An invoice's PDF as its email attaches it: `(file name, bytes)` for the invoice's id, none when
+/// it has none to show (a draft). Made by the server crate, which draws PDFs.
+#[derive(Clone)]
+pub struct InvoicePdf(
+    #[allow(clippy::type_complexity)]
+    pub  std::sync::Arc<
+        dyn Fn(
+                PgPool,
+                uuid::Uuid,
+            ) -> std::pin::Pin<
+                Box<
+                    dyn std::future::Future<Output = Result<Option<(String, Vec<u8>)>, String>>
+                        + Send,
+                >,
+            > + Send
+            + Sync,
+    >,
+);
+
+impl std::fmt::Debug for InvoicePdf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InvoicePdf")
+    }
+}
+
 /// Builds the message for an outbox row from the current data.
 pub async fn render(
     pool: &PgPool,
     row: &Leased,
     public_url: &str,
     from: &Mailbox,
+    pdf: Option<&InvoicePdf>,
 ) -> Result<Message, RenderError> {
     if let Some(account_mail) = account_message(row, public_url)? {
         return message(
@@ -369,7 +395,7 @@ pub async fn render(
             account_mail.text,
         );
     }
-    invoice::render(pool, row, public_url, from).await
+    invoice::render(pool, row, public_url, from, pdf).await
 }
 
 /// An account email (invitation, address verification, password reset): everything it says is in
@@ -490,21 +516,80 @@ fn message(
     subject: String,
     text: String,
 ) -> Result<Message, RenderError> {
-    let html = format!(
+    branded_message(row, from, to, subject, text, &Look::default(), None)
+}
+
+/// How an org's email to its customer looks: its accent colour, its logo (inline, referred to by
+/// `cid:logo`) and its footer.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Look {
+    pub accent: Option<(u8, u8, u8)>,
+    pub logo_png: Option<Vec<u8>>,
+    pub footer: String,
+}
+
+/// [`message`] in the org's `look`, with an `attachment` (file name, PDF bytes) when given.
+pub(crate) fn branded_message(
+    row: &Leased,
+    from: &Mailbox,
+    to: &str,
+    subject: String,
+    mut text: String,
+    look: &Look,
+    attachment: Option<(String, Vec<u8>)>,
+) -> Result<Message, RenderError> {
+    use lettre::message::{header::ContentType, Attachment};
+    let mut html = format!(
         "<p>{}</p>",
         html_escape(&text)
             .replace("\n\n", "</p><p>")
             .replace('\n', "<br>")
     );
+    if !look.footer.is_empty() {
+        html.push_str(&format!(
+            "<hr><p style=\"color:#555;font-size:12px\">{}</p>",
+            html_escape(&look.footer).replace('\n', "<br>")
+        ));
+        text.push_str(&format!("\n--\n{}\n", look.footer));
+    }
+    if look.logo_png.is_some() {
+        html = format!("<p><img src=\"cid:logo\" alt=\"\" style=\"max-height:48px\"></p>{html}");
+    }
+    if let Some((r, g, b)) = look.accent {
+        html = format!(
+            "<div style=\"border-top:4px solid #{r:02x}{g:02x}{b:02x};padding-top:8px\">{html}</div>"
+        );
+    }
     let to: Mailbox = to
         .parse()
         .map_err(|e| RenderError::Permanent(format!("recipient {to}: {e}")))?;
+    let body = MultiPart::alternative_plain_html(text, html);
+    let body = match &look.logo_png {
+        Some(png) => MultiPart::related().multipart(body).singlepart(
+            Attachment::new_inline("logo".to_owned()).body(
+                png.clone(),
+                ContentType::parse("image/png").expect("a MIME type"),
+            ),
+        ),
+        None => body,
+    };
+    let body = match attachment {
+        Some((name, pdf)) => {
+            MultiPart::mixed()
+                .multipart(body)
+                .singlepart(Attachment::new(name).body(
+                    pdf,
+                    ContentType::parse("application/pdf").expect("a MIME type"),
+                ))
+        }
+        None => body,
+    };
     Message::builder()
         .message_id(Some(format!("<{}@invoicer>", row.id)))
         .from(from.clone())
         .to(to)
         .subject(subject)
-        .multipart(MultiPart::alternative_plain_html(text, html))
+        .multipart(body)
         .map_err(|e| RenderError::Permanent(e.to_string()))
 }
 

@@ -5,6 +5,7 @@ pub mod activity;
 pub mod api_keys;
 pub mod audit;
 pub mod auth;
+pub mod branding;
 pub mod checkout;
 pub mod claim;
 pub mod credit_balance;

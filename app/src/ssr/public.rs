@@ -19,6 +19,8 @@ pub struct PublicInvoice {
     pub bank: crate::model::BankDetails,
     /// The org issues e-invoices: its PDFs are Factur-X.
     pub einvoicing: bool,
+    /// The org's logo, accent colour and footer.
+    pub branding: crate::model::Branding,
 }
 
 /// A token as minted: 64 lowercase hex characters. Anything else is refused before any query.
@@ -45,7 +47,8 @@ pub async fn open(
     }
     let mut conn = pool.acquire().await?;
     // language=PostgreSQL
-    let found = sqlx::query!(
+    let found = sqlx::query_as!(
+        Row,
         r#"
         with seen as (
             update invoices
@@ -57,8 +60,10 @@ pub async fn open(
         )
         select i.id, i.org_id, o.name as org_name, postal_text(o.address_line1, o.address_line2, o.postal_code, o.city, o.region, o.country) as org_address, o.payments_enabled,
                o.bank_account_holder, o.bank_iban, o.bank_bic, o.bank_other, o.payment_reference,
-               o.einvoicing
+               o.einvoicing, o.accent_color, o.footer_text, l.token as "logo_token?",
+               l.width as "logo_width?", l.height as "logo_height?"
         from invoices i join orgs o on o.id = i.org_id
+        left join org_logos l on l.org_id = o.id
         where i.public_token = $1
         "#,
         token,
@@ -70,19 +75,87 @@ pub async fn open(
         return Ok(None);
     };
     let invoice = invoices::get(&mut conn, found.org_id, found.id, public_base).await?;
-    Ok(invoice.map(|invoice| PublicInvoice {
-        org_id: found.org_id,
-        org_name: found.org_name,
-        org_address: found.org_address.unwrap_or_default(),
-        invoice,
-        payments_enabled: found.payments_enabled,
-        bank: crate::model::BankDetails {
-            holder: found.bank_account_holder,
-            iban: found.bank_iban,
-            bic: found.bank_bic,
-            other: found.bank_other,
-            reference: found.payment_reference,
-        },
-        einvoicing: found.einvoicing,
-    }))
+    Ok(invoice.map(|invoice| found.with(invoice)))
+}
+
+/// Invoice `id` as its customer's page shows it, without counting a view (for its email's PDF).
+pub async fn by_id(
+    pool: &PgPool,
+    id: uuid::Uuid,
+    public_base: &str,
+) -> sqlx::Result<Option<PublicInvoice>> {
+    let mut conn = pool.acquire().await?;
+    // language=PostgreSQL
+    let found = sqlx::query_as!(
+        Row,
+        r#"
+        select i.id, i.org_id, o.name as org_name, postal_text(o.address_line1, o.address_line2, o.postal_code, o.city, o.region, o.country) as org_address, o.payments_enabled,
+               o.bank_account_holder, o.bank_iban, o.bank_bic, o.bank_other, o.payment_reference,
+               o.einvoicing, o.accent_color, o.footer_text, l.token as "logo_token?",
+               l.width as "logo_width?", l.height as "logo_height?"
+        from invoices i join orgs o on o.id = i.org_id
+        left join org_logos l on l.org_id = o.id
+        where i.id = $1
+        "#,
+        id
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(found) = found else {
+        return Ok(None);
+    };
+    let invoice = invoices::get(&mut conn, found.org_id, found.id, public_base).await?;
+    Ok(invoice.map(|invoice| found.with(invoice)))
+}
+
+/// What the customer's page reads of the invoice's org.
+struct Row {
+    id: uuid::Uuid,
+    org_id: uuid::Uuid,
+    org_name: String,
+    org_address: Option<String>,
+    payments_enabled: bool,
+    bank_account_holder: String,
+    bank_iban: String,
+    bank_bic: String,
+    bank_other: String,
+    payment_reference: String,
+    einvoicing: bool,
+    accent_color: Option<String>,
+    footer_text: String,
+    logo_token: Option<String>,
+    logo_width: Option<i32>,
+    logo_height: Option<i32>,
+}
+
+impl Row {
+    fn with(self, invoice: Invoice) -> PublicInvoice {
+        PublicInvoice {
+            org_id: self.org_id,
+            org_name: self.org_name,
+            org_address: self.org_address.unwrap_or_default(),
+            invoice,
+            payments_enabled: self.payments_enabled,
+            bank: crate::model::BankDetails {
+                holder: self.bank_account_holder,
+                iban: self.bank_iban,
+                bic: self.bank_bic,
+                other: self.bank_other,
+                reference: self.payment_reference,
+            },
+            einvoicing: self.einvoicing,
+            branding: crate::model::Branding {
+                accent_color: self.accent_color,
+                footer_text: self.footer_text,
+                logo: match (self.logo_token, self.logo_width, self.logo_height) {
+                    (Some(token), Some(width), Some(height)) => Some(crate::model::Logo {
+                        token,
+                        width: width as u32,
+                        height: height as u32,
+                    }),
+                    _ => None,
+                },
+            },
+        }
+    }
 }

@@ -374,6 +374,7 @@ pub struct PublicQuote {
     pub preview: Invoice,
     /// The accepted quote's invoice page, once it is finalized.
     pub invoice_url: Option<String>,
+    pub branding: crate::model::Branding,
 }
 
 /// The quote whose public token is `token` (None for a malformed or unknown one alike).
@@ -409,7 +410,9 @@ pub async fn by_token(
     let today = row.today;
     let quote = row.shown(public_base);
     let preview = preview(&mut conn, found.org_id, &quote, today).await?;
+    let branding = crate::ssr::branding::of(&mut conn, found.org_id).await?;
     Ok(Some(PublicQuote {
+        branding,
         org_id: found.org_id,
         org_name: found.org_name,
         org_address: found.org_address,

@@ -36,6 +36,9 @@ pub struct WorkerConfig {
     /// Dev mode: the scheduler's clock also runs ahead by `dev_clock` (`server admin
     /// advance-clock`), read each round.
     pub dev_clock: bool,
+    /// Draws an invoice's PDF for its email (the drawing lives in the server crate); none: the
+    /// email goes without it.
+    pub invoice_pdf: Option<crate::ssr::mail::InvoicePdf>,
 }
 
 /// Moves the dev clock forward by `secs`; returns its total offset.
@@ -99,6 +102,7 @@ impl Default for WorkerConfig {
             clock_offset: chrono::TimeDelta::zero(),
             emails_per_org_hour: 100,
             dev_clock: false,
+            invoice_pdf: None,
         }
     }
 }
@@ -237,7 +241,8 @@ pub async fn drain_once(
             failpoint::hit("worker.before_send");
             crate::ssr::refunds::at_stripe(pool, config.stripe.as_ref(), &row.payload).await
         } else {
-            match mail::render(pool, &row, &config.public_url, mailer.from()).await {
+            let pdf = config.invoice_pdf.as_ref();
+            match mail::render(pool, &row, &config.public_url, mailer.from(), pdf).await {
                 Ok(message) => {
                     failpoint::hit("worker.before_send");
                     mailer

@@ -111,6 +111,7 @@ impl Config {
                 public_url: site.public_url.clone(),
                 retention: retention.clone(),
                 stripe: Some(stripe.client()),
+                invoice_pdf: Some(crate::pdf::mail::renderer()),
                 ..workers
             },
             workers: self.workers.workers,

@@ -8,18 +8,25 @@ use super::{start, wrap, Paper, BODY, LINE, MARGIN};
 
 /// The credit note `note` of `org_name` as PDF bytes; with its EN 16931 CII document (`cii`), a
 /// Factur-X PDF/A-3b.
-pub fn render(note: &CreditNote, org_name: &str, paper: Paper, cii: Option<Vec<u8>>) -> Vec<u8> {
+pub fn render(
+    note: &CreditNote,
+    org_name: &str,
+    paper: Paper,
+    cii: Option<Vec<u8>>,
+    brand: super::Brand,
+) -> Vec<u8> {
     let mut doc = match cii {
         Some(_) => super::facturx::document(),
         None => Document::new(),
     };
     let title = format!("Credit note {} from {org_name}", note.number);
-    let mut w = start(&mut doc, title.clone(), paper);
+    let mut w = start(&mut doc, title.clone(), paper, brand);
     let width = w.width();
     let right = width - MARGIN;
+    w.logo();
     w.y += 18.0;
     w.text(MARGIN, org_name, 16.0, true);
-    w.text_right(right, "CREDIT NOTE", 16.0, true);
+    w.title_right(right, "CREDIT NOTE");
     w.y += LINE + 4.0;
     let facts = [
         format!("Number {}", note.number),

@@ -10,18 +10,19 @@ use super::{start, wrap, Paper, LINE, MARGIN};
 const SMALL: f32 = 9.0;
 
 /// `statement` as PDF bytes.
-pub fn render(statement: &Statement, paper: Paper) -> Vec<u8> {
+pub fn render(statement: &Statement, paper: Paper, brand: super::Brand) -> Vec<u8> {
     let mut doc = Document::new();
     let title = format!(
         "Statement of {} from {}",
         statement.customer_name, statement.org_name
     );
-    let mut w = start(&mut doc, title, paper);
+    let mut w = start(&mut doc, title, paper, brand);
     let width = w.width();
     let right = width - MARGIN;
+    w.logo();
     w.y += 18.0;
     w.text(MARGIN, &statement.org_name, 16.0, true);
-    w.text_right(right, "STATEMENT", 16.0, true);
+    w.title_right(right, "STATEMENT");
     w.y += LINE + 4.0;
     w.text_right(right, &statement.customer_name, 10.0, true);
     w.y += LINE;

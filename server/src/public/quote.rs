@@ -22,7 +22,8 @@ pub(super) async fn page(State(state): State<AppState>, PageToken(token): PageTo
         Ok(Some(found)) => {
             let number = found.quote.number.clone().unwrap_or_default();
             let title = format!("Quote {number} from {}", found.org_name);
-            private(axum::response::Html(document(&title, render(found, &token))).into_response())
+            let branding = found.branding.clone();
+            super::look::page(&title, render(found, &token), &branding, "")
         }
         Ok(None) => not_found(),
         Err(e) => unavailable("public quote page", e),
@@ -47,6 +48,7 @@ fn render(found: PublicQuote, token: &str) -> String {
         quote: q,
         preview: inv,
         invoice_url,
+        branding,
     } = found;
     let status = status_text(&q);
     let mentions = inv.tax_mentions();
@@ -55,10 +57,7 @@ fn render(found: PublicQuote, token: &str) -> String {
     let (accept_key, decline_key) = (app::model::form_key(org_id), app::model::form_key(org_id));
     view! {
         <main class="public quote">
-            <header class="from">
-                <p class="org">{org_name}</p>
-                <p class="address">{org_address}</p>
-            </header>
+            {super::look::header(&org_name, &org_address, &branding)}
             <h1>"Quote " <span class="number">{q.number.clone().unwrap_or_default()}</span></h1>
             <p class=format!("public-status {}", q.status.as_str())>{status}</p>
             <section class="bill-to" aria-label="For">
@@ -102,6 +101,7 @@ fn render(found: PublicQuote, token: &str) -> String {
             {invoice_url.map(|url| view! {
                 <p><a class="button invoice-link" href=url>"View your invoice"</a></p>
             })}
+            {super::look::footer(&branding)}
         </main>
     }
     .to_html()

@@ -23,7 +23,15 @@ async fn read(
     state: &AppState,
     token: &str,
     query: &PeriodQuery,
-) -> Result<(app::model::Statement, String), Response> {
+) -> Result<
+    (
+        app::model::Statement,
+        String,
+        app::model::Branding,
+        uuid::Uuid,
+    ),
+    Response,
+> {
     let context = "public statement";
     let mut conn = state
         .reads
@@ -46,7 +54,10 @@ async fn read(
         .map_err(|e| unavailable(context, e))?;
     let (statement, _) = found.ok_or_else(not_found)?;
     let url = statements::public_url("", token, period);
-    Ok((statement, url))
+    let branding = app::ssr::branding::of(&mut conn, org)
+        .await
+        .map_err(|e| unavailable(context, e))?;
+    Ok((statement, url, branding, org))
 }
 
 fn bad_period(why: String) -> Response {
@@ -68,7 +79,7 @@ pub(super) async fn page(
     PageToken(token): PageToken,
     Query(query): Query<PeriodQuery>,
 ) -> Response {
-    let (statement, url) = match read(&state, &token, &query).await {
+    let (statement, url, branding, _) = match read(&state, &token, &query).await {
         Ok(found) => found,
         Err(answer) => return answer,
     };
@@ -78,18 +89,17 @@ pub(super) async fn page(
     );
     let body = view! {
         <main class="public statement">
-            <header class="from">
-                <p class="org">{statement.org_name.clone()}</p>
-            </header>
+            {super::look::header(&statement.org_name, "", &branding)}
             <h1>"Statement " <span class="customer">{statement.customer_name.clone()}</span></h1>
             <p>
                 <a class="button pdf" href=app::statement_pdf_url(&url)>"Download PDF"</a>
             </p>
             <app::StatementTables statement />
+            {super::look::footer(&branding)}
         </main>
     }
     .to_html();
-    private(axum::response::Html(document(&title, body)).into_response())
+    super::look::page(&title, body, &branding, "")
 }
 
 pub(super) async fn pdf(
@@ -101,14 +111,22 @@ pub(super) async fn pdf(
     if let Err(t) = state.throttle.pdf(&token, client) {
         return throttled(t);
     }
-    let (statement, _) = match read(&state, &token, &query).await {
+    let (statement, _, branding, org) = match read(&state, &token, &query).await {
         Ok(found) => found,
         Err(answer) => return answer,
+    };
+    let brand = match state.reads.acquire().await {
+        Ok(mut conn) => crate::pdf::Brand::of(&mut conn, org, &branding).await,
+        Err(e) => Err(e),
+    };
+    let brand = match brand {
+        Ok(brand) => brand,
+        Err(e) => return unavailable("public statement pdf", e),
     };
     let name = format!("statement-{}-{}", statement.from, statement.to);
     let wait = std::time::Duration::from_secs(5);
     let rendered = app::ssr::throttle::bounded(&RENDERS, wait, move || {
-        crate::pdf::statement::render(&statement, crate::pdf::Paper::A4)
+        crate::pdf::statement::render(&statement, crate::pdf::Paper::A4, brand)
     })
     .await;
     match rendered {

@@ -72,6 +72,9 @@ pub enum Form {
     AcceptQuote,
     /// The customer's Decline button on a quote's public page.
     DeclineQuote,
+    EditBranding,
+    UploadLogo,
+    RemoveLogo,
 }
 
 impl Form {
@@ -110,6 +113,9 @@ impl Form {
             Form::SendQuote => "send_quote",
             Form::AcceptQuote => "accept_quote",
             Form::DeclineQuote => "decline_quote",
+            Form::EditBranding => "edit_branding",
+            Form::UploadLogo => "upload_logo",
+            Form::RemoveLogo => "remove_logo",
         }
     }
 }

@@ -6,7 +6,7 @@ use lettre::message::Mailbox;
 use lettre::Message;
 use sqlx::PgPool;
 
-use super::{message, RenderError};
+use super::{branded_message, InvoicePdf, Look, RenderError};
 use crate::model::format_money;
 use crate::ssr::outbox::Leased;
 
@@ -18,11 +18,27 @@ enum Kind {
     Reminder(i64, String),
 }
 
+/// `org`'s look in its emails.
+async fn look(pool: &PgPool, org: uuid::Uuid) -> Result<Look, RenderError> {
+    let mut conn = pool.acquire().await?;
+    let branding = crate::ssr::branding::of(&mut conn, org).await?;
+    let logo_png = match branding.logo {
+        Some(_) => crate::ssr::branding::logo_of(&mut conn, org).await?,
+        None => None,
+    };
+    Ok(Look {
+        accent: branding.rgb(),
+        logo_png,
+        footer: branding.footer_text,
+    })
+}
+
 pub(super) async fn render(
     pool: &PgPool,
     row: &Leased,
     public_url: &str,
     from: &Mailbox,
+    pdf: Option<&InvoicePdf>,
 ) -> Result<Message, RenderError> {
     let id = |field: &str| {
         row.payload[field]
@@ -60,7 +76,7 @@ pub(super) async fn render(
     // language=PostgreSQL
     let inv = sqlx::query!(
         r#"
-        select i.number_text, i.public_token, i.customer_name, i.customer_email, i.currency,
+        select i.org_id, i.number_text, i.public_token, i.customer_name, i.customer_email, i.currency,
                i.total_cents, i.amount_paid_cents, i.amount_credited_cents, i.due_date::text as "due!",
                o.name as org_name,
                o.bank_account_holder, o.bank_iban, o.bank_bic, o.bank_other, o.payment_reference
@@ -103,6 +119,15 @@ pub(super) async fn render(
         inv.total_cents - inv.amount_credited_cents - inv.amount_paid_cents,
         &inv.currency,
     );
+    // The invoice itself travels with its email as a PDF (a Factur-X one for an e-invoicing org);
+    // a failure to draw it is a failure to retry, not an email without it.
+    let attachment = match (&kind, pdf) {
+        (Kind::Invoice, Some(pdf)) => (pdf.0)(pool.clone(), invoice_id)
+            .await
+            .map_err(|e| RenderError::Db(sqlx::Error::Protocol(format!("invoice pdf: {e}"))))?,
+        _ => None,
+    };
+    let look = look(pool, inv.org_id).await?;
     let (subject, text) = match kind {
         Kind::Invoice => (
             format!("Invoice {number} from {}", inv.org_name),
@@ -133,7 +158,15 @@ pub(super) async fn render(
             ),
         ),
     };
-    message(row, from, &inv.customer_email, subject, text)
+    branded_message(
+        row,
+        from,
+        &inv.customer_email,
+        subject,
+        text,
+        &look,
+        attachment,
+    )
 }
 
 /// A quote to its customer: the amount, until when it can be accepted, and the page to accept it on.
@@ -147,7 +180,7 @@ async fn quote(
     // language=PostgreSQL
     let q = sqlx::query!(
         r#"
-        select q.number_text, q.public_token, q.customer_name, q.customer_email, q.currency,
+        select q.org_id, q.number_text, q.public_token, q.customer_name, q.customer_email, q.currency,
                q.total_cents, q.expires_on::text as "expires!", o.name as org_name
         from quotes q join orgs o on o.id = q.org_id
         where q.id = $1
@@ -170,5 +203,6 @@ async fn quote(
          Accept or decline it here:\n{link}\n",
         q.customer_name, q.org_name, q.expires
     );
-    message(row, from, &q.customer_email, subject, text)
+    let look = look(pool, q.org_id).await?;
+    branded_message(row, from, &q.customer_email, subject, text, &look, None)
 }
