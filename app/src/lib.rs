@@ -10,7 +10,7 @@ pub mod rpc;
 /// The invoice's due line and totals rows, for the customer's page rendered outside the app.
 pub use pages::invoices::{due_text, line_rows, totals_rows};
 /// A customer's statement as tables, for the customer's page rendered outside the app.
-pub use pages::statement::{pdf_url as statement_pdf_url, StatementTables};
+pub use pages::statement::{pdf_url as statement_pdf_url, statement_tables};
 
 #[cfg(feature = "ssr")]
 pub mod ssr;

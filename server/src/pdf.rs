@@ -4,7 +4,9 @@
 
 use std::sync::LazyLock;
 
-use app::model::{format_money, Discount, InvoiceStatus};
+use app::model::Words;
+use app::model::{Discount, InvoiceStatus};
+use app::ssr::i18n::Tr;
 use app::ssr::public::PublicInvoice;
 use krilla::color::rgb;
 use krilla::geom::{PathBuilder, Point};
@@ -145,6 +147,8 @@ struct Writer<'a> {
     pages: Vec<Vec<Op>>,
     y: f32,
     brand: Brand,
+    /// The customer's language.
+    tr: Tr,
 }
 
 /// What is drawn on a page, recorded first so "page n of m" can be written once m is known.
@@ -301,7 +305,14 @@ impl Writer<'_> {
                     width,
                 );
             }
-            let label = format!("{footer} · page {} of {count}", n + 1);
+            let label = self.tr.t_args(
+                "pdf-page",
+                &[
+                    ("document", footer),
+                    ("page", &(n + 1).to_string()),
+                    ("pages", &count.to_string()),
+                ],
+            );
             draw(
                 &mut surface,
                 Op::Text {
@@ -440,18 +451,21 @@ fn wrap(text: &str, width: f32, size: f32) -> Vec<String> {
     lines
 }
 
-fn status_line(inv: &app::model::Invoice) -> String {
+fn status_line(inv: &app::model::Invoice, tr: &Tr) -> String {
     let status = match inv.status {
-        _ if inv.overdue => "overdue",
-        InvoiceStatus::Paid => "paid",
-        InvoiceStatus::Refunded => "refunded",
-        other => other.as_str(),
+        _ if inv.overdue => "state-overdue",
+        InvoiceStatus::Draft => "state-draft",
+        InvoiceStatus::Open => "state-open",
+        InvoiceStatus::Paid => "state-paid",
+        InvoiceStatus::Void => "state-void",
+        InvoiceStatus::Uncollectible => "state-uncollectible",
+        InvoiceStatus::Refunded => "state-refunded",
     };
-    format!("Status: {status}")
+    tr.t_args("pdf-status", &[("status", &tr.t(status))])
 }
 
 /// `doc` titled `title`, and a writer on its first page.
-fn start(doc: &mut Document, title: String, paper: Paper, brand: Brand) -> Writer<'_> {
+fn start(doc: &mut Document, title: String, paper: Paper, brand: Brand, tr: Tr) -> Writer<'_> {
     doc.set_metadata(Metadata::new().title(title).creator("invoicer".to_owned()));
     let mut w = Writer {
         doc,
@@ -459,6 +473,7 @@ fn start(doc: &mut Document, title: String, paper: Paper, brand: Brand) -> Write
         pages: Vec::new(),
         y: MARGIN,
         brand,
+        tr,
     };
     w.new_page();
     w
@@ -467,14 +482,18 @@ fn start(doc: &mut Document, title: String, paper: Paper, brand: Brand) -> Write
 /// The invoice as PDF bytes; with its EN 16931 CII document (`cii`), a Factur-X PDF/A-3b.
 pub fn render(found: &PublicInvoice, paper: Paper, cii: Option<Vec<u8>>, brand: Brand) -> Vec<u8> {
     let inv = &found.invoice;
+    let tr = Tr::new(found.locale);
     let number = inv.number.clone().unwrap_or_else(|| "Draft".to_owned());
     let currency = &inv.currency;
     let mut doc = match cii {
         Some(_) => facturx::document(),
         None => Document::new(),
     };
-    let title = format!("Invoice {number} from {}", found.org_name);
-    let mut w = start(&mut doc, title.clone(), paper, brand);
+    let title = tr.t_args(
+        "invoice-title",
+        &[("number", &number), ("org", &found.org_name)],
+    );
+    let mut w = start(&mut doc, title.clone(), paper, brand, tr);
     let width = w.width();
     let right = width - MARGIN;
     let (qty_right, unit_right, amount_right) = columns(width);
@@ -484,17 +503,17 @@ pub fn render(found: &PublicInvoice, paper: Paper, cii: Option<Vec<u8>>, brand: 
     w.logo();
     w.y += 18.0;
     w.text(MARGIN, &found.org_name, 16.0, true);
-    w.title_right(right, "INVOICE");
+    w.title_right(right, &tr.t("pdf-invoice"));
     w.y += LINE + 4.0;
     let issued = inv
         .finalized_at
-        .map(|at| at.date_naive().to_string())
+        .map(|at| tr.date(at.date_naive()))
         .unwrap_or_default();
     let facts = [
-        format!("Number {number}"),
-        format!("Issued {issued}"),
-        format!("Due {}", app::due_text(inv)),
-        status_line(inv),
+        tr.t_args("pdf-number", &[("number", &number)]),
+        tr.t_args("pdf-issued", &[("date", &issued)]),
+        tr.t_args("pdf-due", &[("due", &app::due_text(inv, &tr))]),
+        status_line(inv, &tr),
     ];
     let address = wrap(&found.org_address, 250.0, BODY);
     for row in 0..facts.len().max(address.len()) {
@@ -509,7 +528,7 @@ pub fn render(found: &PublicInvoice, paper: Paper, cii: Option<Vec<u8>>, brand: 
 
     // The customer.
     w.y += LINE;
-    w.grey(MARGIN, "Billed to", 9.0);
+    w.grey(MARGIN, &tr.t("billed-to"), 9.0);
     w.y += LINE;
     w.text(MARGIN, &inv.customer_name, 11.0, true);
     w.y += LINE;
@@ -522,17 +541,22 @@ pub fn render(found: &PublicInvoice, paper: Paper, cii: Option<Vec<u8>>, brand: 
         }
     }
     if let Some(tax_id) = &inv.customer_tax_id {
-        w.text(MARGIN, &format!("Tax id {tax_id}"), BODY, false);
+        w.text(
+            MARGIN,
+            &tr.t_args("pdf-tax-id", &[("id", tax_id)]),
+            BODY,
+            false,
+        );
         w.y += LINE;
     }
 
     // The lines.
     w.y += LINE;
     let header = |w: &mut Writer<'_>| {
-        w.text(MARGIN, "Description", 9.0, true);
-        w.text_right(qty_right, "Qty", 9.0, true);
-        w.text_right(unit_right, "Unit price", 9.0, true);
-        w.text_right(amount_right, "Amount", 9.0, true);
+        w.text(MARGIN, &tr.t("col-description"), 9.0, true);
+        w.text_right(qty_right, &tr.t("col-qty"), 9.0, true);
+        w.text_right(unit_right, &tr.t("col-unit-price"), 9.0, true);
+        w.text_right(amount_right, &tr.t("col-amount"), 9.0, true);
         w.y += 6.0;
         w.rule(0.8);
         w.y += LINE;
@@ -545,16 +569,16 @@ pub fn render(found: &PublicInvoice, paper: Paper, cii: Option<Vec<u8>>, brand: 
             w.new_page();
             header(&mut w);
         }
-        w.text_right(qty_right, &line.quantity.to_string(), BODY, false);
+        w.text_right(qty_right, &tr.number(line.quantity), BODY, false);
         w.text_right(
             unit_right,
-            &format_money(line.unit_amount_cents, currency),
+            &tr.money(line.unit_amount_cents, currency),
             BODY,
             false,
         );
         w.text_right(
             amount_right,
-            &format_money(line.amount_cents, currency),
+            &tr.money(line.amount_cents, currency),
             BODY,
             false,
         );
@@ -564,7 +588,9 @@ pub fn render(found: &PublicInvoice, paper: Paper, cii: Option<Vec<u8>>, brand: 
         }
         if let (Some(name), Some(percent)) = (&line.tax_name, line.tax_percent) {
             w.room(LINE);
-            w.grey(MARGIN, &format!("Tax: {name} {percent}%"), 9.0);
+            let percent = tr.number(percent);
+            let tax = tr.t_args("pdf-line-tax", &[("name", name), ("percent", &percent)]);
+            w.grey(MARGIN, &tax, 9.0);
             w.y += LINE;
         }
         w.y += 4.0;
@@ -575,38 +601,35 @@ pub fn render(found: &PublicInvoice, paper: Paper, cii: Option<Vec<u8>>, brand: 
 
     // Totals.
     let due = inv.amount_due_cents;
+    let money = |cents: i64| tr.money(cents, currency);
     let mut rows = vec![(
-        "Subtotal".to_owned(),
-        format_money(inv.subtotal_cents, currency),
+        tr.label("subtotal", "Subtotal"),
+        money(inv.subtotal_cents),
         false,
     )];
     if let Some(discount) = inv.discount {
         let label = match discount {
-            Discount::Percent(p) => format!("Discount ({p}%)"),
-            Discount::AmountCents(_) => "Discount".to_owned(),
+            Discount::Percent(p) => tr.phrase(
+                "discount-percent",
+                "Discount ({ $percent }%)",
+                &[("percent", &tr.number(p))],
+            ),
+            Discount::AmountCents(_) => tr.label("discount", "Discount"),
         };
-        let amount = format!("-{}", format_money(inv.discount_cents, currency));
+        let amount = format!("-{}", money(inv.discount_cents));
         rows.push((label, amount, false));
     }
     for tax in &inv.taxes {
-        let label = format!("{} {}%", tax.name, tax.percent);
-        rows.push((label, format_money(tax.amount_cents, currency), false));
+        let label = format!("{} {}%", tax.name, tr.number(tax.percent));
+        rows.push((label, money(tax.amount_cents), false));
     }
-    rows.push((
-        "Total".to_owned(),
-        format_money(inv.total_cents, currency),
-        false,
-    ));
+    rows.push((tr.label("total", "Total"), money(inv.total_cents), false));
     if inv.amount_credited_cents > 0 {
-        let credited = format!("-{}", format_money(inv.amount_credited_cents, currency));
-        rows.push(("Credited".to_owned(), credited, false));
+        let credited = format!("-{}", money(inv.amount_credited_cents));
+        rows.push((tr.t("credited"), credited, false));
     }
-    rows.push((
-        "Paid".to_owned(),
-        format_money(inv.amount_paid_cents, currency),
-        false,
-    ));
-    rows.push(("Amount due".to_owned(), format_money(due, currency), true));
+    rows.push((tr.t("paid"), money(inv.amount_paid_cents), false));
+    rows.push((tr.t("amount-due"), money(due), true));
     w.room(rows.len() as f32 * LINE);
     for (label, amount, bold) in rows {
         w.text_right(unit_right, &label, BODY, bold);
@@ -614,7 +637,7 @@ pub fn render(found: &PublicInvoice, paper: Paper, cii: Option<Vec<u8>>, brand: 
         w.y += LINE;
     }
     // What the law requires the invoice to say of its VAT categories.
-    for mention in inv.tax_mentions() {
+    for mention in inv.tax_mentions(&tr) {
         w.y += LINE;
         for line in wrap(&mention, width - 2.0 * MARGIN, BODY) {
             w.room(LINE);
@@ -638,16 +661,16 @@ pub fn render(found: &PublicInvoice, paper: Paper, cii: Option<Vec<u8>>, brand: 
     if due > 0 && payable && found.bank.is_set() {
         w.y += LINE;
         w.room(2.0 * LINE);
-        w.text(MARGIN, "Pay by bank transfer", BODY, true);
+        w.text(MARGIN, &tr.t("pay-by-transfer"), BODY, true);
         w.y += LINE;
-        for (label, value) in found.bank.lines(&number) {
+        for (label, value) in found.bank.lines(&number, &tr) {
             for (n, part) in wrap(&value, width - 2.0 * MARGIN - 110.0, BODY)
                 .iter()
                 .enumerate()
             {
                 w.room(LINE);
                 if n == 0 {
-                    w.grey(MARGIN, label, 9.0);
+                    w.grey(MARGIN, &label, 9.0);
                 }
                 w.text(MARGIN + 110.0, part, BODY, false);
                 w.y += LINE;
@@ -655,7 +678,10 @@ pub fn render(found: &PublicInvoice, paper: Paper, cii: Option<Vec<u8>>, brand: 
         }
     }
 
-    let footer = format!("{} · invoice {number}", found.org_name);
+    let footer = tr.t_args(
+        "pdf-invoice-footer",
+        &[("org", &found.org_name), ("number", &number)],
+    );
     w.finish(&footer);
     facturx::finish(doc, title, cii, inv.finalized_at.unwrap_or(inv.created_at))
 }

@@ -2,8 +2,7 @@
 //! note's (`/c/{token}`) and a statement's (`/s/{token}`). Plain HTML, no script: they open fast on
 //! a phone, work without JavaScript, and are never indexed.
 
-use app::model::{format_money, InvoiceStatus};
-use app::ssr::public::{self, PublicInvoice};
+use app::ssr::public;
 use app::ssr::AppState;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -16,6 +15,7 @@ use crate::pdf::Paper;
 
 mod credit_note;
 mod einvoice;
+mod invoice;
 mod look;
 mod quote;
 mod statement;
@@ -72,7 +72,7 @@ fn throttled(t: app::ssr::throttle::Throttled) -> Response {
 
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/i/{token}", get(page))
+        .route("/i/{token}", get(invoice::page))
         .route("/i/{token}/pdf", get(pdf))
         .route("/i/{token}/pay", axum::routing::post(pay))
         .route("/i/{token}/einvoice.xml", get(einvoice::invoice))
@@ -122,7 +122,7 @@ fn private_paying(mut response: Response, checkout: &str) -> Response {
 
 /// Where a checkout session's page may be: Stripe's, and the configured API's host (the local
 /// Stripe serves its own checkout page).
-fn checkout_origins(state: &AppState) -> String {
+pub(super) fn checkout_origins(state: &AppState) -> String {
     let mut origins = vec!["https://checkout.stripe.com".to_owned()];
     if let Ok(origin) = crate::security::origin_of(&state.settings.stripe_api_base) {
         if !origin.contains(['"', ';', ' ']) && origin != "https://api.stripe.com" {
@@ -202,167 +202,22 @@ fn not_found() -> Response {
 }
 
 fn document(title: &str, body: String) -> String {
-    document_styled(title, body, None)
+    document_styled(title, body, None, "en")
 }
 
-/// As [`document`], with one inline `style` (the org's accent; see `look::page`).
-fn document_styled(title: &str, body: String, style: Option<&str>) -> String {
+/// As [`document`], in language `lang`, with one inline `style` (the org's accent; see
+/// `look::page`).
+fn document_styled(title: &str, body: String, style: Option<&str>, lang: &str) -> String {
     let title = view! { <title>{title.to_owned()}</title> }.to_html();
     let style = style
         .map(|s| format!("<style>{s}</style>"))
         .unwrap_or_default();
     format!(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+        "<!DOCTYPE html><html lang=\"{lang}\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <meta name=\"robots\" content=\"noindex, nofollow\">{title}\
          <link rel=\"stylesheet\" href=\"/pkg/invoicer.css\">{style}</head><body>{body}</body></html>"
     )
-}
-
-async fn page(State(state): State<AppState>, PageToken(token): PageToken) -> Response {
-    match public::open(&state.pool, &token, &state.settings.public_url).await {
-        Ok(Some(found)) => {
-            let number = found.invoice.number.clone().unwrap_or_default();
-            let title = format!("Invoice {number} from {}", found.org_name);
-            let branding = found.branding.clone();
-            look::page(
-                &title,
-                render(found, &token),
-                &branding,
-                &checkout_origins(&state),
-            )
-        }
-        Ok(None) => not_found(),
-        Err(e) => unavailable("public invoice page", e),
-    }
-}
-
-fn status_text(found: &PublicInvoice) -> String {
-    let inv = &found.invoice;
-    match inv.status {
-        InvoiceStatus::Paid => "Paid".to_owned(),
-        InvoiceStatus::Refunded => "Refunded".to_owned(),
-        _ if inv.payment_state == app::model::PaymentState::Processing => {
-            "Payment processing: we will confirm when it arrives".to_owned()
-        }
-        _ if inv.overdue => format!("Overdue: was due {}", app::due_text(inv)),
-        _ => format!("Due {}", app::due_text(inv)),
-    }
-}
-
-fn render(found: PublicInvoice, token: &str) -> String {
-    let status = status_text(&found);
-    let PublicInvoice {
-        org_name,
-        org_address,
-        invoice: inv,
-        payments_enabled,
-        bank,
-        einvoicing,
-        branding,
-        ..
-    } = found;
-    let currency = inv.currency.clone();
-    let due = inv.amount_due_cents;
-    let mentions = inv.tax_mentions();
-    // Not while a delayed payment (a bank debit) is under way: it would be paid twice.
-    let payable = due > 0
-        && payments_enabled
-        && inv.payment_state != app::model::PaymentState::Processing
-        && matches!(
-            inv.status,
-            InvoiceStatus::Open | InvoiceStatus::Uncollectible
-        );
-    let lines = app::line_rows(&inv);
-    // How to pay by transfer, while something is due on an invoice that takes payments.
-    let transfer = (due > 0
-        && bank.is_set()
-        && matches!(
-            inv.status,
-            InvoiceStatus::Open | InvoiceStatus::Uncollectible
-        ))
-    .then(|| bank.lines(inv.number.as_deref().unwrap_or_default()));
-    view! {
-        <main class="public invoice">
-            {look::header(&org_name, &org_address, &branding)}
-            <h1>"Invoice " <span class="number">{inv.number.clone().unwrap_or_default()}</span></h1>
-            <p class=format!("public-status {}", inv.status.as_str())>{status}</p>
-            <section class="bill-to" aria-label="Billed to">
-                <h2>"Billed to"</h2>
-                <p class="customer">{inv.customer_name.clone()}</p>
-                <p>{inv.customer_email.clone()}</p>
-                <p class="address">{inv.customer_address.clone()}</p>
-                {inv.customer_tax_id.clone().map(|t| view! { <p>"Tax id: " {t}</p> })}
-            </section>
-            <div class="table-scroll">
-                <table>
-                    <caption>"Items"</caption>
-                    <thead>
-                        <tr>
-                            <th scope="col">"Description"</th>
-                            <th scope="col" class="num">"Qty"</th>
-                            <th scope="col" class="num">"Unit price"</th>
-                            <th scope="col">"Tax"</th>
-                            <th scope="col" class="num">"Amount"</th>
-                        </tr>
-                    </thead>
-                    <tbody>{lines}</tbody>
-                    <tfoot>
-                        {app::totals_rows(&inv, 4)}
-                        {(inv.amount_credited_cents > 0).then(|| view! {
-                            <tr>
-                                <th scope="row" colspan="4">"Credited"</th>
-                                <td class="num credited">{format!("-{}", format_money(inv.amount_credited_cents, &currency))}</td>
-                            </tr>
-                        })}
-                        <tr>
-                            <th scope="row" colspan="4">"Paid"</th>
-                            <td class="num">{format_money(inv.amount_paid_cents, &currency)}</td>
-                        </tr>
-                        <tr>
-                            <th scope="row" colspan="4">"Amount due"</th>
-                            <td class="num amount-due">{format_money(due.max(0), &currency)}</td>
-                        </tr>
-                    </tfoot>
-                </table>
-            </div>
-            {mentions.into_iter().map(|m| view! { <p class="tax-mention">{m}</p> }).collect_view()}
-            {(!inv.notes.is_empty()).then(|| view! { <p class="notes">{inv.notes.clone()}</p> })}
-            {payable
-                .then(|| {
-                    view! {
-                        // A plain form: paying works without JavaScript.
-                        <form method="post" action=format!("/i/{token}/pay") class="pay">
-                            <button type="submit" class="button primary pay">
-                                {format!("Pay {}", format_money(due, &currency))}
-                            </button>
-                        </form>
-                    }
-                })}
-            {transfer
-                .map(|lines| {
-                    view! {
-                        <section class="transfer" aria-labelledby="transfer-heading">
-                            <h2 id="transfer-heading">"Pay by bank transfer"</h2>
-                            <dl>
-                                {lines
-                                    .into_iter()
-                                    .map(|(label, value)| view! { <dt>{label}</dt> <dd>{value}</dd> })
-                                    .collect_view()}
-                            </dl>
-                        </section>
-                    }
-                })}
-            <p>
-                <a class="button pdf" href=format!("/i/{token}/pdf")>"Download PDF"</a>
-                {einvoicing.then(|| view! {
-                    " " <a class="einvoice" href=format!("/i/{token}/einvoice.xml")>"E-invoice (XML)"</a>
-                })}
-            </p>
-            {look::footer(&branding)}
-        </main>
-    }
-    .to_html()
 }
 
 #[derive(Debug, serde::Deserialize)]

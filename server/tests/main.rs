@@ -17,6 +17,7 @@ mod customers;
 mod einvoice;
 mod form_crash;
 mod invoice_lists;
+mod languages;
 mod lifecycle;
 mod line_items;
 mod mail;

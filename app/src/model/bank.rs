@@ -129,21 +129,27 @@ impl BankDetails {
     }
 
     /// What the customer reads, line by line, for the invoice numbered `number`: (label, value).
-    pub fn lines(&self, number: &str) -> Vec<(&'static str, String)> {
+    pub fn lines(&self, number: &str, w: &dyn super::Words) -> Vec<(String, String)> {
         let mut lines = Vec::new();
         if !self.holder.is_empty() {
-            lines.push(("Account holder", self.holder.clone()));
+            lines.push((
+                w.label("bank-holder", "Account holder"),
+                self.holder.clone(),
+            ));
         }
         if !self.iban.is_empty() {
-            lines.push(("IBAN", self.iban_printed()));
+            lines.push((w.label("bank-iban", "IBAN"), self.iban_printed()));
         }
         if !self.bic.is_empty() {
-            lines.push(("BIC", self.bic.clone()));
+            lines.push((w.label("bank-bic", "BIC"), self.bic.clone()));
         }
         if !self.other.is_empty() {
-            lines.push(("Account", self.other.clone()));
+            lines.push((w.label("bank-account", "Account"), self.other.clone()));
         }
-        lines.push(("Reference", self.reference_for(number)));
+        lines.push((
+            w.label("bank-reference", "Reference"),
+            self.reference_for(number),
+        ));
         lines
     }
 }
@@ -179,13 +185,18 @@ mod tests {
         assert_eq!(b.bic, "ABNANL2A");
         assert_eq!(b.iban_printed(), "NL91 ABNA 0417 1643 00");
         assert_eq!(b.reference_for("INV-0007"), "INV-0007");
+        let lines = b.lines("INV-7", &crate::model::English);
+        let lines: Vec<(&str, &str)> = lines
+            .iter()
+            .map(|(l, v)| (l.as_str(), v.as_str()))
+            .collect();
         assert_eq!(
-            b.lines("INV-7"),
+            lines,
             [
-                ("Account holder", "Acme B.V.".to_owned()),
-                ("IBAN", "NL91 ABNA 0417 1643 00".to_owned()),
-                ("BIC", "ABNANL2A".to_owned()),
-                ("Reference", "INV-7".to_owned()),
+                ("Account holder", "Acme B.V."),
+                ("IBAN", "NL91 ABNA 0417 1643 00"),
+                ("BIC", "ABNANL2A"),
+                ("Reference", "INV-7"),
             ]
         );
     }

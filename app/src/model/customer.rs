@@ -56,6 +56,10 @@ pub struct CustomerInput {
     )]
     #[cfg_attr(feature = "ssr", schema(max_length = 200, pattern = r"^[^\u0000]*$"))]
     pub buyer_reference: String,
+    /// The language of the customer's pages, PDFs and emails (`en`, `de`, `fr`, `es`, `nl`);
+    /// none: the org's.
+    #[serde(default, deserialize_with = "super::locale::optional")]
+    pub locale: Option<super::Locale>,
     #[serde(default)]
     #[validate(
         length(max = 2000, message = "Enter at most 2000 characters."),
@@ -75,6 +79,8 @@ pub struct Customer {
     pub address: Address,
     pub vat_id: Option<String>,
     pub buyer_reference: String,
+    /// The language of its documents; none: the org's.
+    pub locale: Option<super::Locale>,
     pub notes: String,
     pub created_at: DateTime<Utc>,
     /// The address on one line (older clients read it).
@@ -94,6 +100,7 @@ impl Customer {
             vat_id: self.vat_id.clone(),
             tax_id: None,
             buyer_reference: self.buyer_reference.clone(),
+            locale: self.locale,
             notes: self.notes.clone(),
         }
     }
@@ -126,6 +133,7 @@ impl CustomerInput {
             vat_id,
             tax_id: None,
             buyer_reference: self.buyer_reference.trim().to_owned(),
+            locale: self.locale,
             notes: self.notes.clone(),
         }
     }
@@ -175,6 +183,7 @@ mod tests {
             vat_id: None,
             tax_id: Some("GB123456789".into()),
             buyer_reference: String::new(),
+            locale: None,
             notes: String::new(),
         }
     }

@@ -7,6 +7,7 @@ mod decimal;
 mod form;
 mod form_key;
 mod input;
+mod locale;
 mod money;
 mod org;
 mod party;
@@ -31,6 +32,7 @@ pub use decimal::Thousandths;
 pub use form::{InvoiceForm, LineForm, PAYMENT_TERMS};
 pub use form_key::{form_key, form_key_fits};
 pub use input::{InvoiceInput, LineInput, MAX_LINES, QUANTITY_RANGE};
+pub use locale::{fill, English, Locale, Words};
 pub use money::{
     currency, currency_exponent, format_money, parse_amount, plain_amount, Currency,
     COMMON_CURRENCIES, CURRENCIES,

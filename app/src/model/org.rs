@@ -120,6 +120,9 @@ pub struct OrgDetails {
     /// Invoices are finalized only as valid EN 16931 e-invoices, and PDFs carry `factur-x.xml`.
     #[serde(default)]
     pub einvoicing: bool,
+    /// The language of its customers' documents, unless a customer has its own.
+    #[serde(default)]
+    pub locale: super::Locale,
 }
 
 impl OrgDetails {
@@ -133,6 +136,7 @@ impl OrgDetails {
             email: self.email.trim().to_owned(),
             phone: self.phone.trim().to_owned(),
             einvoicing: self.einvoicing,
+            locale: self.locale,
         }
     }
 

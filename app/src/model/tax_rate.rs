@@ -125,6 +125,18 @@ impl TaxCategory {
         }
     }
 
+    /// The message id of [`Self::mention`]'s text, in the customer's language.
+    pub fn mention_id(self) -> &'static str {
+        match self {
+            TaxCategory::S | TaxCategory::Z => "",
+            TaxCategory::E => "mention-exempt",
+            TaxCategory::AE => "mention-reverse-charge",
+            TaxCategory::K => "mention-intra-community",
+            TaxCategory::G => "mention-export",
+            TaxCategory::O => "mention-not-subject",
+        }
+    }
+
     /// Only the standard rate is above 0 %.
     pub fn allows(self, percent: Thousandths) -> bool {
         (self == TaxCategory::S) == (percent.0 > 0)

@@ -238,19 +238,20 @@ pub struct Invoice {
 impl Invoice {
     /// What the invoice must say for its lines' VAT categories (reverse charge, exemption, ...),
     /// each once, in the order the lines first name them.
-    pub fn tax_mentions(&self) -> Vec<String> {
+    pub fn tax_mentions(&self, w: &dyn super::Words) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for line in &self.lines {
             let Some(category) = line.tax_category else {
                 continue;
             };
-            let Some((text, _)) = category.mention() else {
+            let Some((english, _)) = category.mention() else {
                 continue;
             };
+            let text = w.label(category.mention_id(), english);
             let said = if category == super::TaxCategory::E && !line.exemption_reason.is_empty() {
                 format!("{text}: {}", line.exemption_reason)
             } else {
-                text.to_owned()
+                text
             };
             if !out.contains(&said) {
                 out.push(said);

@@ -167,6 +167,16 @@ fn CustomerForm(key: Uuid, customer: Option<Customer>) -> impl IntoView {
                     <span class="hint">"What their invoices must quote, e.g. a Leitweg-ID."</span>
                     {error_for("buyer_reference")}
                 </label>
+                <label>
+                    "Language"
+                    <select name="input[locale]">
+                        <option value="" selected=c.locale.is_none()>"The organisation's"</option>
+                        {crate::model::Locale::ALL.into_iter().map(|l| view! {
+                            <option value=l.as_str() selected=c.locale == Some(l)>{l.name()}</option>
+                        }).collect_view()}
+                    </select>
+                    <span class="hint">"Of their pages, PDFs and emails."</span>
+                </label>
             </div>
             <crate::pages::party::AddressFields form="input" address=c.address errors />
             <label>

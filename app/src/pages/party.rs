@@ -104,6 +104,15 @@ pub fn OrgDetailsForm(
                             <input type="text" inputmode="tel" name="details[phone]" value=details.phone maxlength="50" />
                             {error_of("phone")}
                         </label>
+                        <label>
+                            "Customers' language"
+                            <select name="details[locale]">
+                                {crate::model::Locale::ALL.into_iter().map(|l| view! {
+                                    <option value=l.as_str() selected=l == details.locale>{l.name()}</option>
+                                }).collect_view()}
+                            </select>
+                            <span class="hint">"Their pages, PDFs and emails, unless a customer has its own."</span>
+                        </label>
                     </div>
                     <AddressFields form="details" address=details.address errors />
                     <label class="checkbox">

@@ -200,8 +200,8 @@ pub fn QuotePage() -> impl IntoView {
                                 <div class="table-scroll">
                                     <table>
                                         <Head cols=&["Description", "Qty", "Unit", "Tax", "Amount"] num=&["Qty", "Unit", "Amount"]/>
-                                        <tbody>{line_rows(&inv)}</tbody>
-                                        <tfoot>{totals_rows(&inv, 4)}</tfoot>
+                                        <tbody>{line_rows(&inv, &crate::model::English)}</tbody>
+                                        <tfoot>{totals_rows(&inv, 4, &crate::model::English)}</tfoot>
                                     </table>
                                 </div>
                                 {(!inv.notes.is_empty()).then(|| view! { <p class="notes">{inv.notes.clone()}</p> })}

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::error::AppError;
-use crate::model::{format_money, Statement};
+use crate::model::Statement;
 use crate::pages::layout::{error_banner, NotFound};
 use crate::rpc::customers::get_statement;
 
@@ -42,7 +42,7 @@ pub fn StatementPage() -> impl IntoView {
                                 " · "
                                 <a href=format!("/customers/{}", p.customer_id)>"Back to the customer"</a>
                             </p>
-                            <StatementTables statement=p.statement />
+                            {statement_tables(p.statement, &crate::model::English)}
                         </section>
                     }.into_any(),
                     Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
@@ -63,13 +63,20 @@ pub fn pdf_url(public_url: &str) -> String {
 
 /// One table per currency: the opening balance, the period's entries with the balance running,
 /// and what is owed at its end.
-#[component]
-pub fn StatementTables(statement: Statement) -> impl IntoView {
-    let period = format!("{} to {}", statement.from, statement.to);
+pub fn statement_tables(statement: Statement, w: &dyn crate::model::Words) -> impl IntoView {
+    let period = w.phrase(
+        "statement-period",
+        "Period: { $from } to { $to }",
+        &[
+            ("from", &w.date(statement.from)),
+            ("to", &w.date(statement.to)),
+        ],
+    );
     let empty = statement.sections.is_empty();
+    let label = |id: &str, english: &str| w.label(id, english);
     view! {
-        <p class="period-shown">{format!("Period: {period}")}</p>
-        {empty.then(|| view! { <p class="empty">"Nothing invoiced, paid or owed in this period."</p> })}
+        <p class="period-shown">{period}</p>
+        {empty.then(|| view! { <p class="empty">{label("statement-empty", "Nothing invoiced, paid or owed in this period.")}</p> })}
         {statement.truncated.then(|| view! {
             <p class="truncated" role="status">
                 {format!("Only the first {} entries are listed: choose a shorter period.", crate::model::statement::MAX_ENTRIES)}
@@ -80,13 +87,13 @@ pub fn StatementTables(statement: Statement) -> impl IntoView {
             .into_iter()
             .map(|s| {
                 let c = s.currency.clone();
-                let money = move |cents: i64| format_money(cents, &c);
+                let money = move |cents: i64| w.money(cents, &c);
                 let rows = s
                     .entries
                     .iter()
                     .map(|e| view! {
                         <tr class=format!("entry {}", e.kind)>
-                            <td>{e.day.to_string()}</td>
+                            <td>{w.date(e.day)}</td>
                             <td>{e.reference.clone()}</td>
                             <td>{e.description.clone()}</td>
                             <td class="num">{(e.debit_cents != 0).then(|| money(e.debit_cents))}</td>
@@ -95,7 +102,11 @@ pub fn StatementTables(statement: Statement) -> impl IntoView {
                         </tr>
                     })
                     .collect_view();
-                let caption = format!("In {}", s.currency.to_uppercase());
+                let caption = w.phrase(
+                    "statement-in",
+                    "In { $currency }",
+                    &[("currency", &s.currency.to_uppercase())],
+                );
                 let region = format!("Statement in {}", s.currency.to_uppercase());
                 // Wider than a phone: the region scrolls, and the keyboard can reach it.
                 view! {
@@ -104,19 +115,19 @@ pub fn StatementTables(statement: Statement) -> impl IntoView {
                             <caption>{caption}</caption>
                             <thead>
                                 <tr>
-                                    <th scope="col">"Date"</th>
-                                    <th scope="col">"Reference"</th>
-                                    <th scope="col">"What"</th>
-                                    <th scope="col" class="num">"Charged"</th>
-                                    <th scope="col" class="num">"Paid or credited"</th>
-                                    <th scope="col" class="num">"Balance"</th>
+                                    <th scope="col">{label("col-date", "Date")}</th>
+                                    <th scope="col">{label("col-reference", "Reference")}</th>
+                                    <th scope="col">{label("col-what", "What")}</th>
+                                    <th scope="col" class="num">{label("col-charged", "Charged")}</th>
+                                    <th scope="col" class="num">{label("col-paid-or-credited", "Paid or credited")}</th>
+                                    <th scope="col" class="num">{label("col-balance", "Balance")}</th>
                                 </tr>
                             </thead>
                             <tbody>
                                 <tr class="opening">
-                                    <td>{s.entries.first().map(|e| e.day.to_string()).unwrap_or_default()}</td>
+                                    <td>{s.entries.first().map(|e| w.date(e.day)).unwrap_or_default()}</td>
                                     <td></td>
-                                    <td>"Balance brought forward"</td>
+                                    <td>{label("balance-forward", "Balance brought forward")}</td>
                                     <td></td>
                                     <td></td>
                                     <td class="num balance">{money(s.opening_cents)}</td>
@@ -125,7 +136,7 @@ pub fn StatementTables(statement: Statement) -> impl IntoView {
                             </tbody>
                             <tfoot>
                                 <tr class="closing">
-                                    <th scope="row" colspan="5">"Balance due"</th>
+                                    <th scope="row" colspan="5">{label("balance-due", "Balance due")}</th>
                                     <td class="num balance closing-balance">{money(s.closing_cents)}</td>
                                 </tr>
                             </tfoot>

@@ -18,6 +18,7 @@ struct Row {
     country: String,
     vat_id: Option<String>,
     buyer_reference: String,
+    locale: Option<String>,
     notes: String,
     created_at: DateTime<Utc>,
 }
@@ -41,6 +42,7 @@ impl From<Row> for Customer {
             tax_id: r.vat_id.clone(),
             vat_id: r.vat_id,
             buyer_reference: r.buyer_reference,
+            locale: r.locale.as_deref().and_then(crate::model::Locale::parse),
             notes: r.notes,
             created_at: r.created_at,
         }
@@ -63,10 +65,11 @@ pub async fn insert(
         Row,
         r#"
         insert into customers (id, org_id, source_key, name, email, address_line1, address_line2,
-                               city, postal_code, region, country, vat_id, buyer_reference, notes)
-        values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, nullif($11, ''), $12, $13, $14)
+                               city, postal_code, region, country, vat_id, buyer_reference, notes,
+                               locale)
+        values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, nullif($11, ''), $12, $13, $14, $15)
         returning id, name, email, address_line1, address_line2, city, postal_code, region,
-                  coalesce(country, '') as "country!", vat_id, buyer_reference, notes,
+                  coalesce(country, '') as "country!", vat_id, buyer_reference, locale, notes,
                   created_at as "created_at: DateTime<Utc>"
         "#,
         id,
@@ -83,6 +86,7 @@ pub async fn insert(
         c.vat_id,
         c.buyer_reference,
         c.notes,
+        c.locale.map(|l| l.as_str()),
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -106,10 +110,10 @@ pub async fn update(
         update customers
         set name = $3, email = $4, address_line1 = $5, address_line2 = $6, city = $7,
             postal_code = $8, region = $9, country = nullif($10, ''), vat_id = $11,
-            buyer_reference = $12, notes = $13, updated_at = now()
+            buyer_reference = $12, notes = $13, locale = $14, updated_at = now()
         where org_id = $1 and id = $2
         returning id, name, email, address_line1, address_line2, city, postal_code, region,
-                  coalesce(country, '') as "country!", vat_id, buyer_reference, notes,
+                  coalesce(country, '') as "country!", vat_id, buyer_reference, locale, notes,
                   created_at as "created_at: DateTime<Utc>"
         "#,
         org,
@@ -125,6 +129,7 @@ pub async fn update(
         c.vat_id,
         c.buyer_reference,
         c.notes,
+        c.locale.map(|l| l.as_str()),
     )
     .fetch_optional(&mut *tx)
     .await?;
@@ -150,7 +155,7 @@ pub async fn get(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<Option<Cust
         Row,
         r#"
         select id, name, email, address_line1, address_line2, city, postal_code, region,
-                       coalesce(country, '') as "country!", vat_id, buyer_reference, notes,
+                       coalesce(country, '') as "country!", vat_id, buyer_reference, locale, notes,
                created_at as "created_at: DateTime<Utc>"
         from customers where org_id = $1 and id = $2
         "#,
@@ -177,7 +182,7 @@ pub async fn list(
                 Row,
                 r#"
                 select id, name, email, address_line1, address_line2, city, postal_code, region,
-                       coalesce(country, '') as "country!", vat_id, buyer_reference, notes,
+                       coalesce(country, '') as "country!", vat_id, buyer_reference, locale, notes,
                        created_at as "created_at: DateTime<Utc>"
                 from customers where org_id = $1
                 order by created_at desc, id desc
@@ -196,7 +201,7 @@ pub async fn list(
                 Row,
                 r#"
                 select id, name, email, address_line1, address_line2, city, postal_code, region,
-                       coalesce(country, '') as "country!", vat_id, buyer_reference, notes,
+                       coalesce(country, '') as "country!", vat_id, buyer_reference, locale, notes,
                        created_at as "created_at: DateTime<Utc>"
                 from customers
                 where org_id = $1 and (lower(name) like $2 or lower(email) like $2)

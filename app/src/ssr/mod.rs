@@ -14,6 +14,7 @@ pub mod customers;
 pub mod demo;
 pub mod einvoice;
 pub mod failpoint;
+pub mod i18n;
 pub mod invitations;
 pub mod invoice_error;
 pub mod invoice_input;

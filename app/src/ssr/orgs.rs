@@ -64,7 +64,7 @@ pub async fn details(db: impl PgExecutor<'_>, org: Uuid) -> sqlx::Result<OrgDeta
         r#"
         select legal_name, address_line1, address_line2, city, postal_code, region,
                coalesce(country, '') as "country!", vat_id, tax_registration_id, contact_email,
-               contact_phone, einvoicing
+               contact_phone, einvoicing, locale
         from orgs where id = $1
         "#,
         org
@@ -86,6 +86,7 @@ pub async fn details(db: impl PgExecutor<'_>, org: Uuid) -> sqlx::Result<OrgDeta
         email: r.contact_email,
         phone: r.contact_phone,
         einvoicing: r.einvoicing,
+        locale: crate::model::Locale::parse(&r.locale).unwrap_or_default(),
     })
 }
 
@@ -98,7 +99,7 @@ pub async fn save_details(tx: &mut PgConnection, org: Uuid, d: &OrgDetails) -> s
         update orgs
         set legal_name = $2, address_line1 = $3, address_line2 = $4, city = $5, postal_code = $6,
             region = $7, country = nullif($8, ''), vat_id = $9, tax_registration_id = $10,
-            contact_email = $11, contact_phone = $12, einvoicing = $13
+            contact_email = $11, contact_phone = $12, einvoicing = $13, locale = $14
         where id = $1
         "#,
         org,
@@ -114,6 +115,7 @@ pub async fn save_details(tx: &mut PgConnection, org: Uuid, d: &OrgDetails) -> s
         d.email,
         d.phone,
         d.einvoicing,
+        d.locale.as_str(),
     )
     .execute(&mut *tx)
     .await?;

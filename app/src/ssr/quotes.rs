@@ -375,6 +375,8 @@ pub struct PublicQuote {
     /// The accepted quote's invoice page, once it is finalized.
     pub invoice_url: Option<String>,
     pub branding: crate::model::Branding,
+    /// The language of the page: the customer's, else the org's.
+    pub locale: crate::model::Locale,
 }
 
 /// The quote whose public token is `token` (None for a malformed or unknown one alike).
@@ -411,8 +413,11 @@ pub async fn by_token(
     let quote = row.shown(public_base);
     let preview = preview(&mut conn, found.org_id, &quote, today).await?;
     let branding = crate::ssr::branding::of(&mut conn, found.org_id).await?;
+    let locale =
+        crate::ssr::i18n::locale_for(&mut conn, found.org_id, quote.template.customer_id).await?;
     Ok(Some(PublicQuote {
         branding,
+        locale,
         org_id: found.org_id,
         org_name: found.org_name,
         org_address: found.org_address,

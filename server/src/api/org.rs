@@ -55,6 +55,9 @@ pub struct OrgEditable {
     /// Finalize only invoices that make a valid EN 16931 e-invoice; PDFs carry `factur-x.xml`.
     #[serde(default)]
     pub einvoicing: bool,
+    /// The language of its customers' pages, PDFs and emails, unless a customer has its own.
+    #[serde(default)]
+    pub locale: app::model::Locale,
 }
 
 /// The org as the API shows it: its id, name and time zone, and what `PATCH` changes.
@@ -71,6 +74,7 @@ pub struct Org {
     pub phone: String,
     pub bank: OrgBank,
     pub einvoicing: bool,
+    pub locale: app::model::Locale,
 }
 
 impl Org {
@@ -87,6 +91,7 @@ impl Org {
             phone: s.phone,
             bank: s.bank,
             einvoicing: s.einvoicing,
+            locale: s.locale,
         }
     }
 
@@ -100,6 +105,7 @@ impl Org {
             phone: self.phone.clone(),
             bank: self.bank.clone(),
             einvoicing: self.einvoicing,
+            locale: self.locale,
         }
     }
 }
@@ -114,6 +120,7 @@ impl OrgEditable {
             email: details.email,
             phone: details.phone,
             einvoicing: details.einvoicing,
+            locale: details.locale,
             bank: OrgBank {
                 holder: bank.holder,
                 iban: bank.iban,
@@ -133,6 +140,7 @@ impl OrgEditable {
             email: self.email.clone(),
             phone: self.phone.clone(),
             einvoicing: self.einvoicing,
+            locale: self.locale,
         };
         let bank = BankDetails {
             holder: self.bank.holder.clone(),
@@ -174,7 +182,7 @@ pub(super) async fn get_org(
 
 /// Change the org's legal details, bank details or e-invoicing: a JSON merge patch (RFC 7396) of
 /// `legal_name`, `address`, `vat_id`, `tax_registration_id`, `email`, `phone`, `bank` and
-/// `einvoicing`, once per `Idempotency-Key`, with an owner's key. Invoices already finalized keep
+/// `einvoicing` and `locale`, once per `Idempotency-Key`, with an owner's key. Invoices already finalized keep
 /// the seller they were finalized with.
 #[utoipa::path(
     patch, path = "/api/v1/org", tag = "org",

@@ -1,7 +1,8 @@
 //! A credit note as a PDF: the sender, the credit note's number and date, the invoice it credits,
 //! why, and the amount. Drawn with the invoice's writer and fonts.
 
-use app::model::{format_money, CreditNote};
+use app::model::{CreditNote, Words};
+use app::ssr::i18n::Tr;
 use krilla::Document;
 
 use super::{start, wrap, Paper, BODY, LINE, MARGIN};
@@ -14,31 +15,38 @@ pub fn render(
     paper: Paper,
     cii: Option<Vec<u8>>,
     brand: super::Brand,
+    tr: Tr,
 ) -> Vec<u8> {
     let mut doc = match cii {
         Some(_) => super::facturx::document(),
         None => Document::new(),
     };
-    let title = format!("Credit note {} from {org_name}", note.number);
-    let mut w = start(&mut doc, title.clone(), paper, brand);
+    let title = tr.t_args(
+        "credit-note-title",
+        &[("number", &note.number), ("org", org_name)],
+    );
+    let mut w = start(&mut doc, title.clone(), paper, brand, tr);
     let width = w.width();
     let right = width - MARGIN;
     w.logo();
     w.y += 18.0;
     w.text(MARGIN, org_name, 16.0, true);
-    w.title_right(right, "CREDIT NOTE");
+    w.title_right(right, &tr.t("pdf-credit-note"));
     w.y += LINE + 4.0;
     let facts = [
-        format!("Number {}", note.number),
-        format!("Issued {}", note.created_at.date_naive()),
-        format!("For invoice {}", note.invoice_number),
+        tr.t_args("pdf-number", &[("number", &note.number)]),
+        tr.t_args(
+            "pdf-issued",
+            &[("date", &tr.date(note.created_at.date_naive()))],
+        ),
+        tr.t_args("pdf-for-invoice", &[("number", &note.invoice_number)]),
     ];
     for (n, fact) in facts.iter().enumerate() {
         w.text_right(right, fact, BODY, n == 0);
         w.y += LINE;
     }
     w.y += LINE;
-    w.grey(MARGIN, "Reason", 9.0);
+    w.grey(MARGIN, &tr.t("reason"), 9.0);
     w.y += LINE;
     for line in wrap(&note.reason, width - 2.0 * MARGIN, BODY) {
         w.room(LINE);
@@ -48,13 +56,17 @@ pub fn render(
     w.y += LINE;
     w.rule(0.8);
     w.y += LINE + 4.0;
-    w.text_right(right - 110.0, "Credited", BODY, true);
+    w.text_right(right - 110.0, &tr.t("credited"), BODY, true);
     w.text_right(
         right,
-        &format_money(note.total_cents, &note.currency),
+        &tr.money(note.total_cents, &note.currency),
         BODY,
         true,
     );
-    w.finish(&format!("{org_name} · credit note {}", note.number));
+    let footer = tr.t_args(
+        "pdf-credit-note-footer",
+        &[("org", org_name), ("number", &note.number)],
+    );
+    w.finish(&footer);
     super::facturx::finish(doc, title, cii, note.created_at)
 }

@@ -2,7 +2,8 @@
 //! balance running, and the balance due. Drawn with the invoice's writer and fonts; long
 //! statements run over pages.
 
-use app::model::{format_money, Statement};
+use app::model::{Statement, Words};
+use app::ssr::i18n::Tr;
 use krilla::Document;
 
 use super::{start, wrap, Paper, LINE, MARGIN};
@@ -10,72 +11,79 @@ use super::{start, wrap, Paper, LINE, MARGIN};
 const SMALL: f32 = 9.0;
 
 /// `statement` as PDF bytes.
-pub fn render(statement: &Statement, paper: Paper, brand: super::Brand) -> Vec<u8> {
+pub fn render(statement: &Statement, paper: Paper, brand: super::Brand, tr: Tr) -> Vec<u8> {
     let mut doc = Document::new();
-    let title = format!(
-        "Statement of {} from {}",
-        statement.customer_name, statement.org_name
+    let title = tr.t_args(
+        "statement-title",
+        &[
+            ("customer", &statement.customer_name),
+            ("org", &statement.org_name),
+        ],
     );
-    let mut w = start(&mut doc, title, paper, brand);
+    let mut w = start(&mut doc, title, paper, brand, tr);
     let width = w.width();
     let right = width - MARGIN;
     w.logo();
     w.y += 18.0;
     w.text(MARGIN, &statement.org_name, 16.0, true);
-    w.title_right(right, "STATEMENT");
+    w.title_right(right, &tr.t("pdf-statement"));
     w.y += LINE + 4.0;
     w.text_right(right, &statement.customer_name, 10.0, true);
     w.y += LINE;
     w.text_right(
         right,
-        &format!("{} to {}", statement.from, statement.to),
+        &tr.t_args(
+            "statement-period",
+            &[
+                ("from", &tr.date(statement.from)),
+                ("to", &tr.date(statement.to)),
+            ],
+        ),
         10.0,
         false,
     );
     w.y += 2.0 * LINE;
     if statement.sections.is_empty() {
-        w.text(
-            MARGIN,
-            "Nothing invoiced, paid or owed in this period.",
-            10.0,
-            false,
-        );
+        w.text(MARGIN, &tr.t("statement-empty"), 10.0, false);
     }
     // Columns: date, reference, what; then three amounts flush right.
     let (reference_x, what_x) = (MARGIN + 62.0, MARGIN + 150.0);
     let (charged, paid) = (right - 150.0, right - 75.0);
     let what_width = charged - 70.0 - what_x;
     for section in &statement.sections {
-        let money = |cents: i64| format_money(cents, &section.currency);
+        let money = |cents: i64| tr.money(cents, &section.currency);
         w.room(4.0 * LINE);
         w.text(
             MARGIN,
-            &format!("In {}", section.currency.to_uppercase()),
+            &tr.t_args(
+                "statement-in",
+                &[("currency", &section.currency.to_uppercase())],
+            ),
             10.0,
             true,
         );
         w.y += LINE;
         for (x, head) in [
-            (MARGIN, "Date"),
-            (reference_x, "Reference"),
-            (what_x, "What"),
+            (MARGIN, "col-date"),
+            (reference_x, "col-reference"),
+            (what_x, "col-what"),
         ] {
-            w.grey(x, head, SMALL);
+            w.grey(x, &tr.t(head), SMALL);
         }
         for (x, head) in [
-            (charged, "Charged"),
-            (paid, "Paid/credited"),
-            (right, "Balance"),
+            (charged, "col-charged"),
+            (paid, "pdf-paid-credited"),
+            (right, "col-balance"),
         ] {
-            w.text_right(x, head, SMALL, false);
+            w.text_right(x, &tr.t(head), SMALL, false);
         }
         w.y += LINE;
-        w.text(what_x, "Balance brought forward", SMALL, false);
+        w.text(what_x, &tr.t("balance-forward"), SMALL, false);
         w.text_right(right, &money(section.opening_cents), SMALL, false);
         w.y += LINE;
         for e in &section.entries {
             w.room(LINE);
-            w.text(MARGIN, &e.day.to_string(), SMALL, false);
+            w.text(MARGIN, &tr.short_date(e.day), SMALL, false);
             w.text(reference_x, &e.reference, SMALL, false);
             let what = wrap(&e.description, what_width, SMALL);
             w.text(
@@ -95,23 +103,22 @@ pub fn render(statement: &Statement, paper: Paper, brand: super::Brand) -> Vec<u
         }
         w.rule(0.8);
         w.y += LINE;
-        w.text_right(paid, "Balance due", 10.0, true);
+        w.text_right(paid, &tr.t("balance-due"), 10.0, true);
         w.text_right(right, &money(section.closing_cents), 10.0, true);
         w.y += 2.0 * LINE;
     }
     if statement.truncated {
         w.room(LINE);
-        w.text(
-            MARGIN,
-            "Only the first entries are listed: ask for a shorter period.",
-            SMALL,
-            false,
-        );
+        w.text(MARGIN, &tr.t("statement-truncated"), SMALL, false);
     }
-    w.finish(&format!(
-        "{} · statement of {}",
-        statement.org_name, statement.customer_name
-    ));
+    let footer = tr.t_args(
+        "pdf-statement-footer",
+        &[
+            ("org", &statement.org_name),
+            ("customer", &statement.customer_name),
+        ],
+    );
+    w.finish(&footer);
     doc.finish()
         .expect("a PDF of text and rules always serialises")
 }

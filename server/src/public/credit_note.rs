@@ -1,7 +1,8 @@
 //! A credit note's customer page, `/c/{token}`, and its PDF, `/c/{token}/pdf`: the rules of the
 //! invoice's page (an unguessable token, throttled, plain HTML with no script, never indexed).
 
-use app::model::format_money;
+use app::model::Words;
+use app::ssr::i18n::Tr;
 use app::ssr::AppState;
 use axum::extract::{Path, State};
 use axum::response::Response;
@@ -19,41 +20,47 @@ pub(super) async fn page(State(state): State<AppState>, PageToken(token): PageTo
         Ok(None) => return not_found(),
         Err(e) => return unavailable("public credit note page", e),
     };
-    let branding = match state.reads.acquire().await {
-        Ok(mut conn) => app::ssr::branding::of(&mut conn, org).await,
-        Err(e) => Err(e),
+    let look_of = async || {
+        let mut conn = state.reads.acquire().await?;
+        let branding = app::ssr::branding::of(&mut conn, org).await?;
+        let locale = app::ssr::i18n::locale_of_invoice(&mut conn, note.invoice_id).await?;
+        Ok::<_, sqlx::Error>((branding, locale))
     };
-    let branding = match branding {
-        Ok(branding) => branding,
+    let (branding, locale) = match look_of().await {
+        Ok(found) => found,
         Err(e) => return unavailable("public credit note page", e),
     };
-    let amount = format_money(note.total_cents, &note.currency);
+    let tr = Tr::new(locale);
+    let amount = tr.money(note.total_cents, &note.currency);
     let body = view! {
         <main class="public credit-note">
             {look::header(&org_name, "", &branding)}
-            <h1>"Credit note " <span class="number">{note.number.clone()}</span></h1>
+            <h1>{tr.t("credit-note")} " " <span class="number">{note.number.clone()}</span></h1>
             <p>
-                <a class="button pdf" href=format!("/c/{token}/pdf")>"Download PDF"</a>
+                <a class="button pdf" href=format!("/c/{token}/pdf")>{tr.t("download-pdf")}</a>
                 {einvoicing.then(|| view! {
-                    " " <a class="einvoice" href=format!("/c/{token}/einvoice.xml")>"E-invoice (XML)"</a>
+                    " " <a class="einvoice" href=format!("/c/{token}/einvoice.xml")>{tr.t("einvoice-xml")}</a>
                 })}
             </p>
             <dl>
-                <dt>"For invoice"</dt>
+                <dt>{tr.t("for-invoice")}</dt>
                 <dd class="invoice-number">{note.invoice_number.clone()}</dd>
-                <dt>"Issued"</dt>
-                <dd>{note.created_at.date_naive().to_string()}</dd>
-                <dt>"Reason"</dt>
+                <dt>{tr.t("issued")}</dt>
+                <dd>{tr.date(note.created_at.date_naive())}</dd>
+                <dt>{tr.t("reason")}</dt>
                 <dd class="reason">{note.reason.clone()}</dd>
-                <dt>"Credited"</dt>
+                <dt>{tr.t("credited")}</dt>
                 <dd class="amount">{amount}</dd>
             </dl>
             {look::footer(&branding)}
         </main>
     }
     .to_html();
-    let title = format!("Credit note {} from {org_name}", note.number);
-    look::page(&title, body, &branding, "")
+    let title = tr.t_args(
+        "credit-note-title",
+        &[("number", &note.number), ("org", &org_name)],
+    );
+    look::page(&title, body, &branding, "", locale)
 }
 
 /// A credit note's PDF, `/c/{token}/pdf`: throttled and rendered like the invoice's.
@@ -87,22 +94,22 @@ pub(super) async fn pdf(
     } else {
         None
     };
-    let brand = match state.reads.acquire().await {
-        Ok(mut conn) => match app::ssr::branding::of(&mut conn, found.org_id).await {
-            Ok(branding) => crate::pdf::Brand::of(&mut conn, found.org_id, &branding).await,
-            Err(e) => Err(e),
-        },
-        Err(e) => Err(e),
+    let look_of = async || {
+        let mut conn = state.reads.acquire().await?;
+        let branding = app::ssr::branding::of(&mut conn, found.org_id).await?;
+        let brand = crate::pdf::Brand::of(&mut conn, found.org_id, &branding).await?;
+        let locale = app::ssr::i18n::locale_of_invoice(&mut conn, found.note.invoice_id).await?;
+        Ok::<_, sqlx::Error>((brand, locale))
     };
-    let brand = match brand {
-        Ok(brand) => brand,
+    let (brand, locale) = match look_of().await {
+        Ok(found) => found,
         Err(e) => return unavailable("public credit note pdf", e),
     };
     let (note, org_name) = (found.note, found.org_name);
     let name = format!("credit-note-{}", note.number);
     let wait = std::time::Duration::from_secs(5);
     let rendered = app::ssr::throttle::bounded(&RENDERS, wait, move || {
-        crate::pdf::credit_note::render(&note, &org_name, Paper::A4, cii, brand)
+        crate::pdf::credit_note::render(&note, &org_name, Paper::A4, cii, brand, Tr::new(locale))
     })
     .await;
     match rendered {

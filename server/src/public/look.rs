@@ -39,9 +39,15 @@ pub(super) fn footer(branding: &Branding) -> Option<AnyView> {
 
 /// `body` as the customer's page titled `title`, in the org's look; `checkout`: the origins its Pay
 /// form may lead to (see [`private_paying`]).
-pub(super) fn page(title: &str, body: String, branding: &Branding, checkout: &str) -> Response {
+pub(super) fn page(
+    title: &str,
+    body: String,
+    branding: &Branding,
+    checkout: &str,
+    locale: app::model::Locale,
+) -> Response {
     let style = branding.css();
-    let html = super::document_styled(title, body, style.as_deref());
+    let html = super::document_styled(title, body, style.as_deref(), locale.as_str());
     let mut response = private_paying(axum::response::Html(html).into_response(), checkout);
     if let Some(style) = style {
         allow_style(&mut response, &style);

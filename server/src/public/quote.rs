@@ -4,7 +4,8 @@
 //! always a redirect to the page, which shows where the quote is. The rules of the invoice's page:
 //! an unguessable token, throttled, plain HTML with no script, never indexed.
 
-use app::model::{format_money, QuoteStatus};
+use app::model::{QuoteStatus, Words};
+use app::ssr::i18n::Tr;
 use app::ssr::observe::{track, Attempt, Surface};
 use app::ssr::quotes::{self, PublicQuote};
 use app::ssr::surfaces::quote_forms::{self, Decision};
@@ -14,33 +15,38 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use leptos::prelude::*;
 
-use super::{document, not_found, private, unavailable, PageToken};
+use super::{not_found, private, unavailable, PageToken};
 
 /// `GET /q/{token}`.
 pub(super) async fn page(State(state): State<AppState>, PageToken(token): PageToken) -> Response {
     match quotes::by_token(&state.pool, &token, &state.settings.public_url).await {
         Ok(Some(found)) => {
+            let tr = Tr::new(found.locale);
             let number = found.quote.number.clone().unwrap_or_default();
-            let title = format!("Quote {number} from {}", found.org_name);
+            let title = tr.t_args(
+                "quote-title",
+                &[("number", &number), ("org", &found.org_name)],
+            );
             let branding = found.branding.clone();
-            super::look::page(&title, render(found, &token), &branding, "")
+            super::look::page(&title, render(found, &token, &tr), &branding, "", tr.locale)
         }
         Ok(None) => not_found(),
         Err(e) => unavailable("public quote page", e),
     }
 }
 
-fn status_text(q: &app::model::Quote) -> String {
+fn status_text(q: &app::model::Quote, tr: &Tr) -> String {
+    let date = tr.date(q.expires_on);
     match q.status {
-        QuoteStatus::Open => format!("Valid until {}", q.expires_on),
-        QuoteStatus::Expired => format!("Expired on {}", q.expires_on),
-        QuoteStatus::Accepted => "Accepted: thank you".to_owned(),
-        QuoteStatus::Declined => "Declined".to_owned(),
+        QuoteStatus::Open => tr.t_args("quote-valid-until", &[("date", &date)]),
+        QuoteStatus::Expired => tr.t_args("quote-expired-on", &[("date", &date)]),
+        QuoteStatus::Accepted => tr.t("quote-accepted"),
+        QuoteStatus::Declined => tr.t("quote-declined"),
         QuoteStatus::Draft => String::new(),
     }
 }
 
-fn render(found: PublicQuote, token: &str) -> String {
+fn render(found: PublicQuote, token: &str, tr: &Tr) -> String {
     let PublicQuote {
         org_id,
         org_name,
@@ -49,36 +55,37 @@ fn render(found: PublicQuote, token: &str) -> String {
         preview: inv,
         invoice_url,
         branding,
+        ..
     } = found;
-    let status = status_text(&q);
-    let mentions = inv.tax_mentions();
+    let status = status_text(&q, tr);
+    let mentions = inv.tax_mentions(tr);
     let open = q.status == QuoteStatus::Open;
     // One key per button, minted now: every submit of this rendering is the same attempt.
     let (accept_key, decline_key) = (app::model::form_key(org_id), app::model::form_key(org_id));
     view! {
         <main class="public quote">
             {super::look::header(&org_name, &org_address, &branding)}
-            <h1>"Quote " <span class="number">{q.number.clone().unwrap_or_default()}</span></h1>
+            <h1>{tr.t("quote")} " " <span class="number">{q.number.clone().unwrap_or_default()}</span></h1>
             <p class=format!("public-status {}", q.status.as_str())>{status}</p>
-            <section class="bill-to" aria-label="For">
-                <h2>"For"</h2>
+            <section class="bill-to" aria-label=tr.t("quote-for")>
+                <h2>{tr.t("quote-for")}</h2>
                 <p class="customer">{q.customer_name.clone()}</p>
                 <p>{q.customer_email.clone()}</p>
             </section>
             <div class="table-scroll">
                 <table>
-                    <caption>"Items"</caption>
+                    <caption>{tr.t("items")}</caption>
                     <thead>
                         <tr>
-                            <th scope="col">"Description"</th>
-                            <th scope="col" class="num">"Qty"</th>
-                            <th scope="col" class="num">"Unit price"</th>
-                            <th scope="col">"Tax"</th>
-                            <th scope="col" class="num">"Amount"</th>
+                            <th scope="col">{tr.t("col-description")}</th>
+                            <th scope="col" class="num">{tr.t("col-qty")}</th>
+                            <th scope="col" class="num">{tr.t("col-unit-price")}</th>
+                            <th scope="col">{tr.t("col-tax")}</th>
+                            <th scope="col" class="num">{tr.t("col-amount")}</th>
                         </tr>
                     </thead>
-                    <tbody>{app::line_rows(&inv)}</tbody>
-                    <tfoot>{app::totals_rows(&inv, 4)}</tfoot>
+                    <tbody>{app::line_rows(&inv, tr)}</tbody>
+                    <tfoot>{app::totals_rows(&inv, 4, tr)}</tfoot>
                 </table>
             </div>
             {mentions.into_iter().map(|m| view! { <p class="tax-mention">{m}</p> }).collect_view()}
@@ -89,17 +96,17 @@ fn render(found: PublicQuote, token: &str) -> String {
                     <form method="post" action=format!("/q/{token}/accept") class="accept">
                         <input type="hidden" name="key" value=accept_key.to_string() />
                         <button type="submit" class="button primary accept">
-                            {format!("Accept {}", format_money(inv.total_cents, &inv.currency))}
+                            {tr.t_args("quote-accept", &[("amount", &tr.money(inv.total_cents, &inv.currency))])}
                         </button>
                     </form>
                     <form method="post" action=format!("/q/{token}/decline") class="decline">
                         <input type="hidden" name="key" value=decline_key.to_string() />
-                        <button type="submit" class="button secondary decline">"Decline"</button>
+                        <button type="submit" class="button secondary decline">{tr.t("quote-decline")}</button>
                     </form>
                 </div>
             })}
             {invoice_url.map(|url| view! {
-                <p><a class="button invoice-link" href=url>"View your invoice"</a></p>
+                <p><a class="button invoice-link" href=url>{tr.t("quote-view-invoice")}</a></p>
             })}
             {super::look::footer(&branding)}
         </main>
@@ -143,6 +150,7 @@ async fn decide(
         Err(e) => return unavailable("public quote decision", e),
     };
     let (org, quote) = (found.org_id, found.quote.id);
+    let tr = Tr::new(found.locale);
     // A key this org's page minted (version 8, naming the org), or the page was not ours:
     // nothing is claimed.
     let Some(key) = uuid::Uuid::try_parse(form.key.trim())
@@ -154,6 +162,7 @@ async fn decide(
             "This form has expired",
             "Nothing was recorded. Open the quote again and answer from there.",
             &token,
+            &tr,
         );
     };
     let attempt = Attempt::new(Surface::Form, key.to_string(), None);
@@ -171,18 +180,22 @@ async fn decide(
         }
         Ok(Decision::Refused(QuoteStatus::Expired)) => answer(
             StatusCode::CONFLICT,
-            "This quote has expired",
-            &format!(
-                "It was valid until {}. Nothing was accepted: ask {} for a new quote.",
-                found.quote.expires_on, found.org_name
+            &tr.t("quote-expired"),
+            &tr.t_args(
+                "quote-expired-text",
+                &[
+                    ("date", &tr.date(found.quote.expires_on)),
+                    ("org", &found.org_name),
+                ],
             ),
             &token,
+            &tr,
         ),
         Ok(Decision::Refused(_)) => not_found(),
         Err(app::error::AppError::NotFound) => not_found(),
         Err(app::error::AppError::BadRequest(why)) => {
             // Another submit of this button is being recorded right now.
-            let mut response = answer(StatusCode::CONFLICT, "One moment", &why, &token);
+            let mut response = answer(StatusCode::CONFLICT, "One moment", &why, &token, &tr);
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
@@ -193,17 +206,19 @@ async fn decide(
 }
 
 /// A short page saying what happened, with the way back to the quote.
-fn answer(status: StatusCode, title: &str, text: &str, token: &str) -> Response {
-    let body = document(
+fn answer(status: StatusCode, title: &str, text: &str, token: &str, tr: &Tr) -> Response {
+    let body = super::document_styled(
         title,
         view! {
             <main class="public">
                 <h1>{title.to_owned()}</h1>
                 <p>{text.to_owned()}</p>
-                <p><a href=format!("/q/{token}")>"Back to the quote"</a></p>
+                <p><a href=format!("/q/{token}")>{tr.t("quote-back")}</a></p>
             </main>
         }
         .to_html(),
+        None,
+        tr.locale.as_str(),
     );
     private((status, axum::response::Html(body)).into_response())
 }

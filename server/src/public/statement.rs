@@ -2,6 +2,7 @@
 //! page has it; left out: the year up to today), and as a PDF, `/s/{token}/pdf`. The rules of the
 //! invoice's page: an unguessable token, throttled, plain HTML with no script, never indexed.
 
+use app::ssr::i18n::Tr;
 use app::ssr::statements::{self, Period};
 use app::ssr::AppState;
 use axum::extract::{Query, State};
@@ -29,6 +30,7 @@ async fn read(
         String,
         app::model::Branding,
         uuid::Uuid,
+        Tr,
     ),
     Response,
 > {
@@ -57,7 +59,10 @@ async fn read(
     let branding = app::ssr::branding::of(&mut conn, org)
         .await
         .map_err(|e| unavailable(context, e))?;
-    Ok((statement, url, branding, org))
+    let locale = app::ssr::i18n::locale_for(&mut conn, org, Some(customer))
+        .await
+        .map_err(|e| unavailable(context, e))?;
+    Ok((statement, url, branding, org, Tr::new(locale)))
 }
 
 fn bad_period(why: String) -> Response {
@@ -79,27 +84,30 @@ pub(super) async fn page(
     PageToken(token): PageToken,
     Query(query): Query<PeriodQuery>,
 ) -> Response {
-    let (statement, url, branding, _) = match read(&state, &token, &query).await {
+    let (statement, url, branding, _, tr) = match read(&state, &token, &query).await {
         Ok(found) => found,
         Err(answer) => return answer,
     };
-    let title = format!(
-        "Statement of {} from {}",
-        statement.customer_name, statement.org_name
+    let title = tr.t_args(
+        "statement-title",
+        &[
+            ("customer", &statement.customer_name),
+            ("org", &statement.org_name),
+        ],
     );
     let body = view! {
         <main class="public statement">
             {super::look::header(&statement.org_name, "", &branding)}
-            <h1>"Statement " <span class="customer">{statement.customer_name.clone()}</span></h1>
+            <h1>{tr.t("statement")} " " <span class="customer">{statement.customer_name.clone()}</span></h1>
             <p>
-                <a class="button pdf" href=app::statement_pdf_url(&url)>"Download PDF"</a>
+                <a class="button pdf" href=app::statement_pdf_url(&url)>{tr.t("download-pdf")}</a>
             </p>
-            <app::StatementTables statement />
+            {app::statement_tables(statement, &tr)}
             {super::look::footer(&branding)}
         </main>
     }
     .to_html();
-    super::look::page(&title, body, &branding, "")
+    super::look::page(&title, body, &branding, "", tr.locale)
 }
 
 pub(super) async fn pdf(
@@ -111,7 +119,7 @@ pub(super) async fn pdf(
     if let Err(t) = state.throttle.pdf(&token, client) {
         return throttled(t);
     }
-    let (statement, _, branding, org) = match read(&state, &token, &query).await {
+    let (statement, _, branding, org, tr) = match read(&state, &token, &query).await {
         Ok(found) => found,
         Err(answer) => return answer,
     };
@@ -126,7 +134,7 @@ pub(super) async fn pdf(
     let name = format!("statement-{}-{}", statement.from, statement.to);
     let wait = std::time::Duration::from_secs(5);
     let rendered = app::ssr::throttle::bounded(&RENDERS, wait, move || {
-        crate::pdf::statement::render(&statement, crate::pdf::Paper::A4, brand)
+        crate::pdf::statement::render(&statement, crate::pdf::Paper::A4, brand, tr)
     })
     .await;
     match rendered {

@@ -100,15 +100,15 @@ pub fn InvoicePage() -> impl IntoView {
                                     <dt>"Email"</dt>
                                     <dd>{inv.customer_email.clone()}</dd>
                                     <dt>"Due"</dt>
-                                    <dd>{due_text(&inv)}</dd>
+                                    <dd>{due_text(&inv, &crate::model::English)}</dd>
                                 </dl>
                                 <table>
                                     <Head cols=&["Description", "Qty", "Unit", "Tax", "Amount"] num=&["Qty", "Unit", "Amount"]/>
                                     <tbody>
-                                        {line_rows(&inv)}
+                                        {line_rows(&inv, &crate::model::English)}
                                     </tbody>
                                     <tfoot>
-                                        {totals_rows(&inv, 4)}
+                                        {totals_rows(&inv, 4, &crate::model::English)}
                                         {(inv.amount_credited_cents > 0).then(|| view! {
                                             <tr>
                                                 <td colspan="4">"Credited"</td>

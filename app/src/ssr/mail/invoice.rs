@@ -7,7 +7,8 @@ use lettre::Message;
 use sqlx::PgPool;
 
 use super::{branded_message, InvoicePdf, Look, RenderError};
-use crate::model::format_money;
+use crate::model::{Locale, Words};
+use crate::ssr::i18n::Tr;
 use crate::ssr::outbox::Leased;
 
 /// What the email says beside the invoice: nothing (the invoice), a payment (a receipt), or a
@@ -77,10 +78,12 @@ pub(super) async fn render(
     let inv = sqlx::query!(
         r#"
         select i.org_id, i.number_text, i.public_token, i.customer_name, i.customer_email, i.currency,
-               i.total_cents, i.amount_paid_cents, i.amount_credited_cents, i.due_date::text as "due!",
-               o.name as org_name,
-               o.bank_account_holder, o.bank_iban, o.bank_bic, o.bank_other, o.payment_reference
+               i.total_cents, i.amount_paid_cents, i.amount_credited_cents,
+               i.due_date as "due_date: chrono::NaiveDate", o.name as org_name,
+               o.bank_account_holder, o.bank_iban, o.bank_bic, o.bank_other, o.payment_reference,
+               coalesce(cu.locale, o.locale) as "locale!"
         from invoices i join orgs o on o.id = i.org_id
+        left join customers cu on cu.id = i.customer_id
         where i.id = $1
         "#,
         invoice_id
@@ -95,7 +98,9 @@ pub(super) async fn render(
         )));
     };
     let link = crate::ssr::invoices::public_url(public_url, &token);
-    let total = format_money(inv.total_cents, &inv.currency);
+    let tr = Tr::new(Locale::parse(&inv.locale).unwrap_or_default());
+    let total = tr.money(inv.total_cents, &inv.currency);
+    let due_on = tr.date(inv.due_date);
     let bank = crate::model::BankDetails {
         holder: inv.bank_account_holder,
         iban: inv.bank_iban,
@@ -107,15 +112,15 @@ pub(super) async fn render(
     let transfer =
         if bank.is_set() && inv.total_cents > inv.amount_credited_cents + inv.amount_paid_cents {
             let lines: Vec<String> = bank
-                .lines(&number)
+                .lines(&number, &tr)
                 .into_iter()
                 .map(|(label, value)| format!("  {label}: {value}"))
                 .collect();
-            format!("\nPay by bank transfer:\n{}\n", lines.join("\n"))
+            format!("\n{}\n{}\n", tr.t("mail-transfer"), lines.join("\n"))
         } else {
             String::new()
         };
-    let due = format_money(
+    let left = tr.money(
         inv.total_cents - inv.amount_credited_cents - inv.amount_paid_cents,
         &inv.currency,
     );
@@ -128,33 +133,62 @@ pub(super) async fn render(
         _ => None,
     };
     let look = look(pool, inv.org_id).await?;
+    let org = inv.org_name.as_str();
+    let customer = inv.customer_name.as_str();
     let (subject, text) = match kind {
         Kind::Invoice => (
-            format!("Invoice {number} from {}", inv.org_name),
+            tr.t_args("mail-invoice-subject", &[("number", &number), ("org", org)]),
             format!(
-                "Hello {},\n\n{} has sent you invoice {number} for {total}, due {}.\n\n{link}\n{transfer}",
-                inv.customer_name, inv.org_name, inv.due
+                "{}\n\n{link}\n{transfer}",
+                tr.t_args(
+                    "mail-invoice-body",
+                    &[
+                        ("customer", customer),
+                        ("org", org),
+                        ("number", &number),
+                        ("total", &total),
+                        ("due", &due_on),
+                    ],
+                )
             ),
         ),
-        Kind::Reminder(offset, said) => (
-            if offset < 0 {
-                format!("Reminder: invoice {number} is due on {}", inv.due)
-            } else if offset == 0 {
-                format!("Reminder: invoice {number} is due today")
-            } else {
-                format!("Reminder: invoice {number} was due on {}", inv.due)
-            },
-            format!(
-                "Hello {},\n\n{said}\n\nInvoice {number} from {}: {due} of {total} is still to pay, due {}.\n\n{link}\n{transfer}",
-                inv.customer_name, inv.org_name, inv.due
-            ),
-        ),
+        Kind::Reminder(offset, said) => {
+            let subject = match offset {
+                ..0 => "mail-reminder-subject-before",
+                0 => "mail-reminder-subject-today",
+                _ => "mail-reminder-subject-after",
+            };
+            let body = tr.t_args(
+                "mail-reminder-body",
+                &[
+                    ("number", &number),
+                    ("org", org),
+                    ("left", &left),
+                    ("total", &total),
+                    ("due", &due_on),
+                ],
+            );
+            (
+                tr.t_args(subject, &[("number", &number), ("due", &due_on)]),
+                format!(
+                    "{}\n\n{said}\n\n{body}\n\n{link}\n{transfer}",
+                    tr.t_args("mail-hello", &[("customer", customer)])
+                ),
+            )
+        }
         Kind::Receipt(amount, currency) => (
-            format!("Receipt for {number}"),
+            tr.t_args("mail-receipt-subject", &[("number", &number)]),
             format!(
-                "Hello {},\n\nWe received your payment of {} for invoice {number} ({total}).\nThank you!\n\n{link}\n",
-                inv.customer_name,
-                format_money(amount, &currency)
+                "{}\n\n{link}\n",
+                tr.t_args(
+                    "mail-receipt-body",
+                    &[
+                        ("customer", customer),
+                        ("amount", &tr.money(amount, &currency)),
+                        ("number", &number),
+                        ("total", &total),
+                    ],
+                )
             ),
         ),
     };
@@ -181,8 +215,10 @@ async fn quote(
     let q = sqlx::query!(
         r#"
         select q.org_id, q.number_text, q.public_token, q.customer_name, q.customer_email, q.currency,
-               q.total_cents, q.expires_on::text as "expires!", o.name as org_name
+               q.total_cents, q.expires_on as "expires_on: chrono::NaiveDate", o.name as org_name,
+               coalesce(cu.locale, o.locale) as "locale!"
         from quotes q join orgs o on o.id = q.org_id
+        left join customers cu on cu.id = q.customer_id
         where q.id = $1
         "#,
         quote
@@ -196,13 +232,23 @@ async fn quote(
         )));
     };
     let link = crate::ssr::quotes::public_url(public_url, &token);
-    let total = format_money(q.total_cents, &q.currency);
-    let subject = format!("Quote {number} from {}", q.org_name);
-    let text = format!(
-        "Hello {},\n\n{} has sent you quote {number} for {total}, valid until {}.\n\n\
-         Accept or decline it here:\n{link}\n",
-        q.customer_name, q.org_name, q.expires
+    let tr = Tr::new(Locale::parse(&q.locale).unwrap_or_default());
+    let total = tr.money(q.total_cents, &q.currency);
+    let subject = tr.t_args(
+        "mail-quote-subject",
+        &[("number", &number), ("org", &q.org_name)],
     );
+    let body = tr.t_args(
+        "mail-quote-body",
+        &[
+            ("customer", &q.customer_name),
+            ("org", &q.org_name),
+            ("number", &number),
+            ("total", &total),
+            ("date", &tr.date(q.expires_on)),
+        ],
+    );
+    let text = format!("{body}\n{link}\n");
     let look = look(pool, q.org_id).await?;
     branded_message(row, from, &q.customer_email, subject, text, &look, None)
 }

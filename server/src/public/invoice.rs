@@ -1,0 +1,161 @@
+//! The invoice's customer page, `/i/{token}`: in the customer's language and the org's look,
+//! with Pay (a plain form: paying works without JavaScript) and how to pay by transfer.
+
+use app::model::{InvoiceStatus, Words};
+use app::ssr::i18n::Tr;
+use app::ssr::public::{self, PublicInvoice};
+use app::ssr::AppState;
+use axum::extract::State;
+use axum::response::Response;
+use leptos::prelude::*;
+
+use super::{checkout_origins, look, not_found, unavailable, PageToken};
+
+pub(super) async fn page(State(state): State<AppState>, PageToken(token): PageToken) -> Response {
+    match public::open(&state.pool, &token, &state.settings.public_url).await {
+        Ok(Some(found)) => {
+            let tr = Tr::new(found.locale);
+            let number = found.invoice.number.clone().unwrap_or_default();
+            let title = tr.t_args(
+                "invoice-title",
+                &[("number", &number), ("org", &found.org_name)],
+            );
+            let branding = found.branding.clone();
+            look::page(
+                &title,
+                render(found, &token, &tr),
+                &branding,
+                &checkout_origins(&state),
+                tr.locale,
+            )
+        }
+        Ok(None) => not_found(),
+        Err(e) => unavailable("public invoice page", e),
+    }
+}
+
+fn status_text(found: &PublicInvoice, tr: &Tr) -> String {
+    let inv = &found.invoice;
+    match inv.status {
+        InvoiceStatus::Paid => tr.t("status-paid"),
+        InvoiceStatus::Refunded => tr.t("status-refunded"),
+        _ if inv.payment_state == app::model::PaymentState::Processing => tr.t("status-processing"),
+        _ if inv.overdue => tr.t_args("status-overdue", &[("due", &app::due_text(inv, tr))]),
+        _ => tr.t_args("status-due", &[("due", &app::due_text(inv, tr))]),
+    }
+}
+
+fn render(found: PublicInvoice, token: &str, tr: &Tr) -> String {
+    let status = status_text(&found, tr);
+    let PublicInvoice {
+        org_name,
+        org_address,
+        invoice: inv,
+        payments_enabled,
+        bank,
+        einvoicing,
+        branding,
+        ..
+    } = found;
+    let currency = inv.currency.clone();
+    let due = inv.amount_due_cents;
+    let mentions = inv.tax_mentions(tr);
+    // Not while a delayed payment (a bank debit) is under way: it would be paid twice.
+    let payable = due > 0
+        && payments_enabled
+        && inv.payment_state != app::model::PaymentState::Processing
+        && matches!(
+            inv.status,
+            InvoiceStatus::Open | InvoiceStatus::Uncollectible
+        );
+    let lines = app::line_rows(&inv, tr);
+    // How to pay by transfer, while something is due on an invoice that takes payments.
+    let transfer = (due > 0
+        && bank.is_set()
+        && matches!(
+            inv.status,
+            InvoiceStatus::Open | InvoiceStatus::Uncollectible
+        ))
+    .then(|| bank.lines(inv.number.as_deref().unwrap_or_default(), tr));
+    view! {
+        <main class="public invoice">
+            {look::header(&org_name, &org_address, &branding)}
+            <h1>{tr.t("invoice")} " " <span class="number">{inv.number.clone().unwrap_or_default()}</span></h1>
+            <p class=format!("public-status {}", inv.status.as_str())>{status}</p>
+            <section class="bill-to" aria-label=tr.t("billed-to")>
+                <h2>{tr.t("billed-to")}</h2>
+                <p class="customer">{inv.customer_name.clone()}</p>
+                <p>{inv.customer_email.clone()}</p>
+                <p class="address">{inv.customer_address.clone()}</p>
+                {inv.customer_tax_id.clone().map(|t| view! { <p>{tr.t_args("tax-id", &[("id", &t)])}</p> })}
+            </section>
+            <div class="table-scroll">
+                <table>
+                    <caption>{tr.t("items")}</caption>
+                    <thead>
+                        <tr>
+                            <th scope="col">{tr.t("col-description")}</th>
+                            <th scope="col" class="num">{tr.t("col-qty")}</th>
+                            <th scope="col" class="num">{tr.t("col-unit-price")}</th>
+                            <th scope="col">{tr.t("col-tax")}</th>
+                            <th scope="col" class="num">{tr.t("col-amount")}</th>
+                        </tr>
+                    </thead>
+                    <tbody>{lines}</tbody>
+                    <tfoot>
+                        {app::totals_rows(&inv, 4, tr)}
+                        {(inv.amount_credited_cents > 0).then(|| view! {
+                            <tr>
+                                <th scope="row" colspan="4">{tr.t("credited")}</th>
+                                <td class="num credited">{format!("-{}", tr.money(inv.amount_credited_cents, &currency))}</td>
+                            </tr>
+                        })}
+                        <tr>
+                            <th scope="row" colspan="4">{tr.t("paid")}</th>
+                            <td class="num">{tr.money(inv.amount_paid_cents, &currency)}</td>
+                        </tr>
+                        <tr>
+                            <th scope="row" colspan="4">{tr.t("amount-due")}</th>
+                            <td class="num amount-due">{tr.money(due.max(0), &currency)}</td>
+                        </tr>
+                    </tfoot>
+                </table>
+            </div>
+            {mentions.into_iter().map(|m| view! { <p class="tax-mention">{m}</p> }).collect_view()}
+            {(!inv.notes.is_empty()).then(|| view! { <p class="notes">{inv.notes.clone()}</p> })}
+            {payable
+                .then(|| {
+                    view! {
+                        // A plain form: paying works without JavaScript.
+                        <form method="post" action=format!("/i/{token}/pay") class="pay">
+                            <button type="submit" class="button primary pay">
+                                {tr.t_args("pay-amount", &[("amount", &tr.money(due, &currency))])}
+                            </button>
+                        </form>
+                    }
+                })}
+            {transfer
+                .map(|lines| {
+                    view! {
+                        <section class="transfer" aria-labelledby="transfer-heading">
+                            <h2 id="transfer-heading">{tr.t("pay-by-transfer")}</h2>
+                            <dl>
+                                {lines
+                                    .into_iter()
+                                    .map(|(label, value)| view! { <dt>{label}</dt> <dd>{value}</dd> })
+                                    .collect_view()}
+                            </dl>
+                        </section>
+                    }
+                })}
+            <p>
+                <a class="button pdf" href=format!("/i/{token}/pdf")>{tr.t("download-pdf")}</a>
+                {einvoicing.then(|| view! {
+                    " " <a class="einvoice" href=format!("/i/{token}/einvoice.xml")>{tr.t("einvoice-xml")}</a>
+                })}
+            </p>
+            {look::footer(&branding)}
+        </main>
+    }
+    .to_html()
+}
