@@ -25,7 +25,7 @@ use pages::auth::{LoginPage, SignupPage};
 use pages::customers::{CustomerPage, CustomersPage, NewCustomerPage};
 use pages::invoices::{EditInvoicePage, InvoiceListPage, InvoicePage, NewInvoicePage};
 use pages::layout::{Nav, NotFound};
-use pages::quotes::{NewQuotePage, QuotePage, QuotesPage};
+use pages::quotes::{EditQuotePage, NewQuotePage, QuotePage, QuotesPage};
 use pages::schedules::{EditSchedulePage, NewSchedulePage, SchedulePage, SchedulesPage};
 use pages::settings::{ApiKeysPage, OrgSettingsPage};
 use pages::statement::StatementPage;
@@ -81,6 +81,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/quotes") view=QuotesPage ssr=SsrMode::Async />
                     <Route path=path!("/quotes/new") view=NewQuotePage ssr=SsrMode::Async />
                     <Route path=path!("/quotes/:id") view=QuotePage ssr=SsrMode::Async />
+                    <Route path=path!("/quotes/:id/edit") view=EditQuotePage ssr=SsrMode::Async />
                     <Route path=path!("/schedules") view=SchedulesPage ssr=SsrMode::Async />
                     <Route path=path!("/schedules/new") view=NewSchedulePage ssr=SsrMode::Async />
                     <Route path=path!("/schedules/:id") view=SchedulePage ssr=SsrMode::Async />

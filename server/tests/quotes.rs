@@ -435,3 +435,79 @@ async fn a_crash_between_claim_and_commit_of_an_accept_loses_nothing() {
     server.stop().await;
     db.finish(pool).await;
 }
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_draft_is_edited_once_per_form_and_an_open_quote_not_at_all(pool: sqlx::PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let email = format!("{}@example.com", Uuid::new_v4().simple());
+    let account =
+        app::ssr::accounts::create_org_with_owner(&app.pool, "Quoting Co", &email, "correct horse")
+            .await
+            .unwrap();
+    let org = account.org_id;
+    let key = app::ssr::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
+        .await
+        .unwrap()
+        .plaintext;
+    let today = org_today(&app, org).await;
+    let draft = create(&app, &key, "d", &body(today, None, json!({"draft": true})))
+        .await
+        .json();
+    let id = draft["id"].as_str().unwrap().to_owned();
+    let browser = common::client();
+    common::login(&browser, &app.base, &email, "correct horse").await;
+    let form_key = app::model::form_key(org).to_string();
+    let edit = |price: &str, key: &str| {
+        vec![
+            ("quote_id".to_owned(), id.clone()),
+            ("idempotency_key".to_owned(), key.to_owned()),
+            ("input[customer_name]".to_owned(), "Builder Co".to_owned()),
+            (
+                "input[customer_email]".to_owned(),
+                "ap@builder.example".to_owned(),
+            ),
+            ("input[currency]".to_owned(), "eur".to_owned()),
+            ("input[payment_terms_days]".to_owned(), "30".to_owned()),
+            (
+                "input[lines][0][description]".to_owned(),
+                "Kitchen fitting".to_owned(),
+            ),
+            ("input[lines][0][quantity]".to_owned(), "2".to_owned()),
+            ("input[lines][0][unit_amount]".to_owned(), price.to_owned()),
+            ("quote[expires_on]".to_owned(), today.to_string()),
+            ("quote[on_accept]".to_owned(), "send".to_owned()),
+        ]
+    };
+    let url = format!("{}/rpc/update_quote", app.base);
+    for _ in 0..2 {
+        let res =
+            crate::common::pages::post_form(&browser, url.clone(), &edit("175.00", &form_key))
+                .await;
+        assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    }
+    let read = app.get(&key, &format!("/api/v1/quotes/{id}")).await.json();
+    assert_eq!(read["total_cents"], 35_000);
+    assert_eq!(read["on_accept"], "send");
+    assert_eq!(read["status"], "draft");
+    // The same rendered form with other content is not a repeat: refused, nothing changed.
+    let res =
+        crate::common::pages::post_form(&browser, url.clone(), &edit("1.00", &form_key)).await;
+    assert_eq!(res.status(), 400);
+
+    // Once open, the customer has seen it: no edit.
+    let sent = app
+        .post_to(
+            &format!("/api/v1/quotes/{id}/send"),
+            Some(&key),
+            Some("s"),
+            "{}",
+        )
+        .await;
+    assert_eq!(sent.status, 200);
+    let fresh = app::model::form_key(org).to_string();
+    let res = crate::common::pages::post_form(&browser, url, &edit("9.00", &fresh)).await;
+    assert_eq!(res.status(), 400);
+    assert!(res.text().await.unwrap().contains("only a draft"));
+    let read = app.get(&key, &format!("/api/v1/quotes/{id}")).await.json();
+    assert_eq!(read["total_cents"], 35_000);
+}

@@ -579,7 +579,7 @@ const PUBLIC: [&str; 8] = [
     "reset_password",
 ];
 /// Server functions that only read the session's org.
-const READS: [&str; 24] = [
+const READS: [&str; 25] = [
     "current_user",
     "list_invoices",
     "get_invoice",
@@ -596,6 +596,7 @@ const READS: [&str; 24] = [
     "list_quotes",
     "get_quote",
     "new_quote_form",
+    "edit_quote_form",
     "get_org_settings",
     "activity",
     "team_page",
@@ -763,6 +764,21 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
         (
             "create_quote",
             form(&[
+                ("idempotency_key", key()),
+                ("input[customer_name]", "Refused Co".into()),
+                ("input[customer_email]", "r@example.com".into()),
+                ("input[currency]", "usd".into()),
+                ("input[payment_terms_days]", "14".into()),
+                ("input[lines][0][description]", "x".into()),
+                ("input[lines][0][quantity]", "1".into()),
+                ("input[lines][0][unit_amount]", "1.00".into()),
+                ("quote[expires_on]", "2099-01-01".into()),
+            ]),
+        ),
+        (
+            "update_quote",
+            form(&[
+                ("quote_id", Uuid::now_v7().to_string()),
                 ("idempotency_key", key()),
                 ("input[customer_name]", "Refused Co".into()),
                 ("input[customer_email]", "r@example.com".into()),

@@ -46,7 +46,8 @@ pub use payment::{
     Payment, PaymentForm, PaymentInput, PaymentMethod, PaymentSource, MAX_PAYMENT_CENTS,
 };
 pub use quote::{
-    NewQuotePage, Quote, QuoteFields, QuoteForm, QuoteInput, QuotePage, QuoteStatus, QUOTE_FIELDS,
+    NewQuotePage, Quote, QuoteEdit, QuoteFields, QuoteForm, QuoteInput, QuotePage, QuoteStatus,
+    QUOTE_FIELDS,
 };
 pub use recurring::{check_reminder_steps, ReminderStep, ReminderStepForm, INVOICE_FIELDS};
 pub use recurring::{

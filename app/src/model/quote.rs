@@ -190,3 +190,13 @@ pub struct QuotePage {
     pub invoice_number: Option<String>,
     pub can_edit: bool,
 }
+
+/// A draft quote's edit form: the quote, the form's key, its values as the form shows them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuoteEdit {
+    pub id: Uuid,
+    pub key: Uuid,
+    pub form: crate::model::InvoiceForm,
+    pub quote: QuoteForm,
+    pub today: NaiveDate,
+}

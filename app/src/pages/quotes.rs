@@ -1,6 +1,7 @@
 //! Quotes: the list (`/quotes`), the new-quote form (`/quotes/new`: the invoice form with its live
 //! totals, plus the expiry and what accepting does; claimed once per rendering) and a quote's page
-//! (`/quotes/{id}`: what it proposes, its customer page, Send, and the invoice once accepted).
+//! (`/quotes/{id}`: what it proposes, its customer page, Send, and the invoice once accepted), and a
+//! draft's edit form (`/quotes/{id}/edit`).
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
@@ -10,7 +11,9 @@ use crate::model::{format_money, Quote, QuoteStatus};
 use crate::pages::invoices::form::InvoiceFields;
 use crate::pages::invoices::{line_rows, totals_rows};
 use crate::pages::layout::{error_banner, field_error, Head, NotFound};
-use crate::rpc::quotes::{get_quote, list_quotes, new_quote_form, CreateQuote, SendQuote};
+use crate::rpc::quotes::{
+    edit_quote_form, get_quote, list_quotes, new_quote_form, CreateQuote, SendQuote, UpdateQuote,
+};
 
 fn status_label(status: QuoteStatus) -> &'static str {
     match status {
@@ -74,7 +77,6 @@ pub fn NewQuotePage() -> impl IntoView {
         Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
         _ => FieldErrors::new(),
     });
-    let error_for = move |field: &'static str| field_error(errors, field);
     let pending = create.pending();
     view! {
         <section class="card">
@@ -96,25 +98,7 @@ pub fn NewQuotePage() -> impl IntoView {
                                     <ActionForm action=create attr:class="new-quote" attr:aria-label="New quote">
                                         <input type="hidden" name="idempotency_key" value=key />
                                         <InvoiceFields values errors more_lines="/quotes/new".to_owned() />
-                                        <fieldset>
-                                            <legend>"The quote"</legend>
-                                            <div class="grid">
-                                                <label>
-                                                    "Valid until"
-                                                    <input type="date" name="quote[expires_on]" value=expires min=p.today.to_string() required />
-                                                    {error_for("expires_on")}
-                                                </label>
-                                                <label>
-                                                    "When the customer accepts"
-                                                    <select name="quote[on_accept]">
-                                                        <option value="draft">"make a draft invoice"</option>
-                                                        <option value="finalize" selected=true>"issue the invoice"</option>
-                                                        <option value="send">"issue and email the invoice"</option>
-                                                    </select>
-                                                    {error_for("on_accept")}
-                                                </label>
-                                            </div>
-                                        </fieldset>
+                                        {quote_fields(expires, "finalize", p.today, errors)}
                                         <button type="submit" class="primary create-quote" disabled=move || pending.get()>
                                             {move || if pending.get() { "Creating…" } else { "Create quote" }}
                                         </button>
@@ -188,6 +172,9 @@ pub fn QuotePage() -> impl IntoView {
                                         <dd><a class="quote-invoice" href=format!("/invoices/{id}")>{p.invoice_number.clone().unwrap_or_else(|| id.to_string())}</a></dd>
                                     })}
                                 </dl>
+                                {(p.can_edit && q.status == QuoteStatus::Draft).then(|| view! {
+                                    <p><a class="edit-quote" href=format!("/quotes/{}/edit", q.id)>"Edit the draft"</a></p>
+                                })}
                                 {sendable.then(|| view! {
                                     <ActionForm action=send attr:class="send-quote">
                                         <input type="hidden" name="id" value=q.id.to_string() />
@@ -209,6 +196,84 @@ pub fn QuotePage() -> impl IntoView {
                         }
                             .into_any()
                     }
+                    Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
+                    Err(e) => error_banner(&e).into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+/// The fields beside the invoice's: until when, and what accepting does.
+fn quote_fields(
+    expires: String,
+    on_accept: &str,
+    today: chrono::NaiveDate,
+    errors: Signal<FieldErrors>,
+) -> impl IntoView {
+    let error_for = move |field: &'static str| field_error(errors, field);
+    let option = |value: &'static str, label: &'static str| {
+        view! { <option value=value selected=on_accept == value>{label}</option> }
+    };
+    view! {
+        <fieldset>
+            <legend>"The quote"</legend>
+            <div class="grid">
+                <label>
+                    "Valid until"
+                    <input type="date" name="quote[expires_on]" value=expires min=today.to_string() required />
+                    {error_for("expires_on")}
+                </label>
+                <label>
+                    "When the customer accepts"
+                    <select name="quote[on_accept]">
+                        {option("draft", "make a draft invoice")}
+                        {option("finalize", "issue the invoice")}
+                        {option("send", "issue and email the invoice")}
+                    </select>
+                    {error_for("on_accept")}
+                </label>
+            </div>
+        </fieldset>
+    }
+}
+
+/// A draft quote's edit form: its key comes with the draft; a double submit saves once.
+#[component]
+pub fn EditQuotePage() -> impl IntoView {
+    let params = use_params_map();
+    let action = ServerAction::<UpdateQuote>::new();
+    let draft = Resource::new(
+        move || params.with(|p| p.get("id").unwrap_or_default()),
+        edit_quote_form,
+    );
+    let errors = Signal::derive(move || match action.value().get() {
+        Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
+        _ => FieldErrors::new(),
+    });
+    let pending = action.pending();
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match draft.await {
+                    Ok(crate::model::QuoteEdit { id, key, form, quote, today }) => view! {
+                        <section class="card">
+                            <h1>"Edit draft quote"</h1>
+                            {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                            <ActionForm action>
+                                <input type="hidden" name="quote_id" value=id.to_string() />
+                                <input type="hidden" name="idempotency_key" value=key.to_string() />
+                                <InvoiceFields values=form errors more_lines=format!("/quotes/{id}/edit") />
+                                {quote_fields(quote.expires_on.clone(), &quote.on_accept, today, errors)}
+                                <button type="submit" class="primary save-quote" disabled=move || pending.get()>
+                                    {move || if pending.get() { "Saving…" } else { "Save draft" }}
+                                </button>
+                                " "
+                                <a href=format!("/quotes/{id}")>"Cancel"</a>
+                            </ActionForm>
+                        </section>
+                    }
+                        .into_any(),
                     Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
                     Err(e) => error_banner(&e).into_any(),
                 }

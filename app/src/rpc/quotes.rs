@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use uuid::Uuid;
 
 use crate::error::AppError;
-use crate::model::{InvoiceForm, NewQuotePage, Quote, QuoteForm, QuotePage};
+use crate::model::{InvoiceForm, NewQuotePage, Quote, QuoteEdit, QuoteForm, QuotePage};
 
 #[cfg(feature = "ssr")]
 use super::{form::SettingsForm, state};
@@ -159,4 +159,77 @@ pub async fn send_quote(id: String, idempotency_key: Option<String>) -> Result<(
             .map_err(refused)
     })
     .await
+}
+
+/// A draft quote as its edit form shows it, and the form's key.
+#[server(prefix = "/rpc", endpoint = "edit_quote_form")]
+pub async fn edit_quote_form(id: String) -> Result<QuoteEdit, AppError> {
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let state = state()?;
+    let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    let mut conn = state.reads.acquire().await?;
+    let quote = crate::ssr::quotes::get(&mut conn, user.org_id, id, &state.settings.public_url)
+        .await?
+        .ok_or_else(|| AppError::NotFound.respond())?;
+    let today =
+        crate::ssr::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now()).await?;
+    Ok(QuoteEdit {
+        id,
+        key: crate::model::form_key(user.org_id),
+        form: InvoiceForm::from_input(&quote.template),
+        quote: QuoteForm {
+            expires_on: quote.expires_on.to_string(),
+            on_accept: quote.on_accept.as_str().to_owned(),
+        },
+        today,
+    })
+}
+
+/// Saves a draft quote's edit, once per rendered form; an open or decided quote is refused.
+#[server(prefix = "/rpc", endpoint = "update_quote")]
+pub async fn update_quote(
+    quote_id: String,
+    idempotency_key: Option<String>,
+    input: InvoiceForm,
+    quote: QuoteForm,
+) -> Result<(), AppError> {
+    use crate::ssr::claim::Form;
+    let state = state()?;
+    let id = Uuid::try_parse(&quote_id).map_err(|_| AppError::NotFound.respond())?;
+    let fields = quote.parse();
+    let back = format!("/quotes/{id}");
+    SettingsForm {
+        form: Form::EditQuote,
+        action: crate::model::Action::EditInvoices,
+        back: &back,
+        idempotency_key,
+        content: &(id, &input, &quote),
+        check: fields.as_ref().map(|_| ()).map_err(Clone::clone),
+    }
+    .run(async |tx, user| {
+        let fields = fields.clone().map_err(AppError::invalid)?;
+        let invoice = super::invoices::with_customer(&state, user.org_id, &input)
+            .await
+            .map_err(AppError::invalid)?;
+        let input = crate::model::QuoteInput {
+            invoice,
+            quote: fields,
+        };
+        let today =
+            crate::ssr::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now()).await?;
+        let base = &state.settings.public_url;
+        crate::ssr::quotes::edit_draft(tx, user.org_id, id, &input, today, base)
+            .await
+            .map(|q| q.id)
+            .map_err(|e| match e {
+                crate::ssr::quotes::QuoteError::Refused(status) => AppError::BadRequest(format!(
+                    "This quote is {}: only a draft can be edited.",
+                    status.as_str()
+                )),
+                other => refused(other),
+            })
+    })
+    .await?;
+    leptos_axum::redirect(&back);
+    Ok(())
 }

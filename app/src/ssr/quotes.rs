@@ -90,6 +90,52 @@ pub async fn create(
         .ok_or(QuoteError::NotFound)
 }
 
+/// Replaces draft quote `id`'s invoice, expiry and what accepting does (checked as at creation). An
+/// open or decided quote is refused with where it is: what the customer saw does not change under
+/// them.
+pub async fn edit_draft(
+    tx: &mut PgConnection,
+    org: Uuid,
+    id: Uuid,
+    input: &QuoteInput,
+    today: NaiveDate,
+    public_base: &str,
+) -> Result<Quote, QuoteError> {
+    match locked(tx, org, id).await?.0 {
+        QuoteStatus::Draft => {}
+        other => return Err(QuoteError::Refused(other)),
+    }
+    input.check(today).map_err(QuoteError::Invalid)?;
+    let taxes = tax_rates::of_lines(tx, org, &input.invoice).await?;
+    let totals = input.invoice.totals(&taxes);
+    let mut template = input.invoice.clone();
+    template.draft = false;
+    // language=PostgreSQL
+    sqlx::query!(
+        r#"
+        update quotes
+        set template = $3, customer_id = $4, customer_name = $5, customer_email = $6, currency = $7,
+            total_cents = $8, expires_on = $9, on_accept = $10, updated_at = now()
+        where id = $1 and org_id = $2 and status = 'draft'
+        "#,
+        id,
+        org,
+        serde_json::to_value(&template).expect("an input serialises"),
+        template.customer_id,
+        template.customer_name,
+        template.customer_email,
+        template.currency,
+        totals.total_cents,
+        input.quote.expires_on as _,
+        input.quote.on_accept.as_str(),
+    )
+    .execute(&mut *tx)
+    .await?;
+    get(tx, org, id, public_base)
+        .await?
+        .ok_or(QuoteError::NotFound)
+}
+
 /// Opens draft quote `id`: the org's next quote number and a customer page.
 async fn open_quote(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<()> {
     // language=PostgreSQL

@@ -89,7 +89,8 @@ fn render(found: PublicInvoice, token: &str, tr: &Tr) -> String {
                 <p class="address">{inv.customer_address.clone()}</p>
                 {inv.customer_tax_id.clone().map(|t| view! { <p>{tr.t_args("tax-id", &[("id", &t)])}</p> })}
             </section>
-            <div class="table-scroll">
+            // Wider than a phone in some languages: the region scrolls, and the keyboard reaches it.
+            <div class="table-scroll" tabindex="0" role="region" aria-label=tr.t("items")>
                 <table>
                     <caption>{tr.t("items")}</caption>
                     <thead>

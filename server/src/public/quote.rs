@@ -72,7 +72,8 @@ fn render(found: PublicQuote, token: &str, tr: &Tr) -> String {
                 <p class="customer">{q.customer_name.clone()}</p>
                 <p>{q.customer_email.clone()}</p>
             </section>
-            <div class="table-scroll">
+            // Wider than a phone in some languages: the region scrolls, and the keyboard reaches it.
+            <div class="table-scroll" tabindex="0" role="region" aria-label=tr.t("items")>
                 <table>
                     <caption>{tr.t("items")}</caption>
                     <thead>

@@ -67,6 +67,7 @@ pub enum Form {
     EditReminders,
     ToggleReminders,
     CreateQuote,
+    EditQuote,
     SendQuote,
     /// The customer's Accept button on a quote's public page.
     AcceptQuote,
@@ -110,6 +111,7 @@ impl Form {
             Form::EditReminders => "edit_reminders",
             Form::ToggleReminders => "toggle_reminders",
             Form::CreateQuote => "create_quote",
+            Form::EditQuote => "edit_quote",
             Form::SendQuote => "send_quote",
             Form::AcceptQuote => "accept_quote",
             Form::DeclineQuote => "decline_quote",
