@@ -62,11 +62,11 @@ pub async fn open(
         )
         select i.id, i.org_id, o.name as org_name, postal_text(o.address_line1, o.address_line2, o.postal_code, o.city, o.region, o.country) as org_address, o.payments_enabled,
                o.bank_account_holder, o.bank_iban, o.bank_bic, o.bank_other, o.payment_reference,
-               o.einvoicing, o.accent_color, o.footer_text, l.token as "logo_token?",
-               l.width as "logo_width?", l.height as "logo_height?",
-               coalesce(cu.locale, o.locale) as "locale!"
+               o.einvoicing, o.accent_color, o.footer_text, (select token from org_logos where org_id = o.id) as logo_token,
+               (select width from org_logos where org_id = o.id) as logo_width,
+               (select height from org_logos where org_id = o.id) as logo_height,
+               coalesce(cu.locale, o.locale) as locale
         from invoices i join orgs o on o.id = i.org_id
-        left join org_logos l on l.org_id = o.id
         left join customers cu on cu.id = i.customer_id
         where i.public_token = $1
         "#,
@@ -95,11 +95,11 @@ pub async fn by_id(
         r#"
         select i.id, i.org_id, o.name as org_name, postal_text(o.address_line1, o.address_line2, o.postal_code, o.city, o.region, o.country) as org_address, o.payments_enabled,
                o.bank_account_holder, o.bank_iban, o.bank_bic, o.bank_other, o.payment_reference,
-               o.einvoicing, o.accent_color, o.footer_text, l.token as "logo_token?",
-               l.width as "logo_width?", l.height as "logo_height?",
-               coalesce(cu.locale, o.locale) as "locale!"
+               o.einvoicing, o.accent_color, o.footer_text, (select token from org_logos where org_id = o.id) as logo_token,
+               (select width from org_logos where org_id = o.id) as logo_width,
+               (select height from org_logos where org_id = o.id) as logo_height,
+               coalesce(cu.locale, o.locale) as locale
         from invoices i join orgs o on o.id = i.org_id
-        left join org_logos l on l.org_id = o.id
         left join customers cu on cu.id = i.customer_id
         where i.id = $1
         "#,
@@ -132,7 +132,7 @@ struct Row {
     logo_token: Option<String>,
     logo_width: Option<i32>,
     logo_height: Option<i32>,
-    locale: String,
+    locale: Option<String>,
 }
 
 impl Row {
@@ -151,7 +151,11 @@ impl Row {
                 reference: self.payment_reference,
             },
             einvoicing: self.einvoicing,
-            locale: crate::model::Locale::parse(&self.locale).unwrap_or_default(),
+            locale: self
+                .locale
+                .as_deref()
+                .and_then(crate::model::Locale::parse)
+                .unwrap_or_default(),
             branding: crate::model::Branding {
                 accent_color: self.accent_color,
                 footer_text: self.footer_text,

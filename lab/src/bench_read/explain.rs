@@ -67,11 +67,21 @@ pub(super) async fn explain_all(
                     .await
                     .with_context(|| format!("{}: {sql}", read.script))?;
                 for (i, column) in row.columns().iter().enumerate() {
+                    // pgbench's \gset leaves a NULL column's variable empty: so do we.
+                    let null = row
+                        .try_get_raw(i)
+                        .map(|v| sqlx::ValueRef::is_null(&v))
+                        .unwrap_or(false);
+                    if null {
+                        values.insert(format!("{prefix}{}", column.name()), String::new());
+                        continue;
+                    }
                     let value = row
                         .try_get::<Uuid, _>(i)
                         .map(|v| v.to_string())
                         .or_else(|_| row.try_get::<String, _>(i))
                         .or_else(|_| row.try_get::<i64, _>(i).map(|v| v.to_string()))
+                        .or_else(|_| row.try_get::<i32, _>(i).map(|v| v.to_string()))
                         .or_else(|_| row.try_get::<bool, _>(i).map(|v| v.to_string()))
                         .or_else(|_| {
                             row.try_get::<Vec<Uuid>, _>(i).map(|v| {
