@@ -33,12 +33,23 @@ test("the org's logo, colour, footer and language reach the customer's page on a
   const branding = page.locator("form.branding-form");
   await branding.locator('input[name="branding[accent_color]"]').fill("#0b7a75");
   await branding.locator('textarea[name="branding[footer_text]"]').fill("Bakkerij Jansen B.V. · KvK 12345678");
-  await branding.getByRole("button", { name: "Save branding" }).click();
+  await Promise.all([
+    page.waitForResponse((r) => r.url().includes("/rpc/get_org_settings")),
+    branding.getByRole("button", { name: "Save branding" }).click(),
+  ]);
+  // Saved: a fresh page shows it.
+  await page.goto("/settings/org");
+  await hydrated(page);
   await expect(branding.locator('textarea[name="branding[footer_text]"]')).toHaveValue("Bakkerij Jansen B.V. · KvK 12345678");
 
   const details = page.locator("form.org-details");
   await details.locator('select[name="details[locale]"]').selectOption("de");
-  await details.getByRole("button", { name: "Save business details" }).click();
+  await Promise.all([
+    page.waitForResponse((r) => r.url().includes("/rpc/get_org_settings")),
+    details.getByRole("button", { name: "Save business details" }).click(),
+  ]);
+  await page.goto("/settings/org");
+  await hydrated(page);
   await expect(details.locator('select[name="details[locale]"]')).toHaveValue("de");
 
   await openForm(page);
