@@ -23,6 +23,7 @@ use leptos_router::{path, SsrMode};
 use pages::activity::ActivityPage;
 use pages::auth::{LoginPage, SignupPage};
 use pages::customers::{CustomerPage, CustomersPage, NewCustomerPage};
+use pages::dashboard::DashboardPage;
 use pages::invoices::{EditInvoicePage, InvoiceListPage, InvoicePage, NewInvoicePage};
 use pages::layout::{Nav, NotFound};
 use pages::quotes::{EditQuotePage, NewQuotePage, QuotePage, QuotesPage};
@@ -78,6 +79,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/invoices/new") view=NewInvoicePage ssr=SsrMode::Async />
                     <Route path=path!("/invoices/:id") view=InvoicePage ssr=SsrMode::Async />
                     <Route path=path!("/invoices/:id/edit") view=EditInvoicePage ssr=SsrMode::Async />
+                    <Route path=path!("/dashboard") view=DashboardPage ssr=SsrMode::Async />
                     <Route path=path!("/quotes") view=QuotesPage ssr=SsrMode::Async />
                     <Route path=path!("/quotes/new") view=NewQuotePage ssr=SsrMode::Async />
                     <Route path=path!("/quotes/:id") view=QuotePage ssr=SsrMode::Async />

@@ -191,6 +191,7 @@ async fn require_login(session: AuthSession, req: Request, next: Next) -> Respon
         "/activity",
         "/quotes",
         "/schedules",
+        "/dashboard",
     ]
     .iter()
     .any(|p| path == *p || path.starts_with(&format!("{p}/")));

@@ -14,6 +14,7 @@ mod credit_balance;
 mod credit_notes;
 mod credit_refunds;
 mod customers;
+mod dashboard;
 mod einvoice;
 mod form_crash;
 mod invoice_lists;

@@ -579,7 +579,7 @@ const PUBLIC: [&str; 8] = [
     "reset_password",
 ];
 /// Server functions that only read the session's org.
-const READS: [&str; 25] = [
+const READS: [&str; 26] = [
     "current_user",
     "list_invoices",
     "get_invoice",
@@ -597,6 +597,7 @@ const READS: [&str; 25] = [
     "get_quote",
     "new_quote_form",
     "edit_quote_form",
+    "get_dashboard",
     "get_org_settings",
     "activity",
     "team_page",

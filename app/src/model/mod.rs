@@ -3,6 +3,7 @@
 mod bank;
 mod credit_note;
 mod customer;
+pub mod dashboard;
 mod decimal;
 mod form;
 mod form_key;

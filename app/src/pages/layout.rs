@@ -16,7 +16,7 @@ pub fn Nav() -> impl IntoView {
     let in_settings = move || location.pathname.get().starts_with("/settings");
     view! {
         <header class="nav">
-            <a class="brand" href="/invoices">"invoicer"</a>
+            <a class="brand" href="/dashboard">"invoicer"</a>
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {
                     match user.await {
@@ -24,6 +24,7 @@ pub fn Nav() -> impl IntoView {
                             let edits = u.role.may(Action::EditInvoices);
                             view! {
                                 <nav aria-label="Main">
+                                    <a href="/dashboard">"Dashboard"</a>
                                     <a href="/invoices">"Invoices"</a>
                                     <a href="/quotes">"Quotes"</a>
                                     <a href="/customers">"Customers"</a>

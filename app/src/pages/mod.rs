@@ -4,6 +4,7 @@ pub mod activity;
 pub mod auth;
 pub mod branding;
 pub mod customers;
+pub mod dashboard;
 pub mod filters;
 pub mod invoices;
 pub mod layout;

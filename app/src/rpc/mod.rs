@@ -7,6 +7,7 @@ pub mod activity;
 pub mod api_keys;
 pub mod auth;
 pub mod customers;
+pub mod dashboard;
 #[cfg(feature = "ssr")]
 mod form;
 pub mod invoice_actions;

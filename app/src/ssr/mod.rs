@@ -11,6 +11,7 @@ pub mod claim;
 pub mod credit_balance;
 pub mod credit_notes;
 pub mod customers;
+pub mod dashboard;
 pub mod demo;
 pub mod einvoice;
 pub mod failpoint;

@@ -1,0 +1,191 @@
+//! `/dashboard`, the page after login: what is owed (per currency, by age), what came in this
+//! month and quarter, twelve months of invoicing as a chart (plain server-rendered SVG, a table
+//! beside it for screen readers and for exact figures), and who owes the most.
+
+use leptos::prelude::*;
+
+use crate::model::dashboard::{Dashboard, MonthRevenue, AGING};
+use crate::model::format_money;
+use crate::pages::layout::error_banner;
+use crate::rpc::dashboard::get_dashboard;
+
+#[component]
+pub fn DashboardPage() -> impl IntoView {
+    let page = Resource::new(|| (), |_| get_dashboard());
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match page.await {
+                    Ok(d) => view! { <DashboardView d /> }.into_any(),
+                    Err(e) => error_banner(&e).into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn DashboardView(d: Dashboard) -> impl IntoView {
+    let nothing_owed = d.owed.is_empty();
+    view! {
+        <section class="card dashboard">
+            <h1>"Dashboard"</h1>
+            <div class="figures">
+                {nothing_owed.then(|| view! { <p class="figure empty">"Nothing is owed to you."</p> })}
+                {d.owed.iter().map(|o| view! {
+                    <div class="figure outstanding">
+                        <h2>{format!("Outstanding ({})", o.currency.to_uppercase())}</h2>
+                        <p class="amount">{format_money(o.outstanding_cents, &o.currency)}</p>
+                        <p class="overdue">{format!("{} overdue", format_money(o.overdue_cents, &o.currency))}</p>
+                    </div>
+                }).collect_view()}
+                {d.received.iter().map(|r| view! {
+                    <div class="figure received">
+                        <h2>{format!("Received ({})", r.currency.to_uppercase())}</h2>
+                        <p class="amount month">{format!("{} this month", format_money(r.this_month_cents, &r.currency))}</p>
+                        <p class="quarter">{format!("{} this quarter", format_money(r.this_quarter_cents, &r.currency))}</p>
+                    </div>
+                }).collect_view()}
+            </div>
+        </section>
+        <section class="card" aria-labelledby="aging-heading">
+            <h2 id="aging-heading">"How late"</h2>
+            {if nothing_owed {
+                view! { <p class="empty">"No open invoices."</p> }.into_any()
+            } else {
+                view! {
+                    <div class="table-scroll" tabindex="0" role="region" aria-labelledby="aging-heading">
+                        <table class="aging">
+                            <thead>
+                                <tr>
+                                    <th scope="col">"Currency"</th>
+                                    {AGING.iter().map(|b| view! { <th scope="col" class="num">{*b}</th> }).collect_view()}
+                                </tr>
+                            </thead>
+                            <tbody>
+                                {d.owed.iter().map(|o| view! {
+                                    <tr>
+                                        <th scope="row">{o.currency.to_uppercase()}</th>
+                                        {o.aging_cents.iter().map(|c| view! { <td class="num">{format_money(*c, &o.currency)}</td> }).collect_view()}
+                                    </tr>
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    </div>
+                    <p><a href="/reports/aging">"Aging by customer"</a></p>
+                }.into_any()
+            }}
+        </section>
+        <RevenueChart revenue=d.revenue.clone() />
+        <section class="card" aria-labelledby="debtors-heading">
+            <h2 id="debtors-heading">"Who owes the most"</h2>
+            {if d.debtors.is_empty() {
+                view! { <p class="empty">"Nobody owes you anything."</p> }.into_any()
+            } else {
+                view! {
+                    <div class="table-scroll" tabindex="0" role="region" aria-labelledby="debtors-heading">
+                        <table class="debtors">
+                            <thead>
+                                <tr>
+                                    <th scope="col">"Customer"</th>
+                                    <th scope="col" class="num">"Owed"</th>
+                                    <th scope="col" class="num">"Overdue"</th>
+                                    <th scope="col">"Oldest due"</th>
+                                </tr>
+                            </thead>
+                            <tbody>
+                                {d.debtors.iter().map(|x| view! {
+                                    <tr class="debtor">
+                                        <td>{match x.customer_id {
+                                            Some(id) => view! { <a href=format!("/customers/{id}")>{x.name.clone()}</a> }.into_any(),
+                                            None => x.name.clone().into_any(),
+                                        }}</td>
+                                        <td class="num owed">{format_money(x.owed_cents, &x.currency)}</td>
+                                        <td class="num">{format_money(x.overdue_cents, &x.currency)}</td>
+                                        <td>{x.oldest_due.to_string()}</td>
+                                    </tr>
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    </div>
+                }.into_any()
+            }}
+        </section>
+    }
+}
+
+/// The last twelve months' invoicing in the currency invoiced most: bars in plain SVG (scaled by
+/// the viewBox, so it fits a phone), and the same figures as a table.
+#[component]
+fn RevenueChart(revenue: Vec<MonthRevenue>) -> impl IntoView {
+    let mut currencies: Vec<(String, i64)> = Vec::new();
+    for r in &revenue {
+        match currencies.iter_mut().find(|(c, _)| *c == r.currency) {
+            Some((_, sum)) => *sum += r.invoiced_cents,
+            None => currencies.push((r.currency.clone(), r.invoiced_cents)),
+        }
+    }
+    currencies.sort_by_key(|(_, sum)| std::cmp::Reverse(*sum));
+    let Some((currency, _)) = currencies.first().cloned() else {
+        return view! {
+            <section class="card" aria-labelledby="revenue-heading">
+                <h2 id="revenue-heading">"Invoiced per month"</h2>
+                <p class="empty">"Nothing invoiced in the last twelve months."</p>
+            </section>
+        }
+        .into_any();
+    };
+    let months: Vec<&MonthRevenue> = revenue.iter().filter(|r| r.currency == currency).collect();
+    let net = |r: &MonthRevenue| (r.invoiced_cents - r.credited_cents).max(0);
+    let top = months.iter().map(|r| net(r)).max().unwrap_or(0).max(1);
+    let (width, height, bar) = (600.0_f64, 200.0_f64, 600.0_f64 / 12.0);
+    let bars = months
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let h = net(r) as f64 / top as f64 * (height - 20.0);
+            let label = r.month.format("%b").to_string();
+            view! {
+                <g>
+                    <rect x=format!("{:.1}", i as f64 * bar + 4.0) y=format!("{:.1}", height - 20.0 - h)
+                        width=format!("{:.1}", bar - 8.0) height=format!("{h:.1}") class="bar" />
+                    <text x=format!("{:.1}", i as f64 * bar + bar / 2.0) y=format!("{:.1}", height - 4.0)
+                        text-anchor="middle" class="month">{label}</text>
+                </g>
+            }
+        })
+        .collect_view();
+    let title = format!("Invoiced per month ({})", currency.to_uppercase());
+    view! {
+        <section class="card revenue" aria-labelledby="revenue-heading">
+            <h2 id="revenue-heading">{title.clone()}</h2>
+            <div class="chart-and-table">
+                <svg viewBox=format!("0 0 {width} {height}") class="chart" role="img" aria-labelledby="revenue-heading"
+                    preserveAspectRatio="none">
+                    {bars}
+                </svg>
+                <div class="table-scroll" tabindex="0" role="region" aria-label=title>
+                    <table class="revenue-table">
+                        <thead>
+                            <tr>
+                                <th scope="col">"Month"</th>
+                                <th scope="col" class="num">"Invoiced"</th>
+                                <th scope="col" class="num">"Credited"</th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {months.iter().map(|r| view! {
+                                <tr class="month-row">
+                                    <th scope="row">{r.month.format("%Y-%m").to_string()}</th>
+                                    <td class="num invoiced">{format_money(r.invoiced_cents, &r.currency)}</td>
+                                    <td class="num">{format_money(r.credited_cents, &r.currency)}</td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                </div>
+            </div>
+        </section>
+    }
+    .into_any()
+}

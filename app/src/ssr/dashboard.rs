@@ -1,0 +1,188 @@
+//! The dashboard's figures, each one statement over an index of the org's rows: the open
+//! invoices (outstanding, overdue, aging, debtors) from `invoices_org_unpaid_due_idx`, what came in
+//! this quarter from `payments_org_created_idx`, and twelve months of invoicing from
+//! `invoices_org_finalized_idx` and the credit notes of those months.
+
+use chrono::{Datelike, NaiveDate};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::model::dashboard::{Dashboard, Debtor, MonthRevenue, Owed, Received};
+
+/// The first day of `date`'s quarter.
+pub fn quarter_start(date: NaiveDate) -> NaiveDate {
+    let month = (date.month0() / 3) * 3 + 1;
+    NaiveDate::from_ymd_opt(date.year(), month, 1).expect("a quarter's first day")
+}
+
+/// The first day of the month eleven months before `date`'s: twelve months with this one.
+pub fn twelve_months_from(date: NaiveDate) -> NaiveDate {
+    let first = date.with_day(1).expect("a month's first day");
+    first - chrono::Months::new(11)
+}
+
+/// `org`'s dashboard.
+pub async fn dashboard(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<Dashboard> {
+    // language=PostgreSQL
+    let today = sqlx::query_scalar!(
+        r#"select (now() at time zone time_zone)::date as "today!: NaiveDate" from orgs where id = $1"#,
+        org
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    // language=PostgreSQL
+    let owed = sqlx::query!(
+        r#"
+        with open as (
+            select currency, total_cents - amount_credited_cents - amount_paid_cents as due,
+                   $2::date - due_date as late
+            from invoices
+            where org_id = $1 and status in ('open', 'uncollectible')
+        )
+        select currency as "currency!",
+               sum(due)::bigint as "outstanding!",
+               coalesce(sum(due) filter (where late > 0), 0)::bigint as "overdue!",
+               coalesce(sum(due) filter (where late <= 0), 0)::bigint as "current!",
+               coalesce(sum(due) filter (where late between 1 and 30), 0)::bigint as "d30!",
+               coalesce(sum(due) filter (where late between 31 and 60), 0)::bigint as "d60!",
+               coalesce(sum(due) filter (where late between 61 and 90), 0)::bigint as "d90!",
+               coalesce(sum(due) filter (where late > 90), 0)::bigint as "older!"
+        from open where due > 0
+        group by currency order by currency
+        "#,
+        org,
+        today as _,
+    )
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .map(|r| Owed {
+        currency: r.currency,
+        outstanding_cents: r.outstanding,
+        overdue_cents: r.overdue,
+        aging_cents: [r.current, r.d30, r.d60, r.d90, r.older],
+    })
+    .collect();
+    let quarter = quarter_start(today);
+    let month = today.with_day(1).expect("a month's first day");
+    // A payment counts on the day it was paid (a manual one's date, else when Stripe said so):
+    // never before it was recorded, so the index's lower bound is exact.
+    // language=PostgreSQL
+    let received = sqlx::query!(
+        r#"
+        with paid as (
+            select p.currency, p.amount_cents,
+                   coalesce(p.paid_on, (p.created_at at time zone o.time_zone)::date) as day
+            from payments p join orgs o on o.id = p.org_id
+            where p.org_id = $1 and p.status = 'succeeded'
+              and p.created_at >= ($2::date::timestamp at time zone o.time_zone)
+        )
+        select currency as "currency!",
+               coalesce(sum(amount_cents) filter (where day >= $3::date), 0)::bigint as "month!",
+               coalesce(sum(amount_cents) filter (where day >= $2::date), 0)::bigint as "quarter!"
+        from paid group by currency order by currency
+        "#,
+        org,
+        quarter as _,
+        month as _,
+    )
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .map(|r| Received {
+        currency: r.currency,
+        this_month_cents: r.month,
+        this_quarter_cents: r.quarter,
+    })
+    .filter(|r| r.this_quarter_cents > 0)
+    .collect();
+    let from = twelve_months_from(today);
+    // language=PostgreSQL
+    let revenue = sqlx::query!(
+        r#"
+        with invoiced as (
+            select date_trunc('month', i.finalized_at at time zone o.time_zone)::date as month,
+                   i.currency, sum(i.total_cents)::bigint as cents
+            from invoices i join orgs o on o.id = i.org_id
+            where i.org_id = $1 and i.finalized_at >= ($2::date::timestamp at time zone o.time_zone)
+              and i.status <> 'void'
+            group by 1, 2
+        ), credited as (
+            select date_trunc('month', c.created_at at time zone o.time_zone)::date as month,
+                   c.currency, sum(c.total_cents)::bigint as cents
+            from credit_notes c join orgs o on o.id = c.org_id
+            where c.org_id = $1 and c.created_at >= ($2::date::timestamp at time zone o.time_zone)
+            group by 1, 2
+        )
+        select coalesce(i.month, c.month) as "month!: NaiveDate",
+               coalesce(i.currency, c.currency) as "currency!",
+               coalesce(i.cents, 0)::bigint as "invoiced!", coalesce(c.cents, 0)::bigint as "credited!"
+        from invoiced i full join credited c on c.month = i.month and c.currency = i.currency
+        order by 1, 2
+        "#,
+        org,
+        from as _,
+    )
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .map(|r| MonthRevenue {
+        month: r.month,
+        currency: r.currency,
+        invoiced_cents: r.invoiced,
+        credited_cents: r.credited,
+    })
+    .collect();
+    // language=PostgreSQL
+    let debtors = sqlx::query!(
+        r#"
+        select customer_id, min(customer_name) as "name!", currency,
+               sum(total_cents - amount_credited_cents - amount_paid_cents)::bigint as "owed!",
+               coalesce(sum(total_cents - amount_credited_cents - amount_paid_cents)
+                        filter (where due_date < $2::date), 0)::bigint as "overdue!",
+               min(due_date) as "oldest!: NaiveDate"
+        from invoices
+        where org_id = $1 and status in ('open', 'uncollectible')
+          and total_cents - amount_credited_cents - amount_paid_cents > 0
+        group by customer_id, case when customer_id is null then lower(customer_email) end, currency
+        order by 4 desc, 2
+        limit 5
+        "#,
+        org,
+        today as _,
+    )
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .map(|r| Debtor {
+        customer_id: r.customer_id,
+        name: r.name,
+        currency: r.currency,
+        owed_cents: r.owed,
+        overdue_cents: r.overdue,
+        oldest_due: r.oldest,
+    })
+    .collect();
+    Ok(Dashboard {
+        today,
+        owed,
+        received,
+        revenue,
+        debtors,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quarters_and_twelve_months_start_where_they_should() {
+        let d = |y, m, day| NaiveDate::from_ymd_opt(y, m, day).unwrap();
+        assert_eq!(quarter_start(d(2026, 12, 5)), d(2026, 10, 1));
+        assert_eq!(quarter_start(d(2026, 1, 1)), d(2026, 1, 1));
+        assert_eq!(quarter_start(d(2026, 6, 30)), d(2026, 4, 1));
+        assert_eq!(twelve_months_from(d(2026, 12, 5)), d(2026, 1, 1));
+        assert_eq!(twelve_months_from(d(2026, 3, 31)), d(2025, 4, 1));
+    }
+}

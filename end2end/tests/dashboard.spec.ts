@@ -1,0 +1,28 @@
+import { test, expect } from "@playwright/test";
+import AxeBuilder from "@axe-core/playwright";
+import { fillInvoice, hydrated, INVOICE_URL, openForm, signUp, submitButton } from "./helpers";
+
+test("the dashboard shows what is owed, its chart with its table, and passes axe on a phone", async ({ page }) => {
+  await signUp(page, "dash");
+  await page.goto("/dashboard");
+  await expect(page.locator(".figure.empty")).toHaveText("Nothing is owed to you.");
+  await openForm(page);
+  await fillInvoice(page, { quantity: "2", price: "125.00", due: "2020-01-31" });
+  await submitButton(page).click();
+  await expect(page).toHaveURL(INVOICE_URL);
+
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto("/dashboard");
+  await hydrated(page);
+  await expect(page.locator(".figure.outstanding .amount")).toHaveText("$250.00");
+  await expect(page.locator(".figure.outstanding .overdue")).toHaveText("$250.00 overdue");
+  await expect(page.locator("table.aging tbody td").last()).toHaveText("$250.00");
+  await expect(page.locator("svg.chart rect.bar")).toHaveCount(1);
+  await expect(page.locator("table.revenue-table td.invoiced")).toHaveText("$250.00");
+  await expect(page.locator("tr.debtor td.owed")).toHaveText("$250.00");
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  expect(width, "nothing wider than the phone").toBeLessThanOrEqual(390);
+  const results = await new AxeBuilder({ page }).analyze();
+  const bad = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  expect(bad.map((v) => `${v.id}: ${v.help}`)).toEqual([]);
+});
