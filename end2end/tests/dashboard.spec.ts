@@ -25,4 +25,14 @@ test("the dashboard shows what is owed, its chart with its table, and passes axe
   const results = await new AxeBuilder({ page }).analyze();
   const bad = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
   expect(bad.map((v) => `${v.id}: ${v.help}`)).toEqual([]);
+
+  // The aging report, and the same as a CSV file.
+  await page.getByRole("link", { name: "Aging by customer" }).click();
+  await expect(page).toHaveURL(/\/reports\/aging$/);
+  await expect(page.locator("tr.aging-row td.total")).toHaveText("$250.00");
+  const again = await new AxeBuilder({ page }).analyze();
+  expect(again.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => v.id)).toEqual([]);
+  const csv = await page.request.get("/reports/aging.csv");
+  expect(csv.status()).toBe(200);
+  expect(await csv.text()).toContain("250.00");
 });

@@ -88,7 +88,8 @@ pub async fn router(
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/logout", post(logout))
-        .merge(crate::branding::session_routes());
+        .merge(crate::branding::session_routes())
+        .merge(crate::reports::routes());
     if metrics != MetricsAccess::Off {
         app = app.route("/metrics", get(metrics_text));
     }
@@ -192,6 +193,7 @@ async fn require_login(session: AuthSession, req: Request, next: Next) -> Respon
         "/quotes",
         "/schedules",
         "/dashboard",
+        "/reports",
     ]
     .iter()
     .any(|p| path == *p || path.starts_with(&format!("{p}/")));

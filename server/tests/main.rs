@@ -34,6 +34,7 @@ mod public_page;
 mod quotes;
 mod readiness;
 mod reminders;
+mod reports;
 mod schedules;
 mod security;
 mod signups;

@@ -579,7 +579,7 @@ const PUBLIC: [&str; 8] = [
     "reset_password",
 ];
 /// Server functions that only read the session's org.
-const READS: [&str; 26] = [
+const READS: [&str; 27] = [
     "current_user",
     "list_invoices",
     "get_invoice",
@@ -598,6 +598,7 @@ const READS: [&str; 26] = [
     "new_quote_form",
     "edit_quote_form",
     "get_dashboard",
+    "get_aging_report",
     "get_org_settings",
     "activity",
     "team_page",

@@ -15,6 +15,7 @@ mod party;
 mod payment;
 mod quote;
 mod recurring;
+pub mod reports;
 mod roles;
 pub mod schedule;
 pub mod statement;

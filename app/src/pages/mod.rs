@@ -11,6 +11,7 @@ pub mod layout;
 pub mod party;
 pub mod quotes;
 pub mod reminders;
+pub mod reports;
 pub mod schedules;
 pub mod settings;
 pub mod statement;

@@ -14,6 +14,7 @@ pub mod invoice_actions;
 pub mod invoices;
 pub mod payments;
 pub mod quotes;
+pub mod reports;
 pub mod schedules;
 pub mod settings;
 pub mod team;

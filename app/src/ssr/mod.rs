@@ -33,6 +33,7 @@ pub mod public;
 pub mod quotes;
 pub mod refunds;
 pub mod reminders;
+pub mod reports;
 pub mod retention;
 pub mod schedules;
 pub mod secret;

@@ -12,6 +12,7 @@ mod org;
 mod problem;
 mod query;
 mod quotes;
+mod reports;
 mod schedules;
 mod tax_rates;
 mod write;
@@ -108,6 +109,7 @@ fn api() -> Api {
             "/api/v1/credit_notes/{id}/einvoice",
             [to(M::GET, einvoice::get_credit_note_einvoice)],
         )
+        .route("/api/v1/reports/aging", [to(M::GET, reports::get_aging)])
         .route(
             "/api/v1/quotes",
             [

@@ -18,6 +18,7 @@ use super::invoices::{self, CheckoutSession, InvoiceList, PaymentList};
 use super::org::{self, Org, OrgBank, OrgEditable};
 use super::problem::Problem;
 use super::quotes::{self, QuoteList};
+use super::reports;
 use super::schedules::{self, ScheduleList};
 use super::tax_rates::{self, TaxRateList};
 
@@ -43,6 +44,7 @@ use super::tax_rates::{self, TaxRateList};
         credit_notes::post_credit_note,
         credit_notes::get_credit_note,
         credit_notes::post_apply_credit,
+        reports::get_aging,
         quotes::post_quote,
         quotes::list_quotes,
         quotes::get_quote,
@@ -77,6 +79,8 @@ use super::tax_rates::{self, TaxRateList};
         ApplyCreditInput,
         CreditNoteLine,
         CreditRefund,
+        app::model::reports::AgingReport,
+        app::model::reports::AgingRow,
         Quote,
         QuoteInput,
         QuoteFields,
