@@ -20,7 +20,7 @@ async fn aging_csv(State(state): State<AppState>, session: AuthSession) -> Respo
     };
     let read = async {
         let mut conn = state.reads.acquire().await?;
-        app::ssr::reports::aging(&mut conn, user.org_id).await
+        app::ssr::reports::aging(&mut conn, user.org_id, Some(app::ssr::reports::MAX_ROWS)).await
     };
     let report = match read.await {
         Ok(report) => report,

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::error::FieldErrors;
-use crate::model::{Invoice, InvoiceInput, RunAction, INVOICE_FIELDS};
+use crate::model::{Invoice, InvoiceInput, RunAction};
 
 /// Where a quote is. `Expired` is never stored: an open quote past its `expires_on` (in the org's
 /// time zone) is expired.
@@ -72,23 +72,7 @@ pub struct QuoteInput {
 impl QuoteInput {
     /// Splits a JSON body into the invoice input and the quote fields, each read strictly.
     pub fn from_json(value: &serde_json::Value) -> Result<QuoteInput, String> {
-        let Some(object) = value.as_object() else {
-            return Err("the body is not a JSON object".into());
-        };
-        let (mut invoice, mut quote) = (serde_json::Map::new(), serde_json::Map::new());
-        for (k, v) in object {
-            if QUOTE_FIELDS.contains(&k.as_str()) {
-                quote.insert(k.clone(), v.clone());
-            } else if INVOICE_FIELDS.contains(&k.as_str()) {
-                invoice.insert(k.clone(), v.clone());
-            } else {
-                return Err(format!("unknown field `{k:.40}`"));
-            }
-        }
-        let invoice = serde_json::from_value(serde_json::Value::Object(invoice))
-            .map_err(|e| e.to_string())?;
-        let quote =
-            serde_json::from_value(serde_json::Value::Object(quote)).map_err(|e| e.to_string())?;
+        let (invoice, quote) = super::recurring::split_body(value, &QUOTE_FIELDS)?;
         Ok(QuoteInput { invoice, quote })
     }
 

@@ -207,27 +207,38 @@ pub const INVOICE_FIELDS: [&str; 11] = [
     "notes",
 ];
 
+/// A body that is the invoice input plus `extra` fields (a schedule's cadence, a quote's expiry),
+/// read strictly: any other name is an error naming it. Returns the invoice input and the extra
+/// fields as `T`.
+pub fn split_body<T: serde::de::DeserializeOwned>(
+    value: &serde_json::Value,
+    extra: &[&str],
+) -> Result<(InvoiceInput, T), String> {
+    let Some(object) = value.as_object() else {
+        return Err("the body is not a JSON object".into());
+    };
+    let (mut invoice, mut rest) = (serde_json::Map::new(), serde_json::Map::new());
+    for (k, v) in object {
+        if extra.contains(&k.as_str()) {
+            rest.insert(k.clone(), v.clone());
+        } else if INVOICE_FIELDS.contains(&k.as_str()) {
+            invoice.insert(k.clone(), v.clone());
+        } else {
+            return Err(format!("unknown field `{k:.40}`"));
+        }
+    }
+    let invoice =
+        serde_json::from_value(serde_json::Value::Object(invoice)).map_err(|e| e.to_string())?;
+    let rest =
+        serde_json::from_value(serde_json::Value::Object(rest)).map_err(|e| e.to_string())?;
+    Ok((invoice, rest))
+}
+
 impl ScheduleInput {
     /// Splits a JSON body into the invoice input and the cadence fields, each read strictly (an
     /// unknown field is an error naming it).
     pub fn from_json(value: &serde_json::Value) -> Result<ScheduleInput, String> {
-        let Some(object) = value.as_object() else {
-            return Err("the body is not a JSON object".into());
-        };
-        let (mut invoice, mut schedule) = (serde_json::Map::new(), serde_json::Map::new());
-        for (k, v) in object {
-            if SCHEDULE_FIELDS.contains(&k.as_str()) {
-                schedule.insert(k.clone(), v.clone());
-            } else if INVOICE_FIELDS.contains(&k.as_str()) {
-                invoice.insert(k.clone(), v.clone());
-            } else {
-                return Err(format!("unknown field `{k:.40}`"));
-            }
-        }
-        let invoice = serde_json::from_value(serde_json::Value::Object(invoice))
-            .map_err(|e| e.to_string())?;
-        let schedule = serde_json::from_value(serde_json::Value::Object(schedule))
-            .map_err(|e| e.to_string())?;
+        let (invoice, schedule) = split_body(value, &SCHEDULE_FIELDS)?;
         Ok(ScheduleInput { invoice, schedule })
     }
 

@@ -22,6 +22,8 @@ pub struct AgingRow {
     pub total_cents: i64,
     /// How many open invoices.
     pub invoices: i64,
+    /// The oldest due date among them.
+    pub oldest_due: NaiveDate,
 }
 
 /// The aging report on the org's `today`, biggest debts first.

@@ -11,5 +11,8 @@ pub async fn get_aging_report() -> Result<AgingReport, AppError> {
     let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
     let state = super::state()?;
     let mut conn = state.reads.acquire().await?;
-    Ok(crate::ssr::reports::aging(&mut conn, user.org_id).await?)
+    Ok(
+        crate::ssr::reports::aging(&mut conn, user.org_id, Some(crate::ssr::reports::MAX_ROWS))
+            .await?,
+    )
 }

@@ -1,7 +1,10 @@
 //! The dashboard's figures, each one statement over an index of the org's rows: the open
-//! invoices (outstanding, overdue, aging, debtors) from `invoices_org_unpaid_due_idx`, what came in
+//! invoices (outstanding, overdue, aging, debtors: the aging report) from
+//! `invoices_org_unpaid_due_idx`, what came in
 //! this quarter from `payments_org_created_idx`, and twelve months of invoicing from
 //! `invoices_org_finalized_idx` and the credit notes of those months.
+
+use std::collections::BTreeMap;
 
 use chrono::{Datelike, NaiveDate};
 use sqlx::PgConnection;
@@ -21,48 +24,45 @@ pub fn twelve_months_from(date: NaiveDate) -> NaiveDate {
     first - chrono::Months::new(11)
 }
 
-/// `org`'s dashboard.
+/// `org`'s dashboard. What is owed (per currency, by age, and by whom) is the aging report summed:
+/// one scan of the open invoices serves the figures, the buckets and the debtors.
 pub async fn dashboard(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<Dashboard> {
-    // language=PostgreSQL
-    let today = sqlx::query_scalar!(
-        r#"select (now() at time zone time_zone)::date as "today!: NaiveDate" from orgs where id = $1"#,
-        org
-    )
-    .fetch_one(&mut *conn)
-    .await?;
-    // language=PostgreSQL
-    let owed = sqlx::query!(
-        r#"
-        with open as (
-            select currency, total_cents - amount_credited_cents - amount_paid_cents as due,
-                   $2::date - due_date as late
-            from invoices
-            where org_id = $1 and status in ('open', 'uncollectible')
-        )
-        select currency as "currency!",
-               sum(due)::bigint as "outstanding!",
-               coalesce(sum(due) filter (where late > 0), 0)::bigint as "overdue!",
-               coalesce(sum(due) filter (where late <= 0), 0)::bigint as "current!",
-               coalesce(sum(due) filter (where late between 1 and 30), 0)::bigint as "d30!",
-               coalesce(sum(due) filter (where late between 31 and 60), 0)::bigint as "d60!",
-               coalesce(sum(due) filter (where late between 61 and 90), 0)::bigint as "d90!",
-               coalesce(sum(due) filter (where late > 90), 0)::bigint as "older!"
-        from open where due > 0
-        group by currency order by currency
-        "#,
-        org,
-        today as _,
-    )
-    .fetch_all(&mut *conn)
-    .await?
-    .into_iter()
-    .map(|r| Owed {
-        currency: r.currency,
-        outstanding_cents: r.outstanding,
-        overdue_cents: r.overdue,
-        aging_cents: [r.current, r.d30, r.d60, r.d90, r.older],
-    })
-    .collect();
+    let report = crate::ssr::reports::aging(conn, org, None).await?;
+    let today = report.today;
+    let mut owed: BTreeMap<String, Owed> = BTreeMap::new();
+    for r in &report.data {
+        let o = owed.entry(r.currency.clone()).or_insert_with(|| Owed {
+            currency: r.currency.clone(),
+            ..Owed::default()
+        });
+        o.outstanding_cents += r.total_cents;
+        o.overdue_cents += r.total_cents - r.current_cents;
+        let buckets = [
+            r.current_cents,
+            r.days_1_30_cents,
+            r.days_31_60_cents,
+            r.days_61_90_cents,
+            r.over_90_cents,
+        ];
+        for (sum, cents) in o.aging_cents.iter_mut().zip(buckets) {
+            *sum += cents;
+        }
+    }
+    // The report is biggest first.
+    let debtors = report
+        .data
+        .iter()
+        .take(5)
+        .map(|r| Debtor {
+            customer_id: r.customer_id,
+            name: r.name.clone(),
+            currency: r.currency.clone(),
+            owed_cents: r.total_cents,
+            overdue_cents: r.total_cents - r.current_cents,
+            oldest_due: r.oldest_due,
+        })
+        .collect();
+    let owed = owed.into_values().collect();
     let quarter = quarter_start(today);
     let month = today.with_day(1).expect("a month's first day");
     // A payment counts on the day it was paid (a manual one's date, else when Stripe said so):
@@ -131,36 +131,6 @@ pub async fn dashboard(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<Dashb
         currency: r.currency,
         invoiced_cents: r.invoiced,
         credited_cents: r.credited,
-    })
-    .collect();
-    // language=PostgreSQL
-    let debtors = sqlx::query!(
-        r#"
-        select customer_id, min(customer_name) as "name!", currency,
-               sum(total_cents - amount_credited_cents - amount_paid_cents)::bigint as "owed!",
-               coalesce(sum(total_cents - amount_credited_cents - amount_paid_cents)
-                        filter (where due_date < $2::date), 0)::bigint as "overdue!",
-               min(due_date) as "oldest!: NaiveDate"
-        from invoices
-        where org_id = $1 and status in ('open', 'uncollectible')
-          and total_cents - amount_credited_cents - amount_paid_cents > 0
-        group by customer_id, case when customer_id is null then lower(customer_email) end, currency
-        order by 4 desc, 2
-        limit 5
-        "#,
-        org,
-        today as _,
-    )
-    .fetch_all(&mut *conn)
-    .await?
-    .into_iter()
-    .map(|r| Debtor {
-        customer_id: r.customer_id,
-        name: r.name,
-        currency: r.currency,
-        owed_cents: r.owed,
-        overdue_cents: r.overdue,
-        oldest_due: r.oldest,
     })
     .collect();
     Ok(Dashboard {

@@ -10,8 +10,12 @@ use crate::model::reports::{AgingReport, AgingRow};
 /// The most rows a report lists (an org with more debtors gets the biggest).
 pub const MAX_ROWS: i64 = 10_000;
 
-/// `org`'s aging report.
-pub async fn aging(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<AgingReport> {
+/// `org`'s aging report: its biggest `limit` rows, or every row (the dashboard's sums).
+pub async fn aging(
+    conn: &mut PgConnection,
+    org: Uuid,
+    limit: Option<i64>,
+) -> sqlx::Result<AgingReport> {
     // language=PostgreSQL
     let today = sqlx::query_scalar!(
         r#"select (now() at time zone time_zone)::date as "today!: NaiveDate" from orgs where id = $1"#,
@@ -23,7 +27,7 @@ pub async fn aging(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<AgingRepo
     let rows = sqlx::query!(
         r#"
         with open as (
-            select customer_id, customer_name, lower(customer_email) as email, currency,
+            select customer_id, customer_name, lower(customer_email) as email, currency, due_date,
                    total_cents - amount_credited_cents - amount_paid_cents as due,
                    $2::date - due_date as late
             from invoices
@@ -36,7 +40,8 @@ pub async fn aging(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<AgingRepo
                coalesce(sum(due) filter (where late between 31 and 60), 0)::bigint as "d60!",
                coalesce(sum(due) filter (where late between 61 and 90), 0)::bigint as "d90!",
                coalesce(sum(due) filter (where late > 90), 0)::bigint as "older!",
-               sum(due)::bigint as "total!", count(*) as "invoices!"
+               sum(due)::bigint as "total!", count(*) as "invoices!",
+               min(due_date) as "oldest!: NaiveDate"
         from open where due > 0
         group by customer_id, case when customer_id is null then email end, currency
         order by 10 desc, 2
@@ -44,7 +49,7 @@ pub async fn aging(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<AgingRepo
         "#,
         org,
         today as _,
-        MAX_ROWS,
+        limit,
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -64,6 +69,7 @@ pub async fn aging(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<AgingRepo
                 over_90_cents: r.older,
                 total_cents: r.total,
                 invoices: r.invoices,
+                oldest_due: r.oldest,
             })
             .collect(),
     })

@@ -24,6 +24,7 @@ pub(super) async fn get_aging(
 ) -> Result<Json<AgingReport>, ProblemResponse> {
     let mut conn = state.reads.acquire().await?;
     Ok(Json(
-        app::ssr::reports::aging(&mut conn, client.org_id).await?,
+        app::ssr::reports::aging(&mut conn, client.org_id, Some(app::ssr::reports::MAX_ROWS))
+            .await?,
     ))
 }

@@ -93,15 +93,7 @@ fn render(found: PublicInvoice, token: &str, tr: &Tr) -> String {
             <div class="table-scroll" tabindex="0" role="region" aria-label=tr.t("items")>
                 <table>
                     <caption>{tr.t("items")}</caption>
-                    <thead>
-                        <tr>
-                            <th scope="col">{tr.t("col-description")}</th>
-                            <th scope="col" class="num">{tr.t("col-qty")}</th>
-                            <th scope="col" class="num">{tr.t("col-unit-price")}</th>
-                            <th scope="col">{tr.t("col-tax")}</th>
-                            <th scope="col" class="num">{tr.t("col-amount")}</th>
-                        </tr>
-                    </thead>
+                    {super::look::items_head(tr)}
                     <tbody>{lines}</tbody>
                     <tfoot>
                         {app::totals_rows(&inv, 4, tr)}

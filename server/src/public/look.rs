@@ -29,6 +29,22 @@ pub(super) fn header(org_name: &str, address: &str, branding: &Branding) -> AnyV
     .into_any()
 }
 
+/// The head of a document's items table (the invoice's and the quote's pages).
+pub(super) fn items_head(tr: &app::ssr::i18n::Tr) -> AnyView {
+    view! {
+        <thead>
+            <tr>
+                <th scope="col">{tr.t("col-description")}</th>
+                <th scope="col" class="num">{tr.t("col-qty")}</th>
+                <th scope="col" class="num">{tr.t("col-unit-price")}</th>
+                <th scope="col">{tr.t("col-tax")}</th>
+                <th scope="col" class="num">{tr.t("col-amount")}</th>
+            </tr>
+        </thead>
+    }
+    .into_any()
+}
+
 /// The org's footer text, under the page.
 pub(super) fn footer(branding: &Branding) -> Option<AnyView> {
     (!branding.footer_text.is_empty()).then(|| {
