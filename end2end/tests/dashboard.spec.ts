@@ -35,4 +35,20 @@ test("the dashboard shows what is owed, its chart with its table, and passes axe
   const csv = await page.request.get("/reports/aging.csv");
   expect(csv.status()).toBe(200);
   expect(await csv.text()).toContain("250.00");
+
+  // The tax summary of the quarter so far, on the phone too; its period form is a plain GET.
+  await page.getByRole("link", { name: "Tax summary" }).click();
+  await expect(page).toHaveURL(/\/reports\/tax$/);
+  const row = page.locator("table.tax-report tr.tax-row");
+  await expect(row.locator("th")).toHaveText("No tax rate");
+  await expect(row.locator("td").nth(1)).toHaveText("$250.00");
+  await expect(page.locator("tr.tax-net-row td").first()).toHaveText("$250.00");
+  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+  const tax = await new AxeBuilder({ page }).analyze();
+  expect(tax.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => v.id)).toEqual([]);
+  await page.locator("form.period input[name=from]").fill("2000-01-01");
+  await page.locator("form.period input[name=to]").fill("2000-12-31");
+  await page.locator("form.period button").click();
+  await expect(page).toHaveURL(/from=2000-01-01&to=2000-12-31/);
+  await expect(page.locator("p.empty").first()).toHaveText("None in this period.");
 });

@@ -22,6 +22,19 @@ pub fn amount(minor: i64, currency: &str) -> String {
     app::model::plain_amount(minor, currency)
 }
 
+/// `records` as one CSV file (the header is the first record).
+pub fn file<R, C>(records: impl IntoIterator<Item = R>) -> Result<Vec<u8>, csv::Error>
+where
+    R: IntoIterator<Item = C>,
+    C: AsRef<[u8]>,
+{
+    let mut out = csv::Writer::from_writer(Vec::new());
+    for record in records {
+        out.write_record(record)?;
+    }
+    out.into_inner().map_err(|e| e.into_error().into())
+}
+
 /// `bytes` (a whole CSV file) as a download named `name`.
 pub fn download(bytes: Vec<u8>, name: &str) -> Response {
     (

@@ -579,7 +579,7 @@ const PUBLIC: [&str; 8] = [
     "reset_password",
 ];
 /// Server functions that only read the session's org.
-const READS: [&str; 27] = [
+const READS: [&str; 28] = [
     "current_user",
     "list_invoices",
     "get_invoice",
@@ -599,6 +599,7 @@ const READS: [&str; 27] = [
     "edit_quote_form",
     "get_dashboard",
     "get_aging_report",
+    "get_tax_report",
     "get_org_settings",
     "activity",
     "team_page",

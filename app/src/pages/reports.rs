@@ -1,11 +1,25 @@
-//! `/reports/aging`: who owes what and for how long, per customer and currency, and the same as a
-//! CSV file (`/reports/aging.csv`).
+//! The reports, each a page and a CSV file: `/reports/aging` (who owes what and for how long, per
+//! customer and currency) and `/reports/tax?from=..&to=..` (the taxable base and tax per rate, what
+//! a VAT return needs; its period form is a plain GET).
 
 use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
 
 use crate::model::format_money;
+use crate::model::reports::{TaxDocuments, TaxRow};
 use crate::pages::layout::error_banner;
-use crate::rpc::reports::get_aging_report;
+use crate::rpc::reports::{get_aging_report, get_tax_report};
+
+/// The reports' own links: each report and its file.
+fn report_links() -> impl IntoView {
+    view! {
+        <nav class="report-links" aria-label="Reports">
+            <a href="/reports/aging">"Aging"</a>
+            " · "
+            <a href="/reports/tax">"Tax summary"</a>
+        </nav>
+    }
+}
 
 #[component]
 pub fn AgingReportPage() -> impl IntoView {
@@ -16,6 +30,7 @@ pub fn AgingReportPage() -> impl IntoView {
                 <h1>"Aging by customer"</h1>
                 <a class="button download-csv" href="/reports/aging.csv" download>"Download CSV"</a>
             </div>
+            {report_links()}
             <Suspense fallback=|| view! { <p>"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match report.await {
@@ -63,5 +78,125 @@ pub fn AgingReportPage() -> impl IntoView {
                 })}
             </Suspense>
         </section>
+    }
+}
+
+#[component]
+pub fn TaxReportPage() -> impl IntoView {
+    let query = use_query_map();
+    let period = move || (query.with(|q| q.get("from")), query.with(|q| q.get("to")));
+    let report = Resource::new(period, |(from, to)| get_tax_report(from, to));
+    view! {
+        <section class="card">
+            <h1>"Tax summary"</h1>
+            {report_links()}
+            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    let (from, to) = period();
+                    match report.await {
+                        Ok(r) => {
+                            let csv = format!("/reports/tax.csv?from={}&to={}", r.from, r.to);
+                            let (invoices, credits): (Vec<TaxRow>, Vec<TaxRow>) = r
+                                .data
+                                .into_iter()
+                                .partition(|row| row.documents == TaxDocuments::Invoices);
+                            view! {
+                                {period_form(r.from.to_string(), r.to.to_string())}
+                                <p><a class="button download-csv" href=csv download>"Download CSV"</a></p>
+                                {tax_table("Invoices", "Invoices finalized in the period (void ones left out)", invoices)}
+                                {tax_table("Credit notes", "Credit notes issued in the period", credits)}
+                                <h2>"Net"</h2>
+                                {if r.net.is_empty() {
+                                    view! { <p class="empty">"Nothing was invoiced or credited in this period."</p> }.into_any()
+                                } else {
+                                    view! {
+                                        <table class="tax-net">
+                                            <caption class="sr-only">"Invoices less credit notes, per currency"</caption>
+                                            <thead>
+                                                <tr>
+                                                    <th scope="col">"Currency"</th>
+                                                    <th scope="col" class="num">"Taxable"</th>
+                                                    <th scope="col" class="num">"Tax"</th>
+                                                </tr>
+                                            </thead>
+                                            <tbody>
+                                                {r.net.into_iter().map(|n| view! {
+                                                    <tr class="tax-net-row">
+                                                        <th scope="row">{n.currency.to_uppercase()}</th>
+                                                        <td class="num">{format_money(n.taxable_cents, &n.currency)}</td>
+                                                        <td class="num">{format_money(n.tax_cents, &n.currency)}</td>
+                                                    </tr>
+                                                }).collect_view()}
+                                            </tbody>
+                                        </table>
+                                    }.into_any()
+                                }}
+                            }.into_any()
+                        }
+                        Err(e) => view! {
+                            {period_form(from.unwrap_or_default(), to.unwrap_or_default())}
+                            {error_banner(&e)}
+                        }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </section>
+    }
+}
+
+fn period_form(from: String, to: String) -> impl IntoView {
+    view! {
+        <form method="get" class="period" aria-label="Period">
+            <label>"From" <input type="date" name="from" value=from /></label>
+            <label>"To" <input type="date" name="to" value=to /></label>
+            <button type="submit" class="secondary">"Show"</button>
+        </form>
+    }
+}
+
+fn tax_table(title: &'static str, caption: &'static str, rows: Vec<TaxRow>) -> impl IntoView {
+    view! {
+        <h2>{title}</h2>
+        {if rows.is_empty() {
+            view! { <p class="empty">"None in this period."</p> }.into_any()
+        } else {
+            view! {
+                <div class="table-scroll" tabindex="0" role="region" aria-label=title>
+                    <table class="tax-report">
+                        <caption class="sr-only">{caption}</caption>
+                        <thead>
+                            <tr>
+                                <th scope="col">"Rate"</th>
+                                <th scope="col">"Currency"</th>
+                                <th scope="col" class="num">"Taxable"</th>
+                                <th scope="col" class="num">"Tax"</th>
+                                <th scope="col" class="num">"Documents"</th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {rows.into_iter().map(|row| {
+                                let rate = match &row.category {
+                                    Some(category) => format!(
+                                        "{} {} % ({category})",
+                                        row.names.join(", "),
+                                        crate::model::Thousandths(row.percent_milli),
+                                    ),
+                                    None => "No tax rate".to_owned(),
+                                };
+                                view! {
+                                    <tr class="tax-row">
+                                        <th scope="row">{rate}</th>
+                                        <td>{row.currency.to_uppercase()}</td>
+                                        <td class="num">{format_money(row.taxable_cents, &row.currency)}</td>
+                                        <td class="num">{format_money(row.tax_cents, &row.currency)}</td>
+                                        <td class="num">{row.count}</td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                </div>
+            }.into_any()
+        }}
     }
 }

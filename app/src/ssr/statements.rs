@@ -32,7 +32,7 @@ impl Period {
             return Err("The period ends before it begins.".into());
         }
         if (to - from).num_days() >= MAX_DAYS {
-            return Err(format!("A statement covers at most {MAX_DAYS} days."));
+            return Err(format!("A period covers at most {MAX_DAYS} days."));
         }
         Ok(Period { from, to })
     }

@@ -110,6 +110,7 @@ fn api() -> Api {
             [to(M::GET, einvoice::get_credit_note_einvoice)],
         )
         .route("/api/v1/reports/aging", [to(M::GET, reports::get_aging)])
+        .route("/api/v1/reports/tax", [to(M::GET, reports::get_tax)])
         .route(
             "/api/v1/quotes",
             [

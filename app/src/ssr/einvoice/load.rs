@@ -245,17 +245,13 @@ pub async fn credit_note_document(
     // (line name, quantity, gross, the group it is taxed in)
     let mut parts: Vec<(String, i64, i64, Group)> = Vec::new();
     if credited.is_empty() {
-        let total: i64 = invoice.groups.values().map(|g| g.taxable() + g.tax).sum();
-        let mut left = c.total_cents;
-        let count = invoice.groups.len();
-        for (n, (group, amounts)) in invoice.groups.iter().enumerate() {
-            let gross = if n + 1 == count || total == 0 {
-                left
-            } else {
-                let share = i128::from(c.total_cents) * i128::from(amounts.taxable() + amounts.tax);
-                ((share + i128::from(total) / 2) / i128::from(total)) as i64
-            };
-            left -= gross;
+        let weights: Vec<i64> = invoice
+            .groups
+            .values()
+            .map(|g| g.taxable() + g.tax)
+            .collect();
+        let shares = super::spread(c.total_cents, &weights);
+        for (group, gross) in invoice.groups.keys().zip(shares) {
             parts.push((c.reason.clone(), 1000, gross, group.clone()));
         }
     } else {
@@ -277,9 +273,7 @@ pub async fn credit_note_document(
     let mut lines = Vec::with_capacity(parts.len());
     let mut groups: BTreeMap<Group, GroupAmounts> = BTreeMap::new();
     for (n, (name, quantity, gross, group)) in parts.into_iter().enumerate() {
-        // Net of tax, rounded half up; the tax is the rest.
-        let scale = 100_000 + i128::from(group.percent_milli);
-        let net = ((i128::from(gross) * 100_000 * 2 + scale) / (scale * 2)) as i64;
+        let net = super::net_of(gross, group.percent_milli);
         let per_unit = if quantity > 0 {
             ((i128::from(net) * 1000 * 2 + i128::from(quantity)) / (i128::from(quantity) * 2))
                 as i64

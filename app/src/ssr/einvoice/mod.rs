@@ -360,8 +360,43 @@ pub fn exemption(group: &Group) -> Option<(String, &'static str)> {
     Some((text.to_owned(), code))
 }
 
+/// `gross`, tax at `percent_milli` included, net of that tax: rounded half up (the tax is the
+/// rest).
+pub fn net_of(gross: i64, percent_milli: i64) -> i64 {
+    let scale = 100_000 + i128::from(percent_milli);
+    ((i128::from(gross) * 100_000 * 2 + scale) / (scale * 2)) as i64
+}
+
+/// `total` spread over parts in proportion to `weights`: each share rounded half up, the last
+/// taking what is left (so the shares always add up to `total`).
+pub fn spread(total: i64, weights: &[i64]) -> Vec<i64> {
+    let sum: i128 = weights.iter().map(|w| i128::from(*w)).sum();
+    let mut left = total;
+    let mut shares = Vec::with_capacity(weights.len());
+    for (n, weight) in weights.iter().enumerate() {
+        let share = if n + 1 == weights.len() || sum == 0 {
+            left
+        } else {
+            ((i128::from(total) * i128::from(*weight) + sum / 2) / sum) as i64
+        };
+        left -= share;
+        shares.push(share);
+    }
+    shares
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_spread_adds_up_and_nets_round_half_up() {
+        assert_eq!(super::spread(1_000, &[1, 1, 1]), vec![333, 333, 334]);
+        assert_eq!(super::spread(100, &[2_500, 7_500]), vec![25, 75]);
+        assert_eq!(super::spread(5, &[0, 0]), vec![5, 0]);
+        assert_eq!(super::net_of(11_900, 19_000), 10_000);
+        assert_eq!(super::net_of(107, 7_000), 100);
+        assert_eq!(super::net_of(1, 0), 1);
+    }
+
     use super::*;
 
     #[test]
