@@ -27,7 +27,7 @@ use pages::dashboard::DashboardPage;
 use pages::invoices::{EditInvoicePage, InvoiceListPage, InvoicePage, NewInvoicePage};
 use pages::layout::{Nav, NotFound};
 use pages::quotes::{EditQuotePage, NewQuotePage, QuotePage, QuotesPage};
-use pages::reports::{AgingReportPage, TaxReportPage};
+use pages::reports::{AgingReportPage, ExportsPage, TaxReportPage};
 use pages::schedules::{EditSchedulePage, NewSchedulePage, SchedulePage, SchedulesPage};
 use pages::settings::{ApiKeysPage, OrgSettingsPage};
 use pages::statement::StatementPage;
@@ -83,6 +83,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/dashboard") view=DashboardPage ssr=SsrMode::Async />
                     <Route path=path!("/reports/aging") view=AgingReportPage ssr=SsrMode::Async />
                     <Route path=path!("/reports/tax") view=TaxReportPage ssr=SsrMode::Async />
+                    <Route path=path!("/reports/exports") view=ExportsPage />
                     <Route path=path!("/quotes") view=QuotesPage ssr=SsrMode::Async />
                     <Route path=path!("/quotes/new") view=NewQuotePage ssr=SsrMode::Async />
                     <Route path=path!("/quotes/:id") view=QuotePage ssr=SsrMode::Async />

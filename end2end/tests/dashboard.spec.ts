@@ -51,4 +51,23 @@ test("the dashboard shows what is owed, its chart with its table, and passes axe
   await page.locator("form.period button").click();
   await expect(page).toHaveURL(/from=2000-01-01&to=2000-12-31/);
   await expect(page.locator("p.empty").first()).toHaveText("None in this period.");
+
+  // Exports: the page passes axe; the invoice list's link carries its filters, and the file
+  // lists what the filtered list does.
+  await page.getByRole("link", { name: "Exports" }).click();
+  await expect(page).toHaveURL(/\/reports\/exports$/);
+  const exportsAxe = await new AxeBuilder({ page }).analyze();
+  expect(exportsAxe.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => v.id)).toEqual([]);
+  const [download] = await Promise.all([
+    page.waitForEvent("download"),
+    page.locator("form[action='/exports/payments.csv'] button").click(),
+  ]);
+  expect(download.suggestedFilename()).toBe("payments.csv");
+  await page.goto("/invoices?status=open");
+  const link = page.locator("a.export-invoices");
+  await expect(link).toHaveAttribute("href", "/exports/invoices.csv?status=open");
+  const file = await page.request.get((await link.getAttribute("href"))!);
+  const text = await file.text();
+  expect(text.split("\r\n")[0]).toContain("id,number,status");
+  expect(text).toContain(",open,");
 });

@@ -3,19 +3,11 @@
 //! leading `'` (OWASP's advice for CSV injection). Numbers the server writes itself are written as
 //! they are (`-5.00` is an amount, not a formula).
 
-use std::borrow::Cow;
-
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
 /// `text` safe to open in a spreadsheet.
-pub fn cell(text: &str) -> Cow<'_, str> {
-    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        Cow::Owned(format!("'{text}"))
-    } else {
-        Cow::Borrowed(text)
-    }
-}
+pub use app::ssr::exports::cell;
 
 /// An amount of `currency`'s minor units as a plain decimal: `123456` → `1234.56`.
 pub fn amount(minor: i64, currency: &str) -> String {
@@ -28,7 +20,10 @@ where
     R: IntoIterator<Item = C>,
     C: AsRef<[u8]>,
 {
-    let mut out = csv::Writer::from_writer(Vec::new());
+    // RFC 4180 ends records with CRLF (the crate's default is LF).
+    let mut out = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::CRLF)
+        .from_writer(Vec::new());
     for record in records {
         out.write_record(record)?;
     }
@@ -56,21 +51,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn formulas_are_neutralised_and_the_rest_is_left_alone() {
-        for bad in [
-            "=1+1",
-            "+1",
-            "-1",
-            "@SUM(A1)",
-            "\tx",
-            "\rx",
-            "=HYPERLINK(\"http://x\")",
-        ] {
-            assert_eq!(cell(bad), format!("'{bad}"), "{bad:?}");
-        }
-        for fine in ["Acme", "1+1", "a=b", "", "'quoted"] {
-            assert_eq!(cell(fine), fine);
-        }
+    fn records_end_with_crlf_and_quote_what_needs_it() {
+        let bytes = file([["a", "b,c"], ["\"q\"", "line\nbreak"]]).unwrap();
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            "a,\"b,c\"\r\n\"\"\"q\"\"\",\"line\nbreak\"\r\n"
+        );
+    }
+
+    #[test]
+    fn amounts_are_plain_decimals() {
         assert_eq!(amount(123_456, "eur"), "1234.56");
         assert_eq!(amount(-500, "usd"), "-5.00");
         assert_eq!(amount(1234, "jpy"), "1234");

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod config;
 pub mod csv_out;
 pub mod db;
+pub mod exports;
 pub mod logging;
 pub mod pdf;
 pub mod process;

@@ -64,8 +64,8 @@ async fn aging_csv(State(state): State<AppState>, session: AuthSession) -> Respo
     for r in &report.data {
         let c = &r.currency;
         records.push(vec![
-            cell(&r.name).into_owned(),
-            cell(&r.email).into_owned(),
+            cell(&r.name),
+            cell(&r.email),
             c.to_uppercase(),
             amount(r.current_cents, c),
             amount(r.days_1_30_cents, c),
@@ -132,7 +132,7 @@ async fn tax_csv(
             .to_owned(),
             r.category.clone().unwrap_or_default(),
             app::model::Thousandths(r.percent_milli).to_string(),
-            cell(&r.names.join("; ")).into_owned(),
+            cell(&r.names.join("; ")),
             amount(r.taxable_cents, c),
             amount(r.tax_cents, c),
             r.count.to_string(),

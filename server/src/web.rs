@@ -89,7 +89,8 @@ pub async fn router(
         .route("/readyz", get(readyz))
         .route("/logout", post(logout))
         .merge(crate::branding::session_routes())
-        .merge(crate::reports::routes());
+        .merge(crate::reports::routes())
+        .merge(crate::exports::routes());
     if metrics != MetricsAccess::Off {
         app = app.route("/metrics", get(metrics_text));
     }

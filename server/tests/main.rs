@@ -16,6 +16,7 @@ mod credit_refunds;
 mod customers;
 mod dashboard;
 mod einvoice;
+mod exports;
 mod form_crash;
 mod invoice_lists;
 mod languages;

@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
-use super::filters::{query_param, FilterSearch};
+use super::filters::{query_param, ExportLink, FilterSearch};
 use uuid::Uuid;
 
 use super::layout::{error_banner, field_error, field_errors, Head, NotFound};
@@ -25,6 +25,9 @@ pub fn CustomersPage() -> impl IntoView {
                 <FilterSearch label="Name or email" placeholder="Name or email starts with…" />
                 <button type="submit">"Search"</button>
             </form>
+            <p class="exports">
+                <ExportLink kind="customers" label="Download these as CSV" />
+            </p>
             <Suspense fallback=|| view! { <p>"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match customers.await {

@@ -77,3 +77,23 @@ pub fn NextPage(path: &'static str, cursor: String, label: &'static str) -> impl
         </p>
     }
 }
+
+/// A link to the export `kind` (`/exports/<kind>.csv`) with the list's filters as they are (not its
+/// page: an export lists them all).
+#[component]
+pub fn ExportLink(kind: &'static str, label: &'static str) -> impl IntoView {
+    let query = use_query_map();
+    view! {
+        <a
+            class=format!("export export-{kind}")
+            download
+            href=move || {
+                let mut q = query.get();
+                q.remove("before");
+                format!("/exports/{kind}.csv{}", q.to_query_string())
+            }
+        >
+            {label}
+        </a>
+    }
+}

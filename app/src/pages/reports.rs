@@ -17,6 +17,8 @@ fn report_links() -> impl IntoView {
             <a href="/reports/aging">"Aging"</a>
             " · "
             <a href="/reports/tax">"Tax summary"</a>
+            " · "
+            <a href="/reports/exports">"Exports"</a>
         </nav>
     }
 }
@@ -198,5 +200,36 @@ fn tax_table(title: &'static str, caption: &'static str, rows: Vec<TaxRow>) -> i
                 </div>
             }.into_any()
         }}
+    }
+}
+
+/// `/reports/exports`: every CSV export. Payments and credit notes take a period (plain GET forms
+/// whose answer is the file); invoices, their lines and customers are also on their lists, with the
+/// list's filters.
+#[component]
+pub fn ExportsPage() -> impl IntoView {
+    let period_form = |kind: &'static str, title: &'static str| {
+        view! {
+            <form method="get" action=format!("/exports/{kind}.csv") class="period" aria-label=title>
+                <h2>{title}</h2>
+                <label>"From" <input type="date" name="from" /></label>
+                <label>"To" <input type="date" name="to" /></label>
+                <button type="submit" class="secondary">"Download CSV"</button>
+            </form>
+        }
+    };
+    view! {
+        <section class="card">
+            <h1>"Exports"</h1>
+            {report_links()}
+            <p class="hint">"CSV files (UTF-8) for a spreadsheet or your bookkeeping. Leave the dates empty for everything."</p>
+            <ul class="export-list">
+                <li><a class="export export-invoices" href="/exports/invoices.csv" download>"All invoices"</a></li>
+                <li><a class="export export-lines" href="/exports/lines.csv" download>"All invoice lines"</a></li>
+                <li><a class="export export-customers" href="/exports/customers.csv" download>"All customers"</a></li>
+            </ul>
+            {period_form("payments", "Payments, by the day paid")}
+            {period_form("credit_notes", "Credit notes, by the day issued")}
+        </section>
     }
 }

@@ -14,6 +14,7 @@ pub mod customers;
 pub mod dashboard;
 pub mod demo;
 pub mod einvoice;
+pub mod exports;
 pub mod failpoint;
 pub mod i18n;
 pub mod invitations;

@@ -6,6 +6,7 @@ mod credit_notes;
 mod customers;
 mod documented;
 mod einvoice;
+mod exports;
 mod invoices;
 mod openapi;
 mod org;
@@ -111,6 +112,7 @@ fn api() -> Api {
         )
         .route("/api/v1/reports/aging", [to(M::GET, reports::get_aging)])
         .route("/api/v1/reports/tax", [to(M::GET, reports::get_tax)])
+        .route("/api/v1/exports/{file}", [to(M::GET, exports::get_export)])
         .route(
             "/api/v1/quotes",
             [

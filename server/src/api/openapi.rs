@@ -14,6 +14,7 @@ use utoipa::OpenApi;
 use super::credit_notes;
 use super::customers::{self, CustomerList};
 use super::einvoice;
+use super::exports;
 use super::invoices::{self, CheckoutSession, InvoiceList, PaymentList};
 use super::org::{self, Org, OrgBank, OrgEditable};
 use super::problem::Problem;
@@ -46,6 +47,7 @@ use super::tax_rates::{self, TaxRateList};
         credit_notes::post_apply_credit,
         reports::get_aging,
         reports::get_tax,
+        exports::get_export,
         quotes::post_quote,
         quotes::list_quotes,
         quotes::get_quote,

@@ -1,7 +1,9 @@
 //! The invoice list: filters by status, payment state and text, one page at a time.
 
 use crate::model::format_money;
-use crate::pages::filters::{query_param, query_params, FilterSearch, FilterSelect, NextPage};
+use crate::pages::filters::{
+    query_param, query_params, ExportLink, FilterSearch, FilterSelect, NextPage,
+};
 use crate::pages::layout::{error_banner, Head};
 use crate::rpc::invoices::list_invoices;
 use leptos::prelude::*;
@@ -44,6 +46,12 @@ pub fn InvoiceListPage() -> impl IntoView {
                 <FilterSearch label="Number or customer" placeholder="INV-… or customer" />
                 <button type="submit">"Filter"</button>
             </form>
+            <p class="exports">
+                "Download these as CSV: "
+                <ExportLink kind="invoices" label="invoices" />
+                " · "
+                <ExportLink kind="lines" label="their lines" />
+            </p>
             <Suspense fallback=|| view! { <p>"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match invoices.await {
