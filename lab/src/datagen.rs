@@ -24,6 +24,8 @@ pub enum Size {
     Medium,
     /// One org of 100,000 invoices, and 900 orgs of 1,000: a million invoices, 1.6 million attempts.
     Large,
+    /// One org of 1,000,000 invoices (the export benchmark: a million rows from one org).
+    Export,
 }
 
 impl Size {
@@ -33,6 +35,7 @@ impl Size {
             Size::Small => (1_000, 0, 0),
             Size::Medium => (100_000, 1_000, 100),
             Size::Large => (100_000, 900, 1_000),
+            Size::Export => (1_000_000, 0, 0),
         }
     }
 }

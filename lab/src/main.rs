@@ -1,6 +1,7 @@
 //! `lab bench http|outbox` and `lab faults`: they drive a built `server` binary as a process
 //! (scripts/bench and scripts/faults set up Postgres, SMTP and the build).
 
+mod bench_export;
 mod bench_http;
 mod bench_outbox;
 mod bench_read;
@@ -110,6 +111,9 @@ enum BenchCommand {
     Http(bench_http::HttpBenchArgs),
     /// Many schedules due at once: the scheduler's runs against pgbench running the same SQL.
     Schedules(bench_schedules::SchedulesBenchArgs),
+    /// The CSV exports of the generated big org through a running server, its memory sampled, each
+    /// file read back by Python's csv module and compared with the database.
+    Export(bench_export::ExportBenchArgs),
 }
 
 /// What every lab command needs: where the database is and which server binary to run.
@@ -220,6 +224,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Bench {
             command: BenchCommand::Read(args),
         } => bench_read::run(&lab.connect().await?, args).await,
+        Command::Bench {
+            command: BenchCommand::Export(args),
+        } => bench_export::run(&lab.connect().await?, args).await,
         Command::StripeLocal { .. } => unreachable!("served above"),
     }
 }
