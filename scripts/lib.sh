@@ -116,15 +116,17 @@ AIOSMTPD_VERSION=1.4.6
 # The EN 16931 rules (../shared/einvoicing/validate.py) run with saxonche; factur-x reads the XML in a PDF.
 SAXONCHE_VERSION=13.1.1
 FACTURX_VERSION=7.8
+STANDARDWEBHOOKS_VERSION=1.3.0
 ensure_python_tools() {
   local venv=$ROOT/target/venv-tools
   if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION" \
-     || ! "$venv/bin/python" -c "import aiosmtpd, saxonche, facturx" 2>/dev/null; then
-    step "installing schemathesis $SCHEMATHESIS_VERSION, aiosmtpd $AIOSMTPD_VERSION, saxonche $SAXONCHE_VERSION and factur-x $FACTURX_VERSION (PyPI, into target/venv-tools)"
+     || ! "$venv/bin/python" -c "import aiosmtpd, saxonche, facturx, standardwebhooks" 2>/dev/null; then
+    step "installing schemathesis $SCHEMATHESIS_VERSION, aiosmtpd $AIOSMTPD_VERSION, saxonche $SAXONCHE_VERSION, factur-x $FACTURX_VERSION and standardwebhooks $STANDARDWEBHOOKS_VERSION (PyPI, into target/venv-tools)"
     command -v python3 >/dev/null || die "python3 is missing: install Python 3.11"
     python3 -m venv "$venv" || die "cannot create a Python virtualenv (apt-get install python3-venv)"
     "$venv/bin/pip" install -q "schemathesis==$SCHEMATHESIS_VERSION" "aiosmtpd==$AIOSMTPD_VERSION" \
-      "saxonche==$SAXONCHE_VERSION" "factur-x==$FACTURX_VERSION"
+      "saxonche==$SAXONCHE_VERSION" "factur-x==$FACTURX_VERSION" \
+      "standardwebhooks==$STANDARDWEBHOOKS_VERSION"
   fi
   SCHEMATHESIS=$venv/bin/schemathesis
   # The mail tests start scripts/smtp_sink.py with this interpreter.

@@ -28,7 +28,11 @@ pub struct ExportBenchArgs {
     #[arg(long)]
     pub server_pid: u32,
     /// The exports to run, comma separated.
-    #[arg(long, value_delimiter = ',', default_value = "invoices,lines,payments,customers")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "invoices,lines,payments,customers"
+    )]
     pub kinds: Vec<String>,
     /// Python with nothing but its standard library.
     #[arg(long, env = "TEST_PYTHON", default_value = "python3")]

@@ -44,4 +44,5 @@ mod takeover;
 mod teams;
 mod webhook;
 mod webhook_crash;
+mod webhooks_out;
 mod worker_processes;

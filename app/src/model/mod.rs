@@ -23,6 +23,7 @@ mod tax_rate;
 mod team;
 pub mod totals;
 mod views;
+pub mod webhooks;
 
 pub use bank::BankDetails;
 pub use credit_note::{

@@ -503,6 +503,17 @@ fn account_message(row: &Leased, public_url: &str) -> Result<Option<AccountMail>
                 ),
             }
         }
+        "webhook_disabled" => AccountMail {
+            to: field("to")?,
+            subject: "A webhook endpoint of yours was disabled".into(),
+            text: format!(
+                "Hello,\n\nFor three days every delivery to your webhook endpoint\n{}\nfailed, so \
+                 invoicer stopped sending to it. What it answered is in its delivery log: \
+                 {base}/settings/webhooks\n\nWhen it works again, register it anew there \
+                 (events from now on are delivered to it).\n",
+                field("url")?
+            ),
+        },
         _ => return Ok(None),
     };
     Ok(Some(mail))

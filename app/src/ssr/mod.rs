@@ -44,6 +44,7 @@ pub mod stripe;
 pub mod surfaces;
 pub mod tax_rates;
 pub mod throttle;
+pub mod webhooks_out;
 pub mod worker;
 
 pub use state::AppState;

@@ -35,6 +35,10 @@ pub enum Kind {
     Reminder,
     /// A quote to its customer.
     QuoteEmail,
+    /// An event to a webhook endpoint (written by the database's triggers): a call, not an email.
+    Webhook,
+    /// A webhook endpoint was disabled: its org's owners are told.
+    WebhookDisabled,
 }
 
 impl Kind {
@@ -52,6 +56,8 @@ impl Kind {
             Kind::StripeRefund => "stripe_refund",
             Kind::Reminder => "reminder",
             Kind::QuoteEmail => "quote_email",
+            Kind::Webhook => "webhook",
+            Kind::WebhookDisabled => "webhook_disabled",
         }
     }
 }

@@ -104,6 +104,8 @@ pub struct Settings {
     pub signups_open: bool,
     /// Orgs that sign themselves up may take card payments at once (development only).
     pub signup_payments: bool,
+    /// Where webhook endpoints may be (checked when one is registered, and at each delivery).
+    pub webhooks: crate::ssr::webhooks_out::guard::Policy,
 }
 
 pub const DEV_WEBHOOK_SECRET: &str = "whsec_dev_invoicer";
@@ -134,6 +136,8 @@ impl Default for Settings {
             stripe_max_calls: crate::ssr::stripe::client::MAX_CALLS,
             signups_open: true,
             signup_payments: true,
+            // The tests deliver to receivers on loopback.
+            webhooks: crate::ssr::webhooks_out::guard::Policy::OPEN,
         }
     }
 }

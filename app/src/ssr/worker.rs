@@ -39,6 +39,18 @@ pub struct WorkerConfig {
     /// Draws an invoice's PDF for its email (the drawing lives in the server crate); none: the
     /// email goes without it.
     pub invoice_pdf: Option<crate::ssr::mail::InvoicePdf>,
+    /// Where webhook deliveries may go, and the client that delivers them under that policy.
+    pub webhooks: crate::ssr::webhooks_out::guard::Policy,
+    pub webhook_client: reqwest::Client,
+}
+
+impl WorkerConfig {
+    /// This configuration delivering webhooks under `policy`.
+    pub fn with_webhooks(mut self, policy: crate::ssr::webhooks_out::guard::Policy) -> Self {
+        self.webhooks = policy;
+        self.webhook_client = crate::ssr::webhooks_out::guard::client(policy);
+        self
+    }
 }
 
 /// Moves the dev clock forward by `secs`; returns its total offset.
@@ -103,6 +115,10 @@ impl Default for WorkerConfig {
             emails_per_org_hour: 100,
             dev_clock: false,
             invoice_pdf: None,
+            webhooks: crate::ssr::webhooks_out::guard::Policy::STRICT,
+            webhook_client: crate::ssr::webhooks_out::guard::client(
+                crate::ssr::webhooks_out::guard::Policy::STRICT,
+            ),
         }
     }
 }
@@ -207,7 +223,15 @@ async fn scheduled_work(pool: &PgPool, config: &WorkerConfig) -> usize {
             tracing::warn!(worker = %config.id, error = %e, "reminders: run failed; will retry");
             0
         });
-    runs + reminders
+    // Invoices that fell due, for the endpoints that want to know (the event key keeps each to
+    // one event, whichever worker writes it).
+    let overdue = crate::ssr::webhooks_out::emit_overdue(pool, 100)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(worker = %config.id, error = %e, "webhooks: overdue scan failed; will retry");
+            0
+        });
+    runs + reminders + usize::from(overdue > 0)
 }
 
 /// Reads the notifications already on the listener's connection, without waiting for more.
@@ -240,6 +264,11 @@ pub async fn drain_once(
         } else if row.kind == outbox::Kind::StripeRefund.as_str() {
             failpoint::hit("worker.before_send");
             crate::ssr::refunds::at_stripe(pool, config.stripe.as_ref(), &row.payload).await
+        } else if row.kind == outbox::Kind::Webhook.as_str() {
+            failpoint::hit("worker.before_send");
+            let (client, policy) = (&config.webhook_client, config.webhooks);
+            crate::ssr::webhooks_out::deliver::deliver(pool, client, policy, row.id, &row.payload)
+                .await
         } else {
             let pdf = config.invoice_pdf.as_ref();
             match mail::render(pool, &row, &config.public_url, mailer.from(), pdf).await {
@@ -276,15 +305,15 @@ pub async fn drain_once(
                 observe::log_and_count(&attempt, outcome);
             }
             Err((shown, error, permanent)) => {
-                let failure = outbox::mark_failed(
-                    pool,
-                    row,
-                    &shown,
-                    permanent,
-                    config.backoff_base,
-                    config.backoff_cap,
-                )
-                .await?;
+                // A webhook's endpoint gets three days of retries, up to six hours apart.
+                let cap = if row.kind == outbox::Kind::Webhook.as_str() {
+                    crate::ssr::webhooks_out::deliver::BACKOFF_CAP
+                } else {
+                    config.backoff_cap
+                };
+                let failure =
+                    outbox::mark_failed(pool, row, &shown, permanent, config.backoff_base, cap)
+                        .await?;
                 let (result, outcome) = match failure {
                     Failure::Retry(_) => ("retry", AttemptOutcome::Failed),
                     Failure::Dead => ("dead", AttemptOutcome::Failed),

@@ -131,6 +131,10 @@ params! {
     QuoteId [id("Quote id (UUID)")]
     /// A write to one quote.
     QuoteWrite [id("Quote id (UUID)"), key(AS_FOR_CREATION)]
+    /// Reading one webhook endpoint.
+    EndpointId [id("Webhook endpoint id (UUID)")]
+    /// A write to one webhook endpoint.
+    EndpointWrite [id("Webhook endpoint id (UUID)"), key(AS_FOR_CREATION)]
     /// Reading one payment of an invoice.
     PaymentId [id("Invoice id (UUID)"), path("payment_id", "Payment id (UUID)")]
 }

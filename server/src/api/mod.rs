@@ -16,6 +16,7 @@ mod quotes;
 mod reports;
 mod schedules;
 mod tax_rates;
+mod webhook_endpoints;
 mod write;
 
 use std::collections::BTreeSet;
@@ -113,6 +114,28 @@ fn api() -> Api {
         .route("/api/v1/reports/aging", [to(M::GET, reports::get_aging)])
         .route("/api/v1/reports/tax", [to(M::GET, reports::get_tax)])
         .route("/api/v1/exports/{file}", [to(M::GET, exports::get_export)])
+        .route(
+            "/api/v1/webhook_endpoints",
+            [
+                to(M::GET, webhook_endpoints::list_endpoints),
+                to(M::POST, webhook_endpoints::post_endpoint),
+            ],
+        )
+        .route(
+            "/api/v1/webhook_endpoints/{id}",
+            [
+                to(M::GET, webhook_endpoints::get_endpoint),
+                to(M::DELETE, webhook_endpoints::delete_endpoint),
+            ],
+        )
+        .post(
+            "/api/v1/webhook_endpoints/{id}/rotate_secret",
+            webhook_endpoints::rotate_secret,
+        )
+        .route(
+            "/api/v1/webhook_endpoints/{id}/attempts",
+            [to(M::GET, webhook_endpoints::list_attempts)],
+        )
         .route(
             "/api/v1/quotes",
             [

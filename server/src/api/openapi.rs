@@ -22,6 +22,7 @@ use super::quotes::{self, QuoteList};
 use super::reports;
 use super::schedules::{self, ScheduleList};
 use super::tax_rates::{self, TaxRateList};
+use super::webhook_endpoints;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -48,6 +49,12 @@ use super::tax_rates::{self, TaxRateList};
         reports::get_aging,
         reports::get_tax,
         exports::get_export,
+        webhook_endpoints::post_endpoint,
+        webhook_endpoints::list_endpoints,
+        webhook_endpoints::get_endpoint,
+        webhook_endpoints::delete_endpoint,
+        webhook_endpoints::rotate_secret,
+        webhook_endpoints::list_attempts,
         quotes::post_quote,
         quotes::list_quotes,
         quotes::get_quote,
@@ -88,6 +95,11 @@ use super::tax_rates::{self, TaxRateList};
         app::model::reports::TaxRow,
         app::model::reports::TaxNet,
         app::model::reports::TaxDocuments,
+        app::model::webhooks::WebhookEndpointInput,
+        app::model::webhooks::WebhookEndpoint,
+        app::model::webhooks::WebhookAttempt,
+        webhook_endpoints::EndpointList,
+        webhook_endpoints::AttemptList,
         Quote,
         QuoteInput,
         QuoteFields,

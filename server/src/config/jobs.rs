@@ -31,6 +31,21 @@ pub struct Workers {
     /// tests and demos can let time run fast. Refused outside dev mode.
     #[arg(long, env = "INVOICER_CLOCK_OFFSET_SECS", global = true, hide = true)]
     pub invoicer_clock_offset_secs: Option<i64>,
+    /// Let webhook endpoints be loopback, private or link-local addresses and plain http (default:
+    /// true in dev mode, false in production, where only public https endpoints are reached).
+    #[arg(long, env = "WEBHOOKS_ALLOW_PRIVATE", global = true)]
+    pub webhooks_allow_private: Option<bool>,
+}
+
+impl Workers {
+    /// Where webhook deliveries may go.
+    pub fn webhook_policy(&self, dev_mode: bool) -> app::ssr::webhooks_out::guard::Policy {
+        let allow_private = self.webhooks_allow_private.unwrap_or(dev_mode);
+        app::ssr::webhooks_out::guard::Policy {
+            allow_private,
+            https_only: !dev_mode && !allow_private,
+        }
+    }
 }
 
 #[derive(clap::Args, Debug, Clone)]

@@ -70,6 +70,8 @@ pub struct Checked {
     pub retention: RetentionConfig,
     pub metrics: Metrics,
     pub limits: Allowances,
+    /// Where webhook endpoints may be (WEBHOOKS_ALLOW_PRIVATE).
+    pub webhooks: app::ssr::webhooks_out::guard::Policy,
 }
 
 /// A value that is only blanks is unset.
@@ -113,7 +115,9 @@ impl Config {
                 stripe: Some(stripe.client()),
                 invoice_pdf: Some(crate::pdf::mail::renderer()),
                 ..workers
-            },
+            }
+            .with_webhooks(self.workers.webhook_policy(dev_mode)),
+            webhooks: self.workers.webhook_policy(dev_mode),
             workers: self.workers.workers,
             site,
             stripe,
@@ -144,6 +148,7 @@ impl Checked {
             stripe_max_calls: self.stripe.max_calls,
             signups_open: self.site.signups_open,
             signup_payments: self.dev_mode,
+            webhooks: self.webhooks,
         }
     }
 
