@@ -35,6 +35,7 @@ use pages::team::{
     AccountSettingsPage, AuditPage, ForgotPasswordPage, InvitationPage, MembersSettingsPage,
     OrgsPage, ResetPasswordPage, SessionsPage, VerifyEmailPage,
 };
+use pages::webhooks::{WebhookEndpointPageView, WebhooksPage};
 
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     view! {
@@ -97,6 +98,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/customers/:id") view=CustomerPage ssr=SsrMode::Async />
                     <Route path=path!("/customers/:id/statement") view=StatementPage ssr=SsrMode::Async />
                     <Route path=path!("/settings/api-keys") view=ApiKeysPage ssr=SsrMode::Async />
+                    <Route path=path!("/settings/webhooks") view=WebhooksPage ssr=SsrMode::Async />
+                    <Route path=path!("/settings/webhooks/:id") view=WebhookEndpointPageView ssr=SsrMode::Async />
                     <Route path=path!("/settings/org") view=OrgSettingsPage ssr=SsrMode::Async />
                     <Route path=path!("/activity") view=ActivityPage ssr=SsrMode::Async />
                     <Route path=path!("/settings/members") view=MembersSettingsPage ssr=SsrMode::Async />

@@ -48,7 +48,7 @@ export function uniqueEmail(tag: string): string {
 /** Signs up a new org (plain form post, works with or without JavaScript), logs in (sign-up answers
  * "check your email" whether or not the address is new, and logs nobody in), confirms the address
  * from the emailed link when the SMTP sink is there (unverified accounts cannot email invoices or
- * make API keys), and lands on /invoices. */
+ * make API keys), and lands on the dashboard. */
 export async function signUp(page: Page, tag: string, opts: { verify?: boolean } = {}): Promise<string> {
   const email = uniqueEmail(tag);
   await page.goto("/signup");
@@ -61,11 +61,11 @@ export async function signUp(page: Page, tag: string, opts: { verify?: boolean }
   await page.fill('input[name="email"]', email);
   await page.fill('input[name="password"]', PASSWORD);
   await page.click('button[type="submit"]');
-  await expect(page).toHaveURL(/\/invoices$/);
+  await expect(page).toHaveURL(/\/dashboard$/);
   if ((opts.verify ?? true) && MAIL_DIR) {
     await verifyEmail(page, email);
-    await page.goto("/invoices");
   }
+  await page.goto("/invoices");
   return email;
 }
 

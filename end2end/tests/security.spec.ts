@@ -49,7 +49,7 @@ test("without JavaScript the forms work and a wrong password shows the server's 
   await page.fill('input[name="email"]', email);
   await page.fill('input[name="password"]', PASSWORD);
   await page.click('button[type="submit"]');
-  await expect(page).toHaveURL(/\/invoices$/);
+  await expect(page).toHaveURL(/\/dashboard$/);
   await context.close();
 });
 

@@ -40,7 +40,7 @@ async function acceptInFreshBrowser(browser: Browser, email: string, password: s
   await page.goto(link);
   await page.fill('input[name="password"]', password);
   await page.click("button.accept-invitation");
-  await expect(page).toHaveURL(/\/invoices$/);
+  await expect(page).toHaveURL(/\/dashboard$/);
   return { context, page };
 }
 
@@ -95,7 +95,7 @@ test.describe("a team", () => {
     await other.goto(link);
     await other.fill('input[name="password"]', "a whole new password");
     await other.click("button.reset-password");
-    await expect(other).toHaveURL(/\/invoices$/);
+    await expect(other).toHaveURL(/\/dashboard$/);
     // The first browser's session is over.
     await page.goto("/invoices");
     await expect(page).toHaveURL(/\/login/);
@@ -120,11 +120,11 @@ test.describe("a team", () => {
     await expect(page.locator("h1")).toContainText("Join Org second-org");
     await page.fill('input[name="password"]', PASSWORD);
     await page.click("button.accept-invitation");
-    await expect(page).toHaveURL(/\/invoices$/);
+    await expect(page).toHaveURL(/\/dashboard$/);
     await expect(page.locator("header .who")).toContainText("Org second-org");
     await page.goto("/settings/orgs");
     await page.locator('li.org[data-name="Org first-org"] button.switch-org').click();
-    await expect(page).toHaveURL(/\/invoices$/);
+    await expect(page).toHaveURL(/\/dashboard$/);
     await expect(page.locator("header .who")).toContainText("Org first-org");
     await expect(page.locator("header .who")).toContainText("(owner)");
   });
@@ -138,7 +138,7 @@ test.describe("a team", () => {
       await other.fill('input[name="email"]', email);
       await other.fill('input[name="password"]', PASSWORD);
       await other.click('button[type="submit"]');
-      await expect(other).toHaveURL(/\/invoices$/);
+      await expect(other).toHaveURL(/\/dashboard$/);
       return { context, other };
     };
     const second = await logIn();

@@ -301,6 +301,26 @@ async fn retention_trims_every_table_that_grows_with_traffic_once_per_period(poo
     .execute(&pool)
     .await
     .unwrap();
+    // language=PostgreSQL
+    sqlx::raw_sql(
+        "insert into orgs (id, name) values ('00000000-0000-7000-8000-00000000000a', 'Hooks');
+         insert into webhook_endpoints (id, org_id, url, events, secret, source_key)
+         values ('00000000-0000-7000-8000-00000000000b', '00000000-0000-7000-8000-00000000000a',
+                 'https://example.com/', '{customer.created}', 'whsec_AAAA', 'k');
+         insert into webhook_events (id, org_id, type, source_key, body, created_at)
+         values ('00000000-0000-7000-8000-0000000000e1', '00000000-0000-7000-8000-00000000000a',
+                 'customer.created', 'old', '{}', now() - interval '31 days'),
+                ('00000000-0000-7000-8000-0000000000e2', '00000000-0000-7000-8000-00000000000a',
+                 'customer.created', 'new', '{}', now() - interval '29 days');
+         insert into webhook_attempts (id, org_id, endpoint_id, event_id, outbox_id, latency_ms, attempted_at)
+         values (gen_random_uuid(), '00000000-0000-7000-8000-00000000000a', '00000000-0000-7000-8000-00000000000b',
+                 '00000000-0000-7000-8000-0000000000e1', gen_random_uuid(), 5, now() - interval '31 days'),
+                (gen_random_uuid(), '00000000-0000-7000-8000-00000000000a', '00000000-0000-7000-8000-00000000000b',
+                 '00000000-0000-7000-8000-0000000000e2', gen_random_uuid(), 5, now() - interval '29 days')",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
     let config = RetentionConfig {
         batch: 2,
         ..RetentionConfig::new(30, Duration::from_secs(24 * 3600)).unwrap()
@@ -329,6 +349,9 @@ async fn retention_trims_every_table_that_grows_with_traffic_once_per_period(poo
         "form keys after 30 days, refunds after the webhook window, attempts after 90 days, \
          sent and dead emails after 30 days"
     );
+    assert_eq!(report.webhooks_out, 2, "an old event and an old attempt");
+    let events: i64 = scalar(&pool, "select count(*) from webhook_events").await;
+    assert_eq!(events, 1, "the newer event stays");
     let pending: i64 = scalar(
         &pool,
         "select count(*) from outbox where sent_at is null and dead_at is null",

@@ -238,11 +238,11 @@ async fn next_leads_only_to_paths_on_this_site_and_no_input_breaks_a_redirect(po
     let (email, _) = new_owner(&app.pool, "R").await;
     for (next, expected) in [
         ("/invoices/new", "/invoices/new"),
-        ("/\t/evil.example", "/invoices"),
-        ("//evil.example", "/invoices"),
-        ("/\\evil.example", "/invoices"),
-        ("https://evil.example", "/invoices"),
-        ("/a\r\nSet-Cookie: x=1", "/invoices"),
+        ("/\t/evil.example", "/dashboard"),
+        ("//evil.example", "/dashboard"),
+        ("/\\evil.example", "/dashboard"),
+        ("https://evil.example", "/dashboard"),
+        ("/a\r\nSet-Cookie: x=1", "/dashboard"),
     ] {
         let http = browser();
         let res = pages::submit(
@@ -308,7 +308,7 @@ async fn cross_origin_posts_are_refused_and_same_origin_ones_work(pool: PgPool) 
         let res = post_login(&http, &base, &email, "correct horse", &headers).await;
         assert_eq!(
             (res.status().as_u16(), location(&res)),
-            (302, "/invoices".into()),
+            (302, "/dashboard".into()),
             "{headers:?}"
         );
     }
@@ -438,7 +438,7 @@ async fn failed_logins_are_throttled_per_account_and_address_not_for_the_owner_e
         &[("x-forwarded-for", "198.51.100.2")],
     )
     .await;
-    assert_eq!(location(&res), "/invoices");
+    assert_eq!(location(&res), "/dashboard");
     // Every try counts against the address, refused ones too (5 so far): the sixth, for another
     // account, is its last, and then the address waits whatever the account.
     let res = post_login(&http, &app.base, "other@example.com", "x", &guesser).await;

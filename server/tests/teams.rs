@@ -579,7 +579,7 @@ const PUBLIC: [&str; 8] = [
     "reset_password",
 ];
 /// Server functions that only read the session's org.
-const READS: [&str; 28] = [
+const READS: [&str; 30] = [
     "current_user",
     "list_invoices",
     "get_invoice",
@@ -600,6 +600,8 @@ const READS: [&str; 28] = [
     "get_dashboard",
     "get_aging_report",
     "get_tax_report",
+    "webhooks_page",
+    "get_webhook_endpoint",
     "get_org_settings",
     "activity",
     "team_page",
@@ -871,6 +873,30 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
             form(&[
                 ("idempotency_key", key()),
                 ("id", ids.invitation.to_string()),
+            ]),
+        ),
+        (
+            "create_webhook_endpoint",
+            form(&[
+                ("idempotency_key", key()),
+                ("url", "https://example.com/hook".into()),
+                ("events[]", "invoice.paid".into()),
+            ]),
+        ),
+        (
+            "delete_webhook_endpoint",
+            form(&[("idempotency_key", key()), ("id", key())]),
+        ),
+        (
+            "rotate_webhook_secret",
+            form(&[("idempotency_key", key()), ("id", key())]),
+        ),
+        (
+            "redeliver_webhook",
+            form(&[
+                ("idempotency_key", key()),
+                ("endpoint_id", key()),
+                ("event_id", key()),
             ]),
         ),
         (
@@ -1235,7 +1261,7 @@ async fn a_double_submitted_invitation_sends_one_email(pool: PgPool) {
     )
     .await;
     assert_eq!(res.status(), 302);
-    assert_eq!(res.headers()["location"], "/invoices");
+    assert_eq!(res.headers()["location"], "/dashboard");
     assert_eq!(rpc(&fresh, &app, "list_invoices", &[]).await, 200);
     let refused = rpc(
         &fresh,
@@ -1367,7 +1393,7 @@ async fn a_reset_ends_every_other_session_and_forgot_password_tells_nothing(pool
     )
     .await;
     assert_eq!(res.status(), 302);
-    assert_eq!(res.headers()["location"], "/invoices");
+    assert_eq!(res.headers()["location"], "/dashboard");
     assert_eq!(rpc(&first, &app, "list_invoices", &[]).await, 401);
     assert_eq!(rpc(&second, &app, "list_invoices", &[]).await, 401);
     assert_eq!(rpc(&third, &app, "list_invoices", &[]).await, 200);

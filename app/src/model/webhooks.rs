@@ -133,8 +133,10 @@ pub struct WebhookEndpointPage {
     pub attempts: Vec<WebhookAttempt>,
     /// Deliveries waiting for their next try.
     pub pending: i64,
-    /// A key for each redeliver button (one per rendered page).
+    /// The key of the page's forms (rotate, delete).
     pub form_key: Uuid,
+    /// A key for each attempt's "Deliver again" button, in the order of `attempts`.
+    pub redeliver_keys: Vec<Uuid>,
 }
 
 /// The `webhook-id` of event `id`.

@@ -76,6 +76,7 @@ fn SettingsTabs() -> impl IntoView {
             {tab("/settings/org", "Organisation")}
             {tab("/settings/members", "Members")}
             {tab("/settings/api-keys", "API keys")}
+            {tab("/settings/webhooks", "Webhooks")}
             {tab("/settings/account", "Account")}
             {tab("/settings/sessions", "Sessions")}
             {tab("/settings/orgs", "Organisations")}

@@ -16,6 +16,7 @@ pub mod schedules;
 pub mod settings;
 pub mod statement;
 pub mod team;
+pub mod webhooks;
 
 /// A key for a form rendered now: on the server, for the org the session acts for (see
 /// [`crate::model::form_key`]); the browser reads the rendered value back through `SharedValue`.

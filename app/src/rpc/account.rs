@@ -199,6 +199,6 @@ pub async fn switch_org(org_id: String) -> Result<(), AppError> {
     if !crate::ssr::members::switch_org(&state.pool, user.id, user.session_id, org).await? {
         return Err(AppError::NotFound.respond());
     }
-    leptos_axum::redirect("/invoices");
+    leptos_axum::redirect(super::auth::HOME);
     Ok(())
 }

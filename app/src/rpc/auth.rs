@@ -19,12 +19,15 @@ pub async fn signups_open() -> Result<bool, AppError> {
     Ok(state()?.settings.signups_open)
 }
 
-/// Where to go after logging in: `next` only when it is a path on this site, else `/invoices`.
+/// The page after logging in (or resetting a password, accepting an invitation, switching org).
+pub const HOME: &str = "/dashboard";
+
+/// Where to go after logging in: `next` only when it is a path on this site, else [`HOME`].
 /// A path has one leading `/`, no `//`, and only visible ASCII other than a backslash: browsers drop
 /// tabs and newlines from URLs and read a backslash as `/`, so `/<tab>/evil.example` would leave the
 /// site, and a control character cannot go in a `Location` header at all.
 pub fn safe_next(next: Option<&str>) -> String {
-    const FALLBACK: &str = "/invoices";
+    const FALLBACK: &str = HOME;
     let Some(next) = next else {
         return FALLBACK.to_owned();
     };
@@ -146,7 +149,7 @@ pub async fn reset_password(token: String, password: String) -> Result<(), AppEr
     match crate::ssr::auth::for_login(&state.pool, user, None).await? {
         Some(user) => {
             crate::ssr::auth::log_in(&state.pool, &mut session, &user, &login_meta(&state)).await?;
-            leptos_axum::redirect("/invoices");
+            leptos_axum::redirect(HOME);
         }
         // Reset, but in no org any more: nothing to log in to.
         None => leptos_axum::redirect("/login"),
@@ -176,12 +179,12 @@ mod tests {
             "/a//b",
             "",
         ] {
-            assert_eq!(safe_next(Some(bad)), "/invoices", "{bad:?}");
+            assert_eq!(safe_next(Some(bad)), "/dashboard", "{bad:?}");
         }
-        assert_eq!(safe_next(None), "/invoices");
+        assert_eq!(safe_next(None), "/dashboard");
         assert_eq!(
             safe_next(Some(&format!("/{}", "a".repeat(3000)))),
-            "/invoices"
+            "/dashboard"
         );
     }
 }

@@ -18,6 +18,7 @@ pub mod reports;
 pub mod schedules;
 pub mod settings;
 pub mod team;
+pub mod webhooks;
 
 #[cfg(feature = "ssr")]
 use leptos::prelude::use_context;

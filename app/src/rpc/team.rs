@@ -281,6 +281,6 @@ pub async fn accept_invitation(token: String, password: String) -> Result<(), Ap
         .ok_or_else(|| AppError::internal("accept invitation", "joined user not found"))?;
     let mut session = crate::ssr::auth::current_session().await?;
     crate::ssr::auth::log_in(&state.pool, &mut session, &user, &login_meta(&state)).await?;
-    leptos_axum::redirect("/invoices");
+    leptos_axum::redirect(super::auth::HOME);
     Ok(())
 }

@@ -83,6 +83,8 @@ pub struct Report {
     pub sessions: u64,
     /// Verification and reset tokens, after their expiry plus the outbox window.
     pub tokens: u64,
+    /// Outgoing webhook events and their delivery log, after the outbox window.
+    pub webhooks_out: u64,
 }
 
 fn days(n: u32) -> Duration {
@@ -249,6 +251,22 @@ async fn delete_old(pool: &PgPool, config: &RetentionConfig) -> sqlx::Result<Rep
         sessions: end_idle_sessions(pool, idle, batch).await?
             + trim(pool, ended, outbox, batch).await?,
         tokens: trim(pool, tokens, outbox, batch).await?,
+        // An event's deliveries end three days after it (a redelivery, three after that): the
+        // outbox window outlives them. Its log goes with it, or alone after the same window.
+        webhooks_out: trim(
+            pool,
+            ("webhook_attempts", "id", "attempted_at", ""),
+            outbox,
+            batch,
+        )
+        .await?
+            + trim(
+                pool,
+                ("webhook_events", "id", "created_at", ""),
+                outbox,
+                batch,
+            )
+            .await?,
     })
 }
 

@@ -207,7 +207,7 @@ pub async fn login(client: &reqwest::Client, base: &str, email: &str, password: 
     assert_eq!(res.status(), 302, "login should redirect");
     assert_eq!(
         res.headers()["location"],
-        "/invoices",
+        "/dashboard",
         "login should succeed"
     );
 }

@@ -76,6 +76,10 @@ pub enum Form {
     EditBranding,
     UploadLogo,
     RemoveLogo,
+    CreateWebhookEndpoint,
+    DeleteWebhookEndpoint,
+    RotateWebhookSecret,
+    RedeliverWebhook,
 }
 
 impl Form {
@@ -118,6 +122,10 @@ impl Form {
             Form::EditBranding => "edit_branding",
             Form::UploadLogo => "upload_logo",
             Form::RemoveLogo => "remove_logo",
+            Form::CreateWebhookEndpoint => "create_webhook_endpoint",
+            Form::DeleteWebhookEndpoint => "delete_webhook_endpoint",
+            Form::RotateWebhookSecret => "rotate_webhook_secret",
+            Form::RedeliverWebhook => "redeliver_webhook",
         }
     }
 }

@@ -1,0 +1,187 @@
+//! Server functions of webhooks out: the endpoints page and one endpoint's page (read by every
+//! member; the secret shown to owners), registering, deleting, rotating a secret and redelivering
+//! an event, each once per rendered form and an owner's.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::error::AppError;
+use crate::model::webhooks::{WebhookEndpoint, WebhookEndpointPage};
+
+#[cfg(feature = "ssr")]
+use super::{form::SettingsForm, state};
+#[cfg(feature = "ssr")]
+use crate::model::Action;
+#[cfg(feature = "ssr")]
+use crate::ssr::claim::Form;
+
+/// The endpoints page: the org's endpoints, a key for the registration form, and whether the
+/// session may manage them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhooksView {
+    pub endpoints: Vec<WebhookEndpoint>,
+    pub form_key: Uuid,
+    pub may_manage: bool,
+}
+
+#[server(prefix = "/rpc", endpoint = "webhooks_page")]
+pub async fn webhooks_page() -> Result<WebhooksView, AppError> {
+    let user = crate::ssr::auth::require(Action::Read).await?;
+    let state = state()?;
+    Ok(WebhooksView {
+        endpoints: crate::ssr::webhooks_out::list(&state.reads, user.org_id).await?,
+        form_key: crate::model::form_key(user.org_id),
+        may_manage: user.role.may(Action::ManageOrg),
+    })
+}
+
+/// One endpoint with its last 50 attempts; its secret only for a session that may manage it.
+#[server(prefix = "/rpc", endpoint = "get_webhook_endpoint")]
+pub async fn get_webhook_endpoint(id: String) -> Result<WebhookEndpointPage, AppError> {
+    let user = crate::ssr::auth::require(Action::Read).await?;
+    let state = state()?;
+    let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    let mut conn = state.reads.acquire().await?;
+    let owner = user.role.may(Action::ManageOrg);
+    let endpoint = crate::ssr::webhooks_out::get(&mut conn, user.org_id, id, owner)
+        .await?
+        .ok_or_else(|| AppError::NotFound.respond())?;
+    drop(conn);
+    let (attempts, pending) =
+        crate::ssr::webhooks_out::attempts(&state.reads, user.org_id, id, 50).await?;
+    let redeliver_keys = attempts
+        .iter()
+        .map(|_| crate::model::form_key(user.org_id))
+        .collect();
+    Ok(WebhookEndpointPage {
+        endpoint,
+        attempts,
+        pending,
+        form_key: crate::model::form_key(user.org_id),
+        redeliver_keys,
+    })
+}
+
+/// Registers an endpoint (`events[]`: the event types ticked), once per rendered form.
+#[server(prefix = "/rpc", endpoint = "create_webhook_endpoint")]
+pub async fn create_webhook_endpoint(
+    idempotency_key: Option<String>,
+    url: String,
+    events: Option<Vec<String>>,
+    description: Option<String>,
+) -> Result<(), AppError> {
+    use crate::model::webhooks::WebhookEndpointInput;
+    use crate::ssr::webhooks_out::{self, guard, CreateError};
+
+    // The role first: nobody else gets the URL looked up.
+    crate::ssr::auth::require(Action::ManageOrg).await?;
+    let input = WebhookEndpointInput {
+        url: url.trim().to_owned(),
+        events: events.unwrap_or_default(),
+        description: description.unwrap_or_default().trim().to_owned(),
+    };
+    let mut check = input.check();
+    if check.is_ok() {
+        if let Err(why) = guard::check_reachable(&input.url, state()?.settings.webhooks).await {
+            check = Err([("url".to_owned(), why)].into());
+        }
+    }
+    let endpoint = Uuid::now_v7();
+    SettingsForm {
+        form: Form::CreateWebhookEndpoint,
+        action: Action::ManageOrg,
+        back: "/settings/webhooks",
+        idempotency_key,
+        content: &input,
+        check,
+    }
+    .run(async |tx, user| {
+        let source = format!("form:{endpoint}");
+        match webhooks_out::create(tx, endpoint, user.org_id, &source, &input).await {
+            Ok(_) => Ok(endpoint),
+            Err(CreateError::TooMany) => Err(AppError::field(
+                "url",
+                "An org has at most 20 endpoints: delete one first.",
+            )),
+            Err(CreateError::Db(e)) => Err(e.into()),
+        }
+    })
+    .await
+}
+
+/// Deletes an endpoint (what is still due to it is given up), once per rendered form.
+#[server(prefix = "/rpc", endpoint = "delete_webhook_endpoint")]
+pub async fn delete_webhook_endpoint(
+    idempotency_key: Option<String>,
+    id: String,
+) -> Result<(), AppError> {
+    let endpoint = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    SettingsForm {
+        form: Form::DeleteWebhookEndpoint,
+        action: Action::ManageOrg,
+        back: "/settings/webhooks",
+        idempotency_key,
+        content: &endpoint,
+        check: Ok(()),
+    }
+    .run(async |tx, user| {
+        if !crate::ssr::webhooks_out::delete(tx, user.org_id, endpoint).await? {
+            return Err(AppError::NotFound);
+        }
+        Ok(endpoint)
+    })
+    .await
+}
+
+/// A new signing secret (the old one signs beside it for 24 hours), once per rendered form.
+#[server(prefix = "/rpc", endpoint = "rotate_webhook_secret")]
+pub async fn rotate_webhook_secret(
+    idempotency_key: Option<String>,
+    id: String,
+) -> Result<(), AppError> {
+    let endpoint = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    let back = format!("/settings/webhooks/{endpoint}");
+    SettingsForm {
+        form: Form::RotateWebhookSecret,
+        action: Action::ManageOrg,
+        back: &back,
+        idempotency_key,
+        content: &endpoint,
+        check: Ok(()),
+    }
+    .run(async |tx, user| {
+        match crate::ssr::webhooks_out::rotate(tx, user.org_id, endpoint).await? {
+            Some(_) => Ok(endpoint),
+            None => Err(AppError::NotFound),
+        }
+    })
+    .await
+}
+
+/// Delivers an event to the endpoint again (same `webhook-id`), once per rendered button.
+#[server(prefix = "/rpc", endpoint = "redeliver_webhook")]
+pub async fn redeliver_webhook(
+    idempotency_key: Option<String>,
+    endpoint_id: String,
+    event_id: String,
+) -> Result<(), AppError> {
+    let parse = |v: &str| Uuid::try_parse(v).map_err(|_| AppError::NotFound.respond());
+    let (endpoint, event) = (parse(&endpoint_id)?, parse(&event_id)?);
+    let back = format!("/settings/webhooks/{endpoint}");
+    SettingsForm {
+        form: Form::RedeliverWebhook,
+        action: Action::ManageOrg,
+        back: &back,
+        idempotency_key,
+        content: &(endpoint, event),
+        check: Ok(()),
+    }
+    .run(async |tx, user| {
+        if !crate::ssr::webhooks_out::redeliver(tx, user.org_id, endpoint, event).await? {
+            return Err(AppError::NotFound);
+        }
+        Ok(event)
+    })
+    .await
+}
