@@ -404,6 +404,10 @@ async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
             ),
         ),
         ("read_metrics.sql", Step::Get("/metrics".into(), Auth::None)),
+        (
+            "read_dashboard.sql",
+            Step::Get("/dashboard".into(), Auth::Session),
+        ),
     ];
     // Every script is compared, or is a floor (parts/ holds what scripts include).
     let dir = format!("{}/../bench/pgbench", env!("CARGO_MANIFEST_DIR"));

@@ -85,11 +85,9 @@ pub fn tax_period(
     to: Option<&str>,
     today: NaiveDate,
 ) -> Result<crate::ssr::statements::Period, String> {
-    use chrono::Datelike;
     let blank = |t: Option<&str>| t.is_none_or(|t| t.trim().is_empty());
     if blank(from) && blank(to) {
-        let month = today.month0() / 3 * 3 + 1;
-        let from = NaiveDate::from_ymd_opt(today.year(), month, 1).unwrap_or(today);
+        let from = crate::ssr::dashboard::quarter_start(today);
         return Ok(crate::ssr::statements::Period { from, to: today });
     }
     crate::ssr::statements::Period::parse(from, to, today)

@@ -7,7 +7,7 @@ use crate::pgbench;
 
 /// The SQL each path sends, as pgbench scripts (see their headers for where each statement comes
 /// from).
-pub(super) const SCRIPTS: [(&str, &str); 13] = [
+pub(super) const SCRIPTS: [(&str, &str); 14] = [
     (
         "read_list_first.sql",
         include_str!("../../../bench/pgbench/read_list_first.sql"),
@@ -60,6 +60,10 @@ pub(super) const SCRIPTS: [(&str, &str); 13] = [
         "read_metrics.sql",
         include_str!("../../../bench/pgbench/read_metrics.sql"),
     ),
+    (
+        "read_dashboard.sql",
+        include_str!("../../../bench/pgbench/read_dashboard.sql"),
+    ),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +108,7 @@ pub(super) fn reads(
     id: Uuid,
     token: &str,
     api_key: &str,
-) -> [Read; 13] {
+) -> [Read; 14] {
     [
         Read {
             name: "list, first page",
@@ -177,6 +181,12 @@ pub(super) fn reads(
             path: format!("/api/v1/invoices?limit=20&cursor={cursor}"),
             auth: Auth::ApiKey,
             script: "read_api_list.sql",
+        },
+        Read {
+            name: "dashboard",
+            path: "/dashboard".into(),
+            auth: Auth::Session,
+            script: "read_dashboard.sql",
         },
         Read {
             name: "/metrics",
