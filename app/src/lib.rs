@@ -24,6 +24,7 @@ use pages::activity::ActivityPage;
 use pages::auth::{LoginPage, SignupPage};
 use pages::customers::{CustomerPage, CustomersPage, NewCustomerPage};
 use pages::dashboard::DashboardPage;
+use pages::imports::{CustomerImportPage, CustomerImportStatusPage};
 use pages::invoices::{EditInvoicePage, InvoiceListPage, InvoicePage, NewInvoicePage};
 use pages::layout::{Nav, NotFound};
 use pages::quotes::{EditQuotePage, NewQuotePage, QuotePage, QuotesPage};
@@ -95,6 +96,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/schedules/:id/edit") view=EditSchedulePage ssr=SsrMode::Async />
                     <Route path=path!("/customers") view=CustomersPage ssr=SsrMode::Async />
                     <Route path=path!("/customers/new") view=NewCustomerPage ssr=SsrMode::Async />
+                    <Route path=path!("/customers/import") view=CustomerImportPage ssr=SsrMode::Async />
+                    <Route path=path!("/customers/import/:id") view=CustomerImportStatusPage ssr=SsrMode::Async />
                     <Route path=path!("/customers/:id") view=CustomerPage ssr=SsrMode::Async />
                     <Route path=path!("/customers/:id/statement") view=StatementPage ssr=SsrMode::Async />
                     <Route path=path!("/settings/api-keys") view=ApiKeysPage ssr=SsrMode::Async />

@@ -8,6 +8,7 @@ pub mod config;
 pub mod csv_out;
 pub mod db;
 pub mod exports;
+pub mod imports;
 pub mod logging;
 pub mod pdf;
 pub mod process;

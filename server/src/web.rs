@@ -90,7 +90,8 @@ pub async fn router(
         .route("/logout", post(logout))
         .merge(crate::branding::session_routes())
         .merge(crate::reports::routes())
-        .merge(crate::exports::routes());
+        .merge(crate::exports::routes())
+        .merge(crate::imports::routes());
     if metrics != MetricsAccess::Off {
         app = app.route("/metrics", get(metrics_text));
     }

@@ -18,6 +18,7 @@ mod dashboard;
 mod einvoice;
 mod exports;
 mod form_crash;
+mod imports;
 mod invoice_lists;
 mod languages;
 mod lifecycle;

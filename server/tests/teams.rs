@@ -579,7 +579,7 @@ const PUBLIC: [&str; 8] = [
     "reset_password",
 ];
 /// Server functions that only read the session's org.
-const READS: [&str; 30] = [
+const READS: [&str; 32] = [
     "current_user",
     "list_invoices",
     "get_invoice",
@@ -602,6 +602,8 @@ const READS: [&str; 30] = [
     "get_tax_report",
     "webhooks_page",
     "get_webhook_endpoint",
+    "import_form",
+    "get_customer_import",
     "get_org_settings",
     "activity",
     "team_page",
@@ -875,6 +877,7 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
                 ("id", ids.invitation.to_string()),
             ]),
         ),
+        ("apply_customer_import", form(&[("id", key())])),
         (
             "create_webhook_endpoint",
             form(&[

@@ -7,6 +7,7 @@ pub mod dashboard;
 mod decimal;
 mod form;
 mod form_key;
+pub mod imports;
 mod input;
 mod locale;
 mod money;

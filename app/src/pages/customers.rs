@@ -27,6 +27,8 @@ pub fn CustomersPage() -> impl IntoView {
             </form>
             <p class="exports">
                 <ExportLink kind="customers" label="Download these as CSV" />
+                " · "
+                <a href="/customers/import">"Import from a CSV file"</a>
             </p>
             <Suspense fallback=|| view! { <p>"Loading…"</p> }>
                 {move || Suspend::new(async move {

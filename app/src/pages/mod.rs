@@ -6,6 +6,7 @@ pub mod branding;
 pub mod customers;
 pub mod dashboard;
 pub mod filters;
+pub mod imports;
 pub mod invoices;
 pub mod layout;
 pub mod party;

@@ -10,6 +10,7 @@ pub mod customers;
 pub mod dashboard;
 #[cfg(feature = "ssr")]
 mod form;
+pub mod imports;
 pub mod invoice_actions;
 pub mod invoices;
 pub mod payments;

@@ -17,6 +17,7 @@ pub mod einvoice;
 pub mod exports;
 pub mod failpoint;
 pub mod i18n;
+pub mod imports;
 pub mod invitations;
 pub mod invoice_error;
 pub mod invoice_input;

@@ -39,6 +39,8 @@ pub enum Kind {
     Webhook,
     /// A webhook endpoint was disabled: its org's owners are told.
     WebhookDisabled,
+    /// Add the rows of a customer import, a batch at a time: work, not an email.
+    CustomerImport,
 }
 
 impl Kind {
@@ -58,6 +60,7 @@ impl Kind {
             Kind::QuoteEmail => "quote_email",
             Kind::Webhook => "webhook",
             Kind::WebhookDisabled => "webhook_disabled",
+            Kind::CustomerImport => "customer_import",
         }
     }
 }

@@ -264,6 +264,8 @@ pub async fn drain_once(
         } else if row.kind == outbox::Kind::StripeRefund.as_str() {
             failpoint::hit("worker.before_send");
             crate::ssr::refunds::at_stripe(pool, config.stripe.as_ref(), &row.payload).await
+        } else if row.kind == outbox::Kind::CustomerImport.as_str() {
+            crate::ssr::imports::apply(pool, &row.payload).await
         } else if row.kind == outbox::Kind::Webhook.as_str() {
             failpoint::hit("worker.before_send");
             let (client, policy) = (&config.webhook_client, config.webhooks);

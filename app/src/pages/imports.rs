@@ -1,0 +1,146 @@
+//! Importing customers: `/customers/import` (a plain multipart form: the file goes to
+//! `POST /customers/import`) and `/customers/import/{id}` (the preview with each refused row, the
+//! button that adds the rest, and the progress while they are added, reloading itself).
+
+use leptos::prelude::*;
+use leptos_meta::Meta;
+use leptos_router::hooks::use_params_map;
+
+use crate::error::AppError;
+use crate::model::imports::{ImportView, COLUMNS, MAX_BYTES, MAX_ROWS};
+use crate::pages::layout::{error_banner, NotFound};
+use crate::rpc::imports::{get_customer_import, import_form, ApplyCustomerImport};
+
+#[component]
+pub fn CustomerImportPage() -> impl IntoView {
+    let key = Resource::new(|| (), |_| import_form());
+    view! {
+        <section class="card">
+            <h1>"Import customers"</h1>
+            <p>
+                {format!(
+                    "A CSV file (UTF-8, at most {} MB and {MAX_ROWS} customers) whose first line names its columns: ",
+                    MAX_BYTES / 1024 / 1024
+                )}
+                <code>{COLUMNS.join(", ")}</code>
+                ". Name and email are required. You see every row that cannot be imported before anything is added; the same file uploaded twice is the same import."
+            </p>
+            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match key.await {
+                        Ok(key) => view! {
+                            <form method="post" action="/customers/import" enctype="multipart/form-data" class="import-form">
+                                <input type="hidden" name="idempotency_key" value=key.to_string() />
+                                <label>"CSV file" <input type="file" name="file" accept=".csv,text/csv" required /></label>
+                                <button type="submit" class="primary">"Check the file"</button>
+                            </form>
+                        }.into_any(),
+                        Err(e) => error_banner(&e).into_any(),
+                    }
+                })}
+            </Suspense>
+        </section>
+    }
+}
+
+#[component]
+pub fn CustomerImportStatusPage() -> impl IntoView {
+    let params = use_params_map();
+    let apply = ServerAction::<ApplyCustomerImport>::new();
+    let import = Resource::new(
+        move || {
+            (
+                params.with(|p| p.get("id").unwrap_or_default()),
+                apply.version().get(),
+            )
+        },
+        |(id, _)| get_customer_import(id),
+    );
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match import.await {
+                    Ok(i) => import_view(i, apply).into_any(),
+                    Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
+                    Err(e) => error_banner(&e).into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+fn import_view(i: ImportView, apply: ServerAction<ApplyCustomerImport>) -> impl IntoView {
+    let refused = i.total - i.valid;
+    let summary = format!(
+        "{}: {} rows, {} can be imported, {} cannot.",
+        if i.file_name.is_empty() {
+            "The file"
+        } else {
+            &i.file_name
+        },
+        i.total,
+        i.valid,
+        refused
+    );
+    let state = match i.status.as_str() {
+        "previewed" if i.valid > 0 => view! {
+            <ActionForm action=apply>
+                <input type="hidden" name="id" value=i.id.to_string() />
+                <button type="submit" class="primary import-apply" disabled=move || apply.pending().get()>
+                    {format!("Add {} customers", i.valid)}
+                </button>
+            </ActionForm>
+        }.into_any(),
+        "previewed" => view! { <p class="empty">"Nothing in this file can be imported."</p> }.into_any(),
+        "applying" => view! {
+            // Reloads itself until the worker is done (no script needed).
+            <Meta http_equiv="refresh" content="2" />
+            <p class="import-progress" role="status">
+                <progress max=i.valid value=i.applied>{format!("{} of {}", i.applied, i.valid)}</progress>
+                {format!(" Adding customers: {} of {}…", i.applied, i.valid)}
+            </p>
+        }.into_any(),
+        _ => view! {
+            <p class="import-done" role="status">{format!("Done: {} customers added.", i.applied)}</p>
+            <p><a href="/customers">"See the customers"</a></p>
+        }.into_any(),
+    };
+    view! {
+        <section class="card import">
+            <h1>"Import customers"</h1>
+            <p class="import-summary">{summary}</p>
+            {state}
+            {(!i.errors.is_empty()).then(|| view! {
+                <h2>"Rows that cannot be imported"</h2>
+                <div class="table-scroll" tabindex="0" role="region" aria-label="Rows that cannot be imported">
+                    <table class="import-errors">
+                        <thead><tr><th scope="col" class="num">"Line"</th><th scope="col">"Field"</th><th scope="col">"Why"</th></tr></thead>
+                        <tbody>
+                            {i.errors.iter().map(|e| view! {
+                                <tr class="import-error-row">
+                                    <td class="num">{e.row}</td>
+                                    <td>{e.field.clone()}</td>
+                                    <td>{e.message.clone()}</td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                </div>
+            })}
+            {(!i.sample.is_empty()).then(|| view! {
+                <h2>"The first customers it adds"</h2>
+                <div class="table-scroll" tabindex="0" role="region" aria-label="The first customers it adds">
+                    <table class="import-sample">
+                        <thead><tr><th scope="col" class="num">"Line"</th><th scope="col">"Name"</th><th scope="col">"Email"</th></tr></thead>
+                        <tbody>
+                            {i.sample.iter().map(|(line, name, email)| view! {
+                                <tr><td class="num">{*line}</td><td>{name.clone()}</td><td>{email.clone()}</td></tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                </div>
+            })}
+            <p><a href="/customers/import">"Import another file"</a></p>
+        </section>
+    }
+}

@@ -1,0 +1,38 @@
+//! Server functions of customer imports: the upload form's key, an import's page, and applying it.
+
+use leptos::prelude::*;
+use uuid::Uuid;
+
+use crate::error::AppError;
+use crate::model::imports::ImportView;
+
+/// A key for the upload form (it names the org the form was rendered for).
+#[server(prefix = "/rpc", endpoint = "import_form")]
+pub async fn import_form() -> Result<Uuid, AppError> {
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    Ok(crate::model::form_key(user.org_id))
+}
+
+/// The session org's import `id`.
+#[server(prefix = "/rpc", endpoint = "get_customer_import")]
+pub async fn get_customer_import(id: String) -> Result<ImportView, AppError> {
+    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let state = super::state()?;
+    let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    crate::ssr::imports::get(&state.reads, user.org_id, id)
+        .await?
+        .ok_or_else(|| AppError::NotFound.respond())
+}
+
+/// Adds the import's valid rows as customers, once: a second press finds it started.
+#[server(prefix = "/rpc", endpoint = "apply_customer_import")]
+pub async fn apply_customer_import(id: String) -> Result<(), AppError> {
+    let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
+    let state = super::state()?;
+    let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    crate::ssr::imports::start(&state.pool, user.org_id, id).await?;
+    if crate::error::plain_form_post() {
+        leptos_axum::redirect(&format!("/customers/import/{id}"));
+    }
+    Ok(())
+}
