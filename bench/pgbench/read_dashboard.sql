@@ -13,7 +13,7 @@ select (now() at time zone time_zone)::date as "today!: NaiveDate" from orgs whe
 with open as (
     select customer_id, customer_name, lower(customer_email) as email, currency, due_date,
            total_cents - amount_credited_cents - amount_paid_cents as due,
-           :'today'::date::date - due_date as late
+           :today::date::date - due_date as late
     from invoices
     where org_id = :org::uuid and status in ('open', 'uncollectible')
 )
@@ -35,24 +35,24 @@ with paid as (
            coalesce(p.paid_on, (p.created_at at time zone o.time_zone)::date) as day
     from payments p join orgs o on o.id = p.org_id
     where p.org_id = :org::uuid and p.status = 'succeeded'
-      and p.created_at >= (date_trunc('quarter', :'today'::date)::date::date::timestamp at time zone o.time_zone)
+      and p.created_at >= (date_trunc('quarter', :today::date)::date::date::timestamp at time zone o.time_zone)
 )
 select currency as "currency!",
-       coalesce(sum(amount_cents) filter (where day >= date_trunc('month', :'today'::date)::date::date), 0)::bigint as "month!",
-       coalesce(sum(amount_cents) filter (where day >= date_trunc('quarter', :'today'::date)::date::date), 0)::bigint as "quarter!"
+       coalesce(sum(amount_cents) filter (where day >= date_trunc('month', :today::date)::date::date), 0)::bigint as "month!",
+       coalesce(sum(amount_cents) filter (where day >= date_trunc('quarter', :today::date)::date::date), 0)::bigint as "quarter!"
 from paid group by currency order by currency;
 with invoiced as (
     select date_trunc('month', i.finalized_at at time zone o.time_zone)::date as month,
            i.currency, sum(i.total_cents)::bigint as cents
     from invoices i join orgs o on o.id = i.org_id
-    where i.org_id = :org::uuid and i.finalized_at >= ((date_trunc('month', :'today'::date) - interval '11 months')::date::date::timestamp at time zone o.time_zone)
+    where i.org_id = :org::uuid and i.finalized_at >= ((date_trunc('month', :today::date) - interval '11 months')::date::date::timestamp at time zone o.time_zone)
       and i.status <> 'void'
     group by 1, 2
 ), credited as (
     select date_trunc('month', c.created_at at time zone o.time_zone)::date as month,
            c.currency, sum(c.total_cents)::bigint as cents
     from credit_notes c join orgs o on o.id = c.org_id
-    where c.org_id = :org::uuid and c.created_at >= ((date_trunc('month', :'today'::date) - interval '11 months')::date::date::timestamp at time zone o.time_zone)
+    where c.org_id = :org::uuid and c.created_at >= ((date_trunc('month', :today::date) - interval '11 months')::date::date::timestamp at time zone o.time_zone)
     group by 1, 2
 )
 select coalesce(i.month, c.month) as "month!: NaiveDate",

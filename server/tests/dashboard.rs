@@ -215,3 +215,38 @@ async fn the_dashboard_adds_up_as_the_rows_do(pool: PgPool) {
     assert!(html.contains("<svg"), "a server-rendered chart: {html}");
     assert!(html.contains("revenue-table"), "a table beside it");
 }
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_big_orgs_dashboard_comes_from_memory_for_a_few_seconds_a_small_ones_never(
+    pool: sqlx::PgPool,
+) {
+    use app::ssr::dashboard::{cached, BIG};
+    let email = format!("{}@example.com", Uuid::new_v4().simple());
+    let big = app::ssr::accounts::create_org_with_owner(&pool, "Big", &email, "correct horse")
+        .await
+        .unwrap()
+        .org_id;
+    // A quarter of the generated invoices are open, a twentieth uncollectible.
+    lab::datagen::org(&pool, big, BIG * 4).await.unwrap();
+    let first = cached(&pool, big).await.unwrap();
+    assert!(first.owed_invoices > BIG, "{}", first.owed_invoices);
+    let again = cached(&pool, big).await.unwrap();
+    assert_eq!(
+        again.as_of, first.as_of,
+        "the second read is the first one's"
+    );
+    assert_eq!(again, first);
+
+    let email = format!("{}@example.com", Uuid::new_v4().simple());
+    let small = app::ssr::accounts::create_org_with_owner(&pool, "Small", &email, "correct horse")
+        .await
+        .unwrap()
+        .org_id;
+    lab::datagen::org(&pool, small, 40).await.unwrap();
+    let first = cached(&pool, small).await.unwrap();
+    let again = cached(&pool, small).await.unwrap();
+    assert!(
+        again.as_of > first.as_of,
+        "a small org's figures are read every time"
+    );
+}

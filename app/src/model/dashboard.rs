@@ -56,6 +56,11 @@ pub struct Dashboard {
     pub revenue: Vec<MonthRevenue>,
     /// Who owes the most (at most five).
     pub debtors: Vec<Debtor>,
+    /// How many open invoices the figures sum.
+    pub owed_invoices: i64,
+    /// When these figures were read: a big org's dashboard is served from a cache for a few
+    /// seconds (the page says how old it is).
+    pub as_of: chrono::DateTime<chrono::Utc>,
 }
 
 /// The aging buckets' names.

@@ -30,6 +30,7 @@ fn DashboardView(d: Dashboard) -> impl IntoView {
     view! {
         <section class="card dashboard">
             <h1>"Dashboard"</h1>
+            <p class="hint as-of">{format!("Figures as of {} UTC.", d.as_of.format("%H:%M:%S"))}</p>
             <div class="figures">
                 {nothing_owed.then(|| view! { <p class="figure empty">"Nothing is owed to you."</p> })}
                 {d.owed.iter().map(|o| view! {

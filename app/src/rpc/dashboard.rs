@@ -10,6 +10,5 @@ use crate::model::dashboard::Dashboard;
 pub async fn get_dashboard() -> Result<Dashboard, AppError> {
     let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
     let state = super::state()?;
-    let mut conn = state.reads.acquire().await?;
-    Ok(crate::ssr::dashboard::dashboard(&mut conn, user.org_id).await?)
+    Ok(crate::ssr::dashboard::cached(&state.reads, user.org_id).await?)
 }

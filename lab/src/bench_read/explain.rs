@@ -84,6 +84,10 @@ pub(super) async fn explain_all(
                         .or_else(|_| row.try_get::<i32, _>(i).map(|v| v.to_string()))
                         .or_else(|_| row.try_get::<bool, _>(i).map(|v| v.to_string()))
                         .or_else(|_| {
+                            row.try_get::<chrono::NaiveDate, _>(i)
+                                .map(|v| v.to_string())
+                        })
+                        .or_else(|_| {
                             row.try_get::<Vec<Uuid>, _>(i).map(|v| {
                                 let ids: Vec<String> = v.iter().map(Uuid::to_string).collect();
                                 format!("{{{}}}", ids.join(","))
