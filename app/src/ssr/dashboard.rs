@@ -12,11 +12,7 @@ use uuid::Uuid;
 
 use crate::model::dashboard::{Dashboard, Debtor, MonthRevenue, Owed, Received};
 
-/// The first day of `date`'s quarter.
-pub fn quarter_start(date: NaiveDate) -> NaiveDate {
-    let month = (date.month0() / 3) * 3 + 1;
-    NaiveDate::from_ymd_opt(date.year(), month, 1).expect("a quarter's first day")
-}
+pub use crate::ssr::reports::quarter_start;
 
 /// The first day of the month eleven months before `date`'s: twelve months with this one.
 pub fn twelve_months_from(date: NaiveDate) -> NaiveDate {

@@ -78,6 +78,13 @@ pub async fn aging(
     })
 }
 
+/// The first day of `date`'s quarter.
+pub fn quarter_start(date: NaiveDate) -> NaiveDate {
+    use chrono::Datelike;
+    let month = (date.month0() / 3) * 3 + 1;
+    NaiveDate::from_ymd_opt(date.year(), month, 1).expect("a quarter's first day")
+}
+
 /// The period a tax summary covers: `from`..=`to` as typed, or when neither is given the quarter
 /// so far (the org's `today`).
 pub fn tax_period(
@@ -87,7 +94,7 @@ pub fn tax_period(
 ) -> Result<crate::ssr::statements::Period, String> {
     let blank = |t: Option<&str>| t.is_none_or(|t| t.trim().is_empty());
     if blank(from) && blank(to) {
-        let from = crate::ssr::dashboard::quarter_start(today);
+        let from = quarter_start(today);
         return Ok(crate::ssr::statements::Period { from, to: today });
     }
     crate::ssr::statements::Period::parse(from, to, today)

@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 use super::client::Client;
 use super::documented::{
     ActionProblems, CreateProblems, EndpointId, EndpointWrite, InFlight, ListProblems, New,
-    NotFound,
+    NotFound, Unauthorized,
 };
 use super::invoices::action_body;
 use super::problem::{problem, Problem, ProblemResponse};
@@ -107,7 +107,7 @@ pub(super) async fn list_endpoints(
 /// One endpoint (without its secret).
 #[utoipa::path(
     get, path = "/api/v1/webhook_endpoints/{id}", tag = "webhooks", params(EndpointId),
-    responses((status = 200, body = WebhookEndpoint), NotFound),
+    responses((status = 200, body = WebhookEndpoint), Unauthorized, NotFound),
 )]
 pub(super) async fn get_endpoint(
     State(state): State<AppState>,
@@ -127,6 +127,7 @@ pub(super) async fn get_endpoint(
     delete, path = "/api/v1/webhook_endpoints/{id}", tag = "webhooks", params(EndpointId),
     responses(
         (status = 204, description = "Deleted"),
+        Unauthorized,
         (status = 403, description = "The API key's role is not owner", body = Problem, content_type = "application/problem+json"),
         NotFound,
     ),
@@ -190,7 +191,7 @@ pub struct AttemptList {
 /// The endpoint's delivery log: status, latency and the first 1 KB of each answer.
 #[utoipa::path(
     get, path = "/api/v1/webhook_endpoints/{id}/attempts", tag = "webhooks", params(EndpointId),
-    responses((status = 200, body = AttemptList), NotFound),
+    responses((status = 200, body = AttemptList), Unauthorized, NotFound),
 )]
 pub(super) async fn list_attempts(
     State(state): State<AppState>,
