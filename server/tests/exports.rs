@@ -3,7 +3,6 @@
 //! cells are neutralised; bad names and filters are refused.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -11,31 +10,9 @@ use uuid::Uuid;
 use crate::common::rows;
 use crate::common::served::TestApp;
 
-/// `text` read by Python's csv module: its records.
-fn python_csv(text: &str) -> Vec<Vec<String>> {
-    let python = std::env::var("TEST_PYTHON").unwrap_or_else(|_| "python3".into());
-    let mut child = std::process::Command::new(python)
-        .args([
-            "-c",
-            "import csv, json, sys; print(json.dumps(list(csv.reader(sys.stdin))))",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 /// The records of an export as maps of column → value.
 fn table(text: &str) -> Vec<BTreeMap<String, String>> {
-    let mut records = python_csv(text).into_iter();
+    let mut records = crate::common::python_csv(text).into_iter();
     let header = records.next().expect("a header record");
     records
         .map(|r| {

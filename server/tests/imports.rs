@@ -54,6 +54,14 @@ async fn upload(
     (status, location, res.text().await.unwrap())
 }
 
+/// Starts the import in a transaction of its own.
+async fn start(pool: &sqlx::PgPool, org: Uuid, id: Uuid) -> bool {
+    let mut tx = pool.begin().await.unwrap();
+    let started = app::ssr::imports::start(&mut tx, org, id).await.unwrap();
+    tx.commit().await.unwrap();
+    started
+}
+
 fn import_id(location: &str) -> Uuid {
     Uuid::parse_str(location.strip_prefix("/customers/import/").unwrap()).unwrap()
 }
@@ -122,7 +130,10 @@ async fn a_file_is_previewed_with_its_refused_rows_and_applied_once(pool: sqlx::
     assert!(page.contains("Add 3 customers"));
 
     // Pressed twice at once: started once, one job.
-    let form = [("id", id.to_string())];
+    let form = [
+        ("idempotency_key", app::model::form_key(org).to_string()),
+        ("id", id.to_string()),
+    ];
     let url = format!("{}/rpc/apply_customer_import", app.base);
     let press = || pages::submit(&http, url.clone(), &form);
     let (a, b) = tokio::join!(press(), press());
@@ -174,9 +185,7 @@ async fn a_file_is_previewed_with_its_refused_rows_and_applied_once(pool: sqlx::
         .await
         .unwrap()
         .is_none());
-    assert!(!app::ssr::imports::start(&app.pool, other, id)
-        .await
-        .unwrap());
+    assert!(!start(&app.pool, other, id).await);
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
@@ -191,11 +200,8 @@ async fn a_large_file_resumes_after_a_crash_and_racing_workers_add_each_customer
     }
     let (_, location, _) = upload(&app, &http, org, csv.into_bytes()).await;
     let id = import_id(&location);
-    assert!(app::ssr::imports::start(&app.pool, org, id).await.unwrap());
-    assert!(
-        !app::ssr::imports::start(&app.pool, org, id).await.unwrap(),
-        "started once"
-    );
+    assert!(start(&app.pool, org, id).await);
+    assert!(!start(&app.pool, org, id).await, "started once");
     // One batch, then the worker dies: a whole batch is in, and the counter says so.
     assert!(app::ssr::imports::apply_batch(&app.pool, id).await.unwrap());
     let (applied, added): (i32, i64) = sqlx::query_as(

@@ -26,29 +26,6 @@ async fn send(app: &TestApp, path: &str, key: &str, body: Value) -> Value {
     body
 }
 
-/// `text` read by Python's csv module: its rows.
-fn python_csv(text: &str) -> Vec<Vec<String>> {
-    use std::io::Write;
-    let python = std::env::var("TEST_PYTHON").unwrap_or_else(|_| "python3".into());
-    let mut child = std::process::Command::new(python)
-        .args([
-            "-c",
-            "import csv, json, sys; print(json.dumps(list(csv.reader(sys.stdin))))",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn the_aging_report_adds_up_and_its_csv_says_the_same(pool: sqlx::PgPool) {
     let app = TestApp::spawn(pool).await;
@@ -184,7 +161,7 @@ async fn the_aging_report_adds_up_and_its_csv_says_the_same(pool: sqlx::PgPool) 
         .unwrap()
         .starts_with("text/csv"));
     let text = res.text().await.unwrap();
-    let table = python_csv(&text);
+    let table = crate::common::python_csv(&text);
     assert_eq!(table[0][0], "customer");
     assert_eq!(table.len(), 1 + api["data"].as_array().unwrap().len());
     let evil_row = table.iter().find(|r| r[1] == "evil@example.com").unwrap();
@@ -462,7 +439,7 @@ async fn the_tax_summary_adds_up_per_rate_and_splits_credit_notes_back_into_net_
         .await
         .unwrap();
     assert_eq!(res.status(), 200);
-    let table = python_csv(&res.text().await.unwrap());
+    let table = crate::common::python_csv(&res.text().await.unwrap());
     assert_eq!(table[0][0], "currency");
     let line = table
         .iter()

@@ -877,7 +877,10 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
                 ("id", ids.invitation.to_string()),
             ]),
         ),
-        ("apply_customer_import", form(&[("id", key())])),
+        (
+            "apply_customer_import",
+            form(&[("idempotency_key", key()), ("id", key())]),
+        ),
         (
             "create_webhook_endpoint",
             form(&[

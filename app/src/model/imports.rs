@@ -47,4 +47,6 @@ pub struct ImportView {
     pub errors: Vec<RowError>,
     /// The first valid rows: (line, name, email).
     pub sample: Vec<(i64, String, String)>,
+    /// The key of this rendering's "Add" button (claimed once, like every form's).
+    pub form_key: Uuid,
 }

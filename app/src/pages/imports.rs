@@ -85,6 +85,7 @@ fn import_view(i: ImportView, apply: ServerAction<ApplyCustomerImport>) -> impl 
     let state = match i.status.as_str() {
         "previewed" if i.valid > 0 => view! {
             <ActionForm action=apply>
+                <input type="hidden" name="idempotency_key" value=i.form_key.to_string() />
                 <input type="hidden" name="id" value=i.id.to_string() />
                 <button type="submit" class="primary import-apply" disabled=move || apply.pending().get()>
                     {format!("Add {} customers", i.valid)}

@@ -24,15 +24,26 @@ pub async fn get_customer_import(id: String) -> Result<ImportView, AppError> {
         .ok_or_else(|| AppError::NotFound.respond())
 }
 
-/// Adds the import's valid rows as customers, once: a second press finds it started.
+/// Adds the import's valid rows as customers, once per rendered button (the form's claim, the
+/// start in its transaction).
 #[server(prefix = "/rpc", endpoint = "apply_customer_import")]
-pub async fn apply_customer_import(id: String) -> Result<(), AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
-    let state = super::state()?;
+pub async fn apply_customer_import(
+    idempotency_key: Option<String>,
+    id: String,
+) -> Result<(), AppError> {
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
-    crate::ssr::imports::start(&state.pool, user.org_id, id).await?;
-    if crate::error::plain_form_post() {
-        leptos_axum::redirect(&format!("/customers/import/{id}"));
+    let back = format!("/customers/import/{id}");
+    super::form::SettingsForm {
+        form: crate::ssr::claim::Form::ApplyCustomerImport,
+        action: crate::model::Action::EditInvoices,
+        back: &back,
+        idempotency_key,
+        content: &id,
+        check: Ok(()),
     }
-    Ok(())
+    .run(async |tx, user| {
+        crate::ssr::imports::start(tx, user.org_id, id).await?;
+        Ok(id)
+    })
+    .await
 }

@@ -231,13 +231,14 @@ pub async fn get(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<Option<Impo
                     .collect()
             })
             .unwrap_or_default(),
+        form_key: crate::model::form_key(org),
     }))
 }
 
-/// Starts applying `org`'s import `id`, once: previewed → applying, and the job queued, in one
-/// transaction. False when it was already started (a second click) or is not the org's.
-pub async fn start(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
-    let mut tx = pool.begin().await?;
+/// Starts applying `org`'s import `id` in the caller's transaction (the form's claim commits with
+/// it): previewed → applying, and the job queued. False when it was already started or is not the
+/// org's (the conditional move is the business write's own second line of defence).
+pub async fn start(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
     // language=PostgreSQL
     let started = sqlx::query!(
         r#"
@@ -256,7 +257,7 @@ pub async fn start(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
     };
     if started.valid > 0 {
         crate::ssr::outbox::enqueue(
-            &mut tx,
+            tx,
             Some(org),
             None,
             crate::ssr::outbox::Kind::CustomerImport,
@@ -264,7 +265,6 @@ pub async fn start(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
         )
         .await?;
     }
-    tx.commit().await?;
     Ok(true)
 }
 

@@ -433,3 +433,26 @@ where
         tokio::time::sleep(every).await;
     }
 }
+
+/// `text` read by Python's csv module (RFC 4180 as spreadsheets read it): its records.
+pub fn python_csv(text: &str) -> Vec<Vec<String>> {
+    use std::io::Write;
+    let python = std::env::var("TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let mut child = std::process::Command::new(python)
+        .args([
+            "-c",
+            "import csv, json, sys; print(json.dumps(list(csv.reader(sys.stdin))))",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}

@@ -80,6 +80,7 @@ pub enum Form {
     DeleteWebhookEndpoint,
     RotateWebhookSecret,
     RedeliverWebhook,
+    ApplyCustomerImport,
 }
 
 impl Form {
@@ -126,6 +127,7 @@ impl Form {
             Form::DeleteWebhookEndpoint => "delete_webhook_endpoint",
             Form::RotateWebhookSecret => "rotate_webhook_secret",
             Form::RedeliverWebhook => "redeliver_webhook",
+            Form::ApplyCustomerImport => "apply_customer_import",
         }
     }
 }
