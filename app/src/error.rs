@@ -50,6 +50,14 @@ pub enum AppError {
     Contended,
     #[error("The request could not be processed: {0}")]
     Transport(String),
+    /// The database cannot be reached or cannot take writes right now (between two primaries):
+    /// nothing was half-written, and sending the same attempt again is safe. A keyed form's answer
+    /// carries its key and typed values back, so that the page it returns to sends the same attempt.
+    #[error("The database is switching to another server. Nothing was lost or done twice: please send this again in {after} seconds.")]
+    Unavailable {
+        after: u64,
+        attempt: Option<Box<Rejected>>,
+    },
 }
 
 impl AppError {
@@ -85,6 +93,36 @@ impl AppError {
         }))
     }
 
+    /// The attempt a refused or unanswered form submission brings back (its key and typed values):
+    /// the form rendered from it sends the same attempt again.
+    pub fn attempt(&self) -> Option<&Rejected> {
+        match self {
+            AppError::Invalid(r)
+            | AppError::Unavailable {
+                attempt: Some(r), ..
+            } => Some(r),
+            _ => None,
+        }
+    }
+
+    /// An unavailable database's answer to a keyed form keeps the form's key and typed values.
+    pub fn keeping(self, idempotency_key: Option<String>, values: Option<&InvoiceForm>) -> Self {
+        match self {
+            AppError::Unavailable {
+                after,
+                attempt: None,
+            } => AppError::Unavailable {
+                after,
+                attempt: Some(Box::new(Rejected {
+                    idempotency_key,
+                    fields: FieldErrors::new(),
+                    values: values.cloned(),
+                })),
+            },
+            other => other,
+        }
+    }
+
     pub fn field_errors(&self) -> Option<&FieldErrors> {
         match self {
             AppError::Invalid(rejected) => Some(&rejected.fields),
@@ -92,11 +130,28 @@ impl AppError {
         }
     }
 
-    /// Logs an internal error with its whole chain and returns the opaque variant for the client.
+    /// Logs an internal error with its whole chain and returns the opaque variant for the client;
+    /// a database that cannot be reached is [`AppError::Unavailable`] instead (a retry, not a bug).
     #[cfg(feature = "ssr")]
-    pub fn internal(context: &str, err: impl std::fmt::Display) -> Self {
+    pub fn internal(context: &str, err: impl std::fmt::Display + 'static) -> Self {
+        let any: &dyn std::any::Any = &err;
+        if let Some(e) = any.downcast_ref::<sqlx::Error>() {
+            if crate::ssr::surfaces::is_unavailable(e) {
+                tracing::warn!(error = %e, "{context}: database unavailable");
+                return AppError::unavailable();
+            }
+        }
         tracing::error!(error = %err, "{context}");
         AppError::Internal
+    }
+
+    /// The database cannot be reached now: try again in a couple of seconds.
+    #[cfg(feature = "ssr")]
+    pub fn unavailable() -> Self {
+        AppError::Unavailable {
+            after: crate::ssr::surfaces::UNAVAILABLE_RETRY_AFTER.as_secs(),
+            attempt: None,
+        }
     }
 }
 
@@ -125,7 +180,7 @@ impl AppError {
             AppError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::BadRequest(_) | AppError::Transport(_) => StatusCode::BAD_REQUEST,
             AppError::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
-            AppError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Busy(_) | AppError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Internal | AppError::Contended => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -133,7 +188,9 @@ impl AppError {
     /// Seconds a client should wait before trying again, for `Retry-After`.
     pub fn retry_after(&self) -> Option<u64> {
         match self {
-            AppError::Throttled(secs) | AppError::Busy(secs) => Some(*secs),
+            AppError::Throttled(secs)
+            | AppError::Busy(secs)
+            | AppError::Unavailable { after: secs, .. } => Some(*secs),
             _ => None,
         }
     }

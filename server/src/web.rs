@@ -112,6 +112,7 @@ pub async fn router(
         .layer(middleware::from_fn(require_login))
         .layer(middleware::from_fn(errors_carry_their_status))
         .layer(auth)
+        .layer(middleware::from_fn(session_store_unavailable))
         .layer(middleware::from_fn_with_state(
             guard.clone(),
             crate::security::signed_form_errors,
@@ -235,13 +236,54 @@ async fn logout(State(state): State<AppState>, mut session: AuthSession) -> Resp
     Redirect::to("/login").into_response()
 }
 
+/// The session and login layers answer a failure of their store (the sessions table, read and
+/// written on every signed-in request) with a bare 500, before or after the handler. Their store is
+/// the database, and what fails it is the database being away or read-only (a failover, a cut
+/// connection): a 503 with Retry-After, whose retry sends the same attempt, which lands once.
+/// Handlers' own errors always carry a body and pass untouched.
+async fn session_store_unavailable(req: Request, next: Next) -> Response {
+    use axum::body::HttpBody;
+    let response = next.run(req).await;
+    if response.status() != StatusCode::INTERNAL_SERVER_ERROR
+        || response.body().size_hint().exact() != Some(0)
+    {
+        return response;
+    }
+    tracing::warn!("the session store failed: answered 503, to be retried");
+    let after = app::ssr::surfaces::UNAVAILABLE_RETRY_AFTER.as_secs();
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [
+            (axum::http::header::RETRY_AFTER, after.to_string()),
+            (axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8".to_owned()),
+        ],
+        format!(
+            "<!doctype html><html lang=\"en\"><title>Try again in a moment</title><h1>Try again in a \
+             moment</h1><p>invoicer could not reach its database. Nothing you sent is lost or done \
+             twice: go back and send it again in {after} seconds.</p></html>"
+        ),
+    )
+        .into_response()
+}
+
+/// Ready only while the pool reaches a primary that takes writes: a standby (or a server in
+/// read-only mode) is as useless to this app as none, and the balancer must take it out of rotation.
 async fn readyz(State(state): State<AppState>) -> Response {
     let ping = tokio::time::timeout(
         Duration::from_secs(2),
-        sqlx::query("select 1").execute(&state.pool),
+        sqlx::query_scalar::<_, bool>(
+            "select not pg_is_in_recovery() and current_setting('transaction_read_only') = 'off'",
+        )
+        .fetch_one(&state.pool),
     );
     match ping.await {
-        Ok(Ok(_)) => "ready".into_response(),
+        Ok(Ok(true)) => "ready".into_response(),
+        Ok(Ok(false)) => {
+            tracing::warn!(
+                "readiness: the database does not take writes (a standby, or read-only)"
+            );
+            (StatusCode::SERVICE_UNAVAILABLE, "database read-only").into_response()
+        }
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "readiness: database unreachable");
             (StatusCode::SERVICE_UNAVAILABLE, "database unreachable").into_response()

@@ -87,6 +87,20 @@ async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bytes)
             "event is being processed",
         )
             .into_response(),
+        Err(Refusal::Delivery(DeliveryError::Db(e))) if app::ssr::surfaces::is_unavailable(&e) => {
+            tracing::warn!(error = %e, "stripe webhook: database unavailable; Stripe will retry");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(
+                    header::RETRY_AFTER,
+                    app::ssr::surfaces::UNAVAILABLE_RETRY_AFTER
+                        .as_secs()
+                        .to_string(),
+                )],
+                "database unavailable; retry",
+            )
+                .into_response()
+        }
         Err(Refusal::Delivery(e)) => {
             tracing::error!(error = %e, "stripe webhook failed; Stripe will retry");
             plain(StatusCode::INTERNAL_SERVER_ERROR, "internal error")

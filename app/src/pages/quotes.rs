@@ -70,7 +70,7 @@ pub fn NewQuotePage() -> impl IntoView {
     let create = ServerAction::<CreateQuote>::new();
     // Without JavaScript a refused submit comes back through the URL with its key and values.
     let rejected = match create.value().get_untracked() {
-        Some(Err(AppError::Invalid(r))) => Some(r),
+        Some(Err(e)) => e.attempt().cloned(),
         _ => None,
     };
     let errors = Signal::derive(move || match create.value().get() {

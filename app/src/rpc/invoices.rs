@@ -49,7 +49,7 @@ pub async fn create_invoice(
         invoice_from_form(&state.pool, &attempt, user.org_id, form_key, &parsed).await
     })
     .await
-    .map_err(AppError::respond)?;
+    .map_err(|e| e.keeping(idempotency_key.clone(), Some(&input)).respond())?;
     let id = match outcome {
         FormOutcome::Created(id) | FormOutcome::Replayed(id) => id,
         FormOutcome::KeyReused => {
@@ -301,7 +301,7 @@ pub async fn update_draft(
         .await
     })
     .await
-    .map_err(AppError::respond)?;
+    .map_err(|e| e.keeping(idempotency_key.clone(), Some(&input)).respond())?;
     let message = match saved {
         DraftSave::Saved | DraftSave::Replayed | DraftSave::Refused(Edited::Now(_)) => {
             leptos_axum::redirect(&format!("/invoices/{invoice}"));

@@ -159,8 +159,15 @@ impl AuthnBackend for Backend {
         }
     }
 
+    /// Tried twice when the database was unreachable: a pooled connection cut by a failover fails
+    /// its first query and is closed, and the second try gets a fresh one.
     async fn get_user(&self, key: &SessionKey) -> Result<Option<SessionUser>, BackendError> {
-        Ok(find_session(&self.pool, *key).await?)
+        match find_session(&self.pool, *key).await {
+            Err(e) if crate::ssr::surfaces::is_unavailable(&e) => {
+                Ok(find_session(&self.pool, *key).await?)
+            }
+            found => Ok(found?),
+        }
     }
 }
 

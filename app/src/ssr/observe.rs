@@ -69,7 +69,8 @@ impl Tracked for crate::error::AppError {
             AppError::Internal
             | AppError::Contended
             | AppError::Transport(_)
-            | AppError::Busy(_) => AttemptOutcome::Failed,
+            | AppError::Busy(_)
+            | AppError::Unavailable { .. } => AttemptOutcome::Failed,
             AppError::Throttled(_) => AttemptOutcome::Rejected,
             AppError::Unauthorized
             | AppError::NotFound

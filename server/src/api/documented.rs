@@ -52,12 +52,14 @@ problems! {
         400: "Missing or malformed Idempotency-Key, or a body that is not JSON",
         401: "Missing, unknown or revoked API key",
         413: "Body over 1 MiB",
+        503: "The database is switching to another server: retry with the same key after Retry-After seconds",
     }
     /// An action on one resource: its key, its body (empty or an object) and a reused key.
     ActionProblems {
         400: "Missing or malformed Idempotency-Key, or a body that is neither empty nor a JSON object",
         401: "",
         422: "The key was used with a different request",
+        503: "The database is switching to another server: retry with the same key after Retry-After seconds",
     }
 }
 

@@ -50,7 +50,14 @@ pub(super) fn problem(
     }
 }
 
-pub(super) fn internal(context: &str, err: impl std::fmt::Display) -> ProblemResponse {
+pub(super) fn internal(context: &str, err: impl std::fmt::Display + 'static) -> ProblemResponse {
+    let any: &dyn std::any::Any = &err;
+    if let Some(e) = any.downcast_ref::<sqlx::Error>() {
+        if app::ssr::surfaces::is_unavailable(e) {
+            tracing::warn!(error = %e, "api: {context}: database unavailable");
+            return unavailable();
+        }
+    }
     tracing::error!(error = %err, "api: {context}");
     problem(
         StatusCode::INTERNAL_SERVER_ERROR,
@@ -58,6 +65,17 @@ pub(super) fn internal(context: &str, err: impl std::fmt::Display) -> ProblemRes
         "Internal error",
         "Something went wrong on our side; nothing was saved twice. Retry with the same Idempotency-Key.",
     )
+}
+
+/// 503: the database cannot be reached or take writes now (a failover): retry with the same key.
+pub(super) fn unavailable() -> ProblemResponse {
+    problem(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "unavailable",
+        "Database unavailable",
+        "The database is switching to another server; nothing was saved twice. Retry with the same Idempotency-Key after Retry-After seconds.",
+    )
+    .retry_after(app::ssr::surfaces::UNAVAILABLE_RETRY_AFTER)
 }
 
 impl ProblemResponse {
@@ -77,7 +95,8 @@ impl Tracked for ProblemResponse {
     }
 }
 
-/// Logged with its whole text; the client gets the opaque internal problem.
+/// Logged with its whole text; the client gets the opaque internal problem, or 503 with Retry-After
+/// while the database cannot be reached (the same Idempotency-Key is then safe to send again).
 impl From<sqlx::Error> for ProblemResponse {
     fn from(err: sqlx::Error) -> Self {
         internal("database error", err)

@@ -24,7 +24,7 @@ pub fn NewInvoicePage() -> impl IntoView {
     // Without JavaScript a refused submit comes back through the URL; reuse its key and values so
     // the corrected resubmit is the same attempt and nothing typed is lost.
     let rejected = match action.value().get_untracked() {
-        Some(Err(AppError::Invalid(r))) => Some(r),
+        Some(Err(e)) => e.attempt().cloned(),
         _ => None,
     };
     let key = rejected
@@ -72,7 +72,7 @@ pub fn EditInvoicePage() -> impl IntoView {
     );
     // Without JavaScript a refused save comes back through the URL with its key and values.
     let rejected = match action.value().get_untracked() {
-        Some(Err(AppError::Invalid(r))) => Some(r),
+        Some(Err(e)) => e.attempt().cloned(),
         _ => None,
     };
     let errors = Signal::derive(move || match action.value().get() {
