@@ -1,10 +1,12 @@
-//! `lab faults-cluster`: the fault run on the local production topology of `scripts/cluster` (three
-//! replicas behind HAProxy, two workers, a primary with a synchronous standby). The same load as
-//! `lab faults` — each request sent to the next of the balancer and the three replicas in turn, so a
-//! form's second submit and every retry land on another process — while it kill -9s a replica and
-//! restarts it, kill -9s a worker (mid-send, at some moment) and restarts it, and finally stops the
-//! primary with `-m immediate` and promotes the standby. Then the same checker proves, on the new
-//! primary, that every acknowledged attempt took effect exactly once and every email left.
+//! `lab faults-cluster`: the fault run on the local production topology of `scripts/cluster` (etcd
+//! ×3, Postgres ×3 under Patroni, HAProxy, three app replicas, two workers). The same load as `lab
+//! faults` — each request sent to the next of the balancer and the three replicas in turn, so a
+//! form's second submit and every retry land on another process — while it kills app replicas, a
+//! worker, the Postgres leader (its postmaster, and the whole node), a Postgres replica, an etcd
+//! member and the leader's Patroni alone, and hands over once by plan. Patroni promotes with no
+//! command; the checker then proves, on the last leader, that every acknowledged attempt took effect
+//! exactly once and every email left, and that no client was answered 500 or a 503 without
+//! Retry-After.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,7 +22,8 @@ use crate::faults::{
 #[derive(clap::Args, Debug)]
 pub struct ClusterFaultArgs {
     /// The cluster script (its `kill-replica`, `start-replica`, `kill-worker`, `start-worker`,
-    /// `failover` commands).
+    /// `kill-primary`, `kill-node`, `kill-patroni`, `start-node`, `kill-etcd`, `start-etcd`,
+    /// `switchover`, `members`, `wait-healthy` commands).
     #[arg(long, default_value = "scripts/cluster")]
     pub cluster: String,
     /// The balancer.
@@ -39,9 +42,106 @@ pub struct ClusterFaultArgs {
     pub phase_secs: u64,
     #[arg(long, default_value_t = 8)]
     pub clients: usize,
-    /// Only one replica kill, one worker kill and the failover (CI's short run).
+    /// Only one app replica kill, one worker kill and one leader kill (CI's short run).
     #[arg(long)]
     pub short: bool,
+}
+
+/// The Postgres nodes as Patroni names them: (node number, role).
+async fn members(cluster: &str) -> anyhow::Result<Vec<(u32, String)>> {
+    let out = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{cluster} members"))
+        .output()
+        .await?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(text
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            let node = words.next()?.strip_prefix("pg")?.parse().ok()?;
+            Some((node, words.next()?.to_owned()))
+        })
+        .collect())
+}
+
+async fn node_with(cluster: &str, role: &str) -> Option<u32> {
+    members(cluster)
+        .await
+        .ok()?
+        .into_iter()
+        .find_map(|(node, r)| (r == role).then_some(node))
+}
+
+/// One run's faults and what they cost.
+struct Run<'a> {
+    args: &'a ClusterFaultArgs,
+    target: &'a Target,
+    ledger: &'a Ledger,
+    faults: Vec<String>,
+    /// Per lost leader: what happened, and the time from it to the first write the new leader
+    /// acknowledged.
+    outages: Vec<(String, Duration)>,
+    worker_kills: u32,
+}
+
+impl Run<'_> {
+    async fn cluster(&mut self, command: &str, what: &str) -> anyhow::Result<()> {
+        shell(&format!("{} {command}", self.args.cluster)).await?;
+        self.faults.push(what.to_owned());
+        Ok(())
+    }
+
+    /// Until the cluster has a leader, a synchronous replica and three nodes again.
+    async fn settle(&self) -> anyhow::Result<()> {
+        shell(&format!("{} wait-healthy 120", self.args.cluster)).await
+    }
+
+    async fn phase(&self) {
+        tokio::time::sleep(Duration::from_secs(self.args.phase_secs)).await;
+    }
+
+    async fn leader(&self) -> anyhow::Result<u32> {
+        node_with(&self.args.cluster, "leader")
+            .await
+            .ok_or_else(|| anyhow::anyhow!("the cluster has no leader"))
+    }
+
+    /// The leader is lost by `command` (`{n}` is its node): waits for another node to lead and for
+    /// the first write acknowledged after that, then runs `after` (`{n}` again) and waits until the
+    /// cluster has a leader, a synchronous replica and three nodes again.
+    async fn lose_leader(
+        &mut self,
+        command: &str,
+        what: &str,
+        after: Option<&str>,
+    ) -> anyhow::Result<()> {
+        self.settle().await?;
+        tokio::time::sleep(Duration::from_millis(rand_ms(1000))).await;
+        let old = self.leader().await?;
+        let died = Instant::now();
+        self.cluster(
+            &command.replace("{n}", &old.to_string()),
+            &what.replace("{n}", &old.to_string()),
+        )
+        .await?;
+        let took = first_write_after(self.args, self.target, self.ledger, old, died).await?;
+        println!(
+            "  {}: the new leader acknowledged a write {:.1} s later",
+            what.replace("{n}", &old.to_string()),
+            took.as_secs_f64()
+        );
+        self.outages
+            .push((what.replace("{n}", &old.to_string()), took));
+        if let Some(after) = after {
+            self.cluster(
+                &after.replace("{n}", &old.to_string()),
+                &format!("node {old} back"),
+            )
+            .await?;
+        }
+        self.settle().await
+    }
 }
 
 pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()> {
@@ -55,44 +155,102 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
     let target = target.spread_over(bases);
 
     let mut load = Load::start(args.clients, &target, &fixture);
+    let mut run = Run {
+        args: &args,
+        target: &target,
+        ledger: &load.ledger,
+        faults: Vec::new(),
+        outages: Vec::new(),
+        worker_kills: 0,
+    };
 
-    let phase = Duration::from_secs(args.phase_secs);
-    let cluster = |command: &str| format!("{} {command}", args.cluster);
-    let mut faults = Vec::new();
-    let mut worker_kills = 0;
-    tokio::time::sleep(phase).await;
-    shell(&cluster("kill-replica 2")).await?;
-    faults.push("kill -9 replica 2");
-    tokio::time::sleep(phase).await;
-    shell(&cluster("start-replica 2")).await?;
-    faults.push("replica 2 back");
-    tokio::time::sleep(phase + Duration::from_millis(rand_ms(1000))).await;
-    shell(&cluster("kill-worker 1")).await?;
-    worker_kills += 1;
-    faults.push("kill -9 worker 1");
-    tokio::time::sleep(phase).await;
-    shell(&cluster("start-worker 1")).await?;
-    faults.push("worker 1 back");
+    run.phase().await;
+    run.cluster("kill-replica 2", "kill -9 app replica 2")
+        .await?;
+    run.phase().await;
+    run.cluster("start-replica 2", "app replica 2 back").await?;
+    run.phase().await;
+    tokio::time::sleep(Duration::from_millis(rand_ms(1000))).await;
+    run.cluster("kill-worker 1", "kill -9 worker 1").await?;
+    run.worker_kills += 1;
+    run.phase().await;
+    run.cluster("start-worker 1", "worker 1 back").await?;
+    run.phase().await;
+    // The leader's postmaster dies; its Patroni hands over at once (primary_start_timeout 0).
+    run.lose_leader(
+        "kill-primary",
+        "SIGKILL to the leader's postmaster (node {n})",
+        None,
+    )
+    .await?;
     if !args.short {
-        tokio::time::sleep(phase + Duration::from_millis(rand_ms(1000))).await;
-        shell(&cluster("kill-replica 3")).await?;
-        shell(&cluster("kill-replica 1")).await?;
-        faults.push("kill -9 replicas 1 and 3");
-        tokio::time::sleep(phase).await;
-        shell(&cluster("start-replica 1")).await?;
-        shell(&cluster("start-replica 3")).await?;
-        faults.push("replicas 1 and 3 back");
+        run.phase().await;
+        // A Postgres replica: the synchronous one, so Patroni must name the other one synchronous.
+        let sync = node_with(&args.cluster, "sync_standby")
+            .await
+            .ok_or_else(|| anyhow::anyhow!("no synchronous replica"))?;
+        run.cluster(
+            &format!("kill-node {sync}"),
+            &format!("kill -9 the synchronous replica (node {sync})"),
+        )
+        .await?;
+        run.phase().await;
+        run.cluster(&format!("start-node {sync}"), &format!("node {sync} back"))
+            .await?;
+        run.settle().await?;
+        run.phase().await;
+        // One etcd member of three: the other two keep the quorum and the leader keeps its key.
+        run.cluster("kill-etcd 1", "kill -9 etcd member 1").await?;
+        run.phase().await;
+        run.cluster("start-etcd 1", "etcd member 1 back").await?;
+        run.settle().await?;
+        run.phase().await;
+        // The whole leader node (Patroni and Postgres) at once: its key expires after the ttl.
+        run.lose_leader(
+            "kill-node {n}",
+            "kill -9 the leader node {n} (Patroni and Postgres)",
+            Some("start-node {n}"),
+        )
+        .await?;
+        run.phase().await;
+        // The leader's Patroni alone: its Postgres keeps running, the balancer stops routing to it
+        // within 0.6 s and cuts its sessions, the key expires, the synchronous replica is promoted;
+        // Patroni, back, demotes and rewinds the old Postgres.
+        run.lose_leader(
+            "kill-patroni {n}",
+            "kill -9 the leader's Patroni (node {n}), Postgres left running",
+            Some("start-node {n}"),
+        )
+        .await?;
+        run.phase().await;
+        run.cluster("kill-replica 1", "kill -9 app replica 1")
+            .await?;
+        run.cluster("kill-replica 3", "kill -9 app replica 3")
+            .await?;
+        run.phase().await;
+        run.cluster("start-replica 1", "app replica 1 back").await?;
+        run.cluster("start-replica 3", "app replica 3 back").await?;
+        run.phase().await;
+        run.lose_leader(
+            "kill-primary",
+            "SIGKILL to the leader's postmaster (node {n})",
+            None,
+        )
+        .await?;
+        run.phase().await;
+        run.lose_leader("switchover", "switchover from node {n}", None)
+            .await?;
     }
-    tokio::time::sleep(phase).await;
-    // The primary dies mid-commit under load; the standby is promoted.
-    let died = Instant::now();
-    shell(&cluster("failover")).await?;
-    faults.push("primary stopped -m immediate, standby promoted");
-    let first_write = first_write_after(&target, &load.ledger, died).await?;
-    tokio::time::sleep(phase).await;
+    run.phase().await;
+    let Run {
+        faults,
+        outages,
+        worker_kills,
+        ..
+    } = run;
 
     let unanswered = load.drain(Duration::from_secs(90)).await?;
-    // Our own pool still points at the dead primary's connections: a fresh one, through the balancer.
+    // Our own pool still points at a dead leader's connections: a fresh one, through the balancer.
     pool.close().await;
     pool = lab.connect().await?;
     outbox_drained(
@@ -110,27 +268,61 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
         started.elapsed().as_secs_f64()
     );
     println!("faults injected: {}", faults.join(", "));
+    let mut times: Vec<f64> = outages.iter().map(|(_, d)| d.as_secs_f64()).collect();
+    times.sort_by(f64::total_cmp);
+    for (what, took) in &outages {
+        println!(
+            "  {what}: first acknowledged write on the new leader after {:.1} s",
+            took.as_secs_f64()
+        );
+    }
     println!(
-        "primary death to the first acknowledged write on the new primary: {:.1} s",
-        first_write.as_secs_f64()
+        "leader lost {} times: to the first acknowledged write, median {:.1} s, max {:.1} s",
+        times.len(),
+        times[times.len() / 2],
+        times[times.len() - 1]
     );
-    // Each worker can have sent one email and not yet marked it when the primary dies: the failover
-    // counts as one crash per worker, as a kill does for one.
-    let send_crashes = worker_kills + 2;
+    let (internal, unavailable, bare) = target.answers.get();
+    println!(
+        "answers: 503 with Retry-After {}, 503 without {bare}, 500 {internal}",
+        unavailable - bare
+    );
+    // Each worker can have sent one email and not yet marked it when the leader is lost: each lost
+    // leader counts as one crash per worker, as a kill does for one.
+    let send_crashes = worker_kills + 2 * outages.len() as u32;
     pool.close().await;
-    verdict(&load.ledger, &report, send_crashes)
+    verdict(&load.ledger, &report, send_crashes)?;
+    anyhow::ensure!(
+        internal == 0 && bare == 0,
+        "clients were answered 500 {internal} times and 503 without Retry-After {bare} times"
+    );
+    Ok(())
 }
 
-/// How long after `died` the first API write was acknowledged (polled every 100 ms with one
-/// Idempotency-Key, as a client retrying one attempt would; the checker counts it like the others).
+/// How long after `died` the first API write was acknowledged by a leader other than `old` (polled
+/// every 100 ms with one Idempotency-Key, as a client retrying one attempt would; the checker counts
+/// it like the others).
 async fn first_write_after(
+    args: &ClusterFaultArgs,
     target: &Target,
     ledger: &Ledger,
+    old: u32,
     died: Instant,
 ) -> anyhow::Result<Duration> {
+    let deadline = died + Duration::from_secs(120);
+    // Writes the old leader takes before it is cut off are not the new leader's.
+    loop {
+        if node_with(&args.cluster, "leader")
+            .await
+            .is_some_and(|n| n != old)
+        {
+            break;
+        }
+        anyhow::ensure!(Instant::now() < deadline, "no new leader within 120 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let key = format!("failover-probe-{}", Uuid::new_v4().simple());
     let body = harness::api_body();
-    let deadline = died + Duration::from_secs(120);
     loop {
         if let Ok((201, bytes)) = target.api_create(&key, &body).await {
             let took = died.elapsed();
@@ -144,7 +336,7 @@ async fn first_write_after(
         }
         anyhow::ensure!(
             Instant::now() < deadline,
-            "no write succeeded within 120 s of the failover"
+            "no write succeeded within 120 s of losing the leader"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

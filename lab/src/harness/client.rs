@@ -1,6 +1,8 @@
 //! The surfaces' requests as their clients send them: signed Stripe events, API posts with an
 //! Idempotency-Key, the create form's server function with a session cookie.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -20,6 +22,44 @@ pub struct Target {
     /// next: a retry, or the second submit of a form, lands on another process.
     spread: Vec<String>,
     turn: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// What every request of this client (and its clones) was answered, where a client must never
+    /// see it.
+    pub answers: Arc<Answers>,
+}
+
+/// Answers a client of the server must never get, counted: a 500 (an internal error) or a 503 that
+/// does not say when to come back; and how many 503s there were.
+#[derive(Debug, Default)]
+pub struct Answers {
+    pub internal_errors: AtomicU64,
+    pub unavailable: AtomicU64,
+    pub unavailable_without_retry_after: AtomicU64,
+}
+
+impl Answers {
+    fn note(&self, res: &reqwest::Response) {
+        match res.status().as_u16() {
+            500 => {
+                self.internal_errors.fetch_add(1, Ordering::Relaxed);
+            }
+            503 => {
+                self.unavailable.fetch_add(1, Ordering::Relaxed);
+                if !res.headers().contains_key("retry-after") {
+                    self.unavailable_without_retry_after
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub fn get(&self) -> (u64, u64, u64) {
+        (
+            self.internal_errors.load(Ordering::Relaxed),
+            self.unavailable.load(Ordering::Relaxed),
+            self.unavailable_without_retry_after.load(Ordering::Relaxed),
+        )
+    }
 }
 
 /// The body the API and form clients send: one line, the same every time.
@@ -66,6 +106,7 @@ impl Target {
             cookie: None,
             spread: Vec::new(),
             turn: Default::default(),
+            answers: Default::default(),
         })
     }
 
@@ -110,6 +151,7 @@ impl Target {
             .body(payload.to_owned())
             .send()
             .await?;
+        self.answers.note(&res);
         let status = res.status().as_u16();
         res.bytes().await?;
         Ok(status)
@@ -126,6 +168,7 @@ impl Target {
             .body(body.to_vec())
             .send()
             .await?;
+        self.answers.note(&res);
         let status = res.status().as_u16();
         Ok((status, res.bytes().await?.to_vec()))
     }
@@ -147,6 +190,7 @@ impl Target {
             req = req.header("cookie", cookie);
         }
         let res = req.send().await?;
+        self.answers.note(&res);
         let status = res.status().as_u16();
         let body = res.bytes().await?;
         Ok((status, serde_json::from_slice(&body).ok()))
