@@ -4,12 +4,12 @@
   webhook_receiver.py serve --port P --ledger FILE [--fail-rate R] [--status-file F] [--delay-file F]
       Answers every POST with 200, or 500 with probability R, or the status written in F if it
       exists; sleeps the seconds written in --delay-file if it exists. Appends each request
-      (path, webhook-id, -timestamp, -signature, body, the status it answered) to FILE as a JSON
-      line. Prints "ready <port>" once listening.
+      (path, webhook-id, -timestamp, -signature, body, the status it answered, when it arrived) to
+      FILE as a JSON line. Prints "ready <port>" once listening.
 
   webhook_receiver.py verify --ledger FILE --secret S [--secret S ...] [--expect-ids FILE]
       Verifies every request with the official Standard Webhooks library (PyPI standardwebhooks),
-      once per secret, and prints JSON: how many requests, how many each secret verified, and per
+      once per secret, as at the moment it arrived (the library's clock is set to it), and prints JSON: how many requests, how many each secret verified, and per
       webhook-id its type, how many deliveries, how many answered 2xx, and whether every delivery of
       it carried the same body.
 """
@@ -49,6 +49,7 @@ def serve(args):
                 "signature": self.headers.get("webhook-signature"),
                 "body": body.decode("utf-8", "replace"),
                 "status": status,
+                "received": time.time(),
             }
             with lock:
                 with open(args.ledger, "a") as f:
@@ -67,8 +68,20 @@ def serve(args):
 
 
 def verify(args):
+    import datetime
+    import standardwebhooks.webhooks as library
     from standardwebhooks.webhooks import Webhook
 
+    class ReceivedAt(datetime.datetime):
+        """The library checks a request's timestamp against now: a receiver checks it when the
+        request arrives, so the check of a ledger read later runs at each request's arrival."""
+        moment = None
+
+        @classmethod
+        def now(cls, tz=None):
+            return cls.moment or datetime.datetime.now(tz)
+
+    library.datetime = ReceivedAt
     hooks = [Webhook(s) for s in args.secret]
     verified = [0] * len(hooks)
     events = {}
@@ -77,6 +90,11 @@ def verify(args):
         for line in f:
             r = json.loads(line)
             records += 1
+            ReceivedAt.moment = (
+                datetime.datetime.fromtimestamp(r["received"], datetime.timezone.utc)
+                if "received" in r
+                else None
+            )
             headers = {
                 "webhook-id": r["id"],
                 "webhook-timestamp": r["timestamp"],

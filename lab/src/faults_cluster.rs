@@ -16,7 +16,8 @@ use uuid::Uuid;
 use lab::harness::{self, Target};
 
 use crate::faults::{
-    check, invoice_id_of, outbox_drained, rand_ms, shell, verdict, Ledger, Load, Op,
+    check, invoice_id_of, outbox_drained, rand_ms, schedules, shell, verdict, webhooks, Ledger,
+    Load, Op,
 };
 
 #[derive(clap::Args, Debug)]
@@ -45,6 +46,23 @@ pub struct ClusterFaultArgs {
     /// Only one app replica kill, one worker kill and one leader kill (CI's short run).
     #[arg(long)]
     pub short: bool,
+    /// Weekly schedules made five weeks ago: the workers issue their six missed periods each (the
+    /// jobs surface) while the faults run.
+    #[arg(long, default_value_t = 40)]
+    pub schedules: usize,
+    /// A webhook receiver (scripts/webhook_receiver.py serve): the org's endpoint for every event
+    /// type (the outbound calls), checked against its ledger after the drain.
+    #[arg(long, requires = "webhook_ledger")]
+    pub webhook_url: Option<String>,
+    /// The receiver's ledger.
+    #[arg(long)]
+    pub webhook_ledger: Option<std::path::PathBuf>,
+    /// The receiver script, whose `verify` checks the ledger with the standardwebhooks library.
+    #[arg(long, default_value = "scripts/webhook_receiver.py")]
+    pub webhook_receiver: std::path::PathBuf,
+    /// Python with standardwebhooks installed.
+    #[arg(long, env = "TEST_PYTHON", default_value = "python3")]
+    pub python: String,
 }
 
 /// The Postgres nodes as Patroni names them: (node number, role).
@@ -148,6 +166,11 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
     let started = Instant::now();
     let mut pool = lab.connect().await?;
     let fixture = Arc::new(harness::seed(&pool, 50).await?);
+    let endpoint = match &args.webhook_url {
+        Some(url) => Some(webhooks::register(&pool, fixture.org, url).await?),
+        None => None,
+    };
+    schedules::seed(&pool, fixture.org, args.schedules, 35, false).await?;
     let mut target = Target::new(&args.url, &args.webhook_secret, &fixture)?;
     target.login(&fixture.email, &fixture.password).await?;
     let mut bases = vec![args.url.clone()];
@@ -253,6 +276,7 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
     // Our own pool still points at a dead leader's connections: a fresh one, through the balancer.
     pool.close().await;
     pool = lab.connect().await?;
+    let behind = schedules::settle(&pool, fixture.org, Duration::from_secs(180)).await?;
     outbox_drained(
         &pool,
         fixture.org,
@@ -261,6 +285,21 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
     )
     .await?;
     let report = check(&pool, &fixture, &load.ledger, &args.sink_dir, unanswered).await?;
+    let scheduled = schedules::check(&pool, fixture.org, &args.sink_dir).await?;
+    let hooks = match (&endpoint, &args.webhook_ledger) {
+        (Some(endpoint), Some(ledger)) => Some(
+            webhooks::check(
+                &pool,
+                fixture.org,
+                endpoint,
+                ledger,
+                &args.python,
+                &args.webhook_receiver,
+            )
+            .await?,
+        ),
+        _ => None,
+    };
     println!(
         "invoicer faults on the cluster: {} clients, {} s phases, {:.0} s in all",
         args.clients,
@@ -282,6 +321,18 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
         times[times.len() / 2],
         times[times.len() - 1]
     );
+    println!(
+        "schedules: {} weekly, {} periods due, {} invoices, missing {}, doubled {}; left behind {behind:?}",
+        args.schedules, scheduled.periods_due, scheduled.invoices, scheduled.missing, scheduled.doubled
+    );
+    if let Some(h) = &hooks {
+        println!(
+            "webhooks out: {} events, {} requests, {} verified by standardwebhooks, {} delivered more \
+             than once (same webhook-id and body), lost {}, changed bodies {}, unknown ids {}, changes \
+             without their event {:?}",
+            h.events, h.requests, h.verified, h.duplicated, h.lost.len(), h.changed_body, h.unknown, h.missing
+        );
+    }
     let (internal, unavailable, bare) = target.answers.get();
     println!(
         "answers: 503 with Retry-After {}, 503 without {bare}, 500 {internal}",
@@ -291,6 +342,13 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
     // leader counts as one crash per worker, as a kill does for one.
     let send_crashes = worker_kills + 2 * outages.len() as u32;
     pool.close().await;
+    anyhow::ensure!(
+        scheduled.ok(),
+        "the schedules lost or doubled work: {scheduled:?}"
+    );
+    if let Some(h) = &hooks {
+        anyhow::ensure!(h.ok(), "webhooks out lost or changed deliveries: {h:?}");
+    }
     verdict(&load.ledger, &report, send_crashes)?;
     anyhow::ensure!(
         internal == 0 && bare == 0,

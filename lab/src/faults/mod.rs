@@ -11,8 +11,8 @@ mod check;
 mod load;
 mod process;
 mod report;
-mod schedules;
-mod webhooks;
+pub(crate) mod schedules;
+pub(crate) mod webhooks;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -115,7 +115,7 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
     };
     // The schedules phase: weekly schedules and reminder steps; the clock starts at noon (the
     // reminders' hour) and runs two days ahead each phase.
-    schedules::seed(&pool, fixture.org, args.schedules).await?;
+    schedules::seed(&pool, fixture.org, args.schedules, 0, true).await?;
     let noon = (12 - i64::from(chrono::Timelike::hour(&chrono::Utc::now())) + 24) % 24;
     schedules::advance(&pool, noon * 3600).await?;
     let started = Instant::now();

@@ -41,11 +41,19 @@ impl ScheduleReport {
     }
 }
 
-/// Seeds the schedules (starting today, issuing invoices due on their run date, half of them
-/// emailed) and the reminder steps in `org`.
-pub(crate) async fn seed(pool: &PgPool, org: Uuid, schedules: usize) -> anyhow::Result<()> {
+/// Seeds the schedules (starting `days_ago` days before today, as if made then: their missed periods
+/// are due at once; issuing invoices due on their run date, half of them emailed) and, with
+/// `reminders`, the reminder steps in `org`.
+pub(crate) async fn seed(
+    pool: &PgPool,
+    org: Uuid,
+    schedules: usize,
+    days_ago: i64,
+    reminders: bool,
+) -> anyhow::Result<()> {
     let mut tx = pool.begin().await?;
-    let today = app::ssr::schedules::org_today(&mut tx, org, chrono::Utc::now()).await?;
+    let today = app::ssr::schedules::org_today(&mut tx, org, chrono::Utc::now()).await?
+        - chrono::Days::new(days_ago.unsigned_abs());
     for i in 0..schedules {
         let body = serde_json::json!({
             "customer_name": format!("Subscriber {i}"),
@@ -72,7 +80,9 @@ pub(crate) async fn seed(pool: &PgPool, org: Uuid, schedules: usize) -> anyhow::
         offset_days,
         message: message.to_owned(),
     });
-    app::ssr::reminders::save_steps(&mut tx, org, &steps).await?;
+    if reminders {
+        app::ssr::reminders::save_steps(&mut tx, org, &steps).await?;
+    }
     tx.commit().await?;
     Ok(())
 }
