@@ -136,7 +136,7 @@ impl AppError {
     pub fn internal(context: &str, err: impl std::fmt::Display + 'static) -> Self {
         let any: &dyn std::any::Any = &err;
         if let Some(e) = any.downcast_ref::<sqlx::Error>() {
-            if crate::ssr::surfaces::is_unavailable(e) {
+            if is_unavailable(e) {
                 tracing::warn!(error = %e, "{context}: database unavailable");
                 return AppError::unavailable();
             }
@@ -149,9 +149,38 @@ impl AppError {
     #[cfg(feature = "ssr")]
     pub fn unavailable() -> Self {
         AppError::Unavailable {
-            after: crate::ssr::surfaces::UNAVAILABLE_RETRY_AFTER.as_secs(),
+            after: UNAVAILABLE_RETRY_AFTER.as_secs(),
             attempt: None,
         }
+    }
+}
+
+/// How long a client is asked to wait when the database is unavailable: about one Patroni loop and
+/// one balancer check, the time a new primary takes to be found once it exists.
+#[cfg(feature = "ssr")]
+pub const UNAVAILABLE_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The database cannot be reached or cannot take writes right now, as during a failover: the
+/// connection failed or was cut (a balancer with no server to send it to accepts the connection and
+/// closes it, which sqlx reads as a protocol error on its first message), no connection came free in
+/// time, the server is shutting down or starting up (57P01-57P03), it is a read-only standby (25006)
+/// or full (53300). A transaction that failed so committed nothing or everything (an attempt's key
+/// tells which when it is sent again), so the answer is "try again" (503 with Retry-After), never a
+/// 500.
+#[cfg(feature = "ssr")]
+pub fn is_unavailable(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(e) => e.code().is_some_and(|code| {
+            code.starts_with("08")
+                || matches!(&*code, "57P01" | "57P02" | "57P03" | "25006" | "53300")
+        }),
+        _ => false,
     }
 }
 

@@ -15,5 +15,6 @@ pub mod process;
 pub mod public;
 pub mod reports;
 pub mod security;
+pub mod session_store;
 pub mod web;
 pub mod webhook;

@@ -69,7 +69,7 @@ pub async fn router(
             throttle.forget_idle();
         }
     });
-    let sessions = SessionManagerLayer::new(store)
+    let sessions = SessionManagerLayer::new(crate::session_store::Retried(store))
         .with_name(session_cookie_name(guard.https))
         .with_http_only(true)
         .with_same_site(SameSite::Lax)

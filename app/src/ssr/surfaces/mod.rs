@@ -66,32 +66,7 @@ impl Transient for crate::error::AppError {
     }
 }
 
-/// How long a client is asked to wait when the database is unavailable: about one Patroni loop and
-/// one balancer check, the time a new primary takes to be found once it exists.
-pub const UNAVAILABLE_RETRY_AFTER: Duration = Duration::from_secs(2);
-
-/// The database cannot be reached or cannot take writes right now, as during a failover: the
-/// connection failed or was cut (a balancer with no server to send it to accepts the connection and
-/// closes it, which sqlx reads as a protocol error on its first message), no connection came free in
-/// time, the server is shutting down or starting up (57P01-57P03), it is a read-only standby (25006)
-/// or full (53300). A transaction that
-/// failed so committed nothing or everything (an attempt's key tells which when it is sent again), so
-/// the answer is "try again" (503 with Retry-After), never a 500.
-pub fn is_unavailable(err: &sqlx::Error) -> bool {
-    match err {
-        sqlx::Error::Io(_)
-        | sqlx::Error::Protocol(_)
-        | sqlx::Error::Tls(_)
-        | sqlx::Error::PoolTimedOut
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed => true,
-        sqlx::Error::Database(e) => e.code().is_some_and(|code| {
-            code.starts_with("08")
-                || matches!(&*code, "57P01" | "57P02" | "57P03" | "25006" | "53300")
-        }),
-        _ => false,
-    }
-}
+pub use crate::error::{is_unavailable, UNAVAILABLE_RETRY_AFTER};
 
 /// A database error as the user-facing error: an aborted transaction is `Contended` (tried again
 /// from its claim), an unreachable database `Unavailable`, anything else internal.
