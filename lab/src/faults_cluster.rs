@@ -50,19 +50,8 @@ pub struct ClusterFaultArgs {
     /// jobs surface) while the faults run.
     #[arg(long, default_value_t = 40)]
     pub schedules: usize,
-    /// A webhook receiver (scripts/webhook_receiver.py serve): the org's endpoint for every event
-    /// type (the outbound calls), checked against its ledger after the drain.
-    #[arg(long, requires = "webhook_ledger")]
-    pub webhook_url: Option<String>,
-    /// The receiver's ledger.
-    #[arg(long)]
-    pub webhook_ledger: Option<std::path::PathBuf>,
-    /// The receiver script, whose `verify` checks the ledger with the standardwebhooks library.
-    #[arg(long, default_value = "scripts/webhook_receiver.py")]
-    pub webhook_receiver: std::path::PathBuf,
-    /// Python with standardwebhooks installed.
-    #[arg(long, env = "TEST_PYTHON", default_value = "python3")]
-    pub python: String,
+    #[command(flatten)]
+    pub receiver: webhooks::Receiver,
 }
 
 /// The Postgres nodes as Patroni names them: (node number, role).
@@ -104,6 +93,16 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
+    /// The leader's postmaster dies; its Patroni hands over at once (primary_start_timeout 0).
+    async fn kill_primary(&mut self) -> anyhow::Result<()> {
+        self.lose_leader(
+            "kill-primary",
+            "SIGKILL to the leader's postmaster (node {n})",
+            None,
+        )
+        .await
+    }
+
     async fn cluster(&mut self, command: &str, what: &str) -> anyhow::Result<()> {
         shell(&format!("{} {command}", self.args.cluster)).await?;
         self.faults.push(what.to_owned());
@@ -166,10 +165,7 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
     let started = Instant::now();
     let mut pool = lab.connect().await?;
     let fixture = Arc::new(harness::seed(&pool, 50).await?);
-    let endpoint = match &args.webhook_url {
-        Some(url) => Some(webhooks::register(&pool, fixture.org, url).await?),
-        None => None,
-    };
+    let endpoint = args.receiver.register(&pool, fixture.org).await?;
     schedules::seed(&pool, fixture.org, args.schedules, 35, false).await?;
     let mut target = Target::new(&args.url, &args.webhook_secret, &fixture)?;
     target.login(&fixture.email, &fixture.password).await?;
@@ -199,13 +195,7 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
     run.phase().await;
     run.cluster("start-worker 1", "worker 1 back").await?;
     run.phase().await;
-    // The leader's postmaster dies; its Patroni hands over at once (primary_start_timeout 0).
-    run.lose_leader(
-        "kill-primary",
-        "SIGKILL to the leader's postmaster (node {n})",
-        None,
-    )
-    .await?;
+    run.kill_primary().await?;
     if !args.short {
         run.phase().await;
         // A Postgres replica: the synchronous one, so Patroni must name the other one synchronous.
@@ -254,12 +244,7 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
         run.cluster("start-replica 1", "app replica 1 back").await?;
         run.cluster("start-replica 3", "app replica 3 back").await?;
         run.phase().await;
-        run.lose_leader(
-            "kill-primary",
-            "SIGKILL to the leader's postmaster (node {n})",
-            None,
-        )
-        .await?;
+        run.kill_primary().await?;
         run.phase().await;
         run.lose_leader("switchover", "switchover from node {n}", None)
             .await?;
@@ -286,20 +271,6 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
     .await?;
     let report = check(&pool, &fixture, &load.ledger, &args.sink_dir, unanswered).await?;
     let scheduled = schedules::check(&pool, fixture.org, &args.sink_dir).await?;
-    let hooks = match (&endpoint, &args.webhook_ledger) {
-        (Some(endpoint), Some(ledger)) => Some(
-            webhooks::check(
-                &pool,
-                fixture.org,
-                endpoint,
-                ledger,
-                &args.python,
-                &args.webhook_receiver,
-            )
-            .await?,
-        ),
-        _ => None,
-    };
     println!(
         "invoicer faults on the cluster: {} clients, {} s phases, {:.0} s in all",
         args.clients,
@@ -325,14 +296,11 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
         "schedules: {} weekly, {} periods due, {} invoices, missing {}, doubled {}; left behind {behind:?}",
         args.schedules, scheduled.periods_due, scheduled.invoices, scheduled.missing, scheduled.doubled
     );
-    if let Some(h) = &hooks {
-        println!(
-            "webhooks out: {} events, {} requests, {} verified by standardwebhooks, {} delivered more \
-             than once (same webhook-id and body), lost {}, changed bodies {}, unknown ids {}, changes \
-             without their event {:?}",
-            h.events, h.requests, h.verified, h.duplicated, h.lost.len(), h.changed_body, h.unknown, h.missing
-        );
-    }
+    // Prints what the receiver got; fails the run (after the schedules' line) if it lost anything.
+    let hooks = args
+        .receiver
+        .check(&pool, fixture.org, endpoint.as_ref())
+        .await;
     let (internal, unavailable, bare) = target.answers.get();
     println!(
         "answers: 503 with Retry-After {}, 503 without {bare}, 500 {internal}",
@@ -346,9 +314,7 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
         scheduled.ok(),
         "the schedules lost or doubled work: {scheduled:?}"
     );
-    if let Some(h) = &hooks {
-        anyhow::ensure!(h.ok(), "webhooks out lost or changed deliveries: {h:?}");
-    }
+    hooks?;
     verdict(&load.ledger, &report, send_crashes)?;
     anyhow::ensure!(
         internal == 0 && bare == 0,

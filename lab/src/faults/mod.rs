@@ -59,19 +59,8 @@ pub struct FaultArgs {
     /// Where the server logs go (a fresh temporary folder if unset).
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
-    /// A webhook receiver (scripts/webhook_receiver.py serve): the org's endpoint for every event
-    /// type, checked against its ledger after the drain.
-    #[arg(long, requires = "webhook_ledger")]
-    pub webhook_url: Option<String>,
-    /// The receiver's ledger.
-    #[arg(long)]
-    pub webhook_ledger: Option<PathBuf>,
-    /// The receiver script, whose `verify` checks the ledger with the standardwebhooks library.
-    #[arg(long, default_value = "scripts/webhook_receiver.py")]
-    pub webhook_receiver: PathBuf,
-    /// Python with standardwebhooks installed.
-    #[arg(long, env = "TEST_PYTHON", default_value = "python3")]
-    pub python: String,
+    #[command(flatten)]
+    pub receiver: webhooks::Receiver,
 }
 
 /// The failpoints, in the order they are visited: after claim before commit, after commit before
@@ -109,10 +98,7 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
         // The webhook receiver listens on loopback.
         ("WEBHOOKS_ALLOW_PRIVATE", "true".into()),
     ];
-    let endpoint = match &args.webhook_url {
-        Some(url) => Some(webhooks::register(&pool, fixture.org, url).await?),
-        None => None,
-    };
+    let endpoint = args.receiver.register(&pool, fixture.org).await?;
     // The schedules phase: weekly schedules and reminder steps; the clock starts at noon (the
     // reminders' hour) and runs two days ahead each phase.
     schedules::seed(&pool, fixture.org, args.schedules, 0, true).await?;
@@ -192,20 +178,6 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
 
     let report = check(&pool, &fixture, &load.ledger, &args.sink_dir, unanswered).await?;
     let scheduled = schedules::check(&pool, fixture.org, &args.sink_dir).await?;
-    let hooks = match (&endpoint, &args.webhook_ledger) {
-        (Some(endpoint), Some(ledger)) => Some(
-            webhooks::check(
-                &pool,
-                fixture.org,
-                endpoint,
-                ledger,
-                &args.python,
-                &args.webhook_receiver,
-            )
-            .await?,
-        ),
-        _ => None,
-    };
     let worker_crashes: u32 = crashes.values().sum();
     println!(
         "invoicer faults: {} clients, {} s phases, {} round(s), {:.0} s in all",
@@ -231,33 +203,13 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
         scheduled.missing_reminders,
         scheduled.unsent_reminders,
     );
-    if let Some(h) = &hooks {
-        println!(
-            "webhooks out: {} events ({}), {} requests, {} verified by standardwebhooks, {} delivered \
-             more than once (same webhook-id and body), lost {}, changed bodies {}, unknown ids {}, \
-             changes without their event {:?}",
-            h.events,
-            h.by_type
-                .iter()
-                .map(|(t, n)| format!("{t} {n}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            h.requests,
-            h.verified,
-            h.duplicated,
-            h.lost.len(),
-            h.changed_body,
-            h.unknown,
-            h.missing,
-        );
-    }
+    args.receiver
+        .check(&pool, fixture.org, endpoint.as_ref())
+        .await?;
     pool.close().await;
     anyhow::ensure!(
         scheduled.ok(),
         "the schedules phase lost or doubled work: {scheduled:?}"
     );
-    if let Some(h) = &hooks {
-        anyhow::ensure!(h.ok(), "webhooks out lost or changed deliveries: {h:?}");
-    }
     verdict(&load.ledger, &report, worker_crashes)
 }

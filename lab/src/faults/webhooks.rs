@@ -16,6 +16,80 @@ use uuid::Uuid;
 
 use app::model::webhooks::{message_id, WebhookEndpointInput, EVENT_TYPES};
 
+/// The receiver a fault run sends its webhooks to (both runs take these arguments).
+#[derive(clap::Args, Debug)]
+pub struct Receiver {
+    /// A webhook receiver (scripts/webhook_receiver.py serve): the org's endpoint for every event
+    /// type, checked against its ledger after the drain.
+    #[arg(long, requires = "webhook_ledger")]
+    pub webhook_url: Option<String>,
+    /// The receiver's ledger.
+    #[arg(long)]
+    pub webhook_ledger: Option<std::path::PathBuf>,
+    /// The receiver script, whose `verify` checks the ledger with the standardwebhooks library.
+    #[arg(long, default_value = "scripts/webhook_receiver.py")]
+    pub webhook_receiver: std::path::PathBuf,
+    /// Python with standardwebhooks installed.
+    #[arg(long, env = "TEST_PYTHON", default_value = "python3")]
+    pub python: String,
+}
+
+impl Receiver {
+    /// Registers the receiver as `org`'s endpoint, if the run has one.
+    pub(crate) async fn register(
+        &self,
+        pool: &PgPool,
+        org: Uuid,
+    ) -> anyhow::Result<Option<Endpoint>> {
+        match &self.webhook_url {
+            Some(url) => Ok(Some(register(pool, org, url).await?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Checks the receiver's ledger (when the run has one), prints what it found and fails on a
+    /// lost or changed delivery.
+    pub(crate) async fn check(
+        &self,
+        pool: &PgPool,
+        org: Uuid,
+        endpoint: Option<&Endpoint>,
+    ) -> anyhow::Result<()> {
+        let (Some(endpoint), Some(ledger)) = (endpoint, &self.webhook_ledger) else {
+            return Ok(());
+        };
+        let h = check(
+            pool,
+            org,
+            endpoint,
+            ledger,
+            &self.python,
+            &self.webhook_receiver,
+        )
+        .await?;
+        println!(
+            "webhooks out: {} events ({}), {} requests, {} verified by standardwebhooks, {} delivered \
+             more than once (same webhook-id and body), lost {}, changed bodies {}, unknown ids {}, \
+             changes without their event {:?}",
+            h.events,
+            h.by_type
+                .iter()
+                .map(|(t, n)| format!("{t} {n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            h.requests,
+            h.verified,
+            h.duplicated,
+            h.lost.len(),
+            h.changed_body,
+            h.unknown,
+            h.missing,
+        );
+        anyhow::ensure!(h.ok(), "webhooks out lost or changed deliveries: {h:?}");
+        Ok(())
+    }
+}
+
 /// Where the run's endpoint is and what signs it.
 pub(crate) struct Endpoint {
     pub secret: String,
@@ -23,7 +97,7 @@ pub(crate) struct Endpoint {
 }
 
 /// Registers `url` for every event type of `org`.
-pub(crate) async fn register(pool: &PgPool, org: Uuid, url: &str) -> anyhow::Result<Endpoint> {
+async fn register(pool: &PgPool, org: Uuid, url: &str) -> anyhow::Result<Endpoint> {
     let input = WebhookEndpointInput {
         url: url.to_owned(),
         events: EVENT_TYPES.iter().map(|t| t.to_string()).collect(),
@@ -72,7 +146,7 @@ impl WebhookReport {
 }
 
 /// Checks the receiver's ledger against the database.
-pub(crate) async fn check(
+async fn check(
     pool: &PgPool,
     org: Uuid,
     endpoint: &Endpoint,
