@@ -136,26 +136,19 @@ impl Run<'_> {
         self.settle().await?;
         tokio::time::sleep(Duration::from_millis(rand_ms(1000))).await;
         let old = self.leader().await?;
+        let on_old = |text: &str| text.replace("{n}", &old.to_string());
+        let what = on_old(what);
         let died = Instant::now();
-        self.cluster(
-            &command.replace("{n}", &old.to_string()),
-            &what.replace("{n}", &old.to_string()),
-        )
-        .await?;
+        self.cluster(&on_old(command), &what).await?;
         let took = first_write_after(self.args, self.target, self.ledger, old, died).await?;
         println!(
-            "  {}: the new leader acknowledged a write {:.1} s later",
-            what.replace("{n}", &old.to_string()),
+            "  {what}: the new leader acknowledged a write {:.1} s later",
             took.as_secs_f64()
         );
-        self.outages
-            .push((what.replace("{n}", &old.to_string()), took));
+        self.outages.push((what, took));
         if let Some(after) = after {
-            self.cluster(
-                &after.replace("{n}", &old.to_string()),
-                &format!("node {old} back"),
-            )
-            .await?;
+            self.cluster(&on_old(after), &format!("node {old} back"))
+                .await?;
         }
         self.settle().await
     }
