@@ -1,12 +1,13 @@
--- GET /i/{token}/pdf (lab bench read), as the database sees it: server/src/public.rs pdf (the
--- PDF is rendered in the server, no further statement) -> app/src/ssr/public.rs open, on one
--- pooled connection: the token's invoice and org with the view recorded (the update in the CTE
--- writes at most once a minute per token, VIEW_GAP_SECS, bound as $2 = 60), then the invoice and
--- its lines (app/src/ssr/invoices.rs get -> get_many, with_lines; the id as a one-element
--- uuid[]).
+-- GET /i/{token}/pdf (lab bench read), as the database sees it: server/src/public.rs pdf ->
+-- app/src/ssr/public.rs open, on one pooled connection: the token's invoice and org with the view
+-- recorded (the update in the CTE writes at most once a minute per token, VIEW_GAP_SECS, bound as
+-- $2 = 60), then the invoice and its lines (app/src/ssr/invoices.rs get -> get_many, with_lines;
+-- the id as a one-element uuid[]); then server/src/pdf/stored.rs finds the PDF of this version
+-- (drawn before the run: lab bench read downloads it once and binds its version).
 -- No session load: the public routes are merged outside the session layers (although the bench
--- sends the cookie). All three statements are prepared (sqlx statement cache).
+-- sends the cookie). All four statements are prepared (sqlx statement cache).
 -- The first statement's id and org_id are taken with \gset, as the server takes them from its
 -- row.
--- Variables: -D token.
+-- Variables: -D token, -D pdf_version (the stored version, as bytea text).
 -- include: parts/public_open.sql
+select pdf from document_pdfs where document_id = :pub_id::uuid and paper = 'a4' and version = :pdf_version::bytea;

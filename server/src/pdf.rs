@@ -22,6 +22,7 @@ pub mod credit_note;
 pub mod facturx;
 pub mod mail;
 pub mod statement;
+pub mod stored;
 
 static REGULAR: &[u8] = include_bytes!(env!("INVOICER_PDF_FONT_REGULAR"));
 static BOLD: &[u8] = include_bytes!(env!("INVOICER_PDF_FONT_BOLD"));
@@ -72,6 +73,14 @@ pub enum Paper {
 }
 
 impl Paper {
+    /// As the `paper` query names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Paper::A4 => "a4",
+            Paper::Letter => "letter",
+        }
+    }
+
     /// Width and height in points.
     fn size(self) -> (f32, f32) {
         match self {

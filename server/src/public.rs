@@ -226,15 +226,6 @@ struct PdfQuery {
     paper: Option<String>,
 }
 
-/// PDFs drawn at once: rendering is CPU work, so a token holder cannot occupy every core. A slot is
-/// held by the rendering itself, to its end, however early the client goes away.
-pub(crate) static RENDERS: std::sync::LazyLock<std::sync::Arc<tokio::sync::Semaphore>> =
-    std::sync::LazyLock::new(|| {
-        std::sync::Arc::new(tokio::sync::Semaphore::new(
-            std::thread::available_parallelism().map_or(2, |n| n.get()),
-        ))
-    });
-
 async fn pdf(
     State(state): State<AppState>,
     Client(client): Client,
@@ -254,52 +245,16 @@ async fn pdf(
         Ok(None) => return not_found(),
         Err(e) => return unavailable("public invoice pdf", e),
     };
-    let number = found.invoice.number.clone().unwrap_or_default();
+    let name = format!(
+        "invoice-{}",
+        found.invoice.number.as_deref().unwrap_or_default()
+    );
     // An e-invoicing org's invoice is a Factur-X PDF when its data makes a valid e-invoice (it does
     // for every invoice finalized since e-invoicing was on: finalizing checks it).
-    let cii = if found.einvoicing {
-        match factur_x(&state, &found).await {
-            Ok(cii) => cii,
-            Err(e) => return unavailable("public invoice pdf", e),
-        }
-    } else {
-        None
-    };
-    let brand = match state.reads.acquire().await {
-        Ok(mut conn) => crate::pdf::Brand::of(&mut conn, found.org_id, &found.branding).await,
-        Err(e) => Err(e),
-    };
-    let brand = match brand {
-        Ok(brand) => brand,
-        Err(e) => return unavailable("public invoice pdf", e),
-    };
     let wait = std::time::Duration::from_secs(5);
-    let rendered = app::ssr::throttle::bounded(&RENDERS, wait, move || {
-        crate::pdf::render(&found, paper, cii, brand)
-    })
-    .await;
-    let bytes = match rendered {
-        Ok(bytes) => bytes,
-        Err(app::ssr::throttle::Bounded::Busy) => {
-            return unavailable("public invoice pdf", "every renderer is busy")
-        }
-        Err(app::ssr::throttle::Bounded::Task(e)) => return unavailable("rendering a pdf", e),
-    };
-    attachment(bytes, &format!("invoice-{number}"))
-}
-
-/// The invoice's CII document, when its data makes a valid e-invoice.
-async fn factur_x(
-    state: &AppState,
-    found: &public::PublicInvoice,
-) -> sqlx::Result<Option<Vec<u8>>> {
-    use app::ssr::einvoice::{invoice_document, InvoiceDocumentError, Syntax};
-    let mut conn = state.reads.acquire().await?;
-    match invoice_document(&mut conn, found.org_id, found.invoice.id).await {
-        Ok(d) if d.problems().is_empty() => Ok(Some(d.xml(Syntax::Cii))),
-        Ok(_) => Ok(None),
-        Err(InvoiceDocumentError::Db(e)) => Err(e),
-        Err(_) => Ok(None),
+    match crate::pdf::stored::invoice(&state.pool, found, paper, wait).await {
+        Ok(bytes) => attachment(bytes, &name),
+        Err(e) => unavailable("public invoice pdf", e),
     }
 }
 

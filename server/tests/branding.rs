@@ -347,7 +347,7 @@ async fn the_invoice_email_carries_its_pdf_and_the_orgs_footer(pool: PgPool) {
         .unwrap();
     let config = app::ssr::worker::WorkerConfig {
         id: "branding-test".into(),
-        invoice_pdf: Some(server::pdf::mail::renderer()),
+        invoice_pdf: Some(server::pdf::mail::renderer("http://invoicer.test")),
         ..Default::default()
     };
     let mailer = app::ssr::mail::Mailer::new(

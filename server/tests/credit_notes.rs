@@ -141,6 +141,24 @@ async fn a_credit_note_lowers_what_is_due_once_per_key_and_has_its_own_page(pool
     ] {
         assert!(text.contains(fact), "{fact} in {text}");
     }
+    // Drawn once and kept: the next download is the stored PDF, byte for byte.
+    let id: Uuid = note["id"].as_str().unwrap().parse().unwrap();
+    let stored: Vec<u8> = crate::common::rows::scalar_for(
+        &app.pool,
+        "select pdf from document_pdfs where document_id = $1 and paper = 'a4'",
+        id,
+    )
+    .await;
+    assert_eq!(stored, pdf);
+    let planted = b"%PDF-1.7 planted".to_vec();
+    sqlx::query("update document_pdfs set pdf = $2 where document_id = $1")
+        .bind(id)
+        .bind(&planted)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let again = pages::bytes(&app.http, format!("{}{path}/pdf", app.base)).await;
+    assert_eq!(again, planted);
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]

@@ -229,6 +229,74 @@ async fn the_pdf_has_the_pages_numbers_as_extractable_text(pool: PgPool) {
     assert_eq!(missing.status(), 404);
 }
 
+/// The stored PDF of `document` on `paper`, if one was kept.
+async fn stored_pdf(pool: &PgPool, document: Uuid, paper: &str) -> Option<Vec<u8>> {
+    sqlx::query_scalar("select pdf from document_pdfs where document_id = $1 and paper = $2")
+        .bind(document)
+        .bind(paper)
+        .fetch_optional(pool)
+        .await
+        .unwrap()
+}
+
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_pdf_is_drawn_once_per_version_and_served_from_storage(pool: PgPool) {
+    let (app, token, id, path) = addressed(pool, "1 Quai Est, Lyon", "Stored Customer").await;
+    let url = format!("{}{path}/pdf", app.base);
+    let first = pages::bytes(&app.http, url.clone()).await;
+    assert!(pdf_text(&first).0.contains("Amount due"));
+    assert_eq!(
+        stored_pdf(&app.pool, id, "a4").await.as_deref(),
+        Some(&first[..])
+    );
+    // What storage holds is what is served while the version stands: planted bytes come back.
+    let planted = b"%PDF-1.7 planted".to_vec();
+    sqlx::query("update document_pdfs set pdf = $2 where document_id = $1")
+        .bind(id)
+        .bind(&planted)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(pages::bytes(&app.http, url.clone()).await, planted);
+    // Each paper is its own drawing.
+    let letter = pages::bytes(&app.http, format!("{url}?paper=letter")).await;
+    assert!(pdf_text(&letter).2.starts_with("612 x 792"), "US Letter");
+    assert_eq!(stored_pdf(&app.pool, id, "letter").await, Some(letter));
+
+    // A payment is a new version: drawn again, showing it, and kept in place of the old one.
+    let payment = serde_json::json!({"amount_cents": 10_000, "method": "bank_transfer",
+        "paid_on": "2026-12-01", "reference": "SEPA"});
+    let paid = app
+        .post_to(
+            &format!("/api/v1/invoices/{id}/payments"),
+            Some(&token),
+            Some("stored-pdf"),
+            &payment.to_string(),
+        )
+        .await;
+    assert_eq!(paid.status, 201);
+    let after = pages::bytes(&app.http, url.clone()).await;
+    assert_ne!(after, planted);
+    let (text, _, _) = pdf_text(&after);
+    assert!(text.contains("€100.00"), "the payment is drawn:\n{text}");
+    assert_eq!(stored_pdf(&app.pool, id, "a4").await, Some(after));
+    // So is a change of the org's look (its name here).
+    sqlx::query("update orgs set name = 'Renamed Co' where id = (select org_id from invoices where id = $1)")
+        .bind(id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let renamed = pdf_text(&pages::bytes(&app.http, url).await).0;
+    assert!(renamed.contains("Renamed Co"), "{renamed}");
+    let rows: i64 = scalar_for(
+        &app.pool,
+        "select count(*) from document_pdfs where document_id = $1",
+        id,
+    )
+    .await;
+    assert_eq!(rows, 2, "one row per paper");
+}
+
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn a_hundred_long_lines_flow_onto_more_pages(pool: PgPool) {
     let app = TestApp::spawn(pool).await;

@@ -7,7 +7,7 @@ use crate::model::Invoice;
 use crate::ssr::invoices;
 
 /// What the customer's page shows.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PublicInvoice {
     pub org_id: uuid::Uuid,
     pub org_name: String,

@@ -149,6 +149,20 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
     .fetch_one(pool)
     .await
     .context("the bench's session row")?;
+    // The public PDF is drawn on its first request and served from storage after: drawn here once,
+    // so the script reads the stored version the server reads.
+    http.get(format!("{}/i/{token}/pdf", args.url))
+        .send()
+        .await?
+        .error_for_status()
+        .context("the public PDF")?;
+    let (pdf_version,): (String,) = sqlx::query_as(
+        "select encode(version, 'hex') from document_pdfs where document_id = $1 and paper = 'a4'",
+    )
+    .bind(id)
+    .fetch_one(pool)
+    .await
+    .context("the public PDF's stored version")?;
     // The searches' statement binds its text lowered, with the end of its prefix range.
     let number_range = app::ssr::PrefixRange::new(&prefix.to_lowercase());
     let customer_range = app::ssr::PrefixRange::new(&customer.to_lowercase());
@@ -159,6 +173,7 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
         ("session", session),
         ("invoice", id.to_string()),
         ("token", token.clone()),
+        ("pdf_version", format!("\\x{pdf_version}")),
         (
             "cursor_at",
             deep_at.format("%Y-%m-%d %H:%M:%S%.6f+00").to_string(),

@@ -113,7 +113,7 @@ impl Config {
                 public_url: site.public_url.clone(),
                 retention: retention.clone(),
                 stripe: Some(stripe.client()),
-                invoice_pdf: Some(crate::pdf::mail::renderer()),
+                invoice_pdf: Some(crate::pdf::mail::renderer(&site.public_url)),
                 ..workers
             }
             .with_webhooks(self.workers.webhook_policy(dev_mode)),

@@ -8,8 +8,7 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 use leptos::prelude::*;
 
-use super::{attachment, look, not_found, throttled, unavailable, Client, PageToken, RENDERS};
-use crate::pdf::Paper;
+use super::{attachment, look, not_found, throttled, unavailable, Client, PageToken};
 
 /// A credit note's customer page, `/c/{token}`: what was credited on which invoice, and why.
 pub(super) async fn page(State(state): State<AppState>, PageToken(token): PageToken) -> Response {
@@ -20,13 +19,7 @@ pub(super) async fn page(State(state): State<AppState>, PageToken(token): PageTo
         Ok(None) => return not_found(),
         Err(e) => return unavailable("public credit note page", e),
     };
-    let look_of = async || {
-        let mut conn = state.reads.acquire().await?;
-        let branding = app::ssr::branding::of(&mut conn, org).await?;
-        let locale = app::ssr::i18n::locale_of_invoice(&mut conn, note.invoice_id).await?;
-        Ok::<_, sqlx::Error>((branding, locale))
-    };
-    let (branding, locale) = match look_of().await {
+    let (branding, locale) = match look_of(&state, org, note.invoice_id).await {
         Ok(found) => found,
         Err(e) => return unavailable("public credit note page", e),
     };
@@ -63,6 +56,18 @@ pub(super) async fn page(State(state): State<AppState>, PageToken(token): PageTo
     look::page(&title, body, &branding, "", locale)
 }
 
+/// The org's look and the language of the credited invoice's customer.
+async fn look_of(
+    state: &AppState,
+    org: uuid::Uuid,
+    invoice: uuid::Uuid,
+) -> sqlx::Result<(app::model::Branding, app::model::Locale)> {
+    let mut conn = state.reads.acquire().await?;
+    let branding = app::ssr::branding::of(&mut conn, org).await?;
+    let locale = app::ssr::i18n::locale_of_invoice(&mut conn, invoice).await?;
+    Ok((branding, locale))
+}
+
 /// A credit note's PDF, `/c/{token}/pdf`: throttled and rendered like the invoice's.
 pub(super) async fn pdf(
     State(state): State<AppState>,
@@ -79,44 +84,15 @@ pub(super) async fn pdf(
         Ok(None) => return not_found(),
         Err(e) => return unavailable("public credit note pdf", e),
     };
-    // An e-invoicing org's credit note is a Factur-X PDF (type 381) when its data allows.
-    let cii = if found.einvoicing {
-        use app::ssr::einvoice::{credit_note_document, InvoiceDocumentError, Syntax};
-        let mut conn = match state.reads.acquire().await {
-            Ok(conn) => conn,
-            Err(e) => return unavailable("public credit note pdf", e),
-        };
-        match credit_note_document(&mut conn, found.org_id, found.note.id).await {
-            Ok(d) if d.problems().is_empty() => Some(d.xml(Syntax::Cii)),
-            Err(InvoiceDocumentError::Db(e)) => return unavailable("public credit note pdf", e),
-            _ => None,
-        }
-    } else {
-        None
-    };
-    let look_of = async || {
-        let mut conn = state.reads.acquire().await?;
-        let branding = app::ssr::branding::of(&mut conn, found.org_id).await?;
-        let brand = crate::pdf::Brand::of(&mut conn, found.org_id, &branding).await?;
-        let locale = app::ssr::i18n::locale_of_invoice(&mut conn, found.note.invoice_id).await?;
-        Ok::<_, sqlx::Error>((brand, locale))
-    };
-    let (brand, locale) = match look_of().await {
+    let (branding, locale) = match look_of(&state, found.org_id, found.note.invoice_id).await {
         Ok(found) => found,
         Err(e) => return unavailable("public credit note pdf", e),
     };
-    let (note, org_name) = (found.note, found.org_name);
-    let name = format!("credit-note-{}", note.number);
+    let name = format!("credit-note-{}", found.note.number);
+    // An e-invoicing org's credit note is a Factur-X PDF (type 381) when its data allows.
     let wait = std::time::Duration::from_secs(5);
-    let rendered = app::ssr::throttle::bounded(&RENDERS, wait, move || {
-        crate::pdf::credit_note::render(&note, &org_name, Paper::A4, cii, brand, Tr::new(locale))
-    })
-    .await;
-    match rendered {
+    match crate::pdf::stored::credit_note(&state.pool, found, branding, locale, wait).await {
         Ok(bytes) => attachment(bytes, &name),
-        Err(app::ssr::throttle::Bounded::Busy) => {
-            unavailable("public credit note pdf", "every renderer is busy")
-        }
-        Err(app::ssr::throttle::Bounded::Task(e)) => unavailable("rendering a pdf", e),
+        Err(e) => unavailable("public credit note pdf", e),
     }
 }

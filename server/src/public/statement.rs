@@ -10,8 +10,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use leptos::prelude::*;
 
-use super::RENDERS;
 use super::{attachment, document, not_found, private, throttled, unavailable, Client, PageToken};
+use crate::pdf::stored::RENDERS;
 
 #[derive(Debug, serde::Deserialize)]
 pub(super) struct PeriodQuery {
