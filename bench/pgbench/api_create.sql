@@ -7,15 +7,14 @@
 -- Ids the server mints (UUIDv7, time-ordered) are minted here the same way, in the first statement.
 \set r random(1, 1000000000000)
 /*bench*/ select id, org_id, key_role, member_role, inv from ( /*end*/
-select k.id, k.org_id, k.role as key_role, m.role as member_role,
+select k.id, k.org_id, k.role as key_role, m.role as member_role, o.einvoicing,
        k.last_used_at is null or k.last_used_at < now() - interval '1 minute' as "stale!" /*bench*/,
        (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as inv /*end*/
 from api_keys k
 join memberships m on m.user_id = k.created_by and m.org_id = k.org_id
+join orgs o on o.id = k.org_id
 where k.hash = decode(:apikeyhash, 'hex') and k.revoked_at is null and (k.expires_at is null or k.expires_at > now())
 /*bench*/ ) s /*end*/ \gset
--- einvoice::create_problems: whether the org issues e-invoices (it does not here: nothing more).
-select einvoicing from orgs where id = :org::uuid;
 BEGIN;
 -- include: parts/claim_done.sql serialize=true scope='api' owner=:apikeyid::text key='pgb-'||:client_id::text||'-'||:r::text fingerprint=sha256(convert_to('pgb-'||:r::text,'UTF8'))::bytea result=null::uuid
 -- include: parts/invoice_insert_head.sql

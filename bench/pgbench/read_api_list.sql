@@ -12,10 +12,11 @@
 -- column of the page computed, as the server's statement does). The wrapped statement is the
 -- server's.
 -- Variables: -D org, apikeyhash (hex), cursor_at, cursor_id.
-select k.id, k.org_id, k.role as key_role, m.role as member_role,
+select k.id, k.org_id, k.role as key_role, m.role as member_role, o.einvoicing,
        k.last_used_at is null or k.last_used_at < now() - interval '1 minute' as "stale!"
 from api_keys k
 join memberships m on m.user_id = k.created_by and m.org_id = k.org_id
+join orgs o on o.id = k.org_id
 where k.hash = decode(:apikeyhash, 'hex') and k.revoked_at is null and (k.expires_at is null or k.expires_at > now());
 /*bench*/ select (array_agg(l.id))[1:20] as ids, count(l.*) as page_rows from ( /*end*/
 select i.id, i.number_text, i.status, i.customer_name, i.currency, i.due_date, i.total_cents,

@@ -41,8 +41,13 @@ pub async fn create_invoice(
             .map_err(refuse)?;
         // An e-invoicing org finalizes only what makes a valid e-invoice (a database failure is a
         // failure to retry, not a field to fix).
-        let problems =
-            crate::ssr::einvoice::create_problems(&state.pool, user.org_id, &parsed).await?;
+        let problems = crate::ssr::einvoice::create_problems(
+            &state.pool,
+            user.org_id,
+            Some(user.org_einvoicing),
+            &parsed,
+        )
+        .await?;
         if !problems.is_empty() {
             return Err(refuse(crate::ssr::einvoice::for_form(problems)));
         }

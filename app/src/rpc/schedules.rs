@@ -124,7 +124,7 @@ async fn checked_template(
     template: &mut crate::model::InvoiceInput,
 ) -> Result<(), AppError> {
     use crate::ssr::invoice_input::{checked, InvoiceError};
-    checked(&state()?.pool, org, template)
+    checked(&state()?.pool, org, None, template)
         .await
         .map_err(|e| match e {
             InvoiceError::Invalid(fields) => AppError::invalid(fields),

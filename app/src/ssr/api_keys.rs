@@ -16,6 +16,8 @@ pub struct ApiClient {
     pub key_id: Uuid,
     pub org_id: Uuid,
     pub role: Role,
+    /// Whether the org issues e-invoices, read with the key (so a create asks no more).
+    pub einvoicing: bool,
 }
 
 impl ApiClient {
@@ -258,10 +260,11 @@ pub async fn authenticate(pool: &PgPool, token: &str) -> sqlx::Result<Option<Api
     // language=PostgreSQL
     let row = sqlx::query!(
         r#"
-        select k.id, k.org_id, k.role as key_role, m.role as member_role,
+        select k.id, k.org_id, k.role as key_role, m.role as member_role, o.einvoicing,
                k.last_used_at is null or k.last_used_at < now() - interval '1 minute' as "stale!"
         from api_keys k
         join memberships m on m.user_id = k.created_by and m.org_id = k.org_id
+        join orgs o on o.id = k.org_id
         where k.hash = $1 and k.revoked_at is null and (k.expires_at is null or k.expires_at > now())
         "#,
         hash(token)
@@ -282,6 +285,7 @@ pub async fn authenticate(pool: &PgPool, token: &str) -> sqlx::Result<Option<Api
         key_id: row.id,
         org_id: row.org_id,
         role: Role::stored(&row.key_role).min(Role::stored(&row.member_role)),
+        einvoicing: row.einvoicing,
     }))
 }
 

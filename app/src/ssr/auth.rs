@@ -51,6 +51,8 @@ pub struct SessionUser {
     pub email_verified: bool,
     pub org_id: Uuid,
     pub org_name: String,
+    /// Whether the org issues e-invoices, read with the session (so the create form asks no more).
+    pub org_einvoicing: bool,
     pub role: Role,
     password_hash: String,
 }
@@ -211,6 +213,7 @@ macro_rules! session_user {
             email_verified: r.verified,
             org_id: r.org_id,
             org_name: r.org_name,
+            org_einvoicing: r.einvoicing,
             role: Role::stored(&r.role),
             password_hash: r.password_hash,
         }
@@ -228,7 +231,7 @@ pub async fn for_login(
     let row = sqlx::query!(
         r#"
         select u.id, u.email, u.password_hash, u.email_verified_at is not null as "verified!",
-               o.id as org_id, o.name as org_name, m.role
+               o.id as org_id, o.name as org_name, o.einvoicing, m.role
         from users u
         join memberships m on m.user_id = u.id
         join orgs o on o.id = m.org_id
@@ -252,7 +255,7 @@ async fn find_session(pool: &PgPool, key: SessionKey) -> sqlx::Result<Option<Ses
     let row = sqlx::query!(
         r#"
         select u.id, u.email, u.password_hash, u.email_verified_at is not null as "verified!",
-               o.id as org_id, o.name as org_name, m.role,
+               o.id as org_id, o.name as org_name, o.einvoicing, m.role,
                s.last_seen_at < now() - interval '1 minute' as "stale!"
         from user_sessions s
         join users u on u.id = s.user_id

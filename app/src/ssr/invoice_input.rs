@@ -11,10 +11,12 @@ pub use crate::ssr::invoice_error::InvoiceError;
 /// The named customer's name and email onto `input` (one of the org's, or a field error), then the
 /// input's own checks, then its lines' tax rates (the org's, or a field error). What was sent is
 /// checked as sent: with a customer, a name and email may be left out (blank), but one that is there
-/// must be valid, even though the customer's replaces it.
+/// must be valid, even though the customer's replaces it. `einvoicing`: as
+/// [`create_problems`](crate::ssr::einvoice::create_problems) takes it.
 pub async fn checked(
     pool: &PgPool,
     org: Uuid,
+    einvoicing: Option<bool>,
     input: &mut InvoiceInput,
 ) -> Result<(), InvoiceError> {
     if let Err(mut fields) = input.check() {
@@ -34,7 +36,7 @@ pub async fn checked(
     crate::ssr::customers::fill_invoice(pool, org, input.customer_id, name, email).await?;
     input.check().map_err(InvoiceError::Invalid)?;
     crate::ssr::tax_rates::check(pool, org, input).await?;
-    let problems = crate::ssr::einvoice::create_problems(pool, org, input).await?;
+    let problems = crate::ssr::einvoice::create_problems(pool, org, einvoicing, input).await?;
     if problems.is_empty() {
         Ok(())
     } else {
@@ -73,6 +75,6 @@ pub async fn edited(
             "Only when creating an invoice: create the customer, then set customer_id.",
         ));
     }
-    checked(pool, org, &mut input).await?;
+    checked(pool, org, None, &mut input).await?;
     Ok(input)
 }

@@ -61,7 +61,7 @@ pub(super) async fn post_quote(write: Write) -> Result<Response, ProblemResponse
                 QuoteInput::from_json(&value).map_err(|why| write::unreadable("quote", why))?;
             let pool = &req.state().pool;
             let org = req.org();
-            invoice_input::checked(pool, org, &mut input.invoice)
+            invoice_input::checked(pool, org, None, &mut input.invoice)
                 .await
                 .map_err(|e| match e {
                     invoice_input::InvoiceError::Unreadable(why) => write::unreadable("quote", why),

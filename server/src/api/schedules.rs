@@ -65,7 +65,7 @@ pub(super) async fn patch_schedule(write: Write) -> Result<Response, ProblemResp
                 .ok_or_else(not_found)?;
             let mut template = app::ssr::patch::patched(&current.template, &patch)
                 .map_err(|why| write::unreadable("schedule", why))?;
-            invoice_input::checked(pool, org, &mut template)
+            invoice_input::checked(pool, org, None, &mut template)
                 .await
                 .map_err(|e| match e {
                     invoice_input::InvoiceError::Unreadable(why) => {
@@ -131,7 +131,7 @@ pub(super) async fn post_schedule(write: Write) -> Result<Response, ProblemRespo
                 .map_err(|why| write::unreadable("schedule", why))?;
             let pool = &req.state().pool;
             let org = req.org();
-            invoice_input::checked(pool, org, &mut input.invoice)
+            invoice_input::checked(pool, org, None, &mut input.invoice)
                 .await
                 .map_err(|e| match e {
                     invoice_input::InvoiceError::Unreadable(why) => {

@@ -35,16 +35,23 @@ pub async fn problems_of(
 }
 
 /// What creating `input` finalized would leave wrong in `org`'s e-invoice; empty for a draft, for
-/// an org without e-invoicing, or when nothing is.
+/// an org without e-invoicing, or when nothing is. `einvoicing`: whether the org issues e-invoices
+/// when the caller read it already (with its session or API key), else None (read here). The
+/// insert checks it again in its own transaction: this is the form's and the API's field errors.
 pub async fn create_problems(
     pool: &PgPool,
     org: Uuid,
+    einvoicing: Option<bool>,
     input: &InvoiceInput,
 ) -> sqlx::Result<FieldErrors> {
     if input.draft {
         return Ok(FieldErrors::new());
     }
-    if !enabled(&mut *pool.acquire().await?, org).await? {
+    let einvoicing = match einvoicing {
+        Some(on) => on,
+        None => enabled(&mut *pool.acquire().await?, org).await?,
+    };
+    if !einvoicing {
         return Ok(FieldErrors::new());
     }
     let mut tx = pool.begin().await?;

@@ -27,7 +27,8 @@ pub(in crate::api) async fn post_invoice(write: Write) -> Result<Response, Probl
     write
         .run(async |req, body| {
             let (value, mut input) = write::json_body(body, "invoice", |_: &InvoiceInput| Ok(()))?;
-            invoice_input::checked(&req.state().pool, req.org(), &mut input)
+            let einvoicing = Some(req.client().einvoicing);
+            invoice_input::checked(&req.state().pool, req.org(), einvoicing, &mut input)
                 .await
                 .map_err(rejected)?;
             let base = &req.state().settings.public_url;
