@@ -31,9 +31,18 @@ pub struct InvoiceInput {
         )
     )]
     pub customer_name: String,
-    #[validate(
-        length(max = 254, message = "Enter at most 254 characters."),
-        email(message = "Enter a valid email address.")
+    // The address's form is checked on the server: in the browser this input is only parsed for
+    // the totals preview, and the e-mail rules would bring the regex engine into its bundle.
+    #[cfg_attr(
+        feature = "ssr",
+        validate(
+            length(max = 254, message = "Enter at most 254 characters."),
+            email(message = "Enter a valid email address.")
+        )
+    )]
+    #[cfg_attr(
+        not(feature = "ssr"),
+        validate(length(max = 254, message = "Enter at most 254 characters."))
     )]
     /// May be left out when `customer_id` is given: the customer's is used.
     #[serde(default, deserialize_with = "not_empty_if_sent")]
