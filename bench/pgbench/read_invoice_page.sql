@@ -41,3 +41,14 @@ select payments_enabled, (now() at time zone time_zone)::date as "today!: chrono
 select coalesce((select reminders_off from invoices where id = :invoice::uuid and org_id = :org::uuid and not false),
                 (select reminders_off from customers where id = :invoice::uuid and org_id = :org::uuid and false),
                 false) as "off!";
+-- The customer's credit that could be applied (app/src/ssr/credit_balance.rs available_for): sent for
+-- an open invoice with a customer and something due, as the benchmark's invoice is.
+select least(greatest(i.total_cents - i.amount_credited_cents - i.amount_paid_cents, 0),
+             coalesce((select sum(o.amount_paid_cents - (o.total_cents - o.amount_credited_cents))
+                       from invoices o
+                       where o.org_id = i.org_id and o.customer_id = i.customer_id
+                         and o.currency = i.currency and o.id <> i.id and o.status <> 'void'
+                         and o.amount_paid_cents > o.total_cents - o.amount_credited_cents), 0))::bigint
+       as "available!"
+from invoices i
+where i.id = :invoice::uuid and i.org_id = :org::uuid and i.customer_id is not null;

@@ -147,7 +147,7 @@ pub(super) async fn explain_all(
                     .and_then(|n| n.trim().parse::<u64>().ok());
                 if let Some(rows) = rows_read(line)
                     .or(removed)
-                    .filter(|rows| *rows > MAX_PLAN_ROWS)
+                    .filter(|rows| *rows > MAX_PLAN_ROWS && !read.sums_everything())
                 {
                     let node = line
                         .trim()

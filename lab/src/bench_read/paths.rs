@@ -87,6 +87,14 @@ pub(super) struct Read {
 }
 
 impl Read {
+    /// Paths that sum a whole org's open invoices by design (the dashboard's aging: its buckets
+    /// are relative to today), read at most once per 10 s per big org through the server's cache
+    /// (docs/performance.md, "The dashboard at the large size"): their plans are written out, but
+    /// not held to a page's row bound.
+    pub(super) fn sums_everything(&self) -> bool {
+        self.script == "read_dashboard.sql"
+    }
+
     /// Paths whose main statement the server sends unprepared (the activity search: planned with
     /// its `like` pattern each time) are run by pgbench the same way; the others prepared, as sqlx's
     /// statement cache sends them.
