@@ -138,6 +138,19 @@ impl Version {
     }
 }
 
+/// A document's CII XML when its data makes a valid e-invoice (a Factur-X PDF carries it), else
+/// none (a plain PDF); a database error is the caller's.
+fn valid_cii(
+    made: Result<app::ssr::einvoice::Document, app::ssr::einvoice::InvoiceDocumentError>,
+) -> sqlx::Result<Option<Vec<u8>>> {
+    use app::ssr::einvoice::{InvoiceDocumentError, Syntax};
+    match made {
+        Ok(d) if d.problems().is_empty() => Ok(Some(d.xml(Syntax::Cii))),
+        Err(InvoiceDocumentError::Db(e)) => Err(e),
+        _ => Ok(None),
+    }
+}
+
 /// The invoice's PDF (a Factur-X PDF for an e-invoicing org when its data makes a valid
 /// e-invoice), waiting at most `wait` for a renderer when it has to be drawn.
 pub async fn invoice(
@@ -163,12 +176,7 @@ pub async fn invoice(
     let prepare = async move {
         let mut conn = pool.acquire().await?;
         let cii = if einvoicing {
-            use app::ssr::einvoice::{invoice_document, InvoiceDocumentError, Syntax};
-            match invoice_document(&mut conn, org, id).await {
-                Ok(d) if d.problems().is_empty() => Some(d.xml(Syntax::Cii)),
-                Err(InvoiceDocumentError::Db(e)) => return Err(e),
-                _ => None,
-            }
+            valid_cii(app::ssr::einvoice::invoice_document(&mut conn, org, id).await)?
         } else {
             None
         };
@@ -202,12 +210,7 @@ pub async fn credit_note(
     let prepare = async move {
         let mut conn = pool.acquire().await?;
         let cii = if einvoicing {
-            use app::ssr::einvoice::{credit_note_document, InvoiceDocumentError, Syntax};
-            match credit_note_document(&mut conn, org, id).await {
-                Ok(d) if d.problems().is_empty() => Some(d.xml(Syntax::Cii)),
-                Err(InvoiceDocumentError::Db(e)) => return Err(e),
-                _ => None,
-            }
+            valid_cii(app::ssr::einvoice::credit_note_document(&mut conn, org, id).await)?
         } else {
             None
         };
