@@ -1,19 +1,14 @@
 -- The floor of the create form: the least SQL any design must send for its guarantee. The signed-in
--- user's session and the user (so a removed member or a changed password stops working at once),
--- then one transaction: the claim of the form key, and the invoice (its number, the invoice, its
--- lines: one statement). What the form sends beyond this is the activity row (form_create.sql).
+-- user's session and the user in one statement (so a removed member or a changed password stops
+-- working at once), then one transaction: the claim of the form key, and the invoice (its number,
+-- the invoice, its lines: one statement). What the form sends beyond this is the activity row (form_create.sql).
 \set r random(1, 1000000000000)
-select c.org, c.user_id, c.sid, s.data,
+select c.org, x.expiry_date,
        (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as form_key,
        (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid as inv
-from bench_form_clients c
-left join "tower_sessions"."session" s on s.id = c.session and s.expiry_date > now()
-where c.client_id = :client_id \gset
-select u.id, u.email, u.password_hash, u.email_verified_at is not null as verified,
-       o.id as org_id, o.name as org_name, o.einvoicing, m.role, s.last_seen_at < now() - interval '1 minute' as stale
-from user_sessions s join users u on u.id = s.user_id
-join memberships m on m.user_id = s.user_id and m.org_id = s.org_id join orgs o on o.id = s.org_id
-where s.id = :sid::uuid and s.user_id = :user_id::uuid and s.ended_at is null;
+from bench_form_clients c left join lateral (
+-- include: parts/session.sql session=c.session
+) x on true where c.client_id = :client_id \gset
 BEGIN;
 insert into claims (scope, owner, key, fingerprint, status, result_id, completed_at)
 values ('form', :org::text || '/create_invoice', :form_key::uuid::text,

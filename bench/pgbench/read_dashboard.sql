@@ -6,7 +6,8 @@
 -- the twelve months' first days; here they are worked out from :today in place.
 -- Prepared in the server (sqlx's statement cache); pgbench -M prepared sends them the same way.
 -- Variables: -D org, user, sid, session.
--- include: parts/session.sql
+-- include: parts/session.sql session=:session
+;
 /*bench*/ select "today!: NaiveDate" as today from ( /*end*/
 select (now() at time zone time_zone)::date as "today!: NaiveDate" from orgs where id = :org::uuid
 /*bench*/ ) s /*end*/ \gset

@@ -5,14 +5,15 @@
 -- (app/src/ssr/outbox.rs for_invoice), its history (app/src/ssr/activity.rs rows with the invoice
 -- filter), its payments and anomalies (app/src/ssr/payments.rs for_invoice) and whether the org
 -- takes payments (app/src/ssr/accounts.rs payments_enabled); here in sequence.
--- The session load (tower-sessions-sqlx-store PostgresStore::load; the app passes its clock as
--- $2, here now()) and the user load (axum-login Backend::get_user -> app/src/ssr/auth.rs
--- find_session, by the session row) come first: the auth layer of server/src/web.rs router runs them on every
--- request that carries the session cookie.
+-- The session load (server/src/session_store.rs PgSessions::load -> app/src/ssr/auth.rs
+-- load_cookie_session: the cookie's session and, in the same statement, the user, org and role its
+-- login names) comes first: the auth layer of server/src/web.rs router runs it on every request that
+-- carries the session cookie.
 -- All prepared in the server (sqlx's statement cache; the history statement carries no `like`
 -- pattern); pgbench -M prepared sends them the same way.
 -- Variables: -D org, user, sid, session, invoice.
--- include: parts/session.sql
+-- include: parts/session.sql session=:session
+;
 -- include: parts/invoices_by_ids.sql ids=array[:invoice::uuid]::uuid[] org=:org::uuid
 select id, kind, attempts, last_error, sent_at is not null as "sent!", dead_at is not null as "dead!"
 from outbox

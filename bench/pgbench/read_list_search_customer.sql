@@ -2,10 +2,10 @@
 -- page's server function (app/src/api.rs list_invoices, rendered by app/src/pages/invoices.rs
 -- InvoiceListPage) reading one page of 50 (+1 to know there is a next) with
 -- app/src/ssr/invoices.rs page.
--- The session load (tower-sessions-sqlx-store PostgresStore::load; the app passes its clock as
--- $2, here now()) and the user load (axum-login Backend::get_user -> app/src/ssr/auth.rs
--- find_session, by the session row) come first: the auth layer of server/src/web.rs router runs them on every
--- request that carries the session cookie.
+-- The session load (server/src/session_store.rs PgSessions::load -> app/src/ssr/auth.rs
+-- load_cookie_session: the cookie's session and, in the same statement, the user, org and role its
+-- login names) comes first: the auth layer of server/src/web.rs router runs it on every request that
+-- carries the session cookie.
 -- Prepared in the server (sqlx's statement cache), like every list page: one statement of two
 -- branches of which Postgres runs one, picked by a probe that counts the matches in the two prefix
 -- indexes (up to 1001 each, app/src/ssr/invoices.rs SEARCH_SORTS_AT_MOST): few are read by their
@@ -15,5 +15,6 @@
 -- PrefixRange) as customer_to.
 -- Variables: -D org, user, sid, session, customer_from, customer_to (the org's longest customer name,
 -- lowered, e.g. customer 49 and customer 4:).
--- include: parts/session.sql
+-- include: parts/session.sql session=:session
+;
 -- include: parts/list_search.sql from=:customer_from to=:customer_to

@@ -2,10 +2,10 @@
 -- page's server function (app/src/api.rs list_invoices, rendered by app/src/pages/invoices.rs
 -- InvoiceListPage) reading one page of 50 (+1 to know there is a next) with
 -- app/src/ssr/invoices.rs page.
--- The session load (tower-sessions-sqlx-store PostgresStore::load; the app passes its clock as
--- $2, here now()) and the user load (axum-login Backend::get_user -> app/src/ssr/auth.rs
--- find_session, by the session row) come first: the auth layer of server/src/web.rs router runs them on every
--- request that carries the session cookie.
+-- The session load (server/src/session_store.rs PgSessions::load -> app/src/ssr/auth.rs
+-- load_cookie_session: the cookie's session and, in the same statement, the user, org and role its
+-- login names) comes first: the auth layer of server/src/web.rs router runs it on every request that
+-- carries the session cookie.
 -- Prepared in the server (sqlx's statement cache), like every list page: one statement of two
 -- branches of which Postgres runs one, picked by a probe that counts the matches in the two prefix
 -- indexes (up to 1001 each, app/src/ssr/invoices.rs SEARCH_SORTS_AT_MOST): few are read by their
@@ -14,5 +14,6 @@
 -- The server binds the lowered text as prefix_from and the range's end (app/src/ssr/mod.rs
 -- PrefixRange) as prefix_to.
 -- Variables: -D org, user, sid, session, prefix_from, prefix_to (lowered, e.g. inv-00005 and inv-00006).
--- include: parts/session.sql
+-- include: parts/session.sql session=:session
+;
 -- include: parts/list_search.sql from=:prefix_from to=:prefix_to

@@ -21,9 +21,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::time;
 use tower_sessions::cookie::SameSite;
-use tower_sessions::session_store::ExpiredDeletion;
 use tower_sessions::{Expiry, SessionManagerLayer};
-use tower_sessions_sqlx_store::PostgresStore;
 
 /// Who may read `/metrics` on the public listener.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,13 +52,8 @@ pub async fn router(
     metrics: MetricsAccess,
 ) -> anyhow::Result<Router> {
     prometheus();
-    let store = PostgresStore::new(state.pool.clone());
-    store.migrate().await?;
-    tokio::spawn(
-        store
-            .clone()
-            .continuously_delete_expired(Duration::from_secs(600)),
-    );
+    let store = crate::session_store::PgSessions::new(state.pool.clone());
+    tokio::spawn(store.clone().sweep_expired(Duration::from_secs(600)));
     let throttle = state.throttle.clone();
     tokio::spawn(async move {
         let mut every = tokio::time::interval(Duration::from_secs(60));
@@ -69,14 +62,16 @@ pub async fn router(
             throttle.forget_idle();
         }
     });
-    let sessions = SessionManagerLayer::new(crate::session_store::Retried(store))
+    let sessions = SessionManagerLayer::new(store)
         .with_name(session_cookie_name(guard.https))
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
         .with_secure(guard.https)
         .with_path("/")
         .with_expiry(Expiry::OnInactivity(time::Duration::days(7)));
-    let auth = AuthManagerLayerBuilder::new(Backend::new(state.pool.clone()), sessions).build();
+    let auth = AuthManagerLayerBuilder::new(Backend::new(state.pool.clone()), sessions)
+        .with_data_key(app::ssr::auth::LOGIN_DATA_KEY)
+        .build();
 
     let routes = generate_route_list(App);
     let leptos_state = state.clone();
@@ -112,6 +107,11 @@ pub async fn router(
         .layer(middleware::from_fn(require_login))
         .layer(middleware::from_fn(errors_carry_their_status))
         .layer(auth)
+        // Around the auth layer: the session load's statement also reads the user, and hands it
+        // to the auth layer's user load in the same request.
+        .layer(middleware::from_fn(|req: Request, next: Next| {
+            app::ssr::auth::with_session_user(next.run(req))
+        }))
         .layer(middleware::from_fn(session_store_unavailable))
         .layer(middleware::from_fn_with_state(
             guard.clone(),

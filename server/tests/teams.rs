@@ -1723,3 +1723,77 @@ async fn an_address_change_waits_for_its_link_and_keys_are_audited(pool: PgPool)
     );
     assert!(rows[1..].iter().all(|(_, who)| who == &new_email));
 }
+
+/// The sessions of the store invoicer used before `cookie_sessions` (tower-sessions-sqlx-store's
+/// `tower_sessions.session`, one MessagePack record a row) move over when their cookie is next seen:
+/// nobody is signed out by the upgrade. An unreadable or expired row is no session.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn sessions_of_the_previous_store_move_over_when_next_seen(pool: PgPool) {
+    use tower_sessions::cookie::time::OffsetDateTime;
+    use tower_sessions::session::{Id, Record};
+    use tower_sessions::SessionStore;
+    let app = TestApp::spawn(pool).await;
+    let org = org(&app.pool).await;
+    let owner = browser(&app, &org.owner_email).await;
+    assert_eq!(rpc(&owner, &app, "list_invoices", &[]).await, 200);
+    // The browser's session, turned back into a row of the previous store.
+    let (id, data, expiry): (String, serde_json::Value, chrono::DateTime<chrono::Utc>) =
+        sqlx::query_as("delete from cookie_sessions returning id, data, expiry_date")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    let record = Record {
+        id: id.parse().unwrap(),
+        data: serde_json::from_value(data).unwrap(),
+        expiry_date: OffsetDateTime::from_unix_timestamp(expiry.timestamp()).unwrap(),
+    };
+    for sql in [
+        "create schema tower_sessions",
+        "create table tower_sessions.session (id text primary key not null, data bytea not null, \
+         expiry_date timestamptz not null)",
+    ] {
+        execute(&app.pool, sql).await;
+    }
+    let (unreadable, expired) = (Id::default(), Id::default());
+    let rows = [
+        (id.clone(), rmp_serde::to_vec(&record).unwrap(), expiry),
+        (unreadable.to_string(), b"not a record".to_vec(), expiry),
+        (
+            expired.to_string(),
+            rmp_serde::to_vec(&Record {
+                id: expired,
+                ..record.clone()
+            })
+            .unwrap(),
+            chrono::Utc::now() - chrono::Duration::hours(1),
+        ),
+    ];
+    for (id, bytes, expiry) in rows {
+        sqlx::query(
+            "insert into tower_sessions.session (id, data, expiry_date) values ($1, $2, $3)",
+        )
+        .bind(id)
+        .bind(bytes)
+        .bind(expiry)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    }
+    assert_eq!(
+        rpc(&owner, &app, "list_invoices", &[]).await,
+        200,
+        "still signed in"
+    );
+    let moved: Vec<String> = sqlx::query_scalar("select id from cookie_sessions")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(moved, vec![id], "the session moved to cookie_sessions");
+    let store = server::session_store::PgSessions::new(app.pool.clone());
+    let loaded = store.load(&record.id).await.unwrap().unwrap();
+    assert_eq!(loaded.data, record.data);
+    assert_eq!(store.load(&unreadable).await.unwrap(), None);
+    assert_eq!(store.load(&expired).await.unwrap(), None);
+    let count: i64 = scalar(&app.pool, "select count(*) from cookie_sessions").await;
+    assert_eq!(count, 1, "nothing else moved");
+}

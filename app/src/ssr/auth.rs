@@ -161,10 +161,16 @@ impl AuthnBackend for Backend {
         }
     }
 
-    /// Tried twice when the database was unreachable: a pooled connection cut by a failover fails
-    /// its first query and is closed, and the second try gets a fresh one.
+    /// The user the request's session load already read (one statement for both, see
+    /// [`load_cookie_session`]), else read here. Tried twice when the database was unreachable: a
+    /// pooled connection cut by a failover fails its first query and is closed, and the second try
+    /// gets a fresh one.
     async fn get_user(&self, key: &SessionKey) -> Result<Option<SessionUser>, BackendError> {
-        match find_session(&self.pool, *key).await {
+        let first = match take_loaded(*key) {
+            Some(loaded) => seen(&self.pool, loaded).await,
+            None => find_session(&self.pool, *key).await,
+        };
+        match first {
             Err(e) if crate::ssr::surfaces::is_unavailable(&e) => {
                 Ok(find_session(&self.pool, *key).await?)
             }
@@ -269,16 +275,155 @@ async fn find_session(pool: &PgPool, key: SessionKey) -> sqlx::Result<Option<Ses
     .fetch_optional(pool)
     .await?;
     let Some(r) = row else { return Ok(None) };
-    if r.stale {
+    let stale = r.stale;
+    seen(
+        pool,
+        Loaded {
+            key,
+            user: Some(session_user!(r, key.session)),
+            stale,
+        },
+    )
+    .await
+}
+
+/// The session's user, its row marked seen when it was last marked over a minute ago.
+async fn seen(pool: &PgPool, loaded: Loaded) -> sqlx::Result<Option<SessionUser>> {
+    if loaded.stale && loaded.user.is_some() {
         // language=PostgreSQL
         sqlx::query!(
             "update user_sessions set last_seen_at = now() where id = $1",
-            key.session
+            loaded.key.session
         )
         .execute(pool)
         .await?;
     }
-    Ok(Some(session_user!(r, key.session)))
+    Ok(loaded.user)
+}
+
+/// Where axum-login keeps its data in the cookie's session (its default, named here because
+/// [`load_cookie_session`]'s statement reads the session key under it).
+pub const LOGIN_DATA_KEY: &str = "axum-login.data";
+
+/// A cookie session's data: a JSON object, as tower-sessions keeps it.
+pub type SessionData = sqlx::types::Json<std::collections::HashMap<String, serde_json::Value>>;
+
+/// The cookie's session as its store reads it: its data and expiry.
+pub struct CookieSession {
+    pub data: SessionData,
+    pub expiry: chrono::DateTime<chrono::Utc>,
+}
+
+/// What a request's session load read about the user its session names, for `get_user`.
+struct Loaded {
+    key: SessionKey,
+    user: Option<SessionUser>,
+    stale: bool,
+}
+
+tokio::task_local! {
+    static LOADED: std::cell::RefCell<Option<Loaded>>;
+}
+
+/// Runs one request with room for what its session load reads about the user, so the auth layer
+/// asks the database once for the session and its user. Outside it, `get_user` reads on its own.
+pub async fn with_session_user<F: std::future::Future>(request: F) -> F::Output {
+    LOADED.scope(std::cell::RefCell::new(None), request).await
+}
+
+/// The loaded user, if the session load of this request read the one `key` names.
+fn take_loaded(key: SessionKey) -> Option<Loaded> {
+    LOADED
+        .try_with(|cell| {
+            let mut cell = cell.borrow_mut();
+            match cell.as_ref() {
+                Some(loaded) if loaded.key == key => cell.take(),
+                _ => None,
+            }
+        })
+        .ok()
+        .flatten()
+}
+
+/// The session store's load: the cookie's session, and in the same statement the user, org and
+/// role its login names (`find_session`'s join, by the session key axum-login keeps in the data).
+/// What it finds of the user (also nothing: an ended session, a removed member) waits for
+/// `get_user` in this request. One statement and one connection check-out instead of two.
+pub async fn load_cookie_session(pool: &PgPool, id: &str) -> sqlx::Result<Option<CookieSession>> {
+    // language=PostgreSQL
+    let row = sqlx::query!(
+        r#"
+        select s.data as "data: SessionData",
+               s.expiry_date,
+               (s.data #>> '{axum-login.data,user_id,user}')::uuid as "key_user?",
+               (s.data #>> '{axum-login.data,user_id,session}')::uuid as "key_session?",
+               l.id as "id?", l.email as "email?", l.password_hash as "password_hash?",
+               l.verified as "verified?", l.org_id as "org_id?", l.org_name as "org_name?",
+               l.einvoicing as "einvoicing?", l.role as "role?", l.stale as "stale?"
+        from cookie_sessions s
+        left join lateral (
+            select u.id, u.email, u.password_hash, u.email_verified_at is not null as verified,
+                   o.id as org_id, o.name as org_name, o.einvoicing, m.role,
+                   us.last_seen_at < now() - interval '1 minute' as stale
+            from user_sessions us
+            join users u on u.id = us.user_id
+            join memberships m on m.user_id = us.user_id and m.org_id = us.org_id
+            join orgs o on o.id = us.org_id
+            where us.id = (s.data #>> '{axum-login.data,user_id,session}')::uuid
+              and us.user_id = (s.data #>> '{axum-login.data,user_id,user}')::uuid
+              and us.ended_at is null
+        ) l on true
+        where s.id = $1 and s.expiry_date > now()
+        "#,
+        id
+    )
+    .fetch_optional(pool)
+    .await?;
+    let Some(r) = row else { return Ok(None) };
+    if let (Some(user), Some(session)) = (r.key_user, r.key_session) {
+        let found = match (
+            r.id,
+            r.email,
+            r.password_hash,
+            r.verified,
+            r.org_id,
+            r.org_name,
+            r.einvoicing,
+            r.role,
+        ) {
+            (
+                Some(id),
+                Some(email),
+                Some(password_hash),
+                Some(email_verified),
+                Some(org_id),
+                Some(org_name),
+                Some(org_einvoicing),
+                Some(role),
+            ) => Some(SessionUser {
+                id,
+                session_id: session,
+                email,
+                email_verified,
+                org_id,
+                org_name,
+                org_einvoicing,
+                role: Role::stored(&role),
+                password_hash,
+            }),
+            _ => None,
+        };
+        let loaded = Loaded {
+            key: SessionKey { user, session },
+            user: found,
+            stale: r.stale.unwrap_or(false),
+        };
+        let _ = LOADED.try_with(|cell| *cell.borrow_mut() = Some(loaded));
+    }
+    Ok(Some(CookieSession {
+        data: r.data,
+        expiry: r.expiry_date,
+    }))
 }
 
 /// The logged-in user of the current server-function request, or `Unauthorized`.

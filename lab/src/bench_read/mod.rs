@@ -132,12 +132,11 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
     .context("the reader's API attempts (run lab datagen first)")?;
     let reads = paths::reads(&cursor, prefix, &customer, id, &token, &api_key);
     // What the scripts name, with the values the paths use.
-    let (session,): (String,) = sqlx::query_as(
-        r#"select id from "tower_sessions"."session" order by expiry_date desc limit 1"#,
-    )
-    .fetch_one(pool)
-    .await
-    .context("the bench's session")?;
+    let (session,): (String,) =
+        sqlx::query_as("select id from cookie_sessions order by expiry_date desc limit 1")
+            .fetch_one(pool)
+            .await
+            .context("the bench's session")?;
     let api_key_hash = {
         use sha2::{Digest, Sha256};
         hex::encode(Sha256::digest(key.plaintext.as_bytes()))

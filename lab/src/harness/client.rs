@@ -131,7 +131,7 @@ impl Target {
         Ok(())
     }
 
-    /// The session id this client's cookie carries (tower-sessions stores it under the same id).
+    /// The session id this client's cookie carries (`cookie_sessions` stores it under the same id).
     pub fn session_id(&self) -> Option<&str> {
         self.cookie.as_deref()?.strip_prefix("invoicer_session=")
     }
