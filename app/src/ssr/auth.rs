@@ -349,6 +349,9 @@ fn take_loaded(key: SessionKey) -> Option<Loaded> {
 /// role its login names (`find_session`'s join, by the session key axum-login keeps in the data).
 /// What it finds of the user (also nothing: an ended session, a removed member) waits for
 /// `get_user` in this request. One statement and one connection check-out instead of two.
+/// The `limit 1` (the session row is one by its key) keeps the user's part a subquery run for the
+/// one session row, by its keys: without it the planner folds it into a join and may read every
+/// live session to find it (measured: half the throughput of the two statements it replaces).
 pub async fn load_cookie_session(pool: &PgPool, id: &str) -> sqlx::Result<Option<CookieSession>> {
     // language=PostgreSQL
     let row = sqlx::query!(
@@ -372,6 +375,7 @@ pub async fn load_cookie_session(pool: &PgPool, id: &str) -> sqlx::Result<Option
             where us.id = (s.data #>> '{axum-login.data,user_id,session}')::uuid
               and us.user_id = (s.data #>> '{axum-login.data,user_id,user}')::uuid
               and us.ended_at is null
+            limit 1
         ) l on true
         where s.id = $1 and s.expiry_date > now()
         "#,

@@ -17,5 +17,6 @@ left join lateral (
     where us.id = (s.data #>> '{axum-login.data,user_id,session}')::uuid
       and us.user_id = (s.data #>> '{axum-login.data,user_id,user}')::uuid
       and us.ended_at is null
+    limit 1
 ) l on true
 where s.id = {session} and s.expiry_date > now()
