@@ -23,26 +23,30 @@ pub(crate) async fn outbox_drained(
     idle: Duration,
 ) -> sqlx::Result<()> {
     let deadline = Instant::now() + within;
-    let (mut left, mut progressed) = (i64::MAX, Instant::now());
+    // Progress is a row sent or an attempt made: a last row that keeps failing (the receiver's
+    // random 500s) is still being worked on, not stuck.
+    let (mut last, mut progressed) = ((i64::MAX, -1), Instant::now());
     while Instant::now() < deadline && progressed.elapsed() < idle {
-        let now_left = unsent(pool, org).await?;
-        if now_left == 0 {
+        let (left, attempts) = unsent(pool, org).await?;
+        if left == 0 {
             break;
         }
-        if now_left < left {
-            (left, progressed) = (now_left, Instant::now());
+        if left < last.0 || attempts > last.1 {
+            (last, progressed) = ((left, attempts), Instant::now());
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     Ok(())
 }
 
-async fn unsent(pool: &PgPool, org: Uuid) -> sqlx::Result<i64> {
+/// Rows not sent yet, and the attempts made on them so far.
+async fn unsent(pool: &PgPool, org: Uuid) -> sqlx::Result<(i64, i64)> {
     // language=PostgreSQL
-    sqlx::query_scalar!(
-        r#"select count(*) as "n!" from outbox where org_id = $1 and sent_at is null and dead_at is null"#,
-        org
+    sqlx::query_as(
+        "select count(*), coalesce(sum(attempts), 0)::int8 from outbox \
+         where org_id = $1 and sent_at is null and dead_at is null",
     )
+    .bind(org)
     .fetch_one(pool)
     .await
 }

@@ -165,8 +165,8 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
     // The clock stops: the workers catch up with every period and reminder it made due.
     let behind = schedules::settle(&pool, fixture.org, Duration::from_secs(180)).await?;
     // The outbox drains too: every email row sent. One worker sends the backlog the load left; the
-    // wait ends when it is empty, when it made no progress for 30 s, or after 10 minutes (then the
-    // check reports what is unsent).
+    // wait ends when it is empty, when no row was sent and no attempt made for 30 s, or after 10
+    // minutes (then the check reports what is unsent).
     outbox_drained(
         &pool,
         fixture.org,
