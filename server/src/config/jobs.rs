@@ -31,8 +31,9 @@ pub struct Workers {
     /// tests and demos can let time run fast. Refused outside dev mode.
     #[arg(long, env = "INVOICER_CLOCK_OFFSET_SECS", global = true, hide = true)]
     pub invoicer_clock_offset_secs: Option<i64>,
-    /// Let webhook endpoints be loopback, private or link-local addresses and plain http (default:
-    /// true in dev mode, false in production, where only public https endpoints are reached).
+    /// Let webhook endpoints be loopback or private-network addresses and plain http, never
+    /// link-local, cloud metadata or NAT64 ones (default: true in dev mode, false in production,
+    /// where only public https endpoints are reached).
     #[arg(long, env = "WEBHOOKS_ALLOW_PRIVATE", global = true)]
     pub webhooks_allow_private: Option<bool>,
 }
