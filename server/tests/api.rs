@@ -233,7 +233,7 @@ async fn bad_requests_get_problems_and_consume_nothing(pool: PgPool) {
     let message = r.json()["errors"]["customer_name"].clone();
     assert_eq!(
         (r.status, message.as_str()),
-        (422, Some("This can't contain NUL characters."))
+        (422, Some(app::model::CONTROL_CHARACTER))
     );
     assert_eq!(
         app.count("select count(*) from claims").await,

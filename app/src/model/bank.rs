@@ -66,7 +66,7 @@ impl BankDetails {
         let mut refuse = |field: &str, message: &str| {
             out.insert(field.to_owned(), message.to_owned());
         };
-        if self.holder.chars().count() > 200 || self.holder.contains('\0') {
+        if self.holder.chars().count() > 200 {
             refuse("holder", "Enter at most 200 characters.");
         }
         if !self.iban.is_empty() && !iban_ok(&self.iban) {
@@ -88,18 +88,22 @@ impl BankDetails {
         if !self.bic.is_empty() && self.iban.is_empty() {
             refuse("iban", "Enter the IBAN the BIC belongs to.");
         }
-        if self.other.chars().count() > 500 || self.other.contains('\0') {
+        if self.other.chars().count() > 500 {
             refuse("other", "Enter at most 500 characters.");
         }
         let reference = &self.reference;
-        if reference.chars().count() > 60
-            || !reference.contains("{number}")
-            || reference.contains('\0')
-        {
+        if reference.chars().count() > 60 || !reference.contains("{number}") {
             refuse(
                 "reference",
                 "Use 1 to 60 characters with {number} (the invoice's number) in them.",
             );
+        }
+        for (field, value) in [
+            ("holder", &self.holder),
+            ("other", &self.other),
+            ("reference", reference),
+        ] {
+            super::text::refuse_control_chars(&mut out, field, value);
         }
         if out.is_empty() {
             Ok(())

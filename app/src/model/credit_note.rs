@@ -86,9 +86,10 @@ impl CreditNoteInput {
             }
         }
         let reason = self.reason.trim();
-        if reason.is_empty() || reason.chars().count() > 500 || reason.contains('\0') {
+        if reason.is_empty() || reason.chars().count() > 500 {
             out.insert("reason".into(), "Say why in 1 to 500 characters.".into());
         }
+        super::text::refuse_control_chars(&mut out, "reason", reason);
         if out.is_empty() {
             Ok(())
         } else {

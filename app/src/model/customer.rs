@@ -5,8 +5,9 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 use validator::Validate;
 
-use super::input::{no_nul, not_blank};
+use super::input::not_blank;
 use super::party::{check_vat_id, normalize_vat_id, Address};
+use super::text::{no_control_chars, refuse_control_chars};
 
 use crate::error::FieldErrors;
 
@@ -23,7 +24,7 @@ pub struct CustomerInput {
         schema(
             min_length = 1,
             max_length = 200,
-            pattern = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
+            pattern = r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffe\uffff]*[^\s\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffe\uffff][^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffe\uffff]*$"
         )
     )]
     pub name: String,
@@ -38,7 +39,13 @@ pub struct CustomerInput {
     pub address: Address,
     /// The older name of `address.line1`: when given, it is the first line.
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    #[cfg_attr(feature = "ssr", schema(max_length = 1000, pattern = r"^[^\u0000]*$"))]
+    #[cfg_attr(
+        feature = "ssr",
+        schema(
+            max_length = 1000,
+            pattern = r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffe\uffff]*$"
+        )
+    )]
     pub billing_address: String,
     /// The VAT identifier with its country prefix: DE123456789.
     #[serde(default)]
@@ -52,9 +59,15 @@ pub struct CustomerInput {
     #[serde(default)]
     #[validate(
         length(max = 200, message = "Enter at most 200 characters."),
-        custom(function = "no_nul")
+        custom(function = "no_control_chars")
     )]
-    #[cfg_attr(feature = "ssr", schema(max_length = 200, pattern = r"^[^\u0000]*$"))]
+    #[cfg_attr(
+        feature = "ssr",
+        schema(
+            max_length = 200,
+            pattern = r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffe\uffff]*$"
+        )
+    )]
     pub buyer_reference: String,
     /// The language of the customer's pages, PDFs and emails (`en`, `de`, `fr`, `es`, `nl`);
     /// none: the org's.
@@ -63,9 +76,15 @@ pub struct CustomerInput {
     #[serde(default)]
     #[validate(
         length(max = 2000, message = "Enter at most 2000 characters."),
-        custom(function = "no_nul")
+        custom(function = "no_control_chars")
     )]
-    #[cfg_attr(feature = "ssr", schema(max_length = 2000, pattern = r"^[^\u0000]*$"))]
+    #[cfg_attr(
+        feature = "ssr",
+        schema(
+            max_length = 2000,
+            pattern = r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffe\uffff]*$"
+        )
+    )]
     pub notes: String,
 }
 
@@ -144,12 +163,13 @@ impl CustomerInput {
         if let Err(errors) = self.validate() {
             super::input::flatten_errors("", &errors, &mut out);
         }
-        if self.billing_address.chars().count() > 1000 || self.billing_address.contains('\0') {
+        if self.billing_address.chars().count() > 1000 {
             out.insert(
                 "billing_address".into(),
                 "Enter at most 1000 characters.".into(),
             );
         }
+        refuse_control_chars(&mut out, "billing_address", &self.billing_address);
         let resolved = self.resolved();
         resolved.address.check("address", &mut out);
         if let Some(vat_id) = &resolved.vat_id {

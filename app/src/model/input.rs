@@ -6,6 +6,7 @@ use validator::{Validate, ValidationError, ValidationErrors, ValidationErrorsKin
 
 use super::decimal::Thousandths;
 use super::money::currency_exponent;
+use super::text::no_control_chars;
 use super::totals::{self, Discount, LineBasis};
 use crate::error::FieldErrors;
 
@@ -27,7 +28,7 @@ pub struct InvoiceInput {
         schema(
             min_length = 1,
             max_length = 200,
-            pattern = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
+            pattern = r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffe\uffff]*[^\s\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffe\uffff][^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffe\uffff]*$"
         )
     )]
     pub customer_name: String,
@@ -90,9 +91,15 @@ pub struct InvoiceInput {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     #[validate(
         length(max = 2000, message = "Enter at most 2000 characters."),
-        custom(function = "no_nul")
+        custom(function = "no_control_chars")
     )]
-    #[cfg_attr(feature = "ssr", schema(max_length = 2000, pattern = r"^[^\u0000]*$"))]
+    #[cfg_attr(
+        feature = "ssr",
+        schema(
+            max_length = 2000,
+            pattern = r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffe\uffff]*$"
+        )
+    )]
     pub notes: String,
 }
 
@@ -108,7 +115,7 @@ pub struct LineInput {
         schema(
             min_length = 1,
             max_length = 500,
-            pattern = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
+            pattern = r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffe\uffff]*[^\s\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffe\uffff][^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffe\uffff]*$"
         )
     )]
     pub description: String,
@@ -175,17 +182,7 @@ pub(super) fn not_blank(value: &str) -> Result<(), ValidationError> {
     if value.trim().is_empty() {
         return Err(ValidationError::new("blank").with_message("This can't be blank.".into()));
     }
-    no_nul(value)
-}
-
-/// Postgres text cannot hold NUL; refuse it here with a message instead of failing later.
-pub(super) fn no_nul(value: &str) -> Result<(), ValidationError> {
-    if value.contains('\0') {
-        return Err(
-            ValidationError::new("nul").with_message("This can't contain NUL characters.".into())
-        );
-    }
-    Ok(())
+    no_control_chars(value)
 }
 
 /// The due dates an invoice may have. Anything else is a typo or a probe (`-5000-01-01` parses as a
@@ -357,16 +354,21 @@ mod tests {
     use crate::model::form::tests::form;
 
     #[test]
-    fn nul_characters_are_refused_not_stored() {
+    fn control_characters_are_refused_not_stored() {
+        use crate::model::text::CONTROL_CHARACTER;
         let mut f = form();
         f.customer_name = "Ada\0".into();
-        f.lines[0].description = "x\0y".into();
+        f.lines[0].description = "x\u{1}y".into();
+        f.notes = "paid\u{7f}".into();
         let errors = f.parse().unwrap_err();
-        assert_eq!(
-            errors["customer_name"],
-            "This can't contain NUL characters."
-        );
-        assert!(errors.contains_key("lines[0].description"));
+        assert_eq!(errors["customer_name"], CONTROL_CHARACTER);
+        assert_eq!(errors["lines[0].description"], CONTROL_CHARACTER);
+        assert_eq!(errors["notes"], CONTROL_CHARACTER);
+        // Tabs and line breaks are text.
+        let mut f = form();
+        f.lines[0].description = "Design\tphase 1\r\nand 2".into();
+        f.notes = "Thanks!\n\nBank: see below".into();
+        f.parse().unwrap();
     }
 
     #[cfg(feature = "ssr")]

@@ -22,6 +22,7 @@ pub mod schedule;
 pub mod statement;
 mod tax_rate;
 mod team;
+mod text;
 pub mod totals;
 mod views;
 pub mod webhooks;
@@ -65,6 +66,7 @@ pub use team::{
     AccountView, AuditEntry, InvitationState, InvitationSummary, InvitationView, Member,
     MembersPage, OrgChoice, OwnApiKey, SessionSummary,
 };
+pub use text::{has_control_char, no_control_chars, refuse_control_chars, CONTROL_CHARACTER};
 pub use totals::{
     compute as compute_totals, line_amount, AppliedTax, Discount, LineAmounts, TaxTotal, Totals,
 };

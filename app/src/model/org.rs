@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::party::{check_vat_id, normalize_vat_id, Address};
+use super::text::refuse_control_chars;
 use crate::error::FieldErrors;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -32,7 +33,7 @@ fn names_the_sequence_once(format: &str) -> bool {
         + (1..=9)
             .filter(|n| format.contains(&format!("{{seq:{n}}}")))
             .count();
-    !format.is_empty() && format.chars().count() <= 60 && !format.contains('\0') && seq == 1
+    !format.is_empty() && format.chars().count() <= 60 && seq == 1
 }
 
 impl OrgSettings {
@@ -56,10 +57,12 @@ impl OrgSettings {
         if !names_the_sequence_once(format) {
             out.insert("number_format".into(), once.into());
         }
+        refuse_control_chars(&mut out, "number_format", format);
         let credit = self.credit_note_format.trim();
         if !credit.is_empty() && !names_the_sequence_once(credit) {
             out.insert("credit_note_format".into(), once.into());
         }
+        refuse_control_chars(&mut out, "credit_note_format", credit);
         match self.number_reset.as_str() {
             "never" => {}
             "yearly" if format.contains("{YYYY}") || format.contains("{YY}") => {}
@@ -150,9 +153,10 @@ impl OrgDetails {
             ("email", &self.email, 254),
             ("phone", &self.phone, 50),
         ] {
-            if value.chars().count() > max || value.contains('\0') {
+            if value.chars().count() > max {
                 out.insert(field.into(), format!("Enter at most {max} characters."));
             }
+            refuse_control_chars(&mut out, field, value);
         }
         self.address.check("address", &mut out);
         if !self.vat_id.is_empty() {
@@ -309,9 +313,10 @@ impl BrandingForm {
             None
         };
         let footer = self.footer_text.trim().to_owned();
-        if footer.chars().count() > 300 || footer.contains('\0') {
+        if footer.chars().count() > 300 {
             out.insert("footer_text".into(), "At most 300 characters.".into());
         }
+        refuse_control_chars(&mut out, "footer_text", &footer);
         if out.is_empty() {
             Ok((colour, footer))
         } else {

@@ -44,7 +44,7 @@ impl Address {
         }
     }
 
-    /// Lengths, no NUL, a known country; errors named `<prefix>.<field>`.
+    /// Lengths, no control characters, a known country; errors named `<prefix>.<field>`.
     pub fn check(&self, prefix: &str, out: &mut FieldErrors) {
         let fields = [
             ("line1", &self.line1, 200),
@@ -54,12 +54,13 @@ impl Address {
             ("region", &self.region, 100),
         ];
         for (name, value, max) in fields {
-            if value.chars().count() > max || value.contains('\0') {
+            if value.chars().count() > max {
                 out.insert(
                     format!("{prefix}.{name}"),
                     format!("Enter at most {max} characters."),
                 );
             }
+            super::text::refuse_control_chars(out, &format!("{prefix}.{name}"), value);
         }
         if !self.country.is_empty() && !is_country(&self.country) {
             out.insert(

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 use validator::Validate;
 
-use super::input::no_nul;
+use super::text::no_control_chars;
 use super::PaymentStatus;
 use crate::error::FieldErrors;
 
@@ -93,9 +93,15 @@ pub struct PaymentInput {
     #[serde(default)]
     #[validate(
         length(max = 200, message = "Enter at most 200 characters."),
-        custom(function = "no_nul")
+        custom(function = "no_control_chars")
     )]
-    #[cfg_attr(feature = "ssr", schema(max_length = 200, pattern = r"^[^\u0000]*$"))]
+    #[cfg_attr(
+        feature = "ssr",
+        schema(
+            max_length = 200,
+            pattern = r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffe\uffff]*$"
+        )
+    )]
     pub reference: String,
 }
 

@@ -473,12 +473,13 @@ pub fn check_reminder_steps(steps: &[ReminderStep]) -> Result<(), FieldErrors> {
             );
         }
         let len = s.message.trim().chars().count();
-        if len == 0 || len > 2000 || s.message.contains('\0') {
+        if len == 0 || len > 2000 {
             out.insert(
                 format!("steps[{i}].message"),
                 "A message of 1 to 2000 characters.".into(),
             );
         }
+        super::text::refuse_control_chars(&mut out, &format!("steps[{i}].message"), &s.message);
     }
     if out.is_empty() {
         Ok(())

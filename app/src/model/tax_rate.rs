@@ -5,6 +5,7 @@ use validator::Validate;
 
 use super::decimal::Thousandths;
 use super::input::not_blank;
+use super::text::no_control_chars;
 use crate::error::FieldErrors;
 
 /// What a client sends to add a tax rate.
@@ -21,7 +22,7 @@ pub struct TaxRateInput {
         schema(
             min_length = 1,
             max_length = 100,
-            pattern = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
+            pattern = r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffe\uffff]*[^\s\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffe\uffff][^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffe\uffff]*$"
         )
     )]
     pub name: String,
@@ -36,8 +37,17 @@ pub struct TaxRateInput {
     pub category: Option<TaxCategory>,
     /// Why the supply is exempt: required for `E`, printed on the invoice.
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    #[validate(length(max = 300, message = "Enter at most 300 characters."))]
-    #[cfg_attr(feature = "ssr", schema(max_length = 300, pattern = r"^[^\u0000]*$"))]
+    #[validate(
+        length(max = 300, message = "Enter at most 300 characters."),
+        custom(function = "no_control_chars")
+    )]
+    #[cfg_attr(
+        feature = "ssr",
+        schema(
+            max_length = 300,
+            pattern = r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffe\uffff]*$"
+        )
+    )]
     pub exemption_reason: String,
 }
 
@@ -170,9 +180,6 @@ impl TaxRateInput {
                 "exemption_reason".into(),
                 "Say why the supply is exempt: it is printed on the invoice.".into(),
             );
-        }
-        if self.exemption_reason.contains('\0') {
-            out.insert("exemption_reason".into(), "Enter text without NUL.".into());
         }
         if out.is_empty() {
             Ok(())

@@ -63,9 +63,11 @@ impl WebhookEndpointInput {
                 format!("{:.40} is not an event type.", bad),
             );
         }
-        if self.description.chars().count() > 500 || self.description.contains('\0') {
+        if self.description.chars().count() > 500 {
             out.insert("description".into(), "Enter at most 500 characters.".into());
         }
+        super::text::refuse_control_chars(&mut out, "url", &self.url);
+        super::text::refuse_control_chars(&mut out, "description", &self.description);
         if out.is_empty() {
             Ok(())
         } else {

@@ -2,7 +2,10 @@
 //! `factur-x.xml` (relationship Alternative: the XML is the invoice the PDF shows), with the
 //! Factur-X XMP properties and their PDF/A extension schema. krilla writes the PDF/A-3b (checking its
 //! rules as it serialises) and the attachment; the Factur-X properties are added to its XMP
-//! packet by an incremental update that replaces the metadata stream.
+//! packet by an incremental update that replaces the metadata stream, found by reading the file's
+//! structure (krilla 0.8's metadata has no way to add XMP properties).
+
+use std::collections::HashMap;
 
 use krilla::configure::{Archival, ConfigurationBuilder};
 use krilla::embed::{AssociationKind, EmbeddedFile, MimeType};
@@ -41,7 +44,7 @@ fn date(at: chrono::DateTime<chrono::Utc>) -> DateTime {
 
 /// The PDF bytes of `doc`; with `cii`, a Factur-X PDF/A-3b dated `at` (the document's finalization).
 pub fn finish(
-    mut doc: Document,
+    doc: Document,
     title: String,
     cii: Option<Vec<u8>>,
     at: chrono::DateTime<chrono::Utc>,
@@ -51,6 +54,16 @@ pub fn finish(
             .finish()
             .expect("a PDF of text and rules always serialises");
     };
+    with_xmp(archived(doc, title, cii, at))
+}
+
+/// The PDF/A-3b as krilla writes it, titled `title`, `cii` attached: all but the Factur-X XMP.
+fn archived(
+    mut doc: Document,
+    title: String,
+    cii: Vec<u8>,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Vec<u8> {
     // PDF/A dates the document; the attachment is dated with it.
     let at = date(at);
     doc.set_metadata(
@@ -60,10 +73,8 @@ pub fn finish(
             .creation_date(at),
     );
     attach(&mut doc, cii, at);
-    let pdf = doc
-        .finish()
-        .expect("a PDF/A-3b of text and rules always serialises");
-    with_xmp(pdf)
+    doc.finish()
+        .expect("a PDF/A-3b of text and rules always serialises")
 }
 
 /// Attaches the CII document.
@@ -121,57 +132,31 @@ fn facturx_xmp() -> String {
     )
 }
 
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).rposition(|w| w == needle)
-}
-
-/// `pdf` (as krilla wrote it: a classic cross-reference table, the XMP packet uncompressed) with
-/// the Factur-X properties in its XMP: the metadata object is written again after the end, with a
-/// cross-reference section and a trailer that points back to the first (`/Prev`).
+/// `pdf` (as krilla wrote it: a classic cross-reference table, the XMP packet an uncompressed
+/// stream) with the Factur-X properties in its XMP. The metadata object is found through the file's
+/// structure (`startxref`, the cross-reference table, the trailer's `/Root`, the catalog's
+/// `/Metadata`), never by searching the bytes: they hold what users typed (the title is the org's
+/// name and the invoice's number). It is written again after the end, with a cross-reference
+/// section and a trailer that points back to the first (`/Prev`).
 fn with_xmp(mut pdf: Vec<u8>) -> Vec<u8> {
     let broken = "krilla's PDF has the shape this code reads";
-    // The catalog's `/Metadata N 0 R`.
-    let at = find(&pdf, b"/Metadata ").expect(broken) + b"/Metadata ".len();
-    let digits: String = pdf[at..]
-        .iter()
-        .take_while(|b| b.is_ascii_digit())
-        .map(|&b| b as char)
-        .collect();
-    let object: u32 = digits.parse().expect(broken);
-    // The XMP packet, with our descriptions before the end of its RDF.
-    let start = find(&pdf, b"<?xpacket begin").expect(broken);
-    let end = start + find(&pdf[start..], b"<?xpacket end").expect(broken);
-    let end = end + find(&pdf[end..], b"?>").expect(broken) + 2;
-    let packet = String::from_utf8(pdf[start..end].to_vec()).expect(broken);
+    let file = Parsed::read(&pdf).expect(broken);
+    assert!(file.get(b"Prev").is_none(), "{broken}: one revision");
+    let (object, generation) = file.metadata().expect(broken);
+    let packet = file.metadata_stream(object, generation).expect(broken);
+    let packet = std::str::from_utf8(packet).expect(broken);
+    // Text in the packet is escaped XML: its one `</rdf:RDF>` is the element's end.
     let close = packet.rfind("</rdf:RDF>").expect(broken);
     let packet = format!("{}{}{}", &packet[..close], facturx_xmp(), &packet[close..]);
-    // The trailer's entries, and where the previous cross-reference section starts.
-    let trailer = rfind(&pdf, b"trailer").expect(broken);
-    let startxref = rfind(&pdf, b"startxref").expect(broken);
-    let dict = String::from_utf8_lossy(&pdf[trailer + b"trailer".len()..startxref])
-        .trim()
-        .to_owned();
-    let inner = dict
-        .strip_prefix("<<")
-        .and_then(|d| d.strip_suffix(">>"))
-        .expect(broken)
-        .to_owned();
-    let previous: String = String::from_utf8_lossy(&pdf[startxref + b"startxref".len()..])
-        .split_whitespace()
-        .next()
-        .expect(broken)
-        .to_owned();
+    let entries = file.trailer_entries.to_vec();
+    let previous = file.xref;
     if !pdf.ends_with(b"\n") {
         pdf.push(b'\n');
     }
     let offset = pdf.len();
     pdf.extend_from_slice(
         format!(
-            "{object} 0 obj\n<< /Type /Metadata /Subtype /XML /Length {} >>\nstream\n",
+            "{object} {generation} obj\n<< /Type /Metadata /Subtype /XML /Length {} >>\nstream\n",
             packet.len()
         )
         .as_bytes(),
@@ -180,10 +165,521 @@ fn with_xmp(mut pdf: Vec<u8>) -> Vec<u8> {
     pdf.extend_from_slice(b"\nendstream\nendobj\n");
     let xref = pdf.len();
     pdf.extend_from_slice(
-        format!(
-            "xref\n{object} 1\n{offset:010} 00000 n \ntrailer\n<<{inner} /Prev {previous} >>\nstartxref\n{xref}\n%%EOF\n"
-        )
-        .as_bytes(),
+        format!("xref\n{object} 1\n{offset:010} {generation:05} n \ntrailer\n<<").as_bytes(),
     );
+    pdf.extend_from_slice(&entries);
+    pdf.extend_from_slice(format!(" /Prev {previous} >>\nstartxref\n{xref}\n%%EOF\n").as_bytes());
     pdf
+}
+
+/// What this module reads of a PDF: where each object is, and the newest trailer.
+struct Parsed<'a> {
+    pdf: &'a [u8],
+    /// Object number → its offset and generation; `None`: freed. The newest section's entry wins.
+    offsets: HashMap<u32, Option<(usize, u16)>>,
+    /// Where the newest cross-reference section starts.
+    xref: usize,
+    /// The newest trailer's entries, as written between its `<<` and `>>`.
+    trailer_entries: &'a [u8],
+    trailer: Dict<'a>,
+}
+
+/// A dictionary's entries, in their order.
+type Dict<'a> = Vec<(&'a [u8], Object<'a>)>;
+
+/// A PDF object, as far as this module needs to tell them apart.
+#[derive(Debug, PartialEq)]
+enum Object<'a> {
+    Int(i64),
+    Name(&'a [u8]),
+    /// An indirect reference: object number and generation.
+    Ref(u32, u16),
+    Dict(Dict<'a>),
+    /// A string, an array, a real, a boolean or null.
+    Other,
+}
+
+fn lookup<'d, 'a>(dict: &'d [(&'a [u8], Object<'a>)], key: &[u8]) -> Option<&'d Object<'a>> {
+    dict.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+}
+
+fn is_name<'a>(dict: &[(&'a [u8], Object<'a>)], key: &[u8], name: &[u8]) -> bool {
+    matches!(lookup(dict, key), Some(Object::Name(n)) if *n == name)
+}
+
+/// Where the newest cross-reference section starts: the file ends `startxref`, that offset, `%%EOF`.
+fn startxref(pdf: &[u8]) -> Option<usize> {
+    let end = pdf
+        .trim_ascii_end()
+        .strip_suffix(b"%%EOF")?
+        .trim_ascii_end();
+    let digits = end.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+    let (rest, number) = end.split_at(end.len() - digits);
+    rest.trim_ascii_end().strip_suffix(b"startxref")?;
+    std::str::from_utf8(number).ok()?.parse().ok()
+}
+
+impl<'a> Parsed<'a> {
+    /// Reads the cross-reference sections from the newest back along `/Prev`, and the newest trailer.
+    fn read(pdf: &'a [u8]) -> Option<Parsed<'a>> {
+        let xref = startxref(pdf)?;
+        let mut offsets = HashMap::new();
+        let mut newest = None;
+        let mut section = Some(xref);
+        // A file's own sections; more is a loop of `/Prev`.
+        for _ in 0..64 {
+            let Some(at) = section else { break };
+            let mut lex = Lexer { pdf, at };
+            lex.keyword(b"xref")?;
+            loop {
+                match lex.token()? {
+                    Token::Word(b"trailer") => break,
+                    Token::Word(first) => {
+                        let first = u32::try_from(integer(first)?).ok()?;
+                        let count = u32::try_from(lex.int()?).ok()?;
+                        for number in first..first.checked_add(count)? {
+                            let offset = usize::try_from(lex.int()?).ok()?;
+                            let generation = u16::try_from(lex.int()?).ok()?;
+                            let entry = match lex.token()? {
+                                Token::Word(b"n") => Some((offset, generation)),
+                                Token::Word(b"f") => None,
+                                _ => return None,
+                            };
+                            offsets.entry(number).or_insert(entry);
+                        }
+                    }
+                    _ => return None,
+                }
+            }
+            lex.skip_space();
+            let start = lex.at;
+            let Object::Dict(trailer) = lex.object()? else {
+                return None;
+            };
+            let entries = pdf.get(start + 2..lex.at - 2)?;
+            section = match lookup(&trailer, b"Prev") {
+                None => None,
+                Some(Object::Int(prev)) => Some(usize::try_from(*prev).ok()?),
+                Some(_) => return None,
+            };
+            if newest.is_none() {
+                newest = Some((entries, trailer));
+            }
+        }
+        if section.is_some() {
+            return None;
+        }
+        let (trailer_entries, trailer) = newest?;
+        Some(Parsed {
+            pdf,
+            offsets,
+            xref,
+            trailer_entries,
+            trailer,
+        })
+    }
+
+    /// The newest trailer's entry `key`.
+    fn get(&self, key: &[u8]) -> Option<&Object<'a>> {
+        lookup(&self.trailer, key)
+    }
+
+    /// The dictionary of object `number` (of `generation`), and a lexer just after it.
+    fn object(&self, number: u32, generation: u16) -> Option<(Dict<'a>, Lexer<'a>)> {
+        let (offset, stored) = (*self.offsets.get(&number)?)?;
+        let mut lex = Lexer {
+            pdf: self.pdf,
+            at: offset,
+        };
+        let header = (lex.int()?, lex.int()?);
+        if stored != generation || header != (i64::from(number), i64::from(generation)) {
+            return None;
+        }
+        lex.keyword(b"obj")?;
+        let Object::Dict(dict) = lex.object()? else {
+            return None;
+        };
+        Some((dict, lex))
+    }
+
+    /// The catalog's `/Metadata`: its object number and generation.
+    fn metadata(&self) -> Option<(u32, u16)> {
+        let Some(Object::Ref(root, generation)) = self.get(b"Root") else {
+            return None;
+        };
+        let (catalog, _) = self.object(*root, *generation)?;
+        if !is_name(&catalog, b"Type", b"Catalog") {
+            return None;
+        }
+        match lookup(&catalog, b"Metadata")? {
+            Object::Ref(number, generation) => Some((*number, *generation)),
+            _ => None,
+        }
+    }
+
+    /// The data of object `number`, an uncompressed XML metadata stream.
+    fn metadata_stream(&self, number: u32, generation: u16) -> Option<&'a [u8]> {
+        let (dict, mut lex) = self.object(number, generation)?;
+        if !is_name(&dict, b"Type", b"Metadata")
+            || !is_name(&dict, b"Subtype", b"XML")
+            || lookup(&dict, b"Filter").is_some()
+        {
+            return None;
+        }
+        let Some(Object::Int(length)) = lookup(&dict, b"Length") else {
+            return None;
+        };
+        let length = usize::try_from(*length).ok()?;
+        lex.keyword(b"stream")?;
+        // The data starts after the keyword's end of line: CR LF or LF.
+        let mut start = lex.at;
+        if self.pdf.get(start) == Some(&b'\r') {
+            start += 1;
+        }
+        if self.pdf.get(start) != Some(&b'\n') {
+            return None;
+        }
+        start += 1;
+        let end = start.checked_add(length)?;
+        let data = self.pdf.get(start..end)?;
+        let mut after = Lexer {
+            pdf: self.pdf,
+            at: end,
+        };
+        after.keyword(b"endstream")?;
+        Some(data)
+    }
+}
+
+#[derive(Debug, PartialEq)]
+enum Token<'a> {
+    DictStart,
+    DictEnd,
+    ArrayStart,
+    ArrayEnd,
+    Name(&'a [u8]),
+    Str,
+    /// A number or a keyword.
+    Word(&'a [u8]),
+}
+
+/// PDF's tokens (ISO 32000-1, 7.2 and 7.3) from `at` on.
+struct Lexer<'a> {
+    pdf: &'a [u8],
+    at: usize,
+}
+
+fn is_white(b: u8) -> bool {
+    matches!(b, b'\0' | b'\t' | b'\n' | b'\x0c' | b'\r' | b' ')
+}
+
+fn is_delimiter(b: u8) -> bool {
+    matches!(
+        b,
+        b'(' | b')' | b'<' | b'>' | b'[' | b']' | b'{' | b'}' | b'/' | b'%'
+    )
+}
+
+fn integer(word: &[u8]) -> Option<i64> {
+    std::str::from_utf8(word).ok()?.parse().ok()
+}
+
+impl<'a> Lexer<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.pdf.get(self.at).copied()
+    }
+
+    /// Past white space and comments.
+    fn skip_space(&mut self) {
+        while let Some(b) = self.peek() {
+            if is_white(b) {
+                self.at += 1;
+            } else if b == b'%' {
+                while self.peek().is_some_and(|b| b != b'\n' && b != b'\r') {
+                    self.at += 1;
+                }
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// The regular characters from here on: a name's, a number's or a keyword's.
+    fn regular(&mut self) -> &'a [u8] {
+        let (pdf, start) = (self.pdf, self.at);
+        while self
+            .peek()
+            .is_some_and(|b| !is_white(b) && !is_delimiter(b))
+        {
+            self.at += 1;
+        }
+        &pdf[start..self.at]
+    }
+
+    fn token(&mut self) -> Option<Token<'a>> {
+        self.skip_space();
+        let next = self.pdf.get(self.at + 1).copied();
+        let token = match self.peek()? {
+            b'<' if next == Some(b'<') => {
+                self.at += 2;
+                Token::DictStart
+            }
+            b'>' if next == Some(b'>') => {
+                self.at += 2;
+                Token::DictEnd
+            }
+            b'[' => {
+                self.at += 1;
+                Token::ArrayStart
+            }
+            b']' => {
+                self.at += 1;
+                Token::ArrayEnd
+            }
+            b'/' => {
+                self.at += 1;
+                Token::Name(self.regular())
+            }
+            b'(' => {
+                self.literal_string()?;
+                Token::Str
+            }
+            b'<' => {
+                self.hex_string()?;
+                Token::Str
+            }
+            _ => match self.regular() {
+                [] => return None,
+                word => Token::Word(word),
+            },
+        };
+        Some(token)
+    }
+
+    /// Past a literal string: balanced parentheses, a backslash escaping the next byte.
+    fn literal_string(&mut self) -> Option<()> {
+        self.at += 1;
+        let mut depth = 1_u32;
+        loop {
+            match *self.pdf.get(self.at)? {
+                b'\\' => self.at += 2,
+                b'(' => {
+                    depth += 1;
+                    self.at += 1;
+                }
+                b')' => {
+                    depth -= 1;
+                    self.at += 1;
+                    if depth == 0 {
+                        return Some(());
+                    }
+                }
+                _ => self.at += 1,
+            }
+        }
+    }
+
+    /// Past a hexadecimal string.
+    fn hex_string(&mut self) -> Option<()> {
+        self.at += 1;
+        loop {
+            let b = *self.pdf.get(self.at)?;
+            self.at += 1;
+            match b {
+                b'>' => return Some(()),
+                b if b.is_ascii_hexdigit() || is_white(b) => {}
+                _ => return None,
+            }
+        }
+    }
+
+    fn int(&mut self) -> Option<i64> {
+        match self.token()? {
+            Token::Word(word) => integer(word),
+            _ => None,
+        }
+    }
+
+    fn keyword(&mut self, keyword: &[u8]) -> Option<()> {
+        match self.token()? {
+            Token::Word(word) if word == keyword => Some(()),
+            _ => None,
+        }
+    }
+
+    /// The object from here on; `N G R` is one object, a reference.
+    fn object(&mut self) -> Option<Object<'a>> {
+        match self.token()? {
+            Token::DictStart => {
+                let mut entries = Vec::new();
+                loop {
+                    match self.token()? {
+                        Token::DictEnd => return Some(Object::Dict(entries)),
+                        Token::Name(key) => {
+                            let value = self.object()?;
+                            entries.push((key, value));
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            Token::ArrayStart => loop {
+                self.skip_space();
+                if self.peek()? == b']' {
+                    self.at += 1;
+                    return Some(Object::Other);
+                }
+                self.object()?;
+            },
+            Token::Name(name) => Some(Object::Name(name)),
+            Token::Str => Some(Object::Other),
+            Token::Word(word) => {
+                let Some(number) = integer(word) else {
+                    return Some(Object::Other);
+                };
+                let back = self.at;
+                let reference = match (self.token(), self.token()) {
+                    (Some(Token::Word(generation)), Some(Token::Word(b"R"))) => {
+                        let generation = integer(generation).and_then(|g| u16::try_from(g).ok());
+                        generation.zip(u32::try_from(number).ok())
+                    }
+                    _ => None,
+                };
+                match reference {
+                    Some((generation, number)) => Some(Object::Ref(number, generation)),
+                    None => {
+                        self.at = back;
+                        Some(Object::Int(number))
+                    }
+                }
+            }
+            Token::DictEnd | Token::ArrayEnd => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the patch once searched for, and the trailer's words: a title holding them is written
+    /// (in the document information dictionary) before the catalog and the XMP packet.
+    const MARKERS: &str =
+        "/Metadata 1 0 R <?xpacket begin=\"\" id=\"x\"?> </rdf:RDF> (trailer) \\ startxref %%EOF";
+
+    fn finalized() -> chrono::DateTime<chrono::Utc> {
+        chrono::DateTime::from_timestamp(1_800_000_000, 0).expect("a date")
+    }
+
+    #[test]
+    fn the_metadata_object_is_found_by_the_structure_whatever_the_title_holds() {
+        let title = format!("Invoice INV-000001 from Acme {MARKERS}");
+        let mut doc = document();
+        doc.start_page().finish();
+        let raw = archived(doc, title, b"<Invoice/>".to_vec(), finalized());
+        let before = Parsed::read(&raw).unwrap();
+        let (object, generation) = before.metadata().unwrap();
+        let Some(&Object::Ref(root, _)) = before.get(b"Root") else {
+            panic!("a catalog");
+        };
+        let catalog = before.offsets[&root].unwrap().0;
+        let first = raw.windows(10).position(|w| w == b"/Metadata ").unwrap();
+        assert!(first < catalog, "the title's bytes come first");
+
+        let pdf = with_xmp(raw.clone());
+        // An incremental update: krilla's file untouched, then one section for the metadata.
+        assert!(pdf.starts_with(&raw));
+        let after = Parsed::read(&pdf).unwrap();
+        assert_eq!(after.metadata(), Some((object, generation)));
+        assert!(pdf[after.xref..].starts_with(format!("xref\n{object} 1\n").as_bytes()));
+        assert_eq!(
+            after.offsets[&1_u32], before.offsets[&1_u32],
+            "object 1 is left alone"
+        );
+        assert_eq!(after.get(b"Info"), before.get(b"Info"));
+        let packet =
+            std::str::from_utf8(after.metadata_stream(object, generation).unwrap()).unwrap();
+        for needle in [
+            "<fx:DocumentFileName>factur-x.xml</fx:DocumentFileName>",
+            "<fx:ConformanceLevel>EN 16931</fx:ConformanceLevel>",
+            "<pdfaid:part>3</pdfaid:part>",
+            "Invoice INV-000001 from Acme /Metadata 1 0 R",
+        ] {
+            assert!(packet.contains(needle), "{needle} in {packet}");
+        }
+        assert_eq!(packet.matches("<?xpacket begin").count(), 1, "{packet}");
+        assert_eq!(packet.matches("</rdf:RDF>").count(), 1, "{packet}");
+    }
+
+    #[test]
+    fn strings_comments_and_arrays_do_not_mislead_the_reader() {
+        let xmp: &[u8] = b"<?xpacket begin=\"\"?><x:xmpmeta xmlns:x=\"adobe:ns:meta/\"><rdf:RDF \
+            xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\"></rdf:RDF></x:xmpmeta>\
+            <?xpacket end=\"r\"?>";
+        let bodies: [Vec<u8>; 4] = [
+            // An escaped parenthesis keeps a string open; a hex string spells `/Meta`.
+            b"<</Title(/Metadata 1 0 R \\) /Metadata 2 0 R)/Author<2F4D657461>>>".to_vec(),
+            [
+                format!(
+                    "<</Length {}/Type/Metadata/Subtype/XML>>\nstream\n",
+                    xmp.len()
+                )
+                .as_bytes(),
+                xmp,
+                &b"\nendstream"[..],
+            ]
+            .concat(),
+            // Only the last `/Metadata` is a key: the others are in strings and a comment.
+            b"<</Type/Catalog/Lang(en \\) /Metadata 1 0 R)/Subject<2F4D657461> % /Metadata 1 0 R\n\
+              /Names<</Dests[(a(b)c)1 0 R 2.5 true null]>>/Metadata 2 0 R/Pages 4 0 R>>"
+                .to_vec(),
+            b"<</Type/Pages/Kids[]/Count 0>>".to_vec(),
+        ];
+        let mut pdf = b"%PDF-1.7\n%\x80\x80\x80\x80\n".to_vec();
+        let mut offsets = Vec::new();
+        for (i, body) in bodies.iter().enumerate() {
+            offsets.push(pdf.len());
+            pdf.extend_from_slice(format!("{} 0 obj\n", i + 1).as_bytes());
+            pdf.extend_from_slice(body);
+            pdf.extend_from_slice(b"\nendobj\n");
+        }
+        let xref = pdf.len();
+        pdf.extend_from_slice(b"xref\n0 5\n0000000000 65535 f\r\n");
+        for offset in offsets {
+            pdf.extend_from_slice(format!("{offset:010} 00000 n\r\n").as_bytes());
+        }
+        pdf.extend_from_slice(
+            format!(
+                "trailer\n<</Size 5/Root 3 0 R/Info 1 0 R/ID[(a)(b)]>>\nstartxref\n{xref}\n%%EOF"
+            )
+            .as_bytes(),
+        );
+        let file = Parsed::read(&pdf).unwrap();
+        assert_eq!(file.metadata(), Some((2, 0)));
+        assert_eq!(file.metadata_stream(2, 0), Some(xmp));
+
+        let patched = with_xmp(pdf.clone());
+        let again = Parsed::read(&patched).unwrap();
+        assert_eq!(again.metadata(), Some((2, 0)));
+        assert_eq!(again.offsets[&1_u32], file.offsets[&1_u32]);
+        assert_eq!(again.get(b"Size"), Some(&Object::Int(5)));
+        assert_eq!(again.get(b"Prev"), Some(&Object::Int(xref as i64)));
+        let packet = std::str::from_utf8(again.metadata_stream(2, 0).unwrap()).unwrap();
+        assert!(
+            packet.contains("<fx:Version>1.0</fx:Version>")
+                && packet.ends_with("<?xpacket end=\"r\"?>"),
+            "{packet}"
+        );
+        // What is not the shape krilla writes is refused, never patched by guess.
+        assert!(Parsed::read(b"%PDF-1.7\n1 0 obj\n<<>>\nendobj\n%%EOF").is_none());
+        let mut compressed = pdf.clone();
+        let at = compressed
+            .windows(12)
+            .position(|w| w == b"/Subtype/XML")
+            .unwrap();
+        compressed[at..at + 12].copy_from_slice(b"/Filter/Flat");
+        let compressed = Parsed::read(&compressed).unwrap();
+        assert_eq!(compressed.metadata(), Some((2, 0)));
+        assert_eq!(compressed.metadata_stream(2, 0), None);
+    }
 }
