@@ -142,6 +142,7 @@ async fn a_statement_runs_the_balance_to_what_the_invoices_still_ask_for(pool: P
             .await
             .unwrap()
             .unwrap();
+    let token = token.expect("a customer has a statement link");
     let sections: Vec<_> = statement
         .sections
         .iter()
@@ -264,5 +265,184 @@ async fn a_statement_runs_the_balance_to_what_the_invoices_still_ask_for(pool: P
     assert!(
         !res.text().await.unwrap().contains("Statement of Eve"),
         "another org's customer is not shown"
+    );
+}
+
+/// An org's owner (logged in on the returned client), with one customer "Ada Lovelace" who has an
+/// invoice: (org, customer, logged-in client).
+async fn owner_with_customer(app: &TestApp) -> (Uuid, Uuid, reqwest::Client) {
+    let email = format!("{}@example.com", Uuid::new_v4().simple());
+    let account =
+        app::ssr::accounts::create_org_with_owner(&app.pool, "Acme", &email, "correct horse")
+            .await
+            .unwrap();
+    let key = app::ssr::api_keys::create_for_user(&app.pool, account.org_id, account.user_id, "t")
+        .await
+        .unwrap()
+        .plaintext;
+    let ada = post(
+        app,
+        &key,
+        "/api/v1/customers",
+        json!({"name": "Ada Lovelace", "email": "ada@example.com"}),
+    )
+    .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    invoice(app, &key, &ada, 10_000, "eur").await;
+    let http = client();
+    login(&http, &app.base, &email, "correct horse").await;
+    (account.org_id, ada.parse().unwrap(), http)
+}
+
+/// The customer's statement token as stored (none: no link).
+async fn statement_token(pool: &PgPool, customer: Uuid) -> Option<String> {
+    sqlx::query_scalar("select statement_token from customers where id = $1")
+        .bind(customer)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// The status of the customer's page at `path` (no session: as the customer opens it).
+async fn status(app: &TestApp, path: &str) -> u16 {
+    pages::get(&app.http, format!("{}{path}", app.base))
+        .await
+        .status()
+        .as_u16()
+}
+
+/// Presses a button of the customer's page, rendered afresh (a new key).
+async fn press(app: &TestApp, http: &reqwest::Client, customer: Uuid, action: &str) -> u16 {
+    pages::post_form(
+        http,
+        format!("{}/rpc/customer_action", app.base),
+        &[
+            ("customer_id", customer.to_string()),
+            ("action", action.to_owned()),
+            ("idempotency_key", Uuid::now_v7().to_string()),
+        ],
+    )
+    .await
+    .status()
+    .as_u16()
+}
+
+/// What the audit log says was done to customers, oldest first: (action, subject).
+async fn customer_audit(pool: &PgPool, org: Uuid) -> Vec<(String, String)> {
+    sqlx::query_as(
+        "select action, subject from audit_events where org_id = $1 and action like 'customer.%' \
+         order by created_at, id",
+    )
+    .bind(org)
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
+/// "New statement link" replaces the customer's link: the old token answers 404 at once (page and
+/// PDF, as an unknown token), the new one opens; a double click of one rendered button replaces it
+/// once, and the replacement is in the audit log.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_new_statement_link_stops_the_old_one_at_once(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (org, ada, http) = owner_with_customer(&app).await;
+    let old = statement_token(&app.pool, ada).await.expect("a link");
+    assert_eq!(status(&app, &format!("/s/{old}")).await, 200);
+
+    let key = Uuid::now_v7().to_string();
+    let click = || {
+        http.post(format!("{}/rpc/customer_action", app.base))
+            .form(&[
+                ("customer_id", ada.to_string()),
+                ("action", "new_link".to_owned()),
+                ("idempotency_key", key.clone()),
+            ])
+            .send()
+    };
+    let (a, b) = tokio::join!(click(), click());
+    assert!(a.unwrap().status().as_u16() < 400);
+    assert!(b.unwrap().status().as_u16() < 400);
+    let new = statement_token(&app.pool, ada).await.expect("a new link");
+    assert_ne!(new, old);
+    assert_eq!(status(&app, &format!("/s/{old}")).await, 404);
+    assert_eq!(status(&app, &format!("/s/{old}/pdf")).await, 404);
+    assert_eq!(status(&app, &format!("/s/{new}")).await, 200);
+    assert_eq!(status(&app, &format!("/s/{new}/pdf")).await, 200);
+    // The same rendered button again: nothing replaced a second time.
+    assert!(click().await.unwrap().status().as_u16() < 400);
+    assert_eq!(
+        statement_token(&app.pool, ada).await.as_deref(),
+        Some(&*new)
+    );
+    assert_eq!(
+        customer_audit(&app.pool, org).await,
+        [(
+            "customer.statement_link_replaced".to_owned(),
+            "Ada Lovelace".to_owned()
+        )]
+    );
+    // The customer's page shows the new link, and the owner's statement page links to it.
+    let page = pages::text(&http, format!("{}/customers/{ada}", app.base)).await;
+    assert!(
+        page.contains(&format!("/s/{new}")) && !page.contains(&old),
+        "{page}"
+    );
+    let statement = pages::text(&http, format!("{}/customers/{ada}/statement", app.base)).await;
+    assert!(statement.contains(&format!("/s/{new}")), "{statement}");
+}
+
+/// Archiving a customer withdraws their statement link (404 at once), and unarchiving does not
+/// bring it back: the customer has no link until a new one is made, which an archived customer is
+/// refused; the old link never works again.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn an_archived_customers_statement_link_stops_and_unarchiving_does_not_revive_it(
+    pool: PgPool,
+) {
+    let app = TestApp::spawn(pool).await;
+    let (org, ada, http) = owner_with_customer(&app).await;
+    let old = statement_token(&app.pool, ada).await.expect("a link");
+    assert_eq!(status(&app, &format!("/s/{old}")).await, 200);
+
+    assert!(press(&app, &http, ada, "archive").await < 400);
+    assert_eq!(status(&app, &format!("/s/{old}")).await, 404);
+    assert_eq!(status(&app, &format!("/s/{old}/pdf")).await, 404);
+    assert_eq!(statement_token(&app.pool, ada).await, None);
+    // No new link while archived.
+    assert_eq!(press(&app, &http, ada, "new_link").await, 400);
+    assert_eq!(statement_token(&app.pool, ada).await, None);
+
+    assert!(press(&app, &http, ada, "unarchive").await < 400);
+    assert_eq!(statement_token(&app.pool, ada).await, None, "not revived");
+    assert_eq!(status(&app, &format!("/s/{old}")).await, 404);
+    let page = pages::text(&http, format!("{}/customers/{ada}", app.base)).await;
+    assert!(page.contains("No statement link"), "{page}");
+    // The owner's statement still shows, without a customer's page to link to.
+    let statement = pages::text(&http, format!("{}/customers/{ada}/statement", app.base)).await;
+    assert!(
+        statement.contains("€100.00")
+            && statement.contains("has no statement link")
+            && !statement.contains(&format!("/s/{old}")),
+        "{statement}"
+    );
+
+    assert!(press(&app, &http, ada, "new_link").await < 400);
+    let new = statement_token(&app.pool, ada).await.expect("a new link");
+    assert_ne!(new, old);
+    assert_eq!(status(&app, &format!("/s/{new}")).await, 200);
+    assert_eq!(status(&app, &format!("/s/{old}")).await, 404);
+    let actions: Vec<String> = customer_audit(&app.pool, org)
+        .await
+        .into_iter()
+        .map(|(action, _)| action)
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "customer.archived",
+            "customer.unarchived",
+            "customer.statement_link_replaced"
+        ]
     );
 }

@@ -81,6 +81,7 @@ pub fn describe(kind: &str, detail: &str, note: &str) -> String {
 pub struct StatementPage {
     pub customer_id: uuid::Uuid,
     pub statement: Statement,
-    /// The customer's page of the same statement (`/s/{token}?from=..&to=..`).
-    pub public_url: String,
+    /// The customer's page of the same statement (`/s/{token}?from=..&to=..`); none while the
+    /// customer has no link (archived, or no new one made since).
+    pub public_url: Option<String>,
 }

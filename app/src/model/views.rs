@@ -366,6 +366,15 @@ pub struct CustomerPage {
     /// Payment reminders are off for the customer's invoices, and the key of its toggle.
     pub reminders_off: bool,
     pub reminders_key: Uuid,
+    /// The customer's page of their statement (`/s/{token}`); none while archived, or after
+    /// unarchiving until a new link is made.
+    pub statement_url: Option<String>,
+    /// When the customer was archived.
+    pub archived_at: Option<DateTime<Utc>>,
+    /// Names this rendering's buttons (new statement link, archive, unarchive).
+    pub action_key: Uuid,
+    /// The session's role may press them.
+    pub can_edit: bool,
 }
 
 /// One page of the invoice list.

@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::layout::{error_banner, field_error, field_errors, Head, NotFound};
 use crate::error::AppError;
 use crate::model::Customer;
-use crate::rpc::customers::{get_customer, list_customers, SaveCustomer};
+use crate::rpc::customers::{get_customer, list_customers, CustomerAction, SaveCustomer};
 
 #[component]
 pub fn CustomersPage() -> impl IntoView {
@@ -74,9 +74,16 @@ pub fn NewCustomerPage() -> impl IntoView {
 #[component]
 pub fn CustomerPage() -> impl IntoView {
     let params = use_params_map();
+    let act = ServerAction::<CustomerAction>::new();
+    // Refetched after each button, so the page shows the link and the archive as they are now.
     let page = Resource::new(
-        move || params.with(|p| p.get("id").unwrap_or_default()),
-        get_customer,
+        move || {
+            (
+                params.with(|p| p.get("id").unwrap_or_default()),
+                act.version().get(),
+            )
+        },
+        |(id, _)| get_customer(id),
     );
     view! {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
@@ -103,6 +110,7 @@ pub fn CustomerPage() -> impl IntoView {
                                     </p>
                                 }
                             })}
+                            {statement_link(&p, act)}
                             <crate::pages::reminders::RemindersToggle what="customer" id=p.customer.id off=p.reminders_off key=p.reminders_key />
                             <CustomerForm key=p.key customer=Some(p.customer) />
                             <crate::pages::invoices::CreditNotes notes=p.credit_notes />
@@ -113,6 +121,70 @@ pub fn CustomerPage() -> impl IntoView {
                 }
             })}
         </Suspense>
+    }
+}
+
+/// The customer's statement link and the buttons their state allows: a new link (the old one stops
+/// at once) while not archived, and archive or unarchive. One key, minted when the page was
+/// rendered, names every button's attempt; a double click applies once.
+fn statement_link(
+    p: &crate::model::CustomerPage,
+    act: ServerAction<CustomerAction>,
+) -> impl IntoView {
+    let id = p.customer.id;
+    let key = p.action_key;
+    let archived = p.archived_at.is_some();
+    let state = match (&p.archived_at, &p.statement_url) {
+        (Some(at), _) => view! {
+            <p class="notice archived" role="status">
+                {format!(
+                    "Archived {}: their statement link no longer works. Unarchiving does not bring it back; make a new one then.",
+                    at.format("%Y-%m-%d"),
+                )}
+            </p>
+        }
+        .into_any(),
+        (None, Some(url)) => view! {
+            <p class="statement-link">
+                "Their statement page: " <a class="public-statement" href=url.clone()>{url.clone()}</a>
+            </p>
+        }
+        .into_any(),
+        (None, None) => view! {
+            <p class="statement-link none">"No statement link: make a new one to share their statement."</p>
+        }
+        .into_any(),
+    };
+    let allowed: Vec<(&str, &str)> = if archived {
+        vec![("unarchive", "Unarchive")]
+    } else {
+        vec![("new_link", "New statement link"), ("archive", "Archive")]
+    };
+    let buttons = p.can_edit.then(|| {
+        view! {
+            <div class="actions">
+                {allowed
+                    .into_iter()
+                    .map(|(action, label)| {
+                        view! {
+                            <ActionForm action=act>
+                                <input type="hidden" name="customer_id" value=id.to_string() />
+                                <input type="hidden" name="action" value=action />
+                                <input type="hidden" name="idempotency_key" value=key.to_string() />
+                                <button type="submit" class=format!("action {action}") disabled=move || act.pending().get()>
+                                    {label}
+                                </button>
+                            </ActionForm>
+                        }
+                    })
+                    .collect_view()}
+            </div>
+        }
+    });
+    view! {
+        {state}
+        {buttons}
+        {move || act.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
     }
 }
 

@@ -36,10 +36,20 @@ pub fn StatementPage() -> impl IntoView {
                                 <button type="submit" class="secondary">"Show"</button>
                             </form>
                             <p>
-                                <a class="public-statement" href=p.public_url.clone()>"The customer's page of this statement"</a>
-                                " · "
-                                <a class="statement-pdf" href=pdf_url(&p.public_url)>"PDF"</a>
-                                " · "
+                                {match p.public_url.clone() {
+                                    Some(url) => view! {
+                                        <a class="public-statement" href=url.clone()>"The customer's page of this statement"</a>
+                                        " · "
+                                        <a class="statement-pdf" href=pdf_url(&url)>"PDF"</a>
+                                        " · "
+                                    }
+                                    .into_any(),
+                                    None => view! {
+                                        <span class="no-statement-link">"No customer's page: this customer has no statement link (make one on their page)."</span>
+                                        " · "
+                                    }
+                                    .into_any(),
+                                }}
                                 <a href=format!("/customers/{}", p.customer_id)>"Back to the customer"</a>
                             </p>
                             {statement_tables(p.statement, &crate::model::English)}

@@ -8,7 +8,7 @@ use crate::error::AppError;
 
 #[cfg(feature = "ssr")]
 use super::{
-    form::{form_attempt, open_form},
+    form::{for_this_org, form_attempt, open_form, parse_button_key},
     state,
 };
 
@@ -40,6 +40,9 @@ pub async fn get_customer(id: String) -> Result<crate::model::CustomerPage, AppE
     let mut conn = state.reads.acquire().await?;
     let credit_balance =
         crate::ssr::credit_balance::of_customer(&mut conn, user.org_id, id).await?;
+    let link = crate::ssr::statements::link(&mut conn, user.org_id, id)
+        .await?
+        .ok_or_else(|| AppError::NotFound.respond())?;
     Ok(crate::model::CustomerPage {
         customer,
         key: crate::model::form_key(user.org_id),
@@ -47,7 +50,61 @@ pub async fn get_customer(id: String) -> Result<crate::model::CustomerPage, AppE
         credit_balance,
         reminders_off: super::schedules::reminders_off(&state.reads, user.org_id, id, true).await?,
         reminders_key: crate::model::form_key(user.org_id),
+        statement_url: link
+            .token
+            .map(|t| crate::ssr::statements::link_url(base, &t)),
+        archived_at: link.archived_at,
+        action_key: crate::model::form_key(user.org_id),
+        can_edit: user.role.may(crate::model::Action::EditInvoices),
     })
+}
+
+/// A button on a customer's page (`new_link`: a new statement link, the old one stops at once;
+/// `archive`; `unarchive`): applied once per rendered button (`idempotency_key`); a repeat or a
+/// lost race shows the customer as it is now, a change that cannot apply says why.
+#[server(prefix = "/rpc", endpoint = "customer_action")]
+pub async fn customer_action(
+    customer_id: String,
+    action: String,
+    idempotency_key: String,
+) -> Result<(), AppError> {
+    use crate::ssr::customers::{CustomerChange, CustomerMoved};
+    use crate::ssr::observe::{track, Attempt, Surface};
+
+    let state = state()?;
+    let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), super::request_id());
+    let customer = Uuid::try_parse(&customer_id).map_err(|_| AppError::NotFound.respond())?;
+    let action = CustomerChange::parse(&action)
+        .ok_or_else(|| AppError::BadRequest("Unknown action.".into()).respond())?;
+    let moved = track(&state.pool, attempt, async |attempt| {
+        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
+        attempt.identify(user.org_id.to_string(), Some(user.org_id));
+        let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
+        crate::ssr::customers::act(
+            &state.pool,
+            &attempt,
+            user.org_id,
+            &super::actor(&user),
+            key,
+            customer,
+            action,
+        )
+        .await
+    })
+    .await
+    .map_err(AppError::respond)?;
+    match moved {
+        CustomerMoved::Archived => {
+            return Err(AppError::BadRequest(
+                "An archived customer has no statement link: unarchive them first.".into(),
+            )
+            .respond())
+        }
+        CustomerMoved::NotFound => return Err(AppError::NotFound.respond()),
+        CustomerMoved::Now(_) | CustomerMoved::Already => {}
+    }
+    leptos_axum::redirect(&format!("/customers/{customer}"));
+    Ok(())
 }
 
 /// A customer's statement over `from`..=`to` (`YYYY-MM-DD`; left out: the year up to today), with
@@ -72,7 +129,7 @@ pub async fn get_statement(
     Ok(crate::model::statement::StatementPage {
         customer_id: id,
         statement,
-        public_url: statements::public_url(&state.settings.public_url, &token, period),
+        public_url: token.map(|t| statements::public_url(&state.settings.public_url, &t, period)),
     })
 }
 

@@ -290,3 +290,187 @@ pub fn patched(
     input.check().map_err(CustomerError::Invalid)?;
     Ok(input)
 }
+
+/// A button on a customer's page: one key minted when the page was rendered names every button's
+/// attempt, each claimed under its own form name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CustomerChange {
+    /// Replaces the customer's statement link `/s/{token}`: the old link stops at once.
+    NewLink,
+    /// Archives the customer: their statement link stops working.
+    Archive,
+    /// Takes the customer out of the archive, still without a statement link: the link they had
+    /// never works again, and the owner makes a new one on purpose.
+    Unarchive,
+}
+
+impl CustomerChange {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CustomerChange::NewLink => "new_link",
+            CustomerChange::Archive => "archive",
+            CustomerChange::Unarchive => "unarchive",
+        }
+    }
+
+    /// The name its button's attempts are claimed under.
+    pub fn form_name(self) -> &'static str {
+        match self {
+            CustomerChange::NewLink => "new_statement_link",
+            CustomerChange::Archive => "archive_customer",
+            CustomerChange::Unarchive => "unarchive_customer",
+        }
+    }
+
+    /// What the audit log calls the change.
+    pub fn audit_name(self) -> &'static str {
+        match self {
+            CustomerChange::NewLink => "customer.statement_link_replaced",
+            CustomerChange::Archive => "customer.archived",
+            CustomerChange::Unarchive => "customer.unarchived",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<CustomerChange> {
+        [
+            CustomerChange::NewLink,
+            CustomerChange::Archive,
+            CustomerChange::Unarchive,
+        ]
+        .into_iter()
+        .find(|a| a.as_str() == text)
+    }
+}
+
+/// Where a customer button left the customer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CustomerMoved {
+    /// This call made the change (the customer's name, for the audit log).
+    Now(String),
+    /// It was already where the action leads (a repeat, or someone else's click won).
+    Already,
+    /// An archived customer gets no statement link: unarchive them first.
+    Archived,
+    /// No such customer in this org.
+    NotFound,
+}
+
+/// Runs `action` on customer `id` of `org`, as one conditional statement: a repeat or a race
+/// changes nothing twice.
+pub async fn apply(
+    tx: &mut PgConnection,
+    org: Uuid,
+    id: Uuid,
+    action: CustomerChange,
+) -> sqlx::Result<CustomerMoved> {
+    let changed = match action {
+        CustomerChange::NewLink => crate::ssr::statements::replace_link(tx, org, id).await?,
+        CustomerChange::Archive => {
+            // language=PostgreSQL
+            sqlx::query_scalar!(
+                r#"
+                update customers set archived_at = now(), statement_token = null, updated_at = now()
+                where id = $1 and org_id = $2 and archived_at is null
+                returning name
+                "#,
+                id,
+                org
+            )
+            .fetch_optional(&mut *tx)
+            .await?
+        }
+        CustomerChange::Unarchive => {
+            // language=PostgreSQL
+            sqlx::query_scalar!(
+                r#"
+                update customers set archived_at = null, updated_at = now()
+                where id = $1 and org_id = $2 and archived_at is not null
+                returning name
+                "#,
+                id,
+                org
+            )
+            .fetch_optional(&mut *tx)
+            .await?
+        }
+    };
+    if let Some(name) = changed {
+        return Ok(CustomerMoved::Now(name));
+    }
+    // language=PostgreSQL
+    let archived = sqlx::query_scalar!(
+        r#"select archived_at is not null as "archived!" from customers where id = $1 and org_id = $2"#,
+        id,
+        org
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    Ok(match (archived, action) {
+        (None, _) => CustomerMoved::NotFound,
+        // Only an archived customer refuses a new link.
+        (Some(_), CustomerChange::NewLink) => CustomerMoved::Archived,
+        (Some(_), CustomerChange::Archive | CustomerChange::Unarchive) => CustomerMoved::Already,
+    })
+}
+
+impl crate::ssr::observe::Tracked for CustomerMoved {
+    fn outcome(&self) -> crate::ssr::observe::AttemptOutcome {
+        use crate::ssr::observe::AttemptOutcome;
+        match self {
+            CustomerMoved::Now(_) => AttemptOutcome::Won,
+            CustomerMoved::Already => AttemptOutcome::Replay,
+            CustomerMoved::Archived | CustomerMoved::NotFound => AttemptOutcome::Rejected,
+        }
+    }
+}
+
+/// A button on a customer's page, applied at most once per rendered button (`form_key`) and as a
+/// conditional change; a change that applies is written to the audit log in its transaction.
+pub async fn act(
+    pool: &PgPool,
+    attempt: &crate::ssr::observe::Attempt,
+    org: Uuid,
+    actor: &crate::ssr::audit::Actor,
+    form_key: Uuid,
+    customer: Uuid,
+    action: CustomerChange,
+) -> Result<CustomerMoved, crate::error::AppError> {
+    use crate::error::AppError;
+    use crate::ssr::claim::{ClaimKey, Form, Outcome, Terms};
+    use crate::ssr::observe::Concerns;
+    use crate::ssr::surfaces::{busy, once, Once, Work};
+
+    let key = ClaimKey::form(org, Form::CustomerAction(action.form_name()), form_key);
+    let terms = Terms {
+        result_id: Some(customer),
+        ..Terms::default()
+    };
+    let ran = once(pool, attempt, &key, &terms, || {
+        async |tx| {
+            let moved = apply(tx, org, customer, action).await?;
+            let CustomerMoved::Now(name) = moved.clone() else {
+                // Nothing changed: the claim goes back with the rest, and a repeat is judged
+                // again against the customer as it will be then.
+                return Ok::<_, AppError>(Work::RollBack(moved));
+            };
+            let detail = serde_json::json!({ "customer_id": customer });
+            crate::ssr::audit::record(tx, org, actor, action.audit_name(), &name, detail).await?;
+            Ok(Work::Commit {
+                answer: moved,
+                outcome: Outcome::result(customer),
+                concerns: Concerns {
+                    org: Some(org),
+                    invoice: None,
+                },
+            })
+        }
+    })
+    .await?;
+    match ran {
+        Once::Ran(moved) => Ok(moved),
+        Once::Done(_) | Once::Mismatch => Ok(CustomerMoved::Already),
+        Once::Busy { retry_after } => {
+            Err(busy("This action is still being processed.", retry_after))
+        }
+    }
+}

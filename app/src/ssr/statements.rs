@@ -3,7 +3,7 @@
 //! oldest first with the balance running. Bounded: at most [`MAX_DAYS`] long and [`MAX_ENTRIES`]
 //! listed, so a public link costs two indexed statements whatever the customer's history.
 
-use chrono::NaiveDate;
+use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -38,15 +38,15 @@ impl Period {
     }
 }
 
-/// The customer of `org` whose statement link is `token`: (org, customer). None for a malformed or
-/// unknown token alike.
+/// The customer of `org` whose statement link is `token`: (org, customer). None for a malformed,
+/// unknown or replaced token, and for an archived customer's, alike.
 pub async fn by_token(conn: &mut PgConnection, token: &str) -> sqlx::Result<Option<(Uuid, Uuid)>> {
     if !crate::ssr::public::well_formed(token) {
         return Ok(None);
     }
     // language=PostgreSQL
     let row = sqlx::query!(
-        "select org_id, id from customers where statement_token = $1",
+        "select org_id, id from customers where statement_token = $1 and archived_at is null",
         token
     )
     .fetch_optional(&mut *conn)
@@ -65,18 +65,18 @@ pub async fn org_today(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<Naive
     .await
 }
 
-/// `customer` of `org`'s statement over `period`, with its link's token; None for an unknown
-/// customer (or another org's).
+/// `customer` of `org`'s statement over `period`, with its link's token (none: archived, or no new
+/// link made since); None for an unknown customer (or another org's).
 pub async fn statement(
     conn: &mut PgConnection,
     org: Uuid,
     customer: Uuid,
     period: Period,
-) -> sqlx::Result<Option<(Statement, String)>> {
+) -> sqlx::Result<Option<(Statement, Option<String>)>> {
     // language=PostgreSQL
     let Some(who) = sqlx::query!(
         r#"
-        select c.name, c.statement_token, o.name as org_name
+        select c.name, c.statement_token as "statement_token?", o.name as org_name
         from customers c join orgs o on o.id = c.org_id
         where c.id = $1 and c.org_id = $2
         "#,
@@ -169,6 +169,66 @@ pub async fn statement(
         },
         who.statement_token,
     )))
+}
+
+/// A customer's statement link as their page shows it to the owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    /// None: archived, or unarchived and no new link made since.
+    pub token: Option<String>,
+    pub archived_at: Option<DateTime<Utc>>,
+}
+
+/// `customer` of `org`'s statement link and whether it is archived; None for an unknown customer
+/// (or another org's).
+pub async fn link(
+    conn: &mut PgConnection,
+    org: Uuid,
+    customer: Uuid,
+) -> sqlx::Result<Option<Link>> {
+    // language=PostgreSQL
+    let row = sqlx::query!(
+        r#"
+        select statement_token as "statement_token?",
+               archived_at as "archived_at?: DateTime<Utc>"
+        from customers where id = $1 and org_id = $2
+        "#,
+        customer,
+        org
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(row.map(|r| Link {
+        token: r.statement_token,
+        archived_at: r.archived_at,
+    }))
+}
+
+/// Gives `customer` of `org` a new statement link, unless archived: the old token matches nothing
+/// from this commit on. The customer's name when it was replaced; None when archived or unknown.
+pub async fn replace_link(
+    tx: &mut PgConnection,
+    org: Uuid,
+    customer: Uuid,
+) -> sqlx::Result<Option<String>> {
+    // language=PostgreSQL
+    sqlx::query_scalar!(
+        r#"
+        update customers set statement_token = $3, updated_at = now()
+        where id = $1 and org_id = $2 and archived_at is null
+        returning name
+        "#,
+        customer,
+        org,
+        crate::ssr::invoices::mint_public_token()
+    )
+    .fetch_optional(&mut *tx)
+    .await
+}
+
+/// The customer's page of their statement over the default period.
+pub fn link_url(base: &str, token: &str) -> String {
+    format!("{base}/s/{token}")
 }
 
 /// The customer's page of their statement.
