@@ -12,16 +12,21 @@
 //! - Events (`checkout.session.completed`, `..._async_payment_succeeded`, `..._async_payment_failed`)
 //!   are signed with the endpoint secret and POSTed to the webhook URL, retried with backoff until
 //!   2xx. With `chaos`, each event goes two or three times, some at once, in shuffled order.
-//! - `POST /v1/refunds` (`payment_intent`, optional `amount`; Stripe's idempotency semantics) refunds
-//!   a paid checkout's payment and sends `charge.refunded` with the cumulative `amount_refunded`;
-//!   `GET /v1/refunds` (optional `payment_intent`) lists the refunds made.
+//! - `POST /v1/refunds` (`payment_intent`, optional `amount`, `metadata[...]`; Stripe's idempotency
+//!   semantics, and a 409 `idempotency_error` while a request under the same key is still being
+//!   made) refunds a paid checkout's payment and sends `charge.refunded` with the cumulative
+//!   `amount_refunded`; `GET /v1/refunds` (optional `payment_intent`, `limit`, `starting_after`)
+//!   lists the refunds made, metadata included.
+//! - `POST /v1/test_helpers/idempotency_keys/forget` (and [`LocalStripe::forget_idempotency_keys`])
+//!   forgets every Idempotency-Key, as Stripe does after 24 hours: a key used again makes a new
+//!   object.
 //! - `POST /v1/test_helpers/checkout/sessions/{id}/hold_settlement` keeps that session's delayed
 //!   settlement until `.../release_settlement` sends it, so a test can see a payment processing.
 //!
 //! Ids, event envelopes and signatures come from the shipped stand-in (`app::ssr::stripe::standin`,
 //! which `server stripe trigger` uses), so both send the same shapes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -83,6 +88,8 @@ struct Store {
     order: Vec<String>,
     /// Idempotency-Key → the first request under it.
     keys: HashMap<String, Keyed>,
+    /// Idempotency-Keys of refunds whose first request is still being made.
+    refunds_in_flight: HashSet<String>,
     /// Session creations answered (failures included), and events sent.
     create_calls: u64,
     expire_calls: u64,
@@ -106,6 +113,9 @@ struct Shared {
     http: reqwest::Client,
     /// Session creations received, answered or not.
     arrived: Arc<std::sync::atomic::AtomicU64>,
+    /// With it, each refund waits for one permit of this semaphore before it is made (tests hold
+    /// Stripe's answer, with the request in progress).
+    refund_hold: Arc<Mutex<Option<Arc<tokio::sync::Semaphore>>>>,
 }
 
 /// A running local Stripe.
@@ -126,6 +136,7 @@ impl LocalStripe {
             base: base.clone(),
             store: Arc::default(),
             arrived: Arc::default(),
+            refund_hold: Arc::default(),
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(10))
                 .build()?,
@@ -140,6 +151,10 @@ impl LocalStripe {
             .route(
                 "/v1/refunds",
                 post(refunds::create_refund).get(refunds::list_refunds),
+            )
+            .route(
+                "/v1/test_helpers/idempotency_keys/forget",
+                post(forget_keys),
             )
             .route_layer(axum::middleware::from_fn_with_state(
                 shared.clone(),
@@ -169,6 +184,12 @@ impl LocalStripe {
         let store = self.shared.store.lock().unwrap();
         let status = store.sessions.get(id)?["status"].as_str()?.to_owned();
         Some(status)
+    }
+
+    /// Forgets every Idempotency-Key, as Stripe does once they are 24 hours old: the same key again
+    /// is a new request. Returns how many were forgotten.
+    pub fn forget_idempotency_keys(&self) -> usize {
+        forget(&self.shared)
     }
 
     /// Expirations asked for (replays of an Idempotency-Key included).
@@ -286,6 +307,18 @@ fn once(
         store.keys.insert(key, keyed);
     }
     answer(status, body, false)
+}
+
+fn forget(shared: &Shared) -> usize {
+    let mut store = shared.store.lock().unwrap();
+    let forgotten = store.keys.len();
+    store.keys.clear();
+    forgotten
+}
+
+/// `POST /v1/test_helpers/idempotency_keys/forget`: a day has passed, as far as the keys go.
+async fn forget_keys(State(shared): State<Shared>) -> Json<Value> {
+    Json(json!({ "forgotten": forget(&shared) }))
 }
 
 /// Stripe's error object: `{"error": {"type", "code"?, "message"}}`.

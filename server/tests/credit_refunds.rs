@@ -2,18 +2,22 @@
 //! credit note, made by a worker under a key named by the credit note, once even across a crash) or
 //! outside the app (then the payments that money came from stay).
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use app::ssr::stripe::client::Stripe;
+use app::ssr::worker::{drain_once, WorkerConfig};
 use lab::stripe_local::{Config, LocalStripe};
 use serde_json::{json, Value};
 use sqlx::PgPool;
+use tokio::sync::Semaphore;
 use uuid::Uuid;
 
 use crate::checkout::{
     drain_calls, no_redirects, open_invoice, press_pay, session_id, with_stripe,
 };
 use crate::common::served::{ApiResponse, TestApp};
-use crate::common::{cli, create_org, rows, wait_until, Server, TestDb};
+use crate::common::{cli, create_org, poll, rows, wait_until, Server, TestDb};
 
 fn text(res: &ApiResponse) -> String {
     String::from_utf8_lossy(&res.body).into_owned()
@@ -284,6 +288,252 @@ async fn a_credit_note_refunds_card_money_through_stripe_once(pool: PgPool) {
     )
     .await;
     assert_eq!(more.status, 409, "{}", text(&more));
+}
+
+/// A client of the local Stripe that retries fast (tests).
+fn stripe_client(stripe: &LocalStripe) -> Stripe {
+    Stripe::new(&stripe.base, Some("sk_test_local".into())).with_backoff(Duration::from_millis(10))
+}
+
+/// A worker named `id` that leases a row for `lease` and retries a failed row at once.
+fn worker(
+    stripe: &LocalStripe,
+    id: &str,
+    lease: Duration,
+) -> (WorkerConfig, app::ssr::mail::Mailer) {
+    let config = WorkerConfig {
+        id: id.into(),
+        lease,
+        backoff_base: Duration::ZERO,
+        stripe: Some(stripe_client(stripe)),
+        ..Default::default()
+    };
+    let dir = std::env::temp_dir().join(format!("invoicer-refund-{}", Uuid::new_v4().simple()));
+    let mailer = app::ssr::mail::Mailer::new(
+        None,
+        None,
+        &dir,
+        Duration::from_secs(5),
+        app::ssr::mail::DEV_FROM,
+    )
+    .unwrap();
+    (config, mailer)
+}
+
+/// A credit note of `cents` paid back through Stripe, issued under the API key `idem`: its id.
+async fn refund_by_credit_note(
+    app: &TestApp,
+    key: &str,
+    invoice: Uuid,
+    idem: &str,
+    cents: i64,
+) -> Uuid {
+    let body = json!({"amount_cents": cents, "reason": "Late", "refund": "stripe"});
+    let made = credit(app, key, invoice, idem, body).await;
+    assert_eq!(made.status, 201, "{}", text(&made));
+    made.json()["id"].as_str().unwrap().parse().unwrap()
+}
+
+/// (state, Stripe's refund id, failure) of what `credit_note` planned to refund of `intent`.
+async fn planned(
+    pool: &PgPool,
+    credit_note: Uuid,
+    intent: &str,
+) -> (String, Option<String>, Option<String>) {
+    sqlx::query_as(
+        "select state, stripe_refund_id, failure from credit_note_refunds
+         where credit_note_id = $1 and provider_payment_id = $2",
+    )
+    .bind(credit_note)
+    .bind(intent)
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+fn still_pending() -> (String, Option<String>, Option<String>) {
+    ("pending".into(), None, None)
+}
+
+/// Waits until the local Stripe has received `n` refund requests (answered or still held).
+async fn refund_requests(stripe: &LocalStripe, n: u64) {
+    let within = Duration::from_secs(10);
+    poll(
+        "refund requests at Stripe",
+        n,
+        within,
+        Duration::from_millis(5),
+        || async move { stripe.refund_calls() },
+    )
+    .await;
+}
+
+/// Another request under the refund's Idempotency-Key is still in progress at Stripe (a worker
+/// whose lease ran out while it waited, say), so Stripe answers the worker 409. That says "not
+/// yet", never "no": the refund stays pending, the row is tried again, and the next try gets the
+/// one refund Stripe made.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_409_from_stripe_leaves_the_refund_pending_and_is_tried_again(pool: PgPool) {
+    let (app, stripe) = with_stripe(pool, Config::default()).await;
+    let (invoice, key, intent) = paid_by_card(&app, &stripe, 0).await;
+    // The receipt goes first: the refund's row is the only one due next.
+    drain_calls(&app, &stripe).await;
+    let note = refund_by_credit_note(&app, &key, invoice, "cn", 4_000).await;
+
+    // The worker's request, under its key, from an earlier holder: held by Stripe while it is made.
+    let hold = Arc::new(Semaphore::new(0));
+    stripe.hold_refunds(hold.clone());
+    let earlier = tokio::spawn({
+        let (client, intent) = (stripe_client(&stripe), intent.clone());
+        async move {
+            let metadata = [("credit_note_id", note.to_string())];
+            let key = app::ssr::refunds::idempotency_key(note, &intent);
+            client.create_refund(&intent, 4_000, &metadata, &key).await
+        }
+    });
+    refund_requests(&stripe, 1).await;
+    let (config, mailer) = worker(&stripe, "worker", Duration::from_secs(60));
+    assert_eq!(drain_once(&app.pool, &mailer, &config).await.unwrap(), 1);
+    assert_eq!(
+        planned(&app.pool, note, &intent).await,
+        still_pending(),
+        "a 409 is not a refusal"
+    );
+    let (dead, error): (bool, Option<String>) = sqlx::query_as(
+        "select dead_at is not null, last_error from outbox where kind = 'stripe_refund'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert!(!dead && error.is_some(), "to be tried again: {error:?}");
+
+    hold.add_permits(100);
+    let made = earlier.await.unwrap().unwrap();
+    drain_calls(&app, &stripe).await;
+    assert_eq!(
+        planned(&app.pool, note, &intent).await,
+        ("succeeded".into(), Some(made.id.clone()), None)
+    );
+    assert_eq!(stripe.refunds().len(), 1, "{:?}", stripe.refunds());
+    assert_eq!(
+        app.money(invoice).await,
+        ("paid".into(), "paid".into(), 35_900)
+    );
+}
+
+/// A worker's call is still at Stripe when its lease runs out and a second worker takes the row
+/// over. The second's call under the same key is answered 409 (not a refusal); when the first's
+/// answer comes, the row is no longer the first's and it records nothing. The next holder stores
+/// the one refund Stripe made.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_worker_whose_lease_was_taken_over_records_nothing_about_the_refund(pool: PgPool) {
+    let (app, stripe) = with_stripe(pool, Config::default()).await;
+    let (invoice, key, intent) = paid_by_card(&app, &stripe, 0).await;
+    drain_calls(&app, &stripe).await;
+    let hold = Arc::new(Semaphore::new(0));
+    stripe.hold_refunds(hold.clone());
+    let note = refund_by_credit_note(&app, &key, invoice, "cn", 4_000).await;
+
+    let (config, mailer) = worker(&stripe, "first", Duration::from_secs(1));
+    let first = tokio::spawn({
+        let pool = app.pool.clone();
+        async move { drain_once(&pool, &mailer, &config).await.unwrap() }
+    });
+    refund_requests(&stripe, 1).await;
+    // The first's lease runs out while Stripe still has its request.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let (config, mailer) = worker(&stripe, "second", Duration::from_secs(60));
+    assert_eq!(
+        drain_once(&app.pool, &mailer, &config).await.unwrap(),
+        1,
+        "the second took the row over"
+    );
+    assert_eq!(
+        planned(&app.pool, note, &intent).await,
+        still_pending(),
+        "the second's 409 is not a refusal"
+    );
+
+    hold.add_permits(100);
+    assert_eq!(first.await.unwrap(), 1);
+    assert_eq!(stripe.refunds().len(), 1, "Stripe made the first's refund");
+    assert_eq!(
+        planned(&app.pool, note, &intent).await,
+        still_pending(),
+        "the first holds the row no more: it records nothing"
+    );
+
+    drain_calls(&app, &stripe).await;
+    let made = stripe.refunds();
+    assert_eq!(made.len(), 1, "{made:?}");
+    let id = made[0]["id"].as_str().map(str::to_owned);
+    assert_eq!(
+        planned(&app.pool, note, &intent).await,
+        ("succeeded".into(), id, None)
+    );
+    assert_eq!(
+        app.money(invoice).await,
+        ("paid".into(), "paid".into(), 35_900)
+    );
+}
+
+/// Stripe forgets an Idempotency-Key after 24 hours. A refund whose first call was answered but
+/// never stored, retried a day later, would make a second refund under the forgotten key: it
+/// looks the refund up by its metadata first and stores that one. A refund as old that Stripe
+/// never made is made.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_refund_retried_past_stripes_key_memory_finds_its_refund_and_makes_no_second(
+    pool: PgPool,
+) {
+    let (app, stripe) = with_stripe(pool, Config::default()).await;
+    let (invoice, key, intent) = paid_by_card(&app, &stripe, 0).await;
+    let note = refund_by_credit_note(&app, &key, invoice, "cn", 4_000).await;
+    // The first worker's call, whose answer was lost (a crash before the commit).
+    let metadata = [("credit_note_id", note.to_string())];
+    let lost = stripe_client(&stripe)
+        .create_refund(
+            &intent,
+            4_000,
+            &metadata,
+            &app::ssr::refunds::idempotency_key(note, &intent),
+        )
+        .await
+        .unwrap();
+    // A day later: Stripe has forgotten the key, and the row is as old.
+    assert!(stripe.forget_idempotency_keys() >= 1);
+    let a_day_ago = "update outbox set created_at = created_at - interval '25 hours'
+                     where kind = 'stripe_refund'";
+    sqlx::query(a_day_ago).execute(&app.pool).await.unwrap();
+
+    drain_calls(&app, &stripe).await;
+    let made = stripe.refunds();
+    assert_eq!(made.len(), 1, "one refund: {made:?}");
+    assert_eq!(stripe.refund_calls(), 1, "found, not asked for again");
+    assert_eq!(
+        planned(&app.pool, note, &intent).await,
+        ("succeeded".into(), Some(lost.id.clone()), None)
+    );
+    assert_eq!(
+        app.money(invoice).await,
+        ("paid".into(), "paid".into(), 35_900)
+    );
+
+    // As old, and never made at Stripe: looked for, not found, made once.
+    let other = refund_by_credit_note(&app, &key, invoice, "cn-2", 1_000).await;
+    sqlx::query(a_day_ago).execute(&app.pool).await.unwrap();
+    drain_calls(&app, &stripe).await;
+    let made = stripe.refunds();
+    assert_eq!(made.len(), 2, "{made:?}");
+    assert_eq!(made[1]["amount"], 1_000);
+    assert_eq!(made[1]["metadata"]["credit_note_id"], other.to_string());
+    assert_eq!(
+        planned(&app.pool, other, &intent).await,
+        (
+            "succeeded".into(),
+            made[1]["id"].as_str().map(str::to_owned),
+            None
+        )
+    );
 }
 
 /// Money a credit note paid back outside the app came from the payments: the one it depends on

@@ -2,17 +2,22 @@
 //! as the design says: the credit note's transaction *plans* each refund (which payment, how much:
 //! fixed by the attempt) and queues one outbox row for the credit note; a worker leases that row (the
 //! claim `(job, outbox, row)`), calls Stripe under the Idempotency-Key named by the credit note and the
-//! payment, and stores Stripe's answer with the refund fact in one transaction. A crash after Stripe
-//! answered and before that commit leaves the lease to go stale: the next worker sends the same key
-//! and parameters, Stripe answers with the refund it already made, and nothing is refunded twice.
-//! `charge.refunded` reconciles the payment by the cumulative rule of [`crate::ssr::payments`].
+//! payment, and stores Stripe's answer with the refund fact in one transaction, fenced by the lease:
+//! a worker whose lease was taken over while its call was in flight records nothing, not even a
+//! refusal. A crash after Stripe answered and before that commit leaves the lease to go stale: the
+//! next worker sends the same key and parameters, Stripe answers with the refund it already made, and
+//! nothing is refunded twice. A 409 (the same key still in progress) is "not yet": retried, never a
+//! failure. Past Stripe's 24 hours of key memory the key proves nothing, so an attempt that old
+//! first looks for the refund by its metadata. `charge.refunded` reconciles the payment by the
+//! cumulative rule of [`crate::ssr::payments`].
 
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::model::format_money;
+use crate::ssr::claim::Fence;
 use crate::ssr::failpoint;
-use crate::ssr::outbox::{self, Kind};
+use crate::ssr::outbox;
 use crate::ssr::payments::{record_refund, RefundFact};
 use crate::ssr::stripe::client::{Stripe, StripeError};
 
@@ -124,17 +129,26 @@ pub async fn plan(
             "dedupe": format!("refund/{credit_note}"),
         });
         // Not one of the invoice's emails: the credit note shows the refund's state.
-        outbox::enqueue(tx, Some(org), None, Kind::StripeRefund, payload).await?;
+        outbox::enqueue_job(tx, org, outbox::JobKind::StripeRefund, payload).await?;
     }
     Ok(())
 }
 
-/// A worker's call for a `stripe_refund` row: each planned refund of the credit note still pending
-/// is asked of Stripe and stored with its refund fact. Err: (shown, detail, permanent).
+/// The metadata a refund is made with, naming its credit note (the list finds it by this).
+const METADATA_KEY: &str = "credit_note_id";
+
+/// Stripe keeps an Idempotency-Key for at least 24 hours: an attempt whose row is younger than this
+/// (its first call came after the row) can rely on the key; an older one looks its refund up first.
+/// The hour between covers the two clocks.
+const KEY_TRUSTED_FOR: &str = "23 hours";
+
+/// A worker's call for a `stripe_refund` row it holds: each planned refund of the credit note still
+/// pending is asked of Stripe and stored with its refund fact, every outcome fenced by the row's
+/// lease. Err: (shown, detail, permanent).
 pub async fn at_stripe(
     pool: &PgPool,
     stripe: Option<&Stripe>,
-    payload: &serde_json::Value,
+    row: &outbox::Leased,
 ) -> Result<(), (String, String, bool)> {
     let db = |e: sqlx::Error| {
         (
@@ -143,7 +157,15 @@ pub async fn at_stripe(
             false,
         )
     };
-    let Some(credit_note) = payload["credit_note_id"]
+    // Another worker holds the row now and makes the refund; this one recorded nothing.
+    let fenced = || {
+        (
+            "another worker took the refund over".to_owned(),
+            "the lease on the stripe_refund row was taken over; nothing recorded".to_owned(),
+            false,
+        )
+    };
+    let Some(credit_note) = row.payload["credit_note_id"]
         .as_str()
         .and_then(|s| s.parse::<Uuid>().ok())
     else {
@@ -165,14 +187,33 @@ pub async fn at_stripe(
     .fetch_all(pool)
     .await
     .map_err(db)?;
+    if planned.is_empty() {
+        return Ok(());
+    }
+    // language=PostgreSQL
+    let key_may_be_forgotten = sqlx::query_scalar!(
+        r#"
+        select created_at <= now() - $2::text::interval as "forgotten!" from outbox where id = $1
+        "#,
+        row.id,
+        KEY_TRUSTED_FOR,
+    )
+    .fetch_optional(pool)
+    .await
+    .map_err(db)?
+    .unwrap_or(true);
     for refund in planned {
-        let key = idempotency_key(credit_note, &refund.provider_payment_id);
+        let intent = refund.provider_payment_id;
+        let key = idempotency_key(credit_note, &intent);
         let Some(currency) = crate::model::currency(&refund.currency) else {
             let why = format!("unknown currency {}", refund.currency);
-            fail(pool, credit_note, &refund.provider_payment_id, &why)
+            match fail(pool, row, credit_note, &intent, &why)
                 .await
-                .map_err(db)?;
-            continue;
+                .map_err(db)?
+            {
+                Fence::Held => continue,
+                Fence::TakenOver => return Err(fenced()),
+            }
         };
         let Some(stripe) = stripe.filter(|s| s.configured()) else {
             return Err((
@@ -181,26 +222,59 @@ pub async fn at_stripe(
                 false,
             ));
         };
-        let metadata = [("credit_note_id", credit_note.to_string())];
-        let made = stripe
-            .create_refund(
-                &refund.provider_payment_id,
-                currency.to_stripe(refund.amount_cents),
-                &metadata,
-                &key,
-            )
-            .await;
+        let ours = credit_note.to_string();
+        let metadata = [(METADATA_KEY, ours.clone())];
+        // Past the key's memory a create would make a second refund: what an earlier attempt made
+        // is found by the metadata it was made with.
+        let found = if key_may_be_forgotten {
+            match stripe.list_refunds(&intent).await {
+                Ok(refunds) => refunds
+                    .into_iter()
+                    .find(|r| r.metadata.get(METADATA_KEY) == Some(&ours)),
+                // Not knowing what was made, make nothing.
+                Err(e) => {
+                    return Err((
+                        "Stripe could not be reached".into(),
+                        e.to_string(),
+                        !e.retryable(),
+                    ))
+                }
+            }
+        } else {
+            None
+        };
+        let made = match found {
+            Some(found) => {
+                tracing::info!(%credit_note, payment_intent = %intent, refund_id = %found.id,
+                    "refund found at Stripe by its metadata");
+                Ok(found)
+            }
+            None => {
+                stripe
+                    .create_refund(
+                        &intent,
+                        currency.to_stripe(refund.amount_cents),
+                        &metadata,
+                        &key,
+                    )
+                    .await
+            }
+        };
         let made = match made {
             Ok(made) => made,
             // Stripe refused (already refunded from its dashboard, disputed, ...): the money stays
-            // the customer's credit, and the owner sees why.
+            // the customer's credit, and the owner sees why. A 409 (a request under the same key
+            // still in progress) and a 429 say "not now", never "no".
             Err(StripeError::Api {
                 status, message, ..
-            }) if (400..500).contains(&status) && status != 429 => {
-                fail(pool, credit_note, &refund.provider_payment_id, &message)
+            }) if (400..500).contains(&status) && status != 409 && status != 429 => {
+                match fail(pool, row, credit_note, &intent, &message)
                     .await
-                    .map_err(db)?;
-                continue;
+                    .map_err(db)?
+                {
+                    Fence::Held => continue,
+                    Fence::TakenOver => return Err(fenced()),
+                }
             }
             Err(e) => {
                 return Err((
@@ -211,23 +285,64 @@ pub async fn at_stripe(
             }
         };
         failpoint::hit_at("refund", "after_stripe");
-        store(pool, credit_note, &refund.provider_payment_id, &made.id)
+        match store(pool, row, credit_note, &intent, &made.id)
             .await
-            .map_err(db)?;
+            .map_err(db)?
+        {
+            Fence::Held => {}
+            Fence::TakenOver => return Err(fenced()),
+        }
     }
     Ok(())
 }
 
+/// Whether `row`'s lease still holds its claim. Locks the outbox row, then the claim (the order
+/// every writer of both takes), so no takeover can slip in before the caller's transaction ends.
+async fn lease_holds(tx: &mut PgConnection, row: &outbox::Leased) -> sqlx::Result<Fence> {
+    // language=PostgreSQL
+    sqlx::query_scalar!("select id from outbox where id = $1 for update", row.id)
+        .fetch_one(&mut *tx)
+        .await?;
+    let claim = row.lease.key();
+    let token = row.lease.token();
+    // language=PostgreSQL
+    let held = sqlx::query_scalar!(
+        r#"
+        select true as "held!" from claims
+        where scope = $1 and owner = $2 and key = $3 and status = 'in_progress' and claimed_at = $4
+        for update
+        "#,
+        claim.surface.as_str(),
+        claim.owner,
+        claim.key,
+        token as _,
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    Ok(if held.is_some() {
+        Fence::Held
+    } else {
+        Fence::TakenOver
+    })
+}
+
 /// Marks the planned refund made as Stripe's `refund_id` and records the refund fact (the sum of
 /// what this app refunded of the payment, a lower bound of Stripe's cumulative amount), in one
-/// transaction. A second store of the same refund changes nothing.
+/// transaction, if `row`'s lease still holds. A second store of the same refund changes nothing.
 async fn store(
     pool: &PgPool,
+    row: &outbox::Leased,
     credit_note: Uuid,
     payment_intent: &str,
     refund_id: &str,
-) -> sqlx::Result<()> {
+) -> sqlx::Result<Fence> {
     let mut tx = pool.begin().await?;
+    if lease_holds(&mut tx, row).await? == Fence::TakenOver {
+        tx.rollback().await?;
+        tracing::warn!(%credit_note, payment_intent, refund_id,
+            "refund made at Stripe, but the row was taken over: the new holder stores it");
+        return Ok(Fence::TakenOver);
+    }
     // language=PostgreSQL
     let made = sqlx::query!(
         r#"
@@ -264,17 +379,24 @@ async fn store(
         tracing::info!(%credit_note, payment_intent, refund_id, refunded = %format_money(made.refunded, &made.currency),
             effect = ?effect.outcome, "refund made at Stripe");
     }
-    tx.commit().await
+    tx.commit().await?;
+    Ok(Fence::Held)
 }
 
-/// Marks the planned refund refused by Stripe for `why`.
+/// Marks the planned refund refused by Stripe for `why`, if `row`'s lease still holds.
 async fn fail(
     pool: &PgPool,
+    row: &outbox::Leased,
     credit_note: Uuid,
     payment_intent: &str,
     why: &str,
-) -> sqlx::Result<()> {
+) -> sqlx::Result<Fence> {
     let why: String = why.chars().take(300).collect();
+    let mut tx = pool.begin().await?;
+    if lease_holds(&mut tx, row).await? == Fence::TakenOver {
+        tx.rollback().await?;
+        return Ok(Fence::TakenOver);
+    }
     tracing::warn!(%credit_note, payment_intent, why, "Stripe refused a refund");
     // language=PostgreSQL
     sqlx::query!(
@@ -286,7 +408,8 @@ async fn fail(
         payment_intent,
         why,
     )
-    .execute(pool)
+    .execute(&mut *tx)
     .await?;
-    Ok(())
+    tx.commit().await?;
+    Ok(Fence::Held)
 }

@@ -1,7 +1,8 @@
 //! A small typed client for the part of Stripe's API invoicer calls: creating and reading Checkout
-//! sessions, and refunds. Form-encoded requests, `Stripe-Version` pinned, a timeout on every call, and retries with
-//! backoff on network errors, 429 and 5xx — always with the same `Idempotency-Key`, as Stripe requires,
-//! so a retry can never create a second session.
+//! sessions, and creating and listing refunds. Form-encoded requests, `Stripe-Version` pinned, a
+//! timeout on every call, and retries with backoff on network errors, 409 (a request under the same
+//! key still in progress), 429 and 5xx — always with the same `Idempotency-Key`, as Stripe requires,
+//! so a retry can never create a second session or refund.
 
 use std::time::Duration;
 
@@ -55,7 +56,24 @@ pub struct Refund {
     pub amount: i64,
     /// `succeeded`, `pending`, `requires_action`, `failed` or `canceled`.
     pub status: Option<String>,
+    pub payment_intent: Option<String>,
+    /// What the refund was created with: how it is found again once Stripe forgot its key.
+    #[serde(default)]
+    pub metadata: std::collections::HashMap<String, String>,
 }
+
+/// A page of one of Stripe's lists.
+#[derive(Debug, Deserialize)]
+struct List<T> {
+    data: Vec<T>,
+    #[serde(default)]
+    has_more: bool,
+}
+
+/// Refunds per page of a list (Stripe's largest page).
+const LIST_LIMIT: usize = 100;
+/// Pages read of one list at most: a payment with more refunds than this is not one this app made.
+const LIST_PAGES: usize = 10;
 
 /// What a new session asks for: one line, the amount due, in Stripe's units.
 #[derive(Debug, Clone)]
@@ -129,12 +147,13 @@ pub enum StripeError {
 }
 
 impl StripeError {
-    /// Worth another try with the same key: the network, rate limits, Stripe's own errors. Never a
-    /// 4xx that says the request itself is wrong.
+    /// Worth another try with the same key: the network, a request under the same key still in
+    /// progress at Stripe (409), rate limits, Stripe's own errors. Never a 4xx that says the request
+    /// itself is wrong.
     pub fn retryable(&self) -> bool {
         match self {
             StripeError::Network(_) => true,
-            StripeError::Api { status, .. } => *status == 429 || *status >= 500,
+            StripeError::Api { status, .. } => *status == 409 || *status == 429 || *status >= 500,
             StripeError::NotConfigured | StripeError::Unreadable(_) => false,
         }
     }
@@ -258,6 +277,38 @@ impl Stripe {
         .await
     }
 
+    /// `GET /v1/refunds?payment_intent=...`: every refund of `payment_intent`, newest first, read
+    /// page by page.
+    pub async fn list_refunds(&self, payment_intent: &str) -> Result<Vec<Refund>, StripeError> {
+        let encode = |text: &str| -> String {
+            percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC)
+                .collect()
+        };
+        let first = format!(
+            "{}/v1/refunds?payment_intent={}&limit={LIST_LIMIT}",
+            self.base,
+            encode(payment_intent)
+        );
+        let mut url = first.clone();
+        let mut refunds = Vec::new();
+        for _ in 0..LIST_PAGES {
+            let page: List<Refund> = self
+                .call(|http, key| http.get(&url).bearer_auth(key))
+                .await?;
+            let more = page.has_more;
+            let last = page.data.last().map(|r| r.id.clone());
+            refunds.extend(page.data);
+            match last {
+                Some(last) if more => url = format!("{first}&starting_after={}", encode(&last)),
+                _ => return Ok(refunds),
+            }
+        }
+        Err(StripeError::Unreadable(format!(
+            "more than {} refunds of {payment_intent}",
+            LIST_LIMIT * LIST_PAGES
+        )))
+    }
+
     /// `GET /v1/checkout/sessions/{id}`.
     pub async fn retrieve_checkout_session(&self, id: &str) -> Result<Session, StripeError> {
         let id: String =
@@ -281,12 +332,15 @@ impl Stripe {
                 .header("Stripe-Version", STRIPE_VERSION)
                 .send()
                 .await;
-            let result = match sent {
-                Err(e) => Err(StripeError::Network(e.to_string())),
-                Ok(response) => read(response).await,
+            let (result, no_retry) = match sent {
+                Err(e) => (Err(StripeError::Network(e.to_string())), false),
+                Ok(response) => {
+                    let no_retry = should_not_retry(&response);
+                    (read(response).await, no_retry)
+                }
             };
             match result {
-                Err(e) if e.retryable() && attempt < TRIES => {
+                Err(e) if e.retryable() && !no_retry && attempt < TRIES => {
                     tracing::warn!(error = %e, attempt, "Stripe call failed; retrying with the same key");
                     metrics::counter!("invoicer_stripe_retries_total").increment(1);
                     // Full jitter around the doubling pause, so retries of many clients spread out.
@@ -301,15 +355,19 @@ impl Stripe {
     }
 }
 
+/// Stripe's own "do not retry this" (`Stripe-Should-Retry: false`), which wins over the status code.
+fn should_not_retry(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get("stripe-should-retry")
+        .is_some_and(|v| v == "false")
+}
+
 async fn read<T: serde::de::DeserializeOwned>(
     response: reqwest::Response,
 ) -> Result<T, StripeError> {
     let status = response.status().as_u16();
-    // Stripe's own "do not retry this" wins over the status code.
-    let no_retry = response
-        .headers()
-        .get("stripe-should-retry")
-        .is_some_and(|v| v == "false");
+    let no_retry = should_not_retry(&response);
     let body = response
         .bytes()
         .await
@@ -331,7 +389,8 @@ async fn read<T: serde::de::DeserializeOwned>(
         ),
     };
     Err(StripeError::Api {
-        // Stripe-Should-Retry: false turns a retryable status into a final one.
+        // Stripe-Should-Retry: false turns a retryable status into a final one; a 409 stays a 409
+        // (not retried now, but it never says the request itself is wrong).
         status: if no_retry && (status == 429 || status >= 500) {
             400
         } else {
@@ -380,6 +439,8 @@ mod tests {
         };
         assert!(api(500).retryable());
         assert!(api(429).retryable());
+        // Another request under the same key is still in progress at Stripe: not yet, not no.
+        assert!(api(409).retryable());
         assert!(!api(400).retryable());
         assert!(!api(402).retryable());
         assert!(StripeError::Network("reset".into()).retryable());
