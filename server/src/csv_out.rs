@@ -1,13 +1,13 @@
 //! CSV as accountants open it: RFC 4180 (the `csv` crate), UTF-8, and no cell a spreadsheet would
-//! run as a formula: text that begins with `=`, `+`, `-`, `@`, a tab or a carriage return gets a
-//! leading `'` (OWASP's advice for CSV injection). Numbers the server writes itself are written as
-//! they are (`-5.00` is an amount, not a formula).
+//! run as a formula: the writer passes every cell through [`cell`], whoever filled it (a document
+//! number's format is owner text too), so text that begins with `=`, `+`, `-`, `@`, a tab or a
+//! carriage return gets a leading `'` (OWASP's advice for CSV injection). Plain numbers are left
+//! as they are (`-5.00` is an amount, not a formula).
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
-/// `text` safe to open in a spreadsheet.
-pub use app::ssr::exports::cell;
+use app::ssr::exports::cell;
 
 /// An amount of `currency`'s minor units as a plain decimal: `123456` → `1234.56`.
 pub fn amount(minor: i64, currency: &str) -> String {
@@ -18,14 +18,14 @@ pub fn amount(minor: i64, currency: &str) -> String {
 pub fn file<R, C>(records: impl IntoIterator<Item = R>) -> Result<Vec<u8>, csv::Error>
 where
     R: IntoIterator<Item = C>,
-    C: AsRef<[u8]>,
+    C: AsRef<str>,
 {
     // RFC 4180 ends records with CRLF (the crate's default is LF).
     let mut out = csv::WriterBuilder::new()
         .terminator(csv::Terminator::CRLF)
         .from_writer(Vec::new());
     for record in records {
-        out.write_record(record)?;
+        out.write_record(record.into_iter().map(|c| cell(c.as_ref()).into_owned()))?;
     }
     out.into_inner().map_err(|e| e.into_error().into())
 }

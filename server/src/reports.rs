@@ -11,7 +11,7 @@ use axum::routing::get;
 use axum::Router;
 use serde::Deserialize;
 
-use crate::csv_out::{amount, cell, download, file};
+use crate::csv_out::{amount, download, file};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -64,8 +64,8 @@ async fn aging_csv(State(state): State<AppState>, session: AuthSession) -> Respo
     for r in &report.data {
         let c = &r.currency;
         records.push(vec![
-            cell(&r.name),
-            cell(&r.email),
+            r.name.clone(),
+            r.email.clone(),
             c.to_uppercase(),
             amount(r.current_cents, c),
             amount(r.days_1_30_cents, c),
@@ -132,7 +132,7 @@ async fn tax_csv(
             .to_owned(),
             r.category.clone().unwrap_or_default(),
             app::model::Thousandths(r.percent_milli).to_string(),
-            cell(&r.names.join("; ")),
+            r.names.join("; "),
             amount(r.taxable_cents, c),
             amount(r.tax_cents, c),
             r.count.to_string(),

@@ -93,12 +93,18 @@ fn same_host(origin: &str, host: &str) -> bool {
         .is_some_and(|(_, authority)| authority.eq_ignore_ascii_case(host))
 }
 
-/// Refuses cross-origin posts to server functions and `/logout` with 403 (login CSRF, sibling
-/// subdomains posting as the user).
+/// Whether a state-changing request to `path` is a browser's form post (server functions, logout,
+/// uploads, the customer's Pay and Accept buttons, and any form route added later), as opposed to
+/// the API's and Stripe's, which authenticate without cookies.
+pub fn browser_route(path: &str) -> bool {
+    !(path.starts_with("/api/") || path.starts_with("/webhooks/"))
+}
+
+/// Refuses cross-origin posts to every browser route with 403 (login CSRF, sibling subdomains
+/// posting as the user).
 pub async fn same_origin_posts(State(guard): State<Guard>, req: Request, next: Next) -> Response {
     let path = req.uri().path();
-    let guarded = path.starts_with("/rpc/") || path == "/logout" || path == "/customers/import";
-    if guarded && cross_origin(req.method(), req.headers(), &guard.public_origin) {
+    if browser_route(path) && cross_origin(req.method(), req.headers(), &guard.public_origin) {
         tracing::warn!(path, "cross-origin post refused");
         return (
             StatusCode::FORBIDDEN,

@@ -395,3 +395,42 @@ async fn the_invoice_email_carries_its_pdf_and_the_orgs_footer(pool: PgPool) {
         .unwrap();
     assert!(pdf.starts_with(b"%PDF-"), "a PDF is attached");
 }
+
+/// Another site's page posting a logo as the signed-in owner (a cross-origin multipart form) is
+/// refused like every other form post; the same upload from our own page is stored.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_cross_origin_logo_upload_is_refused(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (email, account) = crate::common::rows::new_owner(&app.pool, "Logo Co").await;
+    let http = client();
+    login(&http, &app.base, &email, "correct horse").await;
+    let post = |origin: Option<&str>| {
+        let form = reqwest::multipart::Form::new()
+            .text(
+                "idempotency_key",
+                app::model::form_key(account.org_id).to_string(),
+            )
+            .part(
+                "logo",
+                reqwest::multipart::Part::bytes(png_bytes(40, 20))
+                    .file_name("logo.png")
+                    .mime_str("image/png")
+                    .unwrap(),
+            );
+        let mut req = http
+            .post(format!("{}/settings/logo", app.base))
+            .multipart(form);
+        if let Some(origin) = origin {
+            req = req.header("origin", origin);
+        }
+        req.send()
+    };
+    let forged = post(Some("https://evil.example")).await.unwrap();
+    assert_eq!(forged.status(), 403);
+    let stored: i64 = scalar(&app.pool, "select count(*) from org_logos").await;
+    assert_eq!(stored, 0, "nothing stored from another site's post");
+    let own = post(Some(&app.base)).await.unwrap();
+    assert!(own.status().is_redirection(), "{}", own.status());
+    let stored: i64 = scalar(&app.pool, "select count(*) from org_logos").await;
+    assert_eq!(stored, 1);
+}

@@ -51,6 +51,62 @@ async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> Value {
     body
 }
 
+/// Document numbers are owner text (the number format): one that reads as a formula reaches every
+/// export as text, as names and descriptions do.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_number_format_that_reads_as_a_formula_stays_text(pool: sqlx::PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (org, key) = app.api_client().await;
+    let format = "=HYPERLINK(\"http://evil.example\")-{seq}";
+    sqlx::query("update orgs set number_format = $2, credit_note_format = $2 where id = $1")
+        .bind(org)
+        .bind(format)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let invoice = post(
+        &app,
+        &key,
+        "/api/v1/invoices",
+        json!({"customer_name": "Plain Co", "customer_email": "plain@example.com",
+               "currency": "eur", "due_date": "2030-01-31",
+               "lines": [{"description": "Work", "quantity": 1, "unit_amount_cents": 1_000}]}),
+    )
+    .await;
+    let number = invoice["number"].as_str().unwrap().to_owned();
+    assert!(number.starts_with("=HYPERLINK"), "{number}");
+    let id = invoice["id"].as_str().unwrap().to_owned();
+    post(
+        &app,
+        &key,
+        &format!("/api/v1/invoices/{id}/payments"),
+        json!({"amount_cents": 500, "method": "cash", "paid_on": "2020-01-02", "reference": "r"}),
+    )
+    .await;
+    let note = post(
+        &app,
+        &key,
+        &format!("/api/v1/invoices/{id}/credit_notes"),
+        json!({"amount_cents": 100, "reason": "r"}),
+    )
+    .await;
+    let note_number = note["number"].as_str().unwrap().to_owned();
+    for (path, column, want) in [
+        ("invoices.csv", "number", &number),
+        ("lines.csv", "invoice_number", &number),
+        ("payments.csv", "invoice_number", &number),
+        ("credit_notes.csv", "number", &note_number),
+    ] {
+        let (status, _, text) = export(&app, &key, path).await;
+        assert_eq!(status, 200, "{path}: {text}");
+        let records = table(&text);
+        assert!(!records.is_empty(), "{path}");
+        for record in records {
+            assert_eq!(record[column], format!("'{want}"), "{path}: {record:?}");
+        }
+    }
+}
+
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn every_export_streams_what_the_database_holds_filtered_like_its_list(pool: sqlx::PgPool) {
     let app = TestApp::spawn(pool).await;

@@ -155,13 +155,22 @@ pub enum Cursor {
 }
 
 /// `text` safe to open in a spreadsheet: a cell that begins with `=`, `+`, `-`, `@`, a tab or a
-/// carriage return gets a leading `'` (OWASP's advice against CSV injection).
-pub fn cell(text: &str) -> String {
-    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        format!("'{text}")
+/// carriage return gets a leading `'` (OWASP's advice against CSV injection), unless it is a plain
+/// decimal number (`-5.00` is an amount, not a formula). The CSV writer applies it to every cell.
+pub fn cell(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) && !plain_number(text) {
+        format!("'{text}").into()
     } else {
-        text.to_owned()
+        text.into()
     }
+}
+
+/// `-12`, `-12.5`: an optional minus, digits, at most one decimal point between digits.
+fn plain_number(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, "0"));
+    let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    all_digits(whole) && all_digits(fraction)
 }
 
 fn time(t: DateTime<Utc>) -> String {
@@ -254,8 +263,8 @@ async fn invoice_records(
                 r.status,
                 r.payment_state,
                 r.customer_id.map(|id| id.to_string()).unwrap_or_default(),
-                cell(&r.customer_name),
-                cell(&r.customer_email),
+                r.customer_name,
+                r.customer_email,
                 c.to_uppercase(),
                 plain_amount(r.subtotal_cents, c),
                 plain_amount(r.discount_cents, c),
@@ -303,12 +312,12 @@ async fn line_records(
                 r.id.to_string(),
                 r.number_text.unwrap_or_default(),
                 r.position.to_string(),
-                cell(&r.description),
+                r.description,
                 Thousandths(r.quantity_milli).to_string(),
                 plain_amount(r.unit_amount_cents, c),
                 plain_amount(r.amount_cents, c),
                 plain_amount(r.discount_cents, c),
-                cell(&r.tax_name.unwrap_or_default()),
+                r.tax_name.unwrap_or_default(),
                 r.tax_percent_milli
                     .map(|p| Thousandths(i64::from(p)).to_string())
                     .unwrap_or_default(),
@@ -366,10 +375,10 @@ async fn payment_records(
                 r.id.to_string(),
                 r.invoice_id.to_string(),
                 r.number_text.unwrap_or_default(),
-                cell(&r.customer_name),
+                r.customer_name,
                 r.provider,
                 r.method.unwrap_or_default(),
-                cell(&r.reference),
+                r.reference,
                 r.status,
                 c.to_uppercase(),
                 plain_amount(r.amount_cents, c),
@@ -425,12 +434,12 @@ async fn credit_note_records(
                 r.number_text,
                 r.invoice_id.to_string(),
                 r.invoice_number.unwrap_or_default(),
-                cell(&r.customer_name),
+                r.customer_name,
                 c.to_uppercase(),
                 plain_amount(r.total_cents, c),
                 r.refund,
                 plain_amount(r.refunded_cents, c),
-                cell(&r.reason),
+                r.reason,
                 r.issued_on.to_string(),
                 time(r.created_at),
             ]
@@ -480,16 +489,16 @@ async fn customer_records(
         .map(|r| {
             vec![
                 r.id.to_string(),
-                cell(&r.name),
-                cell(&r.email),
-                cell(&r.address_line1),
-                cell(&r.address_line2),
-                cell(&r.postal_code),
-                cell(&r.city),
-                cell(&r.region),
+                r.name,
+                r.email,
+                r.address_line1,
+                r.address_line2,
+                r.postal_code,
+                r.city,
+                r.region,
                 r.country,
-                cell(&r.vat_id),
-                cell(&r.buyer_reference),
+                r.vat_id,
+                r.buyer_reference,
                 r.locale,
                 time(r.created_at),
             ]
@@ -507,15 +516,19 @@ mod tests {
         for bad in [
             "=1+1",
             "+1",
-            "-1",
             "@SUM(A1)",
             "\tx",
             "\rx",
             "=HYPERLINK(\"http://x\")",
+            "-1+2",
+            "-1.",
+            "--1",
+            "-",
+            "-1e3",
         ] {
             assert_eq!(cell(bad), format!("'{bad}"), "{bad:?}");
         }
-        for fine in ["Acme", "1+1", "a=b", "", "'quoted"] {
+        for fine in ["Acme", "1+1", "a=b", "", "'quoted", "-1", "-5.00", "12"] {
             assert_eq!(cell(fine), fine);
         }
     }
