@@ -221,7 +221,8 @@ async fn every_change_reaches_the_endpoint_once_signed_as_the_standard_says(pool
     let receiver = Receiver::start(0.0).await;
     let smtp = SmtpSink::start(0, false).await;
 
-    // Registered once per Idempotency-Key: the replay answers the same secret.
+    // Registered once per Idempotency-Key: the replay answers the same endpoint, its secret
+    // redacted (stored answers never hold one).
     let body = json!({"url": receiver.url, "events": app::model::webhooks::EVENT_TYPES, "description": "books"});
     let (status, endpoint) = call(
         &app,
@@ -245,8 +246,8 @@ async fn every_change_reaches_the_endpoint_once_signed_as_the_standard_says(pool
     )
     .await;
     assert_eq!(
-        (status, again["secret"].as_str()),
-        (201, Some(secret.as_str()))
+        (status, again["id"].as_str(), again["secret"].as_str()),
+        (201, endpoint["id"].as_str(), Some("[redacted]"))
     );
     assert_eq!(app.count("select count(*) from webhook_endpoints").await, 1);
     let id = endpoint["id"].as_str().unwrap().to_owned();
@@ -458,14 +459,15 @@ async fn every_change_reaches_the_endpoint_once_signed_as_the_standard_says(pool
         .iter()
         .any(|a| a["status_code"] == 500 && a["response"] == "try again later"));
 
-    // Rotation: both secrets sign during the overlap; a replay of the rotation answers the same.
+    // Rotation: both secrets sign during the overlap; a replay of the rotation answers it again,
+    // the secret redacted.
     let path = format!("/api/v1/webhook_endpoints/{id}/rotate_secret");
     let (status, rotated) = call(&app, "POST", &path, &key, Some("rot-1"), Value::Null).await;
     assert_eq!(status, 200, "{rotated}");
     let new_secret = rotated["secret"].as_str().unwrap().to_owned();
     assert_ne!(new_secret, secret);
     let (_, replayed) = call(&app, "POST", &path, &key, Some("rot-1"), Value::Null).await;
-    assert_eq!(replayed["secret"].as_str(), Some(new_secret.as_str()));
+    assert_eq!(replayed["secret"].as_str(), Some("[redacted]"));
     let before = receiver.received().len();
     ok(
         &app,
@@ -632,6 +634,9 @@ async fn urls_into_our_network_are_refused(pool: sqlx::PgPool) {
         "https://[fe80::1]/hook",
         "https://[::1]/hook",
         "https://[::ffff:127.0.0.1]/hook",
+        "https://[64:ff9b::7f00:1]/hook",
+        "https://[64:ff9b::808:808]/hook",
+        "https://[64:ff9b:1::a9fe:a9fe]/hook",
         "https://192.168.0.1/hook",
         "https://172.16.1.1/hook",
         "https://100.64.0.1/hook",
@@ -672,4 +677,135 @@ async fn urls_into_our_network_are_refused(pool: sqlx::PgPool) {
         assert_eq!(status, 422, "{body}");
         assert!(body["errors"]["events"].is_string());
     }
+}
+
+/// Where private targets are allowed (dev mode, these tests), link-local addresses and clouds'
+/// metadata services still are not: refused at registration, through the API and the settings
+/// form, and at delivery to an endpoint stored before.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn metadata_and_link_local_addresses_are_refused_where_private_ones_are_allowed(
+    pool: sqlx::PgPool,
+) {
+    // The tests' settings allow private targets (Policy::OPEN), as dev mode does.
+    let app = TestApp::spawn(pool).await;
+    let (_, key) = app.api_client().await;
+    for url in [
+        "http://169.254.169.254/",
+        "http://169.254.169.254/latest/meta-data/iam/security-credentials/",
+        "http://169.254.0.23/",
+        "http://[fe80::1]/hook",
+        "http://[::ffff:169.254.169.254]/",
+        "http://[64:ff9b::a9fe:a9fe]/",
+        "http://[64:ff9b::7f00:1]/hook",
+        "http://[fd00:ec2::254]/latest/meta-data/",
+        "http://100.100.100.200/latest/meta-data/",
+        "http://metadata.google.internal/computeMetadata/v1/",
+        "http://metadata/computeMetadata/v1/",
+        "http://instance-data/latest/meta-data/",
+    ] {
+        let (status, body) = call(
+            &app,
+            "POST",
+            "/api/v1/webhook_endpoints",
+            &key,
+            Some(&Uuid::new_v4().to_string()),
+            json!({"url": url, "events": ["customer.created"]}),
+        )
+        .await;
+        assert_eq!(status, 422, "{url}: {body}");
+        let why = body["errors"]["url"].as_str().unwrap_or_default();
+        assert!(why.contains("metadata"), "{url}: {body}");
+    }
+    assert_eq!(app.count("select count(*) from webhook_endpoints").await, 0);
+
+    // The settings page's form answers the same.
+    let email = format!("{}@example.com", Uuid::new_v4().simple());
+    let owner =
+        app::ssr::accounts::create_org_with_owner(&app.pool, "Form Co", &email, "correct horse")
+            .await
+            .unwrap();
+    let browser = crate::common::client();
+    crate::common::login(&browser, &app.base, &email, "correct horse").await;
+    let form = [
+        (
+            "idempotency_key",
+            app::model::form_key(owner.org_id).to_string(),
+        ),
+        ("url", "http://169.254.169.254/latest/meta-data/".to_owned()),
+        ("events[]", "invoice.paid".to_owned()),
+    ];
+    let res = crate::common::pages::post_form(
+        &browser,
+        format!("{}/rpc/create_webhook_endpoint", app.base),
+        &form,
+    )
+    .await;
+    assert_eq!(res.status(), 422);
+    assert!(res.text().await.unwrap().contains("metadata"));
+    assert_eq!(app.count("select count(*) from webhook_endpoints").await, 0);
+
+    // Loopback and private networks are what the setting is for.
+    for url in [
+        "http://127.0.0.1:9/hook",
+        "http://localhost:9/hook",
+        "http://10.0.0.5/hook",
+    ] {
+        ok(
+            &app,
+            "/api/v1/webhook_endpoints",
+            &key,
+            json!({"url": url, "events": ["invoice.paid"]}),
+        )
+        .await;
+    }
+
+    // An endpoint stored before the rule is refused at delivery, before any connection.
+    let smtp = SmtpSink::start(0, false).await;
+    let endpoint = ok(
+        &app,
+        "/api/v1/webhook_endpoints",
+        &key,
+        json!({"url": "http://127.0.0.1:9/stored", "events": ["customer.created"]}),
+    )
+    .await;
+    let id = Uuid::parse_str(endpoint["id"].as_str().unwrap()).unwrap();
+    sqlx::query("update webhook_endpoints set url = $2 where id = $1")
+        .bind(id)
+        .bind("http://169.254.169.254/latest/meta-data/")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    ok(
+        &app,
+        "/api/v1/customers",
+        &key,
+        json!({"name": "A", "email": "a@example.com"}),
+    )
+    .await;
+    let stop = worker(&app.pool, &smtp);
+    poll(
+        "the delivery was tried",
+        true,
+        Duration::from_secs(30),
+        Duration::from_millis(50),
+        || async {
+            let tried: i64 = rows::scalar_for(
+                &app.pool,
+                "select count(*) from webhook_attempts where endpoint_id = $1",
+                id,
+            )
+            .await;
+            tried > 0
+        },
+    )
+    .await;
+    let error: Option<String> = rows::scalar_for(
+        &app.pool,
+        "select error from webhook_attempts where endpoint_id = $1 order by attempted_at limit 1",
+        id,
+    )
+    .await;
+    let error = error.unwrap_or_default();
+    assert!(error.contains("metadata"), "{error}");
+    drop(stop);
 }

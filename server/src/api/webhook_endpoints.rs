@@ -40,7 +40,7 @@ fn not_found() -> ProblemResponse {
     request_body = WebhookEndpointInput,
     params(New),
     responses(
-        (status = 201, description = "Registered; replays return the stored response (the same secret) with `Idempotent-Replayed: true`", body = WebhookEndpoint,
+        (status = 201, description = "Registered; replays return the stored response with `Idempotent-Replayed: true` and `Idempotent-Redacted: true`, the secret as `[redacted]`", body = WebhookEndpoint,
             headers(("Location" = String, description = "The endpoint's URL"))),
         CreateProblems,
         (status = 403, description = "The API key's role is not owner", body = Problem, content_type = "application/problem+json"),
@@ -62,10 +62,12 @@ pub(super) async fn post_endpoint(write: Write) -> Result<Response, ProblemRespo
                 ));
             }
             let (org, source) = (req.org(), req.attempt_name());
+            let by = webhooks_out::RegisteredBy::ApiKey(req.client().key_id);
             req.once(&value, || {
                 async |tx| {
                     let id = uuid::Uuid::now_v7();
-                    let response = match webhooks_out::create(tx, id, org, &source, &input).await {
+                    let created = webhooks_out::create(tx, id, org, &source, &input, by).await;
+                    let response = match created {
                         Ok(endpoint) => api::created(&req.location(id), &endpoint),
                         Err(CreateError::TooMany) => stored_problem(write::invalid(
                             "webhook-endpoint",
@@ -148,7 +150,7 @@ pub(super) async fn delete_endpoint(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-/// A new signing secret, once per `Idempotency-Key` (a replay answers the same one). The previous
+/// A new signing secret, once per `Idempotency-Key` (a replay answers it as `[redacted]`). The previous
 /// secret keeps signing beside it for 24 hours, so receivers can switch without losing a delivery.
 #[utoipa::path(
     post, path = "/api/v1/webhook_endpoints/{id}/rotate_secret", tag = "webhooks", params(EndpointWrite),

@@ -155,11 +155,14 @@ where
         let work = work();
         async move |tx: &mut PgConnection| {
             let (response, invoice) = work(tx).await?;
+            // The first answer carries its secret; what is stored (and replayed, and shown on the
+            // activity page) never does.
+            let stored = redacted(&response);
             Ok::<_, sqlx::Error>(Work::Commit {
-                answer: (response.clone(), invoice),
+                answer: (response, invoice),
                 outcome: Outcome {
                     result_id: invoice,
-                    response: Some(response),
+                    response: Some(stored),
                 },
                 concerns: Concerns {
                     org: Some(client.org_id),
@@ -216,6 +219,68 @@ pub async fn answered(
         Some(Claimed::Mismatch) => Some(ApiOutcome::Mismatch),
         Some(Claimed::Busy { retry_after }) => Some(ApiOutcome::InFlight { retry_after }),
     })
+}
+
+/// What a secret in a stored answer reads as.
+pub const REDACTED: &str = "[redacted]";
+/// The header a replay whose stored answer had a secret taken out carries.
+pub const REDACTED_HEADER: &str = "idempotent-redacted";
+
+/// The fields that hold a secret in an answer: a webhook endpoint's signing secret, an API key's
+/// plaintext.
+const SECRET_FIELDS: [&str; 3] = ["secret", "plaintext", "api_key"];
+
+/// `response` as it may be stored: every secret in its JSON body replaced by [`REDACTED`] (a field
+/// named as one, or a string shaped as one of ours: `whsec_…`, `ik_` and 64 hex digits), and
+/// [`REDACTED_HEADER`] added to its headers when anything was. A body that is not JSON is kept.
+pub fn redacted(response: &StoredResponse) -> StoredResponse {
+    let Ok(mut body) = serde_json::from_slice::<serde_json::Value>(&response.body) else {
+        return response.clone();
+    };
+    if !redact(&mut body) {
+        return response.clone();
+    }
+    let mut headers = response.headers.clone();
+    if let Some(map) = headers.as_object_mut() {
+        map.insert(REDACTED_HEADER.into(), "true".into());
+    }
+    StoredResponse {
+        status: response.status,
+        headers,
+        body: serde_json::to_vec(&body).expect("a JSON value serialises"),
+    }
+}
+
+/// Replaces the secrets in `value`; whether there were any.
+fn redact(value: &mut serde_json::Value) -> bool {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut any = false;
+            for (name, field) in map.iter_mut() {
+                if SECRET_FIELDS.contains(&name.as_str()) && field.is_string() {
+                    *field = REDACTED.into();
+                    any = true;
+                } else {
+                    any |= redact(field);
+                }
+            }
+            any
+        }
+        Value::Array(items) => items.iter_mut().fold(false, |any, v| redact(v) | any),
+        Value::String(text) if secret_shaped(text) => {
+            *value = REDACTED.into();
+            true
+        }
+        _ => false,
+    }
+}
+
+/// A webhook signing secret or an API key, as this app mints them.
+fn secret_shaped(text: &str) -> bool {
+    let hex_key = |k: &str| k.len() == 64 && k.bytes().all(|b| b.is_ascii_hexdigit());
+    text.strip_prefix("whsec_").is_some_and(|s| s.len() >= 24)
+        || text.strip_prefix("ik_").is_some_and(hex_key)
 }
 
 /// A stored `201 Created` of `body` at `location`.
@@ -275,6 +340,30 @@ mod tests {
         assert_eq!(parse(r#""trailing"x"#), Ok(r#""trailing"x"#.into()));
         // Not an sf-string and not visible ASCII (a space): refused.
         assert_eq!(parse(r#""bad \n escape""#), Err(KeyError::Malformed));
+    }
+
+    #[test]
+    fn stored_answers_hold_no_secret() {
+        let key = format!("ik_{}", "a1".repeat(32));
+        let answer = created(
+            "/api/v1/webhook_endpoints/1",
+            &json!({"id": 1, "secret": "whsec_c2VjcmV0c2VjcmV0c2VjcmV0", "url": "https://x.example",
+                    "nested": [{"note": key}], "description": "ik_short"}),
+        );
+        let stored = redacted(&answer);
+        let body: serde_json::Value = serde_json::from_slice(&stored.body).unwrap();
+        assert_eq!(body["secret"], REDACTED);
+        assert_eq!(body["nested"][0]["note"], REDACTED);
+        assert_eq!(body["url"], "https://x.example");
+        assert_eq!(
+            body["description"], "ik_short",
+            "text that is not a key stays"
+        );
+        assert_eq!(stored.headers[REDACTED_HEADER], "true");
+        assert_eq!(stored.headers["location"], "/api/v1/webhook_endpoints/1");
+        // Nothing secret: stored as answered, without the header.
+        let plain = ok(&json!({"id": 2}));
+        assert_eq!(redacted(&plain), plain);
     }
 
     #[test]

@@ -148,14 +148,17 @@ async fn call(
     let mut res = match sent {
         Ok(res) => res,
         Err(e) => {
-            tracing::info!(error = %e, url = %target.url, "webhook delivery: no answer");
-            return Err(if e.is_timeout() {
+            let why = if e.is_timeout() {
                 "no answer within 10 seconds".to_owned()
             } else if e.is_connect() {
                 "could not connect (refused, unreachable, or not a public address)".to_owned()
             } else {
                 "the request failed".to_owned()
-            });
+            };
+            let error = causes(&e.without_url());
+            let url = origin(&target.url);
+            tracing::info!(%error, %url, "webhook delivery: no answer");
+            return Err(why);
         }
     };
     let status = res.status().as_u16();
@@ -172,6 +175,33 @@ async fn call(
         text.pop();
     }
     Ok((status, text.replace('\0', "")))
+}
+
+/// `url` as logs show it: scheme, host and port only (a receiver's path or query can hold its own
+/// secret token).
+fn origin(url: &str) -> String {
+    match url::Url::parse(url.trim()) {
+        Ok(parsed) => match parsed.host() {
+            Some(host) => {
+                let port = parsed.port_or_known_default().unwrap_or(0);
+                format!("{}://{host}:{port}", parsed.scheme())
+            }
+            None => format!("{}:", parsed.scheme()),
+        },
+        Err(_) => "(not a URL)".to_owned(),
+    }
+}
+
+/// `e` and its causes, each after a colon.
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(next) = cause {
+        text.push_str(": ");
+        text.push_str(&next.to_string());
+        cause = next.source();
+    }
+    text
 }
 
 /// Logs the attempt and the endpoint's health in one transaction; a failure that ends three days of
@@ -224,10 +254,14 @@ async fn log(
             r#"
             update webhook_endpoints
             set failing_since = coalesce(failing_since, now()),
-                disabled_at = case when failing_since <= now() - make_interval(secs => $2)
-                                   then coalesce(disabled_at, now()) end
+                disabled_at = case when disabled_at is not null then disabled_at
+                                   when failing_since <= now() - make_interval(secs => $2)
+                                   then now() end,
+                disabled_reason = case when disabled_at is not null then disabled_reason
+                                       when failing_since <= now() - make_interval(secs => $2)
+                                       then 'failing' end
             where id = $1
-            returning (disabled_at is not null) as "disabled!"
+            returning coalesce(disabled_reason = 'failing', false) as "disabled!"
             "#,
             endpoint,
             RETRY_WINDOW.num_seconds() as f64,
@@ -275,4 +309,106 @@ async fn disable(
     .execute(&mut *tx)
     .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::sync::{Arc, Mutex};
+
+    fn target(url: &str) -> Target {
+        Target {
+            event_id: Uuid::now_v7(),
+            org_id: Uuid::now_v7(),
+            body: "{}".to_owned(),
+            url: url.to_owned(),
+            secret: super::super::new_secret(),
+            previous_secret: None,
+            previous_secret_until: None,
+            usable: true,
+            queued_at: Utc::now(),
+        }
+    }
+
+    /// The fields of every event this crate logs, one line each.
+    #[derive(Clone, Default)]
+    struct Logged(Arc<Mutex<Vec<String>>>);
+
+    struct Line<'a>(&'a mut String);
+
+    impl tracing::field::Visit for Line<'_> {
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            self.0.push_str(&format!(" {}={value:?}", field.name()));
+        }
+    }
+
+    impl tracing::Subscriber for Logged {
+        fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+            metadata.target().starts_with("app")
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            let mut line = String::new();
+            event.record(&mut Line(&mut line));
+            self.0.lock().unwrap().push(line);
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[test]
+    fn a_url_is_logged_without_its_path_or_query() {
+        assert_eq!(
+            origin("https://hooks.example.com/in/tok_123?key=abc#x"),
+            "https://hooks.example.com:443"
+        );
+        assert_eq!(
+            origin("http://127.0.0.1:8080/hook?secret=1"),
+            "http://127.0.0.1:8080"
+        );
+        assert_eq!(origin("http://[::1]/a/b"), "http://[::1]:80");
+        assert_eq!(origin("not a url/with/a/path"), "(not a URL)");
+    }
+
+    #[tokio::test]
+    async fn a_delivery_that_gets_no_answer_logs_its_endpoint_without_path_or_query() {
+        // A port nobody listens on: bound, then let go.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = format!("http://127.0.0.1:{port}/in/s3cret-path?token=s3cret-query");
+        let logged = Logged::default();
+        let _logging = tracing::subscriber::set_default(logged.clone());
+        let client = guard::client(Policy::OPEN);
+        let answer = call(&client, Policy::OPEN, &target(&url)).await;
+        assert!(answer.is_err(), "{answer:?}");
+        let lines = logged.0.lock().unwrap().join("\n");
+        assert!(
+            lines.contains(&format!("http://127.0.0.1:{port}")),
+            "{lines}"
+        );
+        assert!(!lines.contains("s3cret"), "{lines}");
+    }
+
+    #[tokio::test]
+    async fn a_metadata_address_is_never_called_where_private_targets_are_allowed() {
+        for url in [
+            "http://169.254.169.254/latest/meta-data/",
+            "http://[::ffff:169.254.169.254]/latest/meta-data/",
+            "http://[64:ff9b::a9fe:a9fe]/latest/meta-data/",
+            "http://metadata.google.internal/computeMetadata/v1/",
+        ] {
+            let client = guard::client(Policy::OPEN);
+            let answer = call(&client, Policy::OPEN, &target(url)).await;
+            let why = answer.expect_err(url);
+            assert!(why.contains("metadata"), "{url}: {why}");
+        }
+    }
 }
