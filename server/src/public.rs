@@ -3,6 +3,7 @@
 //! a phone, work without JavaScript, and are never indexed.
 
 use app::ssr::public;
+use app::ssr::throttle::Ceiling;
 use app::ssr::AppState;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -35,8 +36,9 @@ impl axum::extract::FromRequestParts<AppState> for Client {
     }
 }
 
-/// The page's token from the path, once the client's page throttle lets it through (else 429).
-struct PageToken(String);
+/// The page's token from the path, once the client's own page allowances let it through (else
+/// 429), with the shared ceiling to spend once the link is found ([`drawn`]).
+struct PageToken(String, Ceiling);
 
 impl axum::extract::FromRequestParts<AppState> for PageToken {
     type Rejection = Response;
@@ -49,11 +51,24 @@ impl axum::extract::FromRequestParts<AppState> for PageToken {
         let Path(token) = Path::<String>::from_request_parts(parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
-        state
+        let ceiling = state
             .throttle
             .public_page(&token, client)
             .map_err(throttled)?;
-        Ok(PageToken(token))
+        Ok(PageToken(token, ceiling))
+    }
+}
+
+/// What a link's lookup found, once the shared ceiling lets it be drawn: an unknown link is 404 and
+/// costs only the client's own allowances, a found one spends the ceiling (429 past it), a failed
+/// lookup is 503.
+// The refusal is the answer itself, returned straight to axum: boxing it buys nothing.
+#[allow(clippy::result_large_err)]
+fn drawn<T>(ceiling: Ceiling, what: &str, found: sqlx::Result<Option<T>>) -> Result<T, Response> {
+    match found {
+        Ok(Some(found)) => ceiling.spend().map(|()| found).map_err(throttled),
+        Ok(None) => Err(not_found()),
+        Err(e) => Err(unavailable(what, e)),
     }
 }
 
@@ -135,12 +150,15 @@ pub(super) fn checkout_origins(state: &AppState) -> String {
 /// The Pay button: the invoice's checkout session (made once per amount due, however often it is
 /// pressed), then 303 to Stripe's page. A second press while the first is still talking to Stripe
 /// waits for it and lands on the same session.
-async fn pay(State(state): State<AppState>, PageToken(token): PageToken) -> Response {
+async fn pay(State(state): State<AppState>, PageToken(token, ceiling): PageToken) -> Response {
     use app::ssr::checkout::{self, Checkout, CheckoutError, Urls};
-    let found = match checkout::by_token(&state.pool, &token).await {
-        Ok(Some(found)) => found,
-        Ok(None) => return not_found(),
-        Err(e) => return unavailable("public pay", e),
+    let found = match drawn(
+        ceiling,
+        "public pay",
+        checkout::by_token(&state.pool, &token).await,
+    ) {
+        Ok(found) => found,
+        Err(answer) => return answer,
     };
     let urls = Urls {
         public_base: &state.settings.public_url,
@@ -232,18 +250,19 @@ async fn pdf(
     Path(token): Path<String>,
     Query(query): Query<PdfQuery>,
 ) -> Response {
-    if let Err(t) = state.throttle.pdf(&token, client) {
-        return throttled(t);
-    }
+    let ceiling = match state.throttle.pdf(&token, client) {
+        Ok(ceiling) => ceiling,
+        Err(t) => return throttled(t),
+    };
     let paper = match query.paper.as_deref() {
         None | Some("a4") => Paper::A4,
         Some("letter") => Paper::Letter,
         Some(_) => return not_found(),
     };
-    let found = match public::open(&state.pool, &token, &state.settings.public_url).await {
-        Ok(Some(found)) => found,
-        Ok(None) => return not_found(),
-        Err(e) => return unavailable("public invoice pdf", e),
+    let opened = public::open(&state.pool, &token, &state.settings.public_url).await;
+    let found = match drawn(ceiling, "public invoice pdf", opened) {
+        Ok(found) => found,
+        Err(answer) => return answer,
     };
     let name = format!(
         "invoice-{}",

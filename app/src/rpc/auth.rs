@@ -62,8 +62,12 @@ pub async fn signup(org_name: String, email: String, password: String) -> Result
         return Err(AppError::Forbidden(SIGNUPS_CLOSED.into()).respond());
     }
     let address = client_address(&state);
-    state.throttle.signup(address)?;
-    state.throttle.account_email(&email, address)?;
+    let (signups, emails) = (
+        state.throttle.signup(address)?,
+        state.throttle.account_email(&email, address)?,
+    );
+    signups.spend()?;
+    emails.spend()?;
     let payments = state.settings.signup_payments;
     // A new account or an email to the existing one: the same answer, after the same work. The
     // browser is not logged in either way; the person logs in with the password they chose.
@@ -84,7 +88,10 @@ pub async fn login(email: String, password: String, next: Option<String>) -> Res
     use crate::ssr::auth::{BackendError, Credentials};
 
     let state = state()?;
-    state.throttle.login(&email, client_address(&state))?;
+    state
+        .throttle
+        .login(&email, client_address(&state))?
+        .spend()?;
     let mut session = crate::ssr::auth::current_session().await?;
     let user = match session.authenticate(Credentials { email, password }).await {
         Ok(Some(user)) => user,
@@ -129,7 +136,8 @@ pub async fn forgot_password(
     }
     state
         .throttle
-        .account_email(email, super::client_address(&state))?;
+        .account_email(email, super::client_address(&state))?
+        .spend()?;
     crate::ssr::accounts::request_reset(&state.pool, email, &format!("form:{key}")).await?;
     leptos_axum::redirect("/forgot-password?sent=1");
     Ok(())
@@ -141,7 +149,12 @@ pub async fn forgot_password(
 pub async fn reset_password(token: String, password: String) -> Result<(), AppError> {
     let state = state()?;
     let client = super::client_address(&state);
-    state.throttle.reset(&token, client)?;
+    let ceiling = state.throttle.reset(&token, client)?;
+    // A junk, spent or expired link costs this client's allowances, never the shared ceiling.
+    crate::ssr::accounts::reset_link_usable(&state.pool, &token)
+        .await
+        .map_err(|e| AppError::from(e).respond())?;
+    ceiling.spend()?;
     let user = crate::ssr::accounts::reset_password(&state.pool, &token, &password, client)
         .await
         .map_err(|e| AppError::from(e).respond())?;

@@ -14,7 +14,6 @@ use std::time::Duration;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use tokio::sync::Semaphore;
-use uuid::Uuid;
 
 /// Allowances; every one is configurable (docs/operating.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,8 +24,10 @@ pub struct Limits {
     pub logins_per_address_minute: u32,
     /// Sign-ups per hour from one address.
     pub signups_per_address_hour: u32,
-    /// Emails an org may queue per hour (Send and Retry).
+    /// Emails an org may send per hour in its name (the mail gate counts them).
     pub emails_per_org_hour: u32,
+    /// Emails one address may receive per hour from all orgs together (the mail gate).
+    pub emails_per_recipient_hour: u32,
     /// Account emails (password reset, verification, invitations) asked for per hour from one
     /// client address.
     pub account_emails_per_address_hour: u32,
@@ -84,6 +85,7 @@ impl Limits {
         logins_per_address_minute: 30,
         signups_per_address_hour: 10,
         emails_per_org_hour: 100,
+        emails_per_recipient_hour: 50,
         account_emails_per_address_hour: 20,
         account_emails_per_recipient_hour: 5,
         resets_per_address_hour: 20,
@@ -99,6 +101,16 @@ impl Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits::DEFAULT
+    }
+}
+
+impl Limits {
+    /// The mail gate's allowance.
+    pub fn mail(&self) -> crate::ssr::mail_gate::Allowance {
+        crate::ssr::mail_gate::Allowance {
+            per_org_hour: self.emails_per_org_hour,
+            per_recipient_hour: self.emails_per_recipient_hour,
+        }
     }
 }
 
@@ -123,13 +135,78 @@ pub fn client_key(address: IpAddr) -> IpAddr {
     }
 }
 
+/// The network a client address is grouped in for the ceilings: an IPv6 address by its /48 (a site:
+/// one subscriber may hold many /64s), an IPv4 address by its /24. One network may spend only a
+/// tenth of a ceiling, so a block of addresses cannot empty it for everyone else.
+pub fn network_key(address: IpAddr) -> IpAddr {
+    match client_key(address) {
+        IpAddr::V4(v4) => IpAddr::V4((u32::from(v4) & 0xffff_ff00).into()),
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(
+            u128::from(v6) & 0xffff_ffff_ffff_0000_0000_0000_0000_0000,
+        )),
+    }
+}
+
+/// An email address as a limiter key: trimmed, lowercased and cut to 320 bytes (the longest an
+/// address can be), so junk cannot grow the maps' memory.
+pub fn email_key(email: &str) -> String {
+    let mut key = email.trim().to_lowercase();
+    if key.len() > 320 {
+        let mut end = 320;
+        while !key.is_char_boundary(end) {
+            end -= 1;
+        }
+        key.truncate(end);
+    }
+    key
+}
+
+/// The share of a ceiling one network may spend: a tenth of it.
+const NETWORK_SHARE: u32 = 10;
+
 type Global = governor::DefaultDirectRateLimiter;
+
+/// One action's ceiling over all clients: a share per network, then the whole.
+struct Shared {
+    network: DefaultKeyedRateLimiter<IpAddr>,
+    all: Global,
+}
+
+impl Shared {
+    fn new(per_hour: u32) -> Arc<Shared> {
+        const HOUR: Duration = Duration::from_secs(3600);
+        Arc::new(Shared {
+            network: RateLimiter::keyed(quota((per_hour / NETWORK_SHARE).max(1), HOUR)),
+            all: RateLimiter::direct(quota(per_hour, HOUR)),
+        })
+    }
+}
+
+/// A request's claim on an action's ceiling, handed out once its own allowances (per address, per
+/// account or link) let it through. It is spent only once the request proved itself worth it (its
+/// link looked up and found, say): junk costs the client's own allowances, never the world's. A
+/// signed-in user's request waives it: a ceiling everyone shares never refuses a known user.
+#[must_use = "spend the ceiling once the request proved itself, or waive it for a signed-in user"]
+pub struct Ceiling {
+    shared: Arc<Shared>,
+    network: IpAddr,
+}
+
+impl Ceiling {
+    /// Takes a cell of the client's network's share, then one of the ceiling.
+    pub fn spend(self) -> Result<(), Throttled> {
+        check(&self.shared.network, &self.network)?;
+        check_all(&self.shared.all)
+    }
+
+    /// The request is a signed-in user's: no ceiling applies.
+    pub fn waive(self) {}
+}
 
 pub struct Throttle {
     login_account: DefaultKeyedRateLimiter<(String, IpAddr)>,
     login_address: DefaultKeyedRateLimiter<IpAddr>,
     signup_address: DefaultKeyedRateLimiter<IpAddr>,
-    email_org: DefaultKeyedRateLimiter<Uuid>,
     account_email_address: DefaultKeyedRateLimiter<IpAddr>,
     account_email_recipient: DefaultKeyedRateLimiter<String>,
     reset_address: DefaultKeyedRateLimiter<IpAddr>,
@@ -138,12 +215,12 @@ pub struct Throttle {
     page_token: DefaultKeyedRateLimiter<String>,
     pdf_address: DefaultKeyedRateLimiter<IpAddr>,
     pdf_token: DefaultKeyedRateLimiter<String>,
-    logins: Global,
-    signups: Global,
-    account_emails: Global,
-    resets: Global,
-    pages: Global,
-    pdfs: Global,
+    logins: Arc<Shared>,
+    signups: Arc<Shared>,
+    account_emails: Arc<Shared>,
+    resets: Arc<Shared>,
+    pages: Arc<Shared>,
+    pdfs: Arc<Shared>,
 }
 
 impl std::fmt::Debug for Throttle {
@@ -193,13 +270,11 @@ impl Throttle {
         ) -> DefaultKeyedRateLimiter<K> {
             RateLimiter::keyed(quota(n, period))
         }
-        let global = |n| RateLimiter::direct(quota(n, HOUR));
         let c = limits.ceilings;
         Throttle {
             login_account: keyed(limits.logins_per_account_minute, MINUTE),
             login_address: keyed(limits.logins_per_address_minute, MINUTE),
             signup_address: keyed(limits.signups_per_address_hour, HOUR),
-            email_org: keyed(limits.emails_per_org_hour, HOUR),
             account_email_address: keyed(limits.account_emails_per_address_hour, HOUR),
             account_email_recipient: keyed(limits.account_emails_per_recipient_hour, HOUR),
             reset_address: keyed(limits.resets_per_address_hour, HOUR),
@@ -208,62 +283,66 @@ impl Throttle {
             page_token: keyed(limits.public_pages_per_token_minute, MINUTE),
             pdf_address: keyed(limits.pdfs_per_address_minute, MINUTE),
             pdf_token: keyed(limits.pdfs_per_token_minute, MINUTE),
-            logins: global(c.logins),
-            signups: global(c.signups),
-            account_emails: global(c.account_emails),
-            resets: global(c.resets),
-            pages: global(c.public_pages),
-            pdfs: global(c.pdfs),
+            logins: Shared::new(c.logins),
+            signups: Shared::new(c.signups),
+            account_emails: Shared::new(c.account_emails),
+            resets: Shared::new(c.resets),
+            pages: Shared::new(c.public_pages),
+            pdfs: Shared::new(c.pdfs),
         }
     }
 
-    /// One login attempt for `email` from `address`, counted before its password is hashed.
-    pub fn login(&self, email: &str, address: IpAddr) -> Result<(), Throttled> {
-        let address = client_key(address);
-        check(&self.login_address, &address)?;
-        check(&self.login_account, &(email.trim().to_lowercase(), address))?;
-        check_all(&self.logins)
+    fn ceiling(shared: &Arc<Shared>, address: IpAddr) -> Ceiling {
+        Ceiling {
+            shared: shared.clone(),
+            network: network_key(address),
+        }
     }
 
-    pub fn signup(&self, address: IpAddr) -> Result<(), Throttled> {
+    /// One login attempt for `email` (or an invitation's token) from `address`, counted before its
+    /// password is hashed.
+    pub fn login(&self, email: &str, address: IpAddr) -> Result<Ceiling, Throttled> {
+        let key = client_key(address);
+        check(&self.login_address, &key)?;
+        check(&self.login_account, &(email_key(email), key))?;
+        Ok(Self::ceiling(&self.logins, address))
+    }
+
+    pub fn signup(&self, address: IpAddr) -> Result<Ceiling, Throttled> {
         check(&self.signup_address, &client_key(address))?;
-        check_all(&self.signups)
-    }
-
-    pub fn email(&self, org: Uuid) -> Result<(), Throttled> {
-        check(&self.email_org, &org)
+        Ok(Self::ceiling(&self.signups, address))
     }
 
     /// One account email (reset, verification, invitation) to `recipient` asked for from
     /// `address`, counted whether or not the recipient has an account (the answer is the same).
-    pub fn account_email(&self, recipient: &str, address: IpAddr) -> Result<(), Throttled> {
+    pub fn account_email(&self, recipient: &str, address: IpAddr) -> Result<Ceiling, Throttled> {
         check(&self.account_email_address, &client_key(address))?;
-        check(
-            &self.account_email_recipient,
-            &recipient.trim().to_lowercase(),
-        )?;
-        check_all(&self.account_emails)
+        check(&self.account_email_recipient, &email_key(recipient))?;
+        Ok(Self::ceiling(&self.account_emails, address))
     }
 
-    /// One try of a reset link (`token`) from `address`, counted before anything is looked up.
-    pub fn reset(&self, token: &str, address: IpAddr) -> Result<(), Throttled> {
+    /// One try of a reset link (`token`) from `address`, counted before anything is looked up;
+    /// the ceiling is spent once the link is found usable.
+    pub fn reset(&self, token: &str, address: IpAddr) -> Result<Ceiling, Throttled> {
         check(&self.reset_address, &client_key(address))?;
         check(&self.reset_token, &token_key(token))?;
-        check_all(&self.resets)
+        Ok(Self::ceiling(&self.resets, address))
     }
 
-    /// One customer page (or Pay) of the invoice link `token` from `address`.
-    pub fn public_page(&self, token: &str, address: IpAddr) -> Result<(), Throttled> {
+    /// One customer page (or Pay) of the invoice link `token` from `address`; the ceiling is spent
+    /// once the link is found.
+    pub fn public_page(&self, token: &str, address: IpAddr) -> Result<Ceiling, Throttled> {
         check(&self.page_address, &client_key(address))?;
         check(&self.page_token, &token_key(token))?;
-        check_all(&self.pages)
+        Ok(Self::ceiling(&self.pages, address))
     }
 
-    /// One customer PDF of the invoice link `token` from `address`.
-    pub fn pdf(&self, token: &str, address: IpAddr) -> Result<(), Throttled> {
+    /// One customer PDF of the invoice link `token` from `address`; the ceiling is spent once the
+    /// link is found.
+    pub fn pdf(&self, token: &str, address: IpAddr) -> Result<Ceiling, Throttled> {
         check(&self.pdf_address, &client_key(address))?;
         check(&self.pdf_token, &token_key(token))?;
-        check_all(&self.pdfs)
+        Ok(Self::ceiling(&self.pdfs, address))
     }
 
     /// Forgets keys whose allowance is full again, so the maps do not grow with every address and
@@ -276,7 +355,6 @@ impl Throttle {
         trim(&self.login_account);
         trim(&self.login_address);
         trim(&self.signup_address);
-        trim(&self.email_org);
         trim(&self.account_email_address);
         trim(&self.account_email_recipient);
         trim(&self.reset_address);
@@ -285,6 +363,16 @@ impl Throttle {
         trim(&self.page_token);
         trim(&self.pdf_address);
         trim(&self.pdf_token);
+        for shared in [
+            &self.logins,
+            &self.signups,
+            &self.account_emails,
+            &self.resets,
+            &self.pages,
+            &self.pdfs,
+        ] {
+            trim(&shared.network);
+        }
     }
 }
 
@@ -399,6 +487,11 @@ pub fn client_address(parts: &axum::http::request::Parts, header: Option<&str>) 
 mod tests {
     use super::*;
 
+    /// An action's own allowances, then its ceiling.
+    fn spent(asked: Result<Ceiling, Throttled>) -> Result<(), Throttled> {
+        asked?.spend()
+    }
+
     fn addr(last: u8) -> IpAddr {
         IpAddr::from([10, 0, 0, last])
     }
@@ -411,34 +504,29 @@ mod tests {
             ..Limits::default()
         });
         for _ in 0..3 {
-            t.login("ada@example.com", addr(1)).unwrap();
+            spent(t.login("ada@example.com", addr(1))).unwrap();
         }
-        let refused = t.login("ADA@example.com ", addr(1)).unwrap_err();
+        let refused = spent(t.login("ADA@example.com ", addr(1))).unwrap_err();
         assert!(
             refused.retry_after > Duration::ZERO && refused.retry_after <= Duration::from_secs(20)
         );
         // The owner elsewhere is not slowed by the guesser's failures.
-        t.login("ada@example.com", addr(2)).unwrap();
+        spent(t.login("ada@example.com", addr(2))).unwrap();
         // Another account from the guessing address: the per-address allowance (5) runs out.
-        t.login("bob@example.com", addr(1)).unwrap();
-        assert!(t.login("carol@example.com", addr(1)).is_err());
+        spent(t.login("bob@example.com", addr(1))).unwrap();
+        assert!(spent(t.login("carol@example.com", addr(1))).is_err());
     }
 
     #[test]
-    fn signups_and_emails_have_their_own_allowances() {
+    fn signups_have_their_own_allowance() {
         let t = Throttle::new(Limits {
             signups_per_address_hour: 2,
-            emails_per_org_hour: 1,
             ..Limits::default()
         });
-        t.signup(addr(1)).unwrap();
-        t.signup(addr(1)).unwrap();
-        assert!(t.signup(addr(1)).is_err());
-        t.signup(addr(2)).unwrap();
-        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
-        t.email(a).unwrap();
-        assert!(t.email(a).unwrap_err().retry_after > Duration::from_secs(60));
-        t.email(b).unwrap();
+        spent(t.signup(addr(1))).unwrap();
+        spent(t.signup(addr(1))).unwrap();
+        assert!(spent(t.signup(addr(1))).is_err());
+        spent(t.signup(addr(2))).unwrap();
     }
 
     #[test]
@@ -449,14 +537,14 @@ mod tests {
             ..Limits::default()
         });
         // One inbox, asked for from two places: the recipient's allowance (2) runs out.
-        t.account_email("victim@example.com", addr(1)).unwrap();
-        t.account_email("Victim@example.com ", addr(2)).unwrap();
-        assert!(t.account_email("victim@example.com", addr(3)).is_err());
+        spent(t.account_email("victim@example.com", addr(1))).unwrap();
+        spent(t.account_email("Victim@example.com ", addr(2))).unwrap();
+        assert!(spent(t.account_email("victim@example.com", addr(3))).is_err());
         // One place asking for many inboxes: the address's allowance (3) runs out.
-        t.account_email("a@example.com", addr(4)).unwrap();
-        t.account_email("b@example.com", addr(4)).unwrap();
-        t.account_email("c@example.com", addr(4)).unwrap();
-        assert!(t.account_email("d@example.com", addr(4)).is_err());
+        spent(t.account_email("a@example.com", addr(4))).unwrap();
+        spent(t.account_email("b@example.com", addr(4))).unwrap();
+        spent(t.account_email("c@example.com", addr(4))).unwrap();
+        assert!(spent(t.account_email("d@example.com", addr(4))).is_err());
     }
 
     #[tokio::test]
@@ -550,12 +638,12 @@ mod tests {
             logins_per_address_minute: 2,
             ..Limits::default()
         });
-        t.login("a@example.com", a).unwrap();
-        t.login("b@example.com", b).unwrap();
+        spent(t.login("a@example.com", a)).unwrap();
+        spent(t.login("b@example.com", b)).unwrap();
         assert!(t
             .login("c@example.com", "2001:db8:1:2::9".parse().unwrap())
             .is_err());
-        t.login("c@example.com", other).unwrap();
+        spent(t.login("c@example.com", other)).unwrap();
     }
 
     #[test]
@@ -574,16 +662,18 @@ mod tests {
         // Each from a different network: only the ceiling can refuse them.
         let net = |i: u16| -> IpAddr { format!("2001:db8:{i}::1").parse().unwrap() };
         for i in 0..3 {
-            t.login("a@example.com", net(i)).unwrap();
+            spent(t.login("a@example.com", net(i))).unwrap();
         }
-        assert!(t.login("a@example.com", net(99)).is_err());
+        assert!(spent(t.login("a@example.com", net(99))).is_err());
         type Act = fn(&Throttle, IpAddr) -> Result<(), Throttled>;
         let actions: [(&str, Act); 5] = [
-            ("signup", |t, a| t.signup(a)),
-            ("account email", |t, a| t.account_email(&a.to_string(), a)),
-            ("reset", |t, a| t.reset(&a.to_string(), a)),
-            ("page", |t, a| t.public_page(&a.to_string(), a)),
-            ("pdf", |t, a| t.pdf(&a.to_string(), a)),
+            ("signup", |t, a| spent(t.signup(a))),
+            ("account email", |t, a| {
+                spent(t.account_email(&a.to_string(), a))
+            }),
+            ("reset", |t, a| spent(t.reset(&a.to_string(), a))),
+            ("page", |t, a| spent(t.public_page(&a.to_string(), a))),
+            ("pdf", |t, a| spent(t.pdf(&a.to_string(), a))),
         ];
         for (name, act) in actions {
             act(&t, net(1)).unwrap();
@@ -605,9 +695,9 @@ mod tests {
         });
         type Act = fn(&Throttle, &str, IpAddr) -> Result<(), Throttled>;
         let actions: [Act; 3] = [
-            |t, k, a| t.reset(k, a),
-            |t, k, a| t.public_page(k, a),
-            |t, k, a| t.pdf(k, a),
+            |t, k, a| spent(t.reset(k, a)),
+            |t, k, a| spent(t.public_page(k, a)),
+            |t, k, a| spent(t.pdf(k, a)),
         ];
         for act in actions {
             // One token from many places: its own allowance (2).
@@ -619,5 +709,76 @@ mod tests {
             act(&t, "b", addr(1)).unwrap();
             assert!(act(&t, "c", addr(1)).is_err());
         }
+    }
+
+    #[test]
+    fn ceilings_group_ipv6_by_48_and_ipv4_by_24() {
+        let v6 = |s: &str| -> IpAddr { s.parse().unwrap() };
+        assert_eq!(
+            network_key(v6("2001:db8:1:2::1")),
+            network_key(v6("2001:db8:1:ffff:1::9"))
+        );
+        assert_ne!(
+            network_key(v6("2001:db8:1::1")),
+            network_key(v6("2001:db8:2::1"))
+        );
+        assert_eq!(network_key(addr(1)), network_key(addr(200)));
+        assert_ne!(
+            network_key(addr(1)),
+            network_key(IpAddr::from([10, 0, 1, 1]))
+        );
+        assert_eq!(network_key(v6("::ffff:10.0.0.7")), network_key(addr(1)));
+        // Per-address limits keep their /64 and /32.
+        assert_ne!(client_key(addr(1)), client_key(addr(2)));
+    }
+
+    /// 60 addresses of one /48, each within its own allowances, spend a tenth of a ceiling at
+    /// most: a user elsewhere still gets through, and a signed-in user is never refused by one.
+    #[test]
+    fn one_network_cannot_empty_a_ceiling() {
+        let t = Throttle::new(Limits {
+            resets_per_address_hour: 20,
+            account_emails_per_address_hour: 20,
+            account_emails_per_recipient_hour: 1_000,
+            ceilings: Ceilings {
+                resets: 500,
+                account_emails: 500,
+                ..Ceilings::DEFAULT
+            },
+            ..Limits::default()
+        });
+        let host = |i: u16| -> IpAddr { format!("2001:db8:77:{i:x}::1").parse().unwrap() };
+        let mut spent_resets = 0;
+        let mut spent_emails = 0;
+        for i in 0..60 {
+            for n in 0..20 {
+                // Every try passes its address's allowance; only the network's share refuses.
+                let asked = t.reset(&format!("tok-{i}-{n}"), host(i)).unwrap();
+                spent_resets += usize::from(asked.spend().is_ok());
+                let asked = t
+                    .account_email(&format!("x{n}@example.com"), host(i))
+                    .unwrap();
+                spent_emails += usize::from(asked.spend().is_ok());
+            }
+        }
+        assert_eq!((spent_resets, spent_emails), (50, 50), "a tenth of each");
+        let elsewhere: IpAddr = "2001:db8:99::1".parse().unwrap();
+        spent(t.reset("real", elsewhere)).unwrap();
+        spent(t.account_email("real@example.com", elsewhere)).unwrap();
+        // The flooding network's share is spent; its signed-in users still get their emails.
+        assert!(spent(t.account_email("me@example.com", host(61))).is_err());
+        t.account_email("me@example.com", host(62)).unwrap().waive();
+    }
+
+    #[test]
+    fn limiter_keys_are_bounded() {
+        let long = format!("{}@example.com", "Ä".repeat(400));
+        let key = email_key(&long);
+        assert!(key.len() <= 320, "{}", key.len());
+        assert!(
+            key.chars().all(|c| c == 'ä'),
+            "cut on a character boundary, lowercased"
+        );
+        assert_eq!(email_key(" Ada@Example.COM "), "ada@example.com");
     }
 }

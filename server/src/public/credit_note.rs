@@ -8,16 +8,18 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 use leptos::prelude::*;
 
-use super::{attachment, look, not_found, throttled, unavailable, Client, PageToken};
+use super::{attachment, drawn, look, throttled, unavailable, Client, PageToken};
 
 /// A credit note's customer page, `/c/{token}`: what was credited on which invoice, and why.
-pub(super) async fn page(State(state): State<AppState>, PageToken(token): PageToken) -> Response {
+pub(super) async fn page(
+    State(state): State<AppState>,
+    PageToken(token, ceiling): PageToken,
+) -> Response {
     let found =
         app::ssr::credit_notes::by_token(&state.pool, &token, &state.settings.public_url).await;
-    let (note, org_name, einvoicing, org) = match found {
-        Ok(Some(found)) => (found.note, found.org_name, found.einvoicing, found.org_id),
-        Ok(None) => return not_found(),
-        Err(e) => return unavailable("public credit note page", e),
+    let (note, org_name, einvoicing, org) = match drawn(ceiling, "public credit note page", found) {
+        Ok(found) => (found.note, found.org_name, found.einvoicing, found.org_id),
+        Err(answer) => return answer,
     };
     let (branding, locale) = match look_of(&state, org, note.invoice_id).await {
         Ok(found) => found,
@@ -74,15 +76,15 @@ pub(super) async fn pdf(
     Client(client): Client,
     Path(token): Path<String>,
 ) -> Response {
-    if let Err(t) = state.throttle.pdf(&token, client) {
-        return throttled(t);
-    }
+    let ceiling = match state.throttle.pdf(&token, client) {
+        Ok(ceiling) => ceiling,
+        Err(t) => return throttled(t),
+    };
     let found =
         app::ssr::credit_notes::by_token(&state.pool, &token, &state.settings.public_url).await;
-    let found = match found {
-        Ok(Some(found)) => found,
-        Ok(None) => return not_found(),
-        Err(e) => return unavailable("public credit note pdf", e),
+    let found = match drawn(ceiling, "public credit note pdf", found) {
+        Ok(found) => found,
+        Err(answer) => return answer,
     };
     let (branding, locale) = match look_of(&state, found.org_id, found.note.invoice_id).await {
         Ok(found) => found,

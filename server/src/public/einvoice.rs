@@ -8,7 +8,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
-use super::{not_found, private, throttled, unavailable, Client};
+use super::{drawn, not_found, private, throttled, unavailable, Client};
 
 #[derive(Debug, serde::Deserialize)]
 pub(super) struct SyntaxQuery {
@@ -53,14 +53,14 @@ pub(super) async fn invoice(
     let Some(syntax) = Syntax::parse(query.syntax.as_deref().unwrap_or("cii")) else {
         return not_found();
     };
-    if let Err(t) = state.throttle.public_page(&token, client) {
-        return throttled(t);
-    }
-    let found = match app::ssr::public::open(&state.pool, &token, &state.settings.public_url).await
-    {
-        Ok(Some(found)) => found,
-        Ok(None) => return not_found(),
-        Err(e) => return unavailable("public e-invoice", e),
+    let ceiling = match state.throttle.public_page(&token, client) {
+        Ok(ceiling) => ceiling,
+        Err(t) => return throttled(t),
+    };
+    let opened = app::ssr::public::open(&state.pool, &token, &state.settings.public_url).await;
+    let found = match drawn(ceiling, "public e-invoice", opened) {
+        Ok(found) => found,
+        Err(answer) => return answer,
     };
     let mut conn = match state.reads.acquire().await {
         Ok(conn) => conn,
@@ -80,15 +80,15 @@ pub(super) async fn credit_note(
     let Some(syntax) = Syntax::parse(query.syntax.as_deref().unwrap_or("cii")) else {
         return not_found();
     };
-    if let Err(t) = state.throttle.public_page(&token, client) {
-        return throttled(t);
-    }
+    let ceiling = match state.throttle.public_page(&token, client) {
+        Ok(ceiling) => ceiling,
+        Err(t) => return throttled(t),
+    };
     let found =
         app::ssr::credit_notes::by_token(&state.pool, &token, &state.settings.public_url).await;
-    let found = match found {
-        Ok(Some(found)) => found,
-        Ok(None) => return not_found(),
-        Err(e) => return unavailable("public e-invoice", e),
+    let found = match drawn(ceiling, "public e-invoice", found) {
+        Ok(found) => found,
+        Err(answer) => return answer,
     };
     let mut conn = match state.reads.acquire().await {
         Ok(conn) => conn,

@@ -9,11 +9,15 @@ use axum::extract::State;
 use axum::response::Response;
 use leptos::prelude::*;
 
-use super::{checkout_origins, look, not_found, unavailable, PageToken};
+use super::{checkout_origins, drawn, look, PageToken};
 
-pub(super) async fn page(State(state): State<AppState>, PageToken(token): PageToken) -> Response {
-    match public::open(&state.pool, &token, &state.settings.public_url).await {
-        Ok(Some(found)) => {
+pub(super) async fn page(
+    State(state): State<AppState>,
+    PageToken(token, ceiling): PageToken,
+) -> Response {
+    let opened = public::open(&state.pool, &token, &state.settings.public_url).await;
+    match drawn(ceiling, "public invoice page", opened) {
+        Ok(found) => {
             let tr = Tr::new(found.locale);
             let number = found.invoice.number.clone().unwrap_or_default();
             let title = tr.t_args(
@@ -29,8 +33,7 @@ pub(super) async fn page(State(state): State<AppState>, PageToken(token): PageTo
                 tr.locale,
             )
         }
-        Ok(None) => not_found(),
-        Err(e) => unavailable("public invoice page", e),
+        Err(answer) => answer,
     }
 }
 

@@ -15,12 +15,16 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use leptos::prelude::*;
 
-use super::{not_found, private, unavailable, PageToken};
+use super::{drawn, not_found, private, unavailable, PageToken};
 
 /// `GET /q/{token}`.
-pub(super) async fn page(State(state): State<AppState>, PageToken(token): PageToken) -> Response {
-    match quotes::by_token(&state.pool, &token, &state.settings.public_url).await {
-        Ok(Some(found)) => {
+pub(super) async fn page(
+    State(state): State<AppState>,
+    PageToken(token, ceiling): PageToken,
+) -> Response {
+    let found = quotes::by_token(&state.pool, &token, &state.settings.public_url).await;
+    match drawn(ceiling, "public quote page", found) {
+        Ok(found) => {
             let tr = Tr::new(found.locale);
             let number = found.quote.number.clone().unwrap_or_default();
             let title = tr.t_args(
@@ -30,8 +34,7 @@ pub(super) async fn page(State(state): State<AppState>, PageToken(token): PageTo
             let branding = found.branding.clone();
             super::look::page(&title, render(found, &token, &tr), &branding, "", tr.locale)
         }
-        Ok(None) => not_found(),
-        Err(e) => unavailable("public quote page", e),
+        Err(answer) => answer,
     }
 }
 
@@ -133,14 +136,14 @@ pub(super) async fn decline(
 
 async fn decide(
     State(state): State<AppState>,
-    PageToken(token): PageToken,
+    PageToken(token, ceiling): PageToken,
     axum::Form(form): axum::Form<DecideForm>,
     accept: bool,
 ) -> Response {
-    let found = match quotes::by_token(&state.pool, &token, &state.settings.public_url).await {
-        Ok(Some(found)) => found,
-        Ok(None) => return not_found(),
-        Err(e) => return unavailable("public quote decision", e),
+    let found = quotes::by_token(&state.pool, &token, &state.settings.public_url).await;
+    let found = match drawn(ceiling, "public quote decision", found) {
+        Ok(found) => found,
+        Err(answer) => return answer,
     };
     let (org, quote) = (found.org_id, found.quote.id);
     let tr = Tr::new(found.locale);
@@ -161,7 +164,18 @@ async fn decide(
     let attempt = Attempt::new(Surface::Form, key.to_string(), None);
     let base = &state.settings.public_url;
     let decided = track(&state.pool, attempt, async |attempt| {
-        quote_forms::decide(&state.pool, &attempt, org, quote, key, accept, base).await
+        let allowance = state.settings.limits.mail();
+        quote_forms::decide(
+            &state.pool,
+            &attempt,
+            org,
+            quote,
+            key,
+            accept,
+            base,
+            allowance,
+        )
+        .await
     })
     .await;
     let back = format!("/q/{token}");

@@ -10,7 +10,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use leptos::prelude::*;
 
-use super::{attachment, document, not_found, private, throttled, unavailable, Client, PageToken};
+use super::{
+    attachment, document, drawn, not_found, private, throttled, unavailable, Client, PageToken,
+};
 use crate::pdf::stored::RENDERS;
 
 #[derive(Debug, serde::Deserialize)]
@@ -19,11 +21,13 @@ pub(super) struct PeriodQuery {
     to: Option<String>,
 }
 
-/// The statement of the token's customer over the asked period, or the answer to give instead.
+/// The statement of the token's customer over the asked period, or the answer to give instead; the
+/// shared `ceiling` is spent once the link is found.
 async fn read(
     state: &AppState,
     token: &str,
     query: &PeriodQuery,
+    ceiling: app::ssr::throttle::Ceiling,
 ) -> Result<
     (
         app::model::Statement,
@@ -40,12 +44,11 @@ async fn read(
         .acquire()
         .await
         .map_err(|e| unavailable(context, e))?;
-    let Some((org, customer)) = statements::by_token(&mut conn, token)
-        .await
-        .map_err(|e| unavailable(context, e))?
-    else {
-        return Err(not_found());
-    };
+    let (org, customer) = drawn(
+        ceiling,
+        context,
+        statements::by_token(&mut conn, token).await,
+    )?;
     let today = statements::org_today(&mut conn, org)
         .await
         .map_err(|e| unavailable(context, e))?;
@@ -81,10 +84,10 @@ fn bad_period(why: String) -> Response {
 
 pub(super) async fn page(
     State(state): State<AppState>,
-    PageToken(token): PageToken,
+    PageToken(token, ceiling): PageToken,
     Query(query): Query<PeriodQuery>,
 ) -> Response {
-    let (statement, url, branding, _, tr) = match read(&state, &token, &query).await {
+    let (statement, url, branding, _, tr) = match read(&state, &token, &query, ceiling).await {
         Ok(found) => found,
         Err(answer) => return answer,
     };
@@ -116,10 +119,11 @@ pub(super) async fn pdf(
     axum::extract::Path(token): axum::extract::Path<String>,
     Query(query): Query<PeriodQuery>,
 ) -> Response {
-    if let Err(t) = state.throttle.pdf(&token, client) {
-        return throttled(t);
-    }
-    let (statement, _, branding, org, tr) = match read(&state, &token, &query).await {
+    let ceiling = match state.throttle.pdf(&token, client) {
+        Ok(ceiling) => ceiling,
+        Err(t) => return throttled(t),
+    };
+    let (statement, _, branding, org, tr) = match read(&state, &token, &query, ceiling).await {
         Ok(found) => found,
         Err(answer) => return answer,
     };
