@@ -453,7 +453,7 @@ async fn a_key_minted_for_one_form_is_never_answered_with_another_forms_result(p
     // A Send button's key...
     let key = Uuid::new_v4();
     let attempt = Attempt::new(Surface::Form, key.to_string(), None);
-    let sent = queue_invoice_email(&pool, &attempt, org, key, invoice)
+    let sent = queue_invoice_email(&pool, &attempt, org, key, invoice, gate())
         .await
         .unwrap();
     let SendOutcome::Queued(outbox_row) = sent else {
@@ -474,10 +474,19 @@ async fn a_key_minted_for_one_form_is_never_answered_with_another_forms_result(p
         org,
         first_key_of(&pool, invoice).await,
         invoice,
+        gate(),
     )
     .await
     .unwrap();
     assert!(matches!(again, SendOutcome::Queued(row) if row != outbox_row && row != invoice));
+}
+
+/// The mail gate of a verified member.
+fn gate() -> app::ssr::mail_gate::Gate {
+    app::ssr::mail_gate::Gate::new(
+        app::ssr::mail_gate::Allowance::DEFAULT,
+        app::ssr::mail_gate::Sender::Member { verified: true },
+    )
 }
 
 /// The form key an invoice was created with (its `form:<uuid>` source key).

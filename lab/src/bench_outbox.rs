@@ -68,13 +68,25 @@ pub async fn run(
     };
     let already = arrivals().len();
     let mut latencies = Vec::with_capacity(count);
+    // The benchmark measures the outbox, not the allowance.
+    let unlimited = app::ssr::mail_gate::Gate::new(
+        app::ssr::mail_gate::Allowance {
+            per_org_hour: u32::MAX,
+            per_recipient_hour: u32::MAX,
+        },
+        app::ssr::mail_gate::Sender::Automatic,
+    );
     for i in 0..count {
         let mut tx = pool.begin().await?;
-        app::ssr::outbox::enqueue(
+        let permit = unlimited
+            .permit(&mut tx, account.org_id, "bench@example.com")
+            .await?
+            .map_err(|refused| anyhow::anyhow!("the mail gate: {refused}"))?;
+        app::ssr::outbox::enqueue_email(
             &mut tx,
-            Some(account.org_id),
+            permit,
             Some(invoice.id),
-            app::ssr::outbox::Kind::InvoiceEmail,
+            app::ssr::outbox::MailKind::InvoiceEmail,
             serde_json::json!({ "invoice_id": invoice.id }),
         )
         .await?;

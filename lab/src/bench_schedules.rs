@@ -161,8 +161,14 @@ async fn scheduler(pool: &PgPool, workers: usize) -> anyhow::Result<(f64, Vec<u6
                 let mut latencies = Vec::new();
                 loop {
                     let at = Instant::now();
-                    let handled =
-                        app::ssr::schedules::run::run_due(&pool, chrono::Utc::now(), 1, "").await?;
+                    let handled = app::ssr::schedules::run::run_due(
+                        &pool,
+                        chrono::Utc::now(),
+                        1,
+                        "",
+                        app::ssr::mail_gate::Allowance::DEFAULT,
+                    )
+                    .await?;
                     if handled == 0 {
                         return anyhow::Ok(latencies);
                     }

@@ -655,9 +655,15 @@ async fn a_scheduled_run_that_would_not_be_valid_leaves_a_draft(pool: PgPool) {
         "{}",
         String::from_utf8_lossy(&moved.body)
     );
-    let ran = app::ssr::schedules::run::run_due(&app.pool, chrono::Utc::now(), 10, "")
-        .await
-        .unwrap();
+    let ran = app::ssr::schedules::run::run_due(
+        &app.pool,
+        chrono::Utc::now(),
+        10,
+        "",
+        app::ssr::mail_gate::Allowance::DEFAULT,
+    )
+    .await
+    .unwrap();
     assert_eq!(ran, 1);
     let id = schedule["id"].as_str().unwrap();
     let runs = app
@@ -676,4 +682,111 @@ async fn a_scheduled_run_that_would_not_be_valid_leaves_a_draft(pool: PgPool) {
         ))
         .await;
     assert_eq!(emails, 0);
+}
+
+/// Every character a field takes (tab, line breaks, XML's own specials, any script) still makes
+/// e-invoices that parse as XML and pass the rules, the text as it was typed (line ends as XML
+/// reads them).
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn tabs_line_breaks_and_any_script_still_make_well_formed_e_invoices(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let s = seller(&app).await;
+    let description = "Beratung\tPhase 1\r\nund 2: <Entwurf> & \"Review\" — 東京 ½ € 🧾\u{a0}ok";
+    let notes = "Vielen Dank!\n\n\tZahlbar ohne Abzug <sofort>.";
+    let mut body = invoice(&s.domestic, "eur", &[(description, "1", 10_000, "S19")], &s);
+    body["notes"] = json!(notes);
+    let made = created(&app, "/api/v1/invoices", &s.token, body).await;
+    assert_eq!(made["lines"][0]["description"], description);
+    let id = made["id"].as_str().unwrap();
+    let dir = std::env::temp_dir().join(format!("einvoice-text-{}", Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut files = Vec::new();
+    for syntax in ["cii", "ubl"] {
+        let res = app
+            .get(
+                &s.token,
+                &format!("/api/v1/invoices/{id}/einvoice?syntax={syntax}"),
+            )
+            .await;
+        assert_eq!(res.status, 200, "{syntax}");
+        let file = dir.join(format!("{syntax}.xml"));
+        std::fs::write(&file, &res.body).unwrap();
+        files.push(file);
+    }
+    // A parser reads each document (it refuses ill-formed XML) and finds both texts whole.
+    let expected = dir.join("expected.json");
+    let wanted = [description.replace("\r\n", "\n"), notes.to_owned()];
+    std::fs::write(&expected, serde_json::to_vec(&wanted).unwrap()).unwrap();
+    let check = r#"
+import json, sys
+from lxml import etree
+wanted = json.load(open(sys.argv[1], encoding="utf-8"))
+for f in sys.argv[2:]:
+    tree = etree.parse(f)
+    texts = {e.text for e in tree.iter() if isinstance(e.tag, str) and e.text}
+    for w in wanted:
+        assert w in texts, (f, w, sorted(texts))
+print("well-formed", len(sys.argv) - 2)
+"#;
+    let python = std::env::var("TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let out = std::process::Command::new(python)
+        .arg("-c")
+        .arg(check)
+        .arg(&expected)
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "well-formed 2");
+    assert_valid_en16931(&files);
+}
+
+/// The Factur-X properties go into the catalog's metadata object, found by reading the PDF's
+/// structure: a title (the org's name) and lines holding the very bytes a search would look for
+/// (`/Metadata N 0 R`, `<?xpacket begin`, `</rdf:RDF>`, `trailer`) mislead nothing, and the title
+/// stays whole. Tabs and line breaks in the lines and notes are drawn as spaces and lines.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn factur_x_metadata_is_found_whatever_bytes_the_text_holds(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let s = seller(&app).await;
+    let markers = "/Metadata 1 0 R <?xpacket begin=\"\" id=\"x\"?> </rdf:RDF> (trailer) startxref";
+    // The org's name is in the PDF's title, which krilla writes before the catalog and the XMP.
+    let renamed = sqlx::query("update orgs set name = $1 where legal_name = $2")
+        .bind(format!("Acme {markers}"))
+        .bind("Müller & Söhne GmbH")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(renamed.rows_affected(), 1);
+    let description = format!("{markers}\tand\r\nmore");
+    let mut body = invoice(
+        &s.domestic,
+        "eur",
+        &[(description.as_str(), "1", 10_000, "S19")],
+        &s,
+    );
+    body["notes"] = json!(format!("Thanks!\n\n{markers}"));
+    let made = created(&app, "/api/v1/invoices", &s.token, body).await;
+    let url = made["public_url"].as_str().unwrap();
+    let pdf = app.http.get(format!("{url}/pdf")).send().await.unwrap();
+    assert_eq!(pdf.status(), 200);
+    let dir = std::env::temp_dir().join(format!("facturx-markers-{}", Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("invoice.pdf");
+    std::fs::write(&file, pdf.bytes().await.unwrap()).unwrap();
+    assert_factur_x(std::slice::from_ref(&file));
+    let info = std::process::Command::new("pdfinfo")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let info = String::from_utf8_lossy(&info.stdout);
+    assert!(
+        info.lines()
+            .any(|l| l.starts_with("Title:") && l.ends_with(&format!("Acme {markers}"))),
+        "{info}"
+    );
 }

@@ -194,10 +194,16 @@ async fn an_always_failing_email_goes_dead_and_retry_revives_it(pool: PgPool) {
     let id: Uuid = scalar(&pool, "select id from outbox").await;
     let (other, _) = common::seed_invoice(&pool, "x@example.com", 1, "usd").await;
     assert!(
-        !outbox::revive(&pool, other, id).await.unwrap(),
+        !outbox::revive(&pool, other, id, common::member_gate())
+            .await
+            .unwrap()
+            .unwrap(),
         "only its org can retry it"
     );
-    assert!(outbox::revive(&pool, org, id).await.unwrap());
+    assert!(outbox::revive(&pool, org, id, common::member_gate())
+        .await
+        .unwrap()
+        .unwrap());
     let accepting = SmtpSink::start(0, false).await;
     drain(&pool, &mailer(&accepting), "w1").await;
     assert_eq!(
@@ -425,6 +431,7 @@ async fn a_dead_account_email_drops_its_link_and_is_not_revived(pool: PgPool) {
         "new@example.com",
         app::model::Role::Member,
         "form:1",
+        common::member_gate(),
     )
     .await
     .unwrap();
@@ -438,5 +445,10 @@ async fn a_dead_account_email_drops_its_link_and_is_not_revived(pool: PgPool) {
     .unwrap();
     assert!(dead);
     assert_eq!(token, None, "the link went with the row's death");
-    assert!(!outbox::revive(&pool, account.org_id, id).await.unwrap());
+    assert!(
+        !outbox::revive(&pool, account.org_id, id, common::member_gate())
+            .await
+            .unwrap()
+            .unwrap()
+    );
 }

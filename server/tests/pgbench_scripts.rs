@@ -471,9 +471,15 @@ async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
                     due_schedule(&pool, fixture.org).await;
                     capture.take();
                     let now = chrono::Utc::now();
-                    app::ssr::schedules::run::run_due(&pool, now, 1, "")
-                        .await
-                        .unwrap()
+                    app::ssr::schedules::run::run_due(
+                        &pool,
+                        now,
+                        1,
+                        "",
+                        app::ssr::mail_gate::Allowance::DEFAULT,
+                    )
+                    .await
+                    .unwrap()
                         == 1
                 }
             };

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use crate::common::rows::{insert_invoice, one_line_input};
 
-const ALLOWANCE: i64 = 100;
+const ALLOWANCE: app::ssr::mail_gate::Allowance = app::ssr::mail_gate::Allowance::DEFAULT;
 
 struct Org {
     id: Uuid,
@@ -242,16 +242,30 @@ async fn paid_void_and_opted_out_invoices_get_none(pool: PgPool) {
         run(&pool, at(&pool, org.id, "2027-03-20", 10).await).await,
         1
     );
-    // Within the org's allowance: with none left, the reminder waits.
+    // Within the org's allowance: with none left, the reminder waits for the hour's next slot.
     let waiting = invoice_due(&pool, org.id, "2027-03-11").await;
+    let one = app::ssr::mail_gate::Allowance {
+        per_org_hour: 1,
+        per_recipient_hour: 100,
+    };
+    let now = at(&pool, org.id, "2027-03-20", 10).await;
     assert_eq!(
-        app::ssr::reminders::run_due(&pool, at(&pool, org.id, "2027-03-20", 10).await, 100, 1)
+        app::ssr::reminders::run_due(&pool, now, 100, one)
             .await
             .unwrap(),
-        0,
-        "the hour's one email is spent"
+        1
     );
-    assert_eq!(emails(&pool, waiting).await, 0);
+    let wait: f64 = sqlx::query_scalar(
+        "select extract(epoch from next_attempt_at - now())::float8 from outbox where invoice_id = $1",
+    )
+    .bind(waiting)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!(
+        wait > 3000.0,
+        "the hour's one email is spent: it waits {wait} s"
+    );
 }
 
 /// A full payment and the reminder run, at once, thirty times: never a reminder queued after the

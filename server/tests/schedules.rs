@@ -58,9 +58,15 @@ async fn local(pool: &PgPool, org: Uuid, date: NaiveDate, minutes: i32) -> DateT
 }
 
 async fn run(pool: &PgPool, now: DateTime<Utc>) -> usize {
-    app::ssr::schedules::run::run_due(pool, now, 1000, BASE)
-        .await
-        .unwrap()
+    app::ssr::schedules::run::run_due(
+        pool,
+        now,
+        1000,
+        BASE,
+        app::ssr::mail_gate::Allowance::DEFAULT,
+    )
+    .await
+    .unwrap()
 }
 
 /// The periods of `schedule`'s invoices, oldest first, with their totals.
@@ -257,7 +263,8 @@ async fn runners_racing_for_due_periods_issue_each_once(pool: PgPool) {
             let (wide, barrier) = (wide.clone(), barrier.clone());
             tokio::spawn(async move {
                 barrier.wait().await;
-                app::ssr::schedules::run::run_due(&wide, now, 1000, BASE)
+                let allowance = app::ssr::mail_gate::Allowance::DEFAULT;
+                app::ssr::schedules::run::run_due(&wide, now, 1000, BASE, allowance)
                     .await
                     .unwrap()
             })

@@ -249,7 +249,7 @@ async fn a_reset_with_a_useless_link_spends_no_password_hash(pool: PgPool) {
     );
 }
 
-/// The notice as it is mailed: what changed, when, from where, and the account's API keys.
+/// The notice as it is mailed: what changed, when, from where, and the API keys the change revoked.
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn the_notice_says_what_when_where_and_names_the_keys(pool: PgPool) {
     let (user, email) = owner(&pool).await;
@@ -277,8 +277,11 @@ async fn the_notice_says_what_when_where_and_names_the_keys(pool: PgPool) {
     assert!(text.contains("password of your invoicer account was changed"));
     assert!(text.contains(&HERE.to_string()));
     assert!(text.contains("UTC"));
-    assert!(text.contains("1 API key"));
-    assert!(text.contains("/settings/account"));
+    assert!(
+        text.contains("1 API key(s) made by this account revoked"),
+        "{text}"
+    );
+    assert!(text.contains("/settings/api-keys"), "{text}");
 }
 
 /// Sends every due email as a file into a new folder (the file transport), and returns the folder.
@@ -403,7 +406,9 @@ async fn invitations_do_not_outlive_the_inviters_authority(pool: PgPool) {
     for role in [Role::Owner, Role::Member, Role::Viewer] {
         let to = format!("{}-{}@example.com", role.as_str(), Uuid::new_v4().simple());
         let mut tx = pool.begin().await.unwrap();
-        invitations::invite(&mut tx, org, &by_second, &to, role, &format!("form:{to}"))
+        let key = format!("form:{to}");
+        let gate = crate::common::member_gate();
+        invitations::invite(&mut tx, org, &by_second, &to, role, &key, gate)
             .await
             .unwrap();
         tx.commit().await.unwrap();
@@ -487,6 +492,7 @@ async fn accepting_checks_that_the_inviter_may_still_grant_the_role(pool: PgPool
         &to,
         Role::Owner,
         "form:1",
+        crate::common::member_gate(),
     )
     .await
     .unwrap();

@@ -303,6 +303,7 @@ async fn invite(pool: &PgPool, org: &Org, email: &str, role: Role) -> Uuid {
         email,
         role,
         &format!("form:{}", Uuid::now_v7()),
+        crate::common::member_gate(),
     )
     .await
     .unwrap();
@@ -380,7 +381,7 @@ async fn invitation_links_expire_explain_themselves_and_join_existing_accounts(p
     // Resending gives a new link and 7 more days; the old link is dead.
     let owner = Actor::user(org.owner, &org.owner_email);
     let mut tx = pool.begin().await.unwrap();
-    invitations::resend(&mut tx, org.id, &owner, id)
+    invitations::resend(&mut tx, org.id, &owner, id, crate::common::member_gate())
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -678,6 +679,14 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
             ]),
         ),
         (
+            "customer_action",
+            form(&[
+                ("customer_id", Uuid::now_v7().to_string()),
+                ("action", "archive".into()),
+                ("idempotency_key", key()),
+            ]),
+        ),
+        (
             "save_org_details",
             form(&[
                 ("idempotency_key", key()),
@@ -895,6 +904,10 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
         ),
         (
             "rotate_webhook_secret",
+            form(&[("idempotency_key", key()), ("id", key())]),
+        ),
+        (
+            "enable_webhook_endpoint",
             form(&[("idempotency_key", key()), ("id", key())]),
         ),
         (

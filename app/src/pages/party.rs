@@ -120,6 +120,12 @@ pub fn OrgDetailsForm(
                         "E-invoicing: finalize only invoices that make a valid EN 16931 e-invoice, and put factur-x.xml in their PDF"
                     </label>
                     {error_of("einvoicing")}
+                    <label>
+                        "Your password"
+                        <input type="password" name="password" autocomplete="current-password" maxlength="1024" />
+                        <span class="hint">"Needed to change the legal name, tax ids, email or e-invoicing when you signed in more than 10 minutes ago."</span>
+                        {error_of("password")}
+                    </label>
                     <button type="submit" class="primary save-details" disabled=move || action.pending().get()>
                         "Save business details"
                     </button>

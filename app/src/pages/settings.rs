@@ -139,6 +139,12 @@ pub fn OrgSettingsPage() -> impl IntoView {
                                         <textarea name="bank[other]" rows="2" maxlength="500">{p.bank.other.clone()}</textarea>
                                         {error_of(bank_errors, "other")}
                                     </label>
+                                    <label>
+                                        "Your password"
+                                        <input type="password" name="password" autocomplete="current-password" maxlength="1024" />
+                                        <span class="hint">"Needed to change where you are paid when you signed in more than 10 minutes ago."</span>
+                                        {error_of(bank_errors, "password")}
+                                    </label>
                                     <button type="submit" class="primary save-bank" disabled=move || bank.pending().get()>
                                         "Save bank details"
                                     </button>

@@ -10,7 +10,7 @@ use crate::model::webhooks::{WebhookEndpointPage, EVENT_TYPES};
 use crate::pages::layout::{error_banner, field_error, field_errors, NotFound};
 use crate::rpc::webhooks::{
     get_webhook_endpoint, webhooks_page, CreateWebhookEndpoint, DeleteWebhookEndpoint,
-    RedeliverWebhook, RotateWebhookSecret,
+    EnableWebhookEndpoint, RedeliverWebhook, RotateWebhookSecret,
 };
 
 fn when(t: chrono::DateTime<chrono::Utc>) -> String {
@@ -100,15 +100,17 @@ pub fn WebhookEndpointPageView() -> impl IntoView {
     let rotate = ServerAction::<RotateWebhookSecret>::new();
     let delete = ServerAction::<DeleteWebhookEndpoint>::new();
     let redeliver = ServerAction::<RedeliverWebhook>::new();
+    let enable = ServerAction::<EnableWebhookEndpoint>::new();
     let page = Resource::new(
         move || {
             (
                 params.with(|p| p.get("id").unwrap_or_default()),
                 rotate.version().get(),
                 redeliver.version().get(),
+                enable.version().get(),
             )
         },
-        |(id, _, _)| get_webhook_endpoint(id),
+        |(id, _, _, _)| get_webhook_endpoint(id),
     );
     Effect::new(move || {
         if let Some(Ok(())) = delete.value().get() {
@@ -120,13 +122,13 @@ pub fn WebhookEndpointPageView() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match page.await {
-                    Ok(p) => endpoint_view(p, rotate, delete, redeliver).into_any(),
+                    Ok(p) => endpoint_view(p, Actions { rotate, delete, redeliver, enable }).into_any(),
                     Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
                     Err(e) => error_banner(&e).into_any(),
                 }
             })}
         </Suspense>
-        {move || [rotate.value().get(), delete.value().get(), redeliver.value().get()]
+        {move || [rotate.value().get(), delete.value().get(), redeliver.value().get(), enable.value().get()]
             .into_iter()
             .flatten()
             .find_map(|r| r.err())
@@ -134,12 +136,22 @@ pub fn WebhookEndpointPageView() -> impl IntoView {
     }
 }
 
-fn endpoint_view(
-    p: WebhookEndpointPage,
+/// What an endpoint's page can do.
+#[derive(Clone, Copy)]
+struct Actions {
     rotate: ServerAction<RotateWebhookSecret>,
     delete: ServerAction<DeleteWebhookEndpoint>,
     redeliver: ServerAction<RedeliverWebhook>,
-) -> impl IntoView {
+    enable: ServerAction<EnableWebhookEndpoint>,
+}
+
+fn endpoint_view(p: WebhookEndpointPage, actions: Actions) -> impl IntoView {
+    let Actions {
+        rotate,
+        delete,
+        redeliver,
+        enable,
+    } = actions;
     let e = p.endpoint;
     let (id, key) = (e.id, p.form_key);
     let owner = e.secret.is_some();
@@ -157,6 +169,13 @@ fn endpoint_view(
                 <p><code class="secret">{secret}</code></p>
                 {e.previous_secret_until.map(|t| view! { <p class="hint">{format!("The previous secret signs too until {}.", when(t))}</p> })}
                 <div class="actions">
+                    {(e.status == "disabled").then(|| view! {
+                        <ActionForm action=enable>
+                            <input type="hidden" name="idempotency_key" value=key.to_string() />
+                            <input type="hidden" name="id" value=id.to_string() />
+                            <button type="submit" class="primary enable-endpoint">"Enable again"</button>
+                        </ActionForm>
+                    })}
                     <ActionForm action=rotate>
                         <input type="hidden" name="idempotency_key" value=key.to_string() />
                         <input type="hidden" name="id" value=id.to_string() />

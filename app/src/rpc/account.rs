@@ -46,9 +46,11 @@ pub async fn account_page() -> Result<crate::model::AccountView, AppError> {
 pub async fn change_password(current: String, password: String) -> Result<(), AppError> {
     let state = state()?;
     let user = crate::ssr::auth::require_user().await?;
+    // A signed-in user: their own allowances hold, the ceilings everyone shares do not.
     state
         .throttle
-        .login(&user.email, super::client_address(&state))?;
+        .login(&user.email, super::client_address(&state))?
+        .waive();
     if !crate::ssr::accounts::password_matches(&state.pool, user.id, &current).await? {
         return Err(AppError::field("current", "That is not your current password.").respond());
     }
@@ -85,11 +87,11 @@ pub async fn change_email(
     let user = crate::ssr::auth::require_user().await?;
     let key = parse_account_key(idempotency_key.as_deref())?;
     let address = super::client_address(&state);
-    state.throttle.login(&user.email, address)?;
+    state.throttle.login(&user.email, address)?.waive();
     if !crate::ssr::accounts::password_matches(&state.pool, user.id, &password).await? {
         return Err(AppError::field("password", "That is not your current password.").respond());
     }
-    state.throttle.account_email(&email, address)?;
+    state.throttle.account_email(&email, address)?.waive();
     crate::ssr::accounts::request_email_change(
         &state.pool,
         user.id,
@@ -111,7 +113,8 @@ pub async fn resend_verification(idempotency_key: Option<String>) -> Result<(), 
     if !user.email_verified {
         state
             .throttle
-            .account_email(&user.email, super::client_address(&state))?;
+            .account_email(&user.email, super::client_address(&state))?
+            .waive();
         let mut tx = state.pool.begin().await?;
         crate::ssr::accounts::queue_verification(
             &mut tx,

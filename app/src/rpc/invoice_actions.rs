@@ -27,8 +27,11 @@ pub async fn send_invoice(invoice_id: String, idempotency_key: String) -> Result
         let user = crate::ssr::auth::require(crate::model::Action::SendEmail).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
-        state.throttle.email(user.org_id)?;
-        queue_invoice_email(&state.pool, &attempt, user.org_id, key, invoice).await
+        let sender = crate::ssr::mail_gate::Sender::Member {
+            verified: user.email_verified,
+        };
+        let gate = crate::ssr::mail_gate::Gate::new(state.settings.limits.mail(), sender);
+        queue_invoice_email(&state.pool, &attempt, user.org_id, key, invoice, gate).await
     })
     .await
     .map_err(AppError::respond)?;
@@ -161,8 +164,11 @@ pub async fn retry_email(id: String, invoice_id: String) -> Result<(), AppError>
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     // Parsed, not echoed: only a UUID goes back into the Location header.
     let invoice_id = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
-    state.throttle.email(user.org_id)?;
-    if !crate::ssr::outbox::revive(&state.pool, user.org_id, id).await? {
+    let sender = crate::ssr::mail_gate::Sender::Member {
+        verified: user.email_verified,
+    };
+    let gate = crate::ssr::mail_gate::Gate::new(state.settings.limits.mail(), sender);
+    if !crate::ssr::outbox::revive(&state.pool, user.org_id, id, gate).await?? {
         return Err(AppError::NotFound.respond());
     }
     leptos_axum::redirect(&format!("/invoices/{invoice_id}"));

@@ -133,10 +133,12 @@ fn refused(e: crate::ssr::quotes::QuoteError) -> AppError {
             status.as_str()
         )),
         QuoteError::Db(e) => AppError::from(e),
+        QuoteError::Mail(refused) => AppError::from(refused),
     }
 }
 
-/// Sends a quote to its customer (opening a draft), once per rendered button.
+/// Sends a quote to its customer (opening a draft), once per rendered button, through the mail
+/// gate (the member's address verified, within the allowance).
 #[server(prefix = "/rpc", endpoint = "send_quote")]
 pub async fn send_quote(id: String, idempotency_key: Option<String>) -> Result<(), AppError> {
     use crate::ssr::claim::Form;
@@ -153,7 +155,11 @@ pub async fn send_quote(id: String, idempotency_key: Option<String>) -> Result<(
     }
     .run(async |tx, user| {
         let base = &state.settings.public_url;
-        crate::ssr::quotes::send(tx, user.org_id, quote, base)
+        let sender = crate::ssr::mail_gate::Sender::Member {
+            verified: user.email_verified,
+        };
+        let gate = crate::ssr::mail_gate::Gate::new(state.settings.limits.mail(), sender);
+        crate::ssr::quotes::send(tx, user.org_id, quote, base, gate)
             .await
             .map(|q| q.id)
             .map_err(refused)

@@ -134,14 +134,52 @@ pub async fn save_org_settings(
     .await
 }
 
-/// Saves who issues the org's invoices (its legal details), once per rendered form.
+/// A change of where the org is paid or of who it is on its e-invoices: the session must have
+/// proved the password in the last 10 minutes, or prove it now with `password`. Asked before
+/// anything is claimed, so a refused form keeps its key.
+#[cfg(feature = "ssr")]
+async fn recently_authenticated(
+    idempotency_key: &Option<String>,
+    password: Option<&str>,
+) -> Result<(), AppError> {
+    use crate::ssr::accounts::{reauthenticate, Reauth, RECENT_AUTH_MINUTES};
+    let user = crate::ssr::auth::require(crate::model::Action::ManageOrg).await?;
+    let state = state()?;
+    // A signed-in user: their own allowances hold, not the ceilings everyone shares.
+    state
+        .throttle
+        .login(&user.email, super::client_address(&state))?
+        .waive();
+    let why = match reauthenticate(&state.pool, user.id, user.session_id, password).await? {
+        Reauth::Fresh => return Ok(()),
+        Reauth::Needed => format!(
+            "Enter your password: changing where you are paid, or who you are on your e-invoices, \
+             asks for it when you signed in more than {RECENT_AUTH_MINUTES} minutes ago."
+        ),
+        Reauth::Wrong => "That is not your password.".to_owned(),
+    };
+    Err(AppError::rejected(
+        idempotency_key.clone(),
+        [("password".to_owned(), why)].into(),
+    )
+    .respond())
+}
+
+/// Saves who issues the org's invoices (its legal details), once per rendered form; a change of its
+/// e-invoicing identity asks for the password again after 10 minutes.
 #[server(prefix = "/rpc", endpoint = "save_org_details")]
 pub async fn save_org_details(
     idempotency_key: Option<String>,
     details: crate::model::OrgDetails,
+    password: Option<String>,
 ) -> Result<(), AppError> {
     use crate::ssr::claim::Form;
     let details = details.normalized();
+    let user = crate::ssr::auth::require(crate::model::Action::ManageOrg).await?;
+    let now = crate::ssr::orgs::details(&state()?.pool, user.org_id).await?;
+    if !crate::ssr::orgs::identity_changes(&now, &details).is_empty() {
+        recently_authenticated(&idempotency_key, password.as_deref()).await?;
+    }
     SettingsForm {
         form: Form::EditOrgDetails,
         action: crate::model::Action::ManageOrg,
@@ -151,20 +189,28 @@ pub async fn save_org_details(
         check: details.check(),
     }
     .run(async |tx, user| {
-        crate::ssr::orgs::save_details(tx, user.org_id, &details).await?;
+        let actor = super::actor(user);
+        crate::ssr::orgs::save_details(tx, user.org_id, &actor, &details).await?;
         Ok(user.org_id)
     })
     .await
 }
 
-/// Saves how the org is paid by transfer (shown on its invoices), once per rendered form.
+/// Saves how the org is paid by transfer (shown on its invoices), once per rendered form; a change
+/// of where the money goes asks for the password again after 10 minutes.
 #[server(prefix = "/rpc", endpoint = "save_bank_details")]
 pub async fn save_bank_details(
     idempotency_key: Option<String>,
     bank: crate::model::BankDetails,
+    password: Option<String>,
 ) -> Result<(), AppError> {
     use crate::ssr::claim::Form;
     let bank = bank.normalized();
+    let user = crate::ssr::auth::require(crate::model::Action::ManageOrg).await?;
+    let now = crate::ssr::orgs::bank_details(&state()?.pool, user.org_id).await?;
+    if !crate::ssr::orgs::bank_changes(&now, &bank).is_empty() {
+        recently_authenticated(&idempotency_key, password.as_deref()).await?;
+    }
     SettingsForm {
         form: Form::EditBankDetails,
         action: crate::model::Action::ManageOrg,
@@ -174,7 +220,8 @@ pub async fn save_bank_details(
         check: bank.check(),
     }
     .run(async |tx, user| {
-        crate::ssr::orgs::save_bank_details(tx, user.org_id, &bank).await?;
+        let actor = super::actor(user);
+        crate::ssr::orgs::save_bank_details(tx, user.org_id, &actor, &bank).await?;
         Ok(user.org_id)
     })
     .await

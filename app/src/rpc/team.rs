@@ -48,8 +48,21 @@ impl From<crate::ssr::invitations::InviteError> for AppError {
             }
             e @ InviteError::Accepted => AppError::BadRequest(e.to_string()),
             InviteError::Db(e) => e.into(),
+            InviteError::Mail(refused) => refused.into(),
         }
     }
+}
+
+/// The mail gate of an email a member sends in the org's name.
+#[cfg(feature = "ssr")]
+fn member_gate(
+    state: &crate::ssr::AppState,
+    user: &crate::ssr::auth::SessionUser,
+) -> crate::ssr::mail_gate::Gate {
+    let sender = crate::ssr::mail_gate::Sender::Member {
+        verified: user.email_verified,
+    };
+    crate::ssr::mail_gate::Gate::new(state.settings.limits.mail(), sender)
 }
 
 /// The members page: members, invitations, and a fresh key for the invite form.
@@ -106,19 +119,20 @@ pub async fn invite_member(
         check: Ok(()),
     }
     .run(async |tx, user| {
-        // An invitation is an email sent in the org's name: only from a verified address, and
-        // within the org's email allowance.
-        if !user.email_verified {
-            return Err(AppError::Forbidden(
-                "Verify your email address first (the link we sent you) to invite people.".into(),
-            )
-            .respond());
-        }
-        state.throttle.email(user.org_id)?;
-        state.throttle.account_email(&email, address)?;
+        // An invitation is an email sent in the org's name: through the mail gate (a verified
+        // address, the org's and the recipient's hourly allowance).
+        state.throttle.account_email(&email, address)?.waive();
         let (org, actor) = (user.org_id, actor(user));
-        let invited =
-            crate::ssr::invitations::invite(tx, org, &actor, &email, parsed_role, &source_key);
+        let gate = member_gate(&state, user);
+        let invited = crate::ssr::invitations::invite(
+            tx,
+            org,
+            &actor,
+            &email,
+            parsed_role,
+            &source_key,
+            gate,
+        );
         Ok(invited.await?)
     })
     .await
@@ -157,7 +171,10 @@ impl MemberChange {
         use crate::ssr::{invitations, members};
         let (actor, org) = (actor(user), user.org_id);
         Ok(match self {
-            MemberChange::ResendInvitation(id) => invitations::resend(tx, org, &actor, id).await?,
+            MemberChange::ResendInvitation(id) => {
+                let gate = member_gate(&state()?, user);
+                invitations::resend(tx, org, &actor, id, gate).await?
+            }
             MemberChange::RevokeInvitation(id) => invitations::revoke(tx, org, &actor, id).await?,
             MemberChange::ChangeRole(member, role) => {
                 members::change_role(tx, org, &actor, member, role).await?;
@@ -270,9 +287,14 @@ pub async fn invitation(token: String) -> Result<crate::model::InvitationView, A
 #[server(prefix = "/rpc", endpoint = "accept_invitation")]
 pub async fn accept_invitation(token: String, password: String) -> Result<(), AppError> {
     let state = state()?;
+    // A token of the wrong shape keys nothing: refused before any allowance is counted.
+    if crate::ssr::accounts::well_formed_token(&token).is_none() {
+        return Err(AppError::from(crate::ssr::accounts::TokenError::Unknown).respond());
+    }
     state
         .throttle
-        .login(&token, super::client_address(&state))?;
+        .login(&token, super::client_address(&state))?
+        .spend()?;
     let accepted = crate::ssr::invitations::accept(&state.pool, &token, &password)
         .await
         .map_err(|e| AppError::from(e).respond())?;

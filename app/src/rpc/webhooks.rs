@@ -98,7 +98,8 @@ pub async fn create_webhook_endpoint(
     }
     .run(async |tx, user| {
         let source = format!("form:{endpoint}");
-        match webhooks_out::create(tx, endpoint, user.org_id, &source, &input).await {
+        let by = webhooks_out::RegisteredBy::User(user.id);
+        match webhooks_out::create(tx, endpoint, user.org_id, &source, &input, by).await {
             Ok(_) => Ok(endpoint),
             Err(CreateError::TooMany) => Err(AppError::field(
                 "url",
@@ -155,6 +156,33 @@ pub async fn rotate_webhook_secret(
             Some(_) => Ok(endpoint),
             None => Err(AppError::NotFound),
         }
+    })
+    .await
+}
+
+/// Enables a disabled endpoint again (after three days of failures, or a reset of its registrant's
+/// password), once per rendered form: the events from now on are delivered to it.
+#[server(prefix = "/rpc", endpoint = "enable_webhook_endpoint")]
+pub async fn enable_webhook_endpoint(
+    idempotency_key: Option<String>,
+    id: String,
+) -> Result<(), AppError> {
+    let endpoint = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
+    let back = format!("/settings/webhooks/{endpoint}");
+    SettingsForm {
+        form: Form::EnableWebhookEndpoint,
+        action: Action::ManageOrg,
+        back: &back,
+        idempotency_key,
+        content: &endpoint,
+        check: Ok(()),
+    }
+    .run(async |tx, user| {
+        let actor = super::actor(user);
+        if !crate::ssr::webhooks_out::enable(tx, user.org_id, &actor, endpoint).await? {
+            return Err(AppError::NotFound);
+        }
+        Ok(endpoint)
     })
     .await
 }

@@ -5,6 +5,7 @@ use uuid::Uuid;
 use validator::ValidateEmail;
 
 mod credentials;
+pub mod recovery;
 
 /// Whether a write of a user's email was refused because another account has that address; any other
 /// failure stays an error.
@@ -16,8 +17,9 @@ pub(crate) fn email_taken<T>(written: sqlx::Result<T>) -> sqlx::Result<bool> {
 }
 pub use credentials::{
     change_password, check_password, new_token, password_matches, queue_verification,
-    request_email_change, request_reset, reset_password, token_hash, verify_email,
-    well_formed_token, Notice, TokenError, RESET_TTL, VERIFY_TTL,
+    reauthenticate, request_email_change, request_reset, reset_link_usable, reset_password,
+    token_hash, verify_email, well_formed_token, Notice, Reauth, TokenError, RECENT_AUTH_MINUTES,
+    RESET_TTL, VERIFY_TTL,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -79,7 +81,8 @@ pub async fn sign_up(
             let (_, to) = by_email(&mut tx, email)
                 .await?
                 .ok_or(sqlx::Error::RowNotFound)?;
-            queue_once_an_hour(&mut tx, crate::ssr::outbox::Kind::AccountExists, &to).await?;
+            queue_once_an_hour(&mut tx, crate::ssr::outbox::AccountKind::AccountExists, &to)
+                .await?;
             tx.commit().await?;
             Ok(SignedUp::Existing)
         }
@@ -106,7 +109,7 @@ async fn by_email(
 /// double click, or someone asking again and again, sends one).
 async fn queue_once_an_hour(
     tx: &mut sqlx::PgConnection,
-    kind: crate::ssr::outbox::Kind,
+    kind: crate::ssr::outbox::AccountKind,
     to: &str,
 ) -> sqlx::Result<()> {
     let dedupe = format!(

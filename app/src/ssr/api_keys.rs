@@ -399,13 +399,14 @@ pub async fn own_live(pool: &PgPool, user: Uuid) -> sqlx::Result<Vec<crate::mode
 }
 
 /// Revokes every live key `actor` made, in every org, in the caller's transaction; each one is
-/// recorded in its org's audit log. Returns how many.
-pub async fn revoke_all_own(tx: &mut sqlx::PgConnection, actor: &Actor) -> sqlx::Result<u64> {
+/// recorded in its org's audit log. Returns the org of each key revoked.
+pub async fn revoke_all_own(tx: &mut sqlx::PgConnection, actor: &Actor) -> sqlx::Result<Vec<Uuid>> {
     // language=PostgreSQL
     let revoked = sqlx::query!(
         r#"
         update api_keys set revoked_at = now()
         where created_by = $1 and revoked_at is null
+          and (expires_at is null or expires_at > now())
         returning id, org_id, name, prefix
         "#,
         actor.id
@@ -423,7 +424,28 @@ pub async fn revoke_all_own(tx: &mut sqlx::PgConnection, actor: &Actor) -> sqlx:
         )
         .await?;
     }
-    Ok(revoked.len() as u64)
+    Ok(revoked.into_iter().map(|k| k.org_id).collect())
+}
+
+/// Who a change made with key `id` is recorded as: its creator, named with the key
+/// (`API key ik_1a2b3c4d of ada@example.com`).
+pub async fn actor(tx: &mut sqlx::PgConnection, id: Uuid) -> sqlx::Result<Actor> {
+    // language=PostgreSQL
+    let key = sqlx::query!(
+        r#"select k.prefix, k.created_by, u.email as "email?"
+           from api_keys k left join users u on u.id = k.created_by where k.id = $1"#,
+        id
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    Ok(Actor {
+        id: key.created_by,
+        email: format!(
+            "API key {} of {}",
+            key.prefix,
+            key.email.as_deref().unwrap_or("a former member")
+        ),
+    })
 }
 
 /// The org of the user with this email (for `server admin create-api-key`).

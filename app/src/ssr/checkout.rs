@@ -254,14 +254,8 @@ pub async fn expire_open_sessions(
     let mut queued = 0;
     for id in open {
         let payload = serde_json::json!({"session_id": id, "dedupe": format!("expire/{id}")});
-        let row = crate::ssr::outbox::enqueue(
-            tx,
-            Some(org),
-            None,
-            crate::ssr::outbox::Kind::ExpireCheckout,
-            payload,
-        )
-        .await?;
+        let kind = crate::ssr::outbox::JobKind::ExpireCheckout;
+        let row = crate::ssr::outbox::enqueue_job(tx, org, kind, payload).await?;
         queued += u64::from(row.is_some());
     }
     Ok(queued)

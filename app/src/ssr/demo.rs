@@ -53,7 +53,8 @@ pub async fn seed(pool: &PgPool) -> Result<Option<Uuid>, crate::error::AppError>
         ..Default::default()
     };
     let mut tx = pool.begin().await?;
-    crate::ssr::orgs::save_details(&mut tx, org, &details).await?;
+    let operator = crate::ssr::audit::Actor::operator();
+    crate::ssr::orgs::save_details(&mut tx, org, &operator, &details).await?;
     tx.commit().await?;
 
     let mut tx = pool.begin().await?;

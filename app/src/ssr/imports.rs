@@ -256,11 +256,10 @@ pub async fn start(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<b
         return Ok(false);
     };
     if started.valid > 0 {
-        crate::ssr::outbox::enqueue(
+        crate::ssr::outbox::enqueue_job(
             tx,
-            Some(org),
-            None,
-            crate::ssr::outbox::Kind::CustomerImport,
+            org,
+            crate::ssr::outbox::JobKind::CustomerImport,
             json!({ "import_id": id, "dedupe": format!("customer_import:{id}") }),
         )
         .await?;

@@ -11,7 +11,7 @@ use validator::ValidateEmail;
 use crate::model::{InvitationState, InvitationSummary, Role};
 use crate::ssr::accounts::{new_token, token_hash, well_formed_token, TokenError};
 use crate::ssr::audit::{self, Actor};
-use crate::ssr::outbox::{self, Kind};
+use crate::ssr::outbox;
 
 pub const TTL: chrono::Duration = chrono::Duration::days(7);
 
@@ -27,6 +27,9 @@ pub enum InviteError {
     NotFound,
     #[error("This invitation was already accepted.")]
     Accepted,
+    /// The mail gate refused its email.
+    #[error(transparent)]
+    Mail(#[from] crate::ssr::mail_gate::Refused),
     #[error(transparent)]
     Db(#[from] sqlx::Error),
 }
@@ -47,6 +50,7 @@ pub async fn invite(
     email: &str,
     role: Role,
     source_key: &str,
+    gate: crate::ssr::mail_gate::Gate,
 ) -> Result<Uuid, InviteError> {
     let email = email.trim();
     if !email.validate_email() || email.len() > 254 {
@@ -103,11 +107,12 @@ pub async fn invite(
         }
         other => other?,
     };
-    outbox::enqueue(
+    let permit = gate.permit(tx, org, email).await??;
+    outbox::enqueue_email(
         tx,
-        Some(org),
+        permit,
         None,
-        Kind::Invitation,
+        outbox::MailKind::Invitation,
         payload(email, &org_name, role, &actor.email, &token),
     )
     .await?;
@@ -124,12 +129,13 @@ pub async fn invite(
 }
 
 /// Sends an open invitation again with a new link (the old link stops working) and a fresh 7 days,
-/// in the caller's transaction (the resend button's claim).
+/// in the caller's transaction (the resend button's claim), through the mail `gate`.
 pub async fn resend(
     tx: &mut PgConnection,
     org: Uuid,
     actor: &Actor,
     id: Uuid,
+    gate: crate::ssr::mail_gate::Gate,
 ) -> Result<Uuid, InviteError> {
     let (token, hash) = new_token();
     // language=PostgreSQL
@@ -150,11 +156,12 @@ pub async fn resend(
     .await?
     .ok_or(InviteError::NotFound)?;
     let role = Role::stored(&row.role);
-    outbox::enqueue(
+    let permit = gate.permit(tx, org, &row.email).await??;
+    outbox::enqueue_email(
         tx,
-        Some(org),
+        permit,
         None,
-        Kind::Invitation,
+        outbox::MailKind::Invitation,
         payload(&row.email, &row.org_name, role, &actor.email, &token),
     )
     .await?;
@@ -212,6 +219,38 @@ pub async fn revoke(
         .await?;
     }
     Ok(id)
+}
+
+/// Withdraws every open invitation `inviter` sent, in every org, in the caller's transaction (their
+/// links then say they were revoked); each is in its org's audit log. Returns the org of each.
+pub async fn withdraw_sent_by(
+    tx: &mut PgConnection,
+    inviter: Uuid,
+    actor: &Actor,
+) -> sqlx::Result<Vec<Uuid>> {
+    // language=PostgreSQL
+    let withdrawn = sqlx::query!(
+        r#"
+        update invitations set revoked_at = now()
+        where invited_by = $1 and accepted_at is null and revoked_at is null
+        returning id, org_id, email
+        "#,
+        inviter
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    for invitation in &withdrawn {
+        audit::record(
+            tx,
+            invitation.org_id,
+            actor,
+            "invitation.revoked",
+            &invitation.email,
+            serde_json::json!({"invitation_id": invitation.id, "because": "credentials_reset"}),
+        )
+        .await?;
+    }
+    Ok(withdrawn.into_iter().map(|i| i.org_id).collect())
 }
 
 /// The org's invitations, newest first (the last 100).

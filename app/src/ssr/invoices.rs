@@ -347,7 +347,10 @@ pub fn preview(
 /// Should an invoice with that key exist already (a claim row lost), it is that invoice. An
 /// e-invoicing org's invoice is finalized only if it makes a valid e-invoice (its customer or the
 /// org may have changed since the input was checked); otherwise it is left a draft for the owner
-/// to fix, and nothing is sent. Returns the invoice and what was done with it.
+/// to fix, and nothing is sent. Its email passes the mail gate as the org's own (beyond the
+/// allowance it waits for its slot; an org with no verified owner sends nothing, and the invoice
+/// is only finalized). Returns the invoice and what was done with it.
+#[allow(clippy::too_many_arguments)]
 pub async fn issue_keyed(
     tx: &mut PgConnection,
     org: Uuid,
@@ -356,6 +359,7 @@ pub async fn issue_keyed(
     input: &InvoiceInput,
     action: crate::model::RunAction,
     public_base: &str,
+    allowance: crate::ssr::mail_gate::Allowance,
 ) -> sqlx::Result<(Uuid, crate::model::RunAction)> {
     use crate::model::RunAction;
     // language=PostgreSQL
@@ -394,14 +398,27 @@ pub async fn issue_keyed(
         }
     }
     if action == RunAction::Send {
-        crate::ssr::outbox::enqueue(
-            tx,
-            Some(org),
-            Some(id),
-            crate::ssr::outbox::Kind::InvoiceEmail,
-            serde_json::json!({ "invoice_id": id }),
-        )
-        .await?;
+        use crate::ssr::mail_gate::{Gate, Sender};
+        let to = recipient(tx, org, id).await?.unwrap_or_default();
+        match Gate::new(allowance, Sender::Automatic)
+            .permit(tx, org, &to)
+            .await?
+        {
+            Ok(permit) => {
+                crate::ssr::outbox::enqueue_email(
+                    tx,
+                    permit,
+                    Some(id),
+                    crate::ssr::outbox::MailKind::InvoiceEmail,
+                    serde_json::json!({ "invoice_id": id }),
+                )
+                .await?;
+            }
+            Err(refused) => {
+                tracing::warn!(%org, %source_key, %refused, "an issued invoice is not emailed");
+                action = RunAction::Finalize;
+            }
+        }
     }
     Ok((id, action))
 }
@@ -463,6 +480,22 @@ pub async fn exists(conn: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Resul
     .fetch_optional(&mut *conn)
     .await?;
     Ok(found.is_some())
+}
+
+/// Where `org`'s invoice `id` is emailed (its customer's address), if there is such an invoice.
+pub async fn recipient(
+    conn: &mut PgConnection,
+    org: Uuid,
+    id: Uuid,
+) -> sqlx::Result<Option<String>> {
+    // language=PostgreSQL
+    sqlx::query_scalar!(
+        "select customer_email from invoices where id = $1 and org_id = $2",
+        id,
+        org
+    )
+    .fetch_optional(&mut *conn)
+    .await
 }
 
 /// The invoice a surface created under `source_key` (its business key, e.g. `form:<uuid>`).

@@ -485,7 +485,30 @@ fn account_message(row: &Leased, public_url: &str) -> Result<Option<AccountMail>
                 other => return Err(RenderError::Permanent(format!("unknown notice {other}"))),
             };
             let keys = row.payload["api_keys"].as_i64().unwrap_or(0);
-            let keys = if keys > 0 {
+            let taken = &row.payload["taken_back"];
+            let keys = if taken.is_object() {
+                let endpoints: Vec<&str> = taken["endpoints"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|u| u.as_str())
+                    .collect();
+                format!(
+                    "\n\nWhoever knew the old password may have left something behind, so it was \
+                     taken back: {} API key(s) made by this account revoked, {} open \
+                     invitation(s) it sent withdrawn, {} webhook endpoint(s) it registered in \
+                     the last 7 days disabled{}. Make new keys where you need them: \
+                     {base}/settings/api-keys\n",
+                    taken["api_keys"].as_i64().unwrap_or(0),
+                    taken["invitations"].as_i64().unwrap_or(0),
+                    endpoints.len(),
+                    if endpoints.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", endpoints.join(", "))
+                    }
+                )
+            } else if keys > 0 {
                 format!(
                     "\n\nThe {keys} API key(s) made by this account still work. If this was not \
                      you, revoke them all from the account page: {base}/settings/account\n"
@@ -500,6 +523,78 @@ fn account_message(row: &Leased, public_url: &str) -> Result<Option<AccountMail>
                     "Hello,\n\n{what} at {at}, from the address {client}.{keys}\n\n\
                      If it was you, there is nothing to do. If it was not, reset your password \
                      at once ({base}/forgot-password) and tell the owners of your organisations.\n"
+                ),
+            }
+        }
+        "credentials_notice" => {
+            let what = match field("event")?.as_str() {
+                "password_reset" => "was reset",
+                "password_changed" => "was changed",
+                other => return Err(RenderError::Permanent(format!("unknown notice {other}"))),
+            };
+            let endpoints: Vec<String> = row.payload["endpoints"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|e| {
+                    Some(format!(
+                        "  {}\n  enable it again: {base}/settings/webhooks/{}\n",
+                        e["url"].as_str()?,
+                        e["id"].as_str()?
+                    ))
+                })
+                .collect();
+            let endpoints = if endpoints.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "\nWebhook endpoints they registered in the last 7 days were disabled; if you \
+                     know them, enable them again with one click:\n{}",
+                    endpoints.concat()
+                )
+            };
+            let org: String = field("org_name")?.chars().take(60).collect();
+            AccountMail {
+                to: field("to")?,
+                subject: format!("A member's password {what} in {org}"),
+                text: format!(
+                    "Hello,\n\nThe password of {} {what} at {}, from the address {}.\n\n\
+                     In {org}, what the account could have left for whoever held it before was \
+                     taken back: {} API key(s) revoked, {} open invitation(s) withdrawn.\n{endpoints}\n\
+                     The audit log has each one: {base}/settings/audit\n",
+                    field("member")?,
+                    field("at")?,
+                    field("client")?,
+                    row.payload["api_keys"].as_i64().unwrap_or(0),
+                    row.payload["invitations"].as_i64().unwrap_or(0),
+                ),
+            }
+        }
+        "org_change_notice" => {
+            let changes: Vec<String> = row.payload["changes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| {
+                    Some(format!(
+                        "  {}: {} -> {}\n",
+                        c["field"].as_str()?,
+                        c["old"].as_str()?,
+                        c["new"].as_str()?
+                    ))
+                })
+                .collect();
+            let org: String = field("org_name")?.chars().take(60).collect();
+            AccountMail {
+                to: field("to")?,
+                subject: format!("Payment or e-invoicing details of {org} changed"),
+                text: format!(
+                    "Hello,\n\n{} changed these details of {org} at {}:\n\n{}\n\
+                     Customers are told to pay where these say. If you did not expect this, check \
+                     the settings at once: {base}/settings/org\n",
+                    field("by")?,
+                    field("at")?,
+                    changes.concat()
                 ),
             }
         }

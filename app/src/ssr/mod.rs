@@ -24,6 +24,7 @@ pub mod invoice_input;
 pub mod invoices;
 pub mod lifecycle;
 pub mod mail;
+pub mod mail_gate;
 pub mod manual_payments;
 pub mod members;
 pub mod observe;

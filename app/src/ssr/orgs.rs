@@ -90,9 +90,138 @@ pub async fn details(db: impl PgExecutor<'_>, org: Uuid) -> sqlx::Result<OrgDeta
     })
 }
 
+/// One field of where the org is paid, or of who it is on its e-invoices, as it was and is now (an
+/// IBAN masked to its last four characters).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Change {
+    pub field: &'static str,
+    pub old: String,
+    pub new: String,
+}
+
+/// `iban` as the audit log and emails show it: its last four characters.
+pub fn mask_iban(iban: &str) -> String {
+    let chars: Vec<char> = iban.chars().collect();
+    match chars.len() {
+        0 => String::new(),
+        n if n <= 4 => "…".repeat(n),
+        n => format!("…{}", chars[n - 4..].iter().collect::<String>()),
+    }
+}
+
+/// What differs in where customers are told to pay: the holder, the IBAN, the BIC, the other
+/// scheme's details (the reference format moves no money).
+pub fn bank_changes(old: &BankDetails, new: &BankDetails) -> Vec<Change> {
+    let mut changes = Vec::new();
+    let mut differ = |field, old: &str, new: &str, shown: fn(&str) -> String| {
+        if old != new {
+            changes.push(Change {
+                field,
+                old: shown(old),
+                new: shown(new),
+            });
+        }
+    };
+    differ("bank.holder", &old.holder, &new.holder, str::to_owned);
+    differ("bank.iban", &old.iban, &new.iban, mask_iban);
+    differ("bank.bic", &old.bic, &new.bic, str::to_owned);
+    differ("bank.text", &old.other, &new.other, str::to_owned);
+    changes
+}
+
+/// What differs in who the org is on its e-invoices: its legal name, VAT and tax registration
+/// ids, its electronic address, and whether it issues e-invoices at all.
+pub fn identity_changes(old: &OrgDetails, new: &OrgDetails) -> Vec<Change> {
+    let mut changes = Vec::new();
+    let mut differ = |field, old: &str, new: &str| {
+        if old != new {
+            changes.push(Change {
+                field,
+                old: old.to_owned(),
+                new: new.to_owned(),
+            });
+        }
+    };
+    differ("legal_name", &old.legal_name, &new.legal_name);
+    differ("vat_id", &old.vat_id, &new.vat_id);
+    differ(
+        "tax_registration_id",
+        &old.tax_registration_id,
+        &new.tax_registration_id,
+    );
+    differ("email", &old.email, &new.email);
+    differ(
+        "einvoicing",
+        &old.einvoicing.to_string(),
+        &new.einvoicing.to_string(),
+    );
+    changes
+}
+
+/// Records `changes` (if any) in `org`'s audit log as `action` and tells every owner by email, in
+/// the caller's transaction: a change of where the org is paid is never silent, whoever made it.
+async fn record_changes(
+    tx: &mut PgConnection,
+    org: Uuid,
+    actor: &crate::ssr::audit::Actor,
+    action: &str,
+    changes: &[Change],
+) -> sqlx::Result<()> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let fields: Vec<&str> = changes.iter().map(|c| c.field).collect();
+    crate::ssr::audit::record(
+        tx,
+        org,
+        actor,
+        action,
+        &fields.join(", "),
+        serde_json::json!({ "changes": changes }),
+    )
+    .await?;
+    // language=PostgreSQL
+    sqlx::query!(
+        r#"
+        insert into outbox (id, org_id, kind, payload)
+        select gen_random_uuid(), $1, 'org_change_notice',
+               jsonb_build_object('to', u.email, 'org_name', o.name, 'by', $2::text,
+                                  'at', $3::text, 'changes', $4::jsonb)
+        from memberships m join users u on u.id = m.user_id join orgs o on o.id = m.org_id
+        where m.org_id = $1 and m.role = 'owner'
+        "#,
+        org,
+        actor.email,
+        chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string(),
+        serde_json::to_value(changes).expect("changes serialise"),
+    )
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// Locks `org`'s row for a change of its details, and reads what they are.
+async fn locked(tx: &mut PgConnection, org: Uuid) -> sqlx::Result<(OrgDetails, BankDetails)> {
+    // language=PostgreSQL
+    sqlx::query!("select id from orgs where id = $1 for update", org)
+        .fetch_one(&mut *tx)
+        .await?;
+    Ok((
+        details(&mut *tx, org).await?,
+        bank_details(&mut *tx, org).await?,
+    ))
+}
+
 /// Saves who issues `org`'s invoices (normalized and checked by [`OrgDetails::check`] first).
-/// Invoices already finalized keep the seller they were finalized with.
-pub async fn save_details(tx: &mut PgConnection, org: Uuid, d: &OrgDetails) -> sqlx::Result<()> {
+/// Invoices already finalized keep the seller they were finalized with. A change of its
+/// e-invoicing identity is in the audit log and emailed to every owner.
+pub async fn save_details(
+    tx: &mut PgConnection,
+    org: Uuid,
+    actor: &crate::ssr::audit::Actor,
+    d: &OrgDetails,
+) -> sqlx::Result<()> {
+    let (before, _) = locked(tx, org).await?;
     // language=PostgreSQL
     sqlx::query!(
         r#"
@@ -119,7 +248,8 @@ pub async fn save_details(tx: &mut PgConnection, org: Uuid, d: &OrgDetails) -> s
     )
     .execute(&mut *tx)
     .await?;
-    Ok(())
+    let changes = identity_changes(&before, d);
+    record_changes(tx, org, actor, "org.identity_changed", &changes).await
 }
 
 /// How `org` is paid by transfer.
@@ -144,11 +274,14 @@ pub async fn bank_details(db: impl PgExecutor<'_>, org: Uuid) -> sqlx::Result<Ba
 }
 
 /// Saves how `org` is paid by transfer: `bank` normalized and checked ([`BankDetails::check`]) first.
+/// A change of where the money goes is in the audit log and emailed to every owner.
 pub async fn save_bank_details(
     tx: &mut PgConnection,
     org: Uuid,
+    actor: &crate::ssr::audit::Actor,
     bank: &BankDetails,
 ) -> sqlx::Result<()> {
+    let (_, before) = locked(tx, org).await?;
     // language=PostgreSQL
     sqlx::query!(
         r#"
@@ -166,5 +299,6 @@ pub async fn save_bank_details(
     )
     .execute(&mut *tx)
     .await?;
-    Ok(())
+    let changes = bank_changes(&before, bank);
+    record_changes(tx, org, actor, "org.bank_details_changed", &changes).await
 }

@@ -41,6 +41,11 @@ pub enum Kind {
     WebhookDisabled,
     /// Add the rows of a customer import, a batch at a time: work, not an email.
     CustomerImport,
+    /// A member's password was reset or changed: the org's other owners are told what was taken
+    /// back (API keys, invitations, webhook endpoints).
+    CredentialsNotice,
+    /// Where the org is paid, or who it is on its e-invoices, changed: every owner is told.
+    OrgChangeNotice,
 }
 
 impl Kind {
@@ -61,32 +66,128 @@ impl Kind {
             Kind::Webhook => "webhook",
             Kind::WebhookDisabled => "webhook_disabled",
             Kind::CustomerImport => "customer_import",
+            Kind::CredentialsNotice => "credentials_notice",
+            Kind::OrgChangeNotice => "org_change_notice",
         }
     }
 }
 
-/// An email about an account (no org, no invoice): [`enqueue`] with both left out.
+/// An email about an account, to the account's own address (a link, a notice): no org, no
+/// invoice, and not in an org's name, so not through the gate.
 pub async fn enqueue_account_email(
     tx: &mut PgConnection,
-    kind: Kind,
+    kind: AccountKind,
     payload: JsonValue,
 ) -> sqlx::Result<()> {
-    enqueue(tx, None, None, kind, payload).await.map(|_| ())
+    enqueue(tx, None, None, kind.into(), payload, None)
+        .await
+        .map(|_| ())
 }
 
-/// Writes a row in the caller's transaction; None if an equal row exists (one receipt per payment).
-pub async fn enqueue(
+/// The emails about an account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccountKind {
+    VerifyEmail,
+    ResetPassword,
+    AccountNotice,
+    AccountExists,
+    NoAccount,
+}
+
+impl From<AccountKind> for Kind {
+    fn from(kind: AccountKind) -> Kind {
+        match kind {
+            AccountKind::VerifyEmail => Kind::VerifyEmail,
+            AccountKind::ResetPassword => Kind::ResetPassword,
+            AccountKind::AccountNotice => Kind::AccountNotice,
+            AccountKind::AccountExists => Kind::AccountExists,
+            AccountKind::NoAccount => Kind::NoAccount,
+        }
+    }
+}
+
+/// The emails sent in an org's name: only through the gate ([`enqueue_email`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MailKind {
+    InvoiceEmail,
+    QuoteEmail,
+    Reminder,
+    Invitation,
+}
+
+impl From<MailKind> for Kind {
+    fn from(kind: MailKind) -> Kind {
+        match kind {
+            MailKind::InvoiceEmail => Kind::InvoiceEmail,
+            MailKind::QuoteEmail => Kind::QuoteEmail,
+            MailKind::Reminder => Kind::Reminder,
+            MailKind::Invitation => Kind::Invitation,
+        }
+    }
+}
+
+/// Work for the workers that is no email: calls to Stripe, an import's batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobKind {
+    ExpireCheckout,
+    StripeRefund,
+    CustomerImport,
+}
+
+impl From<JobKind> for Kind {
+    fn from(kind: JobKind) -> Kind {
+        match kind {
+            JobKind::ExpireCheckout => Kind::ExpireCheckout,
+            JobKind::StripeRefund => Kind::StripeRefund,
+            JobKind::CustomerImport => Kind::CustomerImport,
+        }
+    }
+}
+
+/// Queues an email in its permit's org's name to its permit's recipient, in the caller's
+/// transaction (the gate's): it counts against the allowances from its slot, and is not sent
+/// before it. None if an equal row exists (one reminder per step).
+pub async fn enqueue_email(
+    tx: &mut PgConnection,
+    permit: crate::ssr::mail_gate::Permit,
+    invoice: Option<Uuid>,
+    kind: MailKind,
+    payload: JsonValue,
+) -> sqlx::Result<Option<Uuid>> {
+    let org = Some(permit.org);
+    enqueue(tx, org, invoice, kind.into(), payload, Some(permit)).await
+}
+
+/// Queues work for the workers, in the caller's transaction. None if an equal row exists.
+pub async fn enqueue_job(
+    tx: &mut PgConnection,
+    org: Uuid,
+    kind: JobKind,
+    payload: JsonValue,
+) -> sqlx::Result<Option<Uuid>> {
+    enqueue(tx, Some(org), None, kind.into(), payload, None).await
+}
+
+/// Writes a row in the caller's transaction; None if an equal row exists. Private: email in an
+/// org's name comes only with a permit.
+async fn enqueue(
     tx: &mut PgConnection,
     org: Option<Uuid>,
     invoice: Option<Uuid>,
     kind: Kind,
     payload: JsonValue,
+    permit: Option<crate::ssr::mail_gate::Permit>,
 ) -> sqlx::Result<Option<Uuid>> {
+    let (recipient, gated_at) = match permit {
+        Some(p) => (Some(p.recipient), Some(p.at)),
+        None => (None, None),
+    };
     // language=PostgreSQL
     sqlx::query_scalar!(
         r#"
-        insert into outbox (id, org_id, invoice_id, kind, payload)
-        values ($1, $2, $3, $4, $5)
+        insert into outbox (id, org_id, invoice_id, kind, payload, recipient, gated_at,
+                            next_attempt_at)
+        values ($1, $2, $3, $4, $5, $6, $7, greatest(now(), $7))
         on conflict do nothing
         returning id
         "#,
@@ -95,6 +196,8 @@ pub async fn enqueue(
         invoice,
         kind.as_str(),
         payload,
+        recipient,
+        gated_at,
     )
     .fetch_optional(&mut *tx)
     .await
@@ -289,20 +392,47 @@ pub async fn mark_failed(
     })
 }
 
-/// The UI's "retry" on a dead invoice email or receipt of `org`: a fresh set of attempts, now.
-/// Account emails (invitations, links) are not revived: their link was dropped when they died, and
-/// sending an invitation again is the owner's "resend".
-pub async fn revive(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
+/// The UI's "retry" on a dead invoice email or receipt of `org`: a fresh set of attempts, now,
+/// through the mail `gate` (a retry is a send in the org's name like the first). Account emails
+/// (invitations, links) are not revived: their link was dropped when they died, and sending an
+/// invitation again is the owner's "resend". False if there is no such dead email.
+pub async fn revive(
+    pool: &PgPool,
+    org: Uuid,
+    id: Uuid,
+    gate: crate::ssr::mail_gate::Gate,
+) -> sqlx::Result<Result<bool, crate::ssr::mail_gate::Refused>> {
     let mut tx = pool.begin().await?;
     // language=PostgreSQL
-    let revived = sqlx::query!(
+    let to = sqlx::query_scalar!(
         r#"
-        update outbox set dead_at = null, attempts = 0, next_attempt_at = now()
-        where id = $1 and org_id = $2 and dead_at is not null
-          and kind in ('invoice_email', 'payment_receipt')
+        select coalesce(o.recipient, i.customer_email, '') as "to!"
+        from outbox o left join invoices i on i.id = o.invoice_id
+        where o.id = $1 and o.org_id = $2 and o.dead_at is not null
+          and o.kind in ('invoice_email', 'payment_receipt')
+        for update of o
         "#,
         id,
         org
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(to) = to else { return Ok(Ok(false)) };
+    let permit = match gate.permit(&mut tx, org, &to).await? {
+        Ok(permit) => permit,
+        Err(refused) => return Ok(Err(refused)),
+    };
+    // language=PostgreSQL
+    let revived = sqlx::query!(
+        r#"
+        update outbox set dead_at = null, attempts = 0, next_attempt_at = greatest(now(), $3),
+                          gated_at = $3, recipient = $4
+        where id = $1 and org_id = $2
+        "#,
+        id,
+        org,
+        permit.at,
+        permit.recipient,
     )
     .execute(&mut *tx)
     .await?;
@@ -311,7 +441,7 @@ pub async fn revive(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
-    Ok(revived.rows_affected() == 1)
+    Ok(Ok(revived.rows_affected() == 1))
 }
 
 /// The emails of one invoice of `org`, oldest first, for its page.

@@ -21,6 +21,9 @@ pub enum QuoteError {
     /// It cannot move from where it is (sending an accepted quote, accepting an expired one).
     #[error("the quote is {}", .0.as_str())]
     Refused(QuoteStatus),
+    /// The mail gate refused its email.
+    #[error(transparent)]
+    Mail(#[from] crate::ssr::mail_gate::Refused),
     #[error(transparent)]
     Db(#[from] sqlx::Error),
 }
@@ -321,24 +324,44 @@ async fn locked(
     ))
 }
 
-/// Sends quote `id` to its customer: opens it if it is a draft, and queues its email (committed
-/// with the caller's claim; the worker's lease sends it once). Only a draft or open quote is sent.
+/// Where `org`'s quote `id` is emailed (its customer's address), if there is such a quote.
+pub async fn recipient(
+    conn: &mut PgConnection,
+    org: Uuid,
+    id: Uuid,
+) -> sqlx::Result<Option<String>> {
+    // language=PostgreSQL
+    sqlx::query_scalar!(
+        "select customer_email from quotes where id = $1 and org_id = $2",
+        id,
+        org
+    )
+    .fetch_optional(&mut *conn)
+    .await
+}
+
+/// Sends quote `id` to its customer: opens it if it is a draft, and queues its email through the
+/// mail `gate` (committed with the caller's claim; the worker's lease sends it once). Only a draft
+/// or open quote is sent.
 pub async fn send(
     tx: &mut PgConnection,
     org: Uuid,
     id: Uuid,
     public_base: &str,
+    gate: crate::ssr::mail_gate::Gate,
 ) -> Result<Quote, QuoteError> {
     match locked(tx, org, id).await?.0 {
         QuoteStatus::Draft => open_quote(tx, org, id).await?,
         QuoteStatus::Open => {}
         other => return Err(QuoteError::Refused(other)),
     }
-    outbox::enqueue(
+    let to = recipient(tx, org, id).await?.ok_or(QuoteError::NotFound)?;
+    let permit = gate.permit(tx, org, &to).await??;
+    outbox::enqueue_email(
         tx,
-        Some(org),
+        permit,
         None,
-        outbox::Kind::QuoteEmail,
+        outbox::MailKind::QuoteEmail,
         serde_json::json!({ "quote_id": id }),
     )
     .await?;
@@ -355,14 +378,16 @@ pub enum Decided {
     Declined,
 }
 
-/// Accepts (issuing its invoice, as `on_accept` says) or declines `org`'s open quote `id`, under
-/// its row lock. A quote already decided, expired or still a draft is refused with where it is.
+/// Accepts (issuing its invoice, as `on_accept` says, its email under the mail `allowance`) or
+/// declines `org`'s open quote `id`, under its row lock. A quote already decided, expired or still
+/// a draft is refused with where it is.
 pub async fn decide(
     tx: &mut PgConnection,
     org: Uuid,
     id: Uuid,
     accept: bool,
     public_base: &str,
+    allowance: crate::ssr::mail_gate::Allowance,
 ) -> Result<Decided, QuoteError> {
     let (status, _) = locked(tx, org, id).await?;
     if status != QuoteStatus::Open {
@@ -394,6 +419,7 @@ pub async fn decide(
         &input,
         action,
         public_base,
+        allowance,
     )
     .await?;
     // language=PostgreSQL

@@ -5,14 +5,16 @@
 //! with a payment (which takes the same lock): either the payment commits first and nothing is
 //! sent, or the reminder commits first and its email was queued before the payment. Only the latest
 //! due step is sent; earlier ones still unsent are recorded as skipped. Nothing is sent before 09:00
-//! in the org's zone, nor beyond the org's hourly email allowance (the email waits), nor a step that
-//! fell due more than [`CATCH_UP_DAYS`] ago.
+//! in the org's zone, nor a step that fell due more than [`CATCH_UP_DAYS`] ago. Each email passes
+//! the mail gate as the org's own: beyond the hourly allowance it waits for its slot, and an org
+//! with no verified owner sends none.
 
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome, Surface, Terms};
+use crate::ssr::mail_gate::{Allowance, Gate, Sender};
 use crate::ssr::observe::{self, AttemptOutcome, Concerns};
 use crate::ssr::outbox;
 
@@ -66,19 +68,19 @@ pub async fn save_steps(tx: &mut PgConnection, org: Uuid, steps: &[Step]) -> sql
     Ok(())
 }
 
-/// Sends (queues) up to `limit` due reminders at `now`, each in its own transaction; returns how
-/// many. `emails_per_org_hour` is the org's allowance.
+/// Sends (queues) up to `limit` due reminders at `now`, each in its own transaction, through the
+/// mail gate under `allowance`; returns how many.
 pub async fn run_due(
     pool: &PgPool,
     now: DateTime<Utc>,
     limit: usize,
-    emails_per_org_hour: i64,
+    allowance: Allowance,
 ) -> sqlx::Result<usize> {
-    let (mut sent, mut spent) = (0, Vec::new());
+    let (mut sent, mut passed) = (0, Vec::new());
     while sent < limit {
-        match run_one(pool, now, emails_per_org_hour, &mut spent).await? {
+        match run_one(pool, now, allowance, &mut passed).await? {
             Some(true) => sent += 1,
-            // The org is beyond its allowance: its reminders wait, the others go on.
+            // The org may send nothing (no verified owner): its reminders wait, the others go on.
             Some(false) => {}
             None => break,
         }
@@ -86,14 +88,14 @@ pub async fn run_due(
     Ok(sent)
 }
 
-/// Handles the next due reminder of an org not in `spent` (orgs found beyond their allowance this
-/// round): Some(true) when it was queued (or found done), Some(false) when its org is beyond its
-/// allowance, None when none is due.
+/// Handles the next due reminder of an org not in `passed` (orgs found unable to send this round):
+/// Some(true) when it was queued (or found done), Some(false) when its org may send nothing, None
+/// when none is due.
 async fn run_one(
     pool: &PgPool,
     now: DateTime<Utc>,
-    allowance: i64,
-    spent: &mut Vec<Uuid>,
+    allowance: Allowance,
+    passed: &mut Vec<Uuid>,
 ) -> sqlx::Result<Option<bool>> {
     let mut tx = pool.begin().await?;
     // Per org with steps (and past its local hour), the open invoices whose due date lies in its
@@ -102,7 +104,8 @@ async fn run_one(
     // language=PostgreSQL
     let due = sqlx::query!(
         r#"
-        select i.id, i.org_id, s.offset_days as "offset_days!", s.message as "message!"
+        select i.id, i.org_id, i.customer_email, s.offset_days as "offset_days!",
+               s.message as "message!"
         from (select org_id, min(offset_days) as first, max(offset_days) as last
               from reminder_steps group by org_id) p
         join orgs o on o.id = p.org_id
@@ -129,7 +132,7 @@ async fn run_one(
         "#,
         now as _,
         FROM_HOUR,
-        spent.as_slice(),
+        passed.as_slice(),
         CATCH_UP_DAYS,
     )
     .fetch_optional(&mut *tx)
@@ -137,19 +140,6 @@ async fn run_one(
     let Some(due) = due else {
         return Ok(None);
     };
-    // Within the org's hourly allowance (its emails of the last hour, from an index), or the
-    // reminder waits and the org's others are passed over this round.
-    // language=PostgreSQL
-    let hour = sqlx::query_scalar!(
-        r#"select count(*) as "n!" from outbox where org_id = $1 and created_at > now() - interval '1 hour'"#,
-        due.org_id
-    )
-    .fetch_one(&mut *tx)
-    .await?;
-    if hour >= allowance {
-        spent.push(due.org_id);
-        return Ok(Some(false));
-    }
     let step = due.offset_days.to_string();
     let key = ClaimKey::job(&format!("reminder:{}", due.id), &step);
     let attempt = observe::Attempt::new(Surface::Job, step.clone(), None);
@@ -162,11 +152,24 @@ async fn run_one(
         return Ok(Some(true));
     }
     crate::ssr::failpoint::hit("reminder.after_claim");
-    let email = outbox::enqueue(
+    let gate = Gate::new(allowance, Sender::Automatic);
+    let permit = match gate
+        .permit(&mut tx, due.org_id, &due.customer_email)
+        .await?
+    {
+        Ok(permit) => permit,
+        Err(refused) => {
+            tracing::warn!(org = %due.org_id, %refused, "reminders: the org may send none");
+            tx.rollback().await?;
+            passed.push(due.org_id);
+            return Ok(Some(false));
+        }
+    };
+    let email = outbox::enqueue_email(
         &mut tx,
-        Some(due.org_id),
+        permit,
         Some(due.id),
-        outbox::Kind::Reminder,
+        outbox::MailKind::Reminder,
         serde_json::json!({
             "invoice_id": due.id,
             "offset_days": due.offset_days,

@@ -31,8 +31,9 @@ pub struct WorkerConfig {
     /// Added to the clock the scheduler reads (dev only: lets time run fast in tests and demos;
     /// production has none).
     pub clock_offset: chrono::TimeDelta,
-    /// Emails an org may queue per hour (EMAILS_PER_ORG_HOUR): reminders wait beyond it.
-    pub emails_per_org_hour: u32,
+    /// The mail gate's allowance (EMAILS_PER_ORG_HOUR, EMAILS_PER_RECIPIENT_HOUR): reminders and
+    /// scheduled sends beyond it wait for their slot.
+    pub mail: crate::ssr::mail_gate::Allowance,
     /// Dev mode: the scheduler's clock also runs ahead by `dev_clock` (`server admin
     /// advance-clock`), read each round.
     pub dev_clock: bool,
@@ -112,7 +113,7 @@ impl Default for WorkerConfig {
             retention: Default::default(),
             stripe: None,
             clock_offset: chrono::TimeDelta::zero(),
-            emails_per_org_hour: 100,
+            mail: crate::ssr::mail_gate::Allowance::DEFAULT,
             dev_clock: false,
             invoice_pdf: None,
             webhooks: crate::ssr::webhooks_out::guard::Policy::STRICT,
@@ -210,14 +211,19 @@ pub async fn run(
 async fn scheduled_work(pool: &PgPool, config: &WorkerConfig) -> usize {
     const BATCH: usize = 10;
     let now = scheduler_now(pool, config).await;
-    let runs = crate::ssr::schedules::run::run_due(pool, now, BATCH, &config.public_url)
-        .await
-        .unwrap_or_else(|e| {
-            tracing::warn!(worker = %config.id, error = %e, "scheduler: run failed; will retry");
-            0
-        });
-    let allowance = i64::from(config.emails_per_org_hour);
-    let reminders = crate::ssr::reminders::run_due(pool, now, BATCH, allowance)
+    let runs = crate::ssr::schedules::run::run_due(
+        pool,
+        now,
+        BATCH,
+        &config.public_url,
+        config.mail,
+    )
+    .await
+    .unwrap_or_else(|e| {
+        tracing::warn!(worker = %config.id, error = %e, "scheduler: run failed; will retry");
+        0
+    });
+    let reminders = crate::ssr::reminders::run_due(pool, now, BATCH, config.mail)
         .await
         .unwrap_or_else(|e| {
             tracing::warn!(worker = %config.id, error = %e, "reminders: run failed; will retry");
@@ -263,7 +269,7 @@ pub async fn drain_once(
             crate::ssr::checkout::expire_at_stripe(config.stripe.as_ref(), &row.payload).await
         } else if row.kind == outbox::Kind::StripeRefund.as_str() {
             failpoint::hit("worker.before_send");
-            crate::ssr::refunds::at_stripe(pool, config.stripe.as_ref(), &row.payload).await
+            crate::ssr::refunds::at_stripe(pool, config.stripe.as_ref(), &row).await
         } else if row.kind == outbox::Kind::CustomerImport.as_str() {
             crate::ssr::imports::apply(pool, &row.payload).await
         } else if row.kind == outbox::Kind::Webhook.as_str() {

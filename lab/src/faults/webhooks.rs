@@ -105,9 +105,11 @@ async fn register(pool: &PgPool, org: Uuid, url: &str) -> anyhow::Result<Endpoin
     };
     let mut tx = pool.begin().await?;
     let id = Uuid::now_v7();
-    let created = app::ssr::webhooks_out::create(&mut tx, id, org, &format!("faults:{id}"), &input)
-        .await
-        .map_err(|e| anyhow::anyhow!("registering the endpoint: {e:?}"))?;
+    let nobody = app::ssr::webhooks_out::RegisteredBy::Nobody;
+    let created =
+        app::ssr::webhooks_out::create(&mut tx, id, org, &format!("faults:{id}"), &input, nobody)
+            .await
+            .map_err(|e| anyhow::anyhow!("registering the endpoint: {e:?}"))?;
     tx.commit().await?;
     Ok(Endpoint {
         secret: created.secret.context("a new endpoint has its secret")?,

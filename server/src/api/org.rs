@@ -217,10 +217,12 @@ pub(super) async fn patch_org(write: Write) -> Result<Response, ProblemResponse>
             if !fields.is_empty() {
                 return Err(write::invalid("org", fields));
             }
+            let key = req.client().key_id;
             req.once(&patch, || {
                 async |tx| {
-                    orgs::save_details(tx, org, &details).await?;
-                    orgs::save_bank_details(tx, org, &bank).await?;
+                    let actor = app::ssr::api_keys::actor(tx, key).await?;
+                    orgs::save_details(tx, org, &actor, &details).await?;
+                    orgs::save_bank_details(tx, org, &actor, &bank).await?;
                     let (name, time_zone) = name_and_zone(tx, org).await?;
                     let saved = OrgEditable::of(details.clone(), bank.clone());
                     let body = Org::new(org, name, time_zone, saved);

@@ -29,6 +29,42 @@ fn not_found() -> ProblemResponse {
     )
 }
 
+/// Why the mail gate let no email through: 403 (the key's creator has no verified address) or 429
+/// with when to come back.
+fn mail_refused(refused: app::ssr::mail_gate::Refused) -> ProblemResponse {
+    use app::ssr::mail_gate::Refused;
+    match refused {
+        Refused::Unverified => problem(
+            StatusCode::FORBIDDEN,
+            "unverified-sender",
+            "Sender not verified",
+            "The member who made this API key has not verified their email address.",
+        ),
+        Refused::Allowance { retry_after } => problem(
+            StatusCode::TOO_MANY_REQUESTS,
+            "email-allowance",
+            "Email allowance spent",
+            refused.to_string(),
+        )
+        .retry_after(retry_after),
+    }
+}
+
+/// The mail gate asked before a send's key is claimed (nothing held): its refusal is answered and
+/// not stored.
+async fn mail_gate_check(
+    state: &AppState,
+    org: Uuid,
+    quote: Uuid,
+    gate: app::ssr::mail_gate::Gate,
+) -> Result<(), ProblemResponse> {
+    let mut conn = state.pool.acquire().await?;
+    let Some(to) = quotes::recipient(&mut conn, org, quote).await? else {
+        return Err(not_found());
+    };
+    gate.check(&mut conn, org, &to).await?.map_err(mail_refused)
+}
+
 fn refused(status: app::model::QuoteStatus) -> ProblemResponse {
     problem(
         StatusCode::CONFLICT,
@@ -91,6 +127,7 @@ pub(super) async fn post_quote(write: Write) -> Result<Response, ProblemResponse
                         Err(QuoteError::Invalid(fields)) => {
                             stored_problem(write::invalid("quote", fields))
                         }
+                        Err(QuoteError::Mail(refused)) => stored_problem(mail_refused(refused)),
                     };
                     Ok((response, None))
                 }
@@ -147,7 +184,9 @@ pub(super) async fn get_quote(
 }
 
 /// Send a quote to its customer by email (a draft is opened first: numbered, with its page). Once
-/// per `Idempotency-Key`; 409 for a quote that is accepted, declined or expired.
+/// per `Idempotency-Key`; 409 for a quote that is accepted, declined or expired. The email passes
+/// the org's hourly allowance and the recipient's (429 with `Retry-After`, the key still free), and
+/// the key's creator must have a verified address (403).
 #[utoipa::path(
     post, path = "/api/v1/quotes/{id}/send", tag = "quotes", params(QuoteWrite),
     responses(
@@ -156,6 +195,8 @@ pub(super) async fn get_quote(
         NotFound,
         InFlight,
         (status = 409, description = "The quote is accepted, declined or expired", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The API key's creator has not verified their email address", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "The org's hourly email allowance, or the recipient's, is spent (see `Retry-After`); nothing was claimed", body = Problem, content_type = "application/problem+json"),
     ),
 )]
 pub(super) async fn send_quote(write: Write) -> Result<Response, ProblemResponse> {
@@ -165,12 +206,19 @@ pub(super) async fn send_quote(write: Write) -> Result<Response, ProblemResponse
             let org = req.org();
             let value = super::invoices::action_body(body)?;
             let base = req.state().settings.public_url.clone();
+            let sender = app::ssr::mail_gate::Sender::ApiKey(req.client().key_id);
+            let gate = app::ssr::mail_gate::Gate::new(req.state().settings.limits.mail(), sender);
+            // The gate is asked before the key is claimed: a refusal (429, 403) is not the key's
+            // answer, and the same key works once the hour allows. Inside, a send that lost a race
+            // for the last place waits for its slot.
+            mail_gate_check(req.state(), org, id, gate).await?;
             req.once(&value, || {
                 async |tx| {
-                    let response = match quotes::send(tx, org, id, &base).await {
+                    let response = match quotes::send(tx, org, id, &base, gate.waiting()).await {
                         Ok(q) => api::ok(&q),
                         Err(QuoteError::Db(e)) => return Err(e),
                         Err(QuoteError::Refused(status)) => stored_problem(refused(status)),
+                        Err(QuoteError::Mail(refused)) => stored_problem(mail_refused(refused)),
                         Err(_) => stored_problem(not_found()),
                     };
                     Ok((response, None))

@@ -16,9 +16,12 @@ pub struct Limits {
     /// Sign-ups per hour from one client address.
     #[arg(long, env = "SIGNUPS_PER_ADDRESS_HOUR", default_value_t = DEFAULTS.signups_per_address_hour, value_parser = clap::value_parser!(u32).range(1..), global = true)]
     pub signups_per_address_hour: u32,
-    /// Emails one org may queue per hour (Send and Retry).
+    /// Emails one org may send per hour in its name (invoices, quotes, reminders, invitations).
     #[arg(long, env = "EMAILS_PER_ORG_HOUR", default_value_t = DEFAULTS.emails_per_org_hour, value_parser = clap::value_parser!(u32).range(1..), global = true)]
     pub emails_per_org_hour: u32,
+    /// Emails one address may receive per hour from all orgs together.
+    #[arg(long, env = "EMAILS_PER_RECIPIENT_HOUR", default_value_t = DEFAULTS.emails_per_recipient_hour, value_parser = clap::value_parser!(u32).range(1..), global = true)]
+    pub emails_per_recipient_hour: u32,
     /// Account emails (password reset, verification, invitations) asked for per hour from one
     /// client address.
     #[arg(long, env = "ACCOUNT_EMAILS_PER_ADDRESS_HOUR", default_value_t = DEFAULTS.account_emails_per_address_hour, value_parser = clap::value_parser!(u32).range(1..), global = true)]
@@ -72,6 +75,7 @@ impl Limits {
             logins_per_address_minute: self.logins_per_address_minute,
             signups_per_address_hour: self.signups_per_address_hour,
             emails_per_org_hour: self.emails_per_org_hour,
+            emails_per_recipient_hour: self.emails_per_recipient_hour,
             account_emails_per_address_hour: self.account_emails_per_address_hour,
             account_emails_per_recipient_hour: self.account_emails_per_recipient_hour,
             resets_per_address_hour: self.resets_per_address_hour,

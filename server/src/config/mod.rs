@@ -108,7 +108,7 @@ impl Config {
             dev_mode,
             database: self.database,
             worker: WorkerConfig {
-                emails_per_org_hour: limits.emails_per_org_hour,
+                mail: limits.mail(),
                 dev_clock: dev_mode,
                 public_url: site.public_url.clone(),
                 retention: retention.clone(),

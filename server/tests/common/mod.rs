@@ -214,6 +214,14 @@ pub async fn login(client: &reqwest::Client, base: &str, email: &str, password: 
 
 pub use lab::harness::invoice_form;
 
+/// The mail gate of a verified member, under the default allowance.
+pub fn member_gate() -> app::ssr::mail_gate::Gate {
+    app::ssr::mail_gate::Gate::new(
+        app::ssr::mail_gate::Allowance::DEFAULT,
+        app::ssr::mail_gate::Sender::Member { verified: true },
+    )
+}
+
 /// An org (owner `email`) with one open invoice of `total` minor units in `currency`, made with the
 /// same domain code the surfaces use, and its checkout session opened; returns (org, invoice).
 pub async fn seed_invoice(
@@ -245,7 +253,8 @@ pub async fn queue_email(
     use app::ssr::observe::{Attempt, Surface};
     let attempt = Attempt::new(Surface::Form, click.to_string(), None);
     attempt.identify(org.to_string(), Some(org));
-    app::ssr::surfaces::form::queue_invoice_email(pool, &attempt, org, click, invoice).await
+    let gate = member_gate();
+    app::ssr::surfaces::form::queue_invoice_email(pool, &attempt, org, click, invoice, gate).await
 }
 
 /// A real SMTP server (scripts/smtp_sink.py, aiosmtpd) on a free loopback port, storing messages in a

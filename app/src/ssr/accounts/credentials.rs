@@ -46,7 +46,7 @@ pub async fn queue_verification(
         email,
         source_key,
         "verify_email",
-        crate::ssr::outbox::Kind::VerifyEmail,
+        crate::ssr::outbox::AccountKind::VerifyEmail,
         VERIFY_TTL,
     )
     .await
@@ -58,7 +58,7 @@ async fn queue_token(
     email: &str,
     source_key: Option<&str>,
     purpose: &str,
-    kind: crate::ssr::outbox::Kind,
+    kind: crate::ssr::outbox::AccountKind,
     ttl: chrono::Duration,
 ) -> sqlx::Result<bool> {
     let (token, hash) = new_token();
@@ -230,13 +230,15 @@ impl Notice {
 }
 
 /// Queues a plain notice to `to` (the address the account had before the change): what changed,
-/// when, from which client address, and how many API keys the user made that still work.
+/// when, from which client address, how many API keys the user made that still work, and what a
+/// password reset or change took back.
 async fn queue_notice(
     tx: &mut sqlx::PgConnection,
     user: Uuid,
     to: &str,
     notice: Notice,
     client: IpAddr,
+    taken: Option<&super::recovery::TakenBack>,
 ) -> sqlx::Result<()> {
     // language=PostgreSQL
     let keys = sqlx::query_scalar!(
@@ -248,15 +250,23 @@ async fn queue_notice(
     )
     .fetch_one(&mut *tx)
     .await?;
+    let taken = taken.map(|t| {
+        serde_json::json!({
+            "api_keys": t.api_keys,
+            "invitations": t.invitations,
+            "endpoints": t.endpoints.iter().map(|e| &e.url).collect::<Vec<_>>(),
+        })
+    });
     crate::ssr::outbox::enqueue_account_email(
         tx,
-        crate::ssr::outbox::Kind::AccountNotice,
+        crate::ssr::outbox::AccountKind::AccountNotice,
         serde_json::json!({
             "to": to,
             "event": notice.as_str(),
             "at": chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string(),
             "client": client.to_string(),
             "api_keys": keys,
+            "taken_back": taken,
         }),
     )
     .await?;
@@ -285,7 +295,7 @@ pub async fn verify_email(pool: &PgPool, token: &str, client: IpAddr) -> Result<
     }
     if !old.eq_ignore_ascii_case(&email) {
         retire_tokens(&mut tx, user).await?;
-        queue_notice(&mut tx, user, &old, Notice::EmailChanged, client).await?;
+        queue_notice(&mut tx, user, &old, Notice::EmailChanged, client, None).await?;
         let actor = crate::ssr::audit::Actor::user(user, &email);
         crate::ssr::audit::record_for_user(
             &mut tx,
@@ -327,7 +337,7 @@ pub async fn request_reset(pool: &PgPool, email: &str, source_key: &str) -> sqlx
         // (once an hour at most), and the answer does not depend on it.
         let email = email.trim();
         if email.validate_email() && email.len() <= 254 {
-            queue_once_an_hour(&mut tx, crate::ssr::outbox::Kind::NoAccount, email).await?;
+            queue_once_an_hour(&mut tx, crate::ssr::outbox::AccountKind::NoAccount, email).await?;
             tx.commit().await?;
         }
         return Ok(false);
@@ -338,7 +348,7 @@ pub async fn request_reset(pool: &PgPool, email: &str, source_key: &str) -> sqlx
         &address,
         Some(source_key),
         "reset_password",
-        crate::ssr::outbox::Kind::ResetPassword,
+        crate::ssr::outbox::AccountKind::ResetPassword,
         RESET_TTL,
     )
     .await?;
@@ -346,8 +356,15 @@ pub async fn request_reset(pool: &PgPool, email: &str, source_key: &str) -> sqlx
     Ok(made)
 }
 
-/// Follows a reset link: a new password, every session of the user ended, the change in the audit
-/// log of each of their orgs, all in one transaction with the token's use. Returns the user.
+/// Whether a reset link could be used now, without using it: what is asked before the shared
+/// reset ceiling is spent on it.
+pub async fn reset_link_usable(pool: &PgPool, token: &str) -> Result<(), TokenError> {
+    token_usable(pool, token, "reset_password").await
+}
+
+/// Follows a reset link: a new password, every session of the user ended, what the account left
+/// behind taken back ([`super::recovery`]), the change in the audit log of each of their orgs, all
+/// in one transaction with the token's use. Returns the user.
 pub async fn reset_password(
     pool: &PgPool,
     token: &str,
@@ -368,8 +385,10 @@ pub async fn reset_password(
     let current = sqlx::query_scalar!("select email from users where id = $1", user)
         .fetch_one(&mut *tx)
         .await?;
-    queue_notice(&mut tx, user, &current, Notice::PasswordReset, client).await?;
     let actor = crate::ssr::audit::Actor::user(user, &email);
+    let event = Notice::PasswordReset;
+    let taken = super::recovery::take_back(&mut tx, user, &actor, event, client).await?;
+    queue_notice(&mut tx, user, &current, event, client, Some(&taken)).await?;
     crate::ssr::audit::record_for_user(&mut tx, user, &actor, "user.password_reset", &email)
         .await?;
     tx.commit().await?;
@@ -394,8 +413,10 @@ async fn set_password(
     // language=PostgreSQL
     sqlx::query!(
         r#"
-        update user_sessions set ended_at = now()
-        where user_id = $1 and ended_at is null and ($2::uuid is null or id <> $2)
+        update user_sessions
+        set ended_at = case when id = $2 then ended_at else now() end,
+            authenticated_at = case when id = $2 then now() else authenticated_at end
+        where user_id = $1 and ended_at is null
         "#,
         user,
         keep
@@ -422,8 +443,63 @@ pub async fn password_matches(
     .await?)
 }
 
+/// How long a session's proof of the password counts for the changes that ask for it again.
+pub const RECENT_AUTH_MINUTES: i32 = 10;
+
+/// Whether a session may make a change that asks for the password again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reauth {
+    /// It proved the password within [`RECENT_AUTH_MINUTES`] (its login, or just now).
+    Fresh,
+    /// Too long ago, and no password was given.
+    Needed,
+    /// The password given is not the user's.
+    Wrong,
+}
+
+/// Whether `session` of `user` proved the password within [`RECENT_AUTH_MINUTES`]; if not and
+/// `password` is given, it is checked, and when right it counts as a fresh proof from now.
+pub async fn reauthenticate(
+    pool: &PgPool,
+    user: Uuid,
+    session: Uuid,
+    password: Option<&str>,
+) -> Result<Reauth, TokenError> {
+    // language=PostgreSQL
+    let fresh = sqlx::query_scalar!(
+        r#"
+        select authenticated_at > now() - make_interval(mins => $3) as "fresh!"
+        from user_sessions where id = $1 and user_id = $2 and ended_at is null
+        "#,
+        session,
+        user,
+        RECENT_AUTH_MINUTES,
+    )
+    .fetch_optional(pool)
+    .await?;
+    if fresh == Some(true) {
+        return Ok(Reauth::Fresh);
+    }
+    let Some(password) = password.filter(|p| !p.is_empty()) else {
+        return Ok(Reauth::Needed);
+    };
+    if !password_matches(pool, user, password).await? {
+        return Ok(Reauth::Wrong);
+    }
+    // language=PostgreSQL
+    sqlx::query!(
+        "update user_sessions set authenticated_at = now() where id = $1 and user_id = $2",
+        session,
+        user
+    )
+    .execute(pool)
+    .await?;
+    Ok(Reauth::Fresh)
+}
+
 /// Changes the password from settings (the current one checked by the caller): every other session
-/// of the user ends; `session` (the one asking) stays.
+/// of the user ends; `session` (the one asking) stays, and what the account left behind is taken
+/// back ([`super::recovery`]): whoever knew the old password may have made keys with it.
 pub async fn change_password(
     pool: &PgPool,
     user: Uuid,
@@ -437,8 +513,10 @@ pub async fn change_password(
     let mut tx = pool.begin().await?;
     set_password(&mut tx, user, &hash, Some(session)).await?;
     retire_tokens(&mut tx, user).await?;
-    queue_notice(&mut tx, user, email, Notice::PasswordChanged, client).await?;
     let actor = crate::ssr::audit::Actor::user(user, email);
+    let event = Notice::PasswordChanged;
+    let taken = super::recovery::take_back(&mut tx, user, &actor, event, client).await?;
+    queue_notice(&mut tx, user, email, event, client, Some(&taken)).await?;
     crate::ssr::audit::record_for_user(&mut tx, user, &actor, "user.password_changed", email)
         .await?;
     tx.commit().await?;

@@ -39,6 +39,8 @@ pub enum Form {
     /// A lifecycle button (finalize, void, ...), by the name its caller gives it: this module
     /// knows the buttons only by name.
     InvoiceAction(&'static str),
+    /// A button on a customer's page (new statement link, archive, unarchive), by its name.
+    CustomerAction(&'static str),
     DuplicateInvoice,
     EditDraft,
     CreateCustomer,
@@ -79,6 +81,7 @@ pub enum Form {
     CreateWebhookEndpoint,
     DeleteWebhookEndpoint,
     RotateWebhookSecret,
+    EnableWebhookEndpoint,
     RedeliverWebhook,
     ApplyCustomerImport,
 }
@@ -88,7 +91,7 @@ impl Form {
         match self {
             Form::CreateInvoice => "create_invoice",
             Form::SendInvoice => "send_invoice",
-            Form::InvoiceAction(name) => name,
+            Form::InvoiceAction(name) | Form::CustomerAction(name) => name,
             Form::DuplicateInvoice => "duplicate_invoice",
             Form::EditDraft => "edit_draft",
             Form::CreateCustomer => "create_customer",
@@ -126,6 +129,7 @@ impl Form {
             Form::CreateWebhookEndpoint => "create_webhook_endpoint",
             Form::DeleteWebhookEndpoint => "delete_webhook_endpoint",
             Form::RotateWebhookSecret => "rotate_webhook_secret",
+            Form::EnableWebhookEndpoint => "enable_webhook_endpoint",
             Form::RedeliverWebhook => "redeliver_webhook",
             Form::ApplyCustomerImport => "apply_customer_import",
         }

@@ -16,18 +16,21 @@ use uuid::Uuid;
 use crate::model::{InvoiceInput, RunAction};
 use crate::ssr::claim::{self, ClaimKey, Claimed, Outcome, Surface, Terms};
 use crate::ssr::invoices;
+use crate::ssr::mail_gate::Allowance;
 use crate::ssr::observe::{self, AttemptOutcome, Concerns};
 
 /// Handles up to `limit` due periods at `now` (the clock; in dev, plus its offset), each in its own
-/// transaction. Returns how many it handled.
+/// transaction; the emails of schedules that send pass the mail gate under `allowance`. Returns
+/// how many it handled.
 pub async fn run_due(
     pool: &PgPool,
     now: DateTime<Utc>,
     limit: usize,
     public_base: &str,
+    allowance: Allowance,
 ) -> sqlx::Result<usize> {
     let mut handled = 0;
-    while handled < limit && run_one(pool, now, public_base).await? {
+    while handled < limit && run_one(pool, now, public_base, allowance).await? {
         handled += 1;
     }
     Ok(handled)
@@ -39,7 +42,12 @@ pub fn queue(schedule: Uuid) -> String {
 }
 
 /// Handles the next due period of one schedule nobody else holds; false when none is due.
-async fn run_one(pool: &PgPool, now: DateTime<Utc>, public_base: &str) -> sqlx::Result<bool> {
+async fn run_one(
+    pool: &PgPool,
+    now: DateTime<Utc>,
+    public_base: &str,
+    allowance: Allowance,
+) -> sqlx::Result<bool> {
     let started = Instant::now();
     let mut tx = pool.begin().await?;
     // The index narrows to dates up to tomorrow in UTC (no zone is further ahead), then each org's
@@ -91,7 +99,17 @@ async fn run_one(pool: &PgPool, now: DateTime<Utc>, public_base: &str) -> sqlx::
             // A crash here, claimed and not committed, leaves the period due (the fault tests).
             crate::ssr::failpoint::hit("schedule.after_claim");
             let (template, action) = (&row.template, &row.action);
-            Some(issue(&mut tx, org, id, template, action, period, public_base).await?)
+            let issued = issue(
+                &mut tx,
+                org,
+                id,
+                template,
+                action,
+                period,
+                public_base,
+                allowance,
+            );
+            Some(issued.await?)
         }
         // Handled before (its run row says how): only the schedule's next date is left to move.
         Claimed::Done(_) | Claimed::Mismatch | Claimed::Busy { .. } => None,
@@ -139,6 +157,7 @@ async fn run_one(pool: &PgPool, now: DateTime<Utc>, public_base: &str) -> sqlx::
 
 /// Issues the invoice of schedule `id`'s `period` from its template, as the schedule says. Its
 /// business key is the period's.
+#[allow(clippy::too_many_arguments)]
 async fn issue(
     tx: &mut PgConnection,
     org: Uuid,
@@ -147,14 +166,24 @@ async fn issue(
     action: &str,
     period: NaiveDate,
     public_base: &str,
+    allowance: Allowance,
 ) -> sqlx::Result<Uuid> {
     let source_key = format!("schedule:{id}:{period}");
     let action = RunAction::parse(action).unwrap_or_default();
     let input: InvoiceInput =
         serde_json::from_value(template.clone()).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
     let invoice = Uuid::now_v7();
-    let (invoice, _) =
-        invoices::issue_keyed(tx, org, invoice, &source_key, &input, action, public_base).await?;
+    let (invoice, _) = invoices::issue_keyed(
+        tx,
+        org,
+        invoice,
+        &source_key,
+        &input,
+        action,
+        public_base,
+        allowance,
+    )
+    .await?;
     Ok(invoice)
 }
 

@@ -132,26 +132,29 @@ impl Tracked for SendOutcome {
     }
 }
 
-/// "Send invoice": queues the invoice email at most once per rendered button. The claim and the
-/// outbox row commit together; the worker's lease then makes the SMTP send happen once.
+/// "Send invoice": queues the invoice email at most once per rendered button, through the mail
+/// `gate`. The claim and the outbox row commit together; the worker's lease then makes the SMTP
+/// send happen once.
 pub async fn queue_invoice_email(
     pool: &PgPool,
     attempt: &Attempt,
     org: Uuid,
     form_key: Uuid,
     invoice: Uuid,
+    gate: crate::ssr::mail_gate::Gate,
 ) -> Result<SendOutcome, AppError> {
     let key = ClaimKey::form(org, Form::SendInvoice, form_key);
     let ran = once(pool, attempt, &key, &Terms::default(), || {
         async |tx| {
-            if !invoices::exists(tx, org, invoice).await? {
+            let Some(to) = invoices::recipient(tx, org, invoice).await? else {
                 return Err(AppError::NotFound);
-            }
-            let id = outbox::enqueue(
+            };
+            let permit = gate.permit(tx, org, &to).await??;
+            let id = outbox::enqueue_email(
                 tx,
-                Some(org),
+                permit,
                 Some(invoice),
-                outbox::Kind::InvoiceEmail,
+                outbox::MailKind::InvoiceEmail,
                 serde_json::json!({ "invoice_id": invoice }),
             )
             .await?

@@ -35,6 +35,7 @@ impl Tracked for Decision {
 }
 
 /// The customer's Accept (`accept`) or Decline on `org`'s quote `quote`, once per rendered button.
+#[allow(clippy::too_many_arguments)]
 pub async fn decide(
     pool: &PgPool,
     attempt: &Attempt,
@@ -43,6 +44,7 @@ pub async fn decide(
     form_key: Uuid,
     accept: bool,
     public_base: &str,
+    allowance: crate::ssr::mail_gate::Allowance,
 ) -> Result<Decision, AppError> {
     let form = if accept {
         Form::AcceptQuote
@@ -52,7 +54,7 @@ pub async fn decide(
     let key = ClaimKey::form(org, form, form_key);
     attempt.identify(org.to_string(), Some(org));
     let ran = once(pool, attempt, &key, &Terms::default(), || {
-        async |tx| match quotes::decide(tx, org, quote, accept, public_base).await {
+        async |tx| match quotes::decide(tx, org, quote, accept, public_base, allowance).await {
             Ok(decided) => {
                 let invoice = match decided {
                     Decided::Accepted(invoice) => Some(invoice),
@@ -75,6 +77,7 @@ pub async fn decide(
             Err(QuoteError::NotFound) => Err(AppError::NotFound),
             Err(QuoteError::Invalid(fields)) => Err(AppError::invalid(fields)),
             Err(QuoteError::Db(e)) => Err(AppError::from(e)),
+            Err(QuoteError::Mail(refused)) => Err(AppError::from(refused)),
         }
     })
     .await?;

@@ -106,6 +106,16 @@ impl Row {
     }
 }
 
+/// Who registered an endpoint: a member on the settings page, or an API key (counted to the member
+/// who made it). A reset of that member's password disables what they registered lately.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegisteredBy {
+    User(Uuid),
+    ApiKey(Uuid),
+    /// The operator's tools and the fault harness: no member.
+    Nobody,
+}
+
 /// Registers `input` (its URL checked by the caller) as endpoint `id` of `org`, in the caller's
 /// transaction (the attempt's claim commits with it). The answer carries the secret.
 pub async fn create(
@@ -114,7 +124,13 @@ pub async fn create(
     org: Uuid,
     source_key: &str,
     input: &WebhookEndpointInput,
+    by: RegisteredBy,
 ) -> Result<WebhookEndpoint, CreateError> {
+    let (user, key) = match by {
+        RegisteredBy::User(user) => (Some(user), None),
+        RegisteredBy::ApiKey(key) => (None, Some(key)),
+        RegisteredBy::Nobody => (None, None),
+    };
     // The org's row, locked: two registrations at once count each other.
     // language=PostgreSQL
     sqlx::query!("select id from orgs where id = $1 for update", org)
@@ -134,8 +150,10 @@ pub async fn create(
     let row = sqlx::query_as!(
         Row,
         r#"
-        insert into webhook_endpoints (id, org_id, url, description, events, secret, source_key)
-        values ($1, $2, $3, $4, $5, $6, $7)
+        insert into webhook_endpoints (id, org_id, url, description, events, secret, source_key,
+                                       created_by)
+        values ($1, $2, $3, $4, $5, $6, $7,
+                coalesce($8, (select created_by from api_keys where id = $9 and org_id = $2)))
         returning id, url, events, description, secret,
                   previous_secret_until as "previous_secret_until: DateTime<Utc>",
                   failing_since as "failing_since: DateTime<Utc>",
@@ -149,10 +167,97 @@ pub async fn create(
         &input.events_sorted(),
         new_secret(),
         source_key,
+        user,
+        key,
     )
     .fetch_one(&mut *tx)
     .await?;
     Ok(row.endpoint(true))
+}
+
+/// Enables `org`'s disabled endpoint `id` again (an owner's one click), in the caller's
+/// transaction: deliveries resume with the events from now on. False if there is no such disabled
+/// endpoint.
+pub async fn enable(
+    tx: &mut PgConnection,
+    org: Uuid,
+    actor: &crate::ssr::audit::Actor,
+    id: Uuid,
+) -> sqlx::Result<bool> {
+    // language=PostgreSQL
+    let url = sqlx::query_scalar!(
+        r#"
+        update webhook_endpoints
+        set disabled_at = null, disabled_reason = null, failing_since = null
+        where org_id = $1 and id = $2 and deleted_at is null and disabled_at is not null
+        returning url
+        "#,
+        org,
+        id
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(url) = url else { return Ok(false) };
+    crate::ssr::audit::record(
+        tx,
+        org,
+        actor,
+        "webhook_endpoint.enabled",
+        &url,
+        serde_json::json!({"endpoint_id": id}),
+    )
+    .await?;
+    Ok(true)
+}
+
+/// An endpoint a reset of its registrant's password disabled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Disabled {
+    pub org: Uuid,
+    pub id: Uuid,
+    pub url: String,
+}
+
+/// Disables every endpoint `user` registered (themselves or through one of their API keys) in the
+/// last seven days, in the caller's transaction: what they are due is given up, and each is in its
+/// org's audit log. An owner enables them again with one click.
+pub async fn disable_registered_by(
+    tx: &mut PgConnection,
+    user: Uuid,
+    actor: &crate::ssr::audit::Actor,
+) -> sqlx::Result<Vec<Disabled>> {
+    // language=PostgreSQL
+    let disabled = sqlx::query_as!(
+        Disabled,
+        r#"
+        update webhook_endpoints
+        set disabled_at = now(), disabled_reason = 'credentials_reset'
+        where created_by = $1 and deleted_at is null and disabled_at is null
+          and created_at > now() - interval '7 days'
+        returning org_id as org, id, url
+        "#,
+        user
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    for endpoint in &disabled {
+        stop_pending(
+            tx,
+            endpoint.id,
+            "the endpoint was disabled when its registrant's password was reset",
+        )
+        .await?;
+        crate::ssr::audit::record(
+            tx,
+            endpoint.org,
+            actor,
+            "webhook_endpoint.disabled",
+            &endpoint.url,
+            serde_json::json!({"endpoint_id": endpoint.id, "because": "credentials_reset"}),
+        )
+        .await?;
+    }
+    Ok(disabled)
 }
 
 /// `org`'s endpoints (not deleted), oldest first, without their secrets.
