@@ -93,8 +93,10 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
         ("WORKER_POLL_MS", "200".into()),
         ("WORKER_BACKOFF_BASE_MS", "100".into()),
         ("DATABASE_POOL_SIZE", "8".into()),
-        // Reminders wait beyond the org's hourly allowance; the run sends far more than a day's.
+        // Reminders and scheduled sends wait beyond the org's and the recipient's hourly
+        // allowance; the run sends far more than a day's, to a few customers.
         ("EMAILS_PER_ORG_HOUR", "1000000".into()),
+        ("EMAILS_PER_RECIPIENT_HOUR", "1000000".into()),
         // The webhook receiver listens on loopback.
         ("WEBHOOKS_ALLOW_PRIVATE", "true".into()),
     ];

@@ -67,6 +67,7 @@ impl ServerProcess {
             .env("LOGINS_PER_ACCOUNT_MINUTE", "1000000")
             .env("SIGNUPS_PER_ADDRESS_HOUR", "1000000")
             .env("EMAILS_PER_ORG_HOUR", "1000000")
+            .env("EMAILS_PER_RECIPIENT_HOUR", "1000000")
             .env("PUBLIC_PAGES_PER_ADDRESS_MINUTE", "1000000")
             .env("PUBLIC_PAGES_PER_TOKEN_MINUTE", "1000000")
             .env("PUBLIC_PAGES_PER_HOUR", "100000000")
