@@ -17,21 +17,7 @@ pub async fn run(
     let email = format!("bench-{}@example.com", uuid::Uuid::new_v4().simple());
     let account =
         app::ssr::accounts::create_org_with_owner(pool, "Bench", &email, "bench password").await?;
-    let input = app::model::InvoiceInput {
-        customer_name: "Bench".into(),
-        customer_email: "bench@example.com".into(),
-        currency: "usd".into(),
-        due_date: Some(chrono::NaiveDate::from_ymd_opt(2030, 1, 1).context("date")?),
-        lines: vec![app::model::LineInput {
-            description: "Benchmark".into(),
-            quantity: app::model::Thousandths::whole(1),
-            unit_amount_cents: 100,
-            tax_rate_id: None,
-        }],
-        draft: false,
-        customer_id: None,
-        ..Default::default()
-    };
+    let input = bench_invoice()?;
     let mut tx = pool.begin().await?;
     let invoice = app::ssr::invoices::insert(
         &mut tx,
@@ -119,4 +105,120 @@ pub async fn run(
         at(1.0)
     );
     Ok(())
+}
+
+/// `lab bench outbox --throughput N`: `n` customer emails committed at once, then drained by a
+/// worker with each number of places per lane in `places`; emails/s from the worker's start to
+/// the last arrival at the SMTP server.
+pub async fn throughput(
+    lab: &crate::Lab,
+    smtp_url: &str,
+    sink_dir: &std::path::Path,
+    n: usize,
+    places: &[usize],
+) -> anyhow::Result<()> {
+    let pool: &PgPool = &lab.connect().await?;
+    let log = sink_dir.join("attempts.log");
+    let arrived = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let unlimited = app::ssr::mail_gate::Gate::new(
+        app::ssr::mail_gate::Allowance {
+            per_org_hour: u32::MAX,
+            per_recipient_hour: u32::MAX,
+        },
+        app::ssr::mail_gate::Sender::Automatic,
+    );
+    println!("outbox throughput: {n} customer emails queued at once, drained by one worker");
+    for &concurrency in places {
+        // Several orgs, as a real backlog has: the lane serves them in turn.
+        let mut orgs = Vec::new();
+        for o in 0..4 {
+            let email = format!("tp-{o}-{}@example.com", uuid::Uuid::new_v4().simple());
+            let account =
+                app::ssr::accounts::create_org_with_owner(pool, "Bench", &email, "bench password")
+                    .await?;
+            let input = bench_invoice()?;
+            let mut tx = pool.begin().await?;
+            let invoice = app::ssr::invoices::insert(
+                &mut tx,
+                uuid::Uuid::new_v4(),
+                account.org_id,
+                None,
+                &input,
+                "",
+            )
+            .await?;
+            tx.commit().await?;
+            orgs.push((account.org_id, invoice.id));
+        }
+        let mut tx = pool.begin().await?;
+        for i in 0..n {
+            let (org, invoice) = orgs[i % orgs.len()];
+            let permit = unlimited
+                .permit(&mut tx, org, &format!("customer-{i}@example.com"))
+                .await?
+                .map_err(|refused| anyhow::anyhow!("the mail gate: {refused}"))?;
+            app::ssr::outbox::enqueue_email(
+                &mut tx,
+                permit,
+                Some(invoice),
+                app::ssr::outbox::MailKind::InvoiceEmail,
+                serde_json::json!({ "invoice_id": invoice }),
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        let before = arrived();
+        let mailer = app::ssr::mail::Mailer::new(
+            Some(smtp_url),
+            None,
+            sink_dir,
+            Duration::from_secs(10),
+            app::ssr::mail::DEV_FROM,
+        )
+        .map_err(anyhow::Error::msg)?;
+        let config = app::ssr::worker::WorkerConfig {
+            id: format!("bench-{concurrency}"),
+            concurrency,
+            ..Default::default()
+        };
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let started = Instant::now();
+        let worker = tokio::spawn(app::ssr::worker::run(pool.clone(), mailer, config, stopped));
+        let deadline = started + Duration::from_secs(600);
+        while arrived() < before + n {
+            anyhow::ensure!(Instant::now() < deadline, "not drained within 10 minutes");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let secs = started.elapsed().as_secs_f64();
+        let _ = stop.send(true);
+        let _ = worker.await;
+        println!(
+            "{concurrency} place(s) per lane: {n} emails in {secs:.2} s = {:.0} emails/s",
+            n as f64 / secs
+        );
+    }
+    Ok(())
+}
+
+fn bench_invoice() -> anyhow::Result<app::model::InvoiceInput> {
+    Ok(app::model::InvoiceInput {
+        customer_name: "Bench".into(),
+        customer_email: "bench@example.com".into(),
+        currency: "usd".into(),
+        due_date: Some(chrono::NaiveDate::from_ymd_opt(2030, 1, 1).context("date")?),
+        lines: vec![app::model::LineInput {
+            description: "Benchmark".into(),
+            quantity: app::model::Thousandths::whole(1),
+            unit_amount_cents: 100,
+            tax_rate_id: None,
+        }],
+        draft: false,
+        customer_id: None,
+        ..Default::default()
+    })
 }

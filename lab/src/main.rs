@@ -101,6 +101,12 @@ enum BenchCommand {
         /// The SMTP sink's folder (its attempts.log records arrival times).
         #[arg(long)]
         sink_dir: PathBuf,
+        /// Then this many emails queued at once and drained by a worker with each number of places
+        /// per lane in `--concurrency`: emails/s (0: none).
+        #[arg(long, default_value_t = 0)]
+        throughput: usize,
+        #[arg(long, value_delimiter = ',', default_value = "1,8")]
+        concurrency: Vec<usize>,
     },
     /// The read paths at 1/16/64 clients against a running server over `lab datagen` data.
     Read(bench_read::ReadBenchArgs),
@@ -204,8 +210,17 @@ async fn run(args: Args) -> anyhow::Result<()> {
                     count,
                     smtp_url,
                     sink_dir,
+                    throughput,
+                    concurrency,
                 },
-        } => bench_outbox::run(&lab, &smtp_url, &sink_dir, count).await,
+        } => {
+            bench_outbox::run(&lab, &smtp_url, &sink_dir, count).await?;
+            if throughput > 0 {
+                bench_outbox::throughput(&lab, &smtp_url, &sink_dir, throughput, &concurrency)
+                    .await?;
+            }
+            Ok(())
+        }
         Command::Bench {
             command: BenchCommand::Http(args),
         } => bench_http::run(&lab, args).await,

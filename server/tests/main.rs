@@ -22,6 +22,7 @@ mod exports;
 mod form_crash;
 mod imports;
 mod invoice_lists;
+mod lanes;
 mod languages;
 mod lifecycle;
 mod line_items;

@@ -225,9 +225,10 @@ pub async fn lease_due(
 ) -> sqlx::Result<Vec<Leased>> {
     let mut tx = pool.begin().await?;
     // language=PostgreSQL
-    let rows = sqlx::query!(
+    let rows = sqlx::query_as!(
+        Due,
         r#"
-        select id, org_id, kind, payload, attempts, max_attempts
+        select id, org_id, kind, payload, max_attempts
         from outbox
         where sent_at is null and dead_at is null and next_attempt_at <= now()
         order by next_attempt_at
@@ -240,70 +241,187 @@ pub async fn lease_due(
     .await?;
     let mut leased = Vec::with_capacity(rows.len());
     for row in rows {
-        let key = ClaimKey::job(QUEUE, &row.id.to_string());
-        match claim::lease(&mut tx, &key, lease).await? {
-            Claim::Acquired(held) => {
-                // language=PostgreSQL
-                // Not due again until the lease runs out: other workers stop picking it, and a
-                // crashed holder's row comes due exactly when it may be taken over.
-                let attempts = sqlx::query_scalar!(
-                    r#"
-                    update outbox
-                    set attempts = attempts + 1, locked_by = $2,
-                        next_attempt_at = now() + make_interval(secs => $3)
-                    where id = $1
-                    returning attempts
-                    "#,
-                    row.id,
-                    worker,
-                    lease.as_secs_f64(),
-                )
-                .fetch_one(&mut *tx)
-                .await?;
-                if attempts > row.max_attempts {
-                    // Every earlier holder lost its lease (crashed or hung) without recording a
-                    // failure: stop trying, show it as dead.
-                    // language=PostgreSQL
-                    sqlx::query!(
-                        r#"
-                        update outbox set dead_at = now(), locked_by = null,
-                            last_error = 'gave up: the worker holding it stopped answering ' || ($2::int - 1) || ' times'
-                        where id = $1
-                        "#,
-                        row.id,
-                        attempts,
-                    )
-                    .execute(&mut *tx)
-                    .await?;
-                    let _ = held.release(&mut tx).await?;
-                    continue;
-                }
-                leased.push(Leased {
-                    id: row.id,
-                    org_id: row.org_id,
-                    kind: row.kind,
-                    payload: row.payload,
-                    attempts,
-                    max_attempts: row.max_attempts,
-                    lease: held,
-                });
-            }
-            // Another worker is sending it right now.
-            Claim::Busy { .. } => {}
-            // Sent, but the row was not marked (a crash between the two commits): mark it now.
-            Claim::Done(_) => {
-                // language=PostgreSQL
-                sqlx::query!(
-                    "update outbox set sent_at = coalesce(sent_at, now()), payload = payload - 'token' where id = $1",
-                    row.id
-                )
-                .execute(&mut *tx)
-                .await?;
-            }
+        if let Some(held) = take(&mut tx, row, worker, lease).await? {
+            leased.push(held);
         }
     }
     tx.commit().await?;
     Ok(leased)
+}
+
+/// The queues of the workers: each kind of work in its own, with its own places.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lane {
+    /// Emails about accounts (links, notices, invitations): never behind anyone's backlog.
+    Account,
+    /// Emails to customers (invoices, receipts, reminders, quotes).
+    Customer,
+    /// Deliveries to webhook endpoints.
+    Webhooks,
+    /// Calls to Stripe and imports.
+    Jobs,
+}
+
+impl Lane {
+    pub const ALL: [Lane; 4] = [Lane::Account, Lane::Customer, Lane::Webhooks, Lane::Jobs];
+
+    /// As the `outbox.lane` column (generated from the kind) names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lane::Account => "account",
+            Lane::Customer => "customer",
+            Lane::Webhooks => "webhooks",
+            Lane::Jobs => "jobs",
+        }
+    }
+}
+
+/// The orgs (`org_key`: the org, or the nil id for account emails) with a due row in `lane`, at
+/// most `limit` of them. One index probe per org with pending rows (a loose scan of
+/// `outbox_lane_due_idx`), however many rows each holds, due or waiting for a retry.
+pub async fn due_orgs(pool: &PgPool, lane: Lane, limit: i64) -> sqlx::Result<Vec<Uuid>> {
+    // language=PostgreSQL
+    sqlx::query_scalar!(
+        r#"
+        with recursive pending (org_key) as (
+            (select org_key from outbox
+             where lane = $1 and sent_at is null and dead_at is null
+             order by org_key limit 1)
+            union all
+            select (select o.org_key from outbox o
+                    where o.lane = $1 and o.sent_at is null and o.dead_at is null
+                      and o.org_key > p.org_key
+                    order by o.org_key limit 1)
+            from pending p where p.org_key is not null
+        )
+        select p.org_key as "org_key!" from pending p
+        where p.org_key is not null
+          and (select min(o.next_attempt_at) from outbox o
+               where o.lane = $1 and o.org_key = p.org_key
+                 and o.sent_at is null and o.dead_at is null) <= now()
+        limit $2
+        "#,
+        lane.as_str(),
+        limit
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// Leases the oldest due row of `org_key` in `lane`, if there is one nobody else holds.
+pub async fn lease_next(
+    pool: &PgPool,
+    worker: &str,
+    lane: Lane,
+    org_key: Uuid,
+    lease: Duration,
+) -> sqlx::Result<Option<Leased>> {
+    let mut tx = pool.begin().await?;
+    // language=PostgreSQL
+    let row = sqlx::query_as!(
+        Due,
+        r#"
+        select id, org_id, kind, payload, max_attempts
+        from outbox
+        where lane = $1 and org_key = $2 and sent_at is null and dead_at is null
+          and next_attempt_at <= now()
+        order by next_attempt_at
+        limit 1
+        for update skip locked
+        "#,
+        lane.as_str(),
+        org_key
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    let held = match row {
+        Some(row) => take(&mut tx, row, worker, lease).await?,
+        None => None,
+    };
+    tx.commit().await?;
+    Ok(held)
+}
+
+/// A due row, locked by the caller's transaction.
+struct Due {
+    id: Uuid,
+    org_id: Option<Uuid>,
+    kind: String,
+    payload: JsonValue,
+    max_attempts: i32,
+}
+
+/// Takes `row`'s lease in the caller's transaction (which locks the row): the row, or None when
+/// another worker holds a fresh lease on it, when it was sent already (marked now) or when it has
+/// used up its attempts (marked dead).
+async fn take(
+    tx: &mut PgConnection,
+    row: Due,
+    worker: &str,
+    lease: Duration,
+) -> sqlx::Result<Option<Leased>> {
+    let key = ClaimKey::job(QUEUE, &row.id.to_string());
+    match claim::lease(&mut *tx, &key, lease).await? {
+        Claim::Acquired(held) => {
+            // Not due again until the lease runs out: other workers stop picking it, and a
+            // crashed holder's row comes due exactly when it may be taken over.
+            // language=PostgreSQL
+            let attempts = sqlx::query_scalar!(
+                r#"
+                update outbox
+                set attempts = attempts + 1, locked_by = $2,
+                    next_attempt_at = now() + make_interval(secs => $3)
+                where id = $1
+                returning attempts
+                "#,
+                row.id,
+                worker,
+                lease.as_secs_f64(),
+            )
+            .fetch_one(&mut *tx)
+            .await?;
+            if attempts > row.max_attempts {
+                // Every earlier holder lost its lease (crashed or hung) without recording a
+                // failure: stop trying, show it as dead.
+                // language=PostgreSQL
+                sqlx::query!(
+                    r#"
+                    update outbox set dead_at = now(), locked_by = null,
+                        last_error = 'gave up: the worker holding it stopped answering ' || ($2::int - 1) || ' times'
+                    where id = $1
+                    "#,
+                    row.id,
+                    attempts,
+                )
+                .execute(&mut *tx)
+                .await?;
+                let _ = held.release(&mut *tx).await?;
+                return Ok(None);
+            }
+            Ok(Some(Leased {
+                id: row.id,
+                org_id: row.org_id,
+                kind: row.kind,
+                payload: row.payload,
+                attempts,
+                max_attempts: row.max_attempts,
+                lease: held,
+            }))
+        }
+        // Another worker is sending it right now.
+        Claim::Busy { .. } => Ok(None),
+        // Sent, but the row was not marked (a crash between the two commits): mark it now.
+        Claim::Done(_) => {
+            // language=PostgreSQL
+            sqlx::query!(
+                "update outbox set sent_at = coalesce(sent_at, now()), payload = payload - 'token' where id = $1",
+                row.id
+            )
+            .execute(&mut *tx)
+            .await?;
+            Ok(None)
+        }
+    }
 }
 
 /// Marks a sent row, fenced by its lease: nothing is recorded if the lease was taken over meanwhile.

@@ -16,6 +16,10 @@ pub struct Workers {
     /// How long a worker holds an email it is sending before another may take it over, in seconds.
     #[arg(long, env = "WORKER_LEASE_SECS", default_value_t = WorkerConfig::DEFAULT_LEASE.as_secs(), value_parser = clap::value_parser!(u64).range(1..), global = true)]
     pub worker_lease_secs: u64,
+    /// Rows each lane of a worker (account emails, customer emails, webhooks out, other jobs) works
+    /// at once; the scheduler's lane runs a quarter of it.
+    #[arg(long, env = "WORKER_CONCURRENCY", default_value_t = WorkerConfig::DEFAULT_CONCURRENCY as u64, value_parser = clap::value_parser!(u64).range(1..=256), global = true)]
+    pub worker_concurrency: u64,
     /// How often workers look for due emails without a notification, in milliseconds.
     #[arg(long, env = "WORKER_POLL_MS", default_value_t = millis(WorkerConfig::DEFAULT_POLL), global = true)]
     pub worker_poll_ms: u64,
@@ -106,6 +110,7 @@ impl Workers {
         );
         Ok(WorkerConfig {
             lease: Duration::from_secs(self.worker_lease_secs),
+            concurrency: self.worker_concurrency as usize,
             backoff_base: Duration::from_millis(self.worker_backoff_base_ms),
             poll: Duration::from_millis(self.worker_poll_ms),
             clock_offset: chrono::TimeDelta::seconds(offset),

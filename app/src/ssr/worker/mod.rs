@@ -14,11 +14,15 @@ use crate::ssr::observe::{self, Attempt, AttemptOutcome, Surface};
 use crate::ssr::outbox::{self, Failure};
 use crate::ssr::retention;
 
+mod lanes;
+
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
     /// Names the worker in `outbox.locked_by` and the logs.
     pub id: String,
     pub batch: i64,
+    /// Rows each lane works at once (WORKER_CONCURRENCY); the scheduler's lane runs a quarter of it.
+    pub concurrency: usize,
     pub lease: Duration,
     pub backoff_base: Duration,
     pub backoff_cap: Duration,
@@ -96,6 +100,7 @@ impl WorkerConfig {
     pub const DEFAULT_LEASE: Duration = Duration::from_secs(300);
     pub const DEFAULT_BACKOFF_BASE: Duration = Duration::from_secs(5);
     pub const DEFAULT_POLL: Duration = Duration::from_secs(1);
+    pub const DEFAULT_CONCURRENCY: usize = 8;
 }
 
 impl Default for WorkerConfig {
@@ -105,6 +110,7 @@ impl Default for WorkerConfig {
             // One row per lease: every send starts right after its lease was taken, so a slow SMTP
             // server cannot push later rows of a batch past their lease (a takeover would send twice).
             batch: 1,
+            concurrency: Self::DEFAULT_CONCURRENCY,
             lease: Self::DEFAULT_LEASE,
             backoff_base: Self::DEFAULT_BACKOFF_BASE,
             backoff_cap: Duration::from_secs(3600),
@@ -124,87 +130,126 @@ impl Default for WorkerConfig {
     }
 }
 
-/// Runs until `shutdown` turns true: then it stops leasing and returns once the rows it holds are done.
+/// Runs until `shutdown` turns true: a dispatcher per lane of the outbox ([`lanes`]: account
+/// emails, customer emails, webhooks out, other jobs; [`WorkerConfig::concurrency`] rows at once
+/// each, the orgs served in turn), the scheduler's lane (due periods and reminders) and retention.
+/// Then it stops leasing and returns once the rows it holds are done.
 pub async fn run(
     pool: PgPool,
     mailer: Mailer,
     config: WorkerConfig,
+    shutdown: watch::Receiver<bool>,
+) {
+    let config = std::sync::Arc::new(config);
+    let wake = std::sync::Arc::new(tokio::sync::Notify::new());
+    tracing::info!(worker = %config.id, concurrency = config.concurrency, "outbox worker started");
+    let mut tasks = tokio::task::JoinSet::new();
+    tasks.spawn(listen(pool.clone(), wake.clone(), shutdown.clone()));
+    for lane in crate::ssr::outbox::Lane::ALL {
+        let lane = lanes::run_lane(
+            pool.clone(),
+            mailer.clone(),
+            config.clone(),
+            lane,
+            wake.clone(),
+            shutdown.clone(),
+        );
+        tasks.spawn(lane);
+    }
+    for _ in 0..scheduler_places(config.concurrency) {
+        let runner = scheduler(pool.clone(), config.clone(), wake.clone(), shutdown.clone());
+        tasks.spawn(runner);
+    }
+    tasks.spawn(retention_loop(
+        pool.clone(),
+        config.clone(),
+        shutdown.clone(),
+    ));
+    while tasks.join_next().await.is_some() {}
+    tracing::info!(worker = %config.id, "outbox worker stopped");
+}
+
+/// The scheduler's lane: this many runners side by side (each run is one transaction, found with
+/// `SKIP LOCKED`), a quarter of a lane's places, so a backlog of due periods drains at the
+/// database's pace without taking every pooled connection.
+fn scheduler_places(concurrency: usize) -> usize {
+    (concurrency / 4).max(1)
+}
+
+/// Wakes every lane when a row commits (LISTEN/NOTIFY), reading every notification as it comes so
+/// the notifying backends never block on a full socket; without a listener, the lanes poll.
+async fn listen(
+    pool: PgPool,
+    wake: std::sync::Arc<tokio::sync::Notify>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut listener = match PgListener::connect_with(&pool).await {
         Ok(mut l) => match l.listen("outbox").await {
-            Ok(()) => Some(l),
+            Ok(()) => l,
             Err(e) => {
                 tracing::warn!(error = %e, "outbox worker: LISTEN failed, polling only");
-                None
+                return;
             }
         },
         Err(e) => {
             tracing::warn!(error = %e, "outbox worker: no listener connection, polling only");
-            None
+            return;
         }
     };
-    tracing::info!(worker = %config.id, "outbox worker started");
-    let mut retention_done_for = String::new();
-    // Due schedules and reminders are looked for once per poll interval, or at once again while
-    // the last look found work: not before every outbox batch (three more round trips per email).
-    let mut scheduled_at: Option<tokio::time::Instant> = None;
-    let mut scheduled = 0;
     while !*shutdown.borrow() {
-        // Periodic work rides on the same loop; its claim keeps it to one run per period overall.
+        tokio::select! {
+            got = listener.recv() => match got {
+                Ok(_) => wake.notify_waiters(),
+                // Postgres is down: recv() fails at once until it is back; the lanes poll meanwhile.
+                Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+            },
+            _ = shutdown.changed() => {}
+        }
+    }
+}
+
+/// One runner of the scheduler's lane: due periods and reminders, again at once while it finds
+/// work, else after the poll interval or a notification.
+async fn scheduler(
+    pool: PgPool,
+    config: std::sync::Arc<WorkerConfig>,
+    wake: std::sync::Arc<tokio::sync::Notify>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    while !*shutdown.borrow() {
+        if scheduled_work(&pool, &config).await > 0 {
+            continue;
+        }
+        tokio::select! {
+            _ = wake.notified() => {}
+            _ = tokio::time::sleep(config.poll) => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+}
+
+/// Retention, once per period overall (its claim), looked at every poll interval.
+async fn retention_loop(
+    pool: PgPool,
+    config: std::sync::Arc<WorkerConfig>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut done_for = String::new();
+    while !*shutdown.borrow() {
         let period = config.retention.current_period();
-        if period != retention_done_for {
+        if period != done_for {
             match retention::run_once(&pool, &period, &config.retention).await {
-                Ok(_) => retention_done_for = period,
+                Ok(_) => done_for = period,
                 Err(e) => {
                     tracing::warn!(worker = %config.id, error = %e, "retention job failed; will retry")
                 }
             }
         }
-        // Due schedules and reminders, a small batch of each per round, between the outbox's
-        // batches (so a backlog of runs never starves the emails): each run's claim keeps it to one
-        // run overall.
-        if scheduled > 0 || scheduled_at.is_none_or(|at| at.elapsed() >= config.poll) {
-            scheduled = scheduled_work(&pool, &config).await;
-            scheduled_at = Some(tokio::time::Instant::now());
-        }
-        match drain_once(&pool, &mailer, &config).await {
-            Ok(n) if n > 0 => {
-                // Busy: due rows are found by draining, but the notifications keep coming; read
-                // them away, or their backend blocks writing to us once the socket is full (and a
-                // blocked backend holds up the notification queue's cleanup and DROP DATABASE).
-                if let Some(l) = listener.as_mut() {
-                    discard_pending(l).await;
-                }
-                continue;
-            }
-            Ok(_) => {}
-            Err(e) => {
-                tracing::warn!(worker = %config.id, error = %e, "outbox worker: database error")
-            }
-        }
-        if scheduled > 0 {
-            continue;
-        }
-        let notified = async {
-            match listener.as_mut() {
-                Some(l) => {
-                    // On a lost connection recv() reconnects; if Postgres is down it fails at once:
-                    // then wait for the poll timer rather than spin.
-                    if l.recv().await.is_err() {
-                        std::future::pending::<()>().await
-                    }
-                }
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
-            _ = notified => {}
             _ = tokio::time::sleep(config.poll) => {}
             _ = shutdown.changed() => {}
         }
     }
-    tracing::info!(worker = %config.id, "outbox worker stopped");
 }
 
 /// Runs up to a batch of due schedule periods and of due reminders; returns how many.
@@ -240,17 +285,6 @@ async fn scheduled_work(pool: &PgPool, config: &WorkerConfig) -> usize {
     runs + reminders + usize::from(overdue > 0)
 }
 
-/// Reads the notifications already on the listener's connection, without waiting for more.
-async fn discard_pending(listener: &mut PgListener) {
-    // A zero timeout still polls once: whatever has arrived is read, nothing is waited for.
-    for _ in 0..100_000 {
-        match tokio::time::timeout(Duration::ZERO, listener.try_recv()).await {
-            Ok(Ok(Some(_))) => {}
-            _ => return,
-        }
-    }
-}
-
 /// Leases one batch and processes it; returns how many rows it held.
 pub async fn drain_once(
     pool: &PgPool,
@@ -260,6 +294,20 @@ pub async fn drain_once(
     let rows = outbox::lease_due(pool, &config.id, config.batch, config.lease).await?;
     let held = rows.len();
     for row in rows {
+        process(pool, mailer, config, row).await?;
+    }
+    Ok(held)
+}
+
+/// Does a leased row's work (an email, a call, a delivery, an import batch) with no transaction
+/// open, and marks it sent or failed, fenced by its lease.
+pub async fn process(
+    pool: &PgPool,
+    mailer: &Mailer,
+    config: &WorkerConfig,
+    row: outbox::Leased,
+) -> sqlx::Result<()> {
+    {
         let attempt = Attempt::new(Surface::Job, row.id.to_string(), None);
         attempt.identify(outbox::QUEUE, None);
         // A failure is (what the invoice page shows, the whole text for the log, permanent?): a
@@ -341,5 +389,5 @@ pub async fn drain_once(
             }
         }
     }
-    Ok(held)
+    Ok(())
 }

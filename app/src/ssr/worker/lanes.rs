@@ -1,0 +1,114 @@
+//! One lane of the outbox: a dispatcher that leases the lane's due rows, at most
+//! [`WorkerConfig::concurrency`] at once, each worked on its own task, the orgs served in turn. A
+//! round gives every org with a due row one place before any org gets a second, the least recently
+//! served first; a round is read afresh from the lane's index each time the last one is used up.
+//! So one org's backlog (thousands of deliveries to an endpoint that hangs) holds at most the places
+//! nobody else asks for, and a failing endpoint's retries, not due until their backoff ends, hold
+//! none.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use sqlx::PgPool;
+use tokio::sync::{watch, Notify, Semaphore};
+use uuid::Uuid;
+
+use super::{process, WorkerConfig};
+use crate::ssr::mail::Mailer;
+use crate::ssr::outbox::{self, Lane};
+
+/// The orgs of a lane, in turn.
+#[derive(Default)]
+struct Turns {
+    queue: VecDeque<Uuid>,
+    /// When each org was last given a place (a counter, not a clock).
+    served: HashMap<Uuid, u64>,
+    tick: u64,
+    /// The round being served leased something: a round that leased nothing (every due row held
+    /// by another worker) is followed by a wait, not by reading the next round at once.
+    round_leased: bool,
+    in_round: bool,
+}
+
+/// The most orgs one round reads.
+const ROUND: i64 = 1000;
+
+impl Turns {
+    /// The next org to give a place, or None when there is nothing to do now.
+    async fn next(&mut self, pool: &PgPool, lane: Lane) -> sqlx::Result<Option<Uuid>> {
+        if self.queue.is_empty() {
+            if self.in_round && !self.round_leased {
+                self.in_round = false;
+                return Ok(None);
+            }
+            let mut orgs = outbox::due_orgs(pool, lane, ROUND).await?;
+            let due: HashSet<Uuid> = orgs.iter().copied().collect();
+            self.served.retain(|org, _| due.contains(org));
+            orgs.sort_by_key(|org| self.served.get(org).copied().unwrap_or(0));
+            self.queue = orgs.into();
+            self.in_round = !self.queue.is_empty();
+            self.round_leased = false;
+        }
+        Ok(self.queue.pop_front())
+    }
+
+    fn served(&mut self, org: Uuid) {
+        self.tick += 1;
+        self.served.insert(org, self.tick);
+        self.round_leased = true;
+    }
+}
+
+/// Runs `lane` until `shutdown`, then waits for the rows it holds.
+pub(super) async fn run_lane(
+    pool: PgPool,
+    mailer: Mailer,
+    config: Arc<WorkerConfig>,
+    lane: Lane,
+    wake: Arc<Notify>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let places = Arc::new(Semaphore::new(config.concurrency.max(1)));
+    let mut working = tokio::task::JoinSet::new();
+    let mut turns = Turns::default();
+    while !*shutdown.borrow() {
+        while working.try_join_next().is_some() {}
+        let place = tokio::select! {
+            place = places.clone().acquire_owned() => place.expect("the semaphore is never closed"),
+            _ = shutdown.changed() => break,
+        };
+        // Registered before looking, so a row committed while we look still wakes us.
+        let woken = wake.notified();
+        let next = turns.next(&pool, lane).await.unwrap_or_else(|e| {
+            tracing::warn!(worker = %config.id, lane = lane.as_str(), error = %e, "outbox lane: database error");
+            None
+        });
+        if let Some(org) = next {
+            match outbox::lease_next(&pool, &config.id, lane, org, config.lease).await {
+                Ok(Some(row)) => {
+                    turns.served(org);
+                    let (pool, mailer, config) = (pool.clone(), mailer.clone(), config.clone());
+                    working.spawn(async move {
+                        if let Err(e) = process(&pool, &mailer, &config, row).await {
+                            tracing::warn!(worker = %config.id, error = %e, "outbox worker: database error");
+                        }
+                        drop(place);
+                    });
+                    continue;
+                }
+                // Its due rows are held by other workers: the next org.
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::warn!(worker = %config.id, lane = lane.as_str(), error = %e, "outbox lane: database error")
+                }
+            }
+        }
+        drop(place);
+        tokio::select! {
+            _ = woken => {}
+            _ = tokio::time::sleep(config.poll) => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+    while working.join_next().await.is_some() {}
+}
