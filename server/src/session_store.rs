@@ -5,7 +5,8 @@
 //!
 //! Read and written on every signed-in request through a pool whose idle connections a failover
 //! cuts: a pooled connection fails its first query and is closed, so each operation that fails is
-//! tried once more, on a fresh connection. Every operation is safe to repeat (a read, an upsert, a
+//! tried again, on another connection, for as long as it finds cut ones (every idle connection of
+//! the pool may have been cut at once). Every operation is safe to repeat (a read, an upsert, a
 //! delete, an insert that takes a new id when its id is taken).
 
 use sqlx::types::Json;
@@ -29,17 +30,61 @@ impl PgSessions {
     }
 }
 
-/// Runs `op` and, if it failed, once more.
-macro_rules! twice {
-    ($op:expr) => {
-        match $op.await {
-            Err(e) => {
-                tracing::warn!(error = %e, "session store failed; trying once more");
-                $op.await
-            }
-            done => done,
+/// Why an operation of the store failed: the database (perhaps a cut connection), or the store.
+enum Failed {
+    Db(sqlx::Error),
+    Store(Error),
+}
+
+impl From<sqlx::Error> for Failed {
+    fn from(e: sqlx::Error) -> Self {
+        Failed::Db(e)
+    }
+}
+
+impl From<Error> for Failed {
+    fn from(e: Error) -> Self {
+        Failed::Store(e)
+    }
+}
+
+impl Failed {
+    /// A pooled connection a failover or a terminated backend cut: the pool drops it on this
+    /// failure, and the next try takes another.
+    fn cut(&self) -> bool {
+        match self {
+            Failed::Db(sqlx::Error::Io(_) | sqlx::Error::Protocol(_)) => true,
+            Failed::Db(sqlx::Error::Database(e)) => e.code().as_deref() == Some("57P01"),
+            _ => false,
         }
-    };
+    }
+
+    fn into_store(self) -> Error {
+        match self {
+            Failed::Db(e) => backend(e),
+            Failed::Store(e) => e,
+        }
+    }
+}
+
+/// Runs `op` and, if it failed, once more; and again while it finds cut connections, up to one
+/// more than the pool holds (every idle connection may have been cut at once).
+macro_rules! retried {
+    ($self:ident, $op:expr) => {{
+        let tries = $self.pool.options().get_max_connections() + 1;
+        let mut tried = 1;
+        loop {
+            match $op.await {
+                Err(e) if tried < tries && (tried == 1 || e.cut()) => {
+                    if tried == 1 {
+                        tracing::warn!("session store failed; trying again");
+                    }
+                    tried += 1;
+                }
+                done => break done.map_err(Failed::into_store),
+            }
+        }
+    }};
 }
 
 fn backend(e: sqlx::Error) -> Error {
@@ -61,7 +106,7 @@ fn to_time(at: chrono::DateTime<chrono::Utc>) -> Result<OffsetDateTime> {
 
 impl PgSessions {
     /// Inserts the record under its id unless a session has it: false if one does.
-    async fn insert_new(&self, record: &Record) -> Result<bool> {
+    async fn insert_new(&self, record: &Record) -> std::result::Result<bool, Failed> {
         // language=PostgreSQL
         let inserted = sqlx::query_scalar!(
             r#"insert into cookie_sessions (id, data, expiry_date) values ($1, $2, $3)
@@ -71,12 +116,11 @@ impl PgSessions {
             to_chrono(record.expiry_date)
         )
         .fetch_optional(&self.pool)
-        .await
-        .map_err(backend)?;
+        .await?;
         Ok(inserted.is_some())
     }
 
-    async fn upsert(&self, record: &Record) -> Result<()> {
+    async fn upsert(&self, record: &Record) -> std::result::Result<(), Failed> {
         // language=PostgreSQL
         sqlx::query!(
             "insert into cookie_sessions (id, data, expiry_date) values ($1, $2, $3)
@@ -87,30 +131,27 @@ impl PgSessions {
         )
         .execute(&self.pool)
         .await
-        .map_err(backend)?;
+        ?;
         Ok(())
     }
 
-    async fn load_once(&self, id: &Id) -> Result<Option<Record>> {
-        let found = app::ssr::auth::load_cookie_session(&self.pool, &id.to_string())
-            .await
-            .map_err(backend)?;
+    async fn load_once(&self, id: &Id) -> std::result::Result<Option<Record>, Failed> {
+        let found = app::ssr::auth::load_cookie_session(&self.pool, &id.to_string()).await?;
         match found {
             Some(s) => Ok(Some(Record {
                 id: *id,
                 data: s.data.0,
                 expiry_date: to_time(s.expiry)?,
             })),
-            None => self.adopt(id).await,
+            None => Ok(self.adopt(id).await?),
         }
     }
 
-    async fn delete_once(&self, id: &Id) -> Result<()> {
+    async fn delete_once(&self, id: &Id) -> std::result::Result<(), Failed> {
         // language=PostgreSQL
         sqlx::query!("delete from cookie_sessions where id = $1", id.to_string())
             .execute(&self.pool)
-            .await
-            .map_err(backend)?;
+            .await?;
         Ok(())
     }
 }
@@ -121,7 +162,7 @@ impl SessionStore for PgSessions {
     /// practice) is replaced by a fresh one, never written over.
     async fn create(&self, record: &mut Record) -> Result<()> {
         loop {
-            if twice!(self.insert_new(record))? {
+            if retried!(self, self.insert_new(record))? {
                 return Ok(());
             }
             record.id = Id::default();
@@ -129,15 +170,15 @@ impl SessionStore for PgSessions {
     }
 
     async fn save(&self, record: &Record) -> Result<()> {
-        twice!(self.upsert(record))
+        retried!(self, self.upsert(record))
     }
 
     async fn load(&self, id: &Id) -> Result<Option<Record>> {
-        twice!(self.load_once(id))
+        retried!(self, self.load_once(id))
     }
 
     async fn delete(&self, id: &Id) -> Result<()> {
-        twice!(self.delete_once(id))
+        retried!(self, self.delete_once(id))
     }
 }
 
@@ -199,7 +240,7 @@ impl PgSessions {
                 return Ok(None);
             }
         };
-        self.insert_new(&record).await?;
+        self.insert_new(&record).await.map_err(Failed::into_store)?;
         Ok(Some(record))
     }
 }

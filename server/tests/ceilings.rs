@@ -143,3 +143,21 @@ async fn sixty_addresses_of_one_network_drain_nothing_a_real_user_needs(pool: Pg
     ];
     assert!(rpc(&real, &app, elsewhere, "signup", &form).await < 400);
 }
+
+/// An invitation token of the wrong shape (ten thousand bytes of junk) is refused before it keys
+/// any allowance: the client's login allowance is untouched by any number of them.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn a_junk_invitation_token_keys_nothing(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| {
+        s.client_ip_header = Some("x-forwarded-for".into());
+        s.limits.logins_per_address_minute = 3;
+    })
+    .await;
+    let http = client();
+    let junk = "x".repeat(10_000);
+    for _ in 0..10 {
+        let form = [("token", junk.as_str()), ("password", "whatever password")];
+        let status = rpc(&http, &app, "203.0.113.5", "accept_invitation", &form).await;
+        assert_eq!(status, 400, "refused as not valid, never throttled");
+    }
+}

@@ -308,12 +308,15 @@ pub async fn due_orgs(pool: &PgPool, lane: Lane, limit: i64) -> sqlx::Result<Vec
     .await
 }
 
-/// Leases the oldest due row of `org_key` in `lane`, if there is one nobody else holds.
+/// Leases the oldest due row of `org_key` in `lane`, if there is one nobody else holds, passing over
+/// deliveries to the webhook endpoints in `busy` (one delivery at a time per endpoint: events reach
+/// it in order, and a failing one is not tried in parallel).
 pub async fn lease_next(
     pool: &PgPool,
     worker: &str,
     lane: Lane,
     org_key: Uuid,
+    busy: &[String],
     lease: Duration,
 ) -> sqlx::Result<Option<Leased>> {
     let mut tx = pool.begin().await?;
@@ -325,12 +328,14 @@ pub async fn lease_next(
         from outbox
         where lane = $1 and org_key = $2 and sent_at is null and dead_at is null
           and next_attempt_at <= now()
+          and not (kind = 'webhook' and (payload ->> 'endpoint_id') = any($3))
         order by next_attempt_at
         limit 1
         for update skip locked
         "#,
         lane.as_str(),
-        org_key
+        org_key,
+        busy
     )
     .fetch_optional(&mut *tx)
     .await?;

@@ -4,7 +4,8 @@
 //! served first; a round is read afresh from the lane's index each time the last one is used up.
 //! So one org's backlog (thousands of deliveries to an endpoint that hangs) holds at most the places
 //! nobody else asks for, and a failing endpoint's retries, not due until their backoff ends, hold
-//! none.
+//! none. A webhook endpoint gets one delivery at a time from a worker: its events reach it in order,
+//! and one that fails is not tried in parallel.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -71,28 +72,43 @@ pub(super) async fn run_lane(
     let places = Arc::new(Semaphore::new(config.concurrency.max(1)));
     let mut working = tokio::task::JoinSet::new();
     let mut turns = Turns::default();
+    // The webhook endpoints with a delivery in hand, and a wake-up when any row is done.
+    let busy: Arc<std::sync::Mutex<HashSet<String>>> = Default::default();
+    let done = Arc::new(Notify::new());
     while !*shutdown.borrow() {
         while working.try_join_next().is_some() {}
         let place = tokio::select! {
             place = places.clone().acquire_owned() => place.expect("the semaphore is never closed"),
             _ = shutdown.changed() => break,
         };
-        // Registered before looking, so a row committed while we look still wakes us.
+        // Registered before looking, so a row committed, or a row done, while we look still wakes
+        // us.
         let woken = wake.notified();
+        let freed = done.notified();
         let next = turns.next(&pool, lane).await.unwrap_or_else(|e| {
             tracing::warn!(worker = %config.id, lane = lane.as_str(), error = %e, "outbox lane: database error");
             None
         });
         if let Some(org) = next {
-            match outbox::lease_next(&pool, &config.id, lane, org, config.lease).await {
+            let held: Vec<String> = busy.lock().expect("not poisoned").iter().cloned().collect();
+            match outbox::lease_next(&pool, &config.id, lane, org, &held, config.lease).await {
                 Ok(Some(row)) => {
                     turns.served(org);
+                    let endpoint = row.payload["endpoint_id"].as_str().map(str::to_owned);
+                    if let Some(endpoint) = &endpoint {
+                        busy.lock().expect("not poisoned").insert(endpoint.clone());
+                    }
                     let (pool, mailer, config) = (pool.clone(), mailer.clone(), config.clone());
+                    let (busy, done) = (busy.clone(), done.clone());
                     working.spawn(async move {
                         if let Err(e) = process(&pool, &mailer, &config, row).await {
                             tracing::warn!(worker = %config.id, error = %e, "outbox worker: database error");
                         }
+                        if let Some(endpoint) = endpoint {
+                            busy.lock().expect("not poisoned").remove(&endpoint);
+                        }
                         drop(place);
+                        done.notify_waiters();
                     });
                     continue;
                 }
@@ -106,6 +122,7 @@ pub(super) async fn run_lane(
         drop(place);
         tokio::select! {
             _ = woken => {}
+            _ = freed => {}
             _ = tokio::time::sleep(config.poll) => {}
             _ = shutdown.changed() => {}
         }
