@@ -6,6 +6,11 @@ alter table webhook_endpoints
     add column disabled_reason text
         check (disabled_reason is null or disabled_reason in ('failing', 'credentials_reset'));
 update webhook_endpoints set disabled_reason = 'failing' where disabled_at is not null;
+-- Endpoints registered with an API key before: counted to the key's maker.
+update webhook_endpoints w set created_by = k.created_by
+from api_keys k
+where w.created_by is null and w.source_key like 'api:%'
+  and k.id::text = split_part(substr(w.source_key, 5), '/', 1);
 create index webhook_endpoints_creator_idx on webhook_endpoints (created_by, created_at)
     where deleted_at is null and disabled_at is null;
 

@@ -54,7 +54,12 @@ impl Failed {
     fn cut(&self) -> bool {
         match self {
             Failed::Db(sqlx::Error::Io(_) | sqlx::Error::Protocol(_)) => true,
-            Failed::Db(sqlx::Error::Database(e)) => e.code().as_deref() == Some("57P01"),
+            // Terminated by an administrator, a crash or a shutdown, or a demoted node that now
+            // refuses writes: another connection may reach the new primary.
+            Failed::Db(sqlx::Error::Database(e)) => matches!(
+                e.code().as_deref(),
+                Some("57P01" | "57P02" | "57P03" | "25006")
+            ),
             _ => false,
         }
     }

@@ -343,3 +343,67 @@ async fn where_the_org_is_paid_changes_only_with_the_password_and_never_silently
     .await;
     assert_eq!(told, 2, "both owners");
 }
+
+/// What hands out the org's power asks for the password too: a session signed in 11 minutes ago
+/// makes no API key (which could change the bank details through the API) and registers no
+/// webhook endpoint without it.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn keys_and_endpoints_are_made_only_with_the_password(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (org, victim, email, _) = org_of_two_owners(&app.pool).await;
+    let http = client();
+    login(&http, &app.base, &email, "old password").await;
+    sqlx::query("update user_sessions set authenticated_at = now() - interval '11 minutes' where user_id = $1")
+        .bind(victim)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let key = app::model::form_key(org).to_string();
+    let keys = async |password: &'static str| {
+        let form = vec![
+            ("idempotency_key", key.clone()),
+            ("name", "books".to_owned()),
+            ("role", "owner".to_owned()),
+            ("password", password.to_owned()),
+        ];
+        pages::post_form(&http, format!("{}/rpc/create_api_key", app.base), &form).await
+    };
+    let refused = keys("").await;
+    assert_eq!(refused.status(), 422);
+    assert!(refused
+        .text()
+        .await
+        .unwrap()
+        .contains("Enter your password"));
+    let made: i64 = scalar_for(
+        &app.pool,
+        "select count(*) from api_keys where org_id = $1",
+        org,
+    )
+    .await;
+    assert_eq!(made, 0);
+    let endpoint_key = app::model::form_key(org).to_string();
+    let form = [
+        ("idempotency_key", endpoint_key.as_str()),
+        ("url", "https://hooks.example/in"),
+        ("events[]", "invoice.paid"),
+        ("password", ""),
+    ];
+    let refused = pages::post_form(
+        &http,
+        format!("{}/rpc/create_webhook_endpoint", app.base),
+        &form,
+    )
+    .await;
+    assert_eq!(refused.status(), 422);
+    // With it: the key is made (the same rendered form).
+    let made = keys("old password").await;
+    assert!(made.status().as_u16() < 400, "{}", made.status());
+    let made: i64 = scalar_for(
+        &app.pool,
+        "select count(*) from api_keys where org_id = $1",
+        org,
+    )
+    .await;
+    assert_eq!(made, 1);
+}

@@ -265,6 +265,7 @@ pub fn ApiKeysPage() -> impl IntoView {
         |_| list_api_keys(),
     );
     let revealed = RwSignal::new(None::<(uuid::Uuid, String)>);
+    let create_errors = field_errors(create.value());
     Effect::new(move || {
         if let Some(Ok(made)) = create.value().get() {
             if let Some(key) = made.plaintext {
@@ -303,6 +304,12 @@ pub fn ApiKeysPage() -> impl IntoView {
                             <label>
                                 "Expires after (days)"
                                 <input type="text" inputmode="numeric" name="expires_in_days" placeholder="never" />
+                            </label>
+                            <label>
+                                "Your password"
+                                <input type="password" name="password" autocomplete="current-password" maxlength="1024" />
+                                <span class="hint">"Needed when you signed in more than 10 minutes ago."</span>
+                                {field_error(create_errors, "password")}
                             </label>
                         </div>
                         <button type="submit" class="primary" disabled=move || create.pending().get()>

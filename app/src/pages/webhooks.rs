@@ -77,6 +77,12 @@ pub fn WebhooksPage() -> impl IntoView {
                                             "Description"
                                             <input type="text" name="description" maxlength="500" placeholder="optional" />
                                         </label>
+                                        <label>
+                                            "Your password"
+                                            <input type="password" name="password" autocomplete="current-password" maxlength="1024" />
+                                            <span class="hint">"Needed when you signed in more than 10 minutes ago."</span>
+                                            {field_error(errors, "password")}
+                                        </label>
                                         <button type="submit" class="primary" disabled=move || create.pending().get()>"Add endpoint"</button>
                                     </ActionForm>
                                 })}

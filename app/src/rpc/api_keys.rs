@@ -33,8 +33,18 @@ pub async fn create_api_key(
     name: String,
     role: Option<String>,
     expires_in_days: Option<String>,
+    password: Option<String>,
 ) -> Result<crate::model::CreatedApiKey, AppError> {
     use crate::ssr::api_keys::{insert, prefix_of, KeyForm, NewApiKey};
+    // A key acts as its maker (the org's money included, through the API): a session that proved
+    // the password lately makes one.
+    super::form::recently_authenticated(
+        Action::ManageOwnApiKeys,
+        &idempotency_key,
+        password.as_deref(),
+        "making an API key",
+    )
+    .await?;
 
     let asked = KeyForm::new(&name, role.as_deref(), expires_in_days.as_deref());
     let key = NewApiKey::generate();

@@ -88,10 +88,14 @@ pub async fn login(email: String, password: String, next: Option<String>) -> Res
     use crate::ssr::auth::{BackendError, Credentials};
 
     let state = state()?;
-    state
-        .throttle
-        .login(&email, client_address(&state))?
-        .spend()?;
+    let ceiling = state.throttle.login(&email, client_address(&state))?;
+    // Credentials that cannot be anyone's cost this client's allowances, not the shared ceiling,
+    // and no hash.
+    if !plausible_credentials(&email, &password) {
+        ceiling.waive();
+        return Err(AppError::BadRequest("Wrong email or password.".into()));
+    }
+    ceiling.spend()?;
     let mut session = crate::ssr::auth::current_session().await?;
     let user = match session.authenticate(Credentials { email, password }).await {
         Ok(Some(user)) => user,
@@ -110,6 +114,15 @@ pub async fn login(email: String, password: String, next: Option<String>) -> Res
     crate::ssr::auth::log_in(&state.pool, &mut session, &user, &login_meta(&state)).await?;
     leptos_axum::redirect(&safe_next(next.as_deref()));
     Ok(())
+}
+
+/// An address an account could have and a password that could be its (not empty, not beyond what
+/// a password may be).
+#[cfg(feature = "ssr")]
+fn plausible_credentials(email: &str, password: &str) -> bool {
+    use validator::ValidateEmail;
+    let email = email.trim();
+    email.len() <= 254 && email.validate_email() && !password.is_empty() && password.len() <= 1024
 }
 
 #[server(prefix = "/rpc", endpoint = "logout")]

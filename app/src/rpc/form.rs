@@ -87,6 +87,39 @@ pub(super) async fn open_form(
     Ok((user, form_key))
 }
 
+/// A change that hands out the org's power or money (where it is paid, who it is on its e-invoices,
+/// an API key, a webhook endpoint and its secret): the session must have proved the password in
+/// the last 10 minutes, or prove it now with `password`. Asked before anything is claimed, so a
+/// refused form keeps its key. `what` names the change in the refusal ("making an API key").
+pub(super) async fn recently_authenticated(
+    action: Action,
+    idempotency_key: &Option<String>,
+    password: Option<&str>,
+    what: &str,
+) -> Result<(), AppError> {
+    use crate::ssr::accounts::{reauthenticate, Reauth, RECENT_AUTH_MINUTES};
+    let user = crate::ssr::auth::require(action).await?;
+    let state = state()?;
+    // A signed-in user: their own allowances hold, not the ceilings everyone shares.
+    state
+        .throttle
+        .login(&user.email, super::client_address(&state))?
+        .waive();
+    let why = match reauthenticate(&state.pool, user.id, user.session_id, password).await? {
+        Reauth::Fresh => return Ok(()),
+        Reauth::Needed => format!(
+            "Enter your password: {what} asks for it when you signed in more than \
+             {RECENT_AUTH_MINUTES} minutes ago."
+        ),
+        Reauth::Wrong => "That is not your password.".to_owned(),
+    };
+    Err(AppError::rejected(
+        idempotency_key.clone(),
+        [("password".to_owned(), why)].into(),
+    )
+    .respond())
+}
+
 /// One settings form of the session's org, run at most once per rendered form: the session's role
 /// must allow `action` and the form's key must be one rendered for the org it acts for now; then
 /// `check` is answered, and the save runs in the claim's transaction. A plain form post is sent

@@ -134,37 +134,6 @@ pub async fn save_org_settings(
     .await
 }
 
-/// A change of where the org is paid or of who it is on its e-invoices: the session must have
-/// proved the password in the last 10 minutes, or prove it now with `password`. Asked before
-/// anything is claimed, so a refused form keeps its key.
-#[cfg(feature = "ssr")]
-async fn recently_authenticated(
-    idempotency_key: &Option<String>,
-    password: Option<&str>,
-) -> Result<(), AppError> {
-    use crate::ssr::accounts::{reauthenticate, Reauth, RECENT_AUTH_MINUTES};
-    let user = crate::ssr::auth::require(crate::model::Action::ManageOrg).await?;
-    let state = state()?;
-    // A signed-in user: their own allowances hold, not the ceilings everyone shares.
-    state
-        .throttle
-        .login(&user.email, super::client_address(&state))?
-        .waive();
-    let why = match reauthenticate(&state.pool, user.id, user.session_id, password).await? {
-        Reauth::Fresh => return Ok(()),
-        Reauth::Needed => format!(
-            "Enter your password: changing where you are paid, or who you are on your e-invoices, \
-             asks for it when you signed in more than {RECENT_AUTH_MINUTES} minutes ago."
-        ),
-        Reauth::Wrong => "That is not your password.".to_owned(),
-    };
-    Err(AppError::rejected(
-        idempotency_key.clone(),
-        [("password".to_owned(), why)].into(),
-    )
-    .respond())
-}
-
 /// Saves who issues the org's invoices (its legal details), once per rendered form; a change of its
 /// e-invoicing identity asks for the password again after 10 minutes.
 #[server(prefix = "/rpc", endpoint = "save_org_details")]
@@ -178,7 +147,13 @@ pub async fn save_org_details(
     let user = crate::ssr::auth::require(crate::model::Action::ManageOrg).await?;
     let now = crate::ssr::orgs::details(&state()?.pool, user.org_id).await?;
     if !crate::ssr::orgs::identity_changes(&now, &details).is_empty() {
-        recently_authenticated(&idempotency_key, password.as_deref()).await?;
+        super::form::recently_authenticated(
+            crate::model::Action::ManageOrg,
+            &idempotency_key,
+            password.as_deref(),
+            "changing where you are paid, or who you are on your e-invoices,",
+        )
+        .await?;
     }
     SettingsForm {
         form: Form::EditOrgDetails,
@@ -209,7 +184,13 @@ pub async fn save_bank_details(
     let user = crate::ssr::auth::require(crate::model::Action::ManageOrg).await?;
     let now = crate::ssr::orgs::bank_details(&state()?.pool, user.org_id).await?;
     if !crate::ssr::orgs::bank_changes(&now, &bank).is_empty() {
-        recently_authenticated(&idempotency_key, password.as_deref()).await?;
+        super::form::recently_authenticated(
+            crate::model::Action::ManageOrg,
+            &idempotency_key,
+            password.as_deref(),
+            "changing where you are paid, or who you are on your e-invoices,",
+        )
+        .await?;
     }
     SettingsForm {
         form: Form::EditBankDetails,

@@ -291,10 +291,14 @@ pub async fn accept_invitation(token: String, password: String) -> Result<(), Ap
     if crate::ssr::accounts::well_formed_token(&token).is_none() {
         return Err(AppError::from(crate::ssr::accounts::TokenError::Unknown).respond());
     }
-    state
+    let ceiling = state
         .throttle
-        .login(&token, super::client_address(&state))?
-        .spend()?;
+        .login(&token, super::client_address(&state))?;
+    // An unknown, used or expired link costs this client's allowances, never the shared ceiling.
+    crate::ssr::invitations::preview(&state.pool, &token)
+        .await
+        .map_err(|e| AppError::from(e).respond())?;
+    ceiling.spend()?;
     let accepted = crate::ssr::invitations::accept(&state.pool, &token, &password)
         .await
         .map_err(|e| AppError::from(e).respond())?;

@@ -70,12 +70,20 @@ pub async fn create_webhook_endpoint(
     url: String,
     events: Option<Vec<String>>,
     description: Option<String>,
+    password: Option<String>,
 ) -> Result<(), AppError> {
     use crate::model::webhooks::WebhookEndpointInput;
     use crate::ssr::webhooks_out::{self, guard, CreateError};
 
-    // The role first: nobody else gets the URL looked up.
-    crate::ssr::auth::require(Action::ManageOrg).await?;
+    // The role first: nobody else gets the URL looked up. An endpoint receives the org's data as
+    // it changes: a session that proved the password lately registers one.
+    super::form::recently_authenticated(
+        Action::ManageOrg,
+        &idempotency_key,
+        password.as_deref(),
+        "registering a webhook endpoint",
+    )
+    .await?;
     let input = WebhookEndpointInput {
         url: url.trim().to_owned(),
         events: events.unwrap_or_default(),

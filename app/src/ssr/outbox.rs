@@ -276,16 +276,23 @@ impl Lane {
     }
 }
 
-/// The orgs (`org_key`: the org, or the nil id for account emails) with a due row in `lane`, at
-/// most `limit` of them. One index probe per org with pending rows (a loose scan of
-/// `outbox_lane_due_idx`), however many rows each holds, due or waiting for a retry.
-pub async fn due_orgs(pool: &PgPool, lane: Lane, limit: i64) -> sqlx::Result<Vec<Uuid>> {
+/// The orgs (`org_key`: the org, or the nil id for account emails) with a due row in `lane`, in
+/// `org_key` order after `after` (from the first without it), at most `limit` of them. One index
+/// probe per org with pending rows (a loose scan of `outbox_lane_due_idx`), however many rows each
+/// holds, due or waiting for a retry.
+pub async fn due_orgs(
+    pool: &PgPool,
+    lane: Lane,
+    after: Option<Uuid>,
+    limit: i64,
+) -> sqlx::Result<Vec<Uuid>> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         r#"
         with recursive pending (org_key) as (
             (select org_key from outbox
              where lane = $1 and sent_at is null and dead_at is null
+               and ($3::uuid is null or org_key > $3)
              order by org_key limit 1)
             union all
             select (select o.org_key from outbox o
@@ -302,7 +309,8 @@ pub async fn due_orgs(pool: &PgPool, lane: Lane, limit: i64) -> sqlx::Result<Vec
         limit $2
         "#,
         lane.as_str(),
-        limit
+        limit,
+        after
     )
     .fetch_all(pool)
     .await

@@ -11,10 +11,10 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use sqlx::PgPool;
-use tokio::sync::{watch, Notify, Semaphore};
+use tokio::sync::{watch, Semaphore};
 use uuid::Uuid;
 
-use super::{process, WorkerConfig};
+use super::{moved, process, WorkerConfig};
 use crate::ssr::mail::Mailer;
 use crate::ssr::outbox::{self, Lane};
 
@@ -25,6 +25,9 @@ struct Turns {
     /// When each org was last given a place (a counter, not a clock).
     served: HashMap<Uuid, u64>,
     tick: u64,
+    /// Where the next round's read of the lane's orgs starts (None: at the first): more orgs than a
+    /// round holds are read round after round, none left out.
+    after: Option<Uuid>,
     /// The round being served leased something: a round that leased nothing (every due row held
     /// by another worker) is followed by a wait, not by reading the next round at once.
     round_leased: bool,
@@ -42,7 +45,17 @@ impl Turns {
                 self.in_round = false;
                 return Ok(None);
             }
-            let mut orgs = outbox::due_orgs(pool, lane, ROUND).await?;
+            let mut orgs = outbox::due_orgs(pool, lane, self.after, ROUND).await?;
+            if (orgs.len() as i64) < ROUND && self.after.is_some() {
+                // The end of the lane: on from its start.
+                let rest = outbox::due_orgs(pool, lane, None, ROUND - orgs.len() as i64).await?;
+                orgs.extend(rest.into_iter().filter(|org| Some(*org) <= self.after));
+            }
+            self.after = if orgs.len() as i64 == ROUND {
+                orgs.last().copied()
+            } else {
+                None
+            };
             let due: HashSet<Uuid> = orgs.iter().copied().collect();
             self.served.retain(|org, _| due.contains(org));
             orgs.sort_by_key(|org| self.served.get(org).copied().unwrap_or(0));
@@ -60,55 +73,80 @@ impl Turns {
     }
 }
 
-/// Runs `lane` until `shutdown`, then waits for the rows it holds.
+/// An endpoint's delivery in hand: taken off the busy set, and the lane woken, however its task
+/// ends.
+struct InHand {
+    busy: Arc<std::sync::Mutex<HashSet<String>>>,
+    endpoint: Option<String>,
+    done: watch::Sender<u64>,
+}
+
+impl Drop for InHand {
+    fn drop(&mut self) {
+        if let Some(endpoint) = &self.endpoint {
+            self.busy
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .remove(endpoint);
+        }
+        self.done.send_modify(|n| *n = n.wrapping_add(1));
+    }
+}
+
+/// Runs `lane` until `shutdown`, then waits for the rows it holds. `wake` moves when a row commits.
 pub(super) async fn run_lane(
     pool: PgPool,
     mailer: Mailer,
     config: Arc<WorkerConfig>,
     lane: Lane,
-    wake: Arc<Notify>,
+    mut wake: watch::Receiver<u64>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let places = Arc::new(Semaphore::new(config.concurrency.max(1)));
     let mut working = tokio::task::JoinSet::new();
     let mut turns = Turns::default();
-    // The webhook endpoints with a delivery in hand, and a wake-up when any row is done.
+    // The webhook endpoints with a delivery in hand, and a counter that moves when a row is done
+    // (a watch: a change while the lane looks is still seen when it waits).
     let busy: Arc<std::sync::Mutex<HashSet<String>>> = Default::default();
-    let done = Arc::new(Notify::new());
+    let (done, mut freed) = watch::channel(0u64);
     while !*shutdown.borrow() {
         while working.try_join_next().is_some() {}
         let place = tokio::select! {
             place = places.clone().acquire_owned() => place.expect("the semaphore is never closed"),
             _ = shutdown.changed() => break,
         };
-        // Registered before looking, so a row committed, or a row done, while we look still wakes
-        // us.
-        let woken = wake.notified();
-        let freed = done.notified();
         let next = turns.next(&pool, lane).await.unwrap_or_else(|e| {
             tracing::warn!(worker = %config.id, lane = lane.as_str(), error = %e, "outbox lane: database error");
             None
         });
         if let Some(org) = next {
-            let held: Vec<String> = busy.lock().expect("not poisoned").iter().cloned().collect();
+            let held: Vec<String> = busy
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .iter()
+                .cloned()
+                .collect();
             match outbox::lease_next(&pool, &config.id, lane, org, &held, config.lease).await {
                 Ok(Some(row)) => {
                     turns.served(org);
                     let endpoint = row.payload["endpoint_id"].as_str().map(str::to_owned);
                     if let Some(endpoint) = &endpoint {
-                        busy.lock().expect("not poisoned").insert(endpoint.clone());
+                        busy.lock()
+                            .unwrap_or_else(|poisoned| poisoned.into_inner())
+                            .insert(endpoint.clone());
                     }
+                    let in_hand = InHand {
+                        busy: busy.clone(),
+                        endpoint,
+                        done: done.clone(),
+                    };
                     let (pool, mailer, config) = (pool.clone(), mailer.clone(), config.clone());
-                    let (busy, done) = (busy.clone(), done.clone());
                     working.spawn(async move {
                         if let Err(e) = process(&pool, &mailer, &config, row).await {
                             tracing::warn!(worker = %config.id, error = %e, "outbox worker: database error");
                         }
-                        if let Some(endpoint) = endpoint {
-                            busy.lock().expect("not poisoned").remove(&endpoint);
-                        }
                         drop(place);
-                        done.notify_waiters();
+                        drop(in_hand);
                     });
                     continue;
                 }
@@ -121,8 +159,8 @@ pub(super) async fn run_lane(
         }
         drop(place);
         tokio::select! {
-            _ = woken => {}
-            _ = freed => {}
+            _ = moved(&mut wake) => {}
+            _ = moved(&mut freed) => {}
             _ = tokio::time::sleep(config.poll) => {}
             _ = shutdown.changed() => {}
         }

@@ -141,23 +141,30 @@ pub async fn run(
     shutdown: watch::Receiver<bool>,
 ) {
     let config = std::sync::Arc::new(config);
-    let wake = std::sync::Arc::new(tokio::sync::Notify::new());
+    // A counter that moves when a row commits (a watch: a change while a lane is busy is still
+    // seen when it next waits).
+    let (wake, woken) = watch::channel(0u64);
     tracing::info!(worker = %config.id, concurrency = config.concurrency, "outbox worker started");
     let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(listen(pool.clone(), wake.clone(), shutdown.clone()));
+    tasks.spawn(listen(pool.clone(), wake, shutdown.clone()));
     for lane in crate::ssr::outbox::Lane::ALL {
         let lane = lanes::run_lane(
             pool.clone(),
             mailer.clone(),
             config.clone(),
             lane,
-            wake.clone(),
+            woken.clone(),
             shutdown.clone(),
         );
         tasks.spawn(lane);
     }
     for _ in 0..scheduler_places(config.concurrency) {
-        let runner = scheduler(pool.clone(), config.clone(), wake.clone(), shutdown.clone());
+        let runner = scheduler(
+            pool.clone(),
+            config.clone(),
+            woken.clone(),
+            shutdown.clone(),
+        );
         tasks.spawn(runner);
     }
     tasks.spawn(retention_loop(
@@ -176,13 +183,16 @@ fn scheduler_places(concurrency: usize) -> usize {
     (concurrency / 4).max(1)
 }
 
+/// Resolves when the counter moves; never, once its sender is gone (no listener: the lanes poll).
+pub(super) async fn moved(counter: &mut watch::Receiver<u64>) {
+    if counter.changed().await.is_err() {
+        std::future::pending::<()>().await
+    }
+}
+
 /// Wakes every lane when a row commits (LISTEN/NOTIFY), reading every notification as it comes so
 /// the notifying backends never block on a full socket; without a listener, the lanes poll.
-async fn listen(
-    pool: PgPool,
-    wake: std::sync::Arc<tokio::sync::Notify>,
-    mut shutdown: watch::Receiver<bool>,
-) {
+async fn listen(pool: PgPool, wake: watch::Sender<u64>, mut shutdown: watch::Receiver<bool>) {
     let mut listener = match PgListener::connect_with(&pool).await {
         Ok(mut l) => match l.listen("outbox").await {
             Ok(()) => l,
@@ -199,7 +209,7 @@ async fn listen(
     while !*shutdown.borrow() {
         tokio::select! {
             got = listener.recv() => match got {
-                Ok(_) => wake.notify_waiters(),
+                Ok(_) => wake.send_modify(|n| *n = n.wrapping_add(1)),
                 // Postgres is down: recv() fails at once until it is back; the lanes poll meanwhile.
                 Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
             },
@@ -213,7 +223,7 @@ async fn listen(
 async fn scheduler(
     pool: PgPool,
     config: std::sync::Arc<WorkerConfig>,
-    wake: std::sync::Arc<tokio::sync::Notify>,
+    mut wake: watch::Receiver<u64>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     while !*shutdown.borrow() {
@@ -221,7 +231,7 @@ async fn scheduler(
             continue;
         }
         tokio::select! {
-            _ = wake.notified() => {}
+            _ = moved(&mut wake) => {}
             _ = tokio::time::sleep(config.poll) => {}
             _ = shutdown.changed() => {}
         }
