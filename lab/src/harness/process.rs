@@ -66,6 +66,10 @@ impl ServerProcess {
             .env("LOGINS_PER_ADDRESS_MINUTE", "1000000")
             .env("LOGINS_PER_ACCOUNT_MINUTE", "1000000")
             .env("SIGNUPS_PER_ADDRESS_HOUR", "1000000")
+            // One network (this machine) may spend a tenth of each hourly ceiling.
+            .env("SIGNUPS_PER_HOUR", "10000000")
+            .env("LOGINS_PER_HOUR", "100000000")
+            .env("ACCOUNT_EMAILS_PER_HOUR", "10000000")
             .env("EMAILS_PER_ORG_HOUR", "1000000")
             .env("EMAILS_PER_RECIPIENT_HOUR", "1000000")
             .env("PUBLIC_PAGES_PER_ADDRESS_MINUTE", "1000000")
