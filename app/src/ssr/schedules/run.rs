@@ -99,13 +99,15 @@ async fn run_one(
             // A crash here, claimed and not committed, leaves the period due (the fault tests).
             crate::ssr::failpoint::hit("schedule.after_claim");
             let (template, action) = (&row.template, &row.action);
+            // A clock moved ahead (dev, tests): the invoice falls due by that clock's date.
+            let ahead = (now - chrono::Utc::now()).num_minutes().abs() > 1;
             let issued = issue(
                 &mut tx,
                 org,
                 id,
                 template,
                 action,
-                period,
+                (period, ahead.then_some(due.today)),
                 public_base,
                 allowance,
             );
@@ -156,7 +158,9 @@ async fn run_one(
 }
 
 /// Issues the invoice of schedule `id`'s `period` from its template, as the schedule says. Its
-/// business key is the period's.
+/// business key is the period's. With `clock_today` (the scheduler's clock runs ahead of the real
+/// one: dev and tests only), payment terms count from the clock's date, not the real one, so its
+/// reminders fall due by the same clock.
 #[allow(clippy::too_many_arguments)]
 async fn issue(
     tx: &mut PgConnection,
@@ -164,14 +168,19 @@ async fn issue(
     id: Uuid,
     template: &serde_json::Value,
     action: &str,
-    period: NaiveDate,
+    (period, clock_today): (NaiveDate, Option<NaiveDate>),
     public_base: &str,
     allowance: Allowance,
 ) -> sqlx::Result<Uuid> {
     let source_key = format!("schedule:{id}:{period}");
     let action = RunAction::parse(action).unwrap_or_default();
-    let input: InvoiceInput =
+    let mut input: InvoiceInput =
         serde_json::from_value(template.clone()).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    if let Some(today) = clock_today.filter(|_| input.due_date.is_none()) {
+        if let Some(terms) = input.payment_terms_days.take() {
+            input.due_date = Some(today + chrono::Days::new(u64::from(terms)));
+        }
+    }
     let invoice = Uuid::now_v7();
     let (invoice, _) = invoices::issue_keyed(
         tx,
