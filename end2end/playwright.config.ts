@@ -10,8 +10,9 @@ export default defineConfig({
   fullyParallel: false,
   workers: 1,
   retries: 0,
-  // The html reporter opens a server and waits; list just prints.
-  reporter: [["list"]],
+  // The html reporter opens a server and waits; list just prints. The JSON report is what
+  // scripts/test counts (every test passed, none skipped).
+  reporter: [["list"], ["json", { outputFile: process.env.E2E_REPORT ?? "test-results/report.json" }]],
   use: {
     baseURL,
     trace: "off",

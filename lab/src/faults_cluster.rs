@@ -263,7 +263,7 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
     )
     .await?;
     let report = check(&pool, &fixture, &load.ledger, &args.sink_dir, unanswered).await?;
-    let scheduled = schedules::check(&pool, fixture.org, &args.sink_dir).await?;
+    let scheduled = schedules::check(&pool, fixture.org, &args.sink_dir, behind).await?;
     println!(
         "invoicer faults on the cluster: {} clients, {} s phases, {:.0} s in all",
         args.clients,
@@ -301,7 +301,8 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
     );
     // Each worker can have sent one email and not yet marked it when the leader is lost: each lost
     // leader counts as one crash per worker, as a kill does for one.
-    let send_crashes = worker_kills + 2 * outages.len() as u32;
+    // Each is as many emails as a worker holds at once (its customer lane's places).
+    let send_crashes = (worker_kills + 2 * outages.len() as u32) * crate::faults::report::in_hand();
     pool.close().await;
     anyhow::ensure!(
         scheduled.ok(),

@@ -61,7 +61,7 @@ impl Report {
         );
         row("  sent but never arrived", &self.emails_lost);
         row(
-            "  duplicate arrivals (bound: crashes)",
+            "  duplicate arrivals (bound: emails in hand)",
             &format!("{} <= {worker_crashes}", self.emails_duplicated),
         );
     }
@@ -133,7 +133,7 @@ impl Report {
         require(
             self.emails_duplicated <= worker_crashes as usize,
             format!(
-                "{} duplicate emails > {worker_crashes} crashes",
+                "{} duplicate emails > {worker_crashes} emails in hand at the crashes",
                 self.emails_duplicated
             ),
         );
@@ -142,7 +142,8 @@ impl Report {
 }
 
 /// Prints the request counts and the report, and fails the run if a guarantee broke or a valid
-/// request was refused; `send_crashes` bounds the duplicate emails.
+/// request was refused; `send_crashes` bounds the duplicate emails (the emails workers can have had
+/// sent and not yet marked at the crashes: see [`in_hand`]).
 pub(crate) fn verdict(ledger: &Ledger, report: &Report, send_crashes: u32) -> anyhow::Result<()> {
     println!(
         "requests {}  retries {}  refused {}",
@@ -164,4 +165,13 @@ pub(crate) fn verdict(ledger: &Ledger, report: &Report, send_crashes: u32) -> an
     );
     println!("OK: lost 0, duplicated 0, duplicate emails within the bound");
     Ok(())
+}
+
+/// The emails a worker can have sent and not yet marked at one crash: its customer lane's places
+/// (WORKER_CONCURRENCY, as the run's servers have it).
+pub(crate) fn in_hand() -> u32 {
+    std::env::var("WORKER_CONCURRENCY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(app::ssr::worker::WorkerConfig::DEFAULT_CONCURRENCY as u32)
 }

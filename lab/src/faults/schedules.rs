@@ -28,6 +28,8 @@ pub(crate) struct ScheduleReport {
     pub missing_reminders: i64,
     /// Reminder emails the SMTP sink never received.
     pub unsent_reminders: i64,
+    /// What the workers left undone by the clock's time once it stopped: (periods, reminders).
+    pub behind: (i64, i64),
 }
 
 impl ScheduleReport {
@@ -37,6 +39,7 @@ impl ScheduleReport {
             && self.doubled_reminders == 0
             && self.missing_reminders == 0
             && self.unsent_reminders == 0
+            && self.behind == (0, 0)
             && self.periods_due > 0
     }
 }
@@ -134,33 +137,98 @@ pub(crate) async fn settle(pool: &PgPool, org: Uuid, within: Duration) -> sqlx::
     }
 }
 
-/// The checks, against the database and the SMTP sink's messages.
-pub(crate) async fn check(pool: &PgPool, org: Uuid, sink: &Path) -> anyhow::Result<ScheduleReport> {
-    // Every period from each schedule's start up to its next date is due by the clock: one invoice
-    // each, named by the period.
+/// The periods due by `today` of a schedule that starts on `start` and runs every `weeks` weeks:
+/// counted here from the start and the clock, not read from what the server wrote.
+pub(crate) fn weekly_periods_due(
+    start: chrono::NaiveDate,
+    weeks: i64,
+    today: chrono::NaiveDate,
+) -> Vec<chrono::NaiveDate> {
+    (0..)
+        .map(|k| start + chrono::Duration::weeks(k * weeks))
+        .take_while(|p| *p <= today)
+        .collect()
+}
+
+/// The checks, against the database and the SMTP sink's messages. `behind` is what the workers
+/// left undone by the clock's time once it stopped: anything but none is a failure.
+pub(crate) async fn check(
+    pool: &PgPool,
+    org: Uuid,
+    sink: &Path,
+    behind: (i64, i64),
+) -> anyhow::Result<ScheduleReport> {
+    // Every period from each schedule's start up to the clock's date is due (weekly, as seeded):
+    // one invoice each, named by the period, and one issued run.
     // language=PostgreSQL
-    let periods = sqlx::query!(
+    let schedules = sqlx::query!(
         r#"
-        select s.id, s.next_index,
-               (select count(*) from schedule_runs r where r.schedule_id = s.id and r.outcome = 'issued') as "runs!",
-               (select count(*) from invoices i
-                where i.org_id = s.org_id and i.source_key like 'schedule:' || s.id::text || ':%') as "invoices!",
-               (select count(distinct i.source_key) from invoices i
-                where i.org_id = s.org_id and i.source_key like 'schedule:' || s.id::text || ':%') as "distinct!"
-        from schedules s where s.org_id = $1
+        select s.id, s.start_date, s.interval, s.interval_count,
+               ((now() + make_interval(secs => coalesce((select offset_secs from dev_clock), 0)))
+                at time zone o.time_zone)::date as "today!"
+        from schedules s join orgs o on o.id = s.org_id where s.org_id = $1
         "#,
         org
     )
     .fetch_all(pool)
     .await?;
+    // language=PostgreSQL
+    let issued = sqlx::query!(
+        r#"
+        select substr(i.source_key, 10, 36)::uuid as "schedule!",
+               split_part(substr(i.source_key, 47), ':', 1)::date as "period!", count(*) as "n!"
+        from invoices i where i.org_id = $1 and i.source_key like 'schedule:%'
+        group by 1, 2
+        "#,
+        org
+    )
+    .fetch_all(pool)
+    .await?;
+    // language=PostgreSQL
+    let runs = sqlx::query!(
+        r#"
+        select r.schedule_id, r.period, count(*) as "n!"
+        from schedule_runs r join schedules s on s.id = r.schedule_id
+        where s.org_id = $1 and r.outcome = 'issued'
+        group by 1, 2
+        "#,
+        org
+    )
+    .fetch_all(pool)
+    .await?;
+    let invoices: std::collections::HashMap<_, i64> = issued
+        .iter()
+        .map(|r| ((r.schedule, r.period), r.n))
+        .collect();
+    let issued_runs: std::collections::HashMap<_, i64> = runs
+        .iter()
+        .map(|r| ((r.schedule_id, r.period), r.n))
+        .collect();
     let mut r = ScheduleReport::default();
-    for p in &periods {
-        let due = i64::from(p.next_index);
-        r.periods_due += due;
-        r.invoices += p.invoices;
-        r.missing += (due - p.distinct).max(0) + (due - p.runs).max(0);
-        r.doubled += (p.invoices - p.distinct) + (p.runs - due).max(0);
+    let mut expected = HashSet::new();
+    for s in &schedules {
+        anyhow::ensure!(
+            s.interval == "week",
+            "the fault run seeds weekly schedules only, found {}",
+            s.interval
+        );
+        for period in weekly_periods_due(s.start_date, i64::from(s.interval_count), s.today) {
+            expected.insert((s.id, period));
+            r.periods_due += 1;
+            let made = invoices.get(&(s.id, period)).copied().unwrap_or(0);
+            let ran = issued_runs.get(&(s.id, period)).copied().unwrap_or(0);
+            r.missing += i64::from(made == 0) + i64::from(ran == 0);
+            r.doubled += (made - 1).max(0) + (ran - 1).max(0);
+        }
     }
+    r.invoices = invoices.values().sum();
+    // An invoice for a period not due yet is work done twice over (or out of order).
+    r.doubled += invoices
+        .iter()
+        .filter(|(key, _)| !expected.contains(key))
+        .map(|(_, n)| n)
+        .sum::<i64>();
+    r.behind = behind;
     // language=PostgreSQL
     let doubled = sqlx::query_scalar!(
         r#"
@@ -231,4 +299,27 @@ fn message_ids(sink: &Path) -> anyhow::Result<HashSet<String>> {
         }
     }
     Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::weekly_periods_due;
+    use chrono::NaiveDate;
+
+    fn day(s: &str) -> NaiveDate {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_periods_due_are_counted_from_the_start_and_the_clock() {
+        assert_eq!(
+            weekly_periods_due(day("2027-01-04"), 1, day("2027-01-24")),
+            [day("2027-01-04"), day("2027-01-11"), day("2027-01-18")]
+        );
+        assert_eq!(
+            weekly_periods_due(day("2027-01-04"), 2, day("2027-01-18")),
+            [day("2027-01-04"), day("2027-01-18")]
+        );
+        assert!(weekly_periods_due(day("2027-01-04"), 1, day("2027-01-03")).is_empty());
+    }
 }
