@@ -185,26 +185,54 @@ pub(crate) async fn check(
     }
     r.orphan_invoices = invoices.len() as i64 - answered_for.len() as i64;
 
-    // Emails: one receipt per payment, every one sent, every sent one arrived, duplicates counted.
+    // Emails of every kind (receipts, invoices, reminders, quotes, invitations, account emails),
+    // each by its row: sent, and its Message-ID (the row's id) arrived; a dead or pending row is
+    // a failure. One receipt per payment.
     // language=PostgreSQL
     let outbox = sqlx::query!(
-        r#"select id, sent_at is not null as "sent!" from outbox where org_id = $1 and kind = 'payment_receipt'"#,
+        r#"
+        select id, kind, sent_at is not null as "sent!", dead_at is not null as "dead!"
+        from outbox
+        where (org_id = $1 or org_id is null)
+          and kind not in ('webhook', 'expire_checkout', 'stripe_refund', 'customer_import')
+        "#,
         org
     )
     .fetch_all(pool)
     .await?;
-    r.emails_expected = outbox.len() as i64;
+    let receipts = outbox
+        .iter()
+        .filter(|row| row.kind == "payment_receipt")
+        .count() as i64;
+    r.emails_expected = receipts;
     r.emails_unsent = outbox.iter().filter(|row| !row.sent).count() as i64;
-    if r.emails_expected != payments.len() as i64 {
-        r.emails_unsent += (payments.len() as i64 - r.emails_expected).abs();
+    if receipts != payments.len() as i64 {
+        r.emails_unsent += (payments.len() as i64 - receipts).abs();
     }
+    r.emails_dead = outbox.iter().filter(|row| row.dead).count();
     let arrivals = arrivals_by_message_id(sink)?;
-    for row in outbox.iter().filter(|row| row.sent) {
+    for row in &outbox {
+        let kind = r.emails_by_kind.entry(row.kind.clone()).or_default();
+        kind.0 += 1;
+        if !row.sent {
+            continue;
+        }
+        kind.1 += 1;
         match arrivals.get(&row.id) {
             None => r.emails_lost += 1,
-            Some(n) => r.emails_duplicated += *n as usize - 1,
+            Some(n) => {
+                kind.2 += 1;
+                r.emails_duplicated += *n as usize - 1;
+            }
         }
     }
+    // language=PostgreSQL
+    r.webhooks_undone = sqlx::query_scalar!(
+        r#"select count(*) as "n!" from outbox where org_id = $1 and kind = 'webhook' and sent_at is null"#,
+        org
+    )
+    .fetch_one(pool)
+    .await?;
     Ok(r)
 }
 

@@ -25,6 +25,11 @@ pub(crate) struct Report {
     pub(super) emails_unsent: i64,
     pub(super) emails_lost: usize,
     pub(super) emails_duplicated: usize,
+    /// Every kind of email by its row: (rows, sent, arrived), and the dead or still pending ones.
+    pub(super) emails_by_kind: std::collections::BTreeMap<String, (usize, usize, usize)>,
+    pub(super) emails_dead: usize,
+    /// Webhook deliveries dead or still pending after the drain.
+    pub(super) webhooks_undone: i64,
 }
 
 impl Report {
@@ -59,11 +64,19 @@ impl Report {
             "receipt emails owed / unsent",
             &format!("{} / {}", self.emails_expected, self.emails_unsent),
         );
+        for (kind, (rows, sent, arrived)) in &self.emails_by_kind {
+            row(
+                &format!("{kind} emails: rows / sent / arrived"),
+                &format!("{rows} / {sent} / {arrived}"),
+            );
+        }
         row("  sent but never arrived", &self.emails_lost);
+        row("  dead", &self.emails_dead);
         row(
             "  duplicate arrivals (bound: emails in hand)",
             &format!("{} <= {worker_crashes}", self.emails_duplicated),
         );
+        row("webhook deliveries dead or pending", &self.webhooks_undone);
     }
 
     pub(crate) fn problems(&self, worker_crashes: u32) -> Vec<String> {
@@ -129,6 +142,22 @@ impl Report {
         require(
             self.emails_lost == 0,
             format!("{} emails marked sent never arrived", self.emails_lost),
+        );
+        // The run makes no email die on purpose: a dead one is one lost.
+        require(
+            self.emails_dead == 0,
+            format!("{} emails dead", self.emails_dead),
+        );
+        require(
+            !self.emails_by_kind.is_empty(),
+            "no email of any kind was sent".to_owned(),
+        );
+        require(
+            self.webhooks_undone == 0,
+            format!(
+                "{} webhook deliveries dead or pending",
+                self.webhooks_undone
+            ),
         );
         require(
             self.emails_duplicated <= worker_crashes as usize,
