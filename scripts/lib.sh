@@ -133,6 +133,24 @@ ensure_python_tools() {
   export TEST_PYTHON=$venv/bin/python
 }
 
+# wait_until SECONDS WHAT COMMAND...: runs COMMAND every 0.1 s until it succeeds, or fails naming WHAT
+# after SECONDS.
+wait_until() {
+  local secs=$1 deadline=$((SECONDS + $1)) what=$2; shift 2
+  until "$@" >/dev/null 2>&1; do
+    [ "$SECONDS" -lt "$deadline" ] || die "$what did not happen within $secs s"
+    sleep 0.1
+  done
+}
+
+# stop_server PID NAME: the server must still be running (a server that died during its step failed
+# it); then it is stopped.
+stop_server() {
+  kill -0 "$1" 2>/dev/null || die "$2 died during its step"
+  kill "$1"
+  wait "$1" 2>/dev/null || true
+}
+
 # wait_for URL SECONDS: polls until URL answers 2xx, or fails after SECONDS.
 wait_for() {
   local url=$1 deadline=$((SECONDS + $2))

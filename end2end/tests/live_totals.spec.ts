@@ -2,13 +2,20 @@ import { test, expect, Page } from "@playwright/test";
 import AxeBuilder from "@axe-core/playwright";
 import { signUp, openForm, hydrated, INVOICE_URL } from "./helpers";
 
-/** Cases of the totals table (app/src/model/totals.rs): rounding half up, a percent and an amount
- *  discount spread over lines, two rates, a zero-decimal currency. */
+/** Cases of the totals table: rounding half up, a percent and an amount discount spread over lines,
+ *  two rates, a zero-decimal currency; each total worked out by hand from docs/invoices.md's rule:
+ *  - usd: 1.5 × 150.00 = 225.00, 10 % off 22.50, VAT 20 % of 202.50 = 40.50: 243.00.
+ *  - eur: 59.97 + 3.33 (0.333 × 10.01 = 3.33333) + 0.10 = 63.40; 7.77 off shared 7.35 / 0.41 /
+ *    0.01 (largest remainder); VAT 20 % of 52.62 = 10.524 → 10.52, 5.5 % of 2.92 = 0.1606 → 0.16:
+ *    63.40 − 7.77 + 10.68 = 66.31.
+ *  - jpy: 2331 + 1 = 2332; 12.5 % off 291.5 → 292, all on the first line; 20 % of 2039 = 407.8 →
+ *    408, 5.5 % of 1 → 0: 2448.
+ *  - gbp: 0.125 × 0.99 = 0.12375 → 0.12; 5.5 % of 0.12 = 0.0066 → 0.01: 0.13. */
 const CASES = [
-  { currency: "usd", lines: [["1.5", "150.00", "VAT 20%"]], discount: ["10", "percent"] },
-  { currency: "eur", lines: [["3", "19.99", "VAT 20%"], ["0.333", "10.01", "Reduced 5.5%"], ["2", "0.05", ""]], discount: ["7.77", "amount"] },
-  { currency: "jpy", lines: [["7", "333", "VAT 20%"], ["1", "1", "Reduced 5.5%"]], discount: ["12.5", "percent"] },
-  { currency: "gbp", lines: [["0.125", "0.99", "Reduced 5.5%"]], discount: ["", "percent"] },
+  { currency: "usd", lines: [["1.5", "150.00", "VAT 20%"]], discount: ["10", "percent"], total: "$243.00" },
+  { currency: "eur", lines: [["3", "19.99", "VAT 20%"], ["0.333", "10.01", "Reduced 5.5%"], ["2", "0.05", ""]], discount: ["7.77", "amount"], total: "€66.31" },
+  { currency: "jpy", lines: [["7", "333", "VAT 20%"], ["1", "1", "Reduced 5.5%"]], discount: ["12.5", "percent"], total: "¥2,448" },
+  { currency: "gbp", lines: [["0.125", "0.99", "Reduced 5.5%"]], discount: ["", "percent"], total: "£0.13" },
 ];
 
 async function addTaxRate(page: Page, name: string, percent: string) {
@@ -41,14 +48,14 @@ test("the form's totals follow the typing and are the ones the server stores, ca
     }
     await page.selectOption('select[name="input[discount_kind]"]', c.discount[1]);
     await page.fill('input[name="input[discount]"]', c.discount[0]);
-    await expect(page.locator("td.live-total")).toBeVisible();
+    await expect(page.locator("td.live-total"), JSON.stringify(c)).toHaveText(c.total);
     const typed = await page.locator("td.live-total").textContent();
-    expect(typed, JSON.stringify(c)).toBeTruthy();
     const subtotal = await page.locator("td.live-subtotal").textContent();
     await page.getByRole("button", { name: "Create invoice" }).click();
     await expect(page).toHaveURL(INVOICE_URL);
-    // The server's stored totals, computed by the same code, are what the form showed.
-    await expect(page.locator("td.total")).toHaveText(typed!);
+    // The server's stored totals are what the form showed: the hand-worked total.
+    await expect(page.locator("td.total")).toHaveText(c.total);
+    expect(typed).toBe(c.total);
     await expect(page.locator("tr.subtotal")).toContainText(subtotal!);
   }
 

@@ -313,6 +313,7 @@ async fn every_server_function_answers_bad_input_with_a_client_error(pool: PgPoo
         ],
     ];
     let mut server_errors = Vec::new();
+    let mut accepted_junk = Vec::new();
     for endpoint in &endpoints {
         for (who, http) in [("visitor", client()), ("owner", owner.clone())] {
             if who == "owner"
@@ -320,6 +321,7 @@ async fn every_server_function_answers_bad_input_with_a_client_error(pool: PgPoo
             {
                 continue;
             }
+            let mut statuses = Vec::new();
             for body in &bodies {
                 let status = pages::post_form(&http, format!("{}/rpc/{endpoint}", app.base), body)
                     .await
@@ -327,8 +329,24 @@ async fn every_server_function_answers_bad_input_with_a_client_error(pool: PgPoo
                 if status.is_server_error() {
                     server_errors.push(format!("{who} {endpoint} {body:?}: {status}"));
                 }
+                statuses.push(status);
+            }
+            // A function that refuses an empty call needs input: junk is refused too (4xx).
+            if statuses[0].is_client_error() {
+                for (body, status) in bodies.iter().zip(&statuses).skip(1) {
+                    if !status.is_client_error() {
+                        accepted_junk.push(format!("{who} {endpoint} {body:?}: {status}"));
+                    }
+                }
             }
         }
     }
     assert!(server_errors.is_empty(), "{server_errors:#?}");
+    assert!(
+        accepted_junk.is_empty(),
+        "junk not refused: {accepted_junk:#?}"
+    );
+    // And nothing of it ended the owner's session.
+    let still = pages::get(&owner, format!("{}/invoices", app.base)).await;
+    assert_eq!(still.status(), 200, "the owner is still signed in");
 }

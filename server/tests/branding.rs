@@ -393,7 +393,14 @@ async fn the_invoice_email_carries_its_pdf_and_the_orgs_footer(pool: PgPool) {
     let pdf = base64::engine::general_purpose::STANDARD
         .decode(b64)
         .unwrap();
-    assert!(pdf.starts_with(b"%PDF-"), "a PDF is attached");
+    // Byte for byte the PDF stored for the invoice (what its page serves), not merely a PDF.
+    let stored: Vec<u8> =
+        sqlx::query_scalar("select pdf from document_pdfs where document_id = $1 and paper = 'a4'")
+            .bind(invoice)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(pdf, stored, "the email attaches the stored PDF");
 }
 
 /// Another site's page posting a logo as the signed-in owner (a cross-origin multipart form) is

@@ -189,7 +189,7 @@ async fn a_file_is_previewed_with_its_refused_rows_and_applied_once(pool: sqlx::
 }
 
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
-async fn a_large_file_resumes_after_a_crash_and_racing_workers_add_each_customer_once(
+async fn a_large_file_resumes_from_its_counter_and_racing_workers_add_each_customer_once(
     pool: sqlx::PgPool,
 ) {
     let app = TestApp::spawn(pool).await;

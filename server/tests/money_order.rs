@@ -451,20 +451,33 @@ async fn corrections(
             .unwrap();
         taken[at] = true;
         if m.deleted {
+            let mut gone = Vec::new();
             for _ in 0..2 {
                 let mut tx = app.pool.begin().await.unwrap();
                 let actor = app::ssr::audit::Actor::operator();
-                let gone = app::ssr::manual_payments::delete(
-                    &mut tx,
-                    org,
-                    invoice,
-                    manual_ids[at].1,
-                    &actor,
-                )
-                .await;
+                gone.push(
+                    app::ssr::manual_payments::delete(
+                        &mut tx,
+                        org,
+                        invoice,
+                        manual_ids[at].1,
+                        &actor,
+                    )
+                    .await,
+                );
                 tx.commit().await.unwrap();
-                let _ = gone;
             }
+            // Deleted once; the repeat finds it gone.
+            assert!(
+                matches!(
+                    gone.as_slice(),
+                    [
+                        Ok(_),
+                        Err(app::ssr::manual_payments::PaymentError::NotFound)
+                    ]
+                ),
+                "deleting twice: {gone:?}"
+            );
         }
     }
     for record in records {

@@ -286,8 +286,46 @@ async fn a_pdf_is_drawn_once_per_version_and_served_from_storage(pool: PgPool) {
         .execute(&app.pool)
         .await
         .unwrap();
-    let renamed = pdf_text(&pages::bytes(&app.http, url).await).0;
+    let renamed = pdf_text(&pages::bytes(&app.http, url.clone()).await).0;
     assert!(renamed.contains("Renamed Co"), "{renamed}");
+    // Falling overdue is a new version: what was stored gives way to a fresh drawing.
+    let plant = async || {
+        sqlx::query("update document_pdfs set pdf = $2 where document_id = $1 and paper = 'a4'")
+            .bind(id)
+            .bind(&planted)
+            .execute(&app.pool)
+            .await
+            .unwrap();
+    };
+    plant().await;
+    assert_eq!(
+        pages::bytes(&app.http, url.clone()).await,
+        planted,
+        "still the same version"
+    );
+    sqlx::query("update invoices set due_date = current_date - 10 where id = $1")
+        .bind(id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let overdue = pages::bytes(&app.http, url.clone()).await;
+    assert_ne!(overdue, planted, "an overdue invoice is drawn again");
+    assert_eq!(
+        stored_pdf(&app.pool, id, "a4").await.as_ref(),
+        Some(&overdue)
+    );
+    // A PDF another build of the renderer stored (its version is another digest) is drawn again.
+    plant().await;
+    sqlx::query(
+        "update document_pdfs set version = decode(repeat('00', 32), 'hex') where document_id = $1",
+    )
+    .bind(id)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let redrawn = pages::bytes(&app.http, url).await;
+    assert_ne!(redrawn, planted, "a new build draws it again");
+    assert!(pdf_text(&redrawn).0.contains("Renamed Co"));
     let rows: i64 = scalar_for(
         &app.pool,
         "select count(*) from document_pdfs where document_id = $1",

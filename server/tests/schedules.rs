@@ -173,15 +173,24 @@ async fn periods_run_once_in_order_and_missed_ones_by_the_policy(pool: PgPool) {
         each["id"].as_str().unwrap().parse().unwrap(),
         latest["id"].as_str().unwrap().parse().unwrap(),
     );
-    let noon = local(&app.pool, org, today, 12 * 60).await;
+    // Both start on a 31st (moved there, a date the calendar checks by hand): months without one
+    // run on their last day.
+    let start: NaiveDate = "2031-01-31".parse().unwrap();
+    sqlx::query("update schedules set start_date = $2, next_run_on = $2 where org_id = $1")
+        .bind(org)
+        .bind(start)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let noon = local(&app.pool, org, start, 12 * 60).await;
     assert_eq!(run(&app.pool, noon).await, 2);
     assert_eq!(run(&app.pool, noon).await, 0, "nothing twice");
-    assert_eq!(issued(&app.pool, each).await, [(today.to_string(), 10_000)]);
+    assert_eq!(
+        issued(&app.pool, each).await,
+        [("2031-01-31".to_owned(), 10_000)]
+    );
     // Four months of downtime.
-    let later = (today + chrono::Months::new(4))
-        .to_string()
-        .parse()
-        .unwrap();
+    let later: NaiveDate = "2031-05-31".parse().unwrap();
     let then = local(&app.pool, org, later, 12 * 60).await;
     run(&app.pool, then).await;
     let periods: Vec<String> = issued(&app.pool, each)
@@ -189,19 +198,15 @@ async fn periods_run_once_in_order_and_missed_ones_by_the_policy(pool: PgPool) {
         .into_iter()
         .map(|p| p.0)
         .collect();
-    let want: Vec<String> = (0..5)
-        .map(|m| {
-            app::model::schedule::Cadence {
-                interval: app::model::schedule::Interval::Month,
-                count: 1,
-                start: today,
-                day: None,
-            }
-            .run(m)
-            .unwrap()
-            .to_string()
-        })
-        .collect();
+    let want: Vec<String> = [
+        "2031-01-31",
+        "2031-02-28",
+        "2031-03-31",
+        "2031-04-30",
+        "2031-05-31",
+    ]
+    .map(String::from)
+    .to_vec();
     assert_eq!(periods, want, "every missed period, in order");
     let latest_periods: Vec<String> = issued(&app.pool, latest)
         .await
@@ -250,31 +255,51 @@ async fn runners_racing_for_due_periods_issue_each_once(pool: PgPool) {
         .await;
         assert_eq!(res.status, 201);
     }
-    let wide = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(16)
-        .connect_with((*app.pool.connect_options()).clone())
-        .await
-        .unwrap();
     // Three weeks have passed: three periods each.
     let now = local(&app.pool, org, today + chrono::Days::new(14), 600).await;
-    let barrier = Arc::new(tokio::sync::Barrier::new(16));
-    let runners: Vec<_> = (0..16)
-        .map(|_| {
-            let (wide, barrier) = (wide.clone(), barrier.clone());
-            tokio::spawn(async move {
-                barrier.wait().await;
-                let allowance = app::ssr::mail_gate::Allowance::DEFAULT;
-                app::ssr::schedules::run::run_due(&wide, now, 1000, BASE, allowance)
-                    .await
-                    .unwrap()
-            })
+    // Sixteen runners on four threads of their own runtime (the test's runs on one), each with
+    // its own connection.
+    let options = (*app.pool.connect_options()).clone();
+    let handled_by: Vec<usize> = tokio::task::spawn_blocking(move || {
+        let threads = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(4)
+            .enable_all()
+            .build()
+            .unwrap();
+        threads.block_on(async move {
+            let wide = sqlx::postgres::PgPoolOptions::new()
+                .max_connections(16)
+                .connect_with(options)
+                .await
+                .unwrap();
+            let barrier = Arc::new(tokio::sync::Barrier::new(16));
+            let runners: Vec<_> = (0..16)
+                .map(|_| {
+                    let (wide, barrier) = (wide.clone(), barrier.clone());
+                    tokio::spawn(async move {
+                        barrier.wait().await;
+                        let allowance = app::ssr::mail_gate::Allowance::DEFAULT;
+                        app::ssr::schedules::run::run_due(&wide, now, 1000, BASE, allowance)
+                            .await
+                            .unwrap()
+                    })
+                })
+                .collect();
+            let mut handled = Vec::new();
+            for r in runners {
+                handled.push(r.await.unwrap());
+            }
+            wide.close().await;
+            handled
         })
-        .collect();
-    let mut handled = 0;
-    for r in runners {
-        handled += r.await.unwrap();
-    }
-    assert_eq!(handled, 60);
+    })
+    .await
+    .unwrap();
+    assert_eq!(handled_by.iter().sum::<usize>(), 60);
+    assert!(
+        handled_by.iter().filter(|n| **n > 0).count() > 1,
+        "more than one runner worked: {handled_by:?}"
+    );
     let per_period: Vec<(i64,)> = sqlx::query_as(
         "select count(*) from invoices where source_key like 'schedule:%' group by source_key",
     )

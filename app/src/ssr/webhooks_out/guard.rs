@@ -525,9 +525,39 @@ mod tests {
         // "localhost" resolves to 127.0.0.1 through the system resolver: the resolver refuses it.
         let refused = resolve("localhost", Policy::STRICT).await;
         assert!(refused.is_err());
+        // A listener that must never be reached: the refusal is the guard's, not a closed port's.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let reached = Arc::new(AtomicUsize::new(0));
+        let count = reached.clone();
+        std::thread::spawn(move || {
+            for _ in listener.incoming().flatten() {
+                count.fetch_add(1, Ordering::SeqCst);
+            }
+        });
         let client = client(Policy::STRICT);
-        let sent = client.get("https://localhost:1/").send().await;
-        assert!(sent.is_err(), "the delivery client never connects to it");
+        let sent = client.get(format!("http://localhost:{port}/")).send().await;
+        let err = sent.expect_err("the delivery client never connects to it");
+        let mut chain = err.to_string();
+        let mut source = std::error::Error::source(&err);
+        while let Some(cause) = source {
+            chain.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        assert!(chain.contains("not on the public internet"), "{chain}");
+        // The same listener, where private targets are allowed: reached (it is really there).
+        let open = super::client(Policy::OPEN)
+            .get(format!("http://localhost:{port}/"))
+            .timeout(Duration::from_millis(300))
+            .send()
+            .await;
+        assert!(open.is_err(), "it answers nothing, but was reached");
+        assert!(reached.load(Ordering::SeqCst) >= 1, "the listener is live");
+        assert_eq!(
+            reached.load(Ordering::SeqCst),
+            1,
+            "only the open client reached it"
+        );
     }
 
     #[tokio::test]
