@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fillInvoice, hydrated, INVOICE_URL, openForm, reloadUntilPaid, signUp } from "./helpers";
+import { fillInvoice, hydrated, INVOICE_URL, openForm, reloadAndRead, reloadUntilPaid, signUp } from "./helpers";
 
 // scripts/test runs the local Stripe on this port; the server's worker makes refunds there.
 const STRIPE = process.env.STRIPE_API_BASE ?? "http://127.0.0.1:12111";
@@ -62,10 +62,9 @@ test("a paid card invoice credited in full with a refund: one refund at Stripe, 
   await expect(page.locator("table.credit-notes tr.credit-note")).toHaveCount(1);
   // The worker makes the refund; the invoice then kept nothing, and asks for nothing (as Stripe
   // has it: a fully credited invoice is paid, its payment refunded).
-  await expect(async () => {
-    await page.reload();
-    await expect(page.locator(".heading .payment-state")).toHaveText("refunded", { timeout: 1000 });
-  }).toPass({ timeout: 30_000 });
+  await expect
+    .poll(() => reloadAndRead(page, ".heading .payment-state"), { message: "refunded by the worker", timeout: 30_000 })
+    .toEqual(["refunded"]);
   await expect(page.locator(".heading .status")).toHaveText("paid");
 
   const sessions = await (await page.request.get(`${STRIPE}/v1/checkout/sessions`, { headers: STRIPE_AUTH })).json();

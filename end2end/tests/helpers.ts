@@ -15,18 +15,37 @@ export function mailTo(to: string): string[] {
     .filter((m) => m.toLowerCase().includes(`to: ${to.toLowerCase()}`));
 }
 
+/** The links matching `path` in the messages to `to`, oldest first. */
+function linksTo(to: string, path: RegExp): string[] {
+  return mailTo(to)
+    .map((m) => m.match(new RegExp(`http://\\S+${path.source}`)))
+    .filter((m): m is RegExpMatchArray => m !== null)
+    .map((m) => m[0]);
+}
+
 /** Waits for a message to `to` carrying a link that matches `path`, and returns the newest such link. */
 export async function mailedLink(to: string, path: RegExp): Promise<string> {
-  let link = "";
-  await expect(async () => {
-    const links = mailTo(to)
-      .map((m) => m.match(new RegExp(`http://\\S+${path.source}`)))
-      .filter((m): m is RegExpMatchArray => m !== null)
-      .map((m) => m[0]);
-    expect(links.length).toBeGreaterThan(0);
-    link = links[links.length - 1];
-  }).toPass({ timeout: 20_000 });
-  return link;
+  await expect
+    .poll(() => linksTo(to, path).length, { message: `a link to ${path} mailed to ${to}`, timeout: 30_000 })
+    .toBeGreaterThan(0);
+  return linksTo(to, path).pop()!;
+}
+
+/** Waits for the first message to `to` whose text contains `subject`, and returns it. */
+export async function mailed(to: string, subject: string): Promise<string> {
+  const find = () => mailTo(to).find((m) => m.includes(subject));
+  await expect.poll(() => find() !== undefined, { message: `"${subject}" mailed to ${to}`, timeout: 30_000 }).toBe(true);
+  return find()!;
+}
+
+/**
+ * Reloads `page` and reads the text of every element matching `selector`, without waiting for any:
+ * the read of a poll (`expect.poll(() => reloadAndRead(...)).toEqual(...)`), whose one deadline is
+ * the only wait, for what a worker or a webhook changes behind the page.
+ */
+export async function reloadAndRead(page: Page, selector: string): Promise<string[]> {
+  await page.reload();
+  return (await page.locator(selector).allTextContents()).map((t) => t.trim());
 }
 
 /** Follows the verification link emailed to `email` (needs the SMTP sink of scripts/test). */
@@ -144,10 +163,9 @@ export async function submitTwice(page: Page, button: Locator, rpcPath: string):
 
 /** Reloads the payer's page until it says Paid (the webhook that settles it may lag). */
 export async function reloadUntilPaid(customer: Page): Promise<void> {
-  await expect(async () => {
-    await customer.reload();
-    await expect(customer.locator(".public-status")).toHaveText("Paid");
-  }).toPass({ timeout: 20_000 });
+  await expect
+    .poll(() => reloadAndRead(customer, ".public-status"), { message: "the payer's page says Paid", timeout: 30_000 })
+    .toEqual(["Paid"]);
 }
 
 /** Signs up as `tag`, creates an invoice of `f` through the form, and ends on its page. */

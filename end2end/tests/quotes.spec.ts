@@ -1,6 +1,6 @@
 import { test, expect, Page } from "@playwright/test";
 import AxeBuilder from "@axe-core/playwright";
-import { hydrated, mailTo, MAIL_DIR, signUp, submitTwice } from "./helpers";
+import { hydrated, mailed, mailTo, MAIL_DIR, signUp, submitTwice } from "./helpers";
 
 async function noAxeViolations(page: Page) {
   const results = await new AxeBuilder({ page }).analyze();
@@ -32,13 +32,8 @@ async function sendQuote(page: Page, tag: string, email: string): Promise<string
   await expect(page.locator(".quote .status")).toHaveText("Open");
   await hydrated(page);
   await page.getByRole("button", { name: "Send again" }).click();
-  let link = "";
-  await expect(async () => {
-    const mail = mailTo(email).find((m) => m.includes("Subject: Quote Q-0001"));
-    expect(mail).toBeTruthy();
-    link = mail!.match(/http:\/\/\S+\/q\/[0-9a-f]{64}/)![0];
-  }).toPass({ timeout: 20_000 });
-  return link;
+  const mail = await mailed(email, "Subject: Quote Q-0001");
+  return mail.match(/http:\/\/\S+\/q\/[0-9a-f]{64}/)![0];
 }
 
 test("a quote accepted with a double press on a phone becomes one invoice", async ({ page, browser }) => {

@@ -2,7 +2,7 @@ import { test, expect } from "@playwright/test";
 import AxeBuilder from "@axe-core/playwright";
 import * as http from "node:http";
 import { AddressInfo } from "node:net";
-import { hydrated, signUp } from "./helpers";
+import { hydrated, reloadAndRead, signUp } from "./helpers";
 
 async function accessible(page: import("@playwright/test").Page) {
   const results = await new AxeBuilder({ page }).analyze();
@@ -70,8 +70,10 @@ test("an owner registers an endpoint, sees its deliveries and delivers one again
     await expect.poll(() => hook.got.length, { timeout: 15_000 }).toBe(2);
     expect(hook.got[1].id).toBe(first.id);
     expect(hook.got[1].body).toBe(first.body);
-    await page.reload();
-    await expect(page.locator("tr.attempt")).toHaveCount(2);
+    // The worker writes the attempt after the receiver answered: wait for its row.
+    await expect
+      .poll(async () => (await reloadAndRead(page, "tr.attempt")).length, { message: "two attempts listed", timeout: 15_000 })
+      .toBe(2);
 
     // Rotating shows a new secret; deleting takes the endpoint away.
     const before = await page.locator("code.secret").textContent();

@@ -224,6 +224,39 @@ async fn an_always_failing_email_goes_dead_and_retry_revives_it(pool: PgPool) {
     );
 }
 
+/// What the invoice page says of an email through its life: a first attempt under way is
+/// "sending", not "retrying" (nothing failed yet); after a failure it is "retrying" until sent.
+#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+async fn an_email_in_flight_is_sending_and_retrying_only_after_a_failure(pool: PgPool) {
+    let (org, invoice) = one_email(&pool).await;
+    let status = |pool: PgPool| async move {
+        outbox::for_invoice(&pool, org, invoice).await.unwrap()[0]
+            .status
+            .as_str()
+    };
+    assert_eq!(status(pool.clone()).await, "queued");
+    let mut first = outbox::lease_due(&pool, "w1", 10, LEASE).await.unwrap();
+    assert_eq!(status(pool.clone()).await, "sending");
+    let failed = outbox::mark_failed(
+        &pool,
+        first.pop().unwrap(),
+        "temporarily refused by the mail server",
+        false,
+        Duration::ZERO,
+        Duration::ZERO,
+    )
+    .await
+    .unwrap();
+    assert_ne!(failed, Failure::Fenced);
+    assert_eq!(status(pool.clone()).await, "retrying");
+    let mut second = outbox::lease_due(&pool, "w1", 10, LEASE).await.unwrap();
+    assert_eq!(status(pool.clone()).await, "retrying", "a retry under way");
+    outbox::mark_sent(&pool, second.pop().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(status(pool.clone()).await, "sent");
+}
+
 #[sqlx::test(migrator = "app::ssr::MIGRATOR")]
 async fn a_worker_whose_lease_was_taken_over_cannot_complete_the_row(pool: PgPool) {
     one_email(&pool).await;

@@ -401,6 +401,9 @@ pub struct DraftEdit {
 #[serde(rename_all = "lowercase")]
 pub enum EmailStatus {
     Queued,
+    /// Taken by a worker, no attempt failed yet (the first attempt is under way).
+    Sending,
+    /// An attempt failed; another comes after its backoff.
     Retrying,
     Sent,
     Dead,
@@ -410,6 +413,7 @@ impl EmailStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             EmailStatus::Queued => "queued",
+            EmailStatus::Sending => "sending",
             EmailStatus::Retrying => "retrying",
             EmailStatus::Sent => "sent",
             EmailStatus::Dead => "dead",

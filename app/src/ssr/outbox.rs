@@ -595,8 +595,10 @@ pub async fn for_invoice(pool: &PgPool, org: Uuid, invoice: Uuid) -> sqlx::Resul
             EmailStatus::Sent
         } else if r.dead {
             EmailStatus::Dead
-        } else if r.attempts > 0 {
+        } else if r.last_error.is_some() {
             EmailStatus::Retrying
+        } else if r.attempts > 0 {
+            EmailStatus::Sending
         } else {
             EmailStatus::Queued
         },
