@@ -251,9 +251,12 @@ async fn an_email_in_flight_is_sending_and_retrying_only_after_a_failure(pool: P
     assert_eq!(status(pool.clone()).await, "retrying");
     let mut second = outbox::lease_due(&pool, "w1", 10, LEASE).await.unwrap();
     assert_eq!(status(pool.clone()).await, "retrying", "a retry under way");
-    outbox::mark_sent(&pool, second.pop().unwrap())
-        .await
-        .unwrap();
+    assert_eq!(
+        outbox::mark_sent(&pool, second.pop().unwrap())
+            .await
+            .unwrap(),
+        Fence::Held
+    );
     assert_eq!(status(pool.clone()).await, "sent");
 }
 
