@@ -161,8 +161,13 @@ export async function submitTwice(page: Page, button: Locator, rpcPath: string):
   return sent;
 }
 
-/** Reloads the payer's page until it says Paid (the webhook that settles it may lag). */
+/**
+ * Reloads the payer's page until it says Paid (the webhook that settles it may lag). First the payer
+ * is back from the checkout page on the invoice's own page: a reload during that cross-origin
+ * navigation fails ("not attached to an active page").
+ */
 export async function reloadUntilPaid(customer: Page): Promise<void> {
+  await expect(customer).toHaveURL(/\/i\/[0-9a-f]{64}\?paid=1$/);
   await expect
     .poll(() => reloadAndRead(customer, ".public-status"), { message: "the payer's page says Paid", timeout: 30_000 })
     .toEqual(["Paid"]);

@@ -33,8 +33,17 @@ async fn waiting(pool: &PgPool, one: &PgPool, reads: &PgPool) -> String {
     .fetch_all(pool)
     .await
     .unwrap_or_default();
+    // A pool opening a connection while Postgres is full retries until its acquire timeout:
+    // how full the whole server is says whether that is the wait.
+    let full: String = sqlx::query_scalar(
+        "select format('postgres: %s of %s connections in use', count(*), \
+                       current_setting('max_connections')) from pg_stat_activity",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap_or_else(|e| format!("postgres: could not count connections: {e}"));
     let pools = format!(
-        "pool: {} open, {} idle; reads: {} open, {} idle",
+        "pool: {} open, {} idle; reads: {} open, {} idle; {full}",
         one.size(),
         one.num_idle(),
         reads.size(),
