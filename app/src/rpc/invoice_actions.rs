@@ -30,7 +30,10 @@ pub async fn send_invoice(invoice_id: String, idempotency_key: String) -> Result
         let sender = crate::ssr::mail_gate::Sender::Member {
             verified: user.email_verified,
         };
-        let gate = crate::ssr::mail_gate::Gate::new(state.settings.limits.mail(), sender);
+        let gate = crate::ssr::mail_gate::Gate::new(
+            crate::ssr::mail_gate::Allowance::of(&state.settings.limits),
+            sender,
+        );
         queue_invoice_email(&state.pool, &attempt, user.org_id, key, invoice, gate).await
     })
     .await
@@ -167,7 +170,10 @@ pub async fn retry_email(id: String, invoice_id: String) -> Result<(), AppError>
     let sender = crate::ssr::mail_gate::Sender::Member {
         verified: user.email_verified,
     };
-    let gate = crate::ssr::mail_gate::Gate::new(state.settings.limits.mail(), sender);
+    let gate = crate::ssr::mail_gate::Gate::new(
+        crate::ssr::mail_gate::Allowance::of(&state.settings.limits),
+        sender,
+    );
     if !crate::ssr::outbox::revive(&state.pool, user.org_id, id, gate).await?? {
         return Err(AppError::NotFound.respond());
     }

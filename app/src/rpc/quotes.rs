@@ -158,7 +158,10 @@ pub async fn send_quote(id: String, idempotency_key: Option<String>) -> Result<(
         let sender = crate::ssr::mail_gate::Sender::Member {
             verified: user.email_verified,
         };
-        let gate = crate::ssr::mail_gate::Gate::new(state.settings.limits.mail(), sender);
+        let gate = crate::ssr::mail_gate::Gate::new(
+            crate::ssr::mail_gate::Allowance::of(&state.settings.limits),
+            sender,
+        );
         crate::ssr::quotes::send(tx, user.org_id, quote, base, gate)
             .await
             .map(|q| q.id)

@@ -62,7 +62,10 @@ fn member_gate(
     let sender = crate::ssr::mail_gate::Sender::Member {
         verified: user.email_verified,
     };
-    crate::ssr::mail_gate::Gate::new(state.settings.limits.mail(), sender)
+    crate::ssr::mail_gate::Gate::new(
+        crate::ssr::mail_gate::Allowance::of(&state.settings.limits),
+        sender,
+    )
 }
 
 /// The members page: members, invitations, and a fresh key for the invite form.

@@ -63,7 +63,7 @@ pub async fn set_logo(
     width: u32,
     height: u32,
 ) -> sqlx::Result<()> {
-    let token = crate::ssr::invoices::mint_public_token();
+    let token = crate::ssr::link_token::mint();
     // language=PostgreSQL
     sqlx::query!(
         r#"
@@ -94,7 +94,7 @@ pub async fn remove_logo(tx: &mut PgConnection, org: Uuid) -> sqlx::Result<()> {
 
 /// The logo file named `token` (None for an unknown or malformed one).
 pub async fn logo_png(pool: &PgPool, token: &str) -> sqlx::Result<Option<Vec<u8>>> {
-    if !crate::ssr::public::well_formed(token) {
+    if !crate::ssr::link_token::well_formed(token) {
         return Ok(None);
     }
     // language=PostgreSQL

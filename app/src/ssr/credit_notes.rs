@@ -13,7 +13,7 @@ use crate::model::{
     CreditLineInput, CreditNote, CreditNoteInput, CreditNoteLine, CreditRefund, InvoiceStatus,
     Thousandths,
 };
-use crate::ssr::invoices::mint_public_token;
+use crate::ssr::link_token;
 use crate::ssr::payments::{derive, Money};
 
 /// Why a credit note was not issued.
@@ -153,7 +153,7 @@ pub async fn issue(
         input.reason.trim(),
         input.refund.as_str(),
         source_key,
-        mint_public_token(),
+        link_token::mint(),
         by,
         refunded,
     )
@@ -297,7 +297,7 @@ pub async fn by_token(
     token: &str,
     public_base: &str,
 ) -> sqlx::Result<Option<ByToken>> {
-    if !crate::ssr::public::well_formed(token) {
+    if !crate::ssr::link_token::well_formed(token) {
         return Ok(None);
     }
     // language=PostgreSQL

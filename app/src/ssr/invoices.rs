@@ -15,15 +15,6 @@ use crate::model::{
 mod list;
 pub use list::{check_filter, page, page_query, ListCursor, ListFilter, SEARCH_SORTS_AT_MOST};
 
-/// A fresh public-page token, 64 hex characters: a time-ordered UUIDv7 (74 random bits after its
-/// millisecond) then a random v4 (122 bits), 196 random bits in all. The time first makes each new
-/// token land on the right-most leaf of its unique index, as the ids do: fully random tokens landed
-/// on a random leaf of an index larger than `shared_buffers` at a million invoices, read from disk
-/// and written whole to the WAL while the org's invoice counter was held (docs/performance.md).
-pub fn mint_public_token() -> String {
-    format!("{}{}", Uuid::now_v7().simple(), Uuid::new_v4().simple())
-}
-
 /// The customer's page of an invoice whose token is `token`.
 pub fn public_url(base: &str, token: &str) -> String {
     format!("{base}/i/{token}")
@@ -193,7 +184,7 @@ pub async fn insert(
     let taxes = crate::ssr::tax_rates::of_lines(tx, org, input).await?;
     let totals = input.totals(&taxes);
     let c = Content::of(input, &taxes, &totals, customer_id, source_key);
-    let token = (!input.draft).then(mint_public_token);
+    let token = (!input.draft).then(crate::ssr::link_token::mint);
     // One statement, one round trip: for a finalized invoice the org's next number in its format (a
     // draft takes none), the invoice, its lines. The counter's row lock serialises numbering per org
     // and period until commit (a rollback gives the number back); claims on other keys are not
@@ -700,24 +691,4 @@ pub async fn get_many(
     let mut found = with_lines(conn, rows, public_base).await?;
     found.sort_by_key(|inv| ids.iter().position(|id| *id == inv.id));
     Ok(found)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::mint_public_token;
-
-    #[test]
-    fn public_tokens_are_random_and_ordered_by_time() {
-        // `Uuid::now_v7` orders every id one process mints, within a millisecond too.
-        let tokens: Vec<String> = (0..100).map(|_| mint_public_token()).collect();
-        for token in &tokens {
-            assert_eq!(token.len(), 64);
-            assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
-        }
-        // Each token sorts after the one before: it goes to the right-most leaf of the index.
-        assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{tokens:?}");
-        // The second halves are random.
-        let halves: std::collections::HashSet<&str> = tokens.iter().map(|t| &t[32..]).collect();
-        assert_eq!(halves.len(), tokens.len());
-    }
 }

@@ -8,7 +8,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::model::{InvoiceStatus, PaymentState};
-use crate::ssr::invoices::mint_public_token;
+use crate::ssr::link_token;
 
 /// A lifecycle action of the owner (a button) or an API client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,7 +138,7 @@ pub async fn apply(
                 "#,
                 id,
                 org,
-                mint_public_token()
+                link_token::mint()
             ))
         }
         Action::DeleteDraft => {
@@ -199,7 +199,7 @@ pub async fn apply(
 /// is locked until commit, and a rollback gives the number back), a public token, and the customer's
 /// billing details copied from the customer record, so the finalized invoice never changes with it.
 async fn finalize(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
-    let token = mint_public_token();
+    let token = link_token::mint();
     // The draft is locked first; a concurrent finalize or delete waits for it and then finds no
     // draft, so it takes no number.
     // language=PostgreSQL

@@ -30,6 +30,14 @@ impl Allowance {
         per_org_hour: 100,
         per_recipient_hour: 50,
     };
+
+    /// The allowance the deployment's limits set.
+    pub fn of(limits: &crate::ssr::throttle::Limits) -> Allowance {
+        Allowance {
+            per_org_hour: limits.emails_per_org_hour,
+            per_recipient_hour: limits.emails_per_recipient_hour,
+        }
+    }
 }
 
 impl Default for Allowance {

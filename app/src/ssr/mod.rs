@@ -23,6 +23,7 @@ pub mod invoice_error;
 pub mod invoice_input;
 pub mod invoices;
 pub mod lifecycle;
+pub mod link_token;
 pub mod mail;
 pub mod mail_gate;
 pub mod manual_payments;

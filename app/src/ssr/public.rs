@@ -25,14 +25,6 @@ pub struct PublicInvoice {
     pub locale: crate::model::Locale,
 }
 
-/// A token as minted: 64 lowercase hex characters. Anything else is refused before any query.
-pub fn well_formed(token: &str) -> bool {
-    token.len() == 64
-        && token
-            .bytes()
-            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
-
 /// Views closer together than this count once (a reload, a crawler of the customer's mail client):
 /// bounds the writes a token can cause.
 const VIEW_GAP_SECS: f64 = 60.0;
@@ -44,7 +36,7 @@ pub async fn open(
     token: &str,
     public_base: &str,
 ) -> sqlx::Result<Option<PublicInvoice>> {
-    if !well_formed(token) {
+    if !crate::ssr::link_token::well_formed(token) {
         return Ok(None);
     }
     let mut conn = pool.acquire().await?;

@@ -158,7 +158,7 @@ async fn open_quote(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<
         "#,
         org,
         id,
-        invoices::mint_public_token(),
+        crate::ssr::link_token::mint(),
     )
     .execute(&mut *tx)
     .await?;
@@ -457,7 +457,7 @@ pub async fn by_token(
     token: &str,
     public_base: &str,
 ) -> sqlx::Result<Option<PublicQuote>> {
-    if !crate::ssr::public::well_formed(token) {
+    if !crate::ssr::link_token::well_formed(token) {
         return Ok(None);
     }
     let mut conn = pool.acquire().await?;

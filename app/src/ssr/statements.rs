@@ -41,7 +41,7 @@ impl Period {
 /// The customer of `org` whose statement link is `token`: (org, customer). None for a malformed,
 /// unknown or replaced token, and for an archived customer's, alike.
 pub async fn by_token(conn: &mut PgConnection, token: &str) -> sqlx::Result<Option<(Uuid, Uuid)>> {
-    if !crate::ssr::public::well_formed(token) {
+    if !crate::ssr::link_token::well_formed(token) {
         return Ok(None);
     }
     // language=PostgreSQL
@@ -220,7 +220,7 @@ pub async fn replace_link(
         "#,
         customer,
         org,
-        crate::ssr::invoices::mint_public_token()
+        crate::ssr::link_token::mint()
     )
     .fetch_optional(&mut *tx)
     .await

@@ -104,16 +104,6 @@ impl Default for Limits {
     }
 }
 
-impl Limits {
-    /// The mail gate's allowance.
-    pub fn mail(&self) -> crate::ssr::mail_gate::Allowance {
-        crate::ssr::mail_gate::Allowance {
-            per_org_hour: self.emails_per_org_hour,
-            per_recipient_hour: self.emails_per_recipient_hour,
-        }
-    }
-}
-
 /// Refused for now; try again after `retry_after`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Throttled {

@@ -207,7 +207,10 @@ pub(super) async fn send_quote(write: Write) -> Result<Response, ProblemResponse
             let value = super::invoices::action_body(body)?;
             let base = req.state().settings.public_url.clone();
             let sender = app::ssr::mail_gate::Sender::ApiKey(req.client().key_id);
-            let gate = app::ssr::mail_gate::Gate::new(req.state().settings.limits.mail(), sender);
+            let gate = app::ssr::mail_gate::Gate::new(
+                app::ssr::mail_gate::Allowance::of(&req.state().settings.limits),
+                sender,
+            );
             // The gate is asked before the key is claimed: a refusal (429, 403) is not the key's
             // answer, and the same key works once the hour allows. Inside, a send that lost a race
             // for the last place waits for its slot.

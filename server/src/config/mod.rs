@@ -108,7 +108,7 @@ impl Config {
             dev_mode,
             database: self.database,
             worker: WorkerConfig {
-                mail: limits.mail(),
+                mail: app::ssr::mail_gate::Allowance::of(&limits),
                 dev_clock: dev_mode,
                 public_url: site.public_url.clone(),
                 retention: retention.clone(),

@@ -164,7 +164,7 @@ async fn decide(
     let attempt = Attempt::new(Surface::Form, key.to_string(), None);
     let base = &state.settings.public_url;
     let decided = track(&state.pool, attempt, async |attempt| {
-        let allowance = state.settings.limits.mail();
+        let allowance = app::ssr::mail_gate::Allowance::of(&state.settings.limits);
         quote_forms::decide(
             &state.pool,
             &attempt,
