@@ -49,7 +49,14 @@ fn main() {
     }
     let mut hash = DefaultHasher::new();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    for part in ["server/src", "app/src", "app/locales", "Cargo.lock"] {
+    for part in [
+        "server/src",
+        "server/core/src",
+        "server/core/locales",
+        "app/src",
+        "app/model/src",
+        "Cargo.lock",
+    ] {
         let path = root.join(part);
         println!("cargo:rerun-if-changed={}", path.display());
         digest(&root, &path, &mut hash);

@@ -2,8 +2,6 @@
 
 #![recursion_limit = "256"]
 
-pub mod error;
-pub mod model;
 mod pages;
 pub mod rpc;
 
@@ -11,9 +9,6 @@ pub mod rpc;
 pub use pages::invoices::{due_text, line_rows, totals_rows};
 /// A customer's statement as tables, for the customer's page rendered outside the app.
 pub use pages::statement::{pdf_url as statement_pdf_url, statement_tables};
-
-#[cfg(feature = "ssr")]
-pub mod ssr;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};

@@ -16,10 +16,11 @@ pub async fn run(
     let pool: &PgPool = &lab.connect().await?;
     let email = format!("bench-{}@example.com", uuid::Uuid::new_v4().simple());
     let account =
-        app::ssr::accounts::create_org_with_owner(pool, "Bench", &email, "bench password").await?;
+        invoicer_core::accounts::create_org_with_owner(pool, "Bench", &email, "bench password")
+            .await?;
     let input = bench_invoice()?;
     let mut tx = pool.begin().await?;
-    let invoice = app::ssr::invoices::insert(
+    let invoice = invoicer_core::invoices::insert(
         &mut tx,
         uuid::Uuid::new_v4(),
         account.org_id,
@@ -30,20 +31,25 @@ pub async fn run(
     .await?;
     tx.commit().await?;
 
-    let mailer = app::ssr::mail::Mailer::new(
+    let mailer = invoicer_core::mail::Mailer::new(
         Some(smtp_url),
         None,
         sink_dir,
         std::time::Duration::from_secs(10),
-        app::ssr::mail::DEV_FROM,
+        invoicer_core::mail::DEV_FROM,
     )
     .map_err(anyhow::Error::msg)?;
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let config = app::ssr::worker::WorkerConfig {
+    let config = invoicer_core::worker::WorkerConfig {
         id: "bench".into(),
         ..Default::default()
     };
-    let worker = tokio::spawn(app::ssr::worker::run(pool.clone(), mailer, config, stopped));
+    let worker = tokio::spawn(invoicer_core::worker::run(
+        pool.clone(),
+        mailer,
+        config,
+        stopped,
+    ));
     let log = sink_dir.join("attempts.log");
     let arrivals = || -> Vec<f64> {
         std::fs::read_to_string(&log)
@@ -55,12 +61,12 @@ pub async fn run(
     let already = arrivals().len();
     let mut latencies = Vec::with_capacity(count);
     // The benchmark measures the outbox, not the allowance.
-    let unlimited = app::ssr::mail_gate::Gate::new(
-        app::ssr::mail_gate::Allowance {
+    let unlimited = invoicer_core::mail_gate::Gate::new(
+        invoicer_core::mail_gate::Allowance {
             per_org_hour: u32::MAX,
             per_recipient_hour: u32::MAX,
         },
-        app::ssr::mail_gate::Sender::Automatic,
+        invoicer_core::mail_gate::Sender::Automatic,
     );
     for i in 0..count {
         let mut tx = pool.begin().await?;
@@ -68,11 +74,11 @@ pub async fn run(
             .permit(&mut tx, account.org_id, "bench@example.com")
             .await?
             .map_err(|refused| anyhow::anyhow!("the mail gate: {refused}"))?;
-        app::ssr::outbox::enqueue_email(
+        invoicer_core::outbox::enqueue_email(
             &mut tx,
             permit,
             Some(invoice.id),
-            app::ssr::outbox::MailKind::InvoiceEmail,
+            invoicer_core::outbox::MailKind::InvoiceEmail,
             serde_json::json!({ "invoice_id": invoice.id }),
         )
         .await?;
@@ -125,12 +131,12 @@ pub async fn throughput(
             .lines()
             .count()
     };
-    let unlimited = app::ssr::mail_gate::Gate::new(
-        app::ssr::mail_gate::Allowance {
+    let unlimited = invoicer_core::mail_gate::Gate::new(
+        invoicer_core::mail_gate::Allowance {
             per_org_hour: u32::MAX,
             per_recipient_hour: u32::MAX,
         },
-        app::ssr::mail_gate::Sender::Automatic,
+        invoicer_core::mail_gate::Sender::Automatic,
     );
     println!("outbox throughput: {n} customer emails queued at once, drained by one worker");
     for &concurrency in places {
@@ -138,12 +144,16 @@ pub async fn throughput(
         let mut orgs = Vec::new();
         for o in 0..4 {
             let email = format!("tp-{o}-{}@example.com", uuid::Uuid::new_v4().simple());
-            let account =
-                app::ssr::accounts::create_org_with_owner(pool, "Bench", &email, "bench password")
-                    .await?;
+            let account = invoicer_core::accounts::create_org_with_owner(
+                pool,
+                "Bench",
+                &email,
+                "bench password",
+            )
+            .await?;
             let input = bench_invoice()?;
             let mut tx = pool.begin().await?;
-            let invoice = app::ssr::invoices::insert(
+            let invoice = invoicer_core::invoices::insert(
                 &mut tx,
                 uuid::Uuid::new_v4(),
                 account.org_id,
@@ -162,33 +172,38 @@ pub async fn throughput(
                 .permit(&mut tx, org, &format!("customer-{i}@example.com"))
                 .await?
                 .map_err(|refused| anyhow::anyhow!("the mail gate: {refused}"))?;
-            app::ssr::outbox::enqueue_email(
+            invoicer_core::outbox::enqueue_email(
                 &mut tx,
                 permit,
                 Some(invoice),
-                app::ssr::outbox::MailKind::InvoiceEmail,
+                invoicer_core::outbox::MailKind::InvoiceEmail,
                 serde_json::json!({ "invoice_id": invoice }),
             )
             .await?;
         }
         tx.commit().await?;
         let before = arrived();
-        let mailer = app::ssr::mail::Mailer::new(
+        let mailer = invoicer_core::mail::Mailer::new(
             Some(smtp_url),
             None,
             sink_dir,
             Duration::from_secs(10),
-            app::ssr::mail::DEV_FROM,
+            invoicer_core::mail::DEV_FROM,
         )
         .map_err(anyhow::Error::msg)?;
-        let config = app::ssr::worker::WorkerConfig {
+        let config = invoicer_core::worker::WorkerConfig {
             id: format!("bench-{concurrency}"),
             concurrency,
             ..Default::default()
         };
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let started = Instant::now();
-        let worker = tokio::spawn(app::ssr::worker::run(pool.clone(), mailer, config, stopped));
+        let worker = tokio::spawn(invoicer_core::worker::run(
+            pool.clone(),
+            mailer,
+            config,
+            stopped,
+        ));
         let deadline = started + Duration::from_secs(600);
         while arrived() < before + n {
             anyhow::ensure!(Instant::now() < deadline, "not drained within 10 minutes");
@@ -205,15 +220,15 @@ pub async fn throughput(
     Ok(())
 }
 
-fn bench_invoice() -> anyhow::Result<app::model::InvoiceInput> {
-    Ok(app::model::InvoiceInput {
+fn bench_invoice() -> anyhow::Result<model::InvoiceInput> {
+    Ok(model::InvoiceInput {
         customer_name: "Bench".into(),
         customer_email: "bench@example.com".into(),
         currency: "usd".into(),
         due_date: Some(chrono::NaiveDate::from_ymd_opt(2030, 1, 1).context("date")?),
-        lines: vec![app::model::LineInput {
+        lines: vec![model::LineInput {
             description: "Benchmark".into(),
-            quantity: app::model::Thousandths::whole(1),
+            quantity: model::Thousandths::whole(1),
             unit_amount_cents: 100,
             tax_rate_id: None,
         }],

@@ -54,7 +54,7 @@ pub struct DatagenArgs {
 pub async fn run(pool: &PgPool, args: &DatagenArgs) -> anyhow::Result<Uuid> {
     let started = Instant::now();
     let (big, others, each) = args.size.shape();
-    let account = app::ssr::accounts::create_org_with_owner(
+    let account = invoicer_core::accounts::create_org_with_owner(
         pool,
         "Reader Ltd",
         &args.email,

@@ -136,7 +136,7 @@ impl Lab {
             .connect(&self.database_url)
             .await
             .context("cannot connect to DATABASE_URL")?;
-        app::ssr::MIGRATOR
+        invoicer_core::MIGRATOR
             .run(&pool)
             .await
             .context("applying database migrations")?;

@@ -23,7 +23,7 @@
 //! - `POST /v1/test_helpers/checkout/sessions/{id}/hold_settlement` keeps that session's delayed
 //!   settlement until `.../release_settlement` sends it, so a test can see a payment processing.
 //!
-//! Ids, event envelopes and signatures come from the shipped stand-in (`app::ssr::stripe::standin`,
+//! Ids, event envelopes and signatures come from the shipped stand-in (`invoicer_core::stripe::standin`,
 //! which `server stripe trigger` uses), so both send the same shapes.
 
 use std::collections::{HashMap, HashSet};
@@ -31,12 +31,12 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use app::ssr::stripe::standin;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Form, Json, Router};
+use invoicer_core::stripe::standin;
 use serde_json::{json, Value};
 
 use delivery::{deliver_all, event, settlement};

@@ -10,17 +10,17 @@ use std::io::Cursor;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use app::ssr::auth::AuthSession;
-use app::ssr::claim::Form;
-use app::ssr::observe::{track, Attempt, Surface};
-use app::ssr::surfaces::form::{setting_once, Saved};
-use app::ssr::AppState;
 use axum::extract::{DefaultBodyLimit, Multipart, Path, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use image::{ImageError, ImageFormat, ImageReader, Limits};
+use invoicer_core::auth::AuthSession;
+use invoicer_core::claim::Form;
+use invoicer_core::observe::{track, Attempt, Surface};
+use invoicer_core::surfaces::form::{setting_once, Saved};
+use invoicer_core::AppState;
 use tokio::sync::Semaphore;
 
 /// The largest upload, in bytes.
@@ -159,7 +159,7 @@ async fn upload(State(state): State<AppState>, session: AuthSession, form: Multi
         Some(user) => user,
         None => return refused(StatusCode::UNAUTHORIZED, "Please log in."),
     };
-    let user = match user.allowed(app::model::Action::ManageOrg) {
+    let user = match user.allowed(model::Action::ManageOrg) {
         Ok(user) => user,
         Err(e) => return refused(StatusCode::FORBIDDEN, &e.to_string()),
     };
@@ -172,7 +172,7 @@ async fn upload(State(state): State<AppState>, session: AuthSession, form: Multi
     };
     let Some(form_key) = uuid::Uuid::try_parse(key.trim())
         .ok()
-        .filter(|k| app::model::form_key_fits(*k, user.org_id))
+        .filter(|k| model::form_key_fits(*k, user.org_id))
     else {
         return refused(
             StatusCode::BAD_REQUEST,
@@ -180,7 +180,7 @@ async fn upload(State(state): State<AppState>, session: AuthSession, form: Multi
         );
     };
     let wait = Duration::from_secs(5);
-    let decoded = app::ssr::throttle::bounded(&DECODES, wait, move || {
+    let decoded = invoicer_core::throttle::bounded(&DECODES, wait, move || {
         let hash: [u8; 32] = sha2::Digest::finalize(sha2::Digest::chain_update(
             <sha2::Sha256 as sha2::Digest>::new(),
             &file,
@@ -221,7 +221,7 @@ async fn upload(State(state): State<AppState>, session: AuthSession, form: Multi
             || {
                 let png = &png;
                 async move |tx: &mut sqlx::PgConnection| {
-                    app::ssr::branding::set_logo(tx, org, png, width, height).await?;
+                    invoicer_core::branding::set_logo(tx, org, png, width, height).await?;
                     Ok(org)
                 }
             },
@@ -254,7 +254,7 @@ async fn logo(State(state): State<AppState>, Path(file): Path<String>) -> Respon
     let Some(token) = file.strip_suffix(".png") else {
         return StatusCode::NOT_FOUND.into_response();
     };
-    match app::ssr::branding::logo_png(&state.pool, token).await {
+    match invoicer_core::branding::logo_png(&state.pool, token).await {
         Ok(Some(png)) => {
             let mut response = (
                 [

@@ -134,14 +134,15 @@ async fn admin(config: Checked, command: AdminCommand) -> anyhow::Result<()> {
             email,
             password,
         } => {
-            let account = app::ssr::accounts::create_org_with_owner(&pool, &org, &email, &password)
-                .await
-                .context("cannot create the organisation")?;
+            let account =
+                invoicer_core::accounts::create_org_with_owner(&pool, &org, &email, &password)
+                    .await
+                    .context("cannot create the organisation")?;
             println!("{}", account.org_id);
         }
         AdminCommand::AllowPayments { org } => {
             anyhow::ensure!(
-                app::ssr::accounts::allow_payments(&pool, org).await?,
+                invoicer_core::accounts::allow_payments(&pool, org).await?,
                 "no organisation {org}"
             );
             println!("org {org} may take card payments");
@@ -156,14 +157,14 @@ async fn admin(config: Checked, command: AdminCommand) -> anyhow::Result<()> {
                 .and_then(|d| d.checked_add(hours.checked_mul(3600)?))
                 .filter(|s| s.abs() <= 100 * 365 * 86_400)
                 .context("at most a hundred years")?;
-            let total = app::ssr::worker::advance_dev_clock(&pool, secs).await?;
+            let total = invoicer_core::worker::advance_dev_clock(&pool, secs).await?;
             println!("the scheduler's clock runs {total} s ahead");
         }
         AdminCommand::CreateApiKey { email, name } => {
-            let (user, org) = app::ssr::api_keys::org_of_user(&pool, &email)
+            let (user, org) = invoicer_core::api_keys::org_of_user(&pool, &email)
                 .await?
                 .with_context(|| format!("no user with email {email}"))?;
-            let key = app::ssr::api_keys::create_for_user(&pool, org, user, &name).await?;
+            let key = invoicer_core::api_keys::create_for_user(&pool, org, user, &name).await?;
             println!("{}", key.plaintext);
         }
     }
@@ -171,7 +172,7 @@ async fn admin(config: Checked, command: AdminCommand) -> anyhow::Result<()> {
 }
 
 async fn stripe(config: Checked, command: StripeCommand) -> anyhow::Result<()> {
-    use app::ssr::stripe::standin;
+    use invoicer_core::stripe::standin;
 
     let secret = config.stripe.webhook_secrets[0].expose().to_owned();
     let (url, event_id, payload) = match command {

@@ -7,11 +7,11 @@
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
-use app::ssr::exports::cell;
+use invoicer_core::exports::cell;
 
 /// An amount of `currency`'s minor units as a plain decimal: `123456` → `1234.56`.
 pub fn amount(minor: i64, currency: &str) -> String {
-    app::model::plain_amount(minor, currency)
+    model::plain_amount(minor, currency)
 }
 
 /// `records` as one CSV file (the header is the first record).

@@ -1,4 +1,4 @@
-//! The two pools ([`AppState::pool`](app::ssr::AppState) and its reads' pool) as DATABASE_* and
+//! The two pools ([`AppState::pool`](invoicer_core::AppState) and its reads' pool) as DATABASE_* and
 //! STATEMENT_TIMEOUT_MS configure them, and the migrations run before either serves.
 
 use std::str::FromStr;
@@ -19,7 +19,7 @@ pub async fn connect_and_migrate(database: &Database) -> anyhow::Result<PgPool> 
     sqlx::query("set statement_timeout = 0")
         .execute(&mut conn)
         .await?;
-    app::ssr::MIGRATOR
+    invoicer_core::MIGRATOR
         .run(&mut conn)
         .await
         .context("applying database migrations")?;
@@ -54,14 +54,14 @@ pub async fn connect(database: &Database) -> anyhow::Result<PgPool> {
         })
 }
 
-/// The reads' pool ([`AppState::reads`](app::ssr::AppState)): up to DATABASE_READ_POOL_SIZE more
+/// The reads' pool ([`AppState::reads`](invoicer_core::AppState)): up to DATABASE_READ_POOL_SIZE more
 /// connections that run every prepared statement on its generic plan. Connects when first used.
 pub fn connect_reads(database: &Database) -> anyhow::Result<PgPool> {
     let options = PgConnectOptions::from_str(database.database_url.expose())
         .context("DATABASE_URL is not a valid Postgres URL")?;
     Ok(pool_options(database)
         .max_connections(database.read_pool_size())
-        .connect_lazy_with(app::ssr::state::generic_plans(options)))
+        .connect_lazy_with(invoicer_core::state::generic_plans(options)))
 }
 
 /// How long a request waits for a pooled connection before it is answered 503: a pool that stays

@@ -3,14 +3,14 @@
 //! the file's SHA-256 within the org; the answer is a redirect to the import's page
 //! (`/customers/import/{id}`), the same one for the same file.
 
-use app::ssr::auth::AuthSession;
-use app::ssr::imports::{self, MAX_BYTES};
-use app::ssr::AppState;
 use axum::extract::{DefaultBodyLimit, Multipart, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
+use invoicer_core::auth::AuthSession;
+use invoicer_core::imports::{self, MAX_BYTES};
+use invoicer_core::AppState;
 
 pub fn routes() -> Router<AppState> {
     Router::new().route(
@@ -90,7 +90,7 @@ async fn upload(State(state): State<AppState>, session: AuthSession, form: Multi
     let Some(user) = session.user.clone() else {
         return refused(StatusCode::UNAUTHORIZED, "Please log in.");
     };
-    let user = match user.allowed(app::model::Action::EditInvoices) {
+    let user = match user.allowed(model::Action::EditInvoices) {
         Ok(user) => user,
         Err(e) => return refused(StatusCode::FORBIDDEN, &e.to_string()),
     };
@@ -99,7 +99,7 @@ async fn upload(State(state): State<AppState>, session: AuthSession, form: Multi
         Err((status, why)) => return refused(status, &why),
     };
     // The form's key names the org it was rendered for: a post from elsewhere has none that fits.
-    if !uuid::Uuid::try_parse(key.trim()).is_ok_and(|k| app::model::form_key_fits(k, user.org_id)) {
+    if !uuid::Uuid::try_parse(key.trim()).is_ok_and(|k| model::form_key_fits(k, user.org_id)) {
         return refused(
             StatusCode::BAD_REQUEST,
             "This form has expired, or was opened for another organisation. Reload the page and try again.",

@@ -4,10 +4,8 @@
 
 use std::sync::LazyLock;
 
-use app::model::Words;
-use app::model::{Discount, InvoiceStatus};
-use app::ssr::i18n::Tr;
-use app::ssr::public::PublicInvoice;
+use invoicer_core::i18n::Tr;
+use invoicer_core::public::PublicInvoice;
 use krilla::color::rgb;
 use krilla::geom::{PathBuilder, Point};
 use krilla::metadata::Metadata;
@@ -17,6 +15,8 @@ use krilla::paint::{Fill, Stroke};
 use krilla::surface::Surface;
 use krilla::text::{Font, TextDirection};
 use krilla::Document;
+use model::Words;
+use model::{Discount, InvoiceStatus};
 
 pub mod credit_note;
 pub mod facturx;
@@ -119,17 +119,17 @@ impl Brand {
     pub async fn of(
         conn: &mut sqlx::PgConnection,
         org: uuid::Uuid,
-        branding: &app::model::Branding,
+        branding: &model::Branding,
     ) -> sqlx::Result<Brand> {
         let png = match branding.logo {
-            Some(_) => app::ssr::branding::logo_of(conn, org).await?,
+            Some(_) => invoicer_core::branding::logo_of(conn, org).await?,
             None => None,
         };
         Ok(Brand::new(branding, png))
     }
 
     /// `branding` as PDFs draw it; `logo_png`: the org's logo file (re-encoded PNG).
-    pub fn new(branding: &app::model::Branding, logo_png: Option<Vec<u8>>) -> Brand {
+    pub fn new(branding: &model::Branding, logo_png: Option<Vec<u8>>) -> Brand {
         let logo = branding
             .logo
             .as_ref()
@@ -460,7 +460,7 @@ fn wrap(text: &str, width: f32, size: f32) -> Vec<String> {
     lines
 }
 
-fn status_line(inv: &app::model::Invoice, tr: &Tr) -> String {
+fn status_line(inv: &model::Invoice, tr: &Tr) -> String {
     let status = match inv.status {
         _ if inv.overdue => "state-overdue",
         InvoiceStatus::Draft => "state-draft",

@@ -2,7 +2,7 @@
 //! each started after the migrations and stopped gracefully on SIGTERM or Ctrl-C.
 
 use anyhow::Context;
-use app::ssr::{failpoint, AppState};
+use invoicer_core::{failpoint, AppState};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -20,7 +20,7 @@ pub async fn serve(config: Checked) -> anyhow::Result<()> {
     if config.dev_mode && config.stripe.secret_is_default() {
         tracing::info!(
             "dev mode: Stripe webhook secret is {} (set STRIPE_WEBHOOK_SECRET to change it)",
-            app::ssr::state::DEV_WEBHOOK_SECRET
+            invoicer_core::state::DEV_WEBHOOK_SECRET
         );
     }
     // `scripts/dev --demo`: a populated demo org, in dev mode only.
@@ -28,21 +28,21 @@ pub async fn serve(config: Checked) -> anyhow::Result<()> {
         if !config.dev_mode {
             anyhow::bail!("INVOICER_SEED_DEMO is for development (LEPTOS_ENV=DEV) only");
         }
-        match app::ssr::demo::seed(&pool).await {
+        match invoicer_core::demo::seed(&pool).await {
             Ok(Some(_)) => tracing::info!(
                 "demo org seeded: log in as {} / {}",
-                app::ssr::demo::EMAIL,
-                app::ssr::demo::PASSWORD
+                invoicer_core::demo::EMAIL,
+                invoicer_core::demo::PASSWORD
             ),
             Ok(None) => tracing::info!(
                 "demo org already there: log in as {}",
-                app::ssr::demo::EMAIL
+                invoicer_core::demo::EMAIL
             ),
             Err(e) => anyhow::bail!("seeding the demo org: {e}"),
         }
     }
     let reads = db::connect_reads(&config.database)?;
-    let state = AppState::new(pool, reads, leptos_options, config.settings());
+    let state = AppState::new(pool, reads, config.settings());
     let workers = Workers::start(&config, &state.pool, config.workers)?;
     let metrics = match (&config.metrics.metrics_addr, &config.metrics.metrics_token) {
         (Some(_), _) => MetricsAccess::Off,
@@ -65,7 +65,7 @@ pub async fn serve(config: Checked) -> anyhow::Result<()> {
             }
         });
     }
-    let app = crate::web::router(state, config.site.guard(), metrics).await?;
+    let app = crate::web::router(state, leptos_options, config.site.guard(), metrics).await?;
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
@@ -109,11 +109,11 @@ impl Workers {
         let (stop, stopped) = watch::channel(false);
         let tasks = (0..count)
             .map(|n| {
-                let worker = app::ssr::worker::WorkerConfig {
+                let worker = invoicer_core::worker::WorkerConfig {
                     id: format!("{}-{}-{n}", hostname(), std::process::id()),
                     ..base.clone()
                 };
-                tokio::spawn(app::ssr::worker::run(
+                tokio::spawn(invoicer_core::worker::run(
                     pool.clone(),
                     mailer.clone(),
                     worker,

@@ -2,14 +2,14 @@
 //! note's (`/c/{token}`) and a statement's (`/s/{token}`). Plain HTML, no script: they open fast on
 //! a phone, work without JavaScript, and are never indexed.
 
-use app::ssr::public;
-use app::ssr::throttle::Ceiling;
-use app::ssr::AppState;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use invoicer_core::public;
+use invoicer_core::throttle::Ceiling;
+use invoicer_core::AppState;
 use leptos::prelude::*;
 
 use crate::pdf::Paper;
@@ -32,7 +32,9 @@ impl axum::extract::FromRequestParts<AppState> for Client {
         state: &AppState,
     ) -> Result<Client, Self::Rejection> {
         let header = state.settings.client_ip_header.as_deref();
-        Ok(Client(app::ssr::throttle::client_address(parts, header)))
+        Ok(Client(invoicer_core::throttle::client_address(
+            parts, header,
+        )))
     }
 }
 
@@ -73,7 +75,7 @@ fn drawn<T>(ceiling: Ceiling, what: &str, found: sqlx::Result<Option<T>>) -> Res
 }
 
 /// 429 with Retry-After, before anything is looked up or drawn.
-fn throttled(t: app::ssr::throttle::Throttled) -> Response {
+fn throttled(t: invoicer_core::throttle::Throttled) -> Response {
     let secs = t.retry_after.as_secs().max(1).to_string();
     private(
         (
@@ -151,7 +153,7 @@ pub(super) fn checkout_origins(state: &AppState) -> String {
 /// pressed), then 303 to Stripe's page. A second press while the first is still talking to Stripe
 /// waits for it and lands on the same session.
 async fn pay(State(state): State<AppState>, PageToken(token, ceiling): PageToken) -> Response {
-    use app::ssr::checkout::{self, Checkout, CheckoutError, Urls};
+    use invoicer_core::checkout::{self, Checkout, CheckoutError, Urls};
     let found = match drawn(
         ceiling,
         "public pay",

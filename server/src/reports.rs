@@ -1,14 +1,14 @@
 //! The reports as files, for the owner's session: `GET /reports/aging.csv` and
 //! `GET /reports/tax.csv?from=&to=`.
 
-use app::model::reports::TaxDocuments;
-use app::ssr::auth::AuthSession;
-use app::ssr::AppState;
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use invoicer_core::auth::AuthSession;
+use invoicer_core::AppState;
+use model::reports::TaxDocuments;
 use serde::Deserialize;
 
 use crate::csv_out::{amount, download, file};
@@ -42,7 +42,12 @@ async fn aging_csv(State(state): State<AppState>, session: AuthSession) -> Respo
     };
     let read = async {
         let mut conn = state.reads.acquire().await?;
-        app::ssr::reports::aging(&mut conn, user.org_id, Some(app::ssr::reports::MAX_ROWS)).await
+        invoicer_core::reports::aging(
+            &mut conn,
+            user.org_id,
+            Some(invoicer_core::reports::MAX_ROWS),
+        )
+        .await
     };
     let report = match read.await {
         Ok(report) => report,
@@ -95,11 +100,11 @@ async fn tax_csv(
     };
     let read = async {
         let mut conn = state.reads.acquire().await?;
-        let today = app::ssr::statements::org_today(&mut conn, user.org_id).await?;
+        let today = invoicer_core::statements::org_today(&mut conn, user.org_id).await?;
         let period =
-            app::ssr::reports::tax_period(query.from.as_deref(), query.to.as_deref(), today);
+            invoicer_core::reports::tax_period(query.from.as_deref(), query.to.as_deref(), today);
         match period {
-            Ok(period) => app::ssr::reports::tax(&mut conn, user.org_id, period)
+            Ok(period) => invoicer_core::reports::tax(&mut conn, user.org_id, period)
                 .await
                 .map(Ok),
             Err(why) => Ok(Err(why)),
@@ -131,7 +136,7 @@ async fn tax_csv(
             }
             .to_owned(),
             r.category.clone().unwrap_or_default(),
-            app::model::Thousandths(r.percent_milli).to_string(),
+            model::Thousandths(r.percent_milli).to_string(),
             r.names.join("; "),
             amount(r.taxable_cents, c),
             amount(r.tax_cents, c),

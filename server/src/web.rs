@@ -4,10 +4,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::security::Guard;
-use app::ssr::auth::{AuthSession, Backend};
-use app::ssr::AppState;
 use app::{shell, App};
-use axum::extract::{Request, State};
+use axum::extract::{FromRef, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -15,6 +13,9 @@ use axum::routing::{get, post};
 use axum::Extension;
 use axum::Router;
 use axum_login::AuthManagerLayerBuilder;
+use invoicer_core::auth::{AuthSession, Backend};
+use invoicer_core::AppState;
+use leptos::config::LeptosOptions;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -34,6 +35,25 @@ pub enum MetricsAccess {
     Off,
 }
 
+/// The state of the pages' routes: the app's, and Leptos' options for rendering them.
+#[derive(Clone)]
+struct Pages {
+    state: AppState,
+    options: LeptosOptions,
+}
+
+impl FromRef<Pages> for LeptosOptions {
+    fn from_ref(pages: &Pages) -> Self {
+        pages.options.clone()
+    }
+}
+
+impl FromRef<Pages> for AppState {
+    fn from_ref(pages: &Pages) -> Self {
+        pages.state.clone()
+    }
+}
+
 /// The session cookie's name: `__Host-` prefixed under https, so that it is `Secure`, for this
 /// host only and the whole path, and no sibling subdomain can plant one.
 pub fn session_cookie_name(https: bool) -> &'static str {
@@ -48,6 +68,7 @@ pub fn session_cookie_name(https: bool) -> &'static str {
 /// clean-up in the background.
 pub async fn router(
     state: AppState,
+    site: LeptosOptions,
     guard: Guard,
     metrics: MetricsAccess,
 ) -> anyhow::Result<Router> {
@@ -70,15 +91,34 @@ pub async fn router(
         .with_path("/")
         .with_expiry(Expiry::OnInactivity(time::Duration::days(7)));
     let auth = AuthManagerLayerBuilder::new(Backend::new(state.pool.clone()), sessions)
-        .with_data_key(app::ssr::auth::LOGIN_DATA_KEY)
+        .with_data_key(invoicer_core::auth::LOGIN_DATA_KEY)
         .build();
 
     let routes = generate_route_list(App);
     let leptos_state = state.clone();
-    let dev_reload = state.settings.dev_mode.then(|| {
-        let options = &state.leptos_options;
-        format!("ws://{}:{}", options.site_addr.ip(), options.reload_port)
-    });
+    let dev_reload = state
+        .settings
+        .dev_mode
+        .then(|| format!("ws://{}:{}", site.site_addr.ip(), site.reload_port));
+    let pages = Pages {
+        state: state.clone(),
+        options: site,
+    };
+    let pages = Router::<Pages>::new()
+        .leptos_routes_with_context(
+            &pages,
+            routes,
+            move || {
+                leptos::prelude::provide_context(leptos_state.clone());
+                page_csp(dev_reload.as_deref());
+            },
+            {
+                let options = pages.options.clone();
+                move || shell(options.clone())
+            },
+        )
+        .fallback(leptos_axum::file_and_error_handler::<Pages, _>(shell))
+        .with_state(pages);
     let mut app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
@@ -91,26 +131,15 @@ pub async fn router(
         app = app.route("/metrics", get(metrics_text));
     }
     let app = app
-        .leptos_routes_with_context(
-            &state,
-            routes,
-            move || {
-                leptos::prelude::provide_context(leptos_state.clone());
-                page_csp(dev_reload.as_deref());
-            },
-            {
-                let options = state.leptos_options.clone();
-                move || shell(options.clone())
-            },
-        )
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .with_state(state.clone())
+        .merge(pages)
         .layer(middleware::from_fn(require_login))
         .layer(middleware::from_fn(errors_carry_their_status))
         .layer(auth)
         // Around the auth layer: the session load's statement also reads the user, and hands it
         // to the auth layer's user load in the same request.
         .layer(middleware::from_fn(|req: Request, next: Next| {
-            app::ssr::auth::with_session_user(next.run(req))
+            invoicer_core::auth::with_session_user(next.run(req))
         }))
         .layer(middleware::from_fn(session_store_unavailable))
         .layer(middleware::from_fn_with_state(
@@ -122,10 +151,10 @@ pub async fn router(
             crate::security::same_origin_posts,
         ))
         // Added after the session layers: webhooks carry no cookies and need no session.
-        .merge(crate::webhook::routes())
-        .merge(crate::api::routes())
-        .merge(crate::public::routes())
-        .merge(crate::branding::public_routes())
+        .merge(crate::webhook::routes().with_state(state.clone()))
+        .merge(crate::api::routes().with_state(state.clone()))
+        .merge(crate::public::routes().with_state(state.clone()))
+        .merge(crate::branding::public_routes().with_state(state.clone()))
         .layer(Extension(metrics))
         .layer(middleware::from_fn_with_state(
             guard,
@@ -146,8 +175,7 @@ pub async fn router(
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .layer(middleware::map_request(async |req: Request| {
             clean_request_id(req)
-        }))
-        .with_state(state);
+        }));
     Ok(app)
 }
 
@@ -173,7 +201,7 @@ async fn errors_carry_their_status(req: Request, next: Next) -> Response {
         )
             .into_response();
     };
-    if let Ok(error) = serde_json::from_slice::<app::error::AppError>(&bytes) {
+    if let Ok(error) = serde_json::from_slice::<model::error::AppError>(&bytes) {
         parts.status = error.status_code();
         if let Some(secs) = error.retry_after() {
             parts
@@ -229,7 +257,7 @@ fn page_csp(dev_reload: Option<&str>) {
 
 /// Logs out and ends the session's row (the sessions list no longer shows it).
 async fn logout(State(state): State<AppState>, mut session: AuthSession) -> Response {
-    if let Err(e) = app::ssr::auth::log_out(&state.pool, &mut session).await {
+    if let Err(e) = invoicer_core::auth::log_out(&state.pool, &mut session).await {
         tracing::error!(error = %e, "logout failed");
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     }
@@ -250,7 +278,7 @@ async fn session_store_unavailable(req: Request, next: Next) -> Response {
         return response;
     }
     tracing::warn!("the session store failed: answered 503, to be retried");
-    let after = app::ssr::surfaces::UNAVAILABLE_RETRY_AFTER.as_secs();
+    let after = invoicer_core::surfaces::UNAVAILABLE_RETRY_AFTER.as_secs();
     (
         StatusCode::SERVICE_UNAVAILABLE,
         [
@@ -334,7 +362,7 @@ async fn metrics_text(
         }
         MetricsAccess::Off => return StatusCode::NOT_FOUND.into_response(),
     }
-    match app::ssr::outbox::gauges(&state.pool).await {
+    match invoicer_core::outbox::gauges(&state.pool).await {
         Ok(o) => {
             metrics::gauge!("invoicer_outbox_pending").set(o.pending as f64);
             metrics::gauge!("invoicer_outbox_oldest_due_seconds").set(o.oldest_due_seconds);
@@ -342,14 +370,14 @@ async fn metrics_text(
         }
         Err(e) => tracing::warn!(error = %e, "metrics: outbox gauges unavailable"),
     }
-    match app::ssr::schedules::run::backlog(&state.pool, chrono::Utc::now()).await {
+    match invoicer_core::schedules::run::backlog(&state.pool, chrono::Utc::now()).await {
         Ok((due, age)) => {
             metrics::gauge!("invoicer_schedule_runs_due").set(due as f64);
             metrics::gauge!("invoicer_schedule_oldest_due_seconds").set(age);
         }
         Err(e) => tracing::warn!(error = %e, "metrics: schedule gauges unavailable"),
     }
-    match app::ssr::reminders::backlog(&state.pool, chrono::Utc::now()).await {
+    match invoicer_core::reminders::backlog(&state.pool, chrono::Utc::now()).await {
         Ok(due) => metrics::gauge!("invoicer_reminders_due").set(due as f64),
         Err(e) => tracing::warn!(error = %e, "metrics: reminder gauge unavailable"),
     }

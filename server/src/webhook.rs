@@ -1,16 +1,16 @@
 //! `POST /webhooks/stripe`: raw body (1 MiB at most), signature first, then the claimed transaction.
 //! 200 only after commit; already processed is 200 too; any failure is a 5xx so Stripe retries.
 
-use app::ssr::observe::{track, Attempt, AttemptOutcome, Surface, Tracked};
-use app::ssr::stripe::signature;
-use app::ssr::surfaces::webhook::{self, Delivery, DeliveryError, Event};
-use app::ssr::AppState;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
+use invoicer_core::observe::{track, Attempt, AttemptOutcome, Surface, Tracked};
+use invoicer_core::stripe::signature;
+use invoicer_core::surfaces::webhook::{self, Delivery, DeliveryError, Event};
+use invoicer_core::AppState;
 
 pub const MAX_BODY: usize = 1024 * 1024;
 
@@ -87,13 +87,15 @@ async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bytes)
             "event is being processed",
         )
             .into_response(),
-        Err(Refusal::Delivery(DeliveryError::Db(e))) if app::ssr::surfaces::is_unavailable(&e) => {
+        Err(Refusal::Delivery(DeliveryError::Db(e)))
+            if invoicer_core::surfaces::is_unavailable(&e) =>
+        {
             tracing::warn!(error = %e, "stripe webhook: database unavailable; Stripe will retry");
             (
                 StatusCode::SERVICE_UNAVAILABLE,
                 [(
                     header::RETRY_AFTER,
-                    app::ssr::surfaces::UNAVAILABLE_RETRY_AFTER
+                    invoicer_core::surfaces::UNAVAILABLE_RETRY_AFTER
                         .as_secs()
                         .to_string(),
                 )],

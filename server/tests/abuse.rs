@@ -16,7 +16,7 @@ use crate::common::{client, create_org, login, Server, TestDb};
 /// An open invoice of the largest size the app accepts (100 lines of 500 characters, 2,000
 /// characters of notes, long unbreakable words): the dearest PDF anyone can ask for. Its link.
 async fn heaviest_invoice(pool: &PgPool, email: &str) -> String {
-    let org = app::ssr::accounts::create_org_with_owner(pool, "Heavy", email, "correct horse")
+    let org = invoicer_core::accounts::create_org_with_owner(pool, "Heavy", email, "correct horse")
         .await
         .unwrap()
         .org_id;
@@ -25,15 +25,15 @@ async fn heaviest_invoice(pool: &PgPool, email: &str) -> String {
         .chars()
         .take(500)
         .collect();
-    let input = app::model::InvoiceInput {
+    let input = model::InvoiceInput {
         customer_name: "Ada".into(),
         customer_email: "ada@example.com".into(),
         currency: "eur".into(),
         due_date: Some("2027-01-31".parse().unwrap()),
         lines: (0..100)
-            .map(|_| app::model::LineInput {
+            .map(|_| model::LineInput {
                 description: description.clone(),
-                quantity: app::model::Thousandths::whole(1),
+                quantity: model::Thousandths::whole(1),
                 unit_amount_cents: 100,
                 tax_rate_id: None,
             })
@@ -43,7 +43,7 @@ async fn heaviest_invoice(pool: &PgPool, email: &str) -> String {
         ..Default::default()
     };
     let mut tx = pool.begin().await.unwrap();
-    let invoice = app::ssr::invoices::insert(&mut tx, Uuid::new_v4(), org, None, &input, "")
+    let invoice = invoicer_core::invoices::insert(&mut tx, Uuid::new_v4(), org, None, &input, "")
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -160,7 +160,7 @@ fn server_peak_kib(server: &Server) -> u64 {
 
 /// The customer's page (and Pay), its PDF: a client gets its allowance per minute, and one link gets
 /// its own whoever asks; beyond them, 429 with Retry-After before anything is looked up.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn customer_pages_pdfs_and_pay_are_limited_per_address_and_per_link(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| {
         s.limits.public_pages_per_address_minute = 3;
@@ -203,7 +203,7 @@ async fn customer_pages_pdfs_and_pay_are_limited_per_address_and_per_link(pool: 
 }
 
 /// One link is limited whoever asks: many addresses (a proxy's header, trusted here) share it.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn one_customer_link_has_its_own_allowance_across_addresses(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| {
         s.client_ip_header = Some("x-forwarded-for".into());
@@ -226,7 +226,7 @@ async fn one_customer_link_has_its_own_allowance_across_addresses(pool: PgPool) 
 /// A form post without a session (or without the right) is refused before a rejection carrying its
 /// values is built: nothing it sent comes back. A body the parser refuses gets a plain message, not
 /// the parser's words.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn unauthorized_posts_get_nothing_back_and_parser_words_stay_in_the_log(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let marker = "marker-7f3a<script>";
@@ -247,7 +247,7 @@ async fn unauthorized_posts_get_nothing_back_and_parser_words_stay_in_the_log(po
     let (org, _) = app.api_client().await;
     let viewer = format!("viewer-{}@example.com", Uuid::new_v4().simple());
     let account =
-        app::ssr::accounts::create_org_with_owner(&app.pool, "V", &viewer, "correct horse")
+        invoicer_core::accounts::create_org_with_owner(&app.pool, "V", &viewer, "correct horse")
             .await
             .unwrap();
     sqlx::query("update memberships set org_id = $2, role = 'viewer' where user_id = $1")
@@ -282,7 +282,7 @@ async fn unauthorized_posts_get_nothing_back_and_parser_words_stay_in_the_log(po
 /// Every registered server function answers bad input with a client error, for a visitor and for a
 /// logged-in owner: a mistyped password, a missing field, an unknown id are 4xx, never a 500 in the
 /// logs and the alerts.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn every_server_function_answers_bad_input_with_a_client_error(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (email, _) = new_owner(&app.pool, "Bad Input").await;

@@ -18,7 +18,7 @@ fn problem_type(r: &common::served::ApiResponse) -> String {
     r.json()["type"].as_str().unwrap().to_owned()
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_replay_returns_the_same_status_and_byte_identical_body(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -64,7 +64,7 @@ async fn a_replay_returns_the_same_status_and_byte_identical_body(pool: PgPool) 
     assert_eq!(app.count(INVOICES).await, 1);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn twenty_concurrent_posts_with_one_key_make_one_invoice(pool: PgPool) {
     let app = Arc::new(TestApp::spawn(pool).await);
     let (_, token) = app.api_client().await;
@@ -115,7 +115,7 @@ async fn twenty_concurrent_posts_with_one_key_make_one_invoice(pool: PgPool) {
     assert_eq!(app.count(INVOICES).await, 1);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_reused_key_with_another_body_is_422_and_the_original_survives_changes(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -147,7 +147,7 @@ async fn a_reused_key_with_another_body_is_422_and_the_original_survives_changes
     assert_eq!(app.count(INVOICES).await, 1);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_same_key_from_two_clients_makes_two_invoices(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org_a, token_a) = app.api_client().await;
@@ -168,7 +168,7 @@ async fn the_same_key_from_two_clients_makes_two_invoices(pool: PgPool) {
     assert_eq!(orgs, expected);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn bad_requests_get_problems_and_consume_nothing(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -233,7 +233,7 @@ async fn bad_requests_get_problems_and_consume_nothing(pool: PgPool) {
     let message = r.json()["errors"]["customer_name"].clone();
     assert_eq!(
         (r.status, message.as_str()),
-        (422, Some(app::model::CONTROL_CHARACTER))
+        (422, Some(model::CONTROL_CHARACTER))
     );
     assert_eq!(
         app.count("select count(*) from claims").await,
@@ -254,7 +254,7 @@ async fn bad_requests_get_problems_and_consume_nothing(pool: PgPool) {
     }
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn an_expired_key_is_new_again_and_the_sweep_deletes_expired_claims(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -289,9 +289,9 @@ async fn an_expired_key_is_new_again_and_the_sweep_deletes_expired_claims(pool: 
         .execute(&app.pool)
         .await
         .unwrap();
-    let swept = app::ssr::retention::sweep_claims(
+    let swept = invoicer_core::retention::sweep_claims(
         &app.pool,
-        app::ssr::claim::Surface::Api,
+        invoicer_core::claim::Surface::Api,
         std::time::Duration::from_secs(24 * 3600),
         2,
     )
@@ -302,7 +302,7 @@ async fn an_expired_key_is_new_again_and_the_sweep_deletes_expired_claims(pool: 
     assert_eq!(left, ["a"]);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn reads_are_org_scoped(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token_a) = app.api_client().await;
@@ -355,22 +355,22 @@ async fn reads_are_org_scoped(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_revoked_key_is_401(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, token) = app.api_client().await;
     assert_eq!(app.get(&token, "/api/v1/invoices").await.status, 200);
     let id: uuid::Uuid = rows::scalar(&app.pool, "select id from api_keys").await;
-    let operator = app::ssr::audit::Actor::operator();
+    let operator = invoicer_core::audit::Actor::operator();
     assert!(
-        app::ssr::api_keys::revoke(&app.pool, org, &operator, true, id)
+        invoicer_core::api_keys::revoke(&app.pool, org, &operator, true, id)
             .await
             .unwrap()
     );
     assert_eq!(app.get(&token, "/api/v1/invoices").await.status, 401);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_openapi_document_names_the_routes(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let doc: serde_json::Value = reqwest::get(format!("{}/api/v1/openapi.json", app.base))

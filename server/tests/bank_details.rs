@@ -32,13 +32,14 @@ fn bank_form(key: &str, iban: &str, bic: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn bank_details_are_checked_saved_and_shown_on_the_page_the_pdf_and_the_email(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account = app::ssr::accounts::create_org_with_owner(&app.pool, "Acme", &email, PASSWORD)
-        .await
-        .unwrap();
+    let account =
+        invoicer_core::accounts::create_org_with_owner(&app.pool, "Acme", &email, PASSWORD)
+            .await
+            .unwrap();
     let org = account.org_id;
     let http = client();
     login(&http, &app.base, &email, PASSWORD).await;
@@ -115,23 +116,23 @@ async fn bank_details_are_checked_saved_and_shown_on_the_page_the_pdf_and_the_em
     assert!(text.contains(&reference), "{text}");
 
     let sink = SmtpSink::start(0, false).await;
-    queue_email(&app.pool, org, app::model::form_key(org), invoice)
+    queue_email(&app.pool, org, model::form_key(org), invoice)
         .await
         .unwrap();
-    let mailer = app::ssr::mail::Mailer::new(
+    let mailer = invoicer_core::mail::Mailer::new(
         Some(&sink.url()),
         None,
         std::path::Path::new("unused"),
         Duration::from_secs(10),
-        app::ssr::mail::DEV_FROM,
+        invoicer_core::mail::DEV_FROM,
     )
     .unwrap();
-    let config = app::ssr::worker::WorkerConfig {
+    let config = invoicer_core::worker::WorkerConfig {
         id: "bank".into(),
         poll: Duration::from_millis(50),
         ..Default::default()
     };
-    while app::ssr::worker::drain_once(&app.pool, &mailer, &config)
+    while invoicer_core::worker::drain_once(&app.pool, &mailer, &config)
         .await
         .unwrap()
         > 0

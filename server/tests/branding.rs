@@ -77,7 +77,7 @@ async fn upload(
     bytes: Vec<u8>,
 ) -> (u16, String, String) {
     let form = reqwest::multipart::Form::new()
-        .text("idempotency_key", app::model::form_key(org).to_string())
+        .text("idempotency_key", model::form_key(org).to_string())
         .part(
             "logo",
             reqwest::multipart::Part::bytes(bytes)
@@ -244,10 +244,10 @@ async fn branded_invoice(pool: &PgPool, customer: &str) -> (Uuid, Uuid) {
     let (org, invoice) = common::seed_invoice(pool, customer, 12_345, "eur").await;
     let mut tx = pool.begin().await.unwrap();
     let png = png_bytes(300, 100);
-    app::ssr::branding::set_logo(&mut tx, org, &png, 300, 100)
+    invoicer_core::branding::set_logo(&mut tx, org, &png, 300, 100)
         .await
         .unwrap();
-    app::ssr::branding::save(
+    invoicer_core::branding::save(
         &mut tx,
         org,
         Some("#ffee00"),
@@ -268,7 +268,7 @@ fn png_bytes(width: u32, height: u32) -> Vec<u8> {
     out
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_customers_page_and_pdf_wear_the_orgs_look(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice) = branded_invoice(&app.pool, "look@example.com").await;
@@ -338,27 +338,27 @@ async fn the_customers_page_and_pdf_wear_the_orgs_look(pool: PgPool) {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_invoice_email_carries_its_pdf_and_the_orgs_footer(pool: PgPool) {
     let sink = SmtpSink::start(0, false).await;
     let (org, invoice) = branded_invoice(&pool, "mailed@example.com").await;
     common::queue_email(&pool, org, Uuid::new_v4(), invoice)
         .await
         .unwrap();
-    let config = app::ssr::worker::WorkerConfig {
+    let config = invoicer_core::worker::WorkerConfig {
         id: "branding-test".into(),
         invoice_pdf: Some(server::pdf::mail::renderer("http://invoicer.test")),
         ..Default::default()
     };
-    let mailer = app::ssr::mail::Mailer::new(
+    let mailer = invoicer_core::mail::Mailer::new(
         Some(&sink.url()),
         None,
         std::path::Path::new("unused"),
         Duration::from_secs(10),
-        app::ssr::mail::DEV_FROM,
+        invoicer_core::mail::DEV_FROM,
     )
     .unwrap();
-    while app::ssr::worker::drain_once(&pool, &mailer, &config)
+    while invoicer_core::worker::drain_once(&pool, &mailer, &config)
         .await
         .unwrap()
         > 0
@@ -405,7 +405,7 @@ async fn the_invoice_email_carries_its_pdf_and_the_orgs_footer(pool: PgPool) {
 
 /// Another site's page posting a logo as the signed-in owner (a cross-origin multipart form) is
 /// refused like every other form post; the same upload from our own page is stored.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_cross_origin_logo_upload_is_refused(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (email, account) = crate::common::rows::new_owner(&app.pool, "Logo Co").await;
@@ -415,7 +415,7 @@ async fn a_cross_origin_logo_upload_is_refused(pool: PgPool) {
         let form = reqwest::multipart::Form::new()
             .text(
                 "idempotency_key",
-                app::model::form_key(account.org_id).to_string(),
+                model::form_key(account.org_id).to_string(),
             )
             .part(
                 "logo",

@@ -1,7 +1,7 @@
 //! The hourly ceilings every client shares are no lockout: one network's addresses spend at most
 //! its share, junk links spend nothing shared, and a signed-in user is never refused by a ceiling.
 
-use app::ssr::throttle::Ceilings;
+use invoicer_core::throttle::Ceilings;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -39,7 +39,7 @@ async fn page(http: &reqwest::Client, app: &TestApp, address: &str, path: &str) 
         .as_u16()
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn sixty_addresses_of_one_network_drain_nothing_a_real_user_needs(pool: PgPool) {
     // Ceilings the flood below would empty were it counted as one client per address.
     let app = TestApp::spawn_with(pool, |s| {
@@ -146,7 +146,7 @@ async fn sixty_addresses_of_one_network_drain_nothing_a_real_user_needs(pool: Pg
 
 /// An invitation token of the wrong shape (ten thousand bytes of junk) is refused before it keys
 /// any allowance: the client's login allowance is untouched by any number of them.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_junk_invitation_token_keys_nothing(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| {
         s.client_ip_header = Some("x-forwarded-for".into());

@@ -18,7 +18,7 @@ pub(crate) async fn with_stripe(pool: PgPool, config: Config) -> (TestApp, Local
 async fn with_stripe_and(
     pool: PgPool,
     config: Config,
-    tweak: impl FnOnce(&mut app::ssr::state::Settings),
+    tweak: impl FnOnce(&mut invoicer_core::state::Settings),
 ) -> (TestApp, LocalStripe) {
     let stripe = LocalStripe::start(
         "127.0.0.1:0".parse().unwrap(),
@@ -82,7 +82,7 @@ pub(crate) fn session_id(url: &str) -> String {
     url.rsplit('/').next().unwrap().to_owned()
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn concurrent_pay_clicks_and_api_retries_end_on_one_stripe_session(pool: PgPool) {
     let (app, stripe) = with_stripe(pool, Config::default()).await;
     let (_, token) = app.api_client().await;
@@ -135,7 +135,7 @@ async fn concurrent_pay_clicks_and_api_retries_end_on_one_stripe_session(pool: P
     assert_eq!(stored, 1);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn paying_by_card_with_chaotic_deliveries_pays_once_with_one_receipt(pool: PgPool) {
     let chaos = Config {
         chaos: true,
@@ -167,7 +167,7 @@ async fn paying_by_card_with_chaotic_deliveries_pays_once_with_one_receipt(pool:
     assert_eq!((status, back.as_str()), (303, page.as_str()));
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_failed_bank_debit_leaves_it_open_and_pay_makes_a_new_session(pool: PgPool) {
     let (app, stripe) = with_stripe(pool.clone(), Config::default()).await;
     let (_, token) = app.api_client().await;
@@ -195,7 +195,7 @@ async fn a_failed_bank_debit_leaves_it_open_and_pay_makes_a_new_session(pool: Pg
     assert_eq!(stripe.session_count(), 2);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn stripe_errors_are_retried_with_the_same_key_then_reported_without_detail(pool: PgPool) {
     // Four failures: the first press's four tries all fail; the second press succeeds.
     let flaky = Config {
@@ -226,7 +226,7 @@ async fn stripe_errors_are_retried_with_the_same_key_then_reported_without_detai
     assert_eq!(stripe.session_count(), 1);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn events_of_sessions_the_app_did_not_create_change_nothing(pool: PgPool) {
     let (app, _stripe) = with_stripe(pool, Config::default()).await;
     let (_, token) = app.api_client().await;
@@ -254,7 +254,7 @@ async fn events_of_sessions_the_app_did_not_create_change_nothing(pool: PgPool) 
     let (status, _) = app.deliver(&session("cs_test_foreign", id)).await;
     assert_eq!(status, 200);
     // A session the app created for another invoice, naming this one.
-    let theirs = app::ssr::stripe::standin::open_simulated_session(&app.pool, other)
+    let theirs = invoicer_core::stripe::standin::open_simulated_session(&app.pool, other)
         .await
         .unwrap();
     app.deliver(&session(&theirs, id)).await;
@@ -284,7 +284,7 @@ async fn a_crash_after_stripe_answered_gets_the_same_session_back() {
     let stripe = LocalStripe::start(
         "127.0.0.1:0".parse().unwrap(),
         Config {
-            webhook_secret: app::ssr::state::DEV_WEBHOOK_SECRET.to_owned(),
+            webhook_secret: invoicer_core::state::DEV_WEBHOOK_SECRET.to_owned(),
             ..Config::default()
         },
     )
@@ -372,7 +372,7 @@ async fn arrived(stripe: &LocalStripe, n: u64) {
 
 /// While Stripe takes its time, Pay holds no pooled connection: a slow Stripe cannot starve the
 /// pool that every other request needs.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn no_pooled_connection_waits_on_stripe(pool: PgPool) {
     let hold = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
     let config = Config {
@@ -395,7 +395,7 @@ async fn no_pooled_connection_waits_on_stripe(pool: PgPool) {
 
 /// Beyond STRIPE_MAX_CALLS calls at once, Pay answers 503 with Retry-After and claims nothing: the
 /// next press starts afresh.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn beyond_the_cap_on_stripe_calls_pay_is_refused_with_nothing_half_done(pool: PgPool) {
     let hold = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
     let config = Config {
@@ -437,24 +437,24 @@ async fn beyond_the_cap_on_stripe_calls_pay_is_refused_with_nothing_half_done(po
 
 /// Runs a worker that can call Stripe until nothing is due.
 pub(crate) async fn drain_calls(app: &TestApp, stripe: &LocalStripe) {
-    let config = app::ssr::worker::WorkerConfig {
+    let config = invoicer_core::worker::WorkerConfig {
         id: "expire-test".into(),
         backoff_base: Duration::ZERO,
-        stripe: Some(app::ssr::stripe::client::Stripe::new(
+        stripe: Some(invoicer_core::stripe::client::Stripe::new(
             &stripe.base,
             Some("sk_test_local".into()),
         )),
         ..Default::default()
     };
-    let mailer = app::ssr::mail::Mailer::new(
+    let mailer = invoicer_core::mail::Mailer::new(
         None,
         None,
         &std::env::temp_dir().join(format!("invoicer-expire-{}", Uuid::new_v4().simple())),
         Duration::from_secs(5),
-        app::ssr::mail::DEV_FROM,
+        invoicer_core::mail::DEV_FROM,
     )
     .unwrap();
-    while app::ssr::worker::drain_once(&app.pool, &mailer, &config)
+    while invoicer_core::worker::drain_once(&app.pool, &mailer, &config)
         .await
         .unwrap()
         > 0
@@ -464,7 +464,7 @@ pub(crate) async fn drain_calls(app: &TestApp, stripe: &LocalStripe) {
 /// A newer session replaces an older one at Stripe (the older is expired), and voiding the invoice
 /// expires the open one: no page left at Stripe takes money for it. Each expiry is one outbox row
 /// and one call under its own Idempotency-Key.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn voiding_and_new_sessions_expire_the_open_sessions_at_stripe(pool: PgPool) {
     let (app, stripe) = with_stripe(pool, Config::default()).await;
     let (_, token) = app.api_client().await;

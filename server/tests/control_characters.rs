@@ -31,11 +31,11 @@ fn errors(res: &ApiResponse) -> Value {
     res.json()["errors"].clone()
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn control_characters_are_refused_per_field_and_nothing_is_stored(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
-    let refused = app::model::CONTROL_CHARACTER;
+    let refused = model::CONTROL_CHARACTER;
 
     // An invoice: U+0001 in a line's description, DEL in its notes.
     let mut invoice: Value = serde_json::from_str(&invoice_body("Ada")).unwrap();

@@ -71,7 +71,7 @@ async fn customer(app: &TestApp) -> (String, String) {
     (key, res.json()["id"].as_str().unwrap().to_owned())
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn an_overpayment_and_a_kept_credit_pay_the_customers_next_invoice_once(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (key, ada) = customer(&app).await;
@@ -130,7 +130,7 @@ async fn an_overpayment_and_a_kept_credit_pay_the_customers_next_invoice_once(po
 
 /// Ten invoices of one customer ask at once for a balance of 3,000: the balance is spent exactly,
 /// never twice.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn applications_racing_for_one_balance_spend_it_once(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (key, ada) = customer(&app).await;

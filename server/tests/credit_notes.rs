@@ -16,19 +16,21 @@ const PASSWORD: &str = "correct horse";
 /// An org with an open invoice of `total` eur and an owner's API key: (org, invoice, key).
 async fn open_invoice(app: &TestApp, total: i64) -> (Uuid, Uuid, String) {
     let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account = app::ssr::accounts::create_org_with_owner(&app.pool, "Acme", &email, PASSWORD)
-        .await
-        .unwrap();
+    let account =
+        invoicer_core::accounts::create_org_with_owner(&app.pool, "Acme", &email, PASSWORD)
+            .await
+            .unwrap();
     let invoice = insert_invoice(
         &app.pool,
         account.org_id,
         &one_line_input("eur", "2027-01-31", total, false),
     )
     .await;
-    let key = app::ssr::api_keys::create_for_user(&app.pool, account.org_id, account.user_id, "t")
-        .await
-        .unwrap()
-        .plaintext;
+    let key =
+        invoicer_core::api_keys::create_for_user(&app.pool, account.org_id, account.user_id, "t")
+            .await
+            .unwrap()
+            .plaintext;
     (account.org_id, invoice, key)
 }
 
@@ -48,7 +50,7 @@ async fn credit(
         .await
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_credit_note_lowers_what_is_due_once_per_key_and_has_its_own_page(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice, key) = open_invoice(&app, 10_000).await;
@@ -161,7 +163,7 @@ async fn a_credit_note_lowers_what_is_due_once_per_key_and_has_its_own_page(pool
     assert_eq!(again, planted);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn more_than_is_left_drafts_other_orgs_and_bad_input_credit_nothing(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, invoice, key) = open_invoice(&app, 10_000).await;
@@ -245,14 +247,14 @@ async fn at_once(
             tokio::spawn(async move {
                 let mut tx = wide.begin().await.unwrap();
                 barrier.wait().await;
-                let input = app::model::CreditNoteInput {
+                let input = model::CreditNoteInput {
                     amount_cents: Some(1),
                     lines: None,
                     reason: "a cent".into(),
                     refund: Default::default(),
                 };
                 let name = format!("test:{i}");
-                let credit = app::ssr::credit_notes::Credit {
+                let credit = invoicer_core::credit_notes::Credit {
                     org,
                     invoice,
                     id: Uuid::now_v7(),
@@ -260,7 +262,7 @@ async fn at_once(
                     by: None,
                 };
                 let issued =
-                    app::ssr::credit_notes::issue(&mut tx, &credit, &input, "http://x").await;
+                    invoicer_core::credit_notes::issue(&mut tx, &credit, &input, "http://x").await;
                 if issued.is_ok() && (rollback_every == 0 || i % rollback_every != 0) {
                     tx.commit().await.unwrap();
                     true
@@ -278,7 +280,7 @@ async fn at_once(
     committed
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn fifty_concurrent_credit_notes_number_without_gaps_even_when_some_roll_back(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (org, invoice, _) = open_invoice(&app, 10_000).await;
@@ -300,7 +302,7 @@ async fn fifty_concurrent_credit_notes_number_without_gaps_even_when_some_roll_b
     assert_eq!(credited, 40);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn two_credit_notes_racing_for_the_last_amount_one_wins(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice, key) = open_invoice(&app, 10_000).await;
@@ -327,13 +329,14 @@ async fn two_credit_notes_racing_for_the_last_amount_one_wins(pool: PgPool) {
 
 /// The invoice page's "Credit" form, submitted twice at once as a double click sends it: one
 /// credit note, listed on the page.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_double_submitted_credit_form_issues_one_credit_note(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account = app::ssr::accounts::create_org_with_owner(&app.pool, "Acme", &email, PASSWORD)
-        .await
-        .unwrap();
+    let account =
+        invoicer_core::accounts::create_org_with_owner(&app.pool, "Acme", &email, PASSWORD)
+            .await
+            .unwrap();
     let invoice = insert_invoice(
         &app.pool,
         account.org_id,
@@ -376,12 +379,12 @@ async fn a_double_submitted_credit_form_issues_one_credit_note(pool: PgPool) {
         "listed"
     );
     // Listed on the invoice's customer too.
-    let customer = app::ssr::customers::insert(
+    let customer = invoicer_core::customers::insert(
         &mut app.pool.acquire().await.unwrap(),
         Uuid::now_v7(),
         account.org_id,
         None,
-        &app::model::CustomerInput {
+        &model::CustomerInput {
             name: "Ada".into(),
             email: "ada@example.com".into(),
             ..Default::default()
@@ -404,7 +407,7 @@ async fn a_double_submitted_credit_form_issues_one_credit_note(pool: PgPool) {
 
 /// Crediting a paid invoice: with `refund: "manual"` the part already paid beyond what is then due
 /// went back (no longer kept); with `none` it stays as the customer's credit (paid above what is due).
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn crediting_a_paid_invoice_pays_back_or_keeps_the_difference(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice, key) = open_invoice(&app, 10_000).await;
@@ -470,14 +473,14 @@ async fn crediting_a_paid_invoice_pays_back_or_keeps_the_difference(pool: PgPool
 
 /// The org's credit-note format (a settings field beside the invoice's) numbers its own series,
 /// restarting each year when it names the year; an empty field keeps the default.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_credit_note_format_is_a_setting_of_its_own(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, invoice, key) = open_invoice(&app, 10_000).await;
-    let mut settings = app::ssr::orgs::settings(&app.pool, org).await.unwrap();
+    let mut settings = invoicer_core::orgs::settings(&app.pool, org).await.unwrap();
     settings.credit_note_format = "CN-{YYYY}-{seq:3}".into();
     let mut tx = app.pool.begin().await.unwrap();
-    app::ssr::orgs::save_settings(&mut tx, org, &settings)
+    invoicer_core::orgs::save_settings(&mut tx, org, &settings)
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -505,12 +508,12 @@ async fn the_credit_note_format_is_a_setting_of_its_own(pool: PgPool) {
     // An empty field: the default series again.
     settings.credit_note_format = String::new();
     let mut tx = app.pool.begin().await.unwrap();
-    app::ssr::orgs::save_settings(&mut tx, org, &settings)
+    invoicer_core::orgs::save_settings(&mut tx, org, &settings)
         .await
         .unwrap();
     tx.commit().await.unwrap();
     assert_eq!(
-        app::ssr::orgs::settings(&app.pool, org)
+        invoicer_core::orgs::settings(&app.pool, org)
             .await
             .unwrap()
             .credit_note_format,

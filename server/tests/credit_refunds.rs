@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use app::ssr::stripe::client::Stripe;
-use app::ssr::worker::{drain_once, WorkerConfig};
+use invoicer_core::stripe::client::Stripe;
+use invoicer_core::worker::{drain_once, WorkerConfig};
 use lab::stripe_local::{Config, LocalStripe};
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -36,7 +36,7 @@ fn worth(line: &Value) -> i64 {
         + line["tax_cents"].as_i64().unwrap()
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn crediting_lines_credits_their_worth_and_never_more_than_a_line_has(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, key) = app.api_client().await;
@@ -204,7 +204,7 @@ async fn paid_by_card(
 /// Stripe; a credit note that asks for it is issued `pending`, and the worker's refund (one, under
 /// the credit note's key) leaves the invoice paid: what it asks for once credited (20,000) is what
 /// it kept. `charge.refunded` confirms it.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_credit_note_refunds_card_money_through_stripe_once(pool: PgPool) {
     let (app, stripe) = with_stripe(pool, Config::default()).await;
     let (invoice, key, intent) = paid_by_card(&app, &stripe, 20_000).await;
@@ -300,7 +300,7 @@ fn worker(
     stripe: &LocalStripe,
     id: &str,
     lease: Duration,
-) -> (WorkerConfig, app::ssr::mail::Mailer) {
+) -> (WorkerConfig, invoicer_core::mail::Mailer) {
     let config = WorkerConfig {
         id: id.into(),
         lease,
@@ -309,12 +309,12 @@ fn worker(
         ..Default::default()
     };
     let dir = std::env::temp_dir().join(format!("invoicer-refund-{}", Uuid::new_v4().simple()));
-    let mailer = app::ssr::mail::Mailer::new(
+    let mailer = invoicer_core::mail::Mailer::new(
         None,
         None,
         &dir,
         Duration::from_secs(5),
-        app::ssr::mail::DEV_FROM,
+        invoicer_core::mail::DEV_FROM,
     )
     .unwrap();
     (config, mailer)
@@ -372,7 +372,7 @@ async fn refund_requests(stripe: &LocalStripe, n: u64) {
 /// whose lease ran out while it waited, say), so Stripe answers the worker 409. That says "not
 /// yet", never "no": the refund stays pending, the row is tried again, and the next try gets the
 /// one refund Stripe made.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_409_from_stripe_leaves_the_refund_pending_and_is_tried_again(pool: PgPool) {
     let (app, stripe) = with_stripe(pool, Config::default()).await;
     let (invoice, key, intent) = paid_by_card(&app, &stripe, 0).await;
@@ -387,7 +387,7 @@ async fn a_409_from_stripe_leaves_the_refund_pending_and_is_tried_again(pool: Pg
         let (client, intent) = (stripe_client(&stripe), intent.clone());
         async move {
             let metadata = [("credit_note_id", note.to_string())];
-            let key = app::ssr::refunds::idempotency_key(note, &intent);
+            let key = invoicer_core::refunds::idempotency_key(note, &intent);
             client.create_refund(&intent, 4_000, &metadata, &key).await
         }
     });
@@ -425,7 +425,7 @@ async fn a_409_from_stripe_leaves_the_refund_pending_and_is_tried_again(pool: Pg
 /// over. The second's call under the same key is answered 409 (not a refusal); when the first's
 /// answer comes, the row is no longer the first's and it records nothing. The next holder stores
 /// the one refund Stripe made.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_worker_whose_lease_was_taken_over_records_nothing_about_the_refund(pool: PgPool) {
     let (app, stripe) = with_stripe(pool, Config::default()).await;
     let (invoice, key, intent) = paid_by_card(&app, &stripe, 0).await;
@@ -481,7 +481,7 @@ async fn a_worker_whose_lease_was_taken_over_records_nothing_about_the_refund(po
 /// never stored, retried a day later, would make a second refund under the forgotten key: it
 /// looks the refund up by its metadata first and stores that one. A refund as old that Stripe
 /// never made is made.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_refund_retried_past_stripes_key_memory_finds_its_refund_and_makes_no_second(
     pool: PgPool,
 ) {
@@ -495,7 +495,7 @@ async fn a_refund_retried_past_stripes_key_memory_finds_its_refund_and_makes_no_
             &intent,
             4_000,
             &metadata,
-            &app::ssr::refunds::idempotency_key(note, &intent),
+            &invoicer_core::refunds::idempotency_key(note, &intent),
         )
         .await
         .unwrap();
@@ -538,7 +538,7 @@ async fn a_refund_retried_past_stripes_key_memory_finds_its_refund_and_makes_no_
 
 /// Money a credit note paid back outside the app came from the payments: the one it depends on
 /// cannot be deleted.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_payment_a_manual_refund_depends_on_cannot_be_deleted(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, key) = app.api_client().await;
@@ -569,12 +569,12 @@ async fn a_payment_a_manual_refund_depends_on_cannot_be_deleted(pool: PgPool) {
     .await;
     assert_eq!(back.json()["refunded_cents"], 900);
     let mut tx = app.pool.begin().await.unwrap();
-    let actor = app::ssr::audit::Actor::operator();
-    let err = app::ssr::manual_payments::delete(&mut tx, org, invoice, payment, &actor)
+    let actor = invoicer_core::audit::Actor::operator();
+    let err = invoicer_core::manual_payments::delete(&mut tx, org, invoice, payment, &actor)
         .await
         .unwrap_err();
     assert!(
-        matches!(err, app::ssr::manual_payments::PaymentError::Refunded),
+        matches!(err, invoicer_core::manual_payments::PaymentError::Refunded),
         "{err}"
     );
 }
@@ -596,7 +596,7 @@ async fn a_crash_after_stripe_refunded_refunds_once() {
     let stripe = LocalStripe::start(
         "127.0.0.1:0".parse().unwrap(),
         Config {
-            webhook_secret: app::ssr::state::DEV_WEBHOOK_SECRET.to_owned(),
+            webhook_secret: invoicer_core::state::DEV_WEBHOOK_SECRET.to_owned(),
             ..Config::default()
         },
     )

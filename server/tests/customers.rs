@@ -22,7 +22,7 @@ async fn post(app: &TestApp, token: &str, key: &str, body: &str) -> ApiResponse 
         .await
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_customer_is_created_once_per_key_and_replayed_byte_for_byte(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -48,7 +48,7 @@ async fn a_customer_is_created_once_per_key_and_replayed_byte_for_byte(pool: PgP
     assert_eq!(got.json()["tax_id"], "DE123456789");
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn fifty_concurrent_posts_with_one_key_make_one_customer(pool: PgPool) {
     let app = Arc::new(TestApp::spawn(pool).await);
     let (_, token) = app.api_client().await;
@@ -67,7 +67,7 @@ async fn fifty_concurrent_posts_with_one_key_make_one_customer(pool: PgPool) {
     assert_eq!(app.count("select count(*) from customers").await, 1);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn an_invalid_customer_is_422_writes_nothing_and_keeps_the_key_usable(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -87,7 +87,7 @@ async fn an_invalid_customer_is_422_writes_nothing_and_keeps_the_key_usable(pool
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn customers_are_searched_by_prefix_and_scoped_to_their_org(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -169,7 +169,7 @@ async fn patch_customer(
     ApiResponse::read(res).await
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn an_invoice_takes_its_customers_details_and_keeps_them_once_finalized(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -261,14 +261,14 @@ async fn an_invoice_takes_its_customers_details_and_keeps_them_once_finalized(po
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_customer_form_creates_once_per_rendered_form(pool: PgPool) {
-    use app::ssr::observe::{Attempt, Surface};
-    use app::ssr::surfaces::form::{customer_from_form, Saved};
+    use invoicer_core::observe::{Attempt, Surface};
+    use invoicer_core::surfaces::form::{customer_from_form, Saved};
 
     let app = Arc::new(TestApp::spawn(pool.clone()).await);
     let (org, _) = app.api_client().await;
-    let input: app::model::CustomerInput =
+    let input: model::CustomerInput =
         serde_json::from_str(&body("Grace", "grace@example.com")).unwrap();
     let key = uuid::Uuid::now_v7();
     let runs = (0..20).map(|_| {
@@ -307,7 +307,7 @@ async fn the_customer_form_creates_once_per_rendered_form(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_name_sent_with_a_customer_must_still_be_valid(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;

@@ -63,16 +63,20 @@ async fn owed_from_rows(
     out
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_dashboard_adds_up_as_the_rows_do(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account =
-        app::ssr::accounts::create_org_with_owner(&app.pool, "Dash Co", &email, "correct horse")
-            .await
-            .unwrap();
+    let account = invoicer_core::accounts::create_org_with_owner(
+        &app.pool,
+        "Dash Co",
+        &email,
+        "correct horse",
+    )
+    .await
+    .unwrap();
     let org = account.org_id;
-    let key = app::ssr::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
+    let key = invoicer_core::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
         .await
         .unwrap()
         .plaintext;
@@ -210,13 +214,13 @@ async fn the_dashboard_adds_up_as_the_rows_do(pool: PgPool) {
     assert!(html.contains("revenue-table"), "a table beside it");
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_big_orgs_dashboard_comes_from_memory_for_a_few_seconds_a_small_ones_never(
     pool: sqlx::PgPool,
 ) {
-    use app::ssr::dashboard::{cached, BIG};
+    use invoicer_core::dashboard::{cached, BIG};
     let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let big = app::ssr::accounts::create_org_with_owner(&pool, "Big", &email, "correct horse")
+    let big = invoicer_core::accounts::create_org_with_owner(&pool, "Big", &email, "correct horse")
         .await
         .unwrap()
         .org_id;
@@ -232,10 +236,11 @@ async fn a_big_orgs_dashboard_comes_from_memory_for_a_few_seconds_a_small_ones_n
     assert_eq!(again, first);
 
     let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let small = app::ssr::accounts::create_org_with_owner(&pool, "Small", &email, "correct horse")
-        .await
-        .unwrap()
-        .org_id;
+    let small =
+        invoicer_core::accounts::create_org_with_owner(&pool, "Small", &email, "correct horse")
+            .await
+            .unwrap()
+            .org_id;
     lab::datagen::org(&pool, small, 40).await.unwrap();
     let first = cached(&pool, small).await.unwrap();
     let again = cached(&pool, small).await.unwrap();

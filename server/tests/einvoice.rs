@@ -103,10 +103,10 @@ async fn seller(app: &TestApp) -> Seller {
         )
         .unwrap();
     let mut tx = app.pool.begin().await.unwrap();
-    app::ssr::branding::set_logo(&mut tx, org, &logo, 120, 40)
+    invoicer_core::branding::set_logo(&mut tx, org, &logo, 120, 40)
         .await
         .unwrap();
-    app::ssr::branding::save(
+    invoicer_core::branding::save(
         &mut tx,
         org,
         Some("#0b7a75"),
@@ -207,7 +207,7 @@ fn invoice(customer: &str, currency: &str, lines: &[(&str, &str, i64, &str)], s:
     })
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn every_e_invoice_passes_the_official_rules_in_both_syntaxes(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let s = seller(&app).await;
@@ -509,7 +509,7 @@ print("factur-x", len(sys.argv) - 1)
     }
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn what_would_be_invalid_is_refused_with_its_field_and_takes_no_number(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let s = seller(&app).await;
@@ -642,7 +642,7 @@ async fn what_would_be_invalid_is_refused_with_its_field_and_takes_no_number(poo
 
 /// A schedule's template was valid when saved; if its customer later loses what an e-invoice needs,
 /// the run leaves the period's invoice as a draft (and sends nothing) instead of issuing it.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_scheduled_run_that_would_not_be_valid_leaves_a_draft(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let s = seller(&app).await;
@@ -665,12 +665,12 @@ async fn a_scheduled_run_that_would_not_be_valid_leaves_a_draft(pool: PgPool) {
         "{}",
         String::from_utf8_lossy(&moved.body)
     );
-    let ran = app::ssr::schedules::run::run_due(
+    let ran = invoicer_core::schedules::run::run_due(
         &app.pool,
         chrono::Utc::now(),
         10,
         "",
-        app::ssr::mail_gate::Allowance::DEFAULT,
+        invoicer_core::mail_gate::Allowance::DEFAULT,
     )
     .await
     .unwrap();
@@ -697,7 +697,7 @@ async fn a_scheduled_run_that_would_not_be_valid_leaves_a_draft(pool: PgPool) {
 /// Every character a field takes (tab, line breaks, XML's own specials, any script) still makes
 /// e-invoices that parse as XML and pass the rules, the text as it was typed (line ends as XML
 /// reads them).
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn tabs_line_breaks_and_any_script_still_make_well_formed_e_invoices(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let s = seller(&app).await;
@@ -759,7 +759,7 @@ print("well-formed", len(sys.argv) - 2)
 /// structure: a title (the org's name) and lines holding the very bytes a search would look for
 /// (`/Metadata N 0 R`, `<?xpacket begin`, `</rdf:RDF>`, `trailer`) mislead nothing, and the title
 /// stays whole. Tabs and line breaks in the lines and notes are drawn as spaces and lines.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn factur_x_metadata_is_found_whatever_bytes_the_text_holds(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let s = seller(&app).await;

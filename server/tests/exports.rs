@@ -53,7 +53,7 @@ async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> Value {
 
 /// Document numbers are owner text (the number format): one that reads as a formula reaches every
 /// export as text, as names and descriptions do.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_number_format_that_reads_as_a_formula_stays_text(pool: sqlx::PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, key) = app.api_client().await;
@@ -107,16 +107,20 @@ async fn a_number_format_that_reads_as_a_formula_stays_text(pool: sqlx::PgPool) 
     }
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn every_export_streams_what_the_database_holds_filtered_like_its_list(pool: sqlx::PgPool) {
     let app = TestApp::spawn(pool).await;
     let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account =
-        app::ssr::accounts::create_org_with_owner(&app.pool, "Export Co", &email, "correct horse")
-            .await
-            .unwrap();
+    let account = invoicer_core::accounts::create_org_with_owner(
+        &app.pool,
+        "Export Co",
+        &email,
+        "correct horse",
+    )
+    .await
+    .unwrap();
     let org = account.org_id;
-    let key = app::ssr::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
+    let key = invoicer_core::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
         .await
         .unwrap()
         .plaintext;
@@ -176,7 +180,7 @@ async fn every_export_streams_what_the_database_holds_filtered_like_its_list(poo
         assert_eq!(&row["status"], status);
         assert_eq!(
             row["total"],
-            app::model::plain_amount(*total, &row["currency"].to_lowercase())
+            model::plain_amount(*total, &row["currency"].to_lowercase())
         );
     }
     let ours = invoices.iter().find(|r| r["id"] == invoice_id).unwrap();

@@ -14,7 +14,7 @@ const PASSWORD: &str = "correct horse";
 async fn owner(app: &TestApp) -> (Uuid, reqwest::Client) {
     let email = format!("{}@example.com", Uuid::new_v4().simple());
     let account =
-        app::ssr::accounts::create_org_with_owner(&app.pool, "Import Co", &email, PASSWORD)
+        invoicer_core::accounts::create_org_with_owner(&app.pool, "Import Co", &email, PASSWORD)
             .await
             .unwrap();
     let http = client();
@@ -30,7 +30,7 @@ async fn upload(
     csv: Vec<u8>,
 ) -> (u16, String, String) {
     let form = reqwest::multipart::Form::new()
-        .text("idempotency_key", app::model::form_key(org).to_string())
+        .text("idempotency_key", model::form_key(org).to_string())
         .part(
             "file",
             reqwest::multipart::Part::bytes(csv)
@@ -57,7 +57,9 @@ async fn upload(
 /// Starts the import in a transaction of its own.
 async fn start(pool: &sqlx::PgPool, org: Uuid, id: Uuid) -> bool {
     let mut tx = pool.begin().await.unwrap();
-    let started = app::ssr::imports::start(&mut tx, org, id).await.unwrap();
+    let started = invoicer_core::imports::start(&mut tx, org, id)
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
     started
 }
@@ -67,23 +69,23 @@ fn import_id(location: &str) -> Uuid {
 }
 
 async fn drain(app: &TestApp) {
-    let mailer = app::ssr::mail::Mailer::new(
+    let mailer = invoicer_core::mail::Mailer::new(
         None,
         None,
         &std::env::temp_dir().join("invoicer-import-mail"),
         Duration::from_secs(5),
-        app::ssr::mail::DEV_FROM,
+        invoicer_core::mail::DEV_FROM,
     )
     .unwrap();
-    let config = app::ssr::worker::WorkerConfig::default();
-    while app::ssr::worker::drain_once(&app.pool, &mailer, &config)
+    let config = invoicer_core::worker::WorkerConfig::default();
+    while invoicer_core::worker::drain_once(&app.pool, &mailer, &config)
         .await
         .unwrap()
         > 0
     {}
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_file_is_previewed_with_its_refused_rows_and_applied_once(pool: sqlx::PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, http) = owner(&app).await;
@@ -103,7 +105,7 @@ async fn a_file_is_previewed_with_its_refused_rows_and_applied_once(pool: sqlx::
     assert_eq!(again, location);
     assert_eq!(app.count("select count(*) from customer_imports").await, 1);
 
-    let view = app::ssr::imports::get(&app.pool, org, id)
+    let view = invoicer_core::imports::get(&app.pool, org, id)
         .await
         .unwrap()
         .unwrap();
@@ -131,7 +133,7 @@ async fn a_file_is_previewed_with_its_refused_rows_and_applied_once(pool: sqlx::
 
     // Pressed twice at once: started once, one job.
     let form = [
-        ("idempotency_key", app::model::form_key(org).to_string()),
+        ("idempotency_key", model::form_key(org).to_string()),
         ("id", id.to_string()),
     ];
     let url = format!("{}/rpc/apply_customer_import", app.base);
@@ -153,7 +155,7 @@ async fn a_file_is_previewed_with_its_refused_rows_and_applied_once(pool: sqlx::
         1
     );
     drain(&app).await;
-    let view = app::ssr::imports::get(&app.pool, org, id)
+    let view = invoicer_core::imports::get(&app.pool, org, id)
         .await
         .unwrap()
         .unwrap();
@@ -181,14 +183,14 @@ async fn a_file_is_previewed_with_its_refused_rows_and_applied_once(pool: sqlx::
 
     // Another org sees none of it, and cannot start it.
     let (other, _) = owner(&app).await;
-    assert!(app::ssr::imports::get(&app.pool, other, id)
+    assert!(invoicer_core::imports::get(&app.pool, other, id)
         .await
         .unwrap()
         .is_none());
     assert!(!start(&app.pool, other, id).await);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_large_file_resumes_from_its_counter_and_racing_workers_add_each_customer_once(
     pool: sqlx::PgPool,
 ) {
@@ -203,7 +205,9 @@ async fn a_large_file_resumes_from_its_counter_and_racing_workers_add_each_custo
     assert!(start(&app.pool, org, id).await);
     assert!(!start(&app.pool, org, id).await, "started once");
     // One batch, then the worker dies: a whole batch is in, and the counter says so.
-    assert!(app::ssr::imports::apply_batch(&app.pool, id).await.unwrap());
+    assert!(invoicer_core::imports::apply_batch(&app.pool, id)
+        .await
+        .unwrap());
     let (applied, added): (i32, i64) = sqlx::query_as(
         "select applied, (select count(*) from customers where org_id = $1) from customer_imports where id = $2",
     )
@@ -212,13 +216,13 @@ async fn a_large_file_resumes_from_its_counter_and_racing_workers_add_each_custo
     .fetch_one(&app.pool)
     .await
     .unwrap();
-    assert_eq!(applied as i64, app::ssr::imports::BATCH);
-    assert_eq!(added, app::ssr::imports::BATCH);
+    assert_eq!(applied as i64, invoicer_core::imports::BATCH);
+    assert_eq!(added, invoicer_core::imports::BATCH);
     // Two workers carry on at once.
     let payload = serde_json::json!({ "import_id": id });
     let (a, b) = tokio::join!(
-        app::ssr::imports::apply(&app.pool, &payload),
-        app::ssr::imports::apply(&app.pool, &payload)
+        invoicer_core::imports::apply(&app.pool, &payload),
+        invoicer_core::imports::apply(&app.pool, &payload)
     );
     a.unwrap();
     b.unwrap();
@@ -238,7 +242,7 @@ async fn a_large_file_resumes_from_its_counter_and_racing_workers_add_each_custo
     assert_eq!((count, distinct), (1_100, 1_100));
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn files_that_are_not_customer_csv_are_refused_with_a_message(pool: sqlx::PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, http) = owner(&app).await;
@@ -251,14 +255,14 @@ async fn files_that_are_not_customer_csv_are_refused_with_a_message(pool: sqlx::
         (b"city\nBerlin\n".to_vec(), 422, "at least name and email"),
         (vec![0xff, 0xfe, 0x00, 0x41], 422, "not UTF-8"),
         (
-            vec![b'a'; app::ssr::imports::MAX_BYTES + 1],
+            vec![b'a'; invoicer_core::imports::MAX_BYTES + 1],
             413,
             "larger than 2 MB",
         ),
         (
             format!(
                 "name,email\n{}",
-                "X,x@example.com\n".repeat(app::ssr::imports::MAX_ROWS + 1)
+                "X,x@example.com\n".repeat(invoicer_core::imports::MAX_ROWS + 1)
             )
             .into_bytes(),
             422,
@@ -274,7 +278,7 @@ async fn files_that_are_not_customer_csv_are_refused_with_a_message(pool: sqlx::
     let form = reqwest::multipart::Form::new()
         .text(
             "idempotency_key",
-            app::model::form_key(Uuid::now_v7()).to_string(),
+            model::form_key(Uuid::now_v7()).to_string(),
         )
         .part(
             "file",

@@ -37,7 +37,7 @@ async fn list(app: &TestApp, token: &str, query: &str) -> (Vec<String>, Option<S
     (names, json["next_cursor"].as_str().map(str::to_owned))
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn pages_by_cursor_cover_every_invoice_once_newest_first(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -74,7 +74,7 @@ async fn pages_by_cursor_cover_every_invoice_once_newest_first(pool: PgPool) {
     assert_eq!(bad.status, 400);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_overdue_filter_pages_most_overdue_first_by_its_index(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -145,12 +145,12 @@ async fn the_overdue_filter_pages_most_overdue_first_by_its_index(pool: PgPool) 
             .await
             .unwrap();
     }
-    let filter = app::ssr::invoices::ListFilter {
+    let filter = invoicer_core::invoices::ListFilter {
         status: Some("overdue".into()),
         payment_state: None,
         q: None,
     };
-    let plan: String = app::ssr::invoices::page_query("explain ", org, &filter, None, 50)
+    let plan: String = invoicer_core::invoices::page_query("explain ", org, &filter, None, 50)
         .build_query_scalar::<String>()
         .fetch_all(&mut *conn)
         .await
@@ -163,7 +163,7 @@ async fn the_overdue_filter_pages_most_overdue_first_by_its_index(pool: PgPool) 
     assert!(!plan.contains("Sort"), "{plan}");
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn filters_by_status_payment_overdue_and_search(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -187,10 +187,10 @@ async fn filters_by_status_payment_overdue_and_search(pool: PgPool) {
     post("Ada Open", "2199-01-01", false).await;
     post("100% Percent", "2199-01-01", false).await;
     let id: Uuid = paid["id"].as_str().unwrap().parse().unwrap();
-    app::ssr::stripe::standin::open_simulated_session(&app.pool, id)
+    invoicer_core::stripe::standin::open_simulated_session(&app.pool, id)
         .await
         .unwrap();
-    let (_, payload) = app::ssr::stripe::standin::checkout_completed(id, 1000, "usd");
+    let (_, payload) = invoicer_core::stripe::standin::checkout_completed(id, 1000, "usd");
     assert_eq!(app.deliver(&payload).await.0, 200);
 
     assert_eq!(list(&app, &token, "status=draft").await.0, ["Ada Draft"]);
@@ -240,9 +240,9 @@ async fn filters_by_status_payment_overdue_and_search(pool: PgPool) {
 /// Every list shape is sent prepared (one round trip, planned once per connection), and its generic
 /// plan (planned without its values) still reads the shape's index in its order; a search's reads
 /// the prefix indexes or walks the list's index, one of the two by a one-time test.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn list_shapes_and_searches_run_prepared_on_their_index(pool: PgPool) {
-    use app::ssr::invoices::{page, page_query, ListCursor, ListFilter};
+    use invoicer_core::invoices::{page, page_query, ListCursor, ListFilter};
 
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -374,7 +374,7 @@ async fn list_shapes_and_searches_run_prepared_on_their_index(pool: PgPool) {
     // The probe (org, from, to, cap, twice), the sorted branch (org, cap, from, to, from, to,
     // limit), the walked one (org, cap, text, text, limit), the page's limit.
     let (from, to, text) = ("'ad'".to_owned(), "'ae'".to_owned(), "'ad'".to_owned());
-    let cap = app::ssr::invoices::SEARCH_SORTS_AT_MOST.to_string();
+    let cap = invoicer_core::invoices::SEARCH_SORTS_AT_MOST.to_string();
     let limit = "51".to_owned();
     let args = [
         &o, &from, &to, &cap, &o, &from, &to, &cap, &o, &cap, &from, &to, &from, &to, &limit, &o,
@@ -402,9 +402,9 @@ async fn list_shapes_and_searches_run_prepared_on_their_index(pool: PgPool) {
 /// A search pages through exactly the invoices whose number or customer name starts with the text,
 /// in the list's order, whichever branch runs: the matches sorted when there are few, the list's
 /// index walked when there are more than `SEARCH_SORTS_AT_MOST`.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn searches_find_every_match_once_in_order_few_or_many(pool: PgPool) {
-    use app::ssr::invoices::{page, ListFilter, SEARCH_SORTS_AT_MOST};
+    use invoicer_core::invoices::{page, ListFilter, SEARCH_SORTS_AT_MOST};
 
     let (_, account) = new_owner(&pool, "Big").await;
     let org = account.org_id;
@@ -415,7 +415,7 @@ async fn searches_find_every_match_once_in_order_few_or_many(pool: PgPool) {
     // As the server reads: prepared, on generic plans.
     let reads = sqlx::postgres::PgPoolOptions::new()
         .max_connections(1)
-        .connect_with(app::ssr::state::generic_plans(
+        .connect_with(invoicer_core::state::generic_plans(
             (*pool.connect_options()).clone(),
         ))
         .await
@@ -493,9 +493,9 @@ async fn searches_find_every_match_once_in_order_few_or_many(pool: PgPool) {
 }
 
 /// The activity page's statement is sent prepared unless it carries a key prefix (a `like`).
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn activity_pages_run_prepared_unless_they_search_a_key(pool: PgPool) {
-    use app::ssr::activity::{rows, Filter};
+    use invoicer_core::activity::{rows, Filter};
 
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -553,7 +553,7 @@ async fn activity_pages_run_prepared_unless_they_search_a_key(pool: PgPool) {
 /// Sent prepared, a statement runs its generic plan (planned without its values) once Postgres has
 /// switched to it. On one big org among many small ones the generic plan of the invoice lookup
 /// (the invoice page, the public page, the API) must read the invoices asked for, not the org's.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_invoice_lookups_generic_plan_reads_the_invoices_not_the_org(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     // Skewed like production: the big org holds most invoices, the average org few.
@@ -574,7 +574,7 @@ async fn the_invoice_lookups_generic_plan_reads_the_invoices_not_the_org(pool: P
     .await;
 
     let mut conn = app.pool.acquire().await.unwrap();
-    let found = app::ssr::invoices::get(&mut conn, org, id, "http://x")
+    let found = invoicer_core::invoices::get(&mut conn, org, id, "http://x")
         .await
         .unwrap();
     assert_eq!(found.map(|i| i.id), Some(id));

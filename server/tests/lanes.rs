@@ -52,14 +52,14 @@ async fn receiver() -> (String, Arc<AtomicUsize>) {
 async fn deliveries(app: &TestApp, org: Uuid, url: &str, endpoints: usize, customers: usize) {
     let mut tx = app.pool.begin().await.unwrap();
     for n in 0..endpoints {
-        let input = app::model::webhooks::WebhookEndpointInput {
+        let input = model::webhooks::WebhookEndpointInput {
             url: url.to_owned(),
             events: vec!["customer.created".into()],
             description: String::new(),
         };
         let id = Uuid::now_v7();
-        let nobody = app::ssr::webhooks_out::RegisteredBy::Nobody;
-        app::ssr::webhooks_out::create(&mut tx, id, org, &format!("test:{n}"), &input, nobody)
+        let nobody = invoicer_core::webhooks_out::RegisteredBy::Nobody;
+        invoicer_core::webhooks_out::create(&mut tx, id, org, &format!("test:{n}"), &input, nobody)
             .await
             .unwrap();
     }
@@ -80,22 +80,27 @@ async fn deliveries(app: &TestApp, org: Uuid, url: &str, endpoints: usize, custo
 }
 
 fn worker(pool: &PgPool, smtp: &SmtpSink) -> tokio::sync::watch::Sender<bool> {
-    let mailer = app::ssr::mail::Mailer::new(
+    let mailer = invoicer_core::mail::Mailer::new(
         Some(&smtp.url()),
         None,
         std::path::Path::new("unused"),
         Duration::from_secs(10),
-        app::ssr::mail::DEV_FROM,
+        invoicer_core::mail::DEV_FROM,
     )
     .unwrap();
-    let config = app::ssr::worker::WorkerConfig {
+    let config = invoicer_core::worker::WorkerConfig {
         id: "lanes".into(),
         poll: Duration::from_millis(50),
         ..Default::default()
     }
-    .with_webhooks(app::ssr::webhooks_out::guard::Policy::OPEN);
+    .with_webhooks(invoicer_core::webhooks_out::guard::Policy::OPEN);
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    tokio::spawn(app::ssr::worker::run(pool.clone(), mailer, config, stopped));
+    tokio::spawn(invoicer_core::worker::run(
+        pool.clone(),
+        mailer,
+        config,
+        stopped,
+    ));
     stop
 }
 
@@ -110,7 +115,7 @@ async fn hanging(pool: &PgPool, org: Uuid) -> i64 {
     .unwrap()
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn one_orgs_hanging_endpoints_hold_up_neither_a_reset_nor_another_orgs_delivery(
     pool: PgPool,
 ) {
@@ -146,7 +151,7 @@ async fn one_orgs_hanging_endpoints_hold_up_neither_a_reset_nor_another_orgs_del
     .await;
 
     // Another lane: a password reset of another org's owner, while every webhook place hangs.
-    let places = app::ssr::worker::WorkerConfig::DEFAULT_CONCURRENCY as i64;
+    let places = invoicer_core::worker::WorkerConfig::DEFAULT_CONCURRENCY as i64;
     crate::common::poll(
         "webhook places held by the busy org",
         true,
@@ -163,7 +168,7 @@ async fn one_orgs_hanging_endpoints_hold_up_neither_a_reset_nor_another_orgs_del
     .await
     .unwrap();
     let asked = Instant::now();
-    app::ssr::accounts::request_reset(&app.pool, &owner, &format!("form:{}", Uuid::now_v7()))
+    invoicer_core::accounts::request_reset(&app.pool, &owner, &format!("form:{}", Uuid::now_v7()))
         .await
         .unwrap();
     let mail = smtp.wait_for(1, Duration::from_secs(2)).await;

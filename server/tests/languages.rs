@@ -78,7 +78,7 @@ async fn pdf_text(app: &TestApp, url: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_german_customers_page_and_pdf_speak_german(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, key) = app.api_client().await;
@@ -135,7 +135,7 @@ async fn a_german_customers_page_and_pdf_speak_german(pool: PgPool) {
     }
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_orgs_language_serves_customers_without_one_and_emails_follow(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, key) = app.api_client().await;
@@ -171,16 +171,16 @@ async fn the_orgs_language_serves_customers_without_one_and_emails_follow(pool: 
     common::queue_email(&app.pool, org, Uuid::new_v4(), invoice_id)
         .await
         .unwrap();
-    let mailer = app::ssr::mail::Mailer::new(
+    let mailer = invoicer_core::mail::Mailer::new(
         Some(&sink.url()),
         None,
         std::path::Path::new("unused"),
         Duration::from_secs(10),
-        app::ssr::mail::DEV_FROM,
+        invoicer_core::mail::DEV_FROM,
     )
     .unwrap();
-    let config = app::ssr::worker::WorkerConfig::default();
-    while app::ssr::worker::drain_once(&app.pool, &mailer, &config)
+    let config = invoicer_core::worker::WorkerConfig::default();
+    while invoicer_core::worker::drain_once(&app.pool, &mailer, &config)
         .await
         .unwrap()
         > 0

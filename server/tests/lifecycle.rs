@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use app::model::InvoiceStatus;
-use app::ssr::lifecycle::{self, Action, Moved};
-use app::ssr::stripe::standin;
+use invoicer_core::lifecycle::{self, Action, Moved};
+use invoicer_core::stripe::standin;
+use model::InvoiceStatus;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -50,7 +50,7 @@ async fn status(pool: &PgPool, id: Uuid) -> (String, Option<String>, Option<Stri
         .unwrap()
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_draft_takes_no_number_until_it_is_finalized(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (org, token) = app.api_client().await;
@@ -88,7 +88,7 @@ async fn a_draft_takes_no_number_until_it_is_finalized(pool: PgPool) {
 
 /// Fifty finalizations in one org really at once: 25 drafts, each finalized from two tabs, every
 /// transaction begun before any of them applies (a barrier), on a pool of fifty connections.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn fifty_concurrent_finalizations_in_one_org_number_without_gaps(pool: PgPool) {
     const AT_ONCE: usize = 50;
     let app = Arc::new(TestApp::spawn(pool.clone()).await);
@@ -138,7 +138,7 @@ async fn fifty_concurrent_finalizations_in_one_org_number_without_gaps(pool: PgP
     wide.close().await;
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn finalize_and_delete_race_and_exactly_one_wins(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (org, token) = app.api_client().await;
@@ -178,7 +178,7 @@ async fn finalize_and_delete_race_and_exactly_one_wins(pool: PgPool) {
     assert_eq!(i64::from(max.unwrap_or(0)), count);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn void_and_payment_race_and_the_invoice_ends_consistent(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     for _ in 0..10 {
@@ -219,7 +219,7 @@ async fn void_and_payment_race_and_the_invoice_ends_consistent(pool: PgPool) {
     }
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn each_move_starts_only_where_it_may(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (org, token) = app.api_client().await;
@@ -270,7 +270,7 @@ async fn each_move_starts_only_where_it_may(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn numbers_follow_the_orgs_format_and_restart_yearly(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (org, token) = app.api_client().await;
@@ -312,7 +312,7 @@ async fn numbers_follow_the_orgs_format_and_restart_yearly(pool: PgPool) {
     assert!(refused.is_err());
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn duplicate_makes_a_new_draft_with_the_same_lines(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (org, token) = app.api_client().await;
@@ -345,7 +345,7 @@ async fn duplicate_makes_a_new_draft_with_the_same_lines(pool: PgPool) {
     assert_eq!(none, None);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn api_finalize_and_void_are_once_per_key_and_answer_the_current_state(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (_, token) = app.api_client().await;
@@ -433,7 +433,7 @@ async fn api_finalize_and_void_are_once_per_key_and_answer_the_current_state(poo
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn api_void_of_a_paid_invoice_is_a_stored_409(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (_, token) = app.api_client().await;
@@ -480,16 +480,15 @@ async fn patch(
     crate::common::served::ApiResponse::read(req.send().await.unwrap()).await
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn two_edits_from_the_same_version_save_exactly_one(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (org, token) = app.api_client().await;
     for round in 0..10 {
         let id = draft(&app, &token).await;
         let edit = |name: &str| {
-            let mut input: app::model::InvoiceInput =
-                serde_json::from_str(&draft_body(name)).unwrap();
-            input.lines[0].quantity = app::model::Thousandths::whole(7);
+            let mut input: model::InvoiceInput = serde_json::from_str(&draft_body(name)).unwrap();
+            input.lines[0].quantity = model::Thousandths::whole(7);
             input
         };
         let (a, b) = (edit("First"), edit("Second"));
@@ -522,7 +521,7 @@ async fn two_edits_from_the_same_version_save_exactly_one(pool: PgPool) {
     }
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn api_patch_edits_a_draft_with_if_match_once_per_key(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -620,11 +619,14 @@ async fn api_patch_edits_a_draft_with_if_match_once_per_key(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_demo_org_has_every_state_and_seeds_once(pool: PgPool) {
-    let org = app::ssr::demo::seed(&pool).await.unwrap().expect("seeded");
+    let org = invoicer_core::demo::seed(&pool)
+        .await
+        .unwrap()
+        .expect("seeded");
     assert_eq!(
-        app::ssr::demo::seed(&pool).await.unwrap(),
+        invoicer_core::demo::seed(&pool).await.unwrap(),
         None,
         "seeded once"
     );
@@ -667,7 +669,7 @@ async fn the_demo_org_has_every_state_and_seeds_once(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn api_delete_and_duplicate_are_once_per_key(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;

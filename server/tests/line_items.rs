@@ -38,7 +38,7 @@ async fn create(app: &TestApp, token: &str, body: &str) -> Value {
     res.json()
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn totals_follow_the_rounding_rule_and_are_stored(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -120,7 +120,7 @@ async fn totals_follow_the_rounding_rule_and_are_stored(pool: PgPool) {
     assert_eq!(stored, 25_499 - 2_550 + 4_130);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn another_orgs_tax_rate_is_a_422_that_claims_nothing(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -161,7 +161,7 @@ async fn another_orgs_tax_rate_is_a_422_that_claims_nothing(pool: PgPool) {
     assert_eq!(app.count("select count(*) from invoices").await, 1);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn discounts_and_quantities_out_of_bounds_are_refused(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -201,7 +201,7 @@ async fn discounts_and_quantities_out_of_bounds_are_refused(pool: PgPool) {
     assert_eq!(app.count("select count(*) from invoices").await, 1);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn payment_terms_set_the_due_date_at_finalization(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (_, token) = app.api_client().await;
@@ -256,7 +256,7 @@ async fn payment_terms_set_the_due_date_at_finalization(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn duplicate_copies_taxes_discount_notes_and_terms(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -297,7 +297,7 @@ async fn duplicate_copies_taxes_discount_notes_and_terms(pool: PgPool) {
     assert_eq!(copy["status"], "draft");
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn tax_rates_are_created_once_per_key_and_listed(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -332,7 +332,7 @@ async fn tax_rates_are_created_once_per_key_and_listed(pool: PgPool) {
     assert_eq!(theirs["data"], json!([]));
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn save_customer_creates_the_customer_with_the_invoice_once(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;

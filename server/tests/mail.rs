@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use crate::common::rows::{public_token, scalar};
 use crate::common::{self, queue_email, SmtpSink};
-use app::ssr::mail::Mailer;
-use app::ssr::worker::{self, WorkerConfig};
+use invoicer_core::mail::Mailer;
+use invoicer_core::worker::{self, WorkerConfig};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -58,7 +58,7 @@ async fn drain(pool: &PgPool, mailer: &Mailer) {
 
 /// One delivery pass to `url` from the development sender, trusting only the system's CAs.
 async fn attempt_once(pool: &PgPool, url: &str) {
-    let mailer = mailer(url, None, app::ssr::mail::DEV_FROM);
+    let mailer = mailer(url, None, invoicer_core::mail::DEV_FROM);
     worker::drain_once(pool, &mailer, &config()).await.unwrap();
 }
 
@@ -80,11 +80,15 @@ async fn outbox_state(pool: &PgPool) -> (i32, bool, bool, Option<String>) {
     .unwrap()
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_permanent_rejection_is_dead_at_once_and_tenants_see_only_its_class(pool: PgPool) {
     let sink = SmtpSink::start_with(&["--reject-always".into()]).await;
     let (org, invoice) = one_email(&pool).await;
-    drain(&pool, &mailer(&sink.url(), None, app::ssr::mail::DEV_FROM)).await;
+    drain(
+        &pool,
+        &mailer(&sink.url(), None, invoicer_core::mail::DEV_FROM),
+    )
+    .await;
     let (attempts, sent, dead, error) = outbox_state(&pool).await;
     assert_eq!(
         (attempts, sent, dead),
@@ -92,7 +96,7 @@ async fn a_permanent_rejection_is_dead_at_once_and_tenants_see_only_its_class(po
         "one try, then dead"
     );
     assert_eq!(error.as_deref(), Some("rejected by the mail server"));
-    let shown = app::ssr::outbox::for_invoice(&pool, org, invoice)
+    let shown = invoicer_core::outbox::for_invoice(&pool, org, invoice)
         .await
         .unwrap();
     // What the page shows of each row (not its id: a UUID may well contain "550").
@@ -108,7 +112,7 @@ async fn a_permanent_rejection_is_dead_at_once_and_tenants_see_only_its_class(po
     assert_eq!(sink.attempt_times().len(), 1);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn an_unreachable_server_is_a_plain_class_too(pool: PgPool) {
     one_email(&pool).await;
     let closed = common::free_port();
@@ -119,7 +123,7 @@ async fn an_unreachable_server_is_a_plain_class_too(pool: PgPool) {
     assert_eq!(error.as_deref(), Some("mail server unreachable"));
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn starttls_with_a_login_delivers_from_the_configured_sender(pool: PgPool) {
     let (dir, ca, cert, key) = certificates();
     let sink = SmtpSink::start_with(&[
@@ -151,7 +155,7 @@ async fn starttls_with_a_login_delivers_from_the_configured_sender(pool: PgPool)
     let _ = std::fs::remove_dir_all(dir);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn credentials_never_travel_in_clear(pool: PgPool) {
     // A server without STARTTLS: the login is not attempted at all.
     let sink = SmtpSink::start(0, false).await;
@@ -179,13 +183,17 @@ async fn implicit_tls_sink(cert: &Path, key: &Path) -> SmtpSink {
     .await
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn smtps_speaks_tls_from_the_first_byte(pool: PgPool) {
     let (dir, ca, cert, key) = certificates();
     let sink = implicit_tls_sink(&cert, &key).await;
     one_email(&pool).await;
     let url = format!("smtps://localhost:{}", sink.port);
-    drain(&pool, &mailer(&url, Some(&ca), app::ssr::mail::DEV_FROM)).await;
+    drain(
+        &pool,
+        &mailer(&url, Some(&ca), invoicer_core::mail::DEV_FROM),
+    )
+    .await;
     assert_eq!(sink.wait_for(1, Duration::from_secs(10)).await.len(), 1);
     // Without the CA the certificate is not trusted: nothing is sent.
     let untrusted = implicit_tls_sink(&cert, &key).await;
@@ -205,7 +213,7 @@ async fn smtps_speaks_tls_from_the_first_byte(pool: PgPool) {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn invoice_emails_link_to_the_customers_page_not_the_owners(pool: PgPool) {
     let sink = SmtpSink::start(0, false).await;
     let (_, invoice) = one_email(&pool).await;

@@ -56,7 +56,7 @@ async fn queued(app: &TestApp, kind: &str) -> i64 {
 
 /// The reproduction: a burst of quote emails to one outside address stops at the allowance, the
 /// refused ones answered 429 with when to come back, their keys still free.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_burst_of_quote_emails_stops_at_the_orgs_allowance(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| {
         s.limits.emails_per_org_hour = 5;
@@ -90,7 +90,7 @@ async fn a_burst_of_quote_emails_stops_at_the_orgs_allowance(pool: PgPool) {
 }
 
 /// One address, many orgs: the recipient's hourly bound holds whoever sends.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn one_address_receives_at_most_its_hourly_bound_from_all_orgs(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| {
         s.limits.emails_per_org_hour = 100;
@@ -108,23 +108,28 @@ async fn one_address_receives_at_most_its_hourly_bound_from_all_orgs(pool: PgPoo
 
 /// A member whose address is not verified sends nothing in the org's name, from the page or with
 /// an API key they made: quotes, invoices, invitations.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn an_unverified_sender_sends_nothing_in_the_orgs_name(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account =
-        app::ssr::accounts::create_org_with_owner(&app.pool, "Fresh Co", &email, "correct horse")
-            .await
-            .unwrap();
+    let account = invoicer_core::accounts::create_org_with_owner(
+        &app.pool,
+        "Fresh Co",
+        &email,
+        "correct horse",
+    )
+    .await
+    .unwrap();
     sqlx::query("update users set email_verified_at = null where id = $1")
         .bind(account.user_id)
         .execute(&app.pool)
         .await
         .unwrap();
-    let key = app::ssr::api_keys::create_for_user(&app.pool, account.org_id, account.user_id, "k")
-        .await
-        .unwrap()
-        .plaintext;
+    let key =
+        invoicer_core::api_keys::create_for_user(&app.pool, account.org_id, account.user_id, "k")
+            .await
+            .unwrap()
+            .plaintext;
     let quote = draft(&app, &key, "someone@outside.example").await;
     let res = send(&app, &key, &quote, "unverified").await;
     assert_eq!(res.status, 403, "{}", String::from_utf8_lossy(&res.body));
@@ -137,7 +142,7 @@ async fn an_unverified_sender_sends_nothing_in_the_orgs_name(pool: PgPool) {
     ];
     let res = pages::post_form(&http, format!("{}/rpc/send_quote", app.base), &form).await;
     assert_eq!(res.status(), 403);
-    let form_key = app::model::form_key(account.org_id).to_string();
+    let form_key = model::form_key(account.org_id).to_string();
     let form = [
         ("idempotency_key", form_key.as_str()),
         ("email", "friend@outside.example"),
@@ -154,17 +159,21 @@ async fn an_unverified_sender_sends_nothing_in_the_orgs_name(pool: PgPool) {
 }
 
 /// Invitations and their resends pass the same allowance as every other email.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn invitation_resends_count_against_the_allowance(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| s.limits.emails_per_org_hour = 2).await;
     let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account =
-        app::ssr::accounts::create_org_with_owner(&app.pool, "Inv Co", &email, "correct horse")
-            .await
-            .unwrap();
+    let account = invoicer_core::accounts::create_org_with_owner(
+        &app.pool,
+        "Inv Co",
+        &email,
+        "correct horse",
+    )
+    .await
+    .unwrap();
     let http = client();
     login(&http, &app.base, &email, "correct horse").await;
-    let form_key = || app::model::form_key(account.org_id).to_string();
+    let form_key = || model::form_key(account.org_id).to_string();
     let key = form_key();
     let form = [
         ("idempotency_key", key.as_str()),
@@ -190,7 +199,7 @@ async fn invitation_resends_count_against_the_allowance(pool: PgPool) {
 
 /// A schedule that sends, beyond the allowance: its invoices are issued on their dates, and each
 /// email waits for its slot (an hour after the allowance-th latest), never refused, never lost.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn scheduled_sends_beyond_the_allowance_wait_for_their_slot(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, key) = app.api_client().await;
@@ -222,11 +231,11 @@ async fn scheduled_sends_beyond_the_allowance_wait_for_their_slot(pool: PgPool) 
     .execute(&app.pool)
     .await
     .unwrap();
-    let two = app::ssr::mail_gate::Allowance {
+    let two = invoicer_core::mail_gate::Allowance {
         per_org_hour: 2,
         per_recipient_hour: 100,
     };
-    let ran = app::ssr::schedules::run::run_due(&app.pool, chrono::Utc::now(), 100, "", two)
+    let ran = invoicer_core::schedules::run::run_due(&app.pool, chrono::Utc::now(), 100, "", two)
         .await
         .unwrap();
     assert_eq!(ran, 5, "every period issued");

@@ -16,15 +16,17 @@ const PASSWORD: &str = "correct horse";
 /// An org with an open invoice of `total` eur and an owner's API key: (org, owner email, invoice, key).
 async fn open_invoice(app: &TestApp, total: i64) -> (Uuid, String, Uuid, String) {
     let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account = app::ssr::accounts::create_org_with_owner(&app.pool, "Acme", &email, PASSWORD)
-        .await
-        .unwrap();
+    let account =
+        invoicer_core::accounts::create_org_with_owner(&app.pool, "Acme", &email, PASSWORD)
+            .await
+            .unwrap();
     let input = one_line_input("eur", "2027-01-31", total, false);
     let invoice = insert_invoice(&app.pool, account.org_id, &input).await;
-    let key = app::ssr::api_keys::create_for_user(&app.pool, account.org_id, account.user_id, "t")
-        .await
-        .unwrap()
-        .plaintext;
+    let key =
+        invoicer_core::api_keys::create_for_user(&app.pool, account.org_id, account.user_id, "t")
+            .await
+            .unwrap()
+            .plaintext;
     (account.org_id, email, invoice, key)
 }
 
@@ -42,7 +44,7 @@ async fn state(app: &TestApp, invoice: Uuid) -> (String, String, i64) {
     app.money(invoice).await
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn partial_payments_add_up_to_paid_and_more_is_an_overpayment(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, _, invoice, key) = open_invoice(&app, 10_000).await;
@@ -105,7 +107,7 @@ async fn partial_payments_add_up_to_paid_and_more_is_an_overpayment(pool: PgPool
     assert_eq!(one.json()["id"], body["id"]);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn one_key_records_one_payment_even_twenty_at_once(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, _, invoice, key) = open_invoice(&app, 10_000).await;
@@ -142,7 +144,7 @@ async fn one_key_records_one_payment_even_twenty_at_once(pool: PgPool) {
     assert_eq!(state(&app, invoice).await.2, 2_500 + 20 * 100);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn drafts_void_invoices_other_orgs_and_bad_input_record_nothing(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, _, invoice, key) = open_invoice(&app, 10_000).await;
@@ -222,7 +224,7 @@ async fn drafts_void_invoices_other_orgs_and_bad_input_record_nothing(pool: PgPo
 
 /// The invoice page's form, posted twice as a double click sends it: one payment; an owner deletes
 /// it (once, audited, the invoice unpaid again); a member may record but not delete.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_double_submitted_form_records_one_payment_and_an_owner_deletes_it(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, email, invoice, _) = open_invoice(&app, 10_000).await;
@@ -231,7 +233,7 @@ async fn a_double_submitted_form_records_one_payment_and_an_owner_deletes_it(poo
     let html = pages::text(&http, format!("{}/invoices/{invoice}", app.base)).await;
     assert!(html.contains("Record a payment"), "the form is on the page");
     let form_key = record_form_key(&html);
-    assert!(app::model::form_key_fits(form_key.parse().unwrap(), org));
+    assert!(model::form_key_fits(form_key.parse().unwrap(), org));
     let form = [
         ("invoice_id", invoice.to_string()),
         ("idempotency_key", form_key.clone()),
@@ -274,7 +276,7 @@ async fn a_double_submitted_form_records_one_payment_and_an_owner_deletes_it(poo
         invoice,
     )
     .await;
-    let button = app::model::form_key(org).to_string();
+    let button = model::form_key(org).to_string();
     let delete = [
         ("invoice_id", invoice.to_string()),
         ("payment_id", payment.to_string()),
@@ -305,7 +307,7 @@ fn record_form_key(html: &str) -> String {
     form[at..at + 36].to_owned()
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn members_record_but_only_owners_delete_and_a_refunded_payment_stays(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, _, invoice, key) = open_invoice(&app, 10_000).await;
@@ -316,7 +318,7 @@ async fn members_record_but_only_owners_delete_and_a_refunded_payment_stays(pool
     let payment: Uuid = made.json()["id"].as_str().unwrap().parse().unwrap();
 
     let member = format!("member-{}@example.com", Uuid::new_v4().simple());
-    let user = app::ssr::accounts::create_org_with_owner(&app.pool, "Mine", &member, PASSWORD)
+    let user = invoicer_core::accounts::create_org_with_owner(&app.pool, "Mine", &member, PASSWORD)
         .await
         .unwrap()
         .user_id;
@@ -338,7 +340,7 @@ async fn members_record_but_only_owners_delete_and_a_refunded_payment_stays(pool
     let delete = [
         ("invoice_id", invoice.to_string()),
         ("payment_id", payment.to_string()),
-        ("idempotency_key", app::model::form_key(org).to_string()),
+        ("idempotency_key", model::form_key(org).to_string()),
     ];
     let refused =
         pages::post_form(&http, format!("{}/rpc/delete_payment", app.base), &delete).await;
@@ -358,12 +360,12 @@ async fn members_record_but_only_owners_delete_and_a_refunded_payment_stays(pool
     .await
     .unwrap();
     let mut tx = app.pool.begin().await.unwrap();
-    let actor = app::ssr::audit::Actor::operator();
-    let err = app::ssr::manual_payments::delete(&mut tx, org, invoice, payment, &actor)
+    let actor = invoicer_core::audit::Actor::operator();
+    let err = invoicer_core::manual_payments::delete(&mut tx, org, invoice, payment, &actor)
         .await
         .unwrap_err();
     assert!(
-        matches!(err, app::ssr::manual_payments::PaymentError::Refunded),
+        matches!(err, invoicer_core::manual_payments::PaymentError::Refunded),
         "{err}"
     );
 }

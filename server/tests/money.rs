@@ -3,7 +3,7 @@
 
 use crate::common::rows::scalar;
 use crate::common::served::TestApp;
-use app::ssr::stripe::standin;
+use invoicer_core::stripe::standin;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -113,7 +113,7 @@ async fn receipts(app: &TestApp) -> i64 {
         .await
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_delayed_payment_is_processing_until_it_succeeds_and_only_then_mailed(pool: PgPool) {
     let (app, invoice) = opened(pool, 5_000, "eur").await;
     let p = pay(&app, invoice, 5_000, "eur").await;
@@ -132,7 +132,7 @@ async fn a_delayed_payment_is_processing_until_it_succeeds_and_only_then_mailed(
     assert_eq!(state(&app, invoice).await, s("paid", "paid", 5_000));
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_failed_delayed_payment_leaves_the_invoice_open_with_the_reason(pool: PgPool) {
     let (app, invoice) = opened(pool, 5_000, "eur").await;
     let p = pay(&app, invoice, 5_000, "eur").await;
@@ -153,7 +153,7 @@ async fn a_failed_delayed_payment_leaves_the_invoice_open_with_the_reason(pool: 
     assert_eq!(receipts(&app).await, 0);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn no_payment_required_records_nothing(pool: PgPool) {
     let (app, invoice) = opened(pool, 5_000, "usd").await;
     let p = pay(&app, invoice, 5_000, "usd").await;
@@ -162,7 +162,7 @@ async fn no_payment_required_records_nothing(pool: PgPool) {
     assert_eq!(state(&app, invoice).await, s("open", "unpaid", 0));
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn an_event_of_the_other_mode_is_stored_and_applies_nothing(pool: PgPool) {
     let (app, invoice) = opened(pool, 5_000, "usd").await;
     let p = pay(&app, invoice, 5_000, "usd").await;
@@ -185,7 +185,7 @@ async fn an_event_of_the_other_mode_is_stored_and_applies_nothing(pool: PgPool) 
     assert_eq!(state(&live, other).await, s("paid", "paid", 5_000));
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn partial_refunds_are_cumulative_and_set_not_added(pool: PgPool) {
     let (app, invoice) = opened(pool, 5_000, "usd").await;
     let p = pay(&app, invoice, 5_000, "usd").await;
@@ -207,7 +207,7 @@ async fn partial_refunds_are_cumulative_and_set_not_added(pool: PgPool) {
     assert_eq!(state(&app, invoice).await, s("refunded", "refunded", 0));
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn an_early_refund_of_one_payment_never_hides_the_other(pool: PgPool) {
     // Total 100: A pays 50; B's refund arrives before B's payment.
     let (app, invoice) = opened(pool, 10_000, "usd").await;
@@ -226,7 +226,7 @@ async fn an_early_refund_of_one_payment_never_hides_the_other(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_dispute_marks_the_invoice_and_its_outcome_decides_the_money(pool: PgPool) {
     let (app, won) = opened(pool, 5_000, "usd").await;
     let p = pay(&app, won, 5_000, "usd").await;
@@ -259,7 +259,7 @@ async fn a_dispute_marks_the_invoice_and_its_outcome_decides_the_money(pool: PgP
     assert_eq!(state(&app, lost).await.1, "refunded");
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn money_for_a_void_invoice_is_recorded_flagged_and_not_mailed(pool: PgPool) {
     let (app, invoice) = opened(pool, 5_000, "usd").await;
     sqlx::query("update invoices set status = 'void' where id = $1")
@@ -280,7 +280,7 @@ async fn money_for_a_void_invoice_is_recorded_flagged_and_not_mailed(pool: PgPoo
     assert!(detail.contains("void"), "{detail}");
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn an_overpayment_is_recorded_and_flagged(pool: PgPool) {
     let (app, invoice) = opened(pool, 5_000, "usd").await;
     pay(&app, invoice, 5_000, "usd").await.paid().await;
@@ -292,7 +292,7 @@ async fn an_overpayment_is_recorded_and_flagged(pool: PgPool) {
     assert_eq!(receipts(&app).await, 2, "both payments are real money");
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn amounts_travel_in_stripes_units(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     // ISK: 500 krónur on the invoice, 50000 in Stripe's API.
@@ -327,7 +327,7 @@ async fn amounts_travel_in_stripes_units(pool: PgPool) {
     assert_eq!(state(&app, usd).await, s("open", "unpaid", 0));
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_invoice_page_and_api_show_the_payment_state(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, token) = app.api_client().await;
@@ -342,7 +342,7 @@ async fn the_invoice_page_and_api_show_the_payment_state(pool: PgPool) {
     assert_eq!(created.json()["payment_state"], "unpaid");
     let invoice: Uuid = created.json()["id"].as_str().unwrap().parse().unwrap();
     let total = created.json()["total_cents"].as_i64().unwrap();
-    app::ssr::stripe::standin::open_simulated_session(&app.pool, invoice)
+    invoicer_core::stripe::standin::open_simulated_session(&app.pool, invoice)
         .await
         .unwrap();
     let outcome = pay(&app, invoice, total, "eur")
@@ -354,7 +354,7 @@ async fn the_invoice_page_and_api_show_the_payment_state(pool: PgPool) {
         .get(&token, &format!("/api/v1/invoices/{invoice}"))
         .await;
     assert_eq!(got.json()["payment_state"], "processing");
-    let (payments, _) = app::ssr::payments::for_invoice(&app.pool, org, invoice)
+    let (payments, _) = invoicer_core::payments::for_invoice(&app.pool, org, invoice)
         .await
         .unwrap();
     assert_eq!(payments[0].status.as_str(), "pending");

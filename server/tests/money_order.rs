@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 
 use crate::common::rows::count_rows;
 use crate::common::served::TestApp;
-use app::ssr::stripe::standin;
 use futures::future::join_all;
+use invoicer_core::stripe::standin;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
@@ -373,7 +373,7 @@ async fn owners_key(app: &TestApp, org: Uuid) -> String {
         org,
     )
     .await;
-    app::ssr::api_keys::create_for_user(&app.pool, org, owner, "money order")
+    invoicer_core::api_keys::create_for_user(&app.pool, org, owner, "money order")
         .await
         .unwrap()
         .plaintext
@@ -454,9 +454,9 @@ async fn corrections(
             let mut gone = Vec::new();
             for _ in 0..2 {
                 let mut tx = app.pool.begin().await.unwrap();
-                let actor = app::ssr::audit::Actor::operator();
+                let actor = invoicer_core::audit::Actor::operator();
                 gone.push(
-                    app::ssr::manual_payments::delete(
+                    invoicer_core::manual_payments::delete(
                         &mut tx,
                         org,
                         invoice,
@@ -473,7 +473,7 @@ async fn corrections(
                     gone.as_slice(),
                     [
                         Ok(_),
-                        Err(app::ssr::manual_payments::PaymentError::NotFound)
+                        Err(invoicer_core::manual_payments::PaymentError::NotFound)
                     ]
                 ),
                 "deleting twice: {gone:?}"
@@ -605,7 +605,7 @@ async fn run(app: &TestApp, case: &Case) {
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_final_invoice_is_a_function_of_the_set_of_its_events(pool: PgPool) {
     let cases: u32 = std::env::var("MONEY_ORDER_CASES")
         .ok()
@@ -744,7 +744,7 @@ struct Row {
 /// Small cases worked out by hand (not by [`model`]), each run through the server's routes once,
 /// in the order written: Stripe's events, then payments recorded by hand, credit notes that keep the
 /// money, the deletions, and last the credit notes that pay money back.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn hand_computed_cases_through_the_server(pool: PgPool) {
     use Event::*;
     let card = |amount, events: Vec<Event>| Payment { amount, events };

@@ -5,11 +5,11 @@ use std::time::Duration;
 use crate::common::rows::{execute, scalar, scalars};
 use crate::common::served::TestApp;
 use crate::common::{self, message_id, queue_email, SmtpSink};
-use app::ssr::claim::Fence;
-use app::ssr::mail::Mailer;
-use app::ssr::outbox::{self, Failure};
-use app::ssr::surfaces::form::SendOutcome;
-use app::ssr::worker::{self, WorkerConfig};
+use invoicer_core::claim::Fence;
+use invoicer_core::mail::Mailer;
+use invoicer_core::outbox::{self, Failure};
+use invoicer_core::surfaces::form::SendOutcome;
+use invoicer_core::worker::{self, WorkerConfig};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -41,7 +41,7 @@ fn mailer(sink: &SmtpSink) -> Mailer {
         None,
         std::path::Path::new("unused"),
         Duration::from_secs(10),
-        app::ssr::mail::DEV_FROM,
+        invoicer_core::mail::DEV_FROM,
     )
     .unwrap()
 }
@@ -79,7 +79,7 @@ async fn drain_refused(pool: &PgPool, refusing: &SmtpSink, max_attempts: i32) {
     {}
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_double_clicked_send_emails_once(pool: PgPool) {
     let sink = SmtpSink::start(0, false).await;
     let (org, invoice) = common::seed_invoice(&pool, "o@example.com", 4_200, "usd").await;
@@ -116,12 +116,12 @@ async fn a_double_clicked_send_emails_once(pool: PgPool) {
         .is_err());
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_payment_webhook_sends_one_receipt_even_when_redelivered(pool: PgPool) {
     let sink = SmtpSink::start(0, false).await;
     let app = TestApp::spawn(pool.clone()).await;
     let (_, invoice) = app.invoice(5_000, "eur").await;
-    let (_, payload) = app::ssr::stripe::standin::checkout_completed(invoice, 5_000, "eur");
+    let (_, payload) = invoicer_core::stripe::standin::checkout_completed(invoice, 5_000, "eur");
     assert_eq!(app.deliver(&payload).await.0, 200);
     assert_eq!(app.deliver(&payload).await.0, 200);
     assert_eq!(
@@ -138,7 +138,7 @@ async fn a_payment_webhook_sends_one_receipt_even_when_redelivered(pool: PgPool)
     assert!(messages[0].contains("50.00"), "{}", messages[0]);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn smtp_451_three_times_then_sent_on_attempt_four_with_growing_delays(pool: PgPool) {
     let sink = SmtpSink::start(3, false).await;
     one_email(&pool).await;
@@ -178,7 +178,7 @@ async fn smtp_451_three_times_then_sent_on_attempt_four_with_growing_delays(pool
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn an_always_failing_email_goes_dead_and_retry_revives_it(pool: PgPool) {
     let refusing = SmtpSink::start(0, true).await;
     let (org, invoice) = one_email(&pool).await;
@@ -226,7 +226,7 @@ async fn an_always_failing_email_goes_dead_and_retry_revives_it(pool: PgPool) {
 
 /// What the invoice page says of an email through its life: a first attempt under way is
 /// "sending", not "retrying" (nothing failed yet); after a failure it is "retrying" until sent.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn an_email_in_flight_is_sending_and_retrying_only_after_a_failure(pool: PgPool) {
     let (org, invoice) = one_email(&pool).await;
     let status = |pool: PgPool| async move {
@@ -260,7 +260,7 @@ async fn an_email_in_flight_is_sending_and_retrying_only_after_a_failure(pool: P
     assert_eq!(status(pool.clone()).await, "sent");
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_worker_whose_lease_was_taken_over_cannot_complete_the_row(pool: PgPool) {
     one_email(&pool).await;
     let mut slow = outbox::lease_due(&pool, "slow", 10, LEASE).await.unwrap();
@@ -314,9 +314,9 @@ async fn a_worker_whose_lease_was_taken_over_cannot_complete_the_row(pool: PgPoo
     assert_eq!((sent, error), (true, None));
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn retention_trims_every_table_that_grows_with_traffic_once_per_period(pool: PgPool) {
-    use app::ssr::retention::{run_once, RetentionConfig};
+    use invoicer_core::retention::{run_once, RetentionConfig};
     // language=PostgreSQL
     execute(&pool, "insert into claims (scope, owner, key, status, completed_at, created_at)
          select 'webhook', 'default', 'evt_old_' || n, 'done', now(), now() - interval '31 days' from generate_series(1, 5) n
@@ -419,7 +419,7 @@ async fn retention_trims_every_table_that_grows_with_traffic_once_per_period(poo
     assert_eq!(left, ["evt_new", "new"], "recent claims are kept");
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_row_whose_holders_keep_dying_goes_dead_instead_of_looping(pool: PgPool) {
     one_email(&pool).await;
     execute(&pool, "update outbox set max_attempts = 2").await;
@@ -458,20 +458,21 @@ async fn a_row_whose_holders_keep_dying_goes_dead_instead_of_looping(pool: PgPoo
 
 /// An invitation that cannot be delivered dies without its link: no token rests in the outbox, and
 /// "retry" does not revive it (the owner resends the invitation instead, with a new link).
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_dead_account_email_drops_its_link_and_is_not_revived(pool: PgPool) {
     let refusing = SmtpSink::start(0, true).await;
     let owner = format!("owner-{}@example.com", Uuid::new_v4().simple());
-    let account = app::ssr::accounts::create_org_with_owner(&pool, "Co", &owner, "correct horse")
-        .await
-        .unwrap();
+    let account =
+        invoicer_core::accounts::create_org_with_owner(&pool, "Co", &owner, "correct horse")
+            .await
+            .unwrap();
     let mut tx = pool.begin().await.unwrap();
-    app::ssr::invitations::invite(
+    invoicer_core::invitations::invite(
         &mut tx,
         account.org_id,
-        &app::ssr::audit::Actor::user(account.user_id, &owner),
+        &invoicer_core::audit::Actor::user(account.user_id, &owner),
         "new@example.com",
-        app::model::Role::Member,
+        model::Role::Member,
         "form:1",
         common::member_gate(),
     )

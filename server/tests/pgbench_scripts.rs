@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use app::ssr::stripe::standin;
+use invoicer_core::stripe::standin;
 use sqlx::PgPool;
 use tracing_subscriber::layer::SubscriberExt;
 use uuid::Uuid;
@@ -295,7 +295,7 @@ enum Auth {
     None,
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
     let capture = Statements::default();
     let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(capture.clone()));
@@ -471,12 +471,12 @@ async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
                     due_schedule(&pool, fixture.org).await;
                     capture.take();
                     let now = chrono::Utc::now();
-                    app::ssr::schedules::run::run_due(
+                    invoicer_core::schedules::run::run_due(
                         &pool,
                         now,
                         1,
                         "",
-                        app::ssr::mail_gate::Allowance::DEFAULT,
+                        invoicer_core::mail_gate::Allowance::DEFAULT,
                     )
                     .await
                     .unwrap()
@@ -498,10 +498,10 @@ async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
 /// A monthly schedule of `org` whose first run is due today, as `lab bench schedules` makes them.
 async fn due_schedule(pool: &PgPool, org: Uuid) {
     let mut tx = pool.begin().await.unwrap();
-    let today = app::ssr::schedules::org_today(&mut tx, org, chrono::Utc::now())
+    let today = invoicer_core::schedules::org_today(&mut tx, org, chrono::Utc::now())
         .await
         .unwrap();
-    let input = app::model::ScheduleInput::from_json(&serde_json::json!({
+    let input = model::ScheduleInput::from_json(&serde_json::json!({
         "customer_name": "Retainer Client",
         "customer_email": "billing@example.com",
         "currency": "usd",
@@ -513,7 +513,7 @@ async fn due_schedule(pool: &PgPool, org: Uuid) {
     }))
     .unwrap();
     let id = Uuid::now_v7();
-    app::ssr::schedules::create(&mut tx, org, id, &format!("test:{id}"), &input, today)
+    invoicer_core::schedules::create(&mut tx, org, id, &format!("test:{id}"), &input, today)
         .await
         .unwrap();
     tx.commit().await.unwrap();

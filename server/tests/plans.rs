@@ -74,7 +74,7 @@ fn show(statements: &[&(String, i64, i64)]) -> String {
         .join("\n")
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_big_orgs_pages_are_planned_once_per_connection(pool: PgPool) {
     // The server on one connection per pool, so everything each pool prepares is in one session's
     // pg_prepared_statements (a request that held one connection while waiting for another of the
@@ -98,7 +98,7 @@ async fn a_big_orgs_pages_are_planned_once_per_connection(pool: PgPool) {
         org,
     )
     .await;
-    let key = app::ssr::api_keys::create_for_user(&pool, org, account.user_id, "plans")
+    let key = invoicer_core::api_keys::create_for_user(&pool, org, account.user_id, "plans")
         .await
         .unwrap()
         .plaintext;

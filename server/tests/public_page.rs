@@ -54,7 +54,7 @@ fn public_path(app: &TestApp, json: &serde_json::Value) -> String {
     url.strip_prefix(&app.base).unwrap().to_owned()
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_customer_opens_the_invoice_without_logging_in(pool: PgPool) {
     let (app, token, id, path) = addressed(pool, "9 Rue <b>Haute</b>, Paris", "Zoë <script>").await;
     assert!(path.starts_with("/i/") && !path.contains(&id.to_string()));
@@ -99,7 +99,7 @@ async fn the_customer_opens_the_invoice_without_logging_in(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_wrong_token_is_a_404_that_tells_nothing(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -130,7 +130,7 @@ async fn a_wrong_token_is_a_404_that_tells_nothing(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn voiding_revokes_the_page(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -184,7 +184,7 @@ pub(crate) fn pdf_text(bytes: &[u8]) -> (String, usize, String) {
     (text, pages, size)
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_pdf_has_the_pages_numbers_as_extractable_text(pool: PgPool) {
     let (app, _, _, path) = addressed(pool, "1 Quai Est, Lyon", "Zoë Привет").await;
     let res = pages::get(&app.http, format!("{}{path}/pdf", app.base)).await;
@@ -239,7 +239,7 @@ async fn stored_pdf(pool: &PgPool, document: Uuid, paper: &str) -> Option<Vec<u8
         .unwrap()
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_pdf_is_drawn_once_per_version_and_served_from_storage(pool: PgPool) {
     let (app, token, id, path) = addressed(pool, "1 Quai Est, Lyon", "Stored Customer").await;
     let url = format!("{}{path}/pdf", app.base);
@@ -335,7 +335,7 @@ async fn a_pdf_is_drawn_once_per_version_and_served_from_storage(pool: PgPool) {
     assert_eq!(rows, 2, "one row per paper");
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_hundred_long_lines_flow_onto_more_pages(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -368,7 +368,7 @@ async fn a_hundred_long_lines_flow_onto_more_pages(pool: PgPool) {
     assert!(text.contains(&format!("page {pages} of {pages}")));
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_page_and_the_pdf_show_subtotal_discount_each_tax_and_notes(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -434,12 +434,12 @@ async fn the_page_and_the_pdf_show_subtotal_discount_each_tax_and_notes(pool: Pg
 
 /// The owner replaces the customer's link of any finalized invoice, a paid one too: the old link
 /// stops at once, the new one opens the page; a double click replaces it once.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_owner_replaces_the_customer_link_once_per_click_even_when_paid(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let email = format!("owner-{}@example.com", Uuid::new_v4().simple());
     let (_, invoice) = crate::common::seed_invoice(&app.pool, &email, 1_000, "usd").await;
-    let (_, paid) = app::ssr::stripe::standin::checkout_completed(invoice, 1_000, "usd");
+    let (_, paid) = invoicer_core::stripe::standin::checkout_completed(invoice, 1_000, "usd");
     assert_eq!(app.deliver(&paid).await.0, 200);
     let token = || async {
         sqlx::query_scalar::<_, String>("select public_token from invoices where id = $1")

@@ -34,7 +34,7 @@ fn body(expires_on: NaiveDate, rate: Option<Uuid>, extra: Value) -> Value {
 
 async fn org_today(app: &TestApp, org: Uuid) -> NaiveDate {
     let mut conn = app.pool.acquire().await.unwrap();
-    app::ssr::schedules::org_today(&mut conn, org, chrono::Utc::now())
+    invoicer_core::schedules::org_today(&mut conn, org, chrono::Utc::now())
         .await
         .unwrap()
 }
@@ -96,7 +96,7 @@ async fn post_key(http: &reqwest::Client, url: String, key: &str) -> (u16, Strin
     (status, location, res.text().await.unwrap())
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn accepting_twice_at_once_makes_one_invoice(pool: sqlx::PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, key) = app.api_client().await;
@@ -188,7 +188,7 @@ async fn accepting_twice_at_once_makes_one_invoice(pool: sqlx::PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn an_expired_or_declined_quote_accepts_nothing(pool: sqlx::PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, key) = app.api_client().await;
@@ -264,7 +264,7 @@ async fn an_expired_or_declined_quote_accepts_nothing(pool: sqlx::PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_api_creates_once_drafts_and_sends(pool: sqlx::PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, key) = app.api_client().await;
@@ -436,16 +436,20 @@ async fn a_crash_between_claim_and_commit_of_an_accept_loses_nothing() {
     db.finish(pool).await;
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_draft_is_edited_once_per_form_and_an_open_quote_not_at_all(pool: sqlx::PgPool) {
     let app = TestApp::spawn(pool).await;
     let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account =
-        app::ssr::accounts::create_org_with_owner(&app.pool, "Quoting Co", &email, "correct horse")
-            .await
-            .unwrap();
+    let account = invoicer_core::accounts::create_org_with_owner(
+        &app.pool,
+        "Quoting Co",
+        &email,
+        "correct horse",
+    )
+    .await
+    .unwrap();
     let org = account.org_id;
-    let key = app::ssr::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
+    let key = invoicer_core::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
         .await
         .unwrap()
         .plaintext;
@@ -456,7 +460,7 @@ async fn a_draft_is_edited_once_per_form_and_an_open_quote_not_at_all(pool: sqlx
     let id = draft["id"].as_str().unwrap().to_owned();
     let browser = common::client();
     common::login(&browser, &app.base, &email, "correct horse").await;
-    let form_key = app::model::form_key(org).to_string();
+    let form_key = model::form_key(org).to_string();
     let edit = |price: &str, key: &str| {
         vec![
             ("quote_id".to_owned(), id.clone()),
@@ -504,7 +508,7 @@ async fn a_draft_is_edited_once_per_form_and_an_open_quote_not_at_all(pool: sqlx
         )
         .await;
     assert_eq!(sent.status, 200);
-    let fresh = app::model::form_key(org).to_string();
+    let fresh = model::form_key(org).to_string();
     let res = crate::common::pages::post_form(&browser, url, &edit("9.00", &fresh)).await;
     assert_eq!(res.status(), 400);
     assert!(res.text().await.unwrap().contains("only a draft"));

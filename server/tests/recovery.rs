@@ -21,7 +21,7 @@ const HERE: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 async fn org_of_two_owners(pool: &PgPool) -> (Uuid, Uuid, String, String) {
     let victim = format!("{}@example.com", Uuid::new_v4().simple());
     let account =
-        app::ssr::accounts::create_org_with_owner(pool, "Two Co", &victim, "old password")
+        invoicer_core::accounts::create_org_with_owner(pool, "Two Co", &victim, "old password")
             .await
             .unwrap();
     let other = format!("{}@example.com", Uuid::new_v4().simple());
@@ -61,7 +61,7 @@ async fn api(app: &TestApp, method: &str, path: &str, key: &str, body: Value) ->
 /// What the thief leaves while holding the account: a key, an endpoint registered with it (and
 /// one registered long before, which stays), an invitation. Returns (key, new endpoint, old one).
 async fn leave_behind(app: &TestApp, org: Uuid, victim: Uuid, email: &str) -> (String, Uuid, Uuid) {
-    let key = app::ssr::api_keys::create_for_user(&app.pool, org, victim, "thief")
+    let key = invoicer_core::api_keys::create_for_user(&app.pool, org, victim, "thief")
         .await
         .unwrap()
         .plaintext;
@@ -80,12 +80,12 @@ async fn leave_behind(app: &TestApp, org: Uuid, victim: Uuid, email: &str) -> (S
     .await
     .unwrap();
     let mut tx = app.pool.begin().await.unwrap();
-    app::ssr::invitations::invite(
+    invoicer_core::invitations::invite(
         &mut tx,
         org,
-        &app::ssr::audit::Actor::user(victim, email),
+        &invoicer_core::audit::Actor::user(victim, email),
         "accomplice@example.com",
-        app::model::Role::Owner,
+        model::Role::Owner,
         &format!("form:{}", Uuid::now_v7()),
         crate::common::member_gate(),
     )
@@ -151,18 +151,18 @@ async fn nothing_left(app: &TestApp, org: Uuid, key: &str, new: Uuid, old: Uuid,
     assert_eq!(told["endpoints"][0]["id"], new.to_string(), "{told}");
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_reset_takes_back_what_the_thief_left_and_tells_the_owners(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, victim, email, other) = org_of_two_owners(&app.pool).await;
     let (key, new, old) = leave_behind(&app, org, victim, &email).await;
 
     // The owner recovers the account by the emailed link.
-    app::ssr::accounts::request_reset(&app.pool, &email, &format!("form:{}", Uuid::now_v7()))
+    invoicer_core::accounts::request_reset(&app.pool, &email, &format!("form:{}", Uuid::now_v7()))
         .await
         .unwrap();
     let token = emailed_token(&app.pool, "reset_password", &email).await;
-    app::ssr::accounts::reset_password(&app.pool, &token, "a new password", HERE)
+    invoicer_core::accounts::reset_password(&app.pool, &token, "a new password", HERE)
         .await
         .unwrap();
     nothing_left(&app, org, &key, new, old, &other).await;
@@ -192,7 +192,7 @@ async fn a_reset_takes_back_what_the_thief_left_and_tells_the_owners(pool: PgPoo
     // One click of an owner enables the endpoint again.
     let http = client();
     login(&http, &app.base, &email, "a new password").await;
-    let key = app::model::form_key(org).to_string();
+    let key = model::form_key(org).to_string();
     let form = [("idempotency_key", key.as_str()), ("id", &new.to_string())];
     let res = pages::post_form(
         &http,
@@ -214,7 +214,7 @@ async fn a_reset_takes_back_what_the_thief_left_and_tells_the_owners(pool: PgPoo
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_password_change_takes_back_what_the_thief_left(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, victim, email, other) = org_of_two_owners(&app.pool).await;
@@ -240,7 +240,7 @@ fn bank_form<'a>(key: &'a str, iban: &'a str, password: &'a str) -> Vec<(&'stati
     ]
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn where_the_org_is_paid_changes_only_with_the_password_and_never_silently(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, victim, email, other) = org_of_two_owners(&app.pool).await;
@@ -253,7 +253,7 @@ async fn where_the_org_is_paid_changes_only_with_the_password_and_never_silently
         .await
         .unwrap();
     let url = format!("{}/rpc/save_bank_details", app.base);
-    let key = app::model::form_key(org).to_string();
+    let key = model::form_key(org).to_string();
     let iban_now =
         || scalar_for::<String>(&app.pool, "select bank_iban from orgs where id = $1", org);
 
@@ -301,7 +301,7 @@ async fn where_the_org_is_paid_changes_only_with_the_password_and_never_silently
         assert_eq!(told["changes"][1]["new"], "…4300", "{told}");
     }
     // Proved just now: a second change within 10 minutes needs no password.
-    let key = app::model::form_key(org).to_string();
+    let key = model::form_key(org).to_string();
     let res = pages::post_form(
         &http,
         url.clone(),
@@ -312,7 +312,7 @@ async fn where_the_org_is_paid_changes_only_with_the_password_and_never_silently
     assert_eq!(iban_now().await, "DE89370400440532013000");
 
     // The API changes it too, and is in the log and the owners' mail as well.
-    let api_key = app::ssr::api_keys::create_for_user(&app.pool, org, victim, "books")
+    let api_key = invoicer_core::api_keys::create_for_user(&app.pool, org, victim, "books")
         .await
         .unwrap()
         .plaintext;
@@ -347,7 +347,7 @@ async fn where_the_org_is_paid_changes_only_with_the_password_and_never_silently
 /// What hands out the org's power asks for the password too: a session signed in 11 minutes ago
 /// makes no API key (which could change the bank details through the API) and registers no
 /// webhook endpoint without it.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn keys_and_endpoints_are_made_only_with_the_password(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, victim, email, _) = org_of_two_owners(&app.pool).await;
@@ -358,7 +358,7 @@ async fn keys_and_endpoints_are_made_only_with_the_password(pool: PgPool) {
         .execute(&app.pool)
         .await
         .unwrap();
-    let key = app::model::form_key(org).to_string();
+    let key = model::form_key(org).to_string();
     let keys = async |password: &'static str| {
         let form = vec![
             ("idempotency_key", key.clone()),
@@ -382,7 +382,7 @@ async fn keys_and_endpoints_are_made_only_with_the_password(pool: PgPool) {
     )
     .await;
     assert_eq!(made, 0);
-    let endpoint_key = app::model::form_key(org).to_string();
+    let endpoint_key = model::form_key(org).to_string();
     let form = [
         ("idempotency_key", endpoint_key.as_str()),
         ("url", "https://hooks.example/in"),

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use crate::common::rows::{insert_invoice, one_line_input};
 
-const ALLOWANCE: app::ssr::mail_gate::Allowance = app::ssr::mail_gate::Allowance::DEFAULT;
+const ALLOWANCE: invoicer_core::mail_gate::Allowance = invoicer_core::mail_gate::Allowance::DEFAULT;
 
 struct Org {
     id: Uuid,
@@ -17,19 +17,20 @@ struct Org {
 
 async fn org_with_steps(pool: &PgPool, steps: &[(i32, &str)]) -> Org {
     let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account = app::ssr::accounts::create_org_with_owner(pool, "Acme", &email, "correct horse")
-        .await
-        .unwrap();
+    let account =
+        invoicer_core::accounts::create_org_with_owner(pool, "Acme", &email, "correct horse")
+            .await
+            .unwrap();
     let steps: Vec<_> = steps
         .iter()
-        .map(|(o, m)| app::ssr::reminders::Step {
+        .map(|(o, m)| invoicer_core::reminders::Step {
             offset_days: *o,
             message: (*m).to_owned(),
         })
         .collect();
-    app::ssr::reminders::check(&steps).unwrap();
+    invoicer_core::reminders::check(&steps).unwrap();
     let mut tx = pool.begin().await.unwrap();
-    app::ssr::reminders::save_steps(&mut tx, account.org_id, &steps)
+    invoicer_core::reminders::save_steps(&mut tx, account.org_id, &steps)
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -58,7 +59,7 @@ async fn at(pool: &PgPool, org: Uuid, date: &str, hour: i32) -> DateTime<Utc> {
 }
 
 async fn run(pool: &PgPool, now: DateTime<Utc>) -> usize {
-    app::ssr::reminders::run_due(pool, now, 100, ALLOWANCE)
+    invoicer_core::reminders::run_due(pool, now, 100, ALLOWANCE)
         .await
         .unwrap()
 }
@@ -82,7 +83,7 @@ async fn emails(pool: &PgPool, invoice: Uuid) -> i64 {
         .unwrap()
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn each_step_goes_once_from_nine_and_only_the_latest_after_downtime(pool: PgPool) {
     let org = org_with_steps(
         &pool,
@@ -154,11 +155,11 @@ async fn each_step_goes_once_from_nine_and_only_the_latest_after_downtime(pool: 
 
 /// A step that fell due more than the catch-up days ago is not sent (nor counted as due); orgs
 /// without steps have nothing due; the metrics' backlog counts what a run would send.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_step_missed_beyond_the_catch_up_is_not_sent_and_the_backlog_counts_the_rest(
     pool: PgPool,
 ) {
-    use app::ssr::reminders::{backlog, CATCH_UP_DAYS};
+    use invoicer_core::reminders::{backlog, CATCH_UP_DAYS};
     let org = org_with_steps(&pool, &[(0, "Due today."), (7, "A week late.")]).await;
     let quiet = org_with_steps(&pool, &[]).await;
     invoice_due(&pool, quiet.id, "2027-02-01").await;
@@ -182,18 +183,18 @@ async fn a_step_missed_beyond_the_catch_up_is_not_sent_and_the_backlog_counts_th
     assert_eq!(backlog(&pool, edge).await.unwrap(), 1);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn paid_void_and_opted_out_invoices_get_none(pool: PgPool) {
     let org = org_with_steps(&pool, &[(1, "Late.")]).await;
     let paid = invoice_due(&pool, org.id, "2027-03-10").await;
     let mut tx = pool.begin().await.unwrap();
-    let input = app::model::PaymentInput {
+    let input = model::PaymentInput {
         amount_cents: 10_000,
-        method: app::model::PaymentMethod::Cash,
+        method: model::PaymentMethod::Cash,
         paid_on: "2026-12-01".parse().unwrap(),
         reference: String::new(),
     };
-    app::ssr::manual_payments::record(
+    invoicer_core::manual_payments::record(
         &mut tx,
         org.id,
         paid,
@@ -208,16 +209,21 @@ async fn paid_void_and_opted_out_invoices_get_none(pool: PgPool) {
     let off = invoice_due(&pool, org.id, "2027-03-10").await;
     let mut tx = pool.begin().await.unwrap();
     assert!(
-        app::ssr::reminders::set_invoice_off(&mut tx, org.id, off, true)
+        invoicer_core::reminders::set_invoice_off(&mut tx, org.id, off, true)
             .await
             .unwrap()
     );
     tx.commit().await.unwrap();
     let voided = invoice_due(&pool, org.id, "2027-03-10").await;
     let mut tx = pool.begin().await.unwrap();
-    app::ssr::lifecycle::apply(&mut tx, org.id, voided, app::ssr::lifecycle::Action::Void)
-        .await
-        .unwrap();
+    invoicer_core::lifecycle::apply(
+        &mut tx,
+        org.id,
+        voided,
+        invoicer_core::lifecycle::Action::Void,
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     let draft = insert_invoice(
         &pool,
@@ -234,7 +240,7 @@ async fn paid_void_and_opted_out_invoices_get_none(pool: PgPool) {
     }
     // Back on: one reminder.
     let mut tx = pool.begin().await.unwrap();
-    app::ssr::reminders::set_invoice_off(&mut tx, org.id, off, false)
+    invoicer_core::reminders::set_invoice_off(&mut tx, org.id, off, false)
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -244,13 +250,13 @@ async fn paid_void_and_opted_out_invoices_get_none(pool: PgPool) {
     );
     // Within the org's allowance: with none left, the reminder waits for the hour's next slot.
     let waiting = invoice_due(&pool, org.id, "2027-03-11").await;
-    let one = app::ssr::mail_gate::Allowance {
+    let one = invoicer_core::mail_gate::Allowance {
         per_org_hour: 1,
         per_recipient_hour: 100,
     };
     let now = at(&pool, org.id, "2027-03-20", 10).await;
     assert_eq!(
-        app::ssr::reminders::run_due(&pool, now, 100, one)
+        invoicer_core::reminders::run_due(&pool, now, 100, one)
             .await
             .unwrap(),
         1
@@ -270,7 +276,7 @@ async fn paid_void_and_opted_out_invoices_get_none(pool: PgPool) {
 
 /// A full payment and the reminder run, at once, thirty times: never a reminder queued after the
 /// payment committed (the reminder's row is written after its check, under the invoice's lock).
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_payment_racing_the_reminder_run_never_gets_a_reminder_after_it(pool: PgPool) {
     let org = org_with_steps(&pool, &[(0, "Due today.")]).await;
     let now = at(&pool, org.id, "2027-03-10", 10).await;
@@ -283,13 +289,13 @@ async fn a_payment_racing_the_reminder_run_never_gets_a_reminder_after_it(pool: 
         let payer = tokio::spawn(async move {
             b.wait().await;
             let mut tx = p.begin().await.unwrap();
-            let input = app::model::PaymentInput {
+            let input = model::PaymentInput {
                 amount_cents: 10_000,
-                method: app::model::PaymentMethod::BankTransfer,
+                method: model::PaymentMethod::BankTransfer,
                 paid_on: "2026-12-01".parse().unwrap(),
                 reference: String::new(),
             };
-            app::ssr::manual_payments::record(
+            invoicer_core::manual_payments::record(
                 &mut tx,
                 org.id,
                 invoice,
@@ -310,7 +316,7 @@ async fn a_payment_racing_the_reminder_run_never_gets_a_reminder_after_it(pool: 
         let (p, b) = (pool.clone(), barrier.clone());
         let reminder = tokio::spawn(async move {
             b.wait().await;
-            app::ssr::reminders::run_due(&p, now, 1, ALLOWANCE)
+            invoicer_core::reminders::run_due(&p, now, 1, ALLOWANCE)
                 .await
                 .unwrap()
         });
@@ -340,7 +346,7 @@ async fn a_payment_racing_the_reminder_run_never_gets_a_reminder_after_it(pool: 
 }
 
 /// The reminder's email: the step's message, what is still to pay, and the customer's page.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_reminder_email_carries_the_message_the_amount_and_the_link(pool: PgPool) {
     let org = org_with_steps(&pool, &[(7, "Kindly settle this week.")]).await;
     let invoice = invoice_due(&pool, org.id, "2027-03-10").await;
@@ -349,19 +355,19 @@ async fn the_reminder_email_carries_the_message_the_amount_and_the_link(pool: Pg
         1
     );
     let dir = std::env::temp_dir().join(format!("invoicer-reminder-{}", Uuid::new_v4().simple()));
-    let mailer = app::ssr::mail::Mailer::new(
+    let mailer = invoicer_core::mail::Mailer::new(
         None,
         None,
         &dir,
         std::time::Duration::from_secs(5),
-        app::ssr::mail::DEV_FROM,
+        invoicer_core::mail::DEV_FROM,
     )
     .unwrap();
-    let config = app::ssr::worker::WorkerConfig {
+    let config = invoicer_core::worker::WorkerConfig {
         public_url: "http://invoicer.test".into(),
         ..Default::default()
     };
-    while app::ssr::worker::drain_once(&pool, &mailer, &config)
+    while invoicer_core::worker::drain_once(&pool, &mailer, &config)
         .await
         .unwrap()
         > 0
@@ -392,23 +398,23 @@ async fn the_reminder_email_carries_the_message_the_amount_and_the_link(pool: Pg
 
 /// The invoice page's and the customer page's toggles: submitted twice, reminders are off once,
 /// and nothing is sent; a viewer cannot turn them off (the teams test covers every role).
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_pages_toggles_turn_reminders_off(pool: PgPool) {
     use crate::common::served::TestApp;
     use crate::common::{client, login, pages};
     let app = TestApp::spawn(pool).await;
     let email = format!("{}@example.com", Uuid::new_v4().simple());
     let account =
-        app::ssr::accounts::create_org_with_owner(&app.pool, "Acme", &email, "correct horse")
+        invoicer_core::accounts::create_org_with_owner(&app.pool, "Acme", &email, "correct horse")
             .await
             .unwrap();
     let org = account.org_id;
     let mut tx = app.pool.begin().await.unwrap();
-    let step = app::ssr::reminders::Step {
+    let step = invoicer_core::reminders::Step {
         offset_days: 1,
         message: "Late.".into(),
     };
-    app::ssr::reminders::save_steps(&mut tx, org, &[step])
+    invoicer_core::reminders::save_steps(&mut tx, org, &[step])
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -418,7 +424,7 @@ async fn the_pages_toggles_turn_reminders_off(pool: PgPool) {
     let toggle = [
         ("what", "invoice".to_owned()),
         ("id", invoice.to_string()),
-        ("idempotency_key", app::model::form_key(org).to_string()),
+        ("idempotency_key", model::form_key(org).to_string()),
         ("off", "true".to_owned()),
     ];
     let url = format!("{}/rpc/set_reminders", app.base);

@@ -26,16 +26,20 @@ async fn send(app: &TestApp, path: &str, key: &str, body: Value) -> Value {
     body
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_aging_report_adds_up_and_its_csv_says_the_same(pool: sqlx::PgPool) {
     let app = TestApp::spawn(pool).await;
     let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account =
-        app::ssr::accounts::create_org_with_owner(&app.pool, "Aging Co", &email, "correct horse")
-            .await
-            .unwrap();
+    let account = invoicer_core::accounts::create_org_with_owner(
+        &app.pool,
+        "Aging Co",
+        &email,
+        "correct horse",
+    )
+    .await
+    .unwrap();
     let org = account.org_id;
-    let key = app::ssr::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
+    let key = invoicer_core::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
         .await
         .unwrap()
         .plaintext;
@@ -199,18 +203,22 @@ async fn tax_report(app: &TestApp, key: &str, query: &str) -> (u16, Value) {
     (res.status().as_u16(), res.json().await.unwrap())
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_tax_summary_adds_up_per_rate_and_splits_credit_notes_back_into_net_and_tax(
     pool: sqlx::PgPool,
 ) {
     let app = TestApp::spawn(pool).await;
     let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account =
-        app::ssr::accounts::create_org_with_owner(&app.pool, "Tax Co", &email, "correct horse")
-            .await
-            .unwrap();
+    let account = invoicer_core::accounts::create_org_with_owner(
+        &app.pool,
+        "Tax Co",
+        &email,
+        "correct horse",
+    )
+    .await
+    .unwrap();
     let org = account.org_id;
-    let key = app::ssr::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
+    let key = invoicer_core::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
         .await
         .unwrap()
         .plaintext;

@@ -38,7 +38,7 @@ fn body(start: NaiveDate, extra: Value) -> Value {
 
 async fn org_today(pool: &PgPool, org: Uuid) -> NaiveDate {
     let mut conn = pool.acquire().await.unwrap();
-    app::ssr::schedules::org_today(&mut conn, org, Utc::now())
+    invoicer_core::schedules::org_today(&mut conn, org, Utc::now())
         .await
         .unwrap()
 }
@@ -58,12 +58,12 @@ async fn local(pool: &PgPool, org: Uuid, date: NaiveDate, minutes: i32) -> DateT
 }
 
 async fn run(pool: &PgPool, now: DateTime<Utc>) -> usize {
-    app::ssr::schedules::run::run_due(
+    invoicer_core::schedules::run::run_due(
         pool,
         now,
         1000,
         BASE,
-        app::ssr::mail_gate::Allowance::DEFAULT,
+        invoicer_core::mail_gate::Allowance::DEFAULT,
     )
     .await
     .unwrap()
@@ -95,7 +95,7 @@ async fn set_time_zone(pool: &PgPool, org: Uuid, zone: &str) {
         .unwrap();
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_schedule_is_created_once_and_checked(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, key) = app.api_client().await;
@@ -153,7 +153,7 @@ async fn a_schedule_is_created_once_and_checked(pool: PgPool) {
 /// Each period issues one invoice, named by the period; after downtime, `each` issues every missed
 /// period in order and `latest` only the last (the others skipped); a sent schedule queues each
 /// invoice's email with it.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn periods_run_once_in_order_and_missed_ones_by_the_policy(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, key) = app.api_client().await;
@@ -240,7 +240,7 @@ async fn periods_run_once_in_order_and_missed_ones_by_the_policy(pool: PgPool) {
 }
 
 /// Sixteen runners at once on twenty due schedules: each period has exactly one invoice.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn runners_racing_for_due_periods_issue_each_once(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, key) = app.api_client().await;
@@ -278,8 +278,8 @@ async fn runners_racing_for_due_periods_issue_each_once(pool: PgPool) {
                     let (wide, barrier) = (wide.clone(), barrier.clone());
                     tokio::spawn(async move {
                         barrier.wait().await;
-                        let allowance = app::ssr::mail_gate::Allowance::DEFAULT;
-                        app::ssr::schedules::run::run_due(&wide, now, 1000, BASE, allowance)
+                        let allowance = invoicer_core::mail_gate::Allowance::DEFAULT;
+                        invoicer_core::schedules::run::run_due(&wide, now, 1000, BASE, allowance)
                             .await
                             .unwrap()
                     })
@@ -316,7 +316,7 @@ async fn runners_racing_for_due_periods_issue_each_once(pool: PgPool) {
 
 /// Paused between the due moment and the run: nothing is issued; resumed, it goes on from today.
 /// An edit of the template changes the later periods only.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn pause_resume_and_edit_affect_only_what_comes_after(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, key) = app.api_client().await;
@@ -356,8 +356,8 @@ async fn pause_resume_and_edit_affect_only_what_comes_after(pool: PgPool) {
     let mut tx = app.pool.begin().await.unwrap();
     let mut template = resumed["template"].clone();
     template["lines"][0]["unit_amount_cents"] = json!(12_500);
-    let template: app::model::InvoiceInput = serde_json::from_value(template).unwrap();
-    app::ssr::schedules::edit_template(&mut tx, org, id, &template)
+    let template: model::InvoiceInput = serde_json::from_value(template).unwrap();
+    invoicer_core::schedules::edit_template(&mut tx, org, id, &template)
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -378,7 +378,7 @@ async fn pause_resume_and_edit_affect_only_what_comes_after(pool: PgPool) {
 /// Local midnight decides, in the org's zone, across both DST changes of Berlin and New York and a
 /// change of the org's zone: one minute before a period's local midnight nothing runs, one minute
 /// after exactly one invoice is issued; never a date skipped or run twice.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn local_midnight_decides_across_dst_and_zone_changes(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, _) = app.api_client().await;
@@ -391,14 +391,14 @@ async fn local_midnight_decides_across_dst_and_zone_changes(pool: PgPool) {
         set_time_zone(&app.pool, org, zone).await;
         let start: NaiveDate = start.parse().unwrap();
         // A weekly schedule across the change, created as if on its start date.
-        let input = app::model::ScheduleInput::from_json(&body(
+        let input = model::ScheduleInput::from_json(&body(
             start,
             json!({"interval": "week", "end_after_count": 3}),
         ))
         .unwrap();
         let id = Uuid::now_v7();
         let mut tx = app.pool.begin().await.unwrap();
-        app::ssr::schedules::create(&mut tx, org, id, &format!("test:{id}"), &input, start)
+        invoicer_core::schedules::create(&mut tx, org, id, &format!("test:{id}"), &input, start)
             .await
             .unwrap();
         tx.commit().await.unwrap();
@@ -426,10 +426,10 @@ async fn local_midnight_decides_across_dst_and_zone_changes(pool: PgPool) {
     // midnight, once.
     set_time_zone(&app.pool, org, "Europe/Berlin").await;
     let start: NaiveDate = "2027-06-01".parse().unwrap();
-    let input = app::model::ScheduleInput::from_json(&body(start, json!({}))).unwrap();
+    let input = model::ScheduleInput::from_json(&body(start, json!({}))).unwrap();
     let id = Uuid::now_v7();
     let mut tx = app.pool.begin().await.unwrap();
-    app::ssr::schedules::create(&mut tx, org, id, "test:move", &input, start)
+    invoicer_core::schedules::create(&mut tx, org, id, "test:move", &input, start)
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -457,14 +457,15 @@ async fn a_worker_killed_between_claim_and_commit_loses_nothing() {
     let db = TestDb::new("schedule_crash").await;
     let pool = db.migrated_pool().await;
     let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account = app::ssr::accounts::create_org_with_owner(&pool, "Acme", &email, "correct horse")
-        .await
-        .unwrap();
+    let account =
+        invoicer_core::accounts::create_org_with_owner(&pool, "Acme", &email, "correct horse")
+            .await
+            .unwrap();
     let today = org_today(&pool, account.org_id).await;
-    let input = app::model::ScheduleInput::from_json(&body(today, json!({}))).unwrap();
+    let input = model::ScheduleInput::from_json(&body(today, json!({}))).unwrap();
     let id = Uuid::now_v7();
     let mut tx = pool.begin().await.unwrap();
-    app::ssr::schedules::create(&mut tx, account.org_id, id, "test:crash", &input, today)
+    invoicer_core::schedules::create(&mut tx, account.org_id, id, "test:crash", &input, today)
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -503,7 +504,7 @@ async fn a_worker_killed_between_claim_and_commit_loses_nothing() {
 
 /// `PATCH /api/v1/schedules/{id}` edits the template (a merge patch, once per key): the next period
 /// issues the new invoice, the one already issued keeps its amount; the cadence cannot change.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_patched_template_changes_only_later_runs(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, key) = app.api_client().await;

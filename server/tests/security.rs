@@ -8,7 +8,7 @@ use crate::common::pages;
 use crate::common::rows::{execute, new_owner, scalar, scalars};
 use crate::common::served::{chrono_now, invoice_body, TestApp, SECRET};
 use crate::common::{self, TestDb};
-use app::ssr::stripe::signature;
+use invoicer_core::stripe::signature;
 use lab::harness::ServerProcess;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -232,7 +232,7 @@ async fn floods_leave_health_and_a_form_submission_answering() {
 
 // --- 2. Redirects ----------------------------------------------------------------------------
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn next_leads_only_to_paths_on_this_site_and_no_input_breaks_a_redirect(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (email, _) = new_owner(&app.pool, "R").await;
@@ -275,7 +275,7 @@ async fn next_leads_only_to_paths_on_this_site_and_no_input_breaks_a_redirect(po
 
 // --- 3. CSRF and sessions ---------------------------------------------------------------------
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn cross_origin_posts_are_refused_and_same_origin_ones_work(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (email, _) = new_owner(&app.pool, "C").await;
@@ -346,7 +346,7 @@ fn session_cookie(res: &reqwest::Response) -> Option<String> {
         .map(|v| v.split(';').next().unwrap().to_owned())
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn every_login_gets_a_new_session_id(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (email, _) = new_owner(&app.pool, "S").await;
@@ -390,7 +390,7 @@ async fn every_login_gets_a_new_session_id(pool: PgPool) {
 
 // --- 4. Throttles ------------------------------------------------------------------------------
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn failed_logins_are_throttled_per_account_and_address_not_for_the_owner_elsewhere(
     pool: PgPool,
 ) {
@@ -453,7 +453,7 @@ async fn failed_logins_are_throttled_per_account_and_address_not_for_the_owner_e
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn signups_are_throttled_per_address(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| s.limits.signups_per_address_hour = 2).await;
     let signup = |n: u32| {
@@ -483,15 +483,15 @@ async fn signups_are_throttled_per_address(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn sends_per_org_are_limited(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| s.limits.emails_per_org_hour = 2).await;
     let http = browser();
     signup_and_login(&app, &http).await;
     let org: Uuid = scalar(&app.pool, "select id from orgs").await;
     let mut tx = app.pool.begin().await.unwrap();
-    let input: app::model::InvoiceInput = serde_json::from_str(&invoice_body("Mail")).unwrap();
-    let invoice = app::ssr::invoices::insert(&mut tx, Uuid::new_v4(), org, None, &input, "")
+    let input: model::InvoiceInput = serde_json::from_str(&invoice_body("Mail")).unwrap();
+    let invoice = invoicer_core::invoices::insert(&mut tx, Uuid::new_v4(), org, None, &input, "")
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -674,9 +674,9 @@ async fn buffers(pool: &PgPool, sql: &str) -> i64 {
     top["Shared Hit Blocks"].as_i64().unwrap() + top["Shared Read Blocks"].as_i64().unwrap()
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_scrape_costs_the_same_with_many_sent_emails(pool: PgPool) {
-    use app::ssr::outbox::GAUGES_SQL;
+    use invoicer_core::outbox::GAUGES_SQL;
     let seed = |sent: i64| {
         let pool = pool.clone();
         async move {
@@ -698,13 +698,13 @@ async fn a_scrape_costs_the_same_with_many_sent_emails(pool: PgPool) {
     // A scan would read every page; the partial indexes read a handful.
     let read = buffers(&pool, GAUGES_SQL).await;
     assert!(read < 20, "the gauges read {read} of {table} pages");
-    let gauges = app::ssr::outbox::gauges(&pool).await.unwrap();
+    let gauges = invoicer_core::outbox::gauges(&pool).await.unwrap();
     assert_eq!((gauges.pending, gauges.dead), (3, 0));
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_gauges_read_a_bounded_number_of_rows(pool: PgPool) {
-    use app::ssr::outbox::{GAUGES_SQL, GAUGE_CAP};
+    use invoicer_core::outbox::{GAUGES_SQL, GAUGE_CAP};
     // A month of failures on record and a backlog from a long mail outage: more of each than the
     // gauges count. The oldest pending row is an hour late.
     execute(
@@ -717,7 +717,7 @@ async fn the_gauges_read_a_bounded_number_of_rows(pool: PgPool) {
          select gen_random_uuid(), 'invoice_email', '{}', now() - interval '1 hour' + i * interval '1 ms'
          from generate_series(0, 19999) i").await;
     execute(&pool, "vacuum analyze outbox").await;
-    let gauges = app::ssr::outbox::gauges(&pool).await.unwrap();
+    let gauges = invoicer_core::outbox::gauges(&pool).await.unwrap();
     assert_eq!(
         (gauges.pending, gauges.dead),
         (GAUGE_CAP + 1, GAUGE_CAP + 1),
@@ -757,14 +757,18 @@ async fn scanned_rows(pool: &PgPool, sql: &str) -> i64 {
 
 // --- 7. Bounded queries ---------------------------------------------------------------------------
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn activity_pages_by_cursor_and_searches_by_index(pool: PgPool) {
-    use app::ssr::activity::{list, Cursor, Filter};
-    let org =
-        app::ssr::accounts::create_org_with_owner(&pool, "A", "a@example.com", "correct horse")
-            .await
-            .unwrap()
-            .org_id;
+    use invoicer_core::activity::{list, Cursor, Filter};
+    let org = invoicer_core::accounts::create_org_with_owner(
+        &pool,
+        "A",
+        "a@example.com",
+        "correct horse",
+    )
+    .await
+    .unwrap()
+    .org_id;
     // 120 attempts, several in the same microsecond (the id breaks ties).
     sqlx::query(
         "insert into attempts (org_id, surface, owner, key, outcome, duration_ms, created_at)
@@ -823,7 +827,7 @@ async fn activity_pages_by_cursor_and_searches_by_index(pool: PgPool) {
         search: Some("key-11".into()),
         ..Filter::default()
     };
-    let (mut statement, _) = app::ssr::activity::statement("explain ", org, &filter, None);
+    let (mut statement, _) = invoicer_core::activity::statement("explain ", org, &filter, None);
     let plan: String = statement
         .build_query_scalar::<String>()
         .fetch_all(&mut *conn)
@@ -835,7 +839,7 @@ async fn activity_pages_by_cursor_and_searches_by_index(pool: PgPool) {
     assert!(!plan.contains("Seq Scan"), "{plan}");
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn an_activity_link_with_a_bad_cursor_is_a_clear_error(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let http = browser();
@@ -878,7 +882,7 @@ async fn a_slow_statement_is_cancelled_by_the_statement_timeout() {
     assert_eq!(code.as_deref(), Some("57014"), "query_canceled: {err}");
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_refused_api_attempt_stores_a_bounded_key(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -895,7 +899,7 @@ async fn a_refused_api_attempt_stores_a_bounded_key(pool: PgPool) {
 
 // --- 9. Poison input and leaked text --------------------------------------------------------------
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_due_date_out_of_range_is_422_not_a_database_error(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -912,7 +916,7 @@ async fn a_due_date_out_of_range_is_422_not_a_database_error(pool: PgPool) {
     assert_eq!(app.count("select count(*) from invoices").await, 0);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn only_the_servers_own_form_errors_are_shown(pool: PgPool) {
     use base64::Engine;
     let app = TestApp::spawn(pool).await;
@@ -951,7 +955,7 @@ async fn only_the_servers_own_form_errors_are_shown(pool: PgPool) {
 
 // --- 10. Headers -------------------------------------------------------------------------------------
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn pages_carry_a_nonce_csp_and_the_protective_headers(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let res = reqwest::get(format!("{}/login", app.base)).await.unwrap();
@@ -997,7 +1001,7 @@ async fn pages_carry_a_nonce_csp_and_the_protective_headers(pool: PgPool) {
 
 // --- 11. API answers stay API answers -----------------------------------------------------------
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn unknown_api_paths_and_methods_are_problems(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -1035,7 +1039,7 @@ async fn unknown_api_paths_and_methods_are_problems(pool: PgPool) {
 
 /// The webhook's happy path still works with the stricter parser (the signature is what Stripe
 /// sends: one `t`, one `v1` per secret).
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_genuine_delivery_with_two_signatures_is_accepted(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let payload = r#"{"id":"evt_two","object":"event","type":"customer.created","data":{"object":{"id":"cus_2"}}}"#;

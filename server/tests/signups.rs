@@ -9,7 +9,7 @@ use crate::common::rows::{insert_invoice, one_line_input, public_token, scalar_f
 use crate::common::served::TestApp;
 use crate::common::{cli, client, create_org, TestDb};
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn closed_sign_ups_are_refused_and_the_page_says_why(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| s.signups_open = false).await;
     let signup = [
@@ -28,7 +28,7 @@ async fn closed_sign_ups_are_refused_and_the_page_says_why(pool: PgPool) {
 
 /// An open deployment: the new org works, but its customers see no Pay button and Pay (page or
 /// API) takes nothing until the operator allows payments.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_signed_up_org_takes_no_payments_until_the_operator_allows_them(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| {
         s.signups_open = true;
@@ -78,7 +78,7 @@ async fn a_signed_up_org_takes_no_payments_until_the_operator_allows_them(pool: 
             .unwrap();
     assert_eq!(shown["payments_enabled"], false);
 
-    assert!(app::ssr::accounts::allow_payments(&app.pool, org)
+    assert!(invoicer_core::accounts::allow_payments(&app.pool, org)
         .await
         .unwrap());
     assert!(page(client()).await.contains("class=\"pay\""));

@@ -58,18 +58,19 @@ async fn owed(pool: &PgPool, customer: Uuid, currency: &str) -> i64 {
     .unwrap()
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_statement_runs_the_balance_to_what_the_invoices_still_ask_for(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let email = format!("{}@example.com", Uuid::new_v4().simple());
     let account =
-        app::ssr::accounts::create_org_with_owner(&app.pool, "Acme", &email, "correct horse")
+        invoicer_core::accounts::create_org_with_owner(&app.pool, "Acme", &email, "correct horse")
             .await
             .unwrap();
-    let key = app::ssr::api_keys::create_for_user(&app.pool, account.org_id, account.user_id, "t")
-        .await
-        .unwrap()
-        .plaintext;
+    let key =
+        invoicer_core::api_keys::create_for_user(&app.pool, account.org_id, account.user_id, "t")
+            .await
+            .unwrap()
+            .plaintext;
     let ada = post(
         &app,
         &key,
@@ -90,7 +91,7 @@ async fn a_statement_runs_the_balance_to_what_the_invoices_still_ask_for(pool: P
         .as_str()
         .unwrap()
         .to_owned();
-    let today = app::ssr::manual_payments::org_today(&app.pool, account.org_id)
+    let today = invoicer_core::manual_payments::org_today(&app.pool, account.org_id)
         .await
         .unwrap();
     let yesterday = (today - chrono::Days::new(1)).to_string();
@@ -133,12 +134,12 @@ async fn a_statement_runs_the_balance_to_what_the_invoices_still_ask_for(pool: P
     assert_eq!((eur, usd), (3_000, 700), "the invoices' own amounts");
 
     let mut conn = app.pool.acquire().await.unwrap();
-    let whole = app::ssr::statements::Period {
+    let whole = invoicer_core::statements::Period {
         from: today - chrono::Days::new(30),
         to: today,
     };
     let (statement, token) =
-        app::ssr::statements::statement(&mut conn, account.org_id, ada_id, whole)
+        invoicer_core::statements::statement(&mut conn, account.org_id, ada_id, whole)
             .await
             .unwrap()
             .unwrap();
@@ -173,14 +174,15 @@ async fn a_statement_runs_the_balance_to_what_the_invoices_still_ask_for(pool: P
         "the running balance ends on the closing one"
     );
     // Today only: yesterday's payment is brought forward.
-    let today_only = app::ssr::statements::Period {
+    let today_only = invoicer_core::statements::Period {
         from: today,
         to: today,
     };
-    let (short, _) = app::ssr::statements::statement(&mut conn, account.org_id, ada_id, today_only)
-        .await
-        .unwrap()
-        .unwrap();
+    let (short, _) =
+        invoicer_core::statements::statement(&mut conn, account.org_id, ada_id, today_only)
+            .await
+            .unwrap()
+            .unwrap();
     assert_eq!(
         (
             short.sections[0].opening_cents,
@@ -273,13 +275,14 @@ async fn a_statement_runs_the_balance_to_what_the_invoices_still_ask_for(pool: P
 async fn owner_with_customer(app: &TestApp) -> (Uuid, Uuid, reqwest::Client) {
     let email = format!("{}@example.com", Uuid::new_v4().simple());
     let account =
-        app::ssr::accounts::create_org_with_owner(&app.pool, "Acme", &email, "correct horse")
+        invoicer_core::accounts::create_org_with_owner(&app.pool, "Acme", &email, "correct horse")
             .await
             .unwrap();
-    let key = app::ssr::api_keys::create_for_user(&app.pool, account.org_id, account.user_id, "t")
-        .await
-        .unwrap()
-        .plaintext;
+    let key =
+        invoicer_core::api_keys::create_for_user(&app.pool, account.org_id, account.user_id, "t")
+            .await
+            .unwrap()
+            .plaintext;
     let ada = post(
         app,
         &key,
@@ -344,7 +347,7 @@ async fn customer_audit(pool: &PgPool, org: Uuid) -> Vec<(String, String)> {
 /// "New statement link" replaces the customer's link: the old token answers 404 at once (page and
 /// PDF, as an unknown token), the new one opens; a double click of one rendered button replaces it
 /// once, and the replacement is in the audit log.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_new_statement_link_stops_the_old_one_at_once(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, ada, http) = owner_with_customer(&app).await;
@@ -396,7 +399,7 @@ async fn a_new_statement_link_stops_the_old_one_at_once(pool: PgPool) {
 /// Archiving a customer withdraws their statement link (404 at once), and unarchiving does not
 /// bring it back: the customer has no link until a new one is made, which an archived customer is
 /// refused; the old link never works again.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn an_archived_customers_statement_link_stops_and_unarchiving_does_not_revive_it(
     pool: PgPool,
 ) {

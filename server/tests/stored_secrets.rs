@@ -54,7 +54,7 @@ fn names_secret(schema: &Value, schemas: &Value, depth: u32) -> bool {
     }
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn every_answer_with_a_secret_is_stored_and_replayed_redacted(pool: sqlx::PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, key) = app.api_client().await;
@@ -139,18 +139,23 @@ async fn every_answer_with_a_secret_is_stored_and_replayed_redacted(pool: sqlx::
 }
 
 /// The activity page shows each API attempt's stored answer: never a secret, to anyone.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_activity_page_shows_no_secret(pool: sqlx::PgPool) {
     let app = TestApp::spawn(pool).await;
     let email = format!("{}@example.com", uuid::Uuid::new_v4().simple());
-    let account =
-        app::ssr::accounts::create_org_with_owner(&app.pool, "Act Co", &email, "correct horse")
+    let account = invoicer_core::accounts::create_org_with_owner(
+        &app.pool,
+        "Act Co",
+        &email,
+        "correct horse",
+    )
+    .await
+    .unwrap();
+    let key =
+        invoicer_core::api_keys::create_for_user(&app.pool, account.org_id, account.user_id, "t")
             .await
-            .unwrap();
-    let key = app::ssr::api_keys::create_for_user(&app.pool, account.org_id, account.user_id, "t")
-        .await
-        .unwrap()
-        .plaintext;
+            .unwrap()
+            .plaintext;
     let res = app
         .http
         .post(format!("{}/api/v1/webhook_endpoints", app.base))

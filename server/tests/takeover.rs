@@ -4,7 +4,7 @@
 
 use std::net::IpAddr;
 
-use app::ssr::accounts::{self, TokenError};
+use invoicer_core::accounts::{self, TokenError};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -56,7 +56,7 @@ async fn post(
 /// to their own and keeps the link; the victim recovers the account with "forgot password". The
 /// kept link then changes nothing, the victim's address still logs in, and the victim is told of the
 /// reset.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_link_kept_from_before_a_reset_cannot_take_the_account(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let victim = format!("victim-{}@corp.example", Uuid::new_v4().simple());
@@ -148,7 +148,7 @@ async fn ask_change(pool: &PgPool, user: Uuid, to: &str) -> String {
 
 /// Two address changes asked for: only the newest link counts; once it takes effect the old
 /// address is told, and every other link of the account is spent.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn only_the_newest_address_change_counts_and_the_old_address_is_told(pool: PgPool) {
     let (user, old) = owner(&pool).await;
     let first = format!("first-{}@example.com", Uuid::new_v4().simple());
@@ -185,7 +185,7 @@ async fn only_the_newest_address_change_counts_and_the_old_address_is_told(pool:
 }
 
 /// A password change spends every pending link and tells the address.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_password_change_spends_pending_links_and_tells_the_address(pool: PgPool) {
     let (user, email) = owner(&pool).await;
     let elsewhere = format!("elsewhere-{}@example.com", Uuid::new_v4().simple());
@@ -212,14 +212,14 @@ async fn a_password_change_spends_pending_links_and_tells_the_address(pool: PgPo
 }
 
 /// A reset link that is junk, unknown, spent or expired is refused before any password is hashed.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_reset_with_a_useless_link_spends_no_password_hash(pool: PgPool) {
     let (_, email) = owner(&pool).await;
     accounts::request_reset(&pool, &email, "form:1")
         .await
         .unwrap();
     let token = emailed_token(&pool, "reset_password", &email).await;
-    let before = app::ssr::throttle::hashes_asked_on_this_thread();
+    let before = invoicer_core::throttle::hashes_asked_on_this_thread();
     for junk in ["zz", &"ab".repeat(32), &"0".repeat(5000)] {
         assert!(accounts::reset_password(&pool, junk, "long enough", HERE)
             .await
@@ -234,7 +234,10 @@ async fn a_reset_with_a_useless_link_spends_no_password_hash(pool: PgPool) {
         accounts::reset_password(&pool, &token, "long enough", HERE).await,
         Err(TokenError::Expired)
     ));
-    assert_eq!(app::ssr::throttle::hashes_asked_on_this_thread(), before);
+    assert_eq!(
+        invoicer_core::throttle::hashes_asked_on_this_thread(),
+        before
+    );
     // A good link is hashed once.
     accounts::request_reset(&pool, &email, "form:2")
         .await
@@ -244,17 +247,17 @@ async fn a_reset_with_a_useless_link_spends_no_password_hash(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(
-        app::ssr::throttle::hashes_asked_on_this_thread(),
+        invoicer_core::throttle::hashes_asked_on_this_thread(),
         before + 1
     );
 }
 
 /// The notice as it is mailed: what changed, when, from where, and the API keys the change revoked.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_notice_says_what_when_where_and_names_the_keys(pool: PgPool) {
     let (user, email) = owner(&pool).await;
     let org: Uuid = org_of(&pool, user).await;
-    app::ssr::api_keys::create_for_user(&pool, org, user, "ci")
+    invoicer_core::api_keys::create_for_user(&pool, org, user, "ci")
         .await
         .unwrap();
     accounts::change_password(
@@ -288,19 +291,19 @@ async fn the_notice_says_what_when_where_and_names_the_keys(pool: PgPool) {
 async fn mail_to_files(pool: &PgPool) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("invoicer-mail-{}", Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mailer = app::ssr::mail::Mailer::new(
+    let mailer = invoicer_core::mail::Mailer::new(
         None,
         None,
         &dir,
         std::time::Duration::from_secs(5),
-        app::ssr::mail::DEV_FROM,
+        invoicer_core::mail::DEV_FROM,
     )
     .unwrap();
-    let config = app::ssr::worker::WorkerConfig {
+    let config = invoicer_core::worker::WorkerConfig {
         id: "mail-to-files".into(),
         ..Default::default()
     };
-    while app::ssr::worker::drain_once(pool, &mailer, &config)
+    while invoicer_core::worker::drain_once(pool, &mailer, &config)
         .await
         .unwrap()
         > 0
@@ -311,7 +314,7 @@ async fn mail_to_files(pool: &PgPool) -> std::path::PathBuf {
 /// Invitations are no phishing channel: only a verified address invites, each counts against the
 /// org's email allowance, and the subject holds no address and at most 60 characters of the org's
 /// name.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn invitations_need_a_verified_address_the_org_allowance_and_a_plain_subject(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| s.limits.emails_per_org_hour = 1).await;
     let invite = |http: reqwest::Client, to: String| {
@@ -386,11 +389,11 @@ async fn invitations_need_a_verified_address_the_org_allowance_and_a_plain_subje
 /// Invitations live on their inviter's authority: demoting an owner withdraws the invitations they
 /// sent for a role above their new one, removing them withdraws the rest, and accepting checks the
 /// inviter's role as it is then.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn invitations_do_not_outlive_the_inviters_authority(pool: PgPool) {
-    use app::model::Role;
-    use app::ssr::audit::Actor;
-    use app::ssr::{invitations, members};
+    use invoicer_core::audit::Actor;
+    use invoicer_core::{invitations, members};
+    use model::Role;
     let (owner, owner_email) = owner(&pool).await;
     let org: Uuid = org_of(&pool, owner).await;
     // A second owner, who invites three people.
@@ -476,11 +479,11 @@ async fn invitations_do_not_outlive_the_inviters_authority(pool: PgPool) {
 
 /// Accepting refuses an invitation whose inviter was demoted below its role without the
 /// withdrawal (a row changed behind the app's back): the check is made at acceptance.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn accepting_checks_that_the_inviter_may_still_grant_the_role(pool: PgPool) {
-    use app::model::Role;
-    use app::ssr::audit::Actor;
-    use app::ssr::invitations;
+    use invoicer_core::audit::Actor;
+    use invoicer_core::invitations;
+    use model::Role;
     let (owner, owner_email) = owner(&pool).await;
     let org: Uuid = org_of(&pool, owner).await;
     let to = format!("new-{}@example.com", Uuid::new_v4().simple());
@@ -531,17 +534,17 @@ async fn in_two_orgs(pool: &PgPool, role: &str) -> (Uuid, String, Uuid, Uuid, Uu
 
 /// The account page lists the live API keys the account made, in every org, and one button revokes
 /// them all (once per rendered button, each in its org's audit log).
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_account_page_lists_the_accounts_keys_and_revokes_them_all(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (user, email, first, other_owner, second) = in_two_orgs(&app.pool, "member").await;
     for org in [first, second] {
-        app::ssr::api_keys::create_for_user(&app.pool, org, user, "ci")
+        invoicer_core::api_keys::create_for_user(&app.pool, org, user, "ci")
             .await
             .unwrap();
     }
     // Someone else's key in the same org stays.
-    app::ssr::api_keys::create_for_user(&app.pool, second, other_owner, "theirs")
+    invoicer_core::api_keys::create_for_user(&app.pool, second, other_owner, "theirs")
         .await
         .unwrap();
     let http = client();
@@ -584,7 +587,7 @@ async fn the_account_page_lists_the_accounts_keys_and_revokes_them_all(pool: PgP
 /// Sign-up answers the same whether or not the address has an account, and does the same work
 /// (one password hash, one email queued in one commit): the existing account is emailed instead.
 /// "Forgot password" for an address without an account tells that address, once an hour.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn sign_up_and_forgot_password_do_the_same_whether_or_not_the_address_has_an_account(
     pool: PgPool,
 ) {
@@ -632,20 +635,20 @@ async fn sign_up_and_forgot_password_do_the_same_whether_or_not_the_address_has_
     sign_up(existing.clone()).await;
     assert_eq!(kinds(existing.clone()).await, ["account_exists"]);
     // The same work either way, counted: one hash each.
-    let before = app::ssr::throttle::hashes_asked_on_this_thread();
+    let before = invoicer_core::throttle::hashes_asked_on_this_thread();
     let other = format!("other-{}@example.com", Uuid::new_v4().simple());
     accounts::sign_up(&app.pool, "X", &other, "some password", false)
         .await
         .unwrap();
     assert_eq!(
-        app::ssr::throttle::hashes_asked_on_this_thread(),
+        invoicer_core::throttle::hashes_asked_on_this_thread(),
         before + 1
     );
     accounts::sign_up(&app.pool, "X", &existing, "some password", false)
         .await
         .unwrap();
     assert_eq!(
-        app::ssr::throttle::hashes_asked_on_this_thread(),
+        invoicer_core::throttle::hashes_asked_on_this_thread(),
         before + 2
     );
 
@@ -662,7 +665,7 @@ async fn sign_up_and_forgot_password_do_the_same_whether_or_not_the_address_has_
 /// A form carries the org it was rendered for: the new-invoice form opened while acting for one org
 /// and submitted after the session switched to another is refused, nothing written anywhere; back
 /// in its org, the same form saves.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_form_rendered_for_one_org_is_refused_after_switching_to_another(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, email, first, _, second) = in_two_orgs(&app.pool, "owner").await;
@@ -678,7 +681,7 @@ async fn a_form_rendered_for_one_org_is_refused_after_switching_to_another(pool:
     let marker = "name=\"idempotency_key\" value=\"";
     let at = html.find(marker).expect("the form carries its key") + marker.len();
     let key = html[at..at + 36].to_owned();
-    assert!(app::model::form_key_fits(key.parse().unwrap(), first));
+    assert!(model::form_key_fits(key.parse().unwrap(), first));
 
     assert!(switch(second).await.unwrap().status().as_u16() < 400);
     let form = crate::common::invoice_form(&key, "Ada");

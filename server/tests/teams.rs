@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use app::model::{Action, Role};
-use app::ssr::accounts::{self, TokenError};
-use app::ssr::audit::Actor;
-use app::ssr::{api_keys, invitations, members};
+use invoicer_core::accounts::{self, TokenError};
+use invoicer_core::audit::Actor;
+use invoicer_core::{api_keys, invitations, members};
+use model::{Action, Role};
 use sqlx::PgPool;
 use tokio::sync::Barrier;
 use uuid::Uuid;
@@ -79,7 +79,7 @@ fn allowed(role: Role, action: Action) -> bool {
     }]
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn every_role_may_do_what_the_table_says_for_sessions_and_api_keys(pool: PgPool) {
     assert_eq!(
         TABLE.len(),
@@ -93,18 +93,18 @@ async fn every_role_may_do_what_the_table_says_for_sessions_and_api_keys(pool: P
             _ => add_user(&pool, org.id, role).await.0,
         };
         // The role as a session reads it from the database.
-        let session = app::ssr::auth::for_login(&pool, user, Some(org.id))
+        let session = invoicer_core::auth::for_login(&pool, user, Some(org.id))
             .await
             .unwrap()
             .unwrap();
         assert_eq!(session.role, role);
         // A key with the same role, as the API reads it.
         let email: String = scalar_for(&pool, "select email from users where id = $1", user).await;
-        let key = app::ssr::api_keys::create(
+        let key = invoicer_core::api_keys::create(
             &pool,
             org.id,
             &Actor::user(user, &email),
-            &app::ssr::api_keys::KeyRequest {
+            &invoicer_core::api_keys::KeyRequest {
                 name: "k",
                 role,
                 expires_at: None,
@@ -112,7 +112,7 @@ async fn every_role_may_do_what_the_table_says_for_sessions_and_api_keys(pool: P
         )
         .await
         .unwrap();
-        let client = app::ssr::api_keys::authenticate(&pool, &key.plaintext)
+        let client = invoicer_core::api_keys::authenticate(&pool, &key.plaintext)
             .await
             .unwrap()
             .unwrap();
@@ -128,9 +128,9 @@ async fn every_role_may_do_what_the_table_says_for_sessions_and_api_keys(pool: P
     }
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_key_never_acts_above_its_creator(pool: PgPool) {
-    use app::ssr::api_keys::{authenticate, create, CreateError, KeyRequest};
+    use invoicer_core::api_keys::{authenticate, create, CreateError, KeyRequest};
     let org = org(&pool).await;
     let (member, email) = add_user(&pool, org.id, Role::Member).await;
     let actor = Actor::user(member, &email);
@@ -206,7 +206,7 @@ async fn a_key_never_acts_above_its_creator(pool: PgPool) {
 
 /// Two owners demote each other at the same moment, many times over: each time one demotion wins
 /// and the other is refused, and the org keeps exactly one owner.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn concurrent_demotions_never_leave_an_org_without_an_owner(pool: PgPool) {
     for round in 0..10 {
         let org = org(&pool).await;
@@ -245,7 +245,7 @@ async fn concurrent_demotions_never_leave_an_org_without_an_owner(pool: PgPool) 
     }
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_last_owner_can_be_neither_removed_nor_demoted_nor_leave(pool: PgPool) {
     let org = org(&pool).await;
     let owner = Actor::user(org.owner, &org.owner_email);
@@ -313,7 +313,7 @@ async fn invite(pool: &PgPool, org: &Org, email: &str, role: Role) -> Uuid {
 
 /// Eight browsers follow one invitation link at once: one account, one membership, and every
 /// other use is told the link was used.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn concurrent_use_of_one_invitation_makes_one_account(pool: PgPool) {
     let org = org(&pool).await;
     let email = format!("new-{}@example.com", Uuid::new_v4().simple());
@@ -354,7 +354,7 @@ async fn concurrent_use_of_one_invitation_makes_one_account(pool: PgPool) {
     assert_eq!((users, members), (1, 1));
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn invitation_links_expire_explain_themselves_and_join_existing_accounts(pool: PgPool) {
     let org = org(&pool).await;
     // Expired after 7 days.
@@ -426,13 +426,13 @@ async fn invitation_links_expire_explain_themselves_and_join_existing_accounts(p
     ));
     // Once sent, the outbox keeps no link: the token lives only in the inbox.
     let leased =
-        app::ssr::outbox::lease_due(&pool, "test", 100, std::time::Duration::from_secs(60))
+        invoicer_core::outbox::lease_due(&pool, "test", 100, std::time::Duration::from_secs(60))
             .await
             .unwrap();
     assert!(!leased.is_empty());
     for row in leased {
-        let fence = app::ssr::outbox::mark_sent(&pool, row).await.unwrap();
-        assert_eq!(fence, app::ssr::claim::Fence::Held);
+        let fence = invoicer_core::outbox::mark_sent(&pool, row).await.unwrap();
+        assert_eq!(fence, invoicer_core::claim::Fence::Held);
     }
     let (sent, with_token): (i64, i64) = sqlx::query_as(
         "select count(*) filter (where sent_at is not null), count(*) filter (where payload ? 'token') \
@@ -445,7 +445,7 @@ async fn invitation_links_expire_explain_themselves_and_join_existing_accounts(p
     assert_eq!(with_token, 0);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn reset_and_verification_tokens_are_single_use_short_lived_and_stored_hashed(pool: PgPool) {
     let org = org(&pool).await;
     assert!(accounts::request_reset(&pool, &org.owner_email, "form:1")
@@ -954,14 +954,14 @@ async fn seed_org_rows(app: &TestApp) -> (Org, Ids) {
     let make = |draft: bool| {
         let pool = app.pool.clone();
         async move {
-            let input = app::model::InvoiceInput {
+            let input = model::InvoiceInput {
                 customer_name: "Ada".into(),
                 customer_email: "ada@example.com".into(),
                 currency: "usd".into(),
                 due_date: Some("2030-01-31".parse().unwrap()),
-                lines: vec![app::model::LineInput {
+                lines: vec![model::LineInput {
                     description: "Work".into(),
-                    quantity: app::model::Thousandths::whole(1),
+                    quantity: model::Thousandths::whole(1),
                     unit_amount_cents: 1000,
                     tax_rate_id: None,
                 }],
@@ -971,7 +971,7 @@ async fn seed_org_rows(app: &TestApp) -> (Org, Ids) {
             };
             let mut tx = pool.begin().await.unwrap();
             let invoice =
-                app::ssr::invoices::insert(&mut tx, Uuid::now_v7(), org_id, None, &input, "")
+                invoicer_core::invoices::insert(&mut tx, Uuid::now_v7(), org_id, None, &input, "")
                     .await
                     .unwrap();
             tx.commit().await.unwrap();
@@ -980,7 +980,7 @@ async fn seed_org_rows(app: &TestApp) -> (Org, Ids) {
     };
     let invoice = make(false).await;
     let draft = make(true).await;
-    let key = app::ssr::api_keys::create_for_user(&app.pool, org.id, org.owner, "owner's")
+    let key = invoicer_core::api_keys::create_for_user(&app.pool, org.id, org.owner, "owner's")
         .await
         .unwrap();
     let tax_rate: Uuid = scalar_for(&app.pool, "insert into tax_rates (id, org_id, name, percent_milli) values (gen_random_uuid(), $1, 'VAT', 20000) returning id", org.id).await;
@@ -996,13 +996,13 @@ async fn seed_org_rows(app: &TestApp) -> (Org, Ids) {
     let invitation = invite(&app.pool, &org, "invited@example.com", Role::Member).await;
     let payment = Uuid::now_v7();
     let mut tx = app.pool.begin().await.unwrap();
-    let cash = app::model::PaymentInput {
+    let cash = model::PaymentInput {
         amount_cents: 100,
-        method: app::model::PaymentMethod::Cash,
+        method: model::PaymentMethod::Cash,
         paid_on: "2026-12-01".parse().unwrap(),
         reference: String::new(),
     };
-    app::ssr::manual_payments::record(&mut tx, org.id, invoice, payment, "seed", &cash, None)
+    invoicer_core::manual_payments::record(&mut tx, org.id, invoice, payment, "seed", &cash, None)
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -1044,7 +1044,7 @@ async fn snapshot(pool: &PgPool, org: Uuid) -> Vec<i64> {
 
 /// Every registered server function is classified; a viewer is refused (403) every one that changes
 /// the org, and a removed member (401) every one but the public ones, and nothing changes.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn viewers_and_removed_members_are_refused_every_state_changing_server_function(
     pool: PgPool,
 ) {
@@ -1169,9 +1169,9 @@ fn the_openapi_document_describes_every_route_the_router_serves() {
 
 /// The API's routes, from its own OpenAPI document: a viewer's key is refused (403) every route
 /// that writes, a key whose creator left (401) every route, and nothing changes.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn viewer_keys_and_keys_of_removed_members_are_refused_every_api_write(pool: PgPool) {
-    use app::ssr::api_keys::{create, KeyRequest};
+    use invoicer_core::api_keys::{create, KeyRequest};
     let app = TestApp::spawn(pool).await;
     let (org, ids) = seed_org_rows(&app).await;
     let owner = Actor::user(org.owner, &org.owner_email);
@@ -1188,7 +1188,7 @@ async fn viewer_keys_and_keys_of_removed_members_are_refused_every_api_write(poo
     .await
     .unwrap();
     let (member, _) = add_user(&app.pool, org.id, Role::Member).await;
-    let member_key = app::ssr::api_keys::create_for_user(&app.pool, org.id, member, "theirs")
+    let member_key = invoicer_core::api_keys::create_for_user(&app.pool, org.id, member, "theirs")
         .await
         .unwrap();
     let mut tx = app.pool.begin().await.unwrap();
@@ -1244,7 +1244,7 @@ async fn viewer_keys_and_keys_of_removed_members_are_refused_every_api_write(poo
 
 /// A double-clicked invite (two submits of one rendered form, at once) is one invitation and one
 /// email; the invitee's link then creates their account with the role.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_double_submitted_invitation_sends_one_email(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let org = org(&app.pool).await;
@@ -1296,7 +1296,7 @@ async fn a_double_submitted_invitation_sends_one_email(pool: PgPool) {
     assert_eq!(refused, 403);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_double_submitted_key_form_makes_one_key_shown_once(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let org = org(&app.pool).await;
@@ -1309,7 +1309,7 @@ async fn a_double_submitted_key_form_makes_one_key_shown_once(pool: PgPool) {
     let post = || async {
         let res = pages::post_form(&owner, format!("{}/rpc/create_api_key", app.base), &body).await;
         assert_eq!(res.status(), 200);
-        res.json::<app::model::CreatedApiKey>().await.unwrap()
+        res.json::<model::CreatedApiKey>().await.unwrap()
     };
     let (a, b) = tokio::join!(post(), post());
     assert_eq!(
@@ -1341,7 +1341,7 @@ async fn a_double_submitted_key_form_makes_one_key_shown_once(pool: PgPool) {
     assert_eq!(app.count("select count(*) from api_keys").await, 2);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn removing_a_member_ends_their_sessions_at_once(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let org = org(&app.pool).await;
@@ -1373,7 +1373,7 @@ async fn removing_a_member_ends_their_sessions_at_once(pool: PgPool) {
 
 /// "Forgot password" answers the same for any address and is throttled; the emailed link sets the
 /// password, ends every other session, and logs the browser that used it in.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_reset_ends_every_other_session_and_forgot_password_tells_nothing(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| {
         s.limits.account_emails_per_address_hour = 3;
@@ -1422,7 +1422,7 @@ async fn a_reset_ends_every_other_session_and_forgot_password_tells_nothing(pool
 
 /// A new sign-up can log in and work, but not email invoices or make API keys before following the
 /// verification link.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn an_unverified_account_cannot_email_or_make_keys_until_verified(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let http = client();
@@ -1456,7 +1456,7 @@ async fn an_unverified_account_cannot_email_or_make_keys_until_verified(pool: Pg
     assert_eq!(rpc(&http, &app, "create_api_key", &key).await, 200);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_session_switches_between_its_users_orgs(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let first = org(&app.pool).await;
@@ -1467,7 +1467,7 @@ async fn a_session_switches_between_its_users_orgs(pool: PgPool) {
         .await
         .unwrap();
     let http = browser(&app, &first.owner_email).await;
-    let sessions = app::ssr::auth::sessions(&app.pool, first.owner, Uuid::nil())
+    let sessions = invoicer_core::auth::sessions(&app.pool, first.owner, Uuid::nil())
         .await
         .unwrap();
     assert_eq!(sessions.len(), 1);
@@ -1513,9 +1513,9 @@ async fn a_session_switches_between_its_users_orgs(pool: PgPool) {
 
 /// Retention ends sessions idle past the cookie's expiry, deletes ended ones after the outbox window
 /// and tokens a month past their expiry; live sessions and fresh tokens stay.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn retention_ends_idle_sessions_and_forgets_old_ones_and_old_tokens(pool: PgPool) {
-    use app::ssr::retention::{run_once, RetentionConfig};
+    use invoicer_core::retention::{run_once, RetentionConfig};
     let org = org(&pool).await;
     sqlx::query(
         "insert into user_sessions (id, user_id, org_id, last_seen_at, ended_at) values
@@ -1565,7 +1565,7 @@ async fn retention_ends_idle_sessions_and_forgets_old_ones_and_old_tokens(pool: 
 
 /// Changing the password from settings ends every other session and keeps this one; the sessions
 /// page ends one session or all the others.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_password_change_and_the_sessions_page_end_the_other_sessions(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let org = org(&app.pool).await;
@@ -1658,7 +1658,7 @@ async fn a_password_change_and_the_sessions_page_end_the_other_sessions(pool: Pg
 
 /// Changing the address sends a link to the new one; the address changes when it is followed.
 /// Key creation and revocation are in the audit log with who did them.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn an_address_change_waits_for_its_link_and_keys_are_audited(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let org = org(&app.pool).await;
@@ -1740,7 +1740,7 @@ async fn an_address_change_waits_for_its_link_and_keys_are_audited(pool: PgPool)
 /// The sessions of the store invoicer used before `cookie_sessions` (tower-sessions-sqlx-store's
 /// `tower_sessions.session`, one MessagePack record a row) move over when their cookie is next seen:
 /// nobody is signed out by the upgrade. An unreadable or expired row is no session.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn sessions_of_the_previous_store_move_over_when_next_seen(pool: PgPool) {
     use tower_sessions::cookie::time::OffsetDateTime;
     use tower_sessions::session::{Id, Record};

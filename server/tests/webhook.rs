@@ -3,14 +3,14 @@
 use crate::common;
 use crate::common::rows;
 use crate::common::served::{payment_intent, with_new_event_id, TestApp, OLD_SECRET, SECRET};
-use app::ssr::stripe::standin;
+use invoicer_core::stripe::standin;
 use sqlx::PgPool;
 
 const PAYMENTS: &str = "select count(*) from payments";
 const EVENTS: &str = "select count(*) from stripe_events";
 const CLAIMS: &str = "select count(*) from claims";
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_same_delivery_twice_records_one_payment(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, invoice) = app.invoice(5_000, "usd").await;
@@ -39,7 +39,7 @@ async fn the_same_delivery_twice_records_one_payment(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn fifty_concurrent_deliveries_record_one_payment(pool: PgPool) {
     let app = std::sync::Arc::new(TestApp::spawn(pool).await);
     let (_, invoice) = app.invoice(5_000, "usd").await;
@@ -64,7 +64,7 @@ async fn fifty_concurrent_deliveries_record_one_payment(pool: PgPool) {
     assert_eq!(app.invoice_state(invoice).await, ("paid".into(), 5_000));
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn two_event_ids_for_one_payment_record_one_payment(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice) = app.invoice(5_000, "usd").await;
@@ -87,7 +87,7 @@ async fn two_event_ids_for_one_payment_record_one_payment(pool: PgPool) {
     assert_eq!(app.invoice_state(invoice).await, ("paid".into(), 5_000));
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn partial_payments_add_up_before_the_invoice_is_paid(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice) = app.invoice(5_000, "usd").await;
@@ -99,7 +99,7 @@ async fn partial_payments_add_up_before_the_invoice_is_paid(pool: PgPool) {
     assert_eq!(app.invoice_state(invoice).await, ("paid".into(), 5_000));
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_secret_being_rotated_out_still_verifies(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice) = app.invoice(100, "usd").await;
@@ -108,14 +108,14 @@ async fn a_secret_being_rotated_out_still_verifies(pool: PgPool) {
     assert_eq!(app.count(PAYMENTS).await, 1);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn bad_signatures_are_400_and_write_nothing(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice) = app.invoice(5_000, "usd").await;
     let (_, payload) = standin::checkout_completed(invoice, 5_000, "usd");
     let body = payload.as_bytes().to_vec();
     let now = common::served::chrono_now();
-    let good = app::ssr::stripe::signature::v1(SECRET, now, &body);
+    let good = invoicer_core::stripe::signature::v1(SECRET, now, &body);
     // Through the route, stale timestamps are far outside the window (the exact 299/301 s boundary is
     // unit-tested with a fixed clock; here a second can pass between signing and checking).
     let cases: Vec<(Option<String>, Vec<u8>, &str)> = vec![
@@ -146,7 +146,7 @@ async fn bad_signatures_are_400_and_write_nothing(pool: PgPool) {
             "no signature matches the payload",
         ),
         (
-            Some(app::ssr::stripe::signature::header(
+            Some(invoicer_core::stripe::signature::header(
                 "whsec_wrong",
                 now,
                 &body,
@@ -160,7 +160,7 @@ async fn bad_signatures_are_400_and_write_nothing(pool: PgPool) {
             "no signature matches the payload",
         ),
         (
-            Some(app::ssr::stripe::signature::header(
+            Some(invoicer_core::stripe::signature::header(
                 SECRET,
                 now - 400,
                 &body,
@@ -169,7 +169,7 @@ async fn bad_signatures_are_400_and_write_nothing(pool: PgPool) {
             "timestamp outside the tolerance",
         ),
         (
-            Some(app::ssr::stripe::signature::header(
+            Some(invoicer_core::stripe::signature::header(
                 SECRET,
                 now + 400,
                 &body,
@@ -188,7 +188,7 @@ async fn bad_signatures_are_400_and_write_nothing(pool: PgPool) {
     }
     // Signed, but not JSON: refused after verification.
     let junk = b"{not json".to_vec();
-    let header = app::ssr::stripe::signature::header(SECRET, now, &junk);
+    let header = invoicer_core::stripe::signature::header(SECRET, now, &junk);
     assert_eq!(
         app.post_raw(Some(&header), junk).await,
         (400, "invalid payload".into())
@@ -200,16 +200,17 @@ async fn bad_signatures_are_400_and_write_nothing(pool: PgPool) {
     assert_eq!(app.invoice_state(invoice).await, ("open".into(), 0));
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn an_oversized_body_is_413(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let body = vec![b' '; 1024 * 1024 + 1];
-    let header = app::ssr::stripe::signature::header(SECRET, common::served::chrono_now(), &body);
+    let header =
+        invoicer_core::stripe::signature::header(SECRET, common::served::chrono_now(), &body);
     assert_eq!(app.post_raw(Some(&header), body).await.0, 413);
     assert_eq!(app.count(CLAIMS).await, 0);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn unknown_invoices_and_wrong_currencies_are_anomalies_not_retries(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice) = app.invoice(5_000, "usd").await;
@@ -232,7 +233,7 @@ async fn unknown_invoices_and_wrong_currencies_are_anomalies_not_retries(pool: P
     assert_eq!(app.invoice_state(invoice).await, ("open".into(), 0));
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn other_event_types_are_recorded_and_answered_200(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let payload = r#"{"id":"evt_other_1","object":"event","type":"customer.created","data":{"object":{"id":"cus_1"}}}"#;
@@ -245,7 +246,7 @@ async fn other_event_types_are_recorded_and_answered_200(pool: PgPool) {
     assert_eq!(outcome, "ignored");
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_refund_moves_paid_to_refunded_and_a_late_payment_event_changes_nothing(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice) = app.invoice(5_000, "usd").await;
@@ -260,7 +261,7 @@ async fn a_refund_moves_paid_to_refunded_and_a_late_payment_event_changes_nothin
     assert_eq!(app.count(PAYMENTS).await, 1);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_refund_before_its_payment_is_kept_and_applied_when_the_payment_arrives(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice) = app.invoice(5_000, "usd").await;
@@ -286,7 +287,7 @@ async fn a_refund_before_its_payment_is_kept_and_applied_when_the_payment_arrive
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_payment_and_its_refund_arriving_together_never_lose_the_refund(pool: PgPool) {
     // Different event ids, so different claims: only the lock on the payment makes them take turns.
     let app = std::sync::Arc::new(TestApp::spawn(pool).await);
@@ -322,7 +323,7 @@ async fn a_payment_and_its_refund_arriving_together_never_lose_the_refund(pool: 
     );
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn refunding_one_of_two_payments_reopens_the_invoice_for_what_is_due(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice) = app.invoice(5_000, "usd").await;

@@ -11,8 +11,8 @@ async fn seed_invoice(pool: &PgPool) -> uuid::Uuid {
 }
 
 async fn deliver(base: &str, payload: &str) -> Result<u16, reqwest::Error> {
-    let secret = app::ssr::state::DEV_WEBHOOK_SECRET;
-    app::ssr::stripe::standin::deliver(&format!("{base}/webhooks/stripe"), secret, payload)
+    let secret = invoicer_core::state::DEV_WEBHOOK_SECRET;
+    invoicer_core::stripe::standin::deliver(&format!("{base}/webhooks/stripe"), secret, payload)
         .await
         .map(|(status, _)| status)
 }
@@ -33,7 +33,7 @@ async fn crash_then_retry(failpoint: &str, committed_before_crash: bool) {
     create_org(&db, "Warmup", "w@example.com").await; // applies migrations
     let pool = db.pool().await;
     let invoice = seed_invoice(&pool).await;
-    let (_, payload) = app::ssr::stripe::standin::checkout_completed(invoice, 4_200, "usd");
+    let (_, payload) = invoicer_core::stripe::standin::checkout_completed(invoice, 4_200, "usd");
 
     let server = Server::start(&db, failpoint).await;
     let first = deliver(&server.base, &payload).await;

@@ -117,23 +117,28 @@ pub fn verify_ledger(ledger: &std::path::Path, secrets: &[&str]) -> Value {
 /// An in-process outbox worker delivering anywhere (loopback included), retrying fast; stops when
 /// the returned sender is dropped.
 pub fn worker(pool: &sqlx::PgPool, smtp: &SmtpSink) -> tokio::sync::watch::Sender<bool> {
-    let mailer = app::ssr::mail::Mailer::new(
+    let mailer = invoicer_core::mail::Mailer::new(
         Some(&smtp.url()),
         None,
         std::path::Path::new("unused"),
         Duration::from_secs(10),
-        app::ssr::mail::DEV_FROM,
+        invoicer_core::mail::DEV_FROM,
     )
     .unwrap();
-    let config = app::ssr::worker::WorkerConfig {
+    let config = invoicer_core::worker::WorkerConfig {
         id: "webhooks".into(),
         poll: Duration::from_millis(50),
         backoff_base: Duration::from_millis(100),
         ..Default::default()
     }
-    .with_webhooks(app::ssr::webhooks_out::guard::Policy::OPEN);
+    .with_webhooks(invoicer_core::webhooks_out::guard::Policy::OPEN);
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    tokio::spawn(app::ssr::worker::run(pool.clone(), mailer, config, stopped));
+    tokio::spawn(invoicer_core::worker::run(
+        pool.clone(),
+        mailer,
+        config,
+        stopped,
+    ));
     stop
 }
 
@@ -199,7 +204,7 @@ async fn all_delivered(app: &TestApp, receiver: &Receiver, org: Uuid) {
                 .map(|r| r["id"].as_str().unwrap().to_owned())
                 .collect();
             ids.iter()
-                .all(|id| got.contains(&app::model::webhooks::message_id(*id)))
+                .all(|id| got.contains(&model::webhooks::message_id(*id)))
         },
     )
     .await;
@@ -214,7 +219,7 @@ fn types(verified: &Value) -> BTreeMap<String, usize> {
     out
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn every_change_reaches_the_endpoint_once_signed_as_the_standard_says(pool: sqlx::PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, key) = app.api_client().await;
@@ -223,7 +228,7 @@ async fn every_change_reaches_the_endpoint_once_signed_as_the_standard_says(pool
 
     // Registered once per Idempotency-Key: the replay answers the same endpoint, its secret
     // redacted (stored answers never hold one).
-    let body = json!({"url": receiver.url, "events": app::model::webhooks::EVENT_TYPES, "description": "books"});
+    let body = json!({"url": receiver.url, "events": model::webhooks::EVENT_TYPES, "description": "books"});
     let (status, endpoint) = call(
         &app,
         "POST",
@@ -325,7 +330,7 @@ async fn every_change_reaches_the_endpoint_once_signed_as_the_standard_says(pool
         .execute(&app.pool)
         .await
         .unwrap();
-    queue_email(&app.pool, org, app::model::form_key(org), late_id)
+    queue_email(&app.pool, org, model::form_key(org), late_id)
         .await
         .unwrap();
 
@@ -535,7 +540,7 @@ async fn every_change_reaches_the_endpoint_once_signed_as_the_standard_says(pool
     drop(stop);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn an_endpoint_failing_for_three_days_is_disabled_and_its_owner_emailed(pool: sqlx::PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, key) = app.api_client().await;
@@ -616,10 +621,10 @@ async fn an_endpoint_failing_for_three_days_is_disabled_and_its_owner_emailed(po
     drop(stop);
 }
 
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn urls_into_our_network_are_refused(pool: sqlx::PgPool) {
     let app = TestApp::spawn_with(pool, |s| {
-        s.webhooks = app::ssr::webhooks_out::guard::Policy::STRICT;
+        s.webhooks = invoicer_core::webhooks_out::guard::Policy::STRICT;
     })
     .await;
     let (_, key) = app.api_client().await;
@@ -682,7 +687,7 @@ async fn urls_into_our_network_are_refused(pool: sqlx::PgPool) {
 /// Where private targets are allowed (dev mode, these tests), link-local addresses and clouds'
 /// metadata services still are not: refused at registration, through the API and the settings
 /// form, and at delivery to an endpoint stored before.
-#[sqlx::test(migrator = "app::ssr::MIGRATOR")]
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn metadata_and_link_local_addresses_are_refused_where_private_ones_are_allowed(
     pool: sqlx::PgPool,
 ) {
@@ -720,17 +725,18 @@ async fn metadata_and_link_local_addresses_are_refused_where_private_ones_are_al
 
     // The settings page's form answers the same.
     let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let owner =
-        app::ssr::accounts::create_org_with_owner(&app.pool, "Form Co", &email, "correct horse")
-            .await
-            .unwrap();
+    let owner = invoicer_core::accounts::create_org_with_owner(
+        &app.pool,
+        "Form Co",
+        &email,
+        "correct horse",
+    )
+    .await
+    .unwrap();
     let browser = crate::common::client();
     crate::common::login(&browser, &app.base, &email, "correct horse").await;
     let form = [
-        (
-            "idempotency_key",
-            app::model::form_key(owner.org_id).to_string(),
-        ),
+        ("idempotency_key", model::form_key(owner.org_id).to_string()),
         ("url", "http://169.254.169.254/latest/meta-data/".to_owned()),
         ("events[]", "invoice.paid".to_owned()),
     ];

@@ -2,9 +2,9 @@
 
 use super::filters::{query_params, FilterSearch, FilterSelect, NextPage};
 use super::layout::{error_banner, Head};
-use crate::model::ActivityRow;
 use crate::rpc::activity::activity;
 use leptos::prelude::*;
+use model::ActivityRow;
 
 const SURFACES: &[&str] = &["form", "webhook", "api", "job"];
 const OUTCOMES: &[&str] = &[

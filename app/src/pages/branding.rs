@@ -4,9 +4,9 @@
 use leptos::prelude::*;
 
 use super::layout::{error_banner, field_error};
-use crate::error::{AppError, FieldErrors};
-use crate::model::Branding;
 use crate::rpc::settings::{RemoveLogo, SaveBranding};
+use model::error::{AppError, FieldErrors};
+use model::Branding;
 
 #[component]
 pub fn BrandingSettings(

@@ -7,9 +7,9 @@ use super::filters::{query_param, ExportLink, FilterSearch};
 use uuid::Uuid;
 
 use super::layout::{error_banner, field_error, field_errors, Head, NotFound};
-use crate::error::AppError;
-use crate::model::Customer;
 use crate::rpc::customers::{get_customer, list_customers, CustomerAction, SaveCustomer};
+use model::error::AppError;
+use model::Customer;
 
 #[component]
 pub fn CustomersPage() -> impl IntoView {
@@ -101,7 +101,7 @@ pub fn CustomerPage() -> impl IntoView {
                                 let shown = p
                                     .credit_balance
                                     .iter()
-                                    .map(|(currency, cents)| crate::model::format_money(*cents, currency))
+                                    .map(|(currency, cents)| model::format_money(*cents, currency))
                                     .collect::<Vec<_>>()
                                     .join(", ");
                                 view! {
@@ -127,10 +127,7 @@ pub fn CustomerPage() -> impl IntoView {
 /// The customer's statement link and the buttons their state allows: a new link (the old one stops
 /// at once) while not archived, and archive or unarchive. One key, minted when the page was
 /// rendered, names every button's attempt; a double click applies once.
-fn statement_link(
-    p: &crate::model::CustomerPage,
-    act: ServerAction<CustomerAction>,
-) -> impl IntoView {
+fn statement_link(p: &model::CustomerPage, act: ServerAction<CustomerAction>) -> impl IntoView {
     let id = p.customer.id;
     let key = p.action_key;
     let archived = p.archived_at.is_some();
@@ -248,7 +245,7 @@ fn CustomerForm(key: Uuid, customer: Option<Customer>) -> impl IntoView {
                     "Language"
                     <select name="input[locale]">
                         <option value="" selected=c.locale.is_none()>"The organisation's"</option>
-                        {crate::model::Locale::ALL.into_iter().map(|l| view! {
+                        {model::Locale::ALL.into_iter().map(|l| view! {
                             <option value=l.as_str() selected=c.locale == Some(l)>{l.name()}</option>
                         }).collect_view()}
                     </select>

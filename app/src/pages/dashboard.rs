@@ -4,10 +4,10 @@
 
 use leptos::prelude::*;
 
-use crate::model::dashboard::{Dashboard, MonthRevenue, AGING};
-use crate::model::format_money;
 use crate::pages::layout::error_banner;
 use crate::rpc::dashboard::get_dashboard;
+use model::dashboard::{Dashboard, MonthRevenue, AGING};
+use model::format_money;
 
 #[component]
 pub fn DashboardPage() -> impl IntoView {

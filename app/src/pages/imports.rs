@@ -6,10 +6,10 @@ use leptos::prelude::*;
 use leptos_meta::Meta;
 use leptos_router::hooks::use_params_map;
 
-use crate::error::AppError;
-use crate::model::imports::{ImportView, COLUMNS, MAX_BYTES, MAX_ROWS};
 use crate::pages::layout::{error_banner, NotFound};
 use crate::rpc::imports::{get_customer_import, import_form, ApplyCustomerImport};
+use model::error::AppError;
+use model::imports::{ImportView, COLUMNS, MAX_BYTES, MAX_ROWS};
 
 #[component]
 pub fn CustomerImportPage() -> impl IntoView {

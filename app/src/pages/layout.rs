@@ -3,9 +3,9 @@
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 
-use crate::error::AppError;
-use crate::model::Action;
 use crate::rpc::auth::{current_user, Logout};
+use model::error::AppError;
+use model::Action;
 
 /// The header: the main sections on one line at 1280 px (wrapping on a phone), with the org and
 /// the role on the right; on the settings pages, their own tabs below it.
@@ -110,7 +110,7 @@ fn set_not_found_status() {}
 /// The field errors of the latest answer of a form's action (`action.value()`), none before it.
 pub fn field_errors<T: Clone + Send + Sync + 'static>(
     value: impl Get<Value = Option<Result<T, AppError>>> + Send + Sync + 'static,
-) -> Signal<crate::error::FieldErrors> {
+) -> Signal<model::error::FieldErrors> {
     Signal::derive(move || match value.get() {
         Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
         _ => Default::default(),
@@ -119,7 +119,7 @@ pub fn field_errors<T: Clone + Send + Sync + 'static>(
 
 /// The message of `errors` about `field`, next to it.
 pub fn field_error(
-    errors: Signal<crate::error::FieldErrors>,
+    errors: Signal<model::error::FieldErrors>,
     field: &'static str,
 ) -> impl Fn() -> Option<AnyView> + Send + Sync + 'static {
     move || {

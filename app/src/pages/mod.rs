@@ -20,17 +20,17 @@ pub mod team;
 pub mod webhooks;
 
 /// A key for a form rendered now: on the server, for the org the session acts for (see
-/// [`crate::model::form_key`]); the browser reads the rendered value back through `SharedValue`.
+/// [`model::form_key`]); the browser reads the rendered value back through `SharedValue`.
 pub fn rendered_form_key() -> uuid::Uuid {
     #[cfg(feature = "ssr")]
     {
         use leptos::prelude::use_context;
         let org = use_context::<axum::http::request::Parts>().and_then(|parts| {
-            let session = parts.extensions.get::<crate::ssr::auth::AuthSession>()?;
+            let session = parts.extensions.get::<invoicer_core::auth::AuthSession>()?;
             session.user.as_ref().map(|user| user.org_id)
         });
         if let Some(org) = org {
-            return crate::model::form_key(org);
+            return model::form_key(org);
         }
     }
     uuid::Uuid::now_v7()

@@ -4,9 +4,9 @@
 use leptos::prelude::*;
 
 use super::layout::{error_banner, field_error};
-use crate::error::FieldErrors;
-use crate::model::{Address, OrgDetails};
 use crate::rpc::settings::SaveOrgDetails;
+use model::error::FieldErrors;
+use model::{Address, OrgDetails};
 
 /// An address's fields, named `<form>[address][<field>]`; errors are looked up as
 /// `address.<field>`.
@@ -107,7 +107,7 @@ pub fn OrgDetailsForm(
                         <label>
                             "Customers' language"
                             <select name="details[locale]">
-                                {crate::model::Locale::ALL.into_iter().map(|l| view! {
+                                {model::Locale::ALL.into_iter().map(|l| view! {
                                     <option value=l.as_str() selected=l == details.locale>{l.name()}</option>
                                 }).collect_view()}
                             </select>

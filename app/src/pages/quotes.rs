@@ -6,14 +6,14 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
-use crate::error::{AppError, FieldErrors};
-use crate::model::{format_money, Quote, QuoteStatus};
 use crate::pages::invoices::form::InvoiceFields;
 use crate::pages::invoices::{line_rows, totals_rows};
 use crate::pages::layout::{error_banner, field_error, Head, NotFound};
 use crate::rpc::quotes::{
     edit_quote_form, get_quote, list_quotes, new_quote_form, CreateQuote, SendQuote, UpdateQuote,
 };
+use model::error::{AppError, FieldErrors};
+use model::{format_money, Quote, QuoteStatus};
 
 fn status_label(status: QuoteStatus) -> &'static str {
     match status {
@@ -156,9 +156,9 @@ pub fn QuotePage() -> impl IntoView {
                                     <dd class="expires">{q.expires_on.to_string()}</dd>
                                     <dt>"When accepted"</dt>
                                     <dd>{match q.on_accept {
-                                        crate::model::RunAction::Draft => "a draft invoice is made",
-                                        crate::model::RunAction::Finalize => "the invoice is issued",
-                                        crate::model::RunAction::Send => "the invoice is issued and emailed",
+                                        model::RunAction::Draft => "a draft invoice is made",
+                                        model::RunAction::Finalize => "the invoice is issued",
+                                        model::RunAction::Send => "the invoice is issued and emailed",
                                     }}</dd>
                                     {q.public_url.clone().map(|url| {
                                         let text = url.clone();
@@ -187,8 +187,8 @@ pub fn QuotePage() -> impl IntoView {
                                 <div class="table-scroll">
                                     <table>
                                         <Head cols=&["Description", "Qty", "Unit", "Tax", "Amount"] num=&["Qty", "Unit", "Amount"]/>
-                                        <tbody>{line_rows(&inv, &crate::model::English)}</tbody>
-                                        <tfoot>{totals_rows(&inv, 4, &crate::model::English)}</tfoot>
+                                        <tbody>{line_rows(&inv, &model::English)}</tbody>
+                                        <tfoot>{totals_rows(&inv, 4, &model::English)}</tfoot>
                                     </table>
                                 </div>
                                 {(!inv.notes.is_empty()).then(|| view! { <p class="notes">{inv.notes.clone()}</p> })}
@@ -256,7 +256,7 @@ pub fn EditQuotePage() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match draft.await {
-                    Ok(crate::model::QuoteEdit { id, key, form, quote, today }) => view! {
+                    Ok(model::QuoteEdit { id, key, form, quote, today }) => view! {
                         <section class="card">
                             <h1>"Edit draft quote"</h1>
                             {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}

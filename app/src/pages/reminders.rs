@@ -3,9 +3,9 @@
 
 use leptos::prelude::*;
 
-use crate::model::ReminderStep;
 use crate::pages::layout::{error_banner, field_error, field_errors};
 use crate::rpc::settings::SaveReminders;
+use model::ReminderStep;
 
 /// Rows the form offers (the saved steps, then empty ones up to this many).
 const ROWS: usize = 5;

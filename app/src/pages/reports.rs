@@ -5,10 +5,10 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use crate::model::format_money;
-use crate::model::reports::{TaxDocuments, TaxRow};
 use crate::pages::layout::error_banner;
 use crate::rpc::reports::{get_aging_report, get_tax_report};
+use model::format_money;
+use model::reports::{TaxDocuments, TaxRow};
 
 /// The reports' own links: each report and its file.
 fn report_links() -> impl IntoView {
@@ -181,7 +181,7 @@ fn tax_table(title: &'static str, caption: &'static str, rows: Vec<TaxRow>) -> i
                                     Some(category) => format!(
                                         "{} {} % ({category})",
                                         row.names.join(", "),
-                                        crate::model::Thousandths(row.percent_milli),
+                                        model::Thousandths(row.percent_milli),
                                     ),
                                     None => "No tax rate".to_owned(),
                                 };

@@ -6,14 +6,14 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
-use crate::error::{AppError, FieldErrors};
-use crate::model::{format_money, Schedule, ScheduleEdit, PAYMENT_TERMS};
 use crate::pages::invoices::form::InvoiceFields;
 use crate::pages::layout::{error_banner, field_error, field_errors, NotFound};
 use crate::rpc::schedules::{
     edit_schedule_form, get_schedule, list_schedules, new_schedule_form, CreateSchedule,
     PauseSchedule, UpdateSchedule,
 };
+use model::error::{AppError, FieldErrors};
+use model::{format_money, Schedule, ScheduleEdit, PAYMENT_TERMS};
 
 /// "Every 2 months on the last day".
 fn cadence(s: &Schedule) -> String {
@@ -24,8 +24,8 @@ fn cadence(s: &Schedule) -> String {
         format!("Every {} {unit}s", s.interval_count)
     };
     match s.day_of_month {
-        Some(crate::model::DayField::Last(_)) => format!("{every} on the last day"),
-        Some(crate::model::DayField::Day(d)) => format!("{every} on day {d}"),
+        Some(model::DayField::Last(_)) => format!("{every} on the last day"),
+        Some(model::DayField::Day(d)) => format!("{every} on day {d}"),
         None => every,
     }
 }

@@ -4,14 +4,14 @@
 use leptos::prelude::*;
 
 use super::layout::{error_banner, field_error, field_errors, Head};
-use crate::model::Action;
-use crate::model::TaxCategory;
 use crate::rpc::api_keys::{list_api_keys, CreateApiKey, RevokeApiKey};
 use crate::rpc::auth::current_user;
 use crate::rpc::settings::{
     get_org_settings, AddTaxRate, ArchiveTaxRate, RemoveLogo, SaveBankDetails, SaveBranding,
     SaveOrgDetails, SaveOrgSettings,
 };
+use model::Action;
+use model::TaxCategory;
 
 /// The org's settings and its tax rates. Every form carries a key minted when the page was rendered
 /// (each "Archive" button its own): a double submit saves once.
@@ -26,7 +26,7 @@ pub fn OrgSettingsPage() -> impl IntoView {
     let remove_logo = ServerAction::<RemoveLogo>::new();
     // Reloaded after each successful save only: a refused one keeps what was typed on the page.
     let saved = Memo::new(move |before: Option<&usize>| {
-        let ok = |v: Option<Result<(), crate::error::AppError>>| matches!(v, Some(Ok(())));
+        let ok = |v: Option<Result<(), model::error::AppError>>| matches!(v, Some(Ok(())));
         let succeeded = ok(save.value().get())
             || ok(add.value().get())
             || ok(archive.value().get())

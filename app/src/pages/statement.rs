@@ -4,10 +4,10 @@
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-use crate::error::AppError;
-use crate::model::Statement;
 use crate::pages::layout::{error_banner, NotFound};
 use crate::rpc::customers::get_statement;
+use model::error::AppError;
+use model::Statement;
 
 #[component]
 pub fn StatementPage() -> impl IntoView {
@@ -52,7 +52,7 @@ pub fn StatementPage() -> impl IntoView {
                                 }}
                                 <a href=format!("/customers/{}", p.customer_id)>"Back to the customer"</a>
                             </p>
-                            {statement_tables(p.statement, &crate::model::English)}
+                            {statement_tables(p.statement, &model::English)}
                         </section>
                     }.into_any(),
                     Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
@@ -73,7 +73,7 @@ pub fn pdf_url(public_url: &str) -> String {
 
 /// One table per currency: the opening balance, the period's entries with the balance running,
 /// and what is owed at its end.
-pub fn statement_tables(statement: Statement, w: &dyn crate::model::Words) -> impl IntoView {
+pub fn statement_tables(statement: Statement, w: &dyn model::Words) -> impl IntoView {
     let period = w.phrase(
         "statement-period",
         "Period: { $from } to { $to }",
@@ -89,7 +89,7 @@ pub fn statement_tables(statement: Statement, w: &dyn crate::model::Words) -> im
         {empty.then(|| view! { <p class="empty">{label("statement-empty", "Nothing invoiced, paid or owed in this period.")}</p> })}
         {statement.truncated.then(|| view! {
             <p class="truncated" role="status">
-                {format!("Only the first {} entries are listed: choose a shorter period.", crate::model::statement::MAX_ENTRIES)}
+                {format!("Only the first {} entries are listed: choose a shorter period.", model::statement::MAX_ENTRIES)}
             </p>
         })}
         {statement

@@ -8,7 +8,6 @@ use leptos::server_fn::ServerFn;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use super::layout::{error_banner, Head};
-use crate::model::{Action, Role};
 use crate::rpc::account::{
     account_page, list_orgs, list_sessions, ChangeEmail, ChangePassword, ConfirmEmail,
     EndOtherSessions, EndSession, ResendVerification, SwitchOrg,
@@ -20,6 +19,7 @@ use crate::rpc::team::{
     invitation, team_page, AcceptInvitation, ChangeRole, InviteMember, LeaveOrg, RemoveMember,
     ResendInvitation, RevokeInvitation,
 };
+use model::{Action, Role};
 
 fn when(t: chrono::DateTime<chrono::Utc>) -> String {
     t.format("%Y-%m-%d %H:%M UTC").to_string()

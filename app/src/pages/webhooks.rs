@@ -5,13 +5,13 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
-use crate::error::AppError;
-use crate::model::webhooks::{WebhookEndpointPage, EVENT_TYPES};
 use crate::pages::layout::{error_banner, field_error, field_errors, NotFound};
 use crate::rpc::webhooks::{
     get_webhook_endpoint, webhooks_page, CreateWebhookEndpoint, DeleteWebhookEndpoint,
     EnableWebhookEndpoint, RedeliverWebhook, RotateWebhookSecret,
 };
+use model::error::AppError;
+use model::webhooks::{WebhookEndpointPage, EVENT_TYPES};
 
 fn when(t: chrono::DateTime<chrono::Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S UTC").to_string()

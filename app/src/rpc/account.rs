@@ -1,12 +1,14 @@
 //! Server functions of the signed-in account: its page, password, address and its verification,
 //! its sessions, and which of its orgs it acts for.
 
+#[cfg(feature = "ssr")]
+use super::Respond;
 use leptos::prelude::*;
 #[cfg(feature = "ssr")]
 use uuid::Uuid;
 
-use crate::error::AppError;
-use crate::model::{OrgChoice, SessionSummary};
+use model::error::AppError;
+use model::{OrgChoice, SessionSummary};
 
 #[cfg(feature = "ssr")]
 use super::{
@@ -14,25 +16,13 @@ use super::{
     state,
 };
 
-#[cfg(feature = "ssr")]
-impl From<crate::ssr::accounts::TokenError> for AppError {
-    fn from(e: crate::ssr::accounts::TokenError) -> Self {
-        use crate::ssr::accounts::TokenError;
-        match e {
-            TokenError::Db(e) => e.into(),
-            TokenError::Hashing(e) => e.into(),
-            e => AppError::BadRequest(e.to_string()),
-        }
-    }
-}
-
 /// The account page's data: the address, whether it is verified, and fresh form keys.
 #[server(prefix = "/rpc", endpoint = "account_page")]
-pub async fn account_page() -> Result<crate::model::AccountView, AppError> {
-    let user = crate::ssr::auth::require_user().await?;
+pub async fn account_page() -> Result<model::AccountView, AppError> {
+    let user = crate::rpc::require_user().await?;
     let state = state()?;
-    Ok(crate::model::AccountView {
-        api_keys: crate::ssr::api_keys::own_live(&state.reads, user.id).await?,
+    Ok(model::AccountView {
+        api_keys: invoicer_core::api_keys::own_live(&state.reads, user.id).await?,
         email: user.email,
         verified: user.email_verified,
         email_key: Uuid::now_v7(),
@@ -45,16 +35,16 @@ pub async fn account_page() -> Result<crate::model::AccountView, AppError> {
 #[server(prefix = "/rpc", endpoint = "change_password")]
 pub async fn change_password(current: String, password: String) -> Result<(), AppError> {
     let state = state()?;
-    let user = crate::ssr::auth::require_user().await?;
+    let user = crate::rpc::require_user().await?;
     // A signed-in user: their own allowances hold, the ceilings everyone shares do not.
     state
         .throttle
         .login(&user.email, super::client_address(&state))?
         .waive();
-    if !crate::ssr::accounts::password_matches(&state.pool, user.id, &current).await? {
+    if !invoicer_core::accounts::password_matches(&state.pool, user.id, &current).await? {
         return Err(AppError::field("current", "That is not your current password.").respond());
     }
-    crate::ssr::accounts::change_password(
+    invoicer_core::accounts::change_password(
         &state.pool,
         user.id,
         &user.email,
@@ -65,8 +55,8 @@ pub async fn change_password(current: String, password: String) -> Result<(), Ap
     .await
     .map_err(|e| AppError::from(e).respond())?;
     // The session's auth hash was the old password's: log this session in again on its own row.
-    let mut session = crate::ssr::auth::current_session().await?;
-    if let Some(fresh) = crate::ssr::auth::relogin(&state.pool, &user).await? {
+    let mut session = crate::rpc::current_session().await?;
+    if let Some(fresh) = invoicer_core::auth::relogin(&state.pool, &user).await? {
         session
             .login(&fresh)
             .await
@@ -84,15 +74,15 @@ pub async fn change_email(
     email: String,
 ) -> Result<(), AppError> {
     let state = state()?;
-    let user = crate::ssr::auth::require_user().await?;
+    let user = crate::rpc::require_user().await?;
     let key = parse_account_key(idempotency_key.as_deref())?;
     let address = super::client_address(&state);
     state.throttle.login(&user.email, address)?.waive();
-    if !crate::ssr::accounts::password_matches(&state.pool, user.id, &password).await? {
+    if !invoicer_core::accounts::password_matches(&state.pool, user.id, &password).await? {
         return Err(AppError::field("password", "That is not your current password.").respond());
     }
     state.throttle.account_email(&email, address)?.waive();
-    crate::ssr::accounts::request_email_change(
+    invoicer_core::accounts::request_email_change(
         &state.pool,
         user.id,
         &email,
@@ -108,7 +98,7 @@ pub async fn change_email(
 #[server(prefix = "/rpc", endpoint = "resend_verification")]
 pub async fn resend_verification(idempotency_key: Option<String>) -> Result<(), AppError> {
     let state = state()?;
-    let user = crate::ssr::auth::require_user().await?;
+    let user = crate::rpc::require_user().await?;
     let key = parse_account_key(idempotency_key.as_deref())?;
     if !user.email_verified {
         state
@@ -116,7 +106,7 @@ pub async fn resend_verification(idempotency_key: Option<String>) -> Result<(), 
             .account_email(&user.email, super::client_address(&state))?
             .waive();
         let mut tx = state.pool.begin().await?;
-        crate::ssr::accounts::queue_verification(
+        invoicer_core::accounts::queue_verification(
             &mut tx,
             user.id,
             &user.email,
@@ -134,7 +124,7 @@ pub async fn resend_verification(idempotency_key: Option<String>) -> Result<(), 
 #[server(prefix = "/rpc", endpoint = "confirm_email")]
 pub async fn confirm_email(token: String) -> Result<(), AppError> {
     let state = state()?;
-    crate::ssr::accounts::verify_email(&state.pool, &token, super::client_address(&state))
+    invoicer_core::accounts::verify_email(&state.pool, &token, super::client_address(&state))
         .await
         .map_err(|e| AppError::from(e).respond())?;
     leptos_axum::redirect("/settings/account?verified=1");
@@ -144,18 +134,18 @@ pub async fn confirm_email(token: String) -> Result<(), AppError> {
 /// The user's live sessions, this one first.
 #[server(prefix = "/rpc", endpoint = "list_sessions")]
 pub async fn list_sessions() -> Result<Vec<SessionSummary>, AppError> {
-    let user = crate::ssr::auth::require_user().await?;
+    let user = crate::rpc::require_user().await?;
     let state = state()?;
-    Ok(crate::ssr::auth::sessions(&state.pool, user.id, user.session_id).await?)
+    Ok(invoicer_core::auth::sessions(&state.pool, user.id, user.session_id).await?)
 }
 
 /// Ends one of the user's sessions (this one too, if asked: that is logging out).
 #[server(prefix = "/rpc", endpoint = "end_session")]
 pub async fn end_session(id: String) -> Result<(), AppError> {
-    let user = crate::ssr::auth::require_user().await?;
+    let user = crate::rpc::require_user().await?;
     let state = state()?;
     let id = parse_id(&id)?;
-    if !crate::ssr::auth::end_session(&state.pool, user.id, id).await? {
+    if !invoicer_core::auth::end_session(&state.pool, user.id, id).await? {
         return Err(AppError::NotFound.respond());
     }
     leptos_axum::redirect(if id == user.session_id {
@@ -169,9 +159,9 @@ pub async fn end_session(id: String) -> Result<(), AppError> {
 /// Ends every session of the user but this one.
 #[server(prefix = "/rpc", endpoint = "end_other_sessions")]
 pub async fn end_other_sessions() -> Result<(), AppError> {
-    let user = crate::ssr::auth::require_user().await?;
+    let user = crate::rpc::require_user().await?;
     let state = state()?;
-    crate::ssr::auth::end_other_sessions(&state.pool, user.id, user.session_id).await?;
+    invoicer_core::auth::end_other_sessions(&state.pool, user.id, user.session_id).await?;
     leptos_axum::redirect("/settings/sessions");
     Ok(())
 }
@@ -179,9 +169,9 @@ pub async fn end_other_sessions() -> Result<(), AppError> {
 /// The orgs the user belongs to, for the switcher.
 #[server(prefix = "/rpc", endpoint = "list_orgs")]
 pub async fn list_orgs() -> Result<Vec<OrgChoice>, AppError> {
-    let user = crate::ssr::auth::require_user().await?;
+    let user = crate::rpc::require_user().await?;
     let state = state()?;
-    Ok(crate::ssr::members::orgs_of(&state.pool, user.id)
+    Ok(invoicer_core::members::orgs_of(&state.pool, user.id)
         .await?
         .into_iter()
         .map(|(id, name, role)| OrgChoice {
@@ -196,10 +186,10 @@ pub async fn list_orgs() -> Result<Vec<OrgChoice>, AppError> {
 /// Makes this session act for another of the user's orgs.
 #[server(prefix = "/rpc", endpoint = "switch_org")]
 pub async fn switch_org(org_id: String) -> Result<(), AppError> {
-    let user = crate::ssr::auth::require_user().await?;
+    let user = crate::rpc::require_user().await?;
     let state = state()?;
     let org = parse_id(&org_id)?;
-    if !crate::ssr::members::switch_org(&state.pool, user.id, user.session_id, org).await? {
+    if !invoicer_core::members::switch_org(&state.pool, user.id, user.session_id, org).await? {
         return Err(AppError::NotFound.respond());
     }
     leptos_axum::redirect(super::auth::HOME);

@@ -1,10 +1,12 @@
 //! Server functions of what happened in the org: the activity page (every attempt, by surface and
 //! outcome) and the audit log.
 
+#[cfg(feature = "ssr")]
+use super::Respond;
 use leptos::prelude::*;
 
-use crate::error::AppError;
-use crate::model::{ActivityPage, AuditEntry};
+use model::error::AppError;
+use model::{ActivityPage, AuditEntry};
 
 #[cfg(feature = "ssr")]
 use super::{form::parse_id, state};
@@ -17,9 +19,9 @@ pub async fn activity(
     q: Option<String>,
     before: Option<String>,
 ) -> Result<ActivityPage, AppError> {
-    use crate::ssr::activity::{list, Cursor, Filter};
+    use invoicer_core::activity::{list, Cursor, Filter};
 
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
     let before = match before.as_deref().filter(|b| !b.is_empty()) {
         None => None,
@@ -42,11 +44,11 @@ pub async fn activity(
 /// before.
 #[server(prefix = "/rpc", endpoint = "audit_log")]
 pub async fn audit_log(before: Option<String>) -> Result<Vec<AuditEntry>, AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::ReadAudit).await?;
+    let user = crate::rpc::require(model::Action::ReadAudit).await?;
     let state = state()?;
     let before = match before.as_deref().map(str::trim).filter(|b| !b.is_empty()) {
         None => None,
         Some(b) => Some(parse_id(b)?),
     };
-    Ok(crate::ssr::audit::page(&state.pool, user.org_id, before, 50).await?)
+    Ok(invoicer_core::audit::page(&state.pool, user.org_id, before, 50).await?)
 }

@@ -1,26 +1,28 @@
 //! Server functions of API keys: the keys page, creating and revoking one, and revoking all of an
 //! account's own.
 
+#[cfg(feature = "ssr")]
+use super::Respond;
 use leptos::prelude::*;
 #[cfg(feature = "ssr")]
 use uuid::Uuid;
 
-use crate::error::AppError;
+use model::error::AppError;
 
 #[cfg(feature = "ssr")]
 use super::{actor, form::SettingsForm, state};
 #[cfg(feature = "ssr")]
-use crate::model::{Action, Role};
+use invoicer_core::claim::Form;
 #[cfg(feature = "ssr")]
-use crate::ssr::claim::Form;
+use model::{Action, Role};
 
 #[server(prefix = "/rpc", endpoint = "list_api_keys")]
-pub async fn list_api_keys() -> Result<crate::model::ApiKeysView, AppError> {
-    let user = crate::ssr::auth::require(Action::Read).await?;
+pub async fn list_api_keys() -> Result<model::ApiKeysView, AppError> {
+    let user = crate::rpc::require(Action::Read).await?;
     let state = state()?;
-    Ok(crate::model::ApiKeysView {
-        keys: crate::ssr::api_keys::list(&state.pool, user.org_id).await?,
-        form_key: crate::model::form_key(user.org_id),
+    Ok(model::ApiKeysView {
+        keys: invoicer_core::api_keys::list(&state.pool, user.org_id).await?,
+        form_key: model::form_key(user.org_id),
     })
 }
 
@@ -34,8 +36,8 @@ pub async fn create_api_key(
     role: Option<String>,
     expires_in_days: Option<String>,
     password: Option<String>,
-) -> Result<crate::model::CreatedApiKey, AppError> {
-    use crate::ssr::api_keys::{insert, prefix_of, KeyForm, NewApiKey};
+) -> Result<model::CreatedApiKey, AppError> {
+    use invoicer_core::api_keys::{insert, prefix_of, KeyForm, NewApiKey};
     // A key acts as its maker (the org's money included, through the API): a session that proved
     // the password lately makes one.
     super::form::recently_authenticated(
@@ -65,7 +67,7 @@ pub async fn create_api_key(
     })
     .await?;
     if saved.id == key.id {
-        return Ok(crate::model::CreatedApiKey {
+        return Ok(model::CreatedApiKey {
             id: key.id,
             prefix: key.prefix().to_owned(),
             plaintext: Some(key.plaintext),
@@ -74,7 +76,7 @@ pub async fn create_api_key(
     let prefix = prefix_of(&state()?.pool, saved.org, saved.id)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())?;
-    Ok(crate::model::CreatedApiKey {
+    Ok(model::CreatedApiKey {
         id: saved.id,
         prefix,
         plaintext: None,
@@ -83,8 +85,8 @@ pub async fn create_api_key(
 
 /// Why a key was not made, as the form answers it: `own` is the creator's role, `asked` the key's.
 #[cfg(feature = "ssr")]
-fn refused(e: crate::ssr::api_keys::CreateError, own: Role, asked: Role) -> AppError {
-    use crate::ssr::api_keys::CreateError;
+fn refused(e: invoicer_core::api_keys::CreateError, own: Role, asked: Role) -> AppError {
+    use invoicer_core::api_keys::CreateError;
     match e {
         CreateError::RoleTooHigh => AppError::Forbidden(format!(
             "Your role ({}) cannot make a key with the role {}.",
@@ -99,15 +101,17 @@ fn refused(e: crate::ssr::api_keys::CreateError, own: Role, asked: Role) -> AppE
 /// Revokes an API key: an owner any of the org's, a member their own.
 #[server(prefix = "/rpc", endpoint = "revoke_api_key")]
 pub async fn revoke_api_key(id: String) -> Result<(), AppError> {
-    let user = crate::ssr::auth::require(Action::Read).await?;
+    let user = crate::rpc::require(Action::Read).await?;
     if !user.role.may(Action::ManageOwnApiKeys) {
-        user.clone().allowed(Action::ManageOwnApiKeys)?;
+        user.clone()
+            .allowed(Action::ManageOwnApiKeys)
+            .map_err(Respond::respond)?;
     }
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let actor = actor(&user);
     let any = user.role.may(Action::ManageAllApiKeys);
-    if !crate::ssr::api_keys::revoke(&state.pool, user.org_id, &actor, any, id).await? {
+    if !invoicer_core::api_keys::revoke(&state.pool, user.org_id, &actor, any, id).await? {
         return Err(AppError::NotFound.respond());
     }
     Ok(())
@@ -125,7 +129,7 @@ pub async fn revoke_own_api_keys(idempotency_key: Option<String>) -> Result<(), 
         check: Ok(()),
     }
     .run(async |tx, user| {
-        crate::ssr::api_keys::revoke_all_own(tx, &actor(user)).await?;
+        invoicer_core::api_keys::revoke_all_own(tx, &actor(user)).await?;
         Ok(user.id)
     })
     .await

@@ -1,10 +1,12 @@
 //! Server functions of signing up, logging in and out, and resetting a forgotten password, with
 //! where to send the browser after logging in.
 
+#[cfg(feature = "ssr")]
+use super::Respond;
 use leptos::prelude::*;
 
-use crate::error::AppError;
-use crate::model::Viewer;
+use model::error::AppError;
+use model::Viewer;
 
 #[cfg(feature = "ssr")]
 use super::{client_address, form::parse_account_key, login_meta, state};
@@ -44,7 +46,7 @@ pub fn safe_next(next: Option<&str>) -> String {
 
 #[server(prefix = "/rpc", endpoint = "current_user")]
 pub async fn current_user() -> Result<Option<Viewer>, AppError> {
-    let session = crate::ssr::auth::current_session().await?;
+    let session = crate::rpc::current_session().await?;
     Ok(session.user.map(|u| Viewer {
         email: u.email,
         org_name: u.org_name,
@@ -55,7 +57,7 @@ pub async fn current_user() -> Result<Option<Viewer>, AppError> {
 
 #[server(prefix = "/rpc", endpoint = "signup")]
 pub async fn signup(org_name: String, email: String, password: String) -> Result<(), AppError> {
-    use crate::ssr::accounts::{sign_up, SignupError};
+    use invoicer_core::accounts::{sign_up, SignupError};
 
     let state = state()?;
     if !state.settings.signups_open {
@@ -85,7 +87,7 @@ pub async fn signup(org_name: String, email: String, password: String) -> Result
 /// client address and the address's own (429 with Retry-After when spent), before any hashing.
 #[server(prefix = "/rpc", endpoint = "login")]
 pub async fn login(email: String, password: String, next: Option<String>) -> Result<(), AppError> {
-    use crate::ssr::auth::{BackendError, Credentials};
+    use invoicer_core::auth::{BackendError, Credentials};
 
     let state = state()?;
     let ceiling = state.throttle.login(&email, client_address(&state))?;
@@ -96,7 +98,7 @@ pub async fn login(email: String, password: String, next: Option<String>) -> Res
         return Err(AppError::BadRequest("Wrong email or password.".into()));
     }
     ceiling.spend()?;
-    let mut session = crate::ssr::auth::current_session().await?;
+    let mut session = crate::rpc::current_session().await?;
     let user = match session.authenticate(Credentials { email, password }).await {
         Ok(Some(user)) => user,
         Ok(None) => return Err(AppError::BadRequest("Wrong email or password.".into())),
@@ -111,7 +113,7 @@ pub async fn login(email: String, password: String, next: Option<String>) -> Res
         }
         Err(e) => return Err(AppError::internal("login: authenticate", e)),
     };
-    crate::ssr::auth::log_in(&state.pool, &mut session, &user, &login_meta(&state)).await?;
+    invoicer_core::auth::log_in(&state.pool, &mut session, &user, &login_meta(&state)).await?;
     leptos_axum::redirect(&safe_next(next.as_deref()));
     Ok(())
 }
@@ -128,8 +130,8 @@ fn plausible_credentials(email: &str, password: &str) -> bool {
 #[server(prefix = "/rpc", endpoint = "logout")]
 pub async fn logout() -> Result<(), AppError> {
     let state = state()?;
-    let mut session = crate::ssr::auth::current_session().await?;
-    crate::ssr::auth::log_out(&state.pool, &mut session).await?;
+    let mut session = crate::rpc::current_session().await?;
+    invoicer_core::auth::log_out(&state.pool, &mut session).await?;
     leptos_axum::redirect("/login");
     Ok(())
 }
@@ -151,7 +153,7 @@ pub async fn forgot_password(
         .throttle
         .account_email(email, super::client_address(&state))?
         .spend()?;
-    crate::ssr::accounts::request_reset(&state.pool, email, &format!("form:{key}")).await?;
+    invoicer_core::accounts::request_reset(&state.pool, email, &format!("form:{key}")).await?;
     leptos_axum::redirect("/forgot-password?sent=1");
     Ok(())
 }
@@ -164,17 +166,18 @@ pub async fn reset_password(token: String, password: String) -> Result<(), AppEr
     let client = super::client_address(&state);
     let ceiling = state.throttle.reset(&token, client)?;
     // A junk, spent or expired link costs this client's allowances, never the shared ceiling.
-    crate::ssr::accounts::reset_link_usable(&state.pool, &token)
+    invoicer_core::accounts::reset_link_usable(&state.pool, &token)
         .await
         .map_err(|e| AppError::from(e).respond())?;
     ceiling.spend()?;
-    let user = crate::ssr::accounts::reset_password(&state.pool, &token, &password, client)
+    let user = invoicer_core::accounts::reset_password(&state.pool, &token, &password, client)
         .await
         .map_err(|e| AppError::from(e).respond())?;
-    let mut session = crate::ssr::auth::current_session().await?;
-    match crate::ssr::auth::for_login(&state.pool, user, None).await? {
+    let mut session = crate::rpc::current_session().await?;
+    match invoicer_core::auth::for_login(&state.pool, user, None).await? {
         Some(user) => {
-            crate::ssr::auth::log_in(&state.pool, &mut session, &user, &login_meta(&state)).await?;
+            invoicer_core::auth::log_in(&state.pool, &mut session, &user, &login_meta(&state))
+                .await?;
             leptos_axum::redirect(HOME);
         }
         // Reset, but in no org any more: nothing to log in to.

@@ -1,10 +1,12 @@
 //! Server functions of the customer pages: the list (and its search), one customer, its form, and
 //! its statement.
 
+#[cfg(feature = "ssr")]
+use super::Respond;
 use leptos::prelude::*;
 use uuid::Uuid;
 
-use crate::error::AppError;
+use model::error::AppError;
 
 #[cfg(feature = "ssr")]
 use super::{
@@ -14,48 +16,48 @@ use super::{
 
 /// The session org's customers, newest first, or those whose name or email starts with `q`.
 #[server(prefix = "/rpc", endpoint = "list_customers")]
-pub async fn list_customers(q: Option<String>) -> Result<Vec<crate::model::Customer>, AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+pub async fn list_customers(q: Option<String>) -> Result<Vec<model::Customer>, AppError> {
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
     if q.as_ref()
         .is_some_and(|q| q.chars().count() > 200 || q.contains('\0'))
     {
         return Err(AppError::BadRequest("Search for at most 200 characters.".into()).respond());
     }
-    Ok(crate::ssr::customers::list(&state.pool, user.org_id, q.as_deref(), 100).await?)
+    Ok(invoicer_core::customers::list(&state.pool, user.org_id, q.as_deref(), 100).await?)
 }
 
 /// A customer's page: the customer and the key this rendering's save is named by.
 #[server(prefix = "/rpc", endpoint = "get_customer")]
-pub async fn get_customer(id: String) -> Result<crate::model::CustomerPage, AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+pub async fn get_customer(id: String) -> Result<model::CustomerPage, AppError> {
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
-    let customer = crate::ssr::customers::get(&state.pool, user.org_id, id)
+    let customer = invoicer_core::customers::get(&state.pool, user.org_id, id)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())?;
     let base = &state.settings.public_url;
     let credit_notes =
-        crate::ssr::credit_notes::for_customer(&state.pool, user.org_id, id, base).await?;
+        invoicer_core::credit_notes::for_customer(&state.pool, user.org_id, id, base).await?;
     let mut conn = state.reads.acquire().await?;
     let credit_balance =
-        crate::ssr::credit_balance::of_customer(&mut conn, user.org_id, id).await?;
-    let link = crate::ssr::statements::link(&mut conn, user.org_id, id)
+        invoicer_core::credit_balance::of_customer(&mut conn, user.org_id, id).await?;
+    let link = invoicer_core::statements::link(&mut conn, user.org_id, id)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())?;
-    Ok(crate::model::CustomerPage {
+    Ok(model::CustomerPage {
         customer,
-        key: crate::model::form_key(user.org_id),
+        key: model::form_key(user.org_id),
         credit_notes,
         credit_balance,
         reminders_off: super::schedules::reminders_off(&state.reads, user.org_id, id, true).await?,
-        reminders_key: crate::model::form_key(user.org_id),
+        reminders_key: model::form_key(user.org_id),
         statement_url: link
             .token
-            .map(|t| crate::ssr::statements::link_url(base, &t)),
+            .map(|t| invoicer_core::statements::link_url(base, &t)),
         archived_at: link.archived_at,
-        action_key: crate::model::form_key(user.org_id),
-        can_edit: user.role.may(crate::model::Action::EditInvoices),
+        action_key: model::form_key(user.org_id),
+        can_edit: user.role.may(model::Action::EditInvoices),
     })
 }
 
@@ -68,8 +70,8 @@ pub async fn customer_action(
     action: String,
     idempotency_key: String,
 ) -> Result<(), AppError> {
-    use crate::ssr::customers::{CustomerChange, CustomerMoved};
-    use crate::ssr::observe::{track, Attempt, Surface};
+    use invoicer_core::customers::{CustomerChange, CustomerMoved};
+    use invoicer_core::observe::{track, Attempt, Surface};
 
     let state = state()?;
     let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), super::request_id());
@@ -77,10 +79,10 @@ pub async fn customer_action(
     let action = CustomerChange::parse(&action)
         .ok_or_else(|| AppError::BadRequest("Unknown action.".into()).respond())?;
     let moved = track(&state.pool, attempt, async |attempt| {
-        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
+        let user = crate::rpc::require(model::Action::EditInvoices).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
-        crate::ssr::customers::act(
+        invoicer_core::customers::act(
             &state.pool,
             &attempt,
             user.org_id,
@@ -114,9 +116,9 @@ pub async fn get_statement(
     id: String,
     from: Option<String>,
     to: Option<String>,
-) -> Result<crate::model::statement::StatementPage, AppError> {
-    use crate::ssr::statements::{self, Period};
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+) -> Result<model::statement::StatementPage, AppError> {
+    use invoicer_core::statements::{self, Period};
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.reads.acquire().await?;
@@ -126,7 +128,7 @@ pub async fn get_statement(
     let (statement, token) = statements::statement(&mut conn, user.org_id, id, period)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())?;
-    Ok(crate::model::statement::StatementPage {
+    Ok(model::statement::StatementPage {
         customer_id: id,
         statement,
         public_url: token.map(|t| statements::public_url(&state.settings.public_url, &t, period)),
@@ -138,10 +140,10 @@ pub async fn get_statement(
 pub async fn save_customer(
     idempotency_key: Option<String>,
     customer_id: Option<String>,
-    input: crate::model::CustomerInput,
+    input: model::CustomerInput,
 ) -> Result<Uuid, AppError> {
-    use crate::ssr::observe::track;
-    use crate::ssr::surfaces::form::{customer_from_form, update_customer, Saved};
+    use invoicer_core::observe::track;
+    use invoicer_core::surfaces::form::{customer_from_form, update_customer, Saved};
 
     let state = state()?;
     let attempt = form_attempt(&idempotency_key);
@@ -152,7 +154,7 @@ pub async fn save_customer(
     let saved = track(&state.pool, attempt, async |attempt| {
         let (user, form_key) = open_form(
             &attempt,
-            crate::model::Action::EditInvoices,
+            model::Action::EditInvoices,
             &idempotency_key,
             input.check(),
         )

@@ -2,13 +2,13 @@
 
 use leptos::prelude::*;
 
-use crate::error::AppError;
-use crate::model::dashboard::Dashboard;
+use model::dashboard::Dashboard;
+use model::error::AppError;
 
 /// The session org's dashboard.
 #[server(prefix = "/rpc", endpoint = "get_dashboard")]
 pub async fn get_dashboard() -> Result<Dashboard, AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = super::state()?;
-    Ok(crate::ssr::dashboard::cached(&state.reads, user.org_id).await?)
+    Ok(invoicer_core::dashboard::cached(&state.reads, user.org_id).await?)
 }

@@ -1,13 +1,15 @@
 //! What the form server functions share: the keys a form or button was rendered with, and the
 //! once-per-rendered-form run of a settings form ([`SettingsForm`]).
 
+#[cfg(feature = "ssr")]
+use super::Respond;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::error::{AppError, FieldErrors};
-use crate::model::Action;
-use crate::ssr::auth::SessionUser;
-use crate::ssr::claim::Form;
+use invoicer_core::auth::SessionUser;
+use invoicer_core::claim::Form;
+use model::error::{AppError, FieldErrors};
+use model::Action;
 
 use super::{request_id, state};
 
@@ -44,12 +46,12 @@ pub(super) fn parse_button_key(key: &str) -> Result<Uuid, AppError> {
 }
 
 /// A form's key, if the form was rendered for the org the session acts for now (see
-/// [`crate::model::form_key`]); else the submit is refused before anything is claimed or written.
+/// [`model::form_key`]); else the submit is refused before anything is claimed or written.
 pub(super) fn for_this_org(
     key: Uuid,
-    user: &crate::ssr::auth::SessionUser,
+    user: &invoicer_core::auth::SessionUser,
 ) -> Result<Uuid, AppError> {
-    if crate::model::form_key_fits(key, user.org_id) {
+    if model::form_key_fits(key, user.org_id) {
         return Ok(key);
     }
     Err(AppError::BadRequest(format!(
@@ -61,9 +63,9 @@ pub(super) fn for_this_org(
 }
 
 /// The attempt a keyed form's submit is, named by the key it was rendered with (empty: none sent).
-pub(super) fn form_attempt(idempotency_key: &Option<String>) -> crate::ssr::observe::Attempt {
-    crate::ssr::observe::Attempt::new(
-        crate::ssr::observe::Surface::Form,
+pub(super) fn form_attempt(idempotency_key: &Option<String>) -> invoicer_core::observe::Attempt {
+    invoicer_core::observe::Attempt::new(
+        invoicer_core::observe::Surface::Form,
         idempotency_key.clone().unwrap_or_default(),
         request_id(),
     )
@@ -73,13 +75,13 @@ pub(super) fn form_attempt(idempotency_key: &Option<String>) -> crate::ssr::obse
 /// be one rendered for the org it acts for now, and `check` (the content's field errors) is
 /// answered only then; the attempt is named by the org. Returns the user and the form's key.
 pub(super) async fn open_form(
-    attempt: &crate::ssr::observe::Attempt,
+    attempt: &invoicer_core::observe::Attempt,
     action: Action,
     idempotency_key: &Option<String>,
     check: Result<(), FieldErrors>,
 ) -> Result<(SessionUser, Uuid), AppError> {
     let invalid = |fields| AppError::rejected(idempotency_key.clone(), fields);
-    let user = crate::ssr::auth::require(action).await?;
+    let user = crate::rpc::require(action).await?;
     let form_key = parse_form_key(idempotency_key.as_deref()).map_err(invalid)?;
     let form_key = for_this_org(form_key, &user)?;
     check.map_err(invalid)?;
@@ -97,8 +99,8 @@ pub(super) async fn recently_authenticated(
     password: Option<&str>,
     what: &str,
 ) -> Result<(), AppError> {
-    use crate::ssr::accounts::{reauthenticate, Reauth, RECENT_AUTH_MINUTES};
-    let user = crate::ssr::auth::require(action).await?;
+    use invoicer_core::accounts::{reauthenticate, Reauth, RECENT_AUTH_MINUTES};
+    let user = crate::rpc::require(action).await?;
     let state = state()?;
     // A signed-in user: their own allowances hold, not the ceilings everyone shares.
     state
@@ -161,8 +163,8 @@ impl<C: serde::Serialize + Sync> SettingsForm<'_, C> {
         self,
         save: impl AsyncFnOnce(&mut PgConnection, &SessionUser) -> Result<Uuid, AppError> + Clone,
     ) -> Result<SavedForm, AppError> {
-        use crate::ssr::observe::{track, Attempt, Surface};
-        use crate::ssr::surfaces::form::{setting_once, Saved};
+        use invoicer_core::observe::{track, Attempt, Surface};
+        use invoicer_core::surfaces::form::{setting_once, Saved};
 
         let SettingsForm {
             form,
@@ -200,7 +202,7 @@ impl<C: serde::Serialize + Sync> SettingsForm<'_, C> {
                 // Without JavaScript the browser is sent back to the page; with it, the page's
                 // actions reload what changed in place (a redirect would remount the page
                 // mid-submit).
-                if crate::error::plain_form_post() {
+                if super::plain_form_post() {
                     leptos_axum::redirect(back);
                 }
                 let org = seen

@@ -1,25 +1,27 @@
 //! Server functions of customer imports: the upload form's key, an import's page, and applying it.
 
+#[cfg(feature = "ssr")]
+use super::Respond;
 use leptos::prelude::*;
 use uuid::Uuid;
 
-use crate::error::AppError;
-use crate::model::imports::ImportView;
+use model::error::AppError;
+use model::imports::ImportView;
 
 /// A key for the upload form (it names the org the form was rendered for).
 #[server(prefix = "/rpc", endpoint = "import_form")]
 pub async fn import_form() -> Result<Uuid, AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
-    Ok(crate::model::form_key(user.org_id))
+    let user = crate::rpc::require(model::Action::Read).await?;
+    Ok(model::form_key(user.org_id))
 }
 
 /// The session org's import `id`.
 #[server(prefix = "/rpc", endpoint = "get_customer_import")]
 pub async fn get_customer_import(id: String) -> Result<ImportView, AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = super::state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
-    crate::ssr::imports::get(&state.reads, user.org_id, id)
+    invoicer_core::imports::get(&state.reads, user.org_id, id)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())
 }
@@ -34,15 +36,15 @@ pub async fn apply_customer_import(
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let back = format!("/customers/import/{id}");
     super::form::SettingsForm {
-        form: crate::ssr::claim::Form::ApplyCustomerImport,
-        action: crate::model::Action::EditInvoices,
+        form: invoicer_core::claim::Form::ApplyCustomerImport,
+        action: model::Action::EditInvoices,
         back: &back,
         idempotency_key,
         content: &id,
         check: Ok(()),
     }
     .run(async |tx, user| {
-        crate::ssr::imports::start(tx, user.org_id, id).await?;
+        invoicer_core::imports::start(tx, user.org_id, id).await?;
         Ok(id)
     })
     .await

@@ -1,10 +1,12 @@
 //! Server functions of the buttons on an invoice: send, a lifecycle move, duplicate, retry an email,
 //! and (development only) a simulated payment. Each applies once per rendered button.
 
+#[cfg(feature = "ssr")]
+use super::Respond;
 use leptos::prelude::*;
 use uuid::Uuid;
 
-use crate::error::AppError;
+use model::error::AppError;
 
 #[cfg(feature = "ssr")]
 use super::{
@@ -17,21 +19,21 @@ use super::{
 /// is clicked.
 #[server(prefix = "/rpc", endpoint = "send_invoice")]
 pub async fn send_invoice(invoice_id: String, idempotency_key: String) -> Result<(), AppError> {
-    use crate::ssr::observe::{track, Attempt, Surface};
-    use crate::ssr::surfaces::form::queue_invoice_email;
+    use invoicer_core::observe::{track, Attempt, Surface};
+    use invoicer_core::surfaces::form::queue_invoice_email;
 
     let state = state()?;
     let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
     let invoice = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
     track(&state.pool, attempt, async |attempt| {
-        let user = crate::ssr::auth::require(crate::model::Action::SendEmail).await?;
+        let user = crate::rpc::require(model::Action::SendEmail).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
-        let sender = crate::ssr::mail_gate::Sender::Member {
+        let sender = invoicer_core::mail_gate::Sender::Member {
             verified: user.email_verified,
         };
-        let gate = crate::ssr::mail_gate::Gate::new(
-            crate::ssr::mail_gate::Allowance::of(&state.settings.limits),
+        let gate = invoicer_core::mail_gate::Gate::new(
+            invoicer_core::mail_gate::Allowance::of(&state.settings.limits),
             sender,
         );
         queue_invoice_email(&state.pool, &attempt, user.org_id, key, invoice, gate).await
@@ -51,8 +53,8 @@ pub async fn invoice_action(
     action: String,
     idempotency_key: String,
 ) -> Result<(), AppError> {
-    use crate::ssr::lifecycle::{Action, Moved};
-    use crate::ssr::observe::{track, Attempt, Surface};
+    use invoicer_core::lifecycle::{Action, Moved};
+    use invoicer_core::observe::{track, Attempt, Surface};
 
     let state = state()?;
     let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
@@ -60,10 +62,10 @@ pub async fn invoice_action(
     let action = Action::parse(&action)
         .ok_or_else(|| AppError::BadRequest("Unknown action.".into()).respond())?;
     let moved = track(&state.pool, attempt, async |attempt| {
-        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
+        let user = crate::rpc::require(model::Action::EditInvoices).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
-        crate::ssr::surfaces::form::invoice_action(
+        invoicer_core::surfaces::form::invoice_action(
             &state.pool,
             &attempt,
             user.org_id,
@@ -98,16 +100,16 @@ pub async fn duplicate_invoice(
     invoice_id: String,
     idempotency_key: String,
 ) -> Result<Uuid, AppError> {
-    use crate::ssr::observe::{track, Attempt, Surface};
+    use invoicer_core::observe::{track, Attempt, Surface};
 
     let state = state()?;
     let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
     let invoice = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
     let draft = track(&state.pool, attempt, async |attempt| {
-        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
+        let user = crate::rpc::require(model::Action::EditInvoices).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
-        crate::ssr::surfaces::form::duplicate_invoice(
+        invoicer_core::surfaces::form::duplicate_invoice(
             &state.pool,
             &attempt,
             user.org_id,
@@ -128,9 +130,9 @@ pub async fn duplicate_invoice(
 /// route (a signed `checkout.session.completed` with a fresh event id).
 #[server(prefix = "/rpc", endpoint = "simulate_payment")]
 pub async fn simulate_payment(invoice_id: String) -> Result<(), AppError> {
-    use crate::ssr::stripe::standin;
+    use invoicer_core::stripe::standin;
 
-    let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
+    let user = crate::rpc::require(model::Action::EditInvoices).await?;
     let state = state()?;
     if !state.settings.dev_mode {
         return Err(AppError::NotFound.respond());
@@ -162,19 +164,19 @@ pub async fn simulate_payment(invoice_id: String) -> Result<(), AppError> {
 /// Gives a dead email a fresh set of attempts.
 #[server(prefix = "/rpc", endpoint = "retry_email")]
 pub async fn retry_email(id: String, invoice_id: String) -> Result<(), AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
+    let user = crate::rpc::require(model::Action::EditInvoices).await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     // Parsed, not echoed: only a UUID goes back into the Location header.
     let invoice_id = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
-    let sender = crate::ssr::mail_gate::Sender::Member {
+    let sender = invoicer_core::mail_gate::Sender::Member {
         verified: user.email_verified,
     };
-    let gate = crate::ssr::mail_gate::Gate::new(
-        crate::ssr::mail_gate::Allowance::of(&state.settings.limits),
+    let gate = invoicer_core::mail_gate::Gate::new(
+        invoicer_core::mail_gate::Allowance::of(&state.settings.limits),
         sender,
     );
-    if !crate::ssr::outbox::revive(&state.pool, user.org_id, id, gate).await?? {
+    if !invoicer_core::outbox::revive(&state.pool, user.org_id, id, gate).await?? {
         return Err(AppError::NotFound.respond());
     }
     leptos_axum::redirect(&format!("/invoices/{invoice_id}"));

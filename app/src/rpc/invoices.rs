@@ -1,11 +1,13 @@
 //! Server functions of the invoice pages: the list, one invoice, and the new and edit forms (each
 //! saved once per rendered form).
 
+#[cfg(feature = "ssr")]
+use super::Respond;
 use leptos::prelude::*;
 use uuid::Uuid;
 
-use crate::error::AppError;
-use crate::model::{InvoiceForm, InvoicePage};
+use model::error::AppError;
+use model::{InvoiceForm, InvoicePage};
 
 #[cfg(feature = "ssr")]
 use super::{
@@ -21,8 +23,8 @@ pub async fn create_invoice(
     idempotency_key: Option<String>,
     input: InvoiceForm,
 ) -> Result<Uuid, AppError> {
-    use crate::ssr::observe::{track, Attempt, Surface};
-    use crate::ssr::surfaces::form::{invoice_from_form, FormOutcome};
+    use invoicer_core::observe::{track, Attempt, Surface};
+    use invoicer_core::surfaces::form::{invoice_from_form, FormOutcome};
 
     let state = state()?;
     let key = idempotency_key.clone().unwrap_or_default();
@@ -31,7 +33,7 @@ pub async fn create_invoice(
         // A refusal keeps the key and the typed values: the corrected resubmit is the same attempt.
         // Who asks is checked first: nobody without the right gets a rejection built from the
         // values they sent.
-        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
+        let user = crate::rpc::require(model::Action::EditInvoices).await?;
         let refuse = |fields| AppError::rejected_form(idempotency_key.clone(), fields, &input);
         let form_key = parse_form_key(idempotency_key.as_deref()).map_err(refuse)?;
         let form_key = for_this_org(form_key, &user)?;
@@ -41,7 +43,7 @@ pub async fn create_invoice(
             .map_err(refuse)?;
         // An e-invoicing org finalizes only what makes a valid e-invoice (a database failure is a
         // failure to retry, not a field to fix).
-        let problems = crate::ssr::einvoice::create_problems(
+        let problems = invoicer_core::einvoice::create_problems(
             &state.pool,
             user.org_id,
             Some(user.org_einvoicing),
@@ -49,7 +51,7 @@ pub async fn create_invoice(
         )
         .await?;
         if !problems.is_empty() {
-            return Err(refuse(crate::ssr::einvoice::for_form(problems)));
+            return Err(refuse(invoicer_core::einvoice::for_form(problems)));
         }
         invoice_from_form(&state.pool, &attempt, user.org_id, form_key, &parsed).await
     })
@@ -74,10 +76,10 @@ pub async fn create_invoice(
 /// `org`'s, or a field error), and its lines' tax rates checked to be `org`'s.
 #[cfg(feature = "ssr")]
 pub(super) async fn with_customer(
-    state: &crate::ssr::AppState,
+    state: &invoicer_core::AppState,
     org: Uuid,
     form: &InvoiceForm,
-) -> Result<crate::model::InvoiceInput, crate::error::FieldErrors> {
+) -> Result<model::InvoiceInput, model::error::FieldErrors> {
     let mut form = form.clone();
     let picked = form
         .customer_id
@@ -86,14 +88,14 @@ pub(super) async fn with_customer(
     if picked.is_some() {
         let (name, email) = (&mut form.customer_name, &mut form.customer_email);
         if let Err(e) =
-            crate::ssr::customers::fill_invoice(&state.pool, org, picked, name, email).await
+            invoicer_core::customers::fill_invoice(&state.pool, org, picked, name, email).await
         {
             // Through AppError: a database failure is logged there.
-            return Err(crate::error::AppError::from(e)
+            return Err(model::error::AppError::from(e)
                 .field_errors()
                 .cloned()
                 .unwrap_or_else(|| {
-                    crate::error::FieldErrors::from([(
+                    model::error::FieldErrors::from([(
                         "customer_id".to_owned(),
                         "Your customers could not be read. Try again.".to_owned(),
                     )])
@@ -101,13 +103,13 @@ pub(super) async fn with_customer(
         }
     }
     let parsed = form.parse()?;
-    if let Err(e) = crate::ssr::tax_rates::check(&state.pool, org, &parsed).await {
+    if let Err(e) = invoicer_core::tax_rates::check(&state.pool, org, &parsed).await {
         // Through AppError: a database failure is logged there.
-        return Err(crate::error::AppError::from(e)
+        return Err(model::error::AppError::from(e)
             .field_errors()
             .cloned()
             .unwrap_or_else(|| {
-                crate::error::FieldErrors::from([(
+                model::error::FieldErrors::from([(
                     "lines".to_owned(),
                     "Your tax rates could not be read. Try again.".to_owned(),
                 )])
@@ -123,10 +125,10 @@ pub async fn list_invoices(
     payment_state: Option<String>,
     q: Option<String>,
     before: Option<String>,
-) -> Result<crate::model::InvoiceListPage, AppError> {
-    use crate::ssr::invoices::{check_filter, page, ListCursor, ListFilter};
+) -> Result<model::InvoiceListPage, AppError> {
+    use invoicer_core::invoices::{check_filter, page, ListCursor, ListFilter};
 
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
     let filter = ListFilter {
         status: status.filter(|s| !s.is_empty()),
@@ -142,7 +144,7 @@ pub async fn list_invoices(
         })?),
     };
     let (rows, next) = page(&state.reads, user.org_id, &filter, before, 50).await?;
-    Ok(crate::model::InvoiceListPage {
+    Ok(model::InvoiceListPage {
         rows,
         next_cursor: next.map(ListCursor::encode),
     })
@@ -150,10 +152,10 @@ pub async fn list_invoices(
 
 #[server(prefix = "/rpc", endpoint = "get_invoice")]
 pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
     let invoice = own_invoice(&state, user.org_id, &id).await?;
-    let only_this = crate::ssr::activity::Filter {
+    let only_this = invoicer_core::activity::Filter {
         invoice: Some(invoice.id),
         ..Default::default()
     };
@@ -165,10 +167,10 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
         (payments_enabled, today, einvoicing),
         reminders_off,
     ) = tokio::try_join!(
-        crate::ssr::outbox::for_invoice(&state.reads, user.org_id, invoice.id),
-        crate::ssr::activity::rows(&state.reads, user.org_id, &only_this, None),
-        crate::ssr::payments::for_invoice(&state.reads, user.org_id, invoice.id),
-        crate::ssr::accounts::payments_enabled(&state.reads, user.org_id),
+        invoicer_core::outbox::for_invoice(&state.reads, user.org_id, invoice.id),
+        invoicer_core::activity::rows(&state.reads, user.org_id, &only_this, None),
+        invoicer_core::payments::for_invoice(&state.reads, user.org_id, invoice.id),
+        invoicer_core::accounts::payments_enabled(&state.reads, user.org_id),
         super::schedules::reminders_off(&state.reads, user.org_id, invoice.id, false),
     )?;
     // Only an invoice with credit notes reads them (most have none).
@@ -176,47 +178,48 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
         Vec::new()
     } else {
         let base = &state.settings.public_url;
-        crate::ssr::credit_notes::for_invoice(&state.reads, user.org_id, invoice.id, base).await?
+        invoicer_core::credit_notes::for_invoice(&state.reads, user.org_id, invoice.id, base)
+            .await?
     };
     let may_apply = invoice.customer_id.is_some()
         && invoice.amount_due_cents > 0
         && matches!(
             invoice.status,
-            crate::model::InvoiceStatus::Open | crate::model::InvoiceStatus::Uncollectible
+            model::InvoiceStatus::Open | model::InvoiceStatus::Uncollectible
         );
     let credit_available = if may_apply {
         let mut conn = state.reads.acquire().await?;
-        crate::ssr::credit_balance::available_for(&mut conn, user.org_id, invoice.id).await?
+        invoicer_core::credit_balance::available_for(&mut conn, user.org_id, invoice.id).await?
     } else {
         0
     };
     let delete_keys = payments
         .iter()
-        .map(|_| crate::model::form_key(user.org_id))
+        .map(|_| model::form_key(user.org_id))
         .collect();
     Ok(InvoicePage {
         invoice,
         simulate_payments: state.settings.dev_mode,
-        send_key: crate::model::form_key(user.org_id),
-        action_key: crate::model::form_key(user.org_id),
+        send_key: model::form_key(user.org_id),
+        action_key: model::form_key(user.org_id),
         emails,
         payments,
         anomalies,
         history,
-        can_edit: user.role.may(crate::model::Action::EditInvoices),
+        can_edit: user.role.may(model::Action::EditInvoices),
         payments_enabled,
         einvoicing,
-        payment_forms: crate::model::PaymentForms {
-            key: crate::model::form_key(user.org_id),
+        payment_forms: model::PaymentForms {
+            key: model::form_key(user.org_id),
             today,
             delete_keys,
-            can_delete: user.role.may(crate::model::Action::DeletePayments),
-            credit_key: crate::model::form_key(user.org_id),
+            can_delete: user.role.may(model::Action::DeletePayments),
+            credit_key: model::form_key(user.org_id),
             credit_notes,
-            apply_key: crate::model::form_key(user.org_id),
+            apply_key: model::form_key(user.org_id),
             credit_available,
             reminders_off,
-            reminders_key: crate::model::form_key(user.org_id),
+            reminders_key: model::form_key(user.org_id),
         },
     })
 }
@@ -224,34 +227,34 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
 /// `id` of the session's org, or NotFound (also for another org's id: no leak).
 #[cfg(feature = "ssr")]
 pub(super) async fn own_invoice(
-    state: &crate::ssr::AppState,
+    state: &invoicer_core::AppState,
     org: Uuid,
     id: &str,
-) -> Result<crate::model::Invoice, AppError> {
+) -> Result<model::Invoice, AppError> {
     let id = Uuid::try_parse(id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.reads.acquire().await?;
-    crate::ssr::invoices::get(&mut conn, org, id, &state.settings.public_url)
+    invoicer_core::invoices::get(&mut conn, org, id, &state.settings.public_url)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())
 }
 
 /// A draft's edit page: its content, its version, and the key this rendering's save is named by.
 #[server(prefix = "/rpc", endpoint = "get_draft")]
-pub async fn get_draft(id: String) -> Result<crate::model::DraftEdit, AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+pub async fn get_draft(id: String) -> Result<model::DraftEdit, AppError> {
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
     let invoice = own_invoice(&state, user.org_id, &id).await?;
-    if invoice.status != crate::model::InvoiceStatus::Draft {
+    if invoice.status != model::InvoiceStatus::Draft {
         return Err(AppError::BadRequest(format!(
             "This invoice is {} and can no longer be edited; duplicate it to start a new draft.",
             invoice.status.as_str()
         ))
         .respond());
     }
-    Ok(crate::model::DraftEdit {
+    Ok(model::DraftEdit {
         id: invoice.id,
         version: invoice.version,
-        key: crate::model::form_key(user.org_id),
+        key: model::form_key(user.org_id),
         form: InvoiceForm::from_invoice(&invoice),
     })
 }
@@ -265,9 +268,9 @@ pub async fn update_draft(
     version: String,
     input: InvoiceForm,
 ) -> Result<(), AppError> {
-    use crate::ssr::lifecycle::Edited;
-    use crate::ssr::observe::{track, Attempt, Surface};
-    use crate::ssr::surfaces::form::{edit_draft, DraftSave};
+    use invoicer_core::lifecycle::Edited;
+    use invoicer_core::observe::{track, Attempt, Surface};
+    use invoicer_core::surfaces::form::{edit_draft, DraftSave};
 
     let state = state()?;
     let invoice = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
@@ -279,13 +282,13 @@ pub async fn update_draft(
     let refuse = |fields| AppError::rejected_form(idempotency_key.clone(), fields, &input);
     let saved = track(&state.pool, attempt, async |attempt| {
         // Who asks first: no rejection carrying the values is built for someone without the right.
-        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
+        let user = crate::rpc::require(model::Action::EditInvoices).await?;
         let form_key = for_this_org(
             parse_form_key(idempotency_key.as_deref()).map_err(refuse)?,
             &user,
         )?;
         let version: i32 = version.trim().parse().map_err(|_| {
-            refuse(crate::error::FieldErrors::from([(
+            refuse(model::error::FieldErrors::from([(
                 "version".to_owned(),
                 "This form has no valid version. Open the draft again.".to_owned(),
             )]))
@@ -326,7 +329,7 @@ pub async fn update_draft(
             "This form already saved other changes. Open the draft again to edit it further."
         }
     };
-    Err(refuse(crate::error::FieldErrors::from([(
+    Err(refuse(model::error::FieldErrors::from([(
         "version".to_owned(),
         message.to_owned(),
     )]))

@@ -25,27 +25,99 @@ pub mod webhooks;
 use leptos::prelude::use_context;
 
 #[cfg(feature = "ssr")]
-use crate::error::AppError;
+use model::error::AppError;
 
 #[cfg(feature = "ssr")]
-fn state() -> Result<crate::ssr::AppState, AppError> {
-    use_context::<crate::ssr::AppState>()
+fn state() -> Result<invoicer_core::AppState, AppError> {
+    use_context::<invoicer_core::AppState>()
         .ok_or_else(|| AppError::internal("server state", "AppState missing from context"))
+}
+
+/// The request being served is a browser's plain form post (no JavaScript): it asks for HTML.
+#[cfg(feature = "ssr")]
+pub(crate) fn plain_form_post() -> bool {
+    use_context::<axum::http::request::Parts>()
+        .and_then(|parts| {
+            parts
+                .headers
+                .get(axum::http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| v.contains("text/html"))
+        })
+        .unwrap_or(false)
+}
+
+/// An error as the answer of the request being served.
+#[cfg(feature = "ssr")]
+pub(crate) trait Respond {
+    /// Gives the error its HTTP status ([`AppError::status_code`]) and `Retry-After` on the
+    /// response being rendered: a page whose read failed answers with its status, and so does a
+    /// server function called by a script. Plain HTML form posts keep the redirect back to the
+    /// form, which is how Leptos shows them the error.
+    fn respond(self) -> Self;
+}
+
+#[cfg(feature = "ssr")]
+impl Respond for AppError {
+    fn respond(self) -> Self {
+        let plain_form_post = plain_form_post();
+        if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+            if !plain_form_post {
+                response.set_status(self.status_code());
+            }
+            if let Some(secs) = self.retry_after() {
+                response.insert_header(
+                    axum::http::header::RETRY_AFTER,
+                    axum::http::HeaderValue::from(secs),
+                );
+            }
+        }
+        self
+    }
+}
+
+/// The session of the server-function request being served.
+#[cfg(feature = "ssr")]
+pub(crate) async fn current_session() -> Result<invoicer_core::auth::AuthSession, AppError> {
+    leptos_axum::extract::<invoicer_core::auth::AuthSession>()
+        .await
+        .map_err(|e| AppError::internal("auth session missing", e))
+}
+
+/// The logged-in user of the server-function request being served, or `Unauthorized`.
+#[cfg(feature = "ssr")]
+pub(crate) async fn require_user() -> Result<invoicer_core::auth::SessionUser, AppError> {
+    current_session()
+        .await?
+        .user
+        .ok_or_else(|| AppError::Unauthorized.respond())
+}
+
+/// The logged-in user, if their role allows `action`: `Unauthorized` without a session,
+/// `Forbidden` with one whose role does not reach.
+#[cfg(feature = "ssr")]
+pub(crate) async fn require(
+    action: model::Action,
+) -> Result<invoicer_core::auth::SessionUser, AppError> {
+    require_user()
+        .await?
+        .allowed(action)
+        .map_err(Respond::respond)
 }
 
 /// The client address of the server-function request being served.
 #[cfg(feature = "ssr")]
-fn client_address(state: &crate::ssr::AppState) -> std::net::IpAddr {
+fn client_address(state: &invoicer_core::AppState) -> std::net::IpAddr {
     let parts = use_context::<axum::http::request::Parts>();
     let header = state.settings.client_ip_header.as_deref();
     parts.map_or(std::net::IpAddr::from([0, 0, 0, 0]), |p| {
-        crate::ssr::throttle::client_address(&p, header)
+        invoicer_core::throttle::client_address(&p, header)
     })
 }
 
 /// Where the current request comes from, for the session's row.
 #[cfg(feature = "ssr")]
-pub(crate) fn login_meta(state: &crate::ssr::AppState) -> crate::ssr::auth::LoginMeta {
+pub(crate) fn login_meta(state: &invoicer_core::AppState) -> invoicer_core::auth::LoginMeta {
     let user_agent = use_context::<axum::http::request::Parts>()
         .and_then(|p| {
             p.headers
@@ -54,7 +126,7 @@ pub(crate) fn login_meta(state: &crate::ssr::AppState) -> crate::ssr::auth::Logi
                 .map(str::to_owned)
         })
         .unwrap_or_default();
-    crate::ssr::auth::LoginMeta {
+    invoicer_core::auth::LoginMeta {
         user_agent,
         address: client_address(state).to_string(),
     }
@@ -74,6 +146,6 @@ fn request_id() -> Option<String> {
 
 /// The session's user, as the audit log names who acted.
 #[cfg(feature = "ssr")]
-fn actor(user: &crate::ssr::auth::SessionUser) -> crate::ssr::audit::Actor {
-    crate::ssr::audit::Actor::user(user.id, &user.email)
+fn actor(user: &invoicer_core::auth::SessionUser) -> invoicer_core::audit::Actor {
+    invoicer_core::audit::Actor::user(user.id, &user.email)
 }

@@ -2,10 +2,12 @@
 //! form), a recorded payment's "Delete" (once per rendered button, owners only), "Credit" and
 //! "Apply credit" (once per rendered form each).
 
+#[cfg(feature = "ssr")]
+use super::Respond;
 use leptos::prelude::*;
 
-use crate::error::AppError;
-use crate::model::PaymentForm;
+use model::error::AppError;
+use model::PaymentForm;
 
 #[cfg(feature = "ssr")]
 use super::{
@@ -21,15 +23,15 @@ pub async fn record_payment(
     idempotency_key: Option<String>,
     form: PaymentForm,
 ) -> Result<(), AppError> {
-    use crate::ssr::manual_payments::{self, PaymentError};
-    use crate::ssr::observe::track;
-    use crate::ssr::surfaces::payment_forms::{record_payment, refusal};
+    use invoicer_core::manual_payments::{self, PaymentError};
+    use invoicer_core::observe::track;
+    use invoicer_core::surfaces::payment_forms::{record_payment, refusal};
 
     let state = state()?;
     let invoice = parse_id(&invoice_id)?;
     let attempt = form_attempt(&idempotency_key);
     track(&state.pool, attempt, async |attempt| {
-        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
+        let user = crate::rpc::require(model::Action::EditInvoices).await?;
         let currency = invoice_currency(&state.pool, user.org_id, invoice).await?;
         let input = form.parse(&currency);
         let checked = match &input {
@@ -38,7 +40,7 @@ pub async fn record_payment(
         };
         let (user, form_key) = open_form(
             &attempt,
-            crate::model::Action::EditInvoices,
+            model::Action::EditInvoices,
             &idempotency_key,
             checked,
         )
@@ -60,7 +62,7 @@ pub async fn record_payment(
         })
     })
     .await
-    .map_err(AppError::respond)?;
+    .map_err(Respond::respond)?;
     leptos_axum::redirect(&format!("/invoices/{invoice}"));
     Ok(())
 }
@@ -72,16 +74,16 @@ pub async fn delete_payment(
     payment_id: String,
     idempotency_key: String,
 ) -> Result<(), AppError> {
-    use crate::ssr::audit::Actor;
-    use crate::ssr::observe::{track, Attempt, Surface};
-    use crate::ssr::surfaces::payment_forms::delete_payment;
+    use invoicer_core::audit::Actor;
+    use invoicer_core::observe::{track, Attempt, Surface};
+    use invoicer_core::surfaces::payment_forms::delete_payment;
 
     let state = state()?;
     let invoice = parse_id(&invoice_id)?;
     let payment = parse_id(&payment_id)?;
     let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
     track(&state.pool, attempt, async |attempt| {
-        let user = crate::ssr::auth::require(crate::model::Action::DeletePayments).await?;
+        let user = crate::rpc::require(model::Action::DeletePayments).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
         let actor = Actor::user(user.id, &user.email);
@@ -97,7 +99,7 @@ pub async fn delete_payment(
         .await
     })
     .await
-    .map_err(AppError::respond)?;
+    .map_err(Respond::respond)?;
     leptos_axum::redirect(&format!("/invoices/{invoice}"));
     Ok(())
 }
@@ -122,12 +124,12 @@ async fn invoice_currency(
 
 /// An amount typed in `currency` (empty: none), or the field's message as `amount_cents`.
 #[cfg(feature = "ssr")]
-fn optional_amount(typed: &str, currency: &str) -> Result<Option<i64>, crate::error::FieldErrors> {
+fn optional_amount(typed: &str, currency: &str) -> Result<Option<i64>, model::error::FieldErrors> {
     match typed.trim() {
         "" => Ok(None),
-        text => crate::model::parse_amount(text, currency)
+        text => model::parse_amount(text, currency)
             .map(Some)
-            .map_err(|e| crate::error::FieldErrors::from([("amount_cents".to_owned(), e)])),
+            .map_err(|e| model::error::FieldErrors::from([("amount_cents".to_owned(), e)])),
     }
 }
 
@@ -142,23 +144,23 @@ pub async fn credit_invoice(
     refund: Option<String>,
     /// `lines[i][line_id]` and `lines[i][quantity]`: the lines to credit instead of an amount (a
     /// blank quantity credits nothing of its line).
-    lines: Option<Vec<crate::model::CreditLineForm>>,
+    lines: Option<Vec<model::CreditLineForm>>,
 ) -> Result<(), AppError> {
-    use crate::model::CreditRefund;
-    use crate::ssr::credit_notes::Credit;
-    use crate::ssr::observe::track;
+    use invoicer_core::credit_notes::Credit;
+    use invoicer_core::observe::track;
+    use model::CreditRefund;
 
     let state = state()?;
     let invoice = parse_id(&invoice_id)?;
     let attempt = form_attempt(&idempotency_key);
     track(&state.pool, attempt, async |attempt| {
-        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
+        let user = crate::rpc::require(model::Action::EditInvoices).await?;
         let currency = invoice_currency(&state.pool, user.org_id, invoice).await?;
         let amount_cents = optional_amount(&amount, &currency);
-        let lines = crate::model::CreditLineForm::parse(lines.as_deref().unwrap_or_default());
+        let lines = model::CreditLineForm::parse(lines.as_deref().unwrap_or_default());
         let input = amount_cents
             .and_then(|amount_cents| Ok((amount_cents, lines?)))
-            .map(|(amount_cents, lines)| crate::model::CreditNoteInput {
+            .map(|(amount_cents, lines)| model::CreditNoteInput {
                 amount_cents,
                 lines,
                 reason: reason.clone(),
@@ -174,7 +176,7 @@ pub async fn credit_invoice(
         };
         let (user, form_key) = open_form(
             &attempt,
-            crate::model::Action::EditInvoices,
+            model::Action::EditInvoices,
             &idempotency_key,
             checked,
         )
@@ -188,7 +190,7 @@ pub async fn credit_invoice(
             source_key: &source_key,
             by: Some(user.id),
         };
-        crate::ssr::surfaces::payment_forms::credit_invoice(
+        invoicer_core::surfaces::payment_forms::credit_invoice(
             &state.pool,
             &attempt,
             form_key,
@@ -199,7 +201,7 @@ pub async fn credit_invoice(
         .await
     })
     .await
-    .map_err(AppError::respond)?;
+    .map_err(Respond::respond)?;
     leptos_axum::redirect(&format!("/invoices/{invoice}"));
     Ok(())
 }
@@ -212,28 +214,28 @@ pub async fn apply_credit(
     idempotency_key: Option<String>,
     amount: String,
 ) -> Result<(), AppError> {
-    use crate::ssr::observe::track;
+    use invoicer_core::observe::track;
 
     let state = state()?;
     let invoice = parse_id(&invoice_id)?;
     let attempt = form_attempt(&idempotency_key);
     track(&state.pool, attempt, async |attempt| {
-        let user = crate::ssr::auth::require(crate::model::Action::EditInvoices).await?;
+        let user = crate::rpc::require(model::Action::EditInvoices).await?;
         let currency = invoice_currency(&state.pool, user.org_id, invoice).await?;
         let amount = optional_amount(&amount, &currency);
         let checked = amount
             .clone()
-            .and_then(|amount_cents| crate::model::ApplyCreditInput { amount_cents }.check());
+            .and_then(|amount_cents| model::ApplyCreditInput { amount_cents }.check());
         let (user, form_key) = open_form(
             &attempt,
-            crate::model::Action::EditInvoices,
+            model::Action::EditInvoices,
             &idempotency_key,
             checked,
         )
         .await?;
         let amount =
             amount.map_err(|fields| AppError::rejected(idempotency_key.clone(), fields))?;
-        crate::ssr::surfaces::payment_forms::apply_credit(
+        invoicer_core::surfaces::payment_forms::apply_credit(
             &state.pool,
             &attempt,
             user.org_id,
@@ -245,7 +247,7 @@ pub async fn apply_credit(
         .await
     })
     .await
-    .map_err(AppError::respond)?;
+    .map_err(Respond::respond)?;
     leptos_axum::redirect(&format!("/invoices/{invoice}"));
     Ok(())
 }

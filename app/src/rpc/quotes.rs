@@ -1,12 +1,14 @@
 //! Server functions of quotes: the list, one quote (with its Send button's key), the new-quote
 //! form (the invoice form plus expiry), and Send (each form and button once per rendering).
 
+#[cfg(feature = "ssr")]
+use super::Respond;
 use leptos::prelude::*;
 #[cfg(feature = "ssr")]
 use uuid::Uuid;
 
-use crate::error::AppError;
-use crate::model::{InvoiceForm, NewQuotePage, Quote, QuoteEdit, QuoteForm, QuotePage};
+use model::error::AppError;
+use model::{InvoiceForm, NewQuotePage, Quote, QuoteEdit, QuoteForm, QuotePage};
 
 #[cfg(feature = "ssr")]
 use super::{form::SettingsForm, state};
@@ -14,25 +16,25 @@ use super::{form::SettingsForm, state};
 /// The session org's quotes, newest first.
 #[server(prefix = "/rpc", endpoint = "list_quotes")]
 pub async fn list_quotes() -> Result<Vec<Quote>, AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
     let mut conn = state.reads.acquire().await?;
-    Ok(crate::ssr::quotes::list(&mut conn, user.org_id, &state.settings.public_url).await?)
+    Ok(invoicer_core::quotes::list(&mut conn, user.org_id, &state.settings.public_url).await?)
 }
 
 /// One quote, the invoice it proposes, and the key of its Send button.
 #[server(prefix = "/rpc", endpoint = "get_quote")]
 pub async fn get_quote(id: String) -> Result<QuotePage, AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.reads.acquire().await?;
-    let quote = crate::ssr::quotes::get(&mut conn, user.org_id, id, &state.settings.public_url)
+    let quote = invoicer_core::quotes::get(&mut conn, user.org_id, id, &state.settings.public_url)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())?;
     let today =
-        crate::ssr::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now()).await?;
-    let preview = crate::ssr::quotes::preview(&mut conn, user.org_id, &quote, today).await?;
+        invoicer_core::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now()).await?;
+    let preview = invoicer_core::quotes::preview(&mut conn, user.org_id, &quote, today).await?;
     let invoice_number = match quote.invoice_id {
         // language=PostgreSQL
         Some(invoice) => sqlx::query_scalar!(
@@ -47,9 +49,9 @@ pub async fn get_quote(id: String) -> Result<QuotePage, AppError> {
     Ok(QuotePage {
         quote,
         preview,
-        send_key: crate::model::form_key(user.org_id),
+        send_key: model::form_key(user.org_id),
         invoice_number,
-        can_edit: user.role.may(crate::model::Action::EditInvoices),
+        can_edit: user.role.may(model::Action::EditInvoices),
     })
 }
 
@@ -57,13 +59,13 @@ pub async fn get_quote(id: String) -> Result<QuotePage, AppError> {
 #[server(prefix = "/rpc", endpoint = "new_quote_form")]
 pub async fn new_quote_form() -> Result<NewQuotePage, AppError> {
     // A read: the form's submit is what needs the right to make invoices.
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
     let mut conn = state.reads.acquire().await?;
     let today =
-        crate::ssr::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now()).await?;
+        invoicer_core::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now()).await?;
     Ok(NewQuotePage {
-        key: crate::model::form_key(user.org_id),
+        key: model::form_key(user.org_id),
         today,
     })
 }
@@ -75,7 +77,7 @@ pub async fn create_quote(
     input: InvoiceForm,
     quote: QuoteForm,
 ) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
+    use invoicer_core::claim::Form;
     let state = state()?;
     let source_key = format!(
         "form:{}",
@@ -85,7 +87,7 @@ pub async fn create_quote(
     let content = (&input, &quote);
     let saved = SettingsForm {
         form: Form::CreateQuote,
-        action: crate::model::Action::EditInvoices,
+        action: model::Action::EditInvoices,
         back: "/quotes",
         idempotency_key,
         content: &content,
@@ -96,14 +98,14 @@ pub async fn create_quote(
         let invoice = super::invoices::with_customer(&state, user.org_id, &input)
             .await
             .map_err(AppError::invalid)?;
-        let input = crate::model::QuoteInput {
+        let input = model::QuoteInput {
             invoice,
             quote: fields,
         };
         let today =
-            crate::ssr::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now()).await?;
+            invoicer_core::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now()).await?;
         let base = &state.settings.public_url;
-        crate::ssr::quotes::create(
+        invoicer_core::quotes::create(
             tx,
             user.org_id,
             Uuid::now_v7(),
@@ -123,8 +125,8 @@ pub async fn create_quote(
 }
 
 #[cfg(feature = "ssr")]
-fn refused(e: crate::ssr::quotes::QuoteError) -> AppError {
-    use crate::ssr::quotes::QuoteError;
+fn refused(e: invoicer_core::quotes::QuoteError) -> AppError {
+    use invoicer_core::quotes::QuoteError;
     match e {
         QuoteError::Invalid(fields) => AppError::invalid(fields),
         QuoteError::NotFound => AppError::NotFound,
@@ -141,13 +143,13 @@ fn refused(e: crate::ssr::quotes::QuoteError) -> AppError {
 /// gate (the member's address verified, within the allowance).
 #[server(prefix = "/rpc", endpoint = "send_quote")]
 pub async fn send_quote(id: String, idempotency_key: Option<String>) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
+    use invoicer_core::claim::Form;
     let state = state()?;
     let quote = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let back = format!("/quotes/{quote}");
     SettingsForm {
         form: Form::SendQuote,
-        action: crate::model::Action::EditInvoices,
+        action: model::Action::EditInvoices,
         back: &back,
         idempotency_key,
         content: &quote,
@@ -155,14 +157,14 @@ pub async fn send_quote(id: String, idempotency_key: Option<String>) -> Result<(
     }
     .run(async |tx, user| {
         let base = &state.settings.public_url;
-        let sender = crate::ssr::mail_gate::Sender::Member {
+        let sender = invoicer_core::mail_gate::Sender::Member {
             verified: user.email_verified,
         };
-        let gate = crate::ssr::mail_gate::Gate::new(
-            crate::ssr::mail_gate::Allowance::of(&state.settings.limits),
+        let gate = invoicer_core::mail_gate::Gate::new(
+            invoicer_core::mail_gate::Allowance::of(&state.settings.limits),
             sender,
         );
-        crate::ssr::quotes::send(tx, user.org_id, quote, base, gate)
+        invoicer_core::quotes::send(tx, user.org_id, quote, base, gate)
             .await
             .map(|q| q.id)
             .map_err(refused)
@@ -173,18 +175,18 @@ pub async fn send_quote(id: String, idempotency_key: Option<String>) -> Result<(
 /// A draft quote as its edit form shows it, and the form's key.
 #[server(prefix = "/rpc", endpoint = "edit_quote_form")]
 pub async fn edit_quote_form(id: String) -> Result<QuoteEdit, AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.reads.acquire().await?;
-    let quote = crate::ssr::quotes::get(&mut conn, user.org_id, id, &state.settings.public_url)
+    let quote = invoicer_core::quotes::get(&mut conn, user.org_id, id, &state.settings.public_url)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())?;
     let today =
-        crate::ssr::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now()).await?;
+        invoicer_core::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now()).await?;
     Ok(QuoteEdit {
         id,
-        key: crate::model::form_key(user.org_id),
+        key: model::form_key(user.org_id),
         form: InvoiceForm::from_input(&quote.template),
         quote: QuoteForm {
             expires_on: quote.expires_on.to_string(),
@@ -202,14 +204,14 @@ pub async fn update_quote(
     input: InvoiceForm,
     quote: QuoteForm,
 ) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
+    use invoicer_core::claim::Form;
     let state = state()?;
     let id = Uuid::try_parse(&quote_id).map_err(|_| AppError::NotFound.respond())?;
     let fields = quote.parse();
     let back = format!("/quotes/{id}");
     SettingsForm {
         form: Form::EditQuote,
-        action: crate::model::Action::EditInvoices,
+        action: model::Action::EditInvoices,
         back: &back,
         idempotency_key,
         content: &(id, &input, &quote),
@@ -220,21 +222,23 @@ pub async fn update_quote(
         let invoice = super::invoices::with_customer(&state, user.org_id, &input)
             .await
             .map_err(AppError::invalid)?;
-        let input = crate::model::QuoteInput {
+        let input = model::QuoteInput {
             invoice,
             quote: fields,
         };
         let today =
-            crate::ssr::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now()).await?;
+            invoicer_core::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now()).await?;
         let base = &state.settings.public_url;
-        crate::ssr::quotes::edit_draft(tx, user.org_id, id, &input, today, base)
+        invoicer_core::quotes::edit_draft(tx, user.org_id, id, &input, today, base)
             .await
             .map(|q| q.id)
             .map_err(|e| match e {
-                crate::ssr::quotes::QuoteError::Refused(status) => AppError::BadRequest(format!(
-                    "This quote is {}: only a draft can be edited.",
-                    status.as_str()
-                )),
+                invoicer_core::quotes::QuoteError::Refused(status) => {
+                    AppError::BadRequest(format!(
+                        "This quote is {}: only a draft can be edited.",
+                        status.as_str()
+                    ))
+                }
                 other => refused(other),
             })
     })

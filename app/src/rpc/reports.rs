@@ -1,20 +1,24 @@
 //! Server functions of the reports.
 
+#[cfg(feature = "ssr")]
+use super::Respond;
 use leptos::prelude::*;
 
-use crate::error::AppError;
-use crate::model::reports::{AgingReport, TaxReport};
+use model::error::AppError;
+use model::reports::{AgingReport, TaxReport};
 
 /// The session org's aging report.
 #[server(prefix = "/rpc", endpoint = "get_aging_report")]
 pub async fn get_aging_report() -> Result<AgingReport, AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = super::state()?;
     let mut conn = state.reads.acquire().await?;
-    Ok(
-        crate::ssr::reports::aging(&mut conn, user.org_id, Some(crate::ssr::reports::MAX_ROWS))
-            .await?,
+    Ok(invoicer_core::reports::aging(
+        &mut conn,
+        user.org_id,
+        Some(invoicer_core::reports::MAX_ROWS),
     )
+    .await?)
 }
 
 /// The session org's tax summary of `from`..=`to` (neither: the quarter so far).
@@ -23,11 +27,11 @@ pub async fn get_tax_report(
     from: Option<String>,
     to: Option<String>,
 ) -> Result<TaxReport, AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = super::state()?;
     let mut conn = state.reads.acquire().await?;
-    let today = crate::ssr::statements::org_today(&mut conn, user.org_id).await?;
-    let period = crate::ssr::reports::tax_period(from.as_deref(), to.as_deref(), today)
+    let today = invoicer_core::statements::org_today(&mut conn, user.org_id).await?;
+    let period = invoicer_core::reports::tax_period(from.as_deref(), to.as_deref(), today)
         .map_err(|e| AppError::BadRequest(e).respond())?;
-    Ok(crate::ssr::reports::tax(&mut conn, user.org_id, period).await?)
+    Ok(invoicer_core::reports::tax(&mut conn, user.org_id, period).await?)
 }

@@ -1,14 +1,14 @@
 //! Server functions of recurring invoices: the list, one schedule, the new-schedule form, and its
 //! Pause/Resume button (each form and button once per rendering).
 
+#[cfg(feature = "ssr")]
+use super::Respond;
 use leptos::prelude::*;
 #[cfg(feature = "ssr")]
 use uuid::Uuid;
 
-use crate::error::AppError;
-use crate::model::{
-    InvoiceForm, NewSchedulePage, Schedule, ScheduleEdit, ScheduleForm, SchedulePage,
-};
+use model::error::AppError;
+use model::{InvoiceForm, NewSchedulePage, Schedule, ScheduleEdit, ScheduleForm, SchedulePage};
 
 #[cfg(feature = "ssr")]
 use super::{form::SettingsForm, state};
@@ -16,20 +16,20 @@ use super::{form::SettingsForm, state};
 /// The session org's schedules, newest first.
 #[server(prefix = "/rpc", endpoint = "list_schedules")]
 pub async fn list_schedules() -> Result<Vec<Schedule>, AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
     let mut conn = state.reads.acquire().await?;
-    Ok(crate::ssr::schedules::list(&mut conn, user.org_id).await?)
+    Ok(invoicer_core::schedules::list(&mut conn, user.org_id).await?)
 }
 
 /// One schedule with its next dates and runs, and the key of its Pause/Resume button.
 #[server(prefix = "/rpc", endpoint = "get_schedule")]
 pub async fn get_schedule(id: String) -> Result<SchedulePage, AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.reads.acquire().await?;
-    let schedule = crate::ssr::schedules::get(&mut conn, user.org_id, id)
+    let schedule = invoicer_core::schedules::get(&mut conn, user.org_id, id)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())?;
     let ids: Vec<Uuid> = schedule.runs.iter().filter_map(|r| r.invoice_id).collect();
@@ -46,9 +46,9 @@ pub async fn get_schedule(id: String) -> Result<SchedulePage, AppError> {
     .collect();
     Ok(SchedulePage {
         schedule,
-        toggle_key: crate::model::form_key(user.org_id),
+        toggle_key: model::form_key(user.org_id),
         numbers,
-        can_edit: user.role.may(crate::model::Action::EditInvoices),
+        can_edit: user.role.may(model::Action::EditInvoices),
     })
 }
 
@@ -56,18 +56,18 @@ pub async fn get_schedule(id: String) -> Result<SchedulePage, AppError> {
 #[server(prefix = "/rpc", endpoint = "new_schedule_form")]
 pub async fn new_schedule_form() -> Result<NewSchedulePage, AppError> {
     // A read: the form's submit is what needs the right to make invoices.
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
-    let customers = crate::ssr::customers::list(&state.reads, user.org_id, None, 100)
+    let customers = invoicer_core::customers::list(&state.reads, user.org_id, None, 100)
         .await?
         .into_iter()
         .map(|c| (c.id, c.name))
         .collect();
     let mut conn = state.reads.acquire().await?;
     let today =
-        crate::ssr::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now()).await?;
+        invoicer_core::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now()).await?;
     Ok(NewSchedulePage {
-        key: crate::model::form_key(user.org_id),
+        key: model::form_key(user.org_id),
         customers,
         today,
     })
@@ -80,11 +80,11 @@ pub async fn create_schedule(
     input: InvoiceForm,
     schedule: ScheduleForm,
 ) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
+    use invoicer_core::claim::Form;
     let parsed = input.parse().and_then(|invoice| {
         schedule
             .parse()
-            .map(|schedule| crate::model::ScheduleInput { invoice, schedule })
+            .map(|schedule| model::ScheduleInput { invoice, schedule })
     });
     let source_key = format!(
         "form:{}",
@@ -93,7 +93,7 @@ pub async fn create_schedule(
     let content = (&input, &schedule);
     let saved = SettingsForm {
         form: Form::CreateSchedule,
-        action: crate::model::Action::EditInvoices,
+        action: model::Action::EditInvoices,
         back: "/schedules",
         idempotency_key,
         content: &content,
@@ -103,9 +103,9 @@ pub async fn create_schedule(
         let mut input = parsed.clone().map_err(AppError::invalid)?;
         checked_template(user.org_id, &mut input.invoice).await?;
         let today =
-            crate::ssr::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now()).await?;
+            invoicer_core::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now()).await?;
         let id = Uuid::now_v7();
-        crate::ssr::schedules::create(tx, user.org_id, id, &source_key, &input, today)
+        invoicer_core::schedules::create(tx, user.org_id, id, &source_key, &input, today)
             .await
             .map(|s| s.id)
             .map_err(refused)
@@ -119,11 +119,8 @@ pub async fn create_schedule(
 /// A template's customer and tax rates, checked against the org (a picked customer fills in its
 /// name and email).
 #[cfg(feature = "ssr")]
-async fn checked_template(
-    org: Uuid,
-    template: &mut crate::model::InvoiceInput,
-) -> Result<(), AppError> {
-    use crate::ssr::invoice_input::{checked, InvoiceError};
+async fn checked_template(org: Uuid, template: &mut model::InvoiceInput) -> Result<(), AppError> {
+    use invoicer_core::invoice_input::{checked, InvoiceError};
     checked(&state()?.pool, org, None, template)
         .await
         .map_err(|e| match e {
@@ -133,8 +130,8 @@ async fn checked_template(
 }
 
 #[cfg(feature = "ssr")]
-fn refused(e: crate::ssr::schedules::ScheduleError) -> AppError {
-    use crate::ssr::schedules::ScheduleError;
+fn refused(e: invoicer_core::schedules::ScheduleError) -> AppError {
+    use invoicer_core::schedules::ScheduleError;
     match e {
         ScheduleError::Invalid(fields) => AppError::invalid(fields),
         ScheduleError::NotFound => AppError::NotFound,
@@ -145,16 +142,16 @@ fn refused(e: crate::ssr::schedules::ScheduleError) -> AppError {
 /// A schedule's template as its edit form shows it, and the form's key.
 #[server(prefix = "/rpc", endpoint = "edit_schedule_form")]
 pub async fn edit_schedule_form(id: String) -> Result<ScheduleEdit, AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.reads.acquire().await?;
-    let schedule = crate::ssr::schedules::get(&mut conn, user.org_id, id)
+    let schedule = invoicer_core::schedules::get(&mut conn, user.org_id, id)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())?;
     Ok(ScheduleEdit {
         id,
-        key: crate::model::form_key(user.org_id),
+        key: model::form_key(user.org_id),
         form: InvoiceForm::from_input(&schedule.template),
     })
 }
@@ -167,15 +164,15 @@ pub async fn update_schedule(
     idempotency_key: Option<String>,
     input: InvoiceForm,
 ) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
+    use invoicer_core::claim::Form;
     let schedule = Uuid::try_parse(&schedule_id).map_err(|_| AppError::NotFound.respond())?;
-    let parsed = input.parse().and_then(|template| {
-        crate::model::ScheduleInput::template_errors(&template).map(|()| template)
-    });
+    let parsed = input
+        .parse()
+        .and_then(|template| model::ScheduleInput::template_errors(&template).map(|()| template));
     let back = format!("/schedules/{schedule}");
     SettingsForm {
         form: Form::EditSchedule,
-        action: crate::model::Action::EditInvoices,
+        action: model::Action::EditInvoices,
         back: &back,
         idempotency_key,
         content: &(schedule, &input),
@@ -184,7 +181,7 @@ pub async fn update_schedule(
     .run(async |tx, user| {
         let mut template = parsed.clone().map_err(AppError::invalid)?;
         checked_template(user.org_id, &mut template).await?;
-        crate::ssr::schedules::edit_template(tx, user.org_id, schedule, &template)
+        invoicer_core::schedules::edit_template(tx, user.org_id, schedule, &template)
             .await
             .map(|s| s.id)
             .map_err(refused)
@@ -202,13 +199,13 @@ pub async fn pause_schedule(
     idempotency_key: Option<String>,
     pause: String,
 ) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
+    use invoicer_core::claim::Form;
     let schedule = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let paused = pause == "true";
     let back = format!("/schedules/{schedule}");
     SettingsForm {
         form: Form::PauseSchedule,
-        action: crate::model::Action::EditInvoices,
+        action: model::Action::EditInvoices,
         back: &back,
         idempotency_key,
         content: &(schedule, paused),
@@ -216,12 +213,12 @@ pub async fn pause_schedule(
     }
     .run(async |tx, user| {
         let today =
-            crate::ssr::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now()).await?;
-        crate::ssr::schedules::set_paused(tx, user.org_id, schedule, paused, today)
+            invoicer_core::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now()).await?;
+        invoicer_core::schedules::set_paused(tx, user.org_id, schedule, paused, today)
             .await
             .map(|s| s.id)
             .map_err(|e| match e {
-                crate::ssr::schedules::ScheduleError::Db(e) => AppError::from(e),
+                invoicer_core::schedules::ScheduleError::Db(e) => AppError::from(e),
                 _ => AppError::NotFound,
             })
     })
@@ -237,7 +234,7 @@ pub async fn set_reminders(
     idempotency_key: Option<String>,
     off: String,
 ) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
+    use invoicer_core::claim::Form;
     let target = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let off = off == "true";
     let (customer, back) = match what.as_str() {
@@ -247,7 +244,7 @@ pub async fn set_reminders(
     };
     SettingsForm {
         form: Form::ToggleReminders,
-        action: crate::model::Action::EditInvoices,
+        action: model::Action::EditInvoices,
         back: &back,
         idempotency_key,
         content: &(&what, target, off),
@@ -255,9 +252,9 @@ pub async fn set_reminders(
     }
     .run(async |tx, user| {
         let found = if customer {
-            crate::ssr::reminders::set_customer_off(tx, user.org_id, target, off).await?
+            invoicer_core::reminders::set_customer_off(tx, user.org_id, target, off).await?
         } else {
-            crate::ssr::reminders::set_invoice_off(tx, user.org_id, target, off).await?
+            invoicer_core::reminders::set_invoice_off(tx, user.org_id, target, off).await?
         };
         if found {
             Ok(target)

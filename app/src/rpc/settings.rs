@@ -1,46 +1,49 @@
 //! Server functions of the org settings page: the settings and the tax rates.
 
+#[cfg(feature = "ssr")]
+use super::Respond;
 use leptos::prelude::*;
 #[cfg(feature = "ssr")]
 use uuid::Uuid;
 
-use crate::error::AppError;
+use model::error::AppError;
 
 #[cfg(feature = "ssr")]
 use super::{form::SettingsForm, state};
 
 /// The org settings page: the settings, the tax rates, and fresh keys for its forms.
 #[server(prefix = "/rpc", endpoint = "get_org_settings")]
-pub async fn get_org_settings() -> Result<crate::model::OrgSettingsPage, AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+pub async fn get_org_settings() -> Result<model::OrgSettingsPage, AppError> {
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
-    let settings = crate::ssr::orgs::settings(&state.pool, user.org_id).await?;
-    let details = crate::ssr::orgs::details(&state.pool, user.org_id).await?;
-    let bank = crate::ssr::orgs::bank_details(&state.pool, user.org_id).await?;
-    let tax_rates = crate::ssr::tax_rates::list(&state.pool, user.org_id, true).await?;
+    let settings = invoicer_core::orgs::settings(&state.pool, user.org_id).await?;
+    let details = invoicer_core::orgs::details(&state.pool, user.org_id).await?;
+    let bank = invoicer_core::orgs::bank_details(&state.pool, user.org_id).await?;
+    let tax_rates = invoicer_core::tax_rates::list(&state.pool, user.org_id, true).await?;
     let year = chrono::Datelike::year(&chrono::Utc::now());
-    Ok(crate::model::OrgSettingsPage {
+    Ok(model::OrgSettingsPage {
         next_number: settings.preview(1, year),
         settings,
         archive_keys: tax_rates
             .iter()
-            .map(|_| crate::model::form_key(user.org_id))
+            .map(|_| model::form_key(user.org_id))
             .collect(),
         tax_rates,
-        settings_key: crate::model::form_key(user.org_id),
+        settings_key: model::form_key(user.org_id),
         details,
-        details_key: crate::model::form_key(user.org_id),
+        details_key: model::form_key(user.org_id),
         bank,
-        bank_key: crate::model::form_key(user.org_id),
-        tax_rate_key: crate::model::form_key(user.org_id),
-        can_manage: user.role.may(crate::model::Action::ManageOrg),
-        reminders: crate::ssr::reminders::steps(&mut *state.reads.acquire().await?, user.org_id)
+        bank_key: model::form_key(user.org_id),
+        tax_rate_key: model::form_key(user.org_id),
+        can_manage: user.role.may(model::Action::ManageOrg),
+        reminders: invoicer_core::reminders::steps(&mut *state.reads.acquire().await?, user.org_id)
             .await?,
-        reminders_key: crate::model::form_key(user.org_id),
-        branding: crate::ssr::branding::of(&mut *state.reads.acquire().await?, user.org_id).await?,
-        branding_key: crate::model::form_key(user.org_id),
-        logo_key: crate::model::form_key(user.org_id),
-        remove_logo_key: crate::model::form_key(user.org_id),
+        reminders_key: model::form_key(user.org_id),
+        branding: invoicer_core::branding::of(&mut *state.reads.acquire().await?, user.org_id)
+            .await?,
+        branding_key: model::form_key(user.org_id),
+        logo_key: model::form_key(user.org_id),
+        remove_logo_key: model::form_key(user.org_id),
     })
 }
 
@@ -48,13 +51,13 @@ pub async fn get_org_settings() -> Result<crate::model::OrgSettingsPage, AppErro
 #[server(prefix = "/rpc", endpoint = "save_branding")]
 pub async fn save_branding(
     idempotency_key: Option<String>,
-    branding: crate::model::BrandingForm,
+    branding: model::BrandingForm,
 ) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
+    use invoicer_core::claim::Form;
     let parsed = branding.parse();
     SettingsForm {
         form: Form::EditBranding,
-        action: crate::model::Action::ManageOrg,
+        action: model::Action::ManageOrg,
         back: "/settings/org",
         idempotency_key,
         content: &branding,
@@ -62,7 +65,7 @@ pub async fn save_branding(
     }
     .run(async |tx, user| {
         let (colour, footer) = parsed.clone().map_err(AppError::invalid)?;
-        crate::ssr::branding::save(tx, user.org_id, colour.as_deref(), &footer).await?;
+        invoicer_core::branding::save(tx, user.org_id, colour.as_deref(), &footer).await?;
         Ok(user.org_id)
     })
     .await
@@ -71,17 +74,17 @@ pub async fn save_branding(
 /// Removes the logo, once per rendered button.
 #[server(prefix = "/rpc", endpoint = "remove_logo")]
 pub async fn remove_logo(idempotency_key: Option<String>) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
+    use invoicer_core::claim::Form;
     SettingsForm {
         form: Form::RemoveLogo,
-        action: crate::model::Action::ManageOrg,
+        action: model::Action::ManageOrg,
         back: "/settings/org",
         idempotency_key,
         content: &(),
         check: Ok(()),
     }
     .run(async |tx, user| {
-        crate::ssr::branding::remove_logo(tx, user.org_id).await?;
+        invoicer_core::branding::remove_logo(tx, user.org_id).await?;
         Ok(user.org_id)
     })
     .await
@@ -91,14 +94,14 @@ pub async fn remove_logo(idempotency_key: Option<String>) -> Result<(), AppError
 #[server(prefix = "/rpc", endpoint = "save_reminders")]
 pub async fn save_reminders(
     idempotency_key: Option<String>,
-    steps: Option<Vec<crate::model::ReminderStepForm>>,
+    steps: Option<Vec<model::ReminderStepForm>>,
 ) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
+    use invoicer_core::claim::Form;
     let rows = steps.unwrap_or_default();
-    let parsed = crate::model::ReminderStepForm::parse(&rows);
+    let parsed = model::ReminderStepForm::parse(&rows);
     SettingsForm {
         form: Form::EditReminders,
-        action: crate::model::Action::ManageOrg,
+        action: model::Action::ManageOrg,
         back: "/settings/org",
         idempotency_key,
         content: &rows,
@@ -106,7 +109,7 @@ pub async fn save_reminders(
     }
     .run(async |tx, user| {
         let steps = parsed.clone().map_err(AppError::invalid)?;
-        crate::ssr::reminders::save_steps(tx, user.org_id, &steps).await?;
+        invoicer_core::reminders::save_steps(tx, user.org_id, &steps).await?;
         Ok(user.org_id)
     })
     .await
@@ -116,19 +119,19 @@ pub async fn save_reminders(
 #[server(prefix = "/rpc", endpoint = "save_org_settings")]
 pub async fn save_org_settings(
     idempotency_key: Option<String>,
-    settings: crate::model::OrgSettings,
+    settings: model::OrgSettings,
 ) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
+    use invoicer_core::claim::Form;
     SettingsForm {
         form: Form::EditOrgSettings,
-        action: crate::model::Action::ManageOrg,
+        action: model::Action::ManageOrg,
         back: "/settings/org",
         idempotency_key,
         content: &settings,
         check: settings.check(),
     }
     .run(async |tx, user| {
-        crate::ssr::orgs::save_settings(tx, user.org_id, &settings).await?;
+        invoicer_core::orgs::save_settings(tx, user.org_id, &settings).await?;
         Ok(user.org_id)
     })
     .await
@@ -139,16 +142,16 @@ pub async fn save_org_settings(
 #[server(prefix = "/rpc", endpoint = "save_org_details")]
 pub async fn save_org_details(
     idempotency_key: Option<String>,
-    details: crate::model::OrgDetails,
+    details: model::OrgDetails,
     password: Option<String>,
 ) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
+    use invoicer_core::claim::Form;
     let details = details.normalized();
-    let user = crate::ssr::auth::require(crate::model::Action::ManageOrg).await?;
-    let now = crate::ssr::orgs::details(&state()?.pool, user.org_id).await?;
-    if !crate::ssr::orgs::identity_changes(&now, &details).is_empty() {
+    let user = crate::rpc::require(model::Action::ManageOrg).await?;
+    let now = invoicer_core::orgs::details(&state()?.pool, user.org_id).await?;
+    if !invoicer_core::orgs::identity_changes(&now, &details).is_empty() {
         super::form::recently_authenticated(
-            crate::model::Action::ManageOrg,
+            model::Action::ManageOrg,
             &idempotency_key,
             password.as_deref(),
             "changing where you are paid, or who you are on your e-invoices,",
@@ -157,7 +160,7 @@ pub async fn save_org_details(
     }
     SettingsForm {
         form: Form::EditOrgDetails,
-        action: crate::model::Action::ManageOrg,
+        action: model::Action::ManageOrg,
         back: "/settings/org",
         idempotency_key,
         content: &details,
@@ -165,7 +168,7 @@ pub async fn save_org_details(
     }
     .run(async |tx, user| {
         let actor = super::actor(user);
-        crate::ssr::orgs::save_details(tx, user.org_id, &actor, &details).await?;
+        invoicer_core::orgs::save_details(tx, user.org_id, &actor, &details).await?;
         Ok(user.org_id)
     })
     .await
@@ -176,16 +179,16 @@ pub async fn save_org_details(
 #[server(prefix = "/rpc", endpoint = "save_bank_details")]
 pub async fn save_bank_details(
     idempotency_key: Option<String>,
-    bank: crate::model::BankDetails,
+    bank: model::BankDetails,
     password: Option<String>,
 ) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
+    use invoicer_core::claim::Form;
     let bank = bank.normalized();
-    let user = crate::ssr::auth::require(crate::model::Action::ManageOrg).await?;
-    let now = crate::ssr::orgs::bank_details(&state()?.pool, user.org_id).await?;
-    if !crate::ssr::orgs::bank_changes(&now, &bank).is_empty() {
+    let user = crate::rpc::require(model::Action::ManageOrg).await?;
+    let now = invoicer_core::orgs::bank_details(&state()?.pool, user.org_id).await?;
+    if !invoicer_core::orgs::bank_changes(&now, &bank).is_empty() {
         super::form::recently_authenticated(
-            crate::model::Action::ManageOrg,
+            model::Action::ManageOrg,
             &idempotency_key,
             password.as_deref(),
             "changing where you are paid, or who you are on your e-invoices,",
@@ -194,7 +197,7 @@ pub async fn save_bank_details(
     }
     SettingsForm {
         form: Form::EditBankDetails,
-        action: crate::model::Action::ManageOrg,
+        action: model::Action::ManageOrg,
         back: "/settings/org",
         idempotency_key,
         content: &bank,
@@ -202,7 +205,7 @@ pub async fn save_bank_details(
     }
     .run(async |tx, user| {
         let actor = super::actor(user);
-        crate::ssr::orgs::save_bank_details(tx, user.org_id, &actor, &bank).await?;
+        invoicer_core::orgs::save_bank_details(tx, user.org_id, &actor, &bank).await?;
         Ok(user.org_id)
     })
     .await
@@ -217,12 +220,12 @@ pub async fn add_tax_rate(
     category: Option<String>,
     exemption_reason: Option<String>,
 ) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
+    use invoicer_core::claim::Form;
     let (category, reason) = (
         category.unwrap_or_default(),
         exemption_reason.unwrap_or_default(),
     );
-    let parsed = crate::model::TaxRateInput::parse(&name, &percent, &category, &reason);
+    let parsed = model::TaxRateInput::parse(&name, &percent, &category, &reason);
     let check = || parsed.clone().map(|_| ());
     let content = (&name, &percent, &category, &reason);
     let source_key = format!(
@@ -231,7 +234,7 @@ pub async fn add_tax_rate(
     );
     SettingsForm {
         form: Form::AddTaxRate,
-        action: crate::model::Action::ManageOrg,
+        action: model::Action::ManageOrg,
         back: "/settings/org",
         idempotency_key,
         content: &content,
@@ -240,7 +243,7 @@ pub async fn add_tax_rate(
     .run(async |tx, user| {
         let input = parsed.as_ref().map_err(|f| AppError::invalid(f.clone()))?;
         let rate =
-            crate::ssr::tax_rates::insert(tx, Uuid::now_v7(), user.org_id, &source_key, input)
+            invoicer_core::tax_rates::insert(tx, Uuid::now_v7(), user.org_id, &source_key, input)
                 .await?;
         Ok(rate.id)
     })
@@ -250,18 +253,18 @@ pub async fn add_tax_rate(
 /// Archives a tax rate (lines that have it keep it), once per rendered button.
 #[server(prefix = "/rpc", endpoint = "archive_tax_rate")]
 pub async fn archive_tax_rate(idempotency_key: Option<String>, id: String) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
+    use invoicer_core::claim::Form;
     let rate = Uuid::try_parse(id.trim()).map_err(|_| AppError::NotFound.respond())?;
     SettingsForm {
         form: Form::ArchiveTaxRate,
-        action: crate::model::Action::ManageOrg,
+        action: model::Action::ManageOrg,
         back: "/settings/org",
         idempotency_key,
         content: &rate,
         check: Ok(()),
     }
     .run(
-        async |tx, user| match crate::ssr::tax_rates::archive(tx, user.org_id, rate).await? {
+        async |tx, user| match invoicer_core::tax_rates::archive(tx, user.org_id, rate).await? {
             true => Ok(rate),
             false => Err(AppError::NotFound),
         },
@@ -271,8 +274,8 @@ pub async fn archive_tax_rate(idempotency_key: Option<String>, id: String) -> Re
 
 /// The session org's tax rates (archived ones too when `archived`), oldest first.
 #[server(prefix = "/rpc", endpoint = "list_tax_rates")]
-pub async fn list_tax_rates(archived: bool) -> Result<Vec<crate::model::TaxRate>, AppError> {
-    let user = crate::ssr::auth::require(crate::model::Action::Read).await?;
+pub async fn list_tax_rates(archived: bool) -> Result<Vec<model::TaxRate>, AppError> {
+    let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
-    Ok(crate::ssr::tax_rates::list(&state.pool, user.org_id, archived).await?)
+    Ok(invoicer_core::tax_rates::list(&state.pool, user.org_id, archived).await?)
 }

@@ -2,12 +2,14 @@
 //! role changes, removal and leaving. Every change runs once per rendered form through the same
 //! claim as the settings forms; an emailed link is used once, in the transaction that does its work.
 
+#[cfg(feature = "ssr")]
+use super::Respond;
 use leptos::prelude::*;
 #[cfg(feature = "ssr")]
 use uuid::Uuid;
 
-use crate::error::AppError;
-use crate::model::MembersPage;
+use model::error::AppError;
+use model::MembersPage;
 
 #[cfg(feature = "ssr")]
 use super::{
@@ -17,53 +19,22 @@ use super::{
 };
 
 #[cfg(feature = "ssr")]
-fn parse_role(role: &str) -> Result<crate::model::Role, AppError> {
-    crate::model::Role::parse(role.trim())
+fn parse_role(role: &str) -> Result<model::Role, AppError> {
+    model::Role::parse(role.trim())
         .ok_or_else(|| AppError::field("role", "Choose owner, member or viewer.").respond())
-}
-
-#[cfg(feature = "ssr")]
-impl From<crate::ssr::members::MemberError> for AppError {
-    fn from(e: crate::ssr::members::MemberError) -> Self {
-        use crate::ssr::members::MemberError;
-        match e {
-            MemberError::NotFound => AppError::NotFound,
-            MemberError::LastOwner => AppError::BadRequest(
-                "An organisation needs an owner: make someone else an owner first.".into(),
-            ),
-            MemberError::Db(e) => e.into(),
-        }
-    }
-}
-
-#[cfg(feature = "ssr")]
-impl From<crate::ssr::invitations::InviteError> for AppError {
-    fn from(e: crate::ssr::invitations::InviteError) -> Self {
-        use crate::ssr::invitations::InviteError;
-        match e {
-            InviteError::NotFound => AppError::NotFound,
-            InviteError::BadEmail => AppError::field("email", "Enter a valid email address."),
-            e @ (InviteError::AlreadyMember(_) | InviteError::AlreadyInvited(_)) => {
-                AppError::field("email", &e.to_string())
-            }
-            e @ InviteError::Accepted => AppError::BadRequest(e.to_string()),
-            InviteError::Db(e) => e.into(),
-            InviteError::Mail(refused) => refused.into(),
-        }
-    }
 }
 
 /// The mail gate of an email a member sends in the org's name.
 #[cfg(feature = "ssr")]
 fn member_gate(
-    state: &crate::ssr::AppState,
-    user: &crate::ssr::auth::SessionUser,
-) -> crate::ssr::mail_gate::Gate {
-    let sender = crate::ssr::mail_gate::Sender::Member {
+    state: &invoicer_core::AppState,
+    user: &invoicer_core::auth::SessionUser,
+) -> invoicer_core::mail_gate::Gate {
+    let sender = invoicer_core::mail_gate::Sender::Member {
         verified: user.email_verified,
     };
-    crate::ssr::mail_gate::Gate::new(
-        crate::ssr::mail_gate::Allowance::of(&state.settings.limits),
+    invoicer_core::mail_gate::Gate::new(
+        invoicer_core::mail_gate::Allowance::of(&state.settings.limits),
         sender,
     )
 }
@@ -71,17 +42,17 @@ fn member_gate(
 /// The members page: members, invitations, and a fresh key for the invite form.
 #[server(prefix = "/rpc", endpoint = "team_page")]
 pub async fn team_page() -> Result<MembersPage, AppError> {
-    use crate::model::Action;
-    let user = crate::ssr::auth::require(Action::Read).await?;
+    use model::Action;
+    let user = crate::rpc::require(Action::Read).await?;
     let state = state()?;
-    let members = crate::ssr::members::list(&state.pool, user.org_id).await?;
+    let members = invoicer_core::members::list(&state.pool, user.org_id).await?;
     let invitations = if user.role.may(Action::ManageMembers) {
-        crate::ssr::invitations::list(&state.pool, user.org_id).await?
+        invoicer_core::invitations::list(&state.pool, user.org_id).await?
     } else {
         Vec::new()
     };
     let keys = |n: usize| -> Vec<(Uuid, Uuid)> {
-        let key = || crate::model::form_key(user.org_id);
+        let key = || model::form_key(user.org_id);
         (0..n).map(|_| (key(), key())).collect()
     };
     Ok(MembersPage {
@@ -92,7 +63,7 @@ pub async fn team_page() -> Result<MembersPage, AppError> {
         org_name: user.org_name,
         members,
         invitations,
-        invite_key: crate::model::form_key(user.org_id),
+        invite_key: model::form_key(user.org_id),
     })
 }
 
@@ -104,7 +75,7 @@ pub async fn invite_member(
     email: String,
     role: String,
 ) -> Result<(), AppError> {
-    use crate::ssr::claim::Form;
+    use invoicer_core::claim::Form;
     let state = state()?;
     let parsed_role = parse_role(&role)?;
     let source_key = format!(
@@ -115,7 +86,7 @@ pub async fn invite_member(
     let address = super::client_address(&state);
     SettingsForm {
         form: Form::InviteMember,
-        action: crate::model::Action::ManageMembers,
+        action: model::Action::ManageMembers,
         back: "/settings/members",
         idempotency_key,
         content: &content,
@@ -127,7 +98,7 @@ pub async fn invite_member(
         state.throttle.account_email(&email, address)?.waive();
         let (org, actor) = (user.org_id, actor(user));
         let gate = member_gate(&state, user);
-        let invited = crate::ssr::invitations::invite(
+        let invited = invoicer_core::invitations::invite(
             tx,
             org,
             &actor,
@@ -148,15 +119,15 @@ pub async fn invite_member(
 enum MemberChange {
     ResendInvitation(Uuid),
     RevokeInvitation(Uuid),
-    ChangeRole(Uuid, crate::model::Role),
+    ChangeRole(Uuid, model::Role),
     Remove(Uuid),
     Leave,
 }
 
 #[cfg(feature = "ssr")]
 impl MemberChange {
-    fn form(self) -> crate::ssr::claim::Form {
-        use crate::ssr::claim::Form;
+    fn form(self) -> invoicer_core::claim::Form {
+        use invoicer_core::claim::Form;
         match self {
             MemberChange::ResendInvitation(_) => Form::ResendInvitation,
             MemberChange::RevokeInvitation(_) => Form::RevokeInvitation,
@@ -169,9 +140,9 @@ impl MemberChange {
     async fn apply(
         self,
         tx: &mut sqlx::PgConnection,
-        user: &crate::ssr::auth::SessionUser,
+        user: &invoicer_core::auth::SessionUser,
     ) -> Result<Uuid, AppError> {
-        use crate::ssr::{invitations, members};
+        use invoicer_core::{invitations, members};
         let (actor, org) = (actor(user), user.org_id);
         Ok(match self {
             MemberChange::ResendInvitation(id) => {
@@ -201,7 +172,7 @@ async fn members_form(
     idempotency_key: Option<String>,
     change: MemberChange,
 ) -> Result<(), AppError> {
-    use crate::model::Action;
+    use model::Action;
     let (action, back) = match change {
         MemberChange::Leave => (Action::Read, "/login"),
         _ => (Action::ManageMembers, "/settings/members"),
@@ -272,12 +243,12 @@ pub async fn leave_org(idempotency_key: Option<String>) -> Result<(), AppError> 
 
 /// What an invitation link shows: the org, the role, whether the address has an account.
 #[server(prefix = "/rpc", endpoint = "invitation")]
-pub async fn invitation(token: String) -> Result<crate::model::InvitationView, AppError> {
+pub async fn invitation(token: String) -> Result<model::InvitationView, AppError> {
     let state = state()?;
-    let preview = crate::ssr::invitations::preview(&state.pool, &token)
+    let preview = invoicer_core::invitations::preview(&state.pool, &token)
         .await
         .map_err(|e| AppError::from(e).respond())?;
-    Ok(crate::model::InvitationView {
+    Ok(model::InvitationView {
         org_name: preview.org_name,
         email: preview.email,
         role: preview.role,
@@ -291,25 +262,25 @@ pub async fn invitation(token: String) -> Result<crate::model::InvitationView, A
 pub async fn accept_invitation(token: String, password: String) -> Result<(), AppError> {
     let state = state()?;
     // A token of the wrong shape keys nothing: refused before any allowance is counted.
-    if crate::ssr::accounts::well_formed_token(&token).is_none() {
-        return Err(AppError::from(crate::ssr::accounts::TokenError::Unknown).respond());
+    if invoicer_core::accounts::well_formed_token(&token).is_none() {
+        return Err(AppError::from(invoicer_core::accounts::TokenError::Unknown).respond());
     }
     let ceiling = state
         .throttle
         .login(&token, super::client_address(&state))?;
     // An unknown, used or expired link costs this client's allowances, never the shared ceiling.
-    crate::ssr::invitations::preview(&state.pool, &token)
+    invoicer_core::invitations::preview(&state.pool, &token)
         .await
         .map_err(|e| AppError::from(e).respond())?;
     ceiling.spend()?;
-    let accepted = crate::ssr::invitations::accept(&state.pool, &token, &password)
+    let accepted = invoicer_core::invitations::accept(&state.pool, &token, &password)
         .await
         .map_err(|e| AppError::from(e).respond())?;
-    let user = crate::ssr::auth::for_login(&state.pool, accepted.user, Some(accepted.org))
+    let user = invoicer_core::auth::for_login(&state.pool, accepted.user, Some(accepted.org))
         .await?
         .ok_or_else(|| AppError::internal("accept invitation", "joined user not found"))?;
-    let mut session = crate::ssr::auth::current_session().await?;
-    crate::ssr::auth::log_in(&state.pool, &mut session, &user, &login_meta(&state)).await?;
+    let mut session = crate::rpc::current_session().await?;
+    invoicer_core::auth::log_in(&state.pool, &mut session, &user, &login_meta(&state)).await?;
     leptos_axum::redirect(super::auth::HOME);
     Ok(())
 }

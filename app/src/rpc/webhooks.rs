@@ -2,19 +2,21 @@
 //! member; the secret shown to owners), registering, deleting, rotating a secret and redelivering
 //! an event, each once per rendered form and an owner's.
 
+#[cfg(feature = "ssr")]
+use super::Respond;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::error::AppError;
-use crate::model::webhooks::{WebhookEndpoint, WebhookEndpointPage};
+use model::error::AppError;
+use model::webhooks::{WebhookEndpoint, WebhookEndpointPage};
 
 #[cfg(feature = "ssr")]
 use super::{form::SettingsForm, state};
 #[cfg(feature = "ssr")]
-use crate::model::Action;
+use invoicer_core::claim::Form;
 #[cfg(feature = "ssr")]
-use crate::ssr::claim::Form;
+use model::Action;
 
 /// The endpoints page: the org's endpoints, a key for the registration form, and whether the
 /// session may manage them.
@@ -27,11 +29,11 @@ pub struct WebhooksView {
 
 #[server(prefix = "/rpc", endpoint = "webhooks_page")]
 pub async fn webhooks_page() -> Result<WebhooksView, AppError> {
-    let user = crate::ssr::auth::require(Action::Read).await?;
+    let user = crate::rpc::require(Action::Read).await?;
     let state = state()?;
     Ok(WebhooksView {
-        endpoints: crate::ssr::webhooks_out::list(&state.reads, user.org_id).await?,
-        form_key: crate::model::form_key(user.org_id),
+        endpoints: invoicer_core::webhooks_out::list(&state.reads, user.org_id).await?,
+        form_key: model::form_key(user.org_id),
         may_manage: user.role.may(Action::ManageOrg),
     })
 }
@@ -39,26 +41,26 @@ pub async fn webhooks_page() -> Result<WebhooksView, AppError> {
 /// One endpoint with its last 50 attempts; its secret only for a session that may manage it.
 #[server(prefix = "/rpc", endpoint = "get_webhook_endpoint")]
 pub async fn get_webhook_endpoint(id: String) -> Result<WebhookEndpointPage, AppError> {
-    let user = crate::ssr::auth::require(Action::Read).await?;
+    let user = crate::rpc::require(Action::Read).await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.reads.acquire().await?;
     let owner = user.role.may(Action::ManageOrg);
-    let endpoint = crate::ssr::webhooks_out::get(&mut conn, user.org_id, id, owner)
+    let endpoint = invoicer_core::webhooks_out::get(&mut conn, user.org_id, id, owner)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())?;
     drop(conn);
     let (attempts, pending) =
-        crate::ssr::webhooks_out::attempts(&state.reads, user.org_id, id, 50).await?;
+        invoicer_core::webhooks_out::attempts(&state.reads, user.org_id, id, 50).await?;
     let redeliver_keys = attempts
         .iter()
-        .map(|_| crate::model::form_key(user.org_id))
+        .map(|_| model::form_key(user.org_id))
         .collect();
     Ok(WebhookEndpointPage {
         endpoint,
         attempts,
         pending,
-        form_key: crate::model::form_key(user.org_id),
+        form_key: model::form_key(user.org_id),
         redeliver_keys,
     })
 }
@@ -72,8 +74,8 @@ pub async fn create_webhook_endpoint(
     description: Option<String>,
     password: Option<String>,
 ) -> Result<(), AppError> {
-    use crate::model::webhooks::WebhookEndpointInput;
-    use crate::ssr::webhooks_out::{self, guard, CreateError};
+    use invoicer_core::webhooks_out::{self, guard, CreateError};
+    use model::webhooks::WebhookEndpointInput;
 
     // The role first: nobody else gets the URL looked up. An endpoint receives the org's data as
     // it changes: a session that proved the password lately registers one.
@@ -135,7 +137,7 @@ pub async fn delete_webhook_endpoint(
         check: Ok(()),
     }
     .run(async |tx, user| {
-        if !crate::ssr::webhooks_out::delete(tx, user.org_id, endpoint).await? {
+        if !invoicer_core::webhooks_out::delete(tx, user.org_id, endpoint).await? {
             return Err(AppError::NotFound);
         }
         Ok(endpoint)
@@ -160,7 +162,7 @@ pub async fn rotate_webhook_secret(
         check: Ok(()),
     }
     .run(async |tx, user| {
-        match crate::ssr::webhooks_out::rotate(tx, user.org_id, endpoint).await? {
+        match invoicer_core::webhooks_out::rotate(tx, user.org_id, endpoint).await? {
             Some(_) => Ok(endpoint),
             None => Err(AppError::NotFound),
         }
@@ -187,7 +189,7 @@ pub async fn enable_webhook_endpoint(
     }
     .run(async |tx, user| {
         let actor = super::actor(user);
-        if !crate::ssr::webhooks_out::enable(tx, user.org_id, &actor, endpoint).await? {
+        if !invoicer_core::webhooks_out::enable(tx, user.org_id, &actor, endpoint).await? {
             return Err(AppError::NotFound);
         }
         Ok(endpoint)
@@ -214,7 +216,7 @@ pub async fn redeliver_webhook(
         check: Ok(()),
     }
     .run(async |tx, user| {
-        if !crate::ssr::webhooks_out::redeliver(tx, user.org_id, endpoint, event).await? {
+        if !invoicer_core::webhooks_out::redeliver(tx, user.org_id, endpoint, event).await? {
             return Err(AppError::NotFound);
         }
         Ok(event)

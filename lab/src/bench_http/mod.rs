@@ -110,9 +110,13 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
         .await?;
     for c in 0..most {
         let email = format!("form-{tag}-{c}@example.com");
-        let account =
-            app::ssr::accounts::create_org_with_owner(&pool, "Form", &email, &fixture.password)
-                .await?;
+        let account = invoicer_core::accounts::create_org_with_owner(
+            &pool,
+            "Form",
+            &email,
+            &fixture.password,
+        )
+        .await?;
         let mut user = Target::new(&server.base, &secret, &fixture)?;
         user.login(&email, &fixture.password).await?;
         sqlx::query("insert into bench_form_clients values ($1, $2, $3, $4, $5)")
@@ -132,7 +136,7 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
         (1..=args.dup_events)
             .map(|n| {
                 let invoice = fixture.invoices[n % fixture.invoices.len()];
-                app::ssr::stripe::standin::checkout_event(
+                invoicer_core::stripe::standin::checkout_event(
                     &format!("evt_dup_{tag}_{n}"),
                     &format!("pi_dup_{tag}_{n}"),
                     invoice,
@@ -217,7 +221,7 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
                             payloads[pick(client, i, payloads.len())].clone()
                         } else {
                             let id = format!("{tag}_{}_{client}_{i}", workload.name());
-                            app::ssr::stripe::standin::checkout_event(
+                            invoicer_core::stripe::standin::checkout_event(
                                 &format!("evt_{id}"),
                                 &format!("pi_{id}"),
                                 invoices[pick(client, i, invoices.len())],

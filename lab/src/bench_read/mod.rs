@@ -110,7 +110,7 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
         .bind(&args.email)
         .fetch_one(pool)
         .await?;
-    let key = app::ssr::api_keys::create_for_user(pool, org, user, "read bench").await?;
+    let key = invoicer_core::api_keys::create_for_user(pool, org, user, "read bench").await?;
     let prefix = &number[..number.len() - 2];
     // The searches name one customer and one idempotency key, the way a user looks one up, so
     // every size renders the same rows (~20 invoices of a customer, the attempts of a key): the
@@ -163,8 +163,8 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
     .await
     .context("the public PDF's stored version")?;
     // The searches' statement binds its text lowered, with the end of its prefix range.
-    let number_range = app::ssr::PrefixRange::new(&prefix.to_lowercase());
-    let customer_range = app::ssr::PrefixRange::new(&customer.to_lowercase());
+    let number_range = invoicer_core::PrefixRange::new(&prefix.to_lowercase());
+    let customer_range = invoicer_core::PrefixRange::new(&customer.to_lowercase());
     let vars: Vec<(&str, String)> = vec![
         ("org", org.to_string()),
         ("user", user.to_string()),

@@ -202,5 +202,5 @@ pub(crate) fn in_hand() -> u32 {
     std::env::var("WORKER_CONCURRENCY")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(app::ssr::worker::WorkerConfig::DEFAULT_CONCURRENCY as u32)
+        .unwrap_or(invoicer_core::worker::WorkerConfig::DEFAULT_CONCURRENCY as u32)
 }

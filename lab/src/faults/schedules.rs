@@ -55,7 +55,7 @@ pub(crate) async fn seed(
     reminders: bool,
 ) -> anyhow::Result<()> {
     let mut tx = pool.begin().await?;
-    let today = app::ssr::schedules::org_today(&mut tx, org, chrono::Utc::now()).await?
+    let today = invoicer_core::schedules::org_today(&mut tx, org, chrono::Utc::now()).await?
         - chrono::Days::new(days_ago.unsigned_abs());
     for i in 0..schedules {
         let body = serde_json::json!({
@@ -68,9 +68,9 @@ pub(crate) async fn seed(
             "start_date": today,
             "action": if i % 2 == 0 { "send" } else { "finalize" },
         });
-        let input = app::model::ScheduleInput::from_json(&body).map_err(anyhow::Error::msg)?;
+        let input = model::ScheduleInput::from_json(&body).map_err(anyhow::Error::msg)?;
         let id = Uuid::now_v7();
-        app::ssr::schedules::create(&mut tx, org, id, &format!("faults:{i}"), &input, today)
+        invoicer_core::schedules::create(&mut tx, org, id, &format!("faults:{i}"), &input, today)
             .await
             .map_err(|e| anyhow::anyhow!("seeding schedule {i}: {e:?}"))?;
     }
@@ -79,12 +79,12 @@ pub(crate) async fn seed(
         (3, "Three days late."),
         (7, "A week late."),
     ]
-    .map(|(offset_days, message)| app::model::ReminderStep {
+    .map(|(offset_days, message)| model::ReminderStep {
         offset_days,
         message: message.to_owned(),
     });
     if reminders {
-        app::ssr::reminders::save_steps(&mut tx, org, &steps).await?;
+        invoicer_core::reminders::save_steps(&mut tx, org, &steps).await?;
     }
     tx.commit().await?;
     Ok(())
@@ -92,7 +92,7 @@ pub(crate) async fn seed(
 
 /// Moves the scheduler's clock `secs` ahead.
 pub(crate) async fn advance(pool: &PgPool, secs: i64) -> sqlx::Result<i64> {
-    app::ssr::worker::advance_dev_clock(pool, secs).await
+    invoicer_core::worker::advance_dev_clock(pool, secs).await
 }
 
 /// What the workers have still to do at the clock's time: (schedule periods, reminders).

@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use app::model::webhooks::{message_id, WebhookEndpointInput, EVENT_TYPES};
+use model::webhooks::{message_id, WebhookEndpointInput, EVENT_TYPES};
 
 /// The receiver a fault run sends its webhooks to (both runs take these arguments).
 #[derive(clap::Args, Debug)]
@@ -105,11 +105,17 @@ async fn register(pool: &PgPool, org: Uuid, url: &str) -> anyhow::Result<Endpoin
     };
     let mut tx = pool.begin().await?;
     let id = Uuid::now_v7();
-    let nobody = app::ssr::webhooks_out::RegisteredBy::Nobody;
-    let created =
-        app::ssr::webhooks_out::create(&mut tx, id, org, &format!("faults:{id}"), &input, nobody)
-            .await
-            .map_err(|e| anyhow::anyhow!("registering the endpoint: {e:?}"))?;
+    let nobody = invoicer_core::webhooks_out::RegisteredBy::Nobody;
+    let created = invoicer_core::webhooks_out::create(
+        &mut tx,
+        id,
+        org,
+        &format!("faults:{id}"),
+        &input,
+        nobody,
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("registering the endpoint: {e:?}"))?;
     tx.commit().await?;
     Ok(Endpoint {
         secret: created.secret.context("a new endpoint has its secret")?,

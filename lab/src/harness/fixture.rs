@@ -24,11 +24,12 @@ pub async fn seed(pool: &PgPool, invoices: usize) -> anyhow::Result<Fixture> {
     let tag = Uuid::new_v4().simple().to_string();
     let email = format!("load-{tag}@example.com");
     let password = "load test password".to_owned();
-    let account = app::ssr::accounts::create_org_with_owner(pool, "Load", &email, &password)
+    let account = invoicer_core::accounts::create_org_with_owner(pool, "Load", &email, &password)
         .await
         .context("creating the load org")?;
     let key =
-        app::ssr::api_keys::create_for_user(pool, account.org_id, account.user_id, "load").await?;
+        invoicer_core::api_keys::create_for_user(pool, account.org_id, account.user_id, "load")
+            .await?;
     let count = i32::try_from(invoices).context("too many invoices")?;
     let mut tx = pool.begin().await?;
     // language=PostgreSQL

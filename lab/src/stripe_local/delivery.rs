@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use app::ssr::stripe::standin;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use invoicer_core::stripe::standin;
 use serde_json::{json, Value};
 
 use super::{no_such_session, unauthorised, Shared};

@@ -8,11 +8,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use app::ssr::stripe::standin;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::{Form, Json};
+use invoicer_core::stripe::standin;
 use serde_json::{json, Value};
 
 use super::delivery::{deliver_all, event};

@@ -1,11 +1,11 @@
 //! Bearer authentication: the API client behind `Authorization: Bearer ik_...`.
 
-use app::model::Action;
-use app::ssr::api_keys::{self, ApiClient};
-use app::ssr::AppState;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, Method, StatusCode};
+use invoicer_core::api_keys::{self, ApiClient};
+use invoicer_core::AppState;
+use model::Action;
 
 use super::problem::{internal, problem, ProblemResponse};
 

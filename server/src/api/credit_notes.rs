@@ -1,15 +1,15 @@
 //! Credit notes: issue one from an invoice (once per Idempotency-Key), read one; and the customer's
 //! credit balance applied to an invoice (once per Idempotency-Key).
 
-use app::model::{ApplyCreditInput, CreditNote, CreditNoteInput, Invoice};
-use app::ssr::credit_balance::{self, BalanceError};
-use app::ssr::credit_notes::{self, Credit, CreditError};
-use app::ssr::surfaces::api;
-use app::ssr::AppState;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
+use invoicer_core::credit_balance::{self, BalanceError};
+use invoicer_core::credit_notes::{self, Credit, CreditError};
+use invoicer_core::surfaces::api;
+use invoicer_core::AppState;
+use model::{ApplyCreditInput, CreditNote, CreditNoteInput, Invoice};
 use uuid::Uuid;
 
 use super::client::Client;
@@ -138,7 +138,7 @@ pub(super) async fn post_apply_credit(write: Write) -> Result<Response, ProblemR
                     let applied =
                         credit_balance::apply(tx, org, id, input.amount_cents, &name, None).await;
                     let (response, concerns) = match applied {
-                        Ok(_) => match app::ssr::invoices::get(tx, org, id, &base).await? {
+                        Ok(_) => match invoicer_core::invoices::get(tx, org, id, &base).await? {
                             Some(invoice) => (api::ok(&invoice), Some(id)),
                             None => (stored_problem(not_found()), None),
                         },

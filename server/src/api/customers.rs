@@ -1,14 +1,14 @@
 //! The customer endpoints: create (once per Idempotency-Key, through the API surface), list with a
 //! search, get.
 
-use app::model::{Customer, CustomerInput};
-use app::ssr::customers::{self, CustomerError};
-use app::ssr::surfaces::api;
-use app::ssr::AppState;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
+use invoicer_core::customers::{self, CustomerError};
+use invoicer_core::surfaces::api;
+use invoicer_core::AppState;
+use model::{Customer, CustomerInput};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 

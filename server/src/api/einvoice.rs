@@ -1,11 +1,11 @@
 //! E-invoices through the API: a finalized invoice as EN 16931 XML, in CII (the Factur-X EN 16931
 //! profile) or UBL (XRechnung 3).
 
-use app::ssr::einvoice::{self, Document, InvoiceDocumentError, Syntax};
-use app::ssr::AppState;
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
+use invoicer_core::einvoice::{self, Document, InvoiceDocumentError, Syntax};
+use invoicer_core::AppState;
 use serde::Deserialize;
 
 use super::client::Client;
@@ -36,7 +36,7 @@ fn not_found() -> ProblemResponse {
 }
 
 /// Why a document cannot be made: 409 with the fields to fix.
-pub(super) fn not_einvoice(detail: &str, fields: app::error::FieldErrors) -> ProblemResponse {
+pub(super) fn not_einvoice(detail: &str, fields: model::error::FieldErrors) -> ProblemResponse {
     let mut p = problem(
         StatusCode::CONFLICT,
         "not-an-einvoice",

@@ -1,10 +1,10 @@
 //! Exports through the API: `GET /api/v1/exports/{invoices|lines|payments|credit_notes|customers}.csv`,
 //! streamed (see [`crate::exports`]).
 
-use app::ssr::AppState;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use invoicer_core::AppState;
 
 use super::client::Client;
 use super::documented::Unauthorized;

@@ -21,14 +21,14 @@ mod write;
 
 use std::collections::BTreeSet;
 
-use app::ssr::surfaces::api::{CUSTOMERS_PATH, INVOICES_PATH, TAX_RATES_PATH};
-use app::ssr::AppState;
 use axum::extract::DefaultBodyLimit;
 use axum::handler::Handler;
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, on, MethodFilter, MethodRouter};
 use axum::Router;
+use invoicer_core::surfaces::api::{CUSTOMERS_PATH, INVOICES_PATH, TAX_RATES_PATH};
+use invoicer_core::AppState;
 
 pub use client::Client;
 pub use openapi::ApiDoc;

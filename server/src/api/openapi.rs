@@ -1,14 +1,14 @@
 //! The OpenAPI document (`/api/v1/openapi.json`), generated from the handlers' annotations.
 
-use app::model::schedule::Interval;
-use app::model::{
+use axum::Json;
+use model::schedule::Interval;
+use model::{
     ApplyCreditInput, CreditLineInput, CreditNote, CreditNoteInput, CreditNoteLine, CreditRefund,
     Customer, CustomerInput, DayField, Discount, Invoice, InvoiceInput, InvoiceLine, InvoiceStatus,
     LastDay, LineInput, Missed, Payment, PaymentInput, PaymentMethod, PaymentSource, PaymentState,
     Quote, QuoteFields, QuoteInput, QuoteStatus, RunAction, Schedule, ScheduleFields,
     ScheduleInput, ScheduleRun, TaxCategory, TaxRate, TaxRateInput, TaxTotal,
 };
-use axum::Json;
 use utoipa::OpenApi;
 
 use super::credit_notes;
@@ -89,15 +89,15 @@ use super::webhook_endpoints;
         ApplyCreditInput,
         CreditNoteLine,
         CreditRefund,
-        app::model::reports::AgingReport,
-        app::model::reports::AgingRow,
-        app::model::reports::TaxReport,
-        app::model::reports::TaxRow,
-        app::model::reports::TaxNet,
-        app::model::reports::TaxDocuments,
-        app::model::webhooks::WebhookEndpointInput,
-        app::model::webhooks::WebhookEndpoint,
-        app::model::webhooks::WebhookAttempt,
+        model::reports::AgingReport,
+        model::reports::AgingRow,
+        model::reports::TaxReport,
+        model::reports::TaxRow,
+        model::reports::TaxNet,
+        model::reports::TaxDocuments,
+        model::webhooks::WebhookEndpointInput,
+        model::webhooks::WebhookEndpoint,
+        model::webhooks::WebhookAttempt,
         webhook_endpoints::EndpointList,
         webhook_endpoints::AttemptList,
         Quote,
@@ -129,7 +129,7 @@ use super::webhook_endpoints;
         TaxRate,
         TaxRateList,
         TaxCategory,
-        app::model::Address,
+        model::Address,
         Org,
         OrgEditable,
         OrgBank,

@@ -2,12 +2,12 @@
 //! how it is paid by transfer, and whether it issues e-invoices. Read by any key of the org;
 //! changed by an owner's key, as a JSON merge patch once per Idempotency-Key.
 
-use app::model::{Address, BankDetails, OrgDetails};
-use app::ssr::surfaces::api;
-use app::ssr::{orgs, AppState};
 use axum::extract::State;
 use axum::response::Response;
 use axum::Json;
+use invoicer_core::surfaces::api;
+use invoicer_core::{orgs, AppState};
+use model::{Address, BankDetails, OrgDetails};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -57,7 +57,7 @@ pub struct OrgEditable {
     pub einvoicing: bool,
     /// The language of its customers' pages, PDFs and emails, unless a customer has its own.
     #[serde(default)]
-    pub locale: app::model::Locale,
+    pub locale: model::Locale,
 }
 
 /// The org as the API shows it: its id, name and time zone, and what `PATCH` changes.
@@ -74,7 +74,7 @@ pub struct Org {
     pub phone: String,
     pub bank: OrgBank,
     pub einvoicing: bool,
-    pub locale: app::model::Locale,
+    pub locale: model::Locale,
 }
 
 impl Org {
@@ -198,13 +198,13 @@ pub(super) async fn get_org(
     ),
 )]
 pub(super) async fn patch_org(write: Write) -> Result<Response, ProblemResponse> {
-    write.require(app::model::Action::ManageOrg)?;
+    write.require(model::Action::ManageOrg)?;
     write
         .run(async |req, body| {
             let org = req.org();
             let patch = write::patch_body(body, "the org")?;
             let now = current(req.state(), org).await?;
-            let edited = app::ssr::patch::patched(&now.editable(), &patch)
+            let edited = invoicer_core::patch::patched(&now.editable(), &patch)
                 .map_err(|reason| write::unreadable("org", reason))?;
             let (details, bank) = edited.split();
             let mut fields = details.check().err().unwrap_or_default();
@@ -220,7 +220,7 @@ pub(super) async fn patch_org(write: Write) -> Result<Response, ProblemResponse>
             let key = req.client().key_id;
             req.once(&patch, || {
                 async |tx| {
-                    let actor = app::ssr::api_keys::actor(tx, key).await?;
+                    let actor = invoicer_core::api_keys::actor(tx, key).await?;
                     orgs::save_details(tx, org, &actor, &details).await?;
                     orgs::save_bank_details(tx, org, &actor, &bank).await?;
                     let (name, time_zone) = name_and_zone(tx, org).await?;

@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use app::ssr::observe::{AttemptOutcome, Tracked};
-use app::ssr::surfaces::api::KeyError;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use invoicer_core::observe::{AttemptOutcome, Tracked};
+use invoicer_core::surfaces::api::KeyError;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -53,7 +53,7 @@ pub(super) fn problem(
 pub(super) fn internal(context: &str, err: impl std::fmt::Display + 'static) -> ProblemResponse {
     let any: &dyn std::any::Any = &err;
     if let Some(e) = any.downcast_ref::<sqlx::Error>() {
-        if app::ssr::surfaces::is_unavailable(e) {
+        if invoicer_core::surfaces::is_unavailable(e) {
             tracing::warn!(error = %e, "api: {context}: database unavailable");
             return unavailable();
         }
@@ -75,7 +75,7 @@ pub(super) fn unavailable() -> ProblemResponse {
         "Database unavailable",
         "The database is switching to another server; nothing was saved twice. Retry with the same Idempotency-Key after Retry-After seconds.",
     )
-    .retry_after(app::ssr::surfaces::UNAVAILABLE_RETRY_AFTER)
+    .retry_after(invoicer_core::surfaces::UNAVAILABLE_RETRY_AFTER)
 }
 
 impl ProblemResponse {

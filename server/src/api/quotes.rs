@@ -1,14 +1,14 @@
 //! Quotes: create one (once per Idempotency-Key; open at once unless `draft`), list them, read one,
 //! and send one to its customer (opening a draft).
 
-use app::model::{Quote, QuoteInput};
-use app::ssr::quotes::{self, QuoteError};
-use app::ssr::surfaces::api;
-use app::ssr::{invoice_input, AppState};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
+use invoicer_core::quotes::{self, QuoteError};
+use invoicer_core::surfaces::api;
+use invoicer_core::{invoice_input, AppState};
+use model::{Quote, QuoteInput};
 use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -31,8 +31,8 @@ fn not_found() -> ProblemResponse {
 
 /// Why the mail gate let no email through: 403 (the key's creator has no verified address) or 429
 /// with when to come back.
-fn mail_refused(refused: app::ssr::mail_gate::Refused) -> ProblemResponse {
-    use app::ssr::mail_gate::Refused;
+fn mail_refused(refused: invoicer_core::mail_gate::Refused) -> ProblemResponse {
+    use invoicer_core::mail_gate::Refused;
     match refused {
         Refused::Unverified => problem(
             StatusCode::FORBIDDEN,
@@ -56,7 +56,7 @@ async fn mail_gate_check(
     state: &AppState,
     org: Uuid,
     quote: Uuid,
-    gate: app::ssr::mail_gate::Gate,
+    gate: invoicer_core::mail_gate::Gate,
 ) -> Result<(), ProblemResponse> {
     let mut conn = state.pool.acquire().await?;
     let Some(to) = quotes::recipient(&mut conn, org, quote).await? else {
@@ -65,7 +65,7 @@ async fn mail_gate_check(
     gate.check(&mut conn, org, &to).await?.map_err(mail_refused)
 }
 
-fn refused(status: app::model::QuoteStatus) -> ProblemResponse {
+fn refused(status: model::QuoteStatus) -> ProblemResponse {
     problem(
         StatusCode::CONFLICT,
         "quote-state",
@@ -104,7 +104,7 @@ pub(super) async fn post_quote(write: Write) -> Result<Response, ProblemResponse
                     invoice_input::InvoiceError::Invalid(fields) => write::invalid("quote", fields),
                     invoice_input::InvoiceError::Db(e) => internal("checking a quote", e),
                 })?;
-            let today = app::ssr::schedules::org_today(
+            let today = invoicer_core::schedules::org_today(
                 &mut *pool.acquire().await?,
                 org,
                 chrono::Utc::now(),
@@ -206,9 +206,9 @@ pub(super) async fn send_quote(write: Write) -> Result<Response, ProblemResponse
             let org = req.org();
             let value = super::invoices::action_body(body)?;
             let base = req.state().settings.public_url.clone();
-            let sender = app::ssr::mail_gate::Sender::ApiKey(req.client().key_id);
-            let gate = app::ssr::mail_gate::Gate::new(
-                app::ssr::mail_gate::Allowance::of(&req.state().settings.limits),
+            let sender = invoicer_core::mail_gate::Sender::ApiKey(req.client().key_id);
+            let gate = invoicer_core::mail_gate::Gate::new(
+                invoicer_core::mail_gate::Allowance::of(&req.state().settings.limits),
                 sender,
             );
             // The gate is asked before the key is claimed: a refusal (429, 403) is not the key's

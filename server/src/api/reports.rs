@@ -1,9 +1,9 @@
 //! Reports through the API: `GET /api/v1/reports/aging` and `GET /api/v1/reports/tax`.
 
-use app::model::reports::{AgingReport, TaxReport};
-use app::ssr::AppState;
 use axum::extract::State;
 use axum::Json;
+use invoicer_core::AppState;
+use model::reports::{AgingReport, TaxReport};
 use serde::Deserialize;
 
 use super::client::Client;
@@ -35,8 +35,12 @@ pub(super) async fn get_aging(
 ) -> Result<Json<AgingReport>, ProblemResponse> {
     let mut conn = state.reads.acquire().await?;
     Ok(Json(
-        app::ssr::reports::aging(&mut conn, client.org_id, Some(app::ssr::reports::MAX_ROWS))
-            .await?,
+        invoicer_core::reports::aging(
+            &mut conn,
+            client.org_id,
+            Some(invoicer_core::reports::MAX_ROWS),
+        )
+        .await?,
     ))
 }
 
@@ -57,10 +61,11 @@ pub(super) async fn get_tax(
     ListQuery(query): ListQuery<PeriodQuery>,
 ) -> Result<Json<TaxReport>, ProblemResponse> {
     let mut conn = state.reads.acquire().await?;
-    let today = app::ssr::statements::org_today(&mut conn, client.org_id).await?;
-    let period = app::ssr::reports::tax_period(query.from.as_deref(), query.to.as_deref(), today)
-        .map_err(bad_query)?;
+    let today = invoicer_core::statements::org_today(&mut conn, client.org_id).await?;
+    let period =
+        invoicer_core::reports::tax_period(query.from.as_deref(), query.to.as_deref(), today)
+            .map_err(bad_query)?;
     Ok(Json(
-        app::ssr::reports::tax(&mut conn, client.org_id, period).await?,
+        invoicer_core::reports::tax(&mut conn, client.org_id, period).await?,
     ))
 }

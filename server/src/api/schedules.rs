@@ -1,14 +1,14 @@
 //! Recurring invoices: create a schedule (once per Idempotency-Key), read one with its next dates
 //! and runs, list them, edit its template, pause and resume one.
 
-use app::model::{Schedule, ScheduleInput};
-use app::ssr::schedules::{self, ScheduleError};
-use app::ssr::surfaces::api;
-use app::ssr::{invoice_input, AppState};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
+use invoicer_core::schedules::{self, ScheduleError};
+use invoicer_core::surfaces::api;
+use invoicer_core::{invoice_input, AppState};
+use model::{Schedule, ScheduleInput};
 use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -50,7 +50,7 @@ pub(super) async fn patch_schedule(write: Write) -> Result<Response, ProblemResp
             let patch = write::patch_body(body, "the schedule's template")?;
             if let Some(name) = patch.as_object().and_then(|o| {
                 o.keys()
-                    .find(|k| !app::model::INVOICE_FIELDS.contains(&k.as_str()))
+                    .find(|k| !model::INVOICE_FIELDS.contains(&k.as_str()))
             }) {
                 return Err(write::unreadable(
                     "schedule",
@@ -63,7 +63,7 @@ pub(super) async fn patch_schedule(write: Write) -> Result<Response, ProblemResp
             let current = schedules::get(&mut *pool.acquire().await?, org, id)
                 .await?
                 .ok_or_else(not_found)?;
-            let mut template = app::ssr::patch::patched(&current.template, &patch)
+            let mut template = invoicer_core::patch::patched(&current.template, &patch)
                 .map_err(|why| write::unreadable("schedule", why))?;
             invoice_input::checked(pool, org, None, &mut template)
                 .await
@@ -78,7 +78,7 @@ pub(super) async fn patch_schedule(write: Write) -> Result<Response, ProblemResp
                 })?;
             let edited = ScheduleInput {
                 invoice: template,
-                schedule: app::model::ScheduleFields {
+                schedule: model::ScheduleFields {
                     interval: current.interval,
                     interval_count: current.interval_count,
                     start_date: current.start_date,

@@ -1,11 +1,11 @@
 //! The tax-rate endpoints: add one (once per Idempotency-Key, through the API surface) and list them.
 //! A rate's percent never changes; invoices name rates by id on each line.
 
-use app::model::{TaxRate, TaxRateInput};
-use app::ssr::{tax_rates, AppState};
 use axum::extract::State;
 use axum::response::Response;
 use axum::Json;
+use invoicer_core::{tax_rates, AppState};
+use model::{TaxRate, TaxRateInput};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -31,7 +31,7 @@ use super::write::{self, Write};
 )]
 pub(super) async fn post_tax_rate(write: Write) -> Result<Response, ProblemResponse> {
     // Tax rates are the org's settings: an owner's key.
-    write.require(app::model::Action::ManageOrg)?;
+    write.require(model::Action::ManageOrg)?;
     write
         .run(async |req, body| {
             let (value, input) = write::json_body(body, "tax rate", TaxRateInput::check)?;

@@ -2,15 +2,15 @@
 //! secret, and read its delivery log. Managing them is an owner's (their secret signs what the org
 //! tells other systems).
 
-use app::model::webhooks::{WebhookAttempt, WebhookEndpoint, WebhookEndpointInput};
-use app::model::Action;
-use app::ssr::surfaces::api;
-use app::ssr::webhooks_out::{self, guard, CreateError};
-use app::ssr::AppState;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use invoicer_core::surfaces::api;
+use invoicer_core::webhooks_out::{self, guard, CreateError};
+use invoicer_core::AppState;
+use model::webhooks::{WebhookAttempt, WebhookEndpoint, WebhookEndpointInput};
+use model::Action;
 use serde::Serialize;
 use utoipa::ToSchema;
 

@@ -7,17 +7,17 @@
 
 use std::collections::BTreeMap;
 
-use app::model::Action;
-use app::ssr::api_keys::ApiClient;
-use app::ssr::claim::StoredResponse;
-use app::ssr::observe::{track, Attempt, Surface};
-use app::ssr::surfaces::api::{self, ApiOutcome, IdempotencyKey};
-use app::ssr::AppState;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, FromRequestParts, MatchedPath, RawPathParams, Request};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use invoicer_core::api_keys::ApiClient;
+use invoicer_core::claim::StoredResponse;
+use invoicer_core::observe::{track, Attempt, Surface};
+use invoicer_core::surfaces::api::{self, ApiOutcome, IdempotencyKey};
+use invoicer_core::AppState;
+use model::Action;
 use serde::de::DeserializeOwned;
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -318,7 +318,7 @@ macro_rules! create_once {
                 let $id = uuid::Uuid::now_v7();
                 let created = $insert.await?;
                 let location = $req.location($id);
-                let response = app::ssr::surfaces::api::created(&location, &created);
+                let response = invoicer_core::surfaces::api::created(&location, &created);
                 Ok((response, ($names).then_some($id)))
             }
         })

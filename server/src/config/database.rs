@@ -3,7 +3,7 @@
 
 use std::str::FromStr;
 
-use app::ssr::secret::Secret;
+use invoicer_core::secret::Secret;
 use sqlx::postgres::{PgConnectOptions, PgSslMode};
 
 /// The local cluster over its unix socket, database `invoicer`, as the OS user (peer auth).

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use app::ssr::retention::RetentionConfig;
-use app::ssr::worker::WorkerConfig;
+use invoicer_core::retention::RetentionConfig;
+use invoicer_core::worker::WorkerConfig;
 
 const DEFAULTS: RetentionConfig = RetentionConfig::DEFAULT;
 
@@ -44,9 +44,9 @@ pub struct Workers {
 
 impl Workers {
     /// Where webhook deliveries may go.
-    pub fn webhook_policy(&self, dev_mode: bool) -> app::ssr::webhooks_out::guard::Policy {
+    pub fn webhook_policy(&self, dev_mode: bool) -> invoicer_core::webhooks_out::guard::Policy {
         let allow_private = self.webhooks_allow_private.unwrap_or(dev_mode);
-        app::ssr::webhooks_out::guard::Policy {
+        invoicer_core::webhooks_out::guard::Policy {
             allow_private,
             https_only: !dev_mode && !allow_private,
         }
@@ -126,7 +126,7 @@ impl Retention {
             None => None,
             Some(value) => {
                 anyhow::ensure!(
-                    app::ssr::failpoint::ENABLED && dev_mode,
+                    invoicer_core::failpoint::ENABLED && dev_mode,
                     "INVOICER_SOAK_RETENTION is for soak runs: a debug build (or --features failpoints) with LEPTOS_ENV=DEV"
                 );
                 let parsed = value

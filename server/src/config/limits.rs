@@ -1,6 +1,6 @@
 //! The throttles' allowances: per client, per account or link, and ceilings over all clients.
 
-use app::ssr::throttle::{Ceilings, Limits as Allowances};
+use invoicer_core::throttle::{Ceilings, Limits as Allowances};
 
 const DEFAULTS: Allowances = Allowances::DEFAULT;
 const CEILINGS: Ceilings = Ceilings::DEFAULT;

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use app::ssr::mail::{self, Mailer};
-use app::ssr::secret::Secret;
+use invoicer_core::mail::{self, Mailer};
+use invoicer_core::secret::Secret;
 
 use super::{present, present_secret};
 

@@ -16,11 +16,11 @@ mod stripe;
 #[cfg(test)]
 mod tests;
 
-use app::ssr::retention::RetentionConfig;
-use app::ssr::secret::Secret;
-use app::ssr::state::Settings;
-use app::ssr::throttle::Limits as Allowances;
-use app::ssr::worker::WorkerConfig;
+use invoicer_core::retention::RetentionConfig;
+use invoicer_core::secret::Secret;
+use invoicer_core::state::Settings;
+use invoicer_core::throttle::Limits as Allowances;
+use invoicer_core::worker::WorkerConfig;
 
 pub use database::{Database, DEFAULT_DATABASE_URL, DEFAULT_READ_POOL_SIZE};
 pub use jobs::{Retention, Workers};
@@ -71,7 +71,7 @@ pub struct Checked {
     pub metrics: Metrics,
     pub limits: Allowances,
     /// Where webhook endpoints may be (WEBHOOKS_ALLOW_PRIVATE).
-    pub webhooks: app::ssr::webhooks_out::guard::Policy,
+    pub webhooks: invoicer_core::webhooks_out::guard::Policy,
 }
 
 /// A value that is only blanks is unset.
@@ -108,7 +108,7 @@ impl Config {
             dev_mode,
             database: self.database,
             worker: WorkerConfig {
-                mail: app::ssr::mail_gate::Allowance::of(&limits),
+                mail: invoicer_core::mail_gate::Allowance::of(&limits),
                 dev_clock: dev_mode,
                 public_url: site.public_url.clone(),
                 retention: retention.clone(),
@@ -130,7 +130,7 @@ impl Config {
 }
 
 impl Checked {
-    /// What requests see of this configuration ([`AppState::settings`](app::ssr::AppState)).
+    /// What requests see of this configuration ([`AppState::settings`](invoicer_core::AppState)).
     pub fn settings(&self) -> Settings {
         Settings {
             stripe_webhook_secrets: self.stripe.webhook_secrets.clone(),

@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use app::ssr::secret::Secret;
+use invoicer_core::secret::Secret;
 
 use super::present_secret;
 

@@ -1,7 +1,7 @@
 //! Where the app listens, as what it is known to the world, who may sign up, and whether this is
 //! development or production.
 
-use app::ssr::state::DEFAULT_SITE_ADDR;
+use invoicer_core::state::DEFAULT_SITE_ADDR;
 
 use super::present;
 

@@ -221,7 +221,7 @@ fn dev_fills_in_safe_local_defaults() {
     let dev = dev.check(true).unwrap();
     assert_eq!(dev.site.public_url, format!("http://{addr}"));
     assert!(!dev.stripe.live, "test mode");
-    assert_eq!(dev.mail.from, app::ssr::mail::DEV_FROM);
+    assert_eq!(dev.mail.from, invoicer_core::mail::DEV_FROM);
 }
 
 #[test]
@@ -237,12 +237,12 @@ fn an_unset_leptos_env_is_production() {
 fn the_defaults_are_the_apps() {
     let checked = parse(&["--leptos-env", "DEV"]).check(true).unwrap();
     let ours = checked.settings();
-    let tests = app::ssr::state::Settings::default();
+    let tests = invoicer_core::state::Settings::default();
     assert_eq!(ours.stripe_tolerance_secs, tests.stripe_tolerance_secs);
     assert_eq!(ours.idempotency_key_ttl, tests.idempotency_key_ttl);
     assert_eq!(ours.limits, tests.limits);
     assert_eq!(ours.stripe_max_calls, tests.stripe_max_calls);
-    let worker = app::ssr::worker::WorkerConfig::default();
+    let worker = invoicer_core::worker::WorkerConfig::default();
     assert_eq!(
         (
             checked.worker.lease,
@@ -251,7 +251,7 @@ fn the_defaults_are_the_apps() {
         ),
         (worker.lease, worker.poll, worker.backoff_base)
     );
-    let retention = app::ssr::retention::RetentionConfig::DEFAULT;
+    let retention = invoicer_core::retention::RetentionConfig::DEFAULT;
     assert_eq!(
         (
             checked.retention.webhook_days,

@@ -1,9 +1,9 @@
 //! A credit note as a PDF: the sender, the credit note's number and date, the invoice it credits,
 //! why, and the amount. Drawn with the invoice's writer and fonts.
 
-use app::model::{CreditNote, Words};
-use app::ssr::i18n::Tr;
+use invoicer_core::i18n::Tr;
 use krilla::Document;
+use model::{CreditNote, Words};
 
 use super::{start, wrap, Paper, BODY, LINE, MARGIN};
 

@@ -2,9 +2,9 @@
 //! balance running, and the balance due. Drawn with the invoice's writer and fonts; long
 //! statements run over pages.
 
-use app::model::{Statement, Words};
-use app::ssr::i18n::Tr;
+use invoicer_core::i18n::Tr;
 use krilla::Document;
+use model::{Statement, Words};
 
 use super::{start, wrap, Paper, LINE, MARGIN};
 

@@ -8,10 +8,10 @@
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use app::ssr::credit_notes::ByToken;
-use app::ssr::i18n::Tr;
-use app::ssr::public::PublicInvoice;
-use app::ssr::throttle::{bounded, Bounded};
+use invoicer_core::credit_notes::ByToken;
+use invoicer_core::i18n::Tr;
+use invoicer_core::public::PublicInvoice;
+use invoicer_core::throttle::{bounded, Bounded};
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use tokio::sync::Semaphore;
@@ -141,9 +141,9 @@ impl Version {
 /// A document's CII XML when its data makes a valid e-invoice (a Factur-X PDF carries it), else
 /// none (a plain PDF); a database error is the caller's.
 fn valid_cii(
-    made: Result<app::ssr::einvoice::Document, app::ssr::einvoice::InvoiceDocumentError>,
+    made: Result<invoicer_core::einvoice::Document, invoicer_core::einvoice::InvoiceDocumentError>,
 ) -> sqlx::Result<Option<Vec<u8>>> {
-    use app::ssr::einvoice::{InvoiceDocumentError, Syntax};
+    use invoicer_core::einvoice::{InvoiceDocumentError, Syntax};
     match made {
         Ok(d) if d.problems().is_empty() => Ok(Some(d.xml(Syntax::Cii))),
         Err(InvoiceDocumentError::Db(e)) => Err(e),
@@ -176,7 +176,7 @@ pub async fn invoice(
     let prepare = async move {
         let mut conn = pool.acquire().await?;
         let cii = if einvoicing {
-            valid_cii(app::ssr::einvoice::invoice_document(&mut conn, org, id).await)?
+            valid_cii(invoicer_core::einvoice::invoice_document(&mut conn, org, id).await)?
         } else {
             None
         };
@@ -194,8 +194,8 @@ pub async fn invoice(
 pub async fn credit_note(
     pool: &PgPool,
     found: ByToken,
-    branding: app::model::Branding,
-    locale: app::model::Locale,
+    branding: model::Branding,
+    locale: model::Locale,
     wait: Duration,
 ) -> Result<Vec<u8>, Error> {
     let drawn_from = (
@@ -210,7 +210,7 @@ pub async fn credit_note(
     let prepare = async move {
         let mut conn = pool.acquire().await?;
         let cii = if einvoicing {
-            valid_cii(app::ssr::einvoice::credit_note_document(&mut conn, org, id).await)?
+            valid_cii(invoicer_core::einvoice::credit_note_document(&mut conn, org, id).await)?
         } else {
             None
         };

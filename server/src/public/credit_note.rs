@@ -1,12 +1,12 @@
 //! A credit note's customer page, `/c/{token}`, and its PDF, `/c/{token}/pdf`: the rules of the
 //! invoice's page (an unguessable token, throttled, plain HTML with no script, never indexed).
 
-use app::model::Words;
-use app::ssr::i18n::Tr;
-use app::ssr::AppState;
 use axum::extract::{Path, State};
 use axum::response::Response;
+use invoicer_core::i18n::Tr;
+use invoicer_core::AppState;
 use leptos::prelude::*;
+use model::Words;
 
 use super::{attachment, drawn, look, throttled, unavailable, Client, PageToken};
 
@@ -16,7 +16,8 @@ pub(super) async fn page(
     PageToken(token, ceiling): PageToken,
 ) -> Response {
     let found =
-        app::ssr::credit_notes::by_token(&state.pool, &token, &state.settings.public_url).await;
+        invoicer_core::credit_notes::by_token(&state.pool, &token, &state.settings.public_url)
+            .await;
     let (note, org_name, einvoicing, org) = match drawn(ceiling, "public credit note page", found) {
         Ok(found) => (found.note, found.org_name, found.einvoicing, found.org_id),
         Err(answer) => return answer,
@@ -63,10 +64,10 @@ async fn look_of(
     state: &AppState,
     org: uuid::Uuid,
     invoice: uuid::Uuid,
-) -> sqlx::Result<(app::model::Branding, app::model::Locale)> {
+) -> sqlx::Result<(model::Branding, model::Locale)> {
     let mut conn = state.reads.acquire().await?;
-    let branding = app::ssr::branding::of(&mut conn, org).await?;
-    let locale = app::ssr::i18n::locale_of_invoice(&mut conn, invoice).await?;
+    let branding = invoicer_core::branding::of(&mut conn, org).await?;
+    let locale = invoicer_core::i18n::locale_of_invoice(&mut conn, invoice).await?;
     Ok((branding, locale))
 }
 
@@ -81,7 +82,8 @@ pub(super) async fn pdf(
         Err(t) => return throttled(t),
     };
     let found =
-        app::ssr::credit_notes::by_token(&state.pool, &token, &state.settings.public_url).await;
+        invoicer_core::credit_notes::by_token(&state.pool, &token, &state.settings.public_url)
+            .await;
     let found = match drawn(ceiling, "public credit note pdf", found) {
         Ok(found) => found,
         Err(answer) => return answer,

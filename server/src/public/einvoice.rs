@@ -2,11 +2,11 @@
 //! (`?syntax=cii`, the default, or `ubl`), for the customer's accounting software. Throttled like the
 //! pages; a link that names no valid e-invoice answers 404 like an unknown one.
 
-use app::ssr::einvoice::{self, Document, InvoiceDocumentError, Syntax};
-use app::ssr::AppState;
 use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use invoicer_core::einvoice::{self, Document, InvoiceDocumentError, Syntax};
+use invoicer_core::AppState;
 
 use super::{drawn, not_found, private, throttled, unavailable, Client};
 
@@ -57,7 +57,7 @@ pub(super) async fn invoice(
         Ok(ceiling) => ceiling,
         Err(t) => return throttled(t),
     };
-    let opened = app::ssr::public::open(&state.pool, &token, &state.settings.public_url).await;
+    let opened = invoicer_core::public::open(&state.pool, &token, &state.settings.public_url).await;
     let found = match drawn(ceiling, "public e-invoice", opened) {
         Ok(found) => found,
         Err(answer) => return answer,
@@ -85,7 +85,8 @@ pub(super) async fn credit_note(
         Err(t) => return throttled(t),
     };
     let found =
-        app::ssr::credit_notes::by_token(&state.pool, &token, &state.settings.public_url).await;
+        invoicer_core::credit_notes::by_token(&state.pool, &token, &state.settings.public_url)
+            .await;
     let found = match drawn(ceiling, "public e-invoice", found) {
         Ok(found) => found,
         Err(answer) => return answer,

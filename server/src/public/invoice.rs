@@ -1,13 +1,13 @@
 //! The invoice's customer page, `/i/{token}`: in the customer's language and the org's look,
 //! with Pay (a plain form: paying works without JavaScript) and how to pay by transfer.
 
-use app::model::{InvoiceStatus, Words};
-use app::ssr::i18n::Tr;
-use app::ssr::public::{self, PublicInvoice};
-use app::ssr::AppState;
 use axum::extract::State;
 use axum::response::Response;
+use invoicer_core::i18n::Tr;
+use invoicer_core::public::{self, PublicInvoice};
+use invoicer_core::AppState;
 use leptos::prelude::*;
+use model::{InvoiceStatus, Words};
 
 use super::{checkout_origins, drawn, look, PageToken};
 
@@ -42,7 +42,7 @@ fn status_text(found: &PublicInvoice, tr: &Tr) -> String {
     match inv.status {
         InvoiceStatus::Paid => tr.t("status-paid"),
         InvoiceStatus::Refunded => tr.t("status-refunded"),
-        _ if inv.payment_state == app::model::PaymentState::Processing => tr.t("status-processing"),
+        _ if inv.payment_state == model::PaymentState::Processing => tr.t("status-processing"),
         _ if inv.overdue => tr.t_args("status-overdue", &[("due", &app::due_text(inv, tr))]),
         _ => tr.t_args("status-due", &[("due", &app::due_text(inv, tr))]),
     }
@@ -66,7 +66,7 @@ fn render(found: PublicInvoice, token: &str, tr: &Tr) -> String {
     // Not while a delayed payment (a bank debit) is under way: it would be paid twice.
     let payable = due > 0
         && payments_enabled
-        && inv.payment_state != app::model::PaymentState::Processing
+        && inv.payment_state != model::PaymentState::Processing
         && matches!(
             inv.status,
             InvoiceStatus::Open | InvoiceStatus::Uncollectible

@@ -2,11 +2,11 @@
 //! inline style that the page's Content-Security-Policy allows by its hash, and nothing else), and
 //! the footer under the page.
 
-use app::model::Branding;
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use leptos::prelude::*;
+use model::Branding;
 use sha2::{Digest, Sha256};
 
 use super::private_paying;
@@ -30,7 +30,7 @@ pub(super) fn header(org_name: &str, address: &str, branding: &Branding) -> AnyV
 }
 
 /// The head of a document's items table (the invoice's and the quote's pages).
-pub(super) fn items_head(tr: &app::ssr::i18n::Tr) -> AnyView {
+pub(super) fn items_head(tr: &invoicer_core::i18n::Tr) -> AnyView {
     view! {
         <thead>
             <tr>
@@ -60,7 +60,7 @@ pub(super) fn page(
     body: String,
     branding: &Branding,
     checkout: &str,
-    locale: app::model::Locale,
+    locale: model::Locale,
 ) -> Response {
     let style = branding.css();
     let html = super::document_styled(title, body, style.as_deref(), locale.as_str());

@@ -4,16 +4,16 @@
 //! always a redirect to the page, which shows where the quote is. The rules of the invoice's page:
 //! an unguessable token, throttled, plain HTML with no script, never indexed.
 
-use app::model::{QuoteStatus, Words};
-use app::ssr::i18n::Tr;
-use app::ssr::observe::{track, Attempt, Surface};
-use app::ssr::quotes::{self, PublicQuote};
-use app::ssr::surfaces::quote_forms::{self, Decision};
-use app::ssr::AppState;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
+use invoicer_core::i18n::Tr;
+use invoicer_core::observe::{track, Attempt, Surface};
+use invoicer_core::quotes::{self, PublicQuote};
+use invoicer_core::surfaces::quote_forms::{self, Decision};
+use invoicer_core::AppState;
 use leptos::prelude::*;
+use model::{QuoteStatus, Words};
 
 use super::{drawn, not_found, private, unavailable, PageToken};
 
@@ -38,7 +38,7 @@ pub(super) async fn page(
     }
 }
 
-fn status_text(q: &app::model::Quote, tr: &Tr) -> String {
+fn status_text(q: &model::Quote, tr: &Tr) -> String {
     let date = tr.date(q.expires_on);
     match q.status {
         QuoteStatus::Open => tr.t_args("quote-valid-until", &[("date", &date)]),
@@ -64,7 +64,7 @@ fn render(found: PublicQuote, token: &str, tr: &Tr) -> String {
     let mentions = inv.tax_mentions(tr);
     let open = q.status == QuoteStatus::Open;
     // One key per button, minted now: every submit of this rendering is the same attempt.
-    let (accept_key, decline_key) = (app::model::form_key(org_id), app::model::form_key(org_id));
+    let (accept_key, decline_key) = (model::form_key(org_id), model::form_key(org_id));
     view! {
         <main class="public quote">
             {super::look::header(&org_name, &org_address, &branding)}
@@ -151,7 +151,7 @@ async fn decide(
     // nothing is claimed.
     let Some(key) = uuid::Uuid::try_parse(form.key.trim())
         .ok()
-        .filter(|k| k.get_version_num() == 8 && app::model::form_key_fits(*k, org))
+        .filter(|k| k.get_version_num() == 8 && model::form_key_fits(*k, org))
     else {
         return answer(
             StatusCode::BAD_REQUEST,
@@ -164,7 +164,7 @@ async fn decide(
     let attempt = Attempt::new(Surface::Form, key.to_string(), None);
     let base = &state.settings.public_url;
     let decided = track(&state.pool, attempt, async |attempt| {
-        let allowance = app::ssr::mail_gate::Allowance::of(&state.settings.limits);
+        let allowance = invoicer_core::mail_gate::Allowance::of(&state.settings.limits);
         quote_forms::decide(
             &state.pool,
             &attempt,
@@ -199,8 +199,8 @@ async fn decide(
             &tr,
         ),
         Ok(Decision::Refused(_)) => not_found(),
-        Err(app::error::AppError::NotFound) => not_found(),
-        Err(app::error::AppError::BadRequest(why)) => {
+        Err(model::error::AppError::NotFound) => not_found(),
+        Err(model::error::AppError::BadRequest(why)) => {
             // Another submit of this button is being recorded right now.
             let mut response = answer(StatusCode::CONFLICT, "One moment", &why, &token, &tr);
             response

@@ -2,12 +2,12 @@
 //! page has it; left out: the year up to today), and as a PDF, `/s/{token}/pdf`. The rules of the
 //! invoice's page: an unguessable token, throttled, plain HTML with no script, never indexed.
 
-use app::ssr::i18n::Tr;
-use app::ssr::statements::{self, Period};
-use app::ssr::AppState;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use invoicer_core::i18n::Tr;
+use invoicer_core::statements::{self, Period};
+use invoicer_core::AppState;
 use leptos::prelude::*;
 
 use super::{
@@ -27,17 +27,8 @@ async fn read(
     state: &AppState,
     token: &str,
     query: &PeriodQuery,
-    ceiling: app::ssr::throttle::Ceiling,
-) -> Result<
-    (
-        app::model::Statement,
-        String,
-        app::model::Branding,
-        uuid::Uuid,
-        Tr,
-    ),
-    Response,
-> {
+    ceiling: invoicer_core::throttle::Ceiling,
+) -> Result<(model::Statement, String, model::Branding, uuid::Uuid, Tr), Response> {
     let context = "public statement";
     let mut conn = state
         .reads
@@ -59,10 +50,10 @@ async fn read(
         .map_err(|e| unavailable(context, e))?;
     let (statement, _) = found.ok_or_else(not_found)?;
     let url = statements::public_url("", token, period);
-    let branding = app::ssr::branding::of(&mut conn, org)
+    let branding = invoicer_core::branding::of(&mut conn, org)
         .await
         .map_err(|e| unavailable(context, e))?;
-    let locale = app::ssr::i18n::locale_for(&mut conn, org, Some(customer))
+    let locale = invoicer_core::i18n::locale_for(&mut conn, org, Some(customer))
         .await
         .map_err(|e| unavailable(context, e))?;
     Ok((statement, url, branding, org, Tr::new(locale)))
@@ -137,15 +128,15 @@ pub(super) async fn pdf(
     };
     let name = format!("statement-{}-{}", statement.from, statement.to);
     let wait = std::time::Duration::from_secs(5);
-    let rendered = app::ssr::throttle::bounded(&RENDERS, wait, move || {
+    let rendered = invoicer_core::throttle::bounded(&RENDERS, wait, move || {
         crate::pdf::statement::render(&statement, crate::pdf::Paper::A4, brand, tr)
     })
     .await;
     match rendered {
         Ok(bytes) => attachment(bytes, &name),
-        Err(app::ssr::throttle::Bounded::Busy) => {
+        Err(invoicer_core::throttle::Bounded::Busy) => {
             unavailable("public statement pdf", "every renderer is busy")
         }
-        Err(app::ssr::throttle::Bounded::Task(e)) => unavailable("rendering a pdf", e),
+        Err(invoicer_core::throttle::Bounded::Task(e)) => unavailable("rendering a pdf", e),
     }
 }

@@ -60,7 +60,7 @@ impl TestDb {
     /// server process starts.
     pub async fn migrated_pool(&self) -> PgPool {
         let pool = self.pool().await;
-        app::ssr::MIGRATOR.run(&pool).await.unwrap();
+        invoicer_core::MIGRATOR.run(&pool).await.unwrap();
         pool
     }
 
@@ -215,10 +215,10 @@ pub async fn login(client: &reqwest::Client, base: &str, email: &str, password: 
 pub use lab::harness::invoice_form;
 
 /// The mail gate of a verified member, under the default allowance.
-pub fn member_gate() -> app::ssr::mail_gate::Gate {
-    app::ssr::mail_gate::Gate::new(
-        app::ssr::mail_gate::Allowance::DEFAULT,
-        app::ssr::mail_gate::Sender::Member { verified: true },
+pub fn member_gate() -> invoicer_core::mail_gate::Gate {
+    invoicer_core::mail_gate::Gate::new(
+        invoicer_core::mail_gate::Allowance::DEFAULT,
+        invoicer_core::mail_gate::Sender::Member { verified: true },
     )
 }
 
@@ -230,14 +230,14 @@ pub async fn seed_invoice(
     total: i64,
     currency: &str,
 ) -> (uuid::Uuid, uuid::Uuid) {
-    let org = app::ssr::accounts::create_org_with_owner(pool, "Acme", email, "correct horse")
+    let org = invoicer_core::accounts::create_org_with_owner(pool, "Acme", email, "correct horse")
         .await
         .unwrap()
         .org_id;
     let input = rows::one_line_input(currency, "2027-01-31", total, false);
     let invoice = rows::insert_invoice(pool, org, &input).await;
     // The session the stand-in's payment events name, as the app would have created it at Stripe.
-    app::ssr::stripe::standin::open_simulated_session(pool, invoice)
+    invoicer_core::stripe::standin::open_simulated_session(pool, invoice)
         .await
         .unwrap();
     (org, invoice)
@@ -249,12 +249,13 @@ pub async fn queue_email(
     org: uuid::Uuid,
     click: uuid::Uuid,
     invoice: uuid::Uuid,
-) -> Result<app::ssr::surfaces::form::SendOutcome, app::error::AppError> {
-    use app::ssr::observe::{Attempt, Surface};
+) -> Result<invoicer_core::surfaces::form::SendOutcome, model::error::AppError> {
+    use invoicer_core::observe::{Attempt, Surface};
     let attempt = Attempt::new(Surface::Form, click.to_string(), None);
     attempt.identify(org.to_string(), Some(org));
     let gate = member_gate();
-    app::ssr::surfaces::form::queue_invoice_email(pool, &attempt, org, click, invoice, gate).await
+    invoicer_core::surfaces::form::queue_invoice_email(pool, &attempt, org, click, invoice, gate)
+        .await
 }
 
 /// A real SMTP server (scripts/smtp_sink.py, aiosmtpd) on a free loopback port, storing messages in a

@@ -61,20 +61,15 @@ pub async fn public_token(pool: &PgPool, invoice: Uuid) -> String {
 }
 
 /// An invoice to Ada with one line "Work" of `cents`, due on `due` (YYYY-MM-DD).
-pub fn one_line_input(
-    currency: &str,
-    due: &str,
-    cents: i64,
-    draft: bool,
-) -> app::model::InvoiceInput {
-    app::model::InvoiceInput {
+pub fn one_line_input(currency: &str, due: &str, cents: i64, draft: bool) -> model::InvoiceInput {
+    model::InvoiceInput {
         customer_name: "Ada".into(),
         customer_email: "ada@example.com".into(),
         currency: currency.into(),
         due_date: Some(due.parse().unwrap()),
-        lines: vec![app::model::LineInput {
+        lines: vec![model::LineInput {
             description: "Work".into(),
-            quantity: app::model::Thousandths::whole(1),
+            quantity: model::Thousandths::whole(1),
             unit_amount_cents: cents,
             tax_rate_id: None,
         }],
@@ -85,9 +80,9 @@ pub fn one_line_input(
 }
 
 /// `input` stored for `org` with the same domain code the surfaces use, in its own transaction.
-pub async fn insert_invoice(pool: &PgPool, org: Uuid, input: &app::model::InvoiceInput) -> Uuid {
+pub async fn insert_invoice(pool: &PgPool, org: Uuid, input: &model::InvoiceInput) -> Uuid {
     let mut tx = pool.begin().await.unwrap();
-    let invoice = app::ssr::invoices::insert(&mut tx, Uuid::new_v4(), org, None, input, "")
+    let invoice = invoicer_core::invoices::insert(&mut tx, Uuid::new_v4(), org, None, input, "")
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -101,10 +96,13 @@ pub async fn scalars<T: Column>(pool: &PgPool, sql: &str) -> Vec<T> {
 
 /// A new org named `org_name` whose owner has a fresh address and the tests' password ("correct
 /// horse"); (the owner's address, the account).
-pub async fn new_owner(pool: &PgPool, org_name: &str) -> (String, app::ssr::accounts::NewAccount) {
+pub async fn new_owner(
+    pool: &PgPool,
+    org_name: &str,
+) -> (String, invoicer_core::accounts::NewAccount) {
     let email = format!("{}@example.com", Uuid::new_v4().simple());
     let account =
-        app::ssr::accounts::create_org_with_owner(pool, org_name, &email, "correct horse")
+        invoicer_core::accounts::create_org_with_owner(pool, org_name, &email, "correct horse")
             .await
             .unwrap();
     (email, account)

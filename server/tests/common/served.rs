@@ -1,7 +1,7 @@
 //! The real router served in-process on a loopback port, over a `#[sqlx::test]` database.
 
-use app::ssr::state::Settings;
-use app::ssr::AppState;
+use invoicer_core::state::Settings;
+use invoicer_core::AppState;
 use leptos::config::LeptosOptions;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -38,19 +38,19 @@ impl TestApp {
         let reads = sqlx::postgres::PgPoolOptions::new()
             .max_connections(pool.options().get_max_connections())
             .acquire_timeout(server::db::ACQUIRE_TIMEOUT)
-            .connect_lazy_with(app::ssr::state::generic_plans(
+            .connect_lazy_with(invoicer_core::state::generic_plans(
                 (*pool.connect_options()).clone(),
             ));
-        let state = AppState::new(
-            pool.clone(),
-            reads.clone(),
-            LeptosOptions::builder().output_name("invoicer").build(),
-            settings,
-        );
+        let state = AppState::new(pool.clone(), reads.clone(), settings);
         let guard = server::security::Guard::new(&format!("http://{addr}"), false);
-        let router = server::web::router(state, guard, server::web::MetricsAccess::Open)
-            .await
-            .unwrap();
+        let router = server::web::router(
+            state,
+            LeptosOptions::builder().output_name("invoicer").build(),
+            guard,
+            server::web::MetricsAccess::Open,
+        )
+        .await
+        .unwrap();
         tokio::spawn(async move {
             axum::serve(
                 listener,
@@ -75,7 +75,8 @@ impl TestApp {
 
     /// POSTs `payload` signed now with `secret`.
     pub async fn deliver_with(&self, secret: &str, payload: &str) -> (u16, String) {
-        let header = app::ssr::stripe::signature::header(secret, chrono_now(), payload.as_bytes());
+        let header =
+            invoicer_core::stripe::signature::header(secret, chrono_now(), payload.as_bytes());
         self.post_raw(Some(&header), payload.as_bytes().to_vec())
             .await
     }
@@ -100,7 +101,7 @@ impl TestApp {
     /// A new org with an API key; returns (org, key).
     pub async fn api_client(&self) -> (Uuid, String) {
         let email = format!("{}@example.com", Uuid::new_v4().simple());
-        let account = app::ssr::accounts::create_org_with_owner(
+        let account = invoicer_core::accounts::create_org_with_owner(
             &self.pool,
             "Api Co",
             &email,
@@ -109,9 +110,10 @@ impl TestApp {
         .await
         .unwrap();
         let org = account.org_id;
-        let key = app::ssr::api_keys::create_for_user(&self.pool, org, account.user_id, "test")
-            .await
-            .unwrap();
+        let key =
+            invoicer_core::api_keys::create_for_user(&self.pool, org, account.user_id, "test")
+                .await
+                .unwrap();
         (org, key.plaintext)
     }
 

@@ -6,14 +6,14 @@ use leptos_router::hooks::use_params_map;
 use uuid::Uuid;
 
 use super::{due_text, line_rows, totals_rows};
-use crate::error::AppError;
-use crate::model::{format_money, EmailStatus, InvoicePage, InvoiceStatus};
 use crate::pages::layout::{error_banner, Head, NotFound};
 use crate::rpc::invoice_actions::{
     DuplicateInvoice, InvoiceAction, RetryEmail, SendInvoice, SimulatePayment,
 };
 use crate::rpc::invoices::get_invoice;
 use crate::rpc::payments::{ApplyCredit, CreditInvoice, DeletePayment, RecordPayment};
+use model::error::AppError;
+use model::{format_money, EmailStatus, InvoicePage, InvoiceStatus};
 
 use super::payments::Payments;
 
@@ -100,15 +100,15 @@ pub fn InvoicePage() -> impl IntoView {
                                     <dt>"Email"</dt>
                                     <dd>{inv.customer_email.clone()}</dd>
                                     <dt>"Due"</dt>
-                                    <dd>{due_text(&inv, &crate::model::English)}</dd>
+                                    <dd>{due_text(&inv, &model::English)}</dd>
                                 </dl>
                                 <table>
                                     <Head cols=&["Description", "Qty", "Unit", "Tax", "Amount"] num=&["Qty", "Unit", "Amount"]/>
                                     <tbody>
-                                        {line_rows(&inv, &crate::model::English)}
+                                        {line_rows(&inv, &model::English)}
                                     </tbody>
                                     <tfoot>
-                                        {totals_rows(&inv, 4, &crate::model::English)}
+                                        {totals_rows(&inv, 4, &model::English)}
                                         {(inv.amount_credited_cents > 0).then(|| view! {
                                             <tr>
                                                 <td colspan="4">"Credited"</td>
@@ -240,12 +240,12 @@ pub fn InvoicePage() -> impl IntoView {
 /// The lifecycle buttons this invoice's state allows. One key, minted when the page was rendered,
 /// names every button's attempt (each claims it in its own namespace); a double click applies once.
 fn lifecycle_buttons(
-    inv: &crate::model::Invoice,
+    inv: &model::Invoice,
     key: Uuid,
     act: ServerAction<InvoiceAction>,
     duplicate: ServerAction<DuplicateInvoice>,
 ) -> impl IntoView {
-    let unpaid = inv.payment_state == crate::model::PaymentState::Unpaid;
+    let unpaid = inv.payment_state == model::PaymentState::Unpaid;
     let allowed: Vec<(&str, &str)> = match inv.status {
         InvoiceStatus::Draft => vec![("finalize", "Finalize"), ("delete", "Delete draft")],
         InvoiceStatus::Open if unpaid => vec![

@@ -3,14 +3,12 @@
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-use crate::error::{AppError, FieldErrors};
-use crate::model::{
-    format_money, InvoiceForm, LineForm, COMMON_CURRENCIES, MAX_LINES, PAYMENT_TERMS,
-};
 use crate::pages::layout::{error_banner, Head, NotFound};
 use crate::rpc::customers::list_customers;
 use crate::rpc::invoices::{get_draft, CreateInvoice, UpdateDraft};
 use crate::rpc::settings::list_tax_rates;
+use model::error::{AppError, FieldErrors};
+use model::{format_money, InvoiceForm, LineForm, COMMON_CURRENCIES, MAX_LINES, PAYMENT_TERMS};
 
 /// The create form. Its `idempotency_key` is minted once, on the server, when the form is rendered,
 /// and carried into the browser by `SharedValue` so hydration keeps the same value: every submit of
@@ -86,7 +84,7 @@ pub fn EditInvoicePage() -> impl IntoView {
                 let rejected = rejected.clone();
                 Suspend::new(async move {
                     match draft.await {
-                        Ok(crate::model::DraftEdit { id, version, key, form }) => {
+                        Ok(model::DraftEdit { id, version, key, form }) => {
                             let key = rejected
                                 .as_ref()
                                 .and_then(|r| r.idempotency_key.clone())
@@ -192,13 +190,13 @@ pub(crate) fn InvoiceFields(
     // A row's quantity × unit price, rounded as the server rounds it; empty until both parse.
     let row_amount = move |id: usize| {
         let currency = typed_currency.get();
-        let step = crate::model::currency(&currency).map_or(1, |c| c.step);
+        let step = model::currency(&currency).map_or(1, |c| c.step);
         rows.with(|r| {
             let (_, line) = r.iter().find(|(i, _)| *i == id)?;
-            let quantity = crate::model::Thousandths::parse(line.quantity.trim())?;
-            let unit = crate::model::parse_amount(line.unit_amount.trim(), &currency).ok()?;
+            let quantity = model::Thousandths::parse(line.quantity.trim())?;
+            let unit = model::parse_amount(line.unit_amount.trim(), &currency).ok()?;
             Some(format_money(
-                crate::model::line_amount(quantity, unit, step),
+                model::line_amount(quantity, unit, step),
                 &currency,
             ))
         })
@@ -434,10 +432,7 @@ pub(crate) fn InvoiceFields(
 /// The totals of what is typed: subtotal, discount, each tax and the total, or a hint while a line
 /// does not parse. Announced politely to screen readers as they change.
 #[component]
-fn LiveTotals(
-    totals: Signal<Option<crate::model::Totals>>,
-    currency: RwSignal<String>,
-) -> impl IntoView {
+fn LiveTotals(totals: Signal<Option<model::Totals>>, currency: RwSignal<String>) -> impl IntoView {
     let money = move |cents: i64| format_money(cents, &currency.get());
     view! {
         <table class="live-totals" aria-live="polite">

@@ -1,12 +1,12 @@
 //! The invoice list: filters by status, payment state and text, one page at a time.
 
-use crate::model::format_money;
 use crate::pages::filters::{
     query_param, query_params, ExportLink, FilterSearch, FilterSelect, NextPage,
 };
 use crate::pages::layout::{error_banner, Head};
 use crate::rpc::invoices::list_invoices;
 use leptos::prelude::*;
+use model::format_money;
 
 const STATUSES: &[&str] = &[
     "draft",

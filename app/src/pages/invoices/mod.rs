@@ -14,7 +14,7 @@ pub use list::InvoiceListPage;
 
 use leptos::prelude::*;
 
-use crate::model::{Discount, Invoice, Words};
+use model::{Discount, Invoice, Words};
 
 /// "2027-01-31", with the terms when it has them: "2027-01-31 (net 30)".
 pub fn due_text(inv: &Invoice, w: &dyn Words) -> String {

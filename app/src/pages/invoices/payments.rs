@@ -5,12 +5,12 @@
 use leptos::prelude::*;
 use uuid::Uuid;
 
-use crate::model::{
+use crate::pages::layout::{error_banner, field_error, field_errors};
+use crate::rpc::payments::{ApplyCredit, CreditInvoice, DeletePayment, RecordPayment};
+use model::{
     format_money, InvoiceLine, InvoiceStatus, PaymentForms, PaymentMethod, PaymentRow,
     PaymentStatus, Thousandths,
 };
-use crate::pages::layout::{error_banner, field_error, field_errors};
-use crate::rpc::payments::{ApplyCredit, CreditInvoice, DeletePayment, RecordPayment};
 
 /// The payments table and, for a finalized invoice that is not void, the form that records one.
 #[component]
@@ -93,7 +93,7 @@ pub fn Payments(
 
 /// Credit notes (an invoice's, a customer's), each linking to its customer page.
 #[component]
-pub fn CreditNotes(notes: Vec<crate::model::CreditNote>) -> impl IntoView {
+pub fn CreditNotes(notes: Vec<model::CreditNote>) -> impl IntoView {
     (!notes.is_empty()).then(|| {
         view! {
             <h2>"Credit notes"</h2>
@@ -179,7 +179,7 @@ fn CreditForm(
         .collect_view();
     let errors = field_errors(credit.value());
     let error_for = move |field: &'static str| field_error(errors, field);
-    let most = crate::model::plain_amount(creditable_cents, &currency);
+    let most = model::plain_amount(creditable_cents, &currency);
     view! {
         <h2 id="credit-invoice">"Credit this invoice"</h2>
         {move || credit.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
@@ -284,7 +284,7 @@ fn RecordForm(
 ) -> impl IntoView {
     let errors = field_errors(record.value());
     let error_for = move |field: &'static str| field_error(errors, field);
-    let due = crate::model::plain_amount(due_cents.max(0), &currency);
+    let due = model::plain_amount(due_cents.max(0), &currency);
     let today = forms.today.to_string();
     view! {
         <h2 id="record-payment">"Record a payment"</h2>

@@ -1,13 +1,13 @@
 //! The lifecycle actions on one invoice (finalize, void, mark uncollectible, delete a draft) and
 //! duplicating one, each once per Idempotency-Key.
 
-use app::model::Invoice;
-use app::ssr::claim::StoredResponse;
-use app::ssr::invoices;
-use app::ssr::lifecycle::{self, Action, Moved};
-use app::ssr::surfaces::api::{self, INVOICES_PATH};
 use axum::http::StatusCode;
 use axum::response::Response;
+use invoicer_core::claim::StoredResponse;
+use invoicer_core::invoices;
+use invoicer_core::lifecycle::{self, Action, Moved};
+use invoicer_core::surfaces::api::{self, INVOICES_PATH};
+use model::Invoice;
 
 use super::super::documented::{ActionProblems, InFlight, InvoiceWrite, NotFound};
 use super::super::problem::{problem, Problem, ProblemResponse};
@@ -32,7 +32,7 @@ async fn act(write: Write, action: Action) -> Result<Response, ProblemResponse> 
                 // An e-invoicing org finalizes only what makes a valid e-invoice: asked before
                 // claiming, so the key stays usable.
                 let problems =
-                    app::ssr::einvoice::finalize_problems(&req.state().pool, org, id).await?;
+                    invoicer_core::einvoice::finalize_problems(&req.state().pool, org, id).await?;
                 if !problems.is_empty() {
                     return Err(super::super::write::invalid("einvoice", problems));
                 }

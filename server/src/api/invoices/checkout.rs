@@ -1,9 +1,9 @@
 //! `POST /api/v1/invoices/{id}/checkout`: a Checkout session for the amount due.
 
-use app::ssr::checkout::{self, Checkout, CheckoutError, Urls};
-use app::ssr::surfaces::api;
 use axum::http::StatusCode;
 use axum::response::Response;
+use invoicer_core::checkout::{self, Checkout, CheckoutError, Urls};
+use invoicer_core::surfaces::api;
 use serde::Serialize;
 use utoipa::ToSchema;
 

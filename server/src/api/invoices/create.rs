@@ -1,9 +1,9 @@
 //! `POST /api/v1/invoices`: create an invoice, once per Idempotency-Key.
 
-use app::model::{Invoice, InvoiceInput};
-use app::ssr::invoice_input;
-use app::ssr::invoices;
 use axum::response::Response;
+use invoicer_core::invoice_input;
+use invoicer_core::invoices;
+use model::{Invoice, InvoiceInput};
 
 use super::super::documented::{CreateProblems, NewInvoice};
 use super::super::problem::{Problem, ProblemResponse};

@@ -1,13 +1,13 @@
 //! `PATCH /api/v1/invoices/{id}`: edit a draft at the version `If-Match` names.
 
-use app::model::Invoice;
-use app::ssr::claim::StoredResponse;
-use app::ssr::invoice_input;
-use app::ssr::invoices;
-use app::ssr::lifecycle::{self, Edited};
-use app::ssr::surfaces::api;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
+use invoicer_core::claim::StoredResponse;
+use invoicer_core::invoice_input;
+use invoicer_core::invoices;
+use invoicer_core::lifecycle::{self, Edited};
+use invoicer_core::surfaces::api;
+use model::Invoice;
 
 use super::super::documented::{InvoiceWrite, NotFound, Unauthorized};
 use super::super::problem::{problem, Problem, ProblemResponse};
@@ -107,7 +107,7 @@ fn stale() -> ProblemResponse {
     )
 }
 
-fn not_draft(status: app::model::InvoiceStatus) -> ProblemResponse {
+fn not_draft(status: model::InvoiceStatus) -> ProblemResponse {
     problem(
         StatusCode::CONFLICT,
         "not-a-draft",

@@ -18,8 +18,8 @@ pub(super) use payments::*;
 pub use read::InvoiceList;
 pub(super) use read::*;
 
-use app::ssr::invoice_input::InvoiceError;
 use axum::http::StatusCode;
+use invoicer_core::invoice_input::InvoiceError;
 
 use super::problem::{internal, problem, ProblemResponse};
 use super::write;

@@ -1,14 +1,14 @@
 //! An invoice's payments: record one taken by hand (once per Idempotency-Key), and read them,
 //! Stripe's and those recorded by hand alike.
 
-use app::model::{Payment, PaymentInput};
-use app::ssr::manual_payments::{self, PaymentError};
-use app::ssr::surfaces::api;
-use app::ssr::AppState;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
+use invoicer_core::manual_payments::{self, PaymentError};
+use invoicer_core::surfaces::api;
+use invoicer_core::AppState;
+use model::{Payment, PaymentInput};
 use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -59,7 +59,7 @@ pub(in super::super) async fn post_payment(write: Write) -> Result<Response, Pro
                 }
                 Err(e) => return Err(internal("checking a payment", e)),
             }
-            if !app::ssr::invoices::exists(&mut *pool.acquire().await?, org, id).await? {
+            if !invoicer_core::invoices::exists(&mut *pool.acquire().await?, org, id).await? {
                 return Err(not_found());
             }
             let name = req.attempt_name();

@@ -1,11 +1,11 @@
 //! Reading invoices: the org's list, filtered and paged, and one invoice with its version.
 
-use app::model::Invoice;
-use app::ssr::{invoices, AppState};
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use invoicer_core::{invoices, AppState};
+use model::Invoice;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 

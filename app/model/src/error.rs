@@ -1,0 +1,256 @@
+//! The one error type server functions return. It is serialisable (it crosses to the browser, and for
+//! forms without JavaScript it travels in the redirect URL) and carries no internal text: anything
+//! internal is logged on the server and becomes `Internal`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use server_fn::codec::JsonEncoding;
+use server_fn::error::{FromServerFnError, ServerFnErrorErr};
+
+use crate::InvoiceForm;
+
+/// Field path (`customer_email`, `lines[2].quantity`) → message shown next to that field.
+pub type FieldErrors = BTreeMap<String, String>;
+
+/// A create-invoice submission that was refused before anything was written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rejected {
+    /// The attempt's key, so a corrected resubmit (even without JavaScript) is the same attempt.
+    pub idempotency_key: Option<String>,
+    pub fields: FieldErrors,
+    /// What was typed, to refill the form after a no-JavaScript round trip.
+    pub values: Option<InvoiceForm>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+pub enum AppError {
+    #[error("Please log in.")]
+    Unauthorized,
+    #[error("Not found.")]
+    NotFound,
+    /// Logged in, but the role (or an unverified address) does not allow this.
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("Please correct the highlighted fields.")]
+    Invalid(Box<Rejected>),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("Too many attempts. Please wait {0} seconds and try again.")]
+    Throttled(u64),
+    #[error("The server is busy. Please try again in a few seconds.")]
+    Busy(u64),
+    #[error("Something went wrong on our side. Nothing was saved twice; please try again.")]
+    Internal,
+    /// Postgres aborted the transaction (deadlock, serialization failure): like `Internal` for the
+    /// client, but the surface runs the transaction again before answering.
+    #[error("Something went wrong on our side. Nothing was saved twice; please try again.")]
+    Contended,
+    #[error("The request could not be processed: {0}")]
+    Transport(String),
+    /// The database cannot be reached or cannot take writes right now (between two primaries):
+    /// nothing was half-written, and sending the same attempt again is safe. A keyed form's answer
+    /// carries its key and typed values back, so that the page it returns to sends the same attempt.
+    #[error("The database is switching to another server. Nothing was lost or done twice: please send this again in {after} seconds.")]
+    Unavailable {
+        after: u64,
+        attempt: Option<Box<Rejected>>,
+    },
+}
+
+impl AppError {
+    pub fn invalid(fields: FieldErrors) -> Self {
+        Self::rejected(None, fields)
+    }
+
+    /// A keyed form's submission refused before anything was written: the field errors, with the
+    /// attempt's key so the corrected form is the same attempt.
+    pub fn rejected(idempotency_key: Option<String>, fields: FieldErrors) -> Self {
+        AppError::Invalid(Box::new(Rejected {
+            idempotency_key,
+            fields,
+            values: None,
+        }))
+    }
+
+    pub fn field(name: &str, message: &str) -> Self {
+        Self::invalid(FieldErrors::from([(name.to_owned(), message.to_owned())]))
+    }
+
+    /// A create-invoice submission refused before anything was written: the field errors, with the
+    /// attempt's key and the typed values so the corrected form is the same attempt.
+    pub fn rejected_form(
+        idempotency_key: Option<String>,
+        fields: FieldErrors,
+        values: &InvoiceForm,
+    ) -> Self {
+        AppError::Invalid(Box::new(Rejected {
+            idempotency_key,
+            fields,
+            values: Some(values.clone()),
+        }))
+    }
+
+    /// The attempt a refused or unanswered form submission brings back (its key and typed values):
+    /// the form rendered from it sends the same attempt again.
+    pub fn attempt(&self) -> Option<&Rejected> {
+        match self {
+            AppError::Invalid(r)
+            | AppError::Unavailable {
+                attempt: Some(r), ..
+            } => Some(r),
+            _ => None,
+        }
+    }
+
+    /// An unavailable database's answer to a keyed form keeps the form's key and typed values.
+    pub fn keeping(self, idempotency_key: Option<String>, values: Option<&InvoiceForm>) -> Self {
+        match self {
+            AppError::Unavailable {
+                after,
+                attempt: None,
+            } => AppError::Unavailable {
+                after,
+                attempt: Some(Box::new(Rejected {
+                    idempotency_key,
+                    fields: FieldErrors::new(),
+                    values: values.cloned(),
+                })),
+            },
+            other => other,
+        }
+    }
+
+    pub fn field_errors(&self) -> Option<&FieldErrors> {
+        match self {
+            AppError::Invalid(rejected) => Some(&rejected.fields),
+            _ => None,
+        }
+    }
+
+    /// Logs an internal error with its whole chain and returns the opaque variant for the client;
+    /// a database that cannot be reached is [`AppError::Unavailable`] instead (a retry, not a bug).
+    #[cfg(feature = "server")]
+    pub fn internal(context: &str, err: impl std::fmt::Display + 'static) -> Self {
+        let any: &dyn std::any::Any = &err;
+        if let Some(e) = any.downcast_ref::<sqlx::Error>() {
+            if is_unavailable(e) {
+                tracing::warn!(error = %e, "{context}: database unavailable");
+                return AppError::unavailable();
+            }
+        }
+        tracing::error!(error = %err, "{context}");
+        AppError::Internal
+    }
+
+    /// The database cannot be reached now: try again in a couple of seconds.
+    #[cfg(feature = "server")]
+    pub fn unavailable() -> Self {
+        AppError::Unavailable {
+            after: UNAVAILABLE_RETRY_AFTER.as_secs(),
+            attempt: None,
+        }
+    }
+}
+
+/// How long a client is asked to wait when the database is unavailable: about one Patroni loop and
+/// one balancer check, the time a new primary takes to be found once it exists.
+#[cfg(feature = "server")]
+pub const UNAVAILABLE_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The database cannot be reached or cannot take writes right now, as during a failover: the
+/// connection failed or was cut (a balancer with no server to send it to accepts the connection and
+/// closes it, which sqlx reads as a protocol error on its first message), no connection came free in
+/// time, the server is shutting down or starting up (57P01-57P03), it is a read-only standby (25006)
+/// or full (53300). A transaction that failed so committed nothing or everything (an attempt's key
+/// tells which when it is sent again), so the answer is "try again" (503 with Retry-After), never a
+/// 500.
+#[cfg(feature = "server")]
+pub fn is_unavailable(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(e) => e.code().is_some_and(|code| {
+            code.starts_with("08")
+                || matches!(&*code, "57P01" | "57P02" | "57P03" | "25006" | "53300")
+        }),
+        _ => false,
+    }
+}
+
+/// Postgres aborted the transaction (a serialization failure or a deadlock): running it again from
+/// its claim may succeed.
+#[cfg(feature = "server")]
+pub fn is_aborted(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Database(e) => matches!(e.code().as_deref(), Some("40001" | "40P01")),
+        _ => false,
+    }
+}
+
+/// A database error as the user-facing error: an aborted transaction is `Contended` (tried again
+/// from its claim), an unreachable database `Unavailable`, anything else internal.
+#[cfg(feature = "server")]
+impl From<sqlx::Error> for AppError {
+    fn from(err: sqlx::Error) -> Self {
+        if is_aborted(&err) {
+            tracing::warn!(error = %err, "database: transaction aborted");
+            return AppError::Contended;
+        }
+        AppError::internal("database error", err)
+    }
+}
+
+#[cfg(feature = "server")]
+impl AppError {
+    /// The HTTP status every surface answers this error with (the API, the server functions, the
+    /// public pages): the only place one is chosen.
+    pub fn status_code(&self) -> http::StatusCode {
+        use http::StatusCode;
+        match self {
+            AppError::Unauthorized => StatusCode::UNAUTHORIZED,
+            AppError::NotFound => StatusCode::NOT_FOUND,
+            AppError::Forbidden(_) => StatusCode::FORBIDDEN,
+            AppError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            AppError::BadRequest(_) | AppError::Transport(_) => StatusCode::BAD_REQUEST,
+            AppError::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
+            AppError::Busy(_) | AppError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Internal | AppError::Contended => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// Seconds a client should wait before trying again, for `Retry-After`.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            AppError::Throttled(secs)
+            | AppError::Busy(secs)
+            | AppError::Unavailable { after: secs, .. } => Some(*secs),
+            _ => None,
+        }
+    }
+}
+
+impl FromServerFnError for AppError {
+    type Encoder = JsonEncoding;
+
+    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
+        match value {
+            // Malformed form data (a missing or mistyped field) is the user's request, not our failure.
+            // The parser's own words (field names, types, the input echoed back) stay in the log.
+            ServerFnErrorErr::Args(msg) | ServerFnErrorErr::Deserialization(msg) => {
+                #[cfg(feature = "server")]
+                tracing::info!(error = %msg, "form data refused by the parser");
+                #[cfg(not(feature = "server"))]
+                let _ = msg;
+                AppError::BadRequest(
+                    "The form data could not be read. Reload the page and try again.".into(),
+                )
+            }
+            other => AppError::Transport(other.to_string()),
+        }
+    }
+}

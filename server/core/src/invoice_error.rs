@@ -1,0 +1,39 @@
+//! Why an invoice input cannot be written; each surface answers it its own way (the JSON API as
+//! problem+json, the server functions through [`AppError`]).
+
+use model::error::{AppError, FieldErrors};
+
+#[derive(Debug, thiserror::Error)]
+pub enum InvoiceError {
+    /// The JSON is not an invoice input (serde's reason).
+    #[error("not an invoice input: {0}")]
+    Unreadable(String),
+    /// Field path → message.
+    #[error("invalid invoice: {0:?}")]
+    Invalid(FieldErrors),
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
+impl InvoiceError {
+    pub fn field(name: &str, message: &str) -> Self {
+        InvoiceError::Invalid(FieldErrors::from([(name.to_owned(), message.to_owned())]))
+    }
+
+    pub fn field_errors(&self) -> Option<&FieldErrors> {
+        match self {
+            InvoiceError::Invalid(fields) => Some(fields),
+            _ => None,
+        }
+    }
+}
+
+impl From<InvoiceError> for AppError {
+    fn from(err: InvoiceError) -> Self {
+        match err {
+            InvoiceError::Unreadable(reason) => AppError::BadRequest(reason),
+            InvoiceError::Invalid(fields) => AppError::invalid(fields),
+            InvoiceError::Db(e) => e.into(),
+        }
+    }
+}
