@@ -54,7 +54,7 @@ fn main() {
         "server/core/src",
         "server/core/locales",
         "app/src",
-        "app/model/src",
+        "model/src",
         "Cargo.lock",
     ] {
         let path = root.join(part);

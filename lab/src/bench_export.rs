@@ -87,7 +87,8 @@ pub async fn run(pool: &PgPool, args: ExportBenchArgs) -> anyhow::Result<()> {
     .fetch_one(pool)
     .await
     .context("the reader's org (run lab datagen first)")?;
-    let key = invoicer_core::api_keys::create_for_user(pool, org, user, "export bench").await?;
+    let key =
+        invoicer_core::accounts::api_keys::create_for_user(pool, org, user, "export bench").await?;
     let work = match &args.work_dir {
         Some(dir) => dir.clone(),
         None => std::env::temp_dir().join(format!("invoicer-export-{}", Uuid::new_v4().simple())),

@@ -20,7 +20,7 @@ pub async fn run(
             .await?;
     let input = bench_invoice()?;
     let mut tx = pool.begin().await?;
-    let invoice = invoicer_core::invoices::insert(
+    let invoice = invoicer_core::invoicing::invoices::insert(
         &mut tx,
         uuid::Uuid::new_v4(),
         account.org_id,
@@ -61,12 +61,12 @@ pub async fn run(
     let already = arrivals().len();
     let mut latencies = Vec::with_capacity(count);
     // The benchmark measures the outbox, not the allowance.
-    let unlimited = invoicer_core::mail_gate::Gate::new(
-        invoicer_core::mail_gate::Allowance {
+    let unlimited = invoicer_core::mail::gate::Gate::new(
+        invoicer_core::mail::gate::Allowance {
             per_org_hour: u32::MAX,
             per_recipient_hour: u32::MAX,
         },
-        invoicer_core::mail_gate::Sender::Automatic,
+        invoicer_core::mail::gate::Sender::Automatic,
     );
     for i in 0..count {
         let mut tx = pool.begin().await?;
@@ -131,12 +131,12 @@ pub async fn throughput(
             .lines()
             .count()
     };
-    let unlimited = invoicer_core::mail_gate::Gate::new(
-        invoicer_core::mail_gate::Allowance {
+    let unlimited = invoicer_core::mail::gate::Gate::new(
+        invoicer_core::mail::gate::Allowance {
             per_org_hour: u32::MAX,
             per_recipient_hour: u32::MAX,
         },
-        invoicer_core::mail_gate::Sender::Automatic,
+        invoicer_core::mail::gate::Sender::Automatic,
     );
     println!("outbox throughput: {n} customer emails queued at once, drained by one worker");
     for &concurrency in places {
@@ -153,7 +153,7 @@ pub async fn throughput(
             .await?;
             let input = bench_invoice()?;
             let mut tx = pool.begin().await?;
-            let invoice = invoicer_core::invoices::insert(
+            let invoice = invoicer_core::invoicing::invoices::insert(
                 &mut tx,
                 uuid::Uuid::new_v4(),
                 account.org_id,

@@ -1,5 +1,5 @@
 //! `lab bench schedules`: many schedules due at the same moment, handled by the scheduler's own
-//! code (`invoicer_core::schedules::run::run_due`, one period per transaction, as the workers call it)
+//! code (`invoicer_core::jobs::schedules::run::run_due`, one period per transaction, as the workers call it)
 //! from `--workers` tasks at once, against pgbench running the same SQL
 //! (`bench/pgbench/schedule_run.sql`) with as many clients over a fresh set of as many schedules.
 //! Each side must issue exactly one invoice per schedule; the report gives runs per second, the
@@ -105,7 +105,8 @@ async fn seed(pool: &PgPool, orgs: usize, each: usize) -> anyhow::Result<Vec<Uui
     .await?;
     for &org in &ids {
         let mut tx = pool.begin().await?;
-        let today = invoicer_core::schedules::org_today(&mut tx, org, chrono::Utc::now()).await?;
+        let today =
+            invoicer_core::jobs::schedules::org_today(&mut tx, org, chrono::Utc::now()).await?;
         let input = model::ScheduleInput::from_json(&serde_json::json!({
             "customer_name": "Retainer Client",
             "customer_email": "billing@example.com",
@@ -118,7 +119,7 @@ async fn seed(pool: &PgPool, orgs: usize, each: usize) -> anyhow::Result<Vec<Uui
         }))
         .map_err(anyhow::Error::msg)?;
         let first = Uuid::now_v7();
-        invoicer_core::schedules::create(
+        invoicer_core::jobs::schedules::create(
             &mut tx,
             org,
             first,
@@ -161,12 +162,12 @@ async fn scheduler(pool: &PgPool, workers: usize) -> anyhow::Result<(f64, Vec<u6
                 let mut latencies = Vec::new();
                 loop {
                     let at = Instant::now();
-                    let handled = invoicer_core::schedules::run::run_due(
+                    let handled = invoicer_core::jobs::schedules::run::run_due(
                         &pool,
                         chrono::Utc::now(),
                         1,
                         "",
-                        invoicer_core::mail_gate::Allowance::DEFAULT,
+                        invoicer_core::mail::gate::Allowance::DEFAULT,
                     )
                     .await?;
                     if handled == 0 {

@@ -86,7 +86,10 @@ pub async fn run(lab: &Lab, args: SoakArgs) -> anyhow::Result<()> {
                 format!("{}/{}", args.window_secs, args.every_secs),
             ),
             ("MAIL_DIR", work.join("mail").display().to_string()),
-            ("RUST_LOG", "warn,invoicer_core::retention=info".into()),
+            (
+                "RUST_LOG",
+                "warn,invoicer_core::jobs::retention=info".into(),
+            ),
         ],
         Some(&work.join("server.log")),
     )
@@ -106,7 +109,7 @@ pub async fn run(lab: &Lab, args: SoakArgs) -> anyhow::Result<()> {
                 let mut i = 0usize;
                 while Instant::now() < deadline {
                     let id = format!("{tag}_{client}_{i}");
-                    let event = invoicer_core::stripe::standin::checkout_event(
+                    let event = invoicer_core::payments::stripe::standin::checkout_event(
                         &format!("evt_soak_{id}"),
                         &format!("pi_soak_{id}"),
                         invoices[(client * 7919 + i) % invoices.len()],

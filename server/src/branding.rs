@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use image::{ImageError, ImageFormat, ImageReader, Limits};
-use invoicer_core::auth::AuthSession;
+use invoicer_core::accounts::auth::AuthSession;
 use invoicer_core::claim::Form;
 use invoicer_core::observe::{track, Attempt, Surface};
 use invoicer_core::surfaces::form::{setting_once, Saved};
@@ -221,7 +221,8 @@ async fn upload(State(state): State<AppState>, session: AuthSession, form: Multi
             || {
                 let png = &png;
                 async move |tx: &mut sqlx::PgConnection| {
-                    invoicer_core::branding::set_logo(tx, org, png, width, height).await?;
+                    invoicer_core::documents::branding::set_logo(tx, org, png, width, height)
+                        .await?;
                     Ok(org)
                 }
             },
@@ -254,7 +255,7 @@ async fn logo(State(state): State<AppState>, Path(file): Path<String>) -> Respon
     let Some(token) = file.strip_suffix(".png") else {
         return StatusCode::NOT_FOUND.into_response();
     };
-    match invoicer_core::branding::logo_png(&state.pool, token).await {
+    match invoicer_core::documents::branding::logo_png(&state.pool, token).await {
         Ok(Some(png)) => {
             let mut response = (
                 [

@@ -161,10 +161,11 @@ async fn admin(config: Checked, command: AdminCommand) -> anyhow::Result<()> {
             println!("the scheduler's clock runs {total} s ahead");
         }
         AdminCommand::CreateApiKey { email, name } => {
-            let (user, org) = invoicer_core::api_keys::org_of_user(&pool, &email)
+            let (user, org) = invoicer_core::accounts::api_keys::org_of_user(&pool, &email)
                 .await?
                 .with_context(|| format!("no user with email {email}"))?;
-            let key = invoicer_core::api_keys::create_for_user(&pool, org, user, &name).await?;
+            let key =
+                invoicer_core::accounts::api_keys::create_for_user(&pool, org, user, &name).await?;
             println!("{}", key.plaintext);
         }
     }
@@ -172,7 +173,7 @@ async fn admin(config: Checked, command: AdminCommand) -> anyhow::Result<()> {
 }
 
 async fn stripe(config: Checked, command: StripeCommand) -> anyhow::Result<()> {
-    use invoicer_core::stripe::standin;
+    use invoicer_core::payments::stripe::standin;
 
     let secret = config.stripe.webhook_secrets[0].expose().to_owned();
     let (url, event_id, payload) = match command {

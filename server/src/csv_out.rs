@@ -7,7 +7,7 @@
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
-use invoicer_core::exports::cell;
+use invoicer_core::reports::exports::cell;
 
 /// An amount of `currency`'s minor units as a plain decimal: `123456` → `1234.56`.
 pub fn amount(minor: i64, currency: &str) -> String {

@@ -1,6 +1,6 @@
 //! Streamed CSV exports: `GET /exports/{kind}.csv` for the owner's session and
 //! `GET /api/v1/exports/{kind}.csv` for API keys (kinds: invoices, lines, payments, credit_notes,
-//! customers). The body is written a page at a time ([`invoicer_core::exports::page`]): each page is
+//! customers). The body is written a page at a time ([`invoicer_core::reports::exports::page`]): each page is
 //! read with a connection checked out for that page alone, turned into CSV and sent before the next
 //! is read, so memory stays flat however many rows there are, and a slow reader holds no
 //! connection. A database error mid-file ends the body without its last chunk: the client sees a
@@ -13,9 +13,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use chrono::NaiveDate;
-use invoicer_core::auth::AuthSession;
-use invoicer_core::exports::{self, Cursor, Filter, Kind};
-use invoicer_core::invoices::{check_filter, ListFilter};
+use invoicer_core::accounts::auth::AuthSession;
+use invoicer_core::invoicing::invoices::{check_filter, ListFilter};
+use invoicer_core::reports::exports::{self, Cursor, Filter, Kind};
 use invoicer_core::AppState;
 use serde::Deserialize;
 use uuid::Uuid;

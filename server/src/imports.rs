@@ -8,8 +8,8 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use invoicer_core::auth::AuthSession;
-use invoicer_core::imports::{self, MAX_BYTES};
+use invoicer_core::accounts::auth::AuthSession;
+use invoicer_core::customers::imports::{self, MAX_BYTES};
 use invoicer_core::AppState;
 
 pub fn routes() -> Router<AppState> {

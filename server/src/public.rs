@@ -7,7 +7,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use invoicer_core::public;
+use invoicer_core::invoicing::public;
 use invoicer_core::throttle::Ceiling;
 use invoicer_core::AppState;
 use leptos::prelude::*;
@@ -153,7 +153,7 @@ pub(super) fn checkout_origins(state: &AppState) -> String {
 /// pressed), then 303 to Stripe's page. A second press while the first is still talking to Stripe
 /// waits for it and lands on the same session.
 async fn pay(State(state): State<AppState>, PageToken(token, ceiling): PageToken) -> Response {
-    use invoicer_core::checkout::{self, Checkout, CheckoutError, Urls};
+    use invoicer_core::payments::checkout::{self, Checkout, CheckoutError, Urls};
     let found = match drawn(
         ceiling,
         "public pay",

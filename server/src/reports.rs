@@ -6,7 +6,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use invoicer_core::auth::AuthSession;
+use invoicer_core::accounts::auth::AuthSession;
 use invoicer_core::AppState;
 use model::reports::TaxDocuments;
 use serde::Deserialize;
@@ -100,7 +100,7 @@ async fn tax_csv(
     };
     let read = async {
         let mut conn = state.reads.acquire().await?;
-        let today = invoicer_core::statements::org_today(&mut conn, user.org_id).await?;
+        let today = invoicer_core::customers::statements::org_today(&mut conn, user.org_id).await?;
         let period =
             invoicer_core::reports::tax_period(query.from.as_deref(), query.to.as_deref(), today);
         match period {

@@ -1,5 +1,5 @@
 //! The cookie's sessions in Postgres (`cookie_sessions`): tower-sessions' store, whose load also
-//! reads the session's user in the same statement (server/core/src/auth.rs `load_cookie_session`), so
+//! reads the session's user in the same statement (server/core/src/accounts/auth.rs `load_cookie_session`), so
 //! a signed-in request asks the database once before its own work. Sessions of the store this one
 //! replaced are moved here when their cookie is next seen ([`PgSessions::adopt`]).
 //!
@@ -141,7 +141,8 @@ impl PgSessions {
     }
 
     async fn load_once(&self, id: &Id) -> std::result::Result<Option<Record>, Failed> {
-        let found = invoicer_core::auth::load_cookie_session(&self.pool, &id.to_string()).await?;
+        let found =
+            invoicer_core::accounts::auth::load_cookie_session(&self.pool, &id.to_string()).await?;
         match found {
             Some(s) => Ok(Some(Record {
                 id: *id,

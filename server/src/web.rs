@@ -13,7 +13,7 @@ use axum::routing::{get, post};
 use axum::Extension;
 use axum::Router;
 use axum_login::AuthManagerLayerBuilder;
-use invoicer_core::auth::{AuthSession, Backend};
+use invoicer_core::accounts::auth::{AuthSession, Backend};
 use invoicer_core::AppState;
 use leptos::config::LeptosOptions;
 use leptos_axum::{generate_route_list, LeptosRoutes};
@@ -91,7 +91,7 @@ pub async fn router(
         .with_path("/")
         .with_expiry(Expiry::OnInactivity(time::Duration::days(7)));
     let auth = AuthManagerLayerBuilder::new(Backend::new(state.pool.clone()), sessions)
-        .with_data_key(invoicer_core::auth::LOGIN_DATA_KEY)
+        .with_data_key(invoicer_core::accounts::auth::LOGIN_DATA_KEY)
         .build();
 
     let routes = generate_route_list(App);
@@ -139,7 +139,7 @@ pub async fn router(
         // Around the auth layer: the session load's statement also reads the user, and hands it
         // to the auth layer's user load in the same request.
         .layer(middleware::from_fn(|req: Request, next: Next| {
-            invoicer_core::auth::with_session_user(next.run(req))
+            invoicer_core::accounts::auth::with_session_user(next.run(req))
         }))
         .layer(middleware::from_fn(session_store_unavailable))
         .layer(middleware::from_fn_with_state(
@@ -186,10 +186,27 @@ const ERROR_BODY_MAX: usize = 64 * 1024;
 /// session a 401, a spent allowance a 429 (with `Retry-After`), and only a real failure a 5xx. Leptos
 /// answers every `Err` of a server function with 500 unless the function set a status itself; here
 /// every such 500 of `/rpc/*` whose body is a client error gets that error's status, in one place
-/// rather than at each `return Err(..)`.
+/// rather than at each `return Err(..)`. A plain form post's error keeps its redirect back to the
+/// form and gets the error's `Retry-After`.
 async fn errors_carry_their_status(req: Request, next: Next) -> Response {
     let rpc = req.uri().path().starts_with("/rpc/");
-    let response = next.run(req).await;
+    let mut response = next.run(req).await;
+    if rpc && response.status().is_redirection() {
+        // A plain form post's error goes back to its page in the redirect's `__err` (the error's
+        // JSON, base64url): the redirect keeps its status and gains the error's Retry-After.
+        let after = response
+            .headers()
+            .get(axum::http::header::LOCATION)
+            .and_then(|l| l.to_str().ok())
+            .and_then(form_error)
+            .and_then(|error| error.retry_after());
+        if let Some(secs) = after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        return response;
+    }
     if !rpc || response.status() != StatusCode::INTERNAL_SERVER_ERROR {
         return response;
     }
@@ -210,6 +227,20 @@ async fn errors_carry_their_status(req: Request, next: Next) -> Response {
         }
     }
     Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+/// The error a failed plain form post carries back to its page (`__err` in the redirect's URL).
+fn form_error(location: &str) -> Option<model::error::AppError> {
+    use base64::Engine as _;
+    let query = location.split_once('?')?.1;
+    let encoded = form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "__err")?
+        .1
+        .into_owned();
+    let json = base64::engine::general_purpose::URL_SAFE
+        .decode(encoded)
+        .ok()?;
+    serde_json::from_slice(&json).ok()
 }
 
 /// Pages for logged-in users redirect to the login page, remembering where the user was going.
@@ -257,7 +288,7 @@ fn page_csp(dev_reload: Option<&str>) {
 
 /// Logs out and ends the session's row (the sessions list no longer shows it).
 async fn logout(State(state): State<AppState>, mut session: AuthSession) -> Response {
-    if let Err(e) = invoicer_core::auth::log_out(&state.pool, &mut session).await {
+    if let Err(e) = invoicer_core::accounts::auth::log_out(&state.pool, &mut session).await {
         tracing::error!(error = %e, "logout failed");
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     }
@@ -370,14 +401,14 @@ async fn metrics_text(
         }
         Err(e) => tracing::warn!(error = %e, "metrics: outbox gauges unavailable"),
     }
-    match invoicer_core::schedules::run::backlog(&state.pool, chrono::Utc::now()).await {
+    match invoicer_core::jobs::schedules::run::backlog(&state.pool, chrono::Utc::now()).await {
         Ok((due, age)) => {
             metrics::gauge!("invoicer_schedule_runs_due").set(due as f64);
             metrics::gauge!("invoicer_schedule_oldest_due_seconds").set(age);
         }
         Err(e) => tracing::warn!(error = %e, "metrics: schedule gauges unavailable"),
     }
-    match invoicer_core::reminders::backlog(&state.pool, chrono::Utc::now()).await {
+    match invoicer_core::jobs::reminders::backlog(&state.pool, chrono::Utc::now()).await {
         Ok(due) => metrics::gauge!("invoicer_reminders_due").set(due as f64),
         Err(e) => tracing::warn!(error = %e, "metrics: reminder gauge unavailable"),
     }

@@ -289,7 +289,7 @@ async fn an_expired_key_is_new_again_and_the_sweep_deletes_expired_claims(pool: 
         .execute(&app.pool)
         .await
         .unwrap();
-    let swept = invoicer_core::retention::sweep_claims(
+    let swept = invoicer_core::jobs::retention::sweep_claims(
         &app.pool,
         invoicer_core::claim::Surface::Api,
         std::time::Duration::from_secs(24 * 3600),
@@ -361,9 +361,9 @@ async fn a_revoked_key_is_401(pool: PgPool) {
     let (org, token) = app.api_client().await;
     assert_eq!(app.get(&token, "/api/v1/invoices").await.status, 200);
     let id: uuid::Uuid = rows::scalar(&app.pool, "select id from api_keys").await;
-    let operator = invoicer_core::audit::Actor::operator();
+    let operator = invoicer_core::accounts::audit::Actor::operator();
     assert!(
-        invoicer_core::api_keys::revoke(&app.pool, org, &operator, true, id)
+        invoicer_core::accounts::api_keys::revoke(&app.pool, org, &operator, true, id)
             .await
             .unwrap()
     );

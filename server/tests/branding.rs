@@ -244,10 +244,10 @@ async fn branded_invoice(pool: &PgPool, customer: &str) -> (Uuid, Uuid) {
     let (org, invoice) = common::seed_invoice(pool, customer, 12_345, "eur").await;
     let mut tx = pool.begin().await.unwrap();
     let png = png_bytes(300, 100);
-    invoicer_core::branding::set_logo(&mut tx, org, &png, 300, 100)
+    invoicer_core::documents::branding::set_logo(&mut tx, org, &png, 300, 100)
         .await
         .unwrap();
-    invoicer_core::branding::save(
+    invoicer_core::documents::branding::save(
         &mut tx,
         org,
         Some("#ffee00"),

@@ -6,9 +6,8 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::common::client;
-use crate::common::rows::{new_owner, public_token};
+use crate::common::rows::{emailed_token, new_owner, public_token};
 use crate::common::served::TestApp;
-use crate::teams::emailed_token;
 
 /// POSTs `form` to the server function `name` from `address`, as the app's script does (a refusal
 /// answers its own status).

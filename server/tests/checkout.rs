@@ -254,7 +254,7 @@ async fn events_of_sessions_the_app_did_not_create_change_nothing(pool: PgPool) 
     let (status, _) = app.deliver(&session("cs_test_foreign", id)).await;
     assert_eq!(status, 200);
     // A session the app created for another invoice, naming this one.
-    let theirs = invoicer_core::stripe::standin::open_simulated_session(&app.pool, other)
+    let theirs = invoicer_core::payments::stripe::standin::open_simulated_session(&app.pool, other)
         .await
         .unwrap();
     app.deliver(&session(&theirs, id)).await;
@@ -440,7 +440,7 @@ pub(crate) async fn drain_calls(app: &TestApp, stripe: &LocalStripe) {
     let config = invoicer_core::worker::WorkerConfig {
         id: "expire-test".into(),
         backoff_base: Duration::ZERO,
-        stripe: Some(invoicer_core::stripe::client::Stripe::new(
+        stripe: Some(invoicer_core::payments::stripe::client::Stripe::new(
             &stripe.base,
             Some("sk_test_local".into()),
         )),

@@ -26,11 +26,15 @@ async fn open_invoice(app: &TestApp, total: i64) -> (Uuid, Uuid, String) {
         &one_line_input("eur", "2027-01-31", total, false),
     )
     .await;
-    let key =
-        invoicer_core::api_keys::create_for_user(&app.pool, account.org_id, account.user_id, "t")
-            .await
-            .unwrap()
-            .plaintext;
+    let key = invoicer_core::accounts::api_keys::create_for_user(
+        &app.pool,
+        account.org_id,
+        account.user_id,
+        "t",
+    )
+    .await
+    .unwrap()
+    .plaintext;
     (account.org_id, invoice, key)
 }
 
@@ -254,15 +258,17 @@ async fn at_once(
                     refund: Default::default(),
                 };
                 let name = format!("test:{i}");
-                let credit = invoicer_core::credit_notes::Credit {
+                let credit = invoicer_core::invoicing::credit_notes::Credit {
                     org,
                     invoice,
                     id: Uuid::now_v7(),
                     source_key: &name,
                     by: None,
                 };
-                let issued =
-                    invoicer_core::credit_notes::issue(&mut tx, &credit, &input, "http://x").await;
+                let issued = invoicer_core::invoicing::credit_notes::issue(
+                    &mut tx, &credit, &input, "http://x",
+                )
+                .await;
                 if issued.is_ok() && (rollback_every == 0 || i % rollback_every != 0) {
                     tx.commit().await.unwrap();
                     true
@@ -477,10 +483,12 @@ async fn crediting_a_paid_invoice_pays_back_or_keeps_the_difference(pool: PgPool
 async fn the_credit_note_format_is_a_setting_of_its_own(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, invoice, key) = open_invoice(&app, 10_000).await;
-    let mut settings = invoicer_core::orgs::settings(&app.pool, org).await.unwrap();
+    let mut settings = invoicer_core::accounts::orgs::settings(&app.pool, org)
+        .await
+        .unwrap();
     settings.credit_note_format = "CN-{YYYY}-{seq:3}".into();
     let mut tx = app.pool.begin().await.unwrap();
-    invoicer_core::orgs::save_settings(&mut tx, org, &settings)
+    invoicer_core::accounts::orgs::save_settings(&mut tx, org, &settings)
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -508,12 +516,12 @@ async fn the_credit_note_format_is_a_setting_of_its_own(pool: PgPool) {
     // An empty field: the default series again.
     settings.credit_note_format = String::new();
     let mut tx = app.pool.begin().await.unwrap();
-    invoicer_core::orgs::save_settings(&mut tx, org, &settings)
+    invoicer_core::accounts::orgs::save_settings(&mut tx, org, &settings)
         .await
         .unwrap();
     tx.commit().await.unwrap();
     assert_eq!(
-        invoicer_core::orgs::settings(&app.pool, org)
+        invoicer_core::accounts::orgs::settings(&app.pool, org)
             .await
             .unwrap()
             .credit_note_format,

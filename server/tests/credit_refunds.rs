@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use invoicer_core::stripe::client::Stripe;
+use invoicer_core::payments::stripe::client::Stripe;
 use invoicer_core::worker::{drain_once, WorkerConfig};
 use lab::stripe_local::{Config, LocalStripe};
 use serde_json::{json, Value};
@@ -387,7 +387,7 @@ async fn a_409_from_stripe_leaves_the_refund_pending_and_is_tried_again(pool: Pg
         let (client, intent) = (stripe_client(&stripe), intent.clone());
         async move {
             let metadata = [("credit_note_id", note.to_string())];
-            let key = invoicer_core::refunds::idempotency_key(note, &intent);
+            let key = invoicer_core::payments::refunds::idempotency_key(note, &intent);
             client.create_refund(&intent, 4_000, &metadata, &key).await
         }
     });
@@ -495,7 +495,7 @@ async fn a_refund_retried_past_stripes_key_memory_finds_its_refund_and_makes_no_
             &intent,
             4_000,
             &metadata,
-            &invoicer_core::refunds::idempotency_key(note, &intent),
+            &invoicer_core::payments::refunds::idempotency_key(note, &intent),
         )
         .await
         .unwrap();
@@ -569,12 +569,12 @@ async fn a_payment_a_manual_refund_depends_on_cannot_be_deleted(pool: PgPool) {
     .await;
     assert_eq!(back.json()["refunded_cents"], 900);
     let mut tx = app.pool.begin().await.unwrap();
-    let actor = invoicer_core::audit::Actor::operator();
-    let err = invoicer_core::manual_payments::delete(&mut tx, org, invoice, payment, &actor)
+    let actor = invoicer_core::accounts::audit::Actor::operator();
+    let err = invoicer_core::payments::manual::delete(&mut tx, org, invoice, payment, &actor)
         .await
         .unwrap_err();
     assert!(
-        matches!(err, invoicer_core::manual_payments::PaymentError::Refunded),
+        matches!(err, invoicer_core::payments::manual::PaymentError::Refunded),
         "{err}"
     );
 }

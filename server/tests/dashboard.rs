@@ -76,10 +76,11 @@ async fn the_dashboard_adds_up_as_the_rows_do(pool: PgPool) {
     .await
     .unwrap();
     let org = account.org_id;
-    let key = invoicer_core::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
-        .await
-        .unwrap()
-        .plaintext;
+    let key =
+        invoicer_core::accounts::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
+            .await
+            .unwrap()
+            .plaintext;
     let today: NaiveDate = crate::common::rows::scalar(
         &app.pool,
         "select (now() at time zone time_zone)::date from orgs",
@@ -218,7 +219,7 @@ async fn the_dashboard_adds_up_as_the_rows_do(pool: PgPool) {
 async fn a_big_orgs_dashboard_comes_from_memory_for_a_few_seconds_a_small_ones_never(
     pool: sqlx::PgPool,
 ) {
-    use invoicer_core::dashboard::{cached, BIG};
+    use invoicer_core::reports::dashboard::{cached, BIG};
     let email = format!("{}@example.com", Uuid::new_v4().simple());
     let big = invoicer_core::accounts::create_org_with_owner(&pool, "Big", &email, "correct horse")
         .await

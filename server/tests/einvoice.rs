@@ -103,10 +103,10 @@ async fn seller(app: &TestApp) -> Seller {
         )
         .unwrap();
     let mut tx = app.pool.begin().await.unwrap();
-    invoicer_core::branding::set_logo(&mut tx, org, &logo, 120, 40)
+    invoicer_core::documents::branding::set_logo(&mut tx, org, &logo, 120, 40)
         .await
         .unwrap();
-    invoicer_core::branding::save(
+    invoicer_core::documents::branding::save(
         &mut tx,
         org,
         Some("#0b7a75"),
@@ -665,12 +665,12 @@ async fn a_scheduled_run_that_would_not_be_valid_leaves_a_draft(pool: PgPool) {
         "{}",
         String::from_utf8_lossy(&moved.body)
     );
-    let ran = invoicer_core::schedules::run::run_due(
+    let ran = invoicer_core::jobs::schedules::run::run_due(
         &app.pool,
         chrono::Utc::now(),
         10,
         "",
-        invoicer_core::mail_gate::Allowance::DEFAULT,
+        invoicer_core::mail::gate::Allowance::DEFAULT,
     )
     .await
     .unwrap();

@@ -120,10 +120,11 @@ async fn every_export_streams_what_the_database_holds_filtered_like_its_list(poo
     .await
     .unwrap();
     let org = account.org_id;
-    let key = invoicer_core::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
-        .await
-        .unwrap()
-        .plaintext;
+    let key =
+        invoicer_core::accounts::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
+            .await
+            .unwrap()
+            .plaintext;
     // 2,500 invoices (three pages), their lines, customers and payments; another org beside it.
     lab::datagen::org(&app.pool, org, 2_500).await.unwrap();
     lab::datagen::other_orgs(&app.pool, 1, 50).await.unwrap();

@@ -57,7 +57,7 @@ async fn upload(
 /// Starts the import in a transaction of its own.
 async fn start(pool: &sqlx::PgPool, org: Uuid, id: Uuid) -> bool {
     let mut tx = pool.begin().await.unwrap();
-    let started = invoicer_core::imports::start(&mut tx, org, id)
+    let started = invoicer_core::customers::imports::start(&mut tx, org, id)
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -105,7 +105,7 @@ async fn a_file_is_previewed_with_its_refused_rows_and_applied_once(pool: sqlx::
     assert_eq!(again, location);
     assert_eq!(app.count("select count(*) from customer_imports").await, 1);
 
-    let view = invoicer_core::imports::get(&app.pool, org, id)
+    let view = invoicer_core::customers::imports::get(&app.pool, org, id)
         .await
         .unwrap()
         .unwrap();
@@ -155,7 +155,7 @@ async fn a_file_is_previewed_with_its_refused_rows_and_applied_once(pool: sqlx::
         1
     );
     drain(&app).await;
-    let view = invoicer_core::imports::get(&app.pool, org, id)
+    let view = invoicer_core::customers::imports::get(&app.pool, org, id)
         .await
         .unwrap()
         .unwrap();
@@ -183,7 +183,7 @@ async fn a_file_is_previewed_with_its_refused_rows_and_applied_once(pool: sqlx::
 
     // Another org sees none of it, and cannot start it.
     let (other, _) = owner(&app).await;
-    assert!(invoicer_core::imports::get(&app.pool, other, id)
+    assert!(invoicer_core::customers::imports::get(&app.pool, other, id)
         .await
         .unwrap()
         .is_none());
@@ -205,9 +205,11 @@ async fn a_large_file_resumes_from_its_counter_and_racing_workers_add_each_custo
     assert!(start(&app.pool, org, id).await);
     assert!(!start(&app.pool, org, id).await, "started once");
     // One batch, then the worker dies: a whole batch is in, and the counter says so.
-    assert!(invoicer_core::imports::apply_batch(&app.pool, id)
-        .await
-        .unwrap());
+    assert!(
+        invoicer_core::customers::imports::apply_batch(&app.pool, id)
+            .await
+            .unwrap()
+    );
     let (applied, added): (i32, i64) = sqlx::query_as(
         "select applied, (select count(*) from customers where org_id = $1) from customer_imports where id = $2",
     )
@@ -216,13 +218,13 @@ async fn a_large_file_resumes_from_its_counter_and_racing_workers_add_each_custo
     .fetch_one(&app.pool)
     .await
     .unwrap();
-    assert_eq!(applied as i64, invoicer_core::imports::BATCH);
-    assert_eq!(added, invoicer_core::imports::BATCH);
+    assert_eq!(applied as i64, invoicer_core::customers::imports::BATCH);
+    assert_eq!(added, invoicer_core::customers::imports::BATCH);
     // Two workers carry on at once.
     let payload = serde_json::json!({ "import_id": id });
     let (a, b) = tokio::join!(
-        invoicer_core::imports::apply(&app.pool, &payload),
-        invoicer_core::imports::apply(&app.pool, &payload)
+        invoicer_core::customers::imports::apply(&app.pool, &payload),
+        invoicer_core::customers::imports::apply(&app.pool, &payload)
     );
     a.unwrap();
     b.unwrap();
@@ -255,14 +257,14 @@ async fn files_that_are_not_customer_csv_are_refused_with_a_message(pool: sqlx::
         (b"city\nBerlin\n".to_vec(), 422, "at least name and email"),
         (vec![0xff, 0xfe, 0x00, 0x41], 422, "not UTF-8"),
         (
-            vec![b'a'; invoicer_core::imports::MAX_BYTES + 1],
+            vec![b'a'; invoicer_core::customers::imports::MAX_BYTES + 1],
             413,
             "larger than 2 MB",
         ),
         (
             format!(
                 "name,email\n{}",
-                "X,x@example.com\n".repeat(invoicer_core::imports::MAX_ROWS + 1)
+                "X,x@example.com\n".repeat(invoicer_core::customers::imports::MAX_ROWS + 1)
             )
             .into_bytes(),
             422,

@@ -145,17 +145,18 @@ async fn the_overdue_filter_pages_most_overdue_first_by_its_index(pool: PgPool) 
             .await
             .unwrap();
     }
-    let filter = invoicer_core::invoices::ListFilter {
+    let filter = invoicer_core::invoicing::invoices::ListFilter {
         status: Some("overdue".into()),
         payment_state: None,
         q: None,
     };
-    let plan: String = invoicer_core::invoices::page_query("explain ", org, &filter, None, 50)
-        .build_query_scalar::<String>()
-        .fetch_all(&mut *conn)
-        .await
-        .unwrap()
-        .join("\n");
+    let plan: String =
+        invoicer_core::invoicing::invoices::page_query("explain ", org, &filter, None, 50)
+            .build_query_scalar::<String>()
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap()
+            .join("\n");
     assert!(
         plan.contains("Index Scan using invoices_org_unpaid_due_idx"),
         "{plan}"
@@ -187,10 +188,11 @@ async fn filters_by_status_payment_overdue_and_search(pool: PgPool) {
     post("Ada Open", "2199-01-01", false).await;
     post("100% Percent", "2199-01-01", false).await;
     let id: Uuid = paid["id"].as_str().unwrap().parse().unwrap();
-    invoicer_core::stripe::standin::open_simulated_session(&app.pool, id)
+    invoicer_core::payments::stripe::standin::open_simulated_session(&app.pool, id)
         .await
         .unwrap();
-    let (_, payload) = invoicer_core::stripe::standin::checkout_completed(id, 1000, "usd");
+    let (_, payload) =
+        invoicer_core::payments::stripe::standin::checkout_completed(id, 1000, "usd");
     assert_eq!(app.deliver(&payload).await.0, 200);
 
     assert_eq!(list(&app, &token, "status=draft").await.0, ["Ada Draft"]);
@@ -242,7 +244,7 @@ async fn filters_by_status_payment_overdue_and_search(pool: PgPool) {
 /// the prefix indexes or walks the list's index, one of the two by a one-time test.
 #[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn list_shapes_and_searches_run_prepared_on_their_index(pool: PgPool) {
-    use invoicer_core::invoices::{page, page_query, ListCursor, ListFilter};
+    use invoicer_core::invoicing::invoices::{page, page_query, ListCursor, ListFilter};
 
     let app = TestApp::spawn(pool).await;
     let (_, token) = app.api_client().await;
@@ -374,7 +376,7 @@ async fn list_shapes_and_searches_run_prepared_on_their_index(pool: PgPool) {
     // The probe (org, from, to, cap, twice), the sorted branch (org, cap, from, to, from, to,
     // limit), the walked one (org, cap, text, text, limit), the page's limit.
     let (from, to, text) = ("'ad'".to_owned(), "'ae'".to_owned(), "'ad'".to_owned());
-    let cap = invoicer_core::invoices::SEARCH_SORTS_AT_MOST.to_string();
+    let cap = invoicer_core::invoicing::invoices::SEARCH_SORTS_AT_MOST.to_string();
     let limit = "51".to_owned();
     let args = [
         &o, &from, &to, &cap, &o, &from, &to, &cap, &o, &cap, &from, &to, &from, &to, &limit, &o,
@@ -404,7 +406,7 @@ async fn list_shapes_and_searches_run_prepared_on_their_index(pool: PgPool) {
 /// index walked when there are more than `SEARCH_SORTS_AT_MOST`.
 #[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn searches_find_every_match_once_in_order_few_or_many(pool: PgPool) {
-    use invoicer_core::invoices::{page, ListFilter, SEARCH_SORTS_AT_MOST};
+    use invoicer_core::invoicing::invoices::{page, ListFilter, SEARCH_SORTS_AT_MOST};
 
     let (_, account) = new_owner(&pool, "Big").await;
     let org = account.org_id;
@@ -574,7 +576,7 @@ async fn the_invoice_lookups_generic_plan_reads_the_invoices_not_the_org(pool: P
     .await;
 
     let mut conn = app.pool.acquire().await.unwrap();
-    let found = invoicer_core::invoices::get(&mut conn, org, id, "http://x")
+    let found = invoicer_core::invoicing::invoices::get(&mut conn, org, id, "http://x")
         .await
         .unwrap();
     assert_eq!(found.map(|i| i.id), Some(id));

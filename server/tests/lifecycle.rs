@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use invoicer_core::lifecycle::{self, Action, Moved};
-use invoicer_core::stripe::standin;
+use invoicer_core::invoicing::lifecycle::{self, Action, Moved};
+use invoicer_core::payments::stripe::standin;
 use model::InvoiceStatus;
 use sqlx::PgPool;
 use uuid::Uuid;

@@ -125,11 +125,15 @@ async fn an_unverified_sender_sends_nothing_in_the_orgs_name(pool: PgPool) {
         .execute(&app.pool)
         .await
         .unwrap();
-    let key =
-        invoicer_core::api_keys::create_for_user(&app.pool, account.org_id, account.user_id, "k")
-            .await
-            .unwrap()
-            .plaintext;
+    let key = invoicer_core::accounts::api_keys::create_for_user(
+        &app.pool,
+        account.org_id,
+        account.user_id,
+        "k",
+    )
+    .await
+    .unwrap()
+    .plaintext;
     let quote = draft(&app, &key, "someone@outside.example").await;
     let res = send(&app, &key, &quote, "unverified").await;
     assert_eq!(res.status, 403, "{}", String::from_utf8_lossy(&res.body));
@@ -231,13 +235,14 @@ async fn scheduled_sends_beyond_the_allowance_wait_for_their_slot(pool: PgPool) 
     .execute(&app.pool)
     .await
     .unwrap();
-    let two = invoicer_core::mail_gate::Allowance {
+    let two = invoicer_core::mail::gate::Allowance {
         per_org_hour: 2,
         per_recipient_hour: 100,
     };
-    let ran = invoicer_core::schedules::run::run_due(&app.pool, chrono::Utc::now(), 100, "", two)
-        .await
-        .unwrap();
+    let ran =
+        invoicer_core::jobs::schedules::run::run_due(&app.pool, chrono::Utc::now(), 100, "", two)
+            .await
+            .unwrap();
     assert_eq!(ran, 5, "every period issued");
     // Two now, two an hour on, one two hours on.
     let waits: Vec<i64> = sqlx::query_scalar(

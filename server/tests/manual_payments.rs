@@ -22,11 +22,15 @@ async fn open_invoice(app: &TestApp, total: i64) -> (Uuid, String, Uuid, String)
             .unwrap();
     let input = one_line_input("eur", "2027-01-31", total, false);
     let invoice = insert_invoice(&app.pool, account.org_id, &input).await;
-    let key =
-        invoicer_core::api_keys::create_for_user(&app.pool, account.org_id, account.user_id, "t")
-            .await
-            .unwrap()
-            .plaintext;
+    let key = invoicer_core::accounts::api_keys::create_for_user(
+        &app.pool,
+        account.org_id,
+        account.user_id,
+        "t",
+    )
+    .await
+    .unwrap()
+    .plaintext;
     (account.org_id, email, invoice, key)
 }
 
@@ -360,12 +364,12 @@ async fn members_record_but_only_owners_delete_and_a_refunded_payment_stays(pool
     .await
     .unwrap();
     let mut tx = app.pool.begin().await.unwrap();
-    let actor = invoicer_core::audit::Actor::operator();
-    let err = invoicer_core::manual_payments::delete(&mut tx, org, invoice, payment, &actor)
+    let actor = invoicer_core::accounts::audit::Actor::operator();
+    let err = invoicer_core::payments::manual::delete(&mut tx, org, invoice, payment, &actor)
         .await
         .unwrap_err();
     assert!(
-        matches!(err, invoicer_core::manual_payments::PaymentError::Refunded),
+        matches!(err, invoicer_core::payments::manual::PaymentError::Refunded),
         "{err}"
     );
 }

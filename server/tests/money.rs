@@ -3,7 +3,7 @@
 
 use crate::common::rows::scalar;
 use crate::common::served::TestApp;
-use invoicer_core::stripe::standin;
+use invoicer_core::payments::stripe::standin;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -342,7 +342,7 @@ async fn the_invoice_page_and_api_show_the_payment_state(pool: PgPool) {
     assert_eq!(created.json()["payment_state"], "unpaid");
     let invoice: Uuid = created.json()["id"].as_str().unwrap().parse().unwrap();
     let total = created.json()["total_cents"].as_i64().unwrap();
-    invoicer_core::stripe::standin::open_simulated_session(&app.pool, invoice)
+    invoicer_core::payments::stripe::standin::open_simulated_session(&app.pool, invoice)
         .await
         .unwrap();
     let outcome = pay(&app, invoice, total, "eur")

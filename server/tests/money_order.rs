@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use crate::common::rows::count_rows;
 use crate::common::served::TestApp;
 use futures::future::join_all;
-use invoicer_core::stripe::standin;
+use invoicer_core::payments::stripe::standin;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
@@ -373,7 +373,7 @@ async fn owners_key(app: &TestApp, org: Uuid) -> String {
         org,
     )
     .await;
-    invoicer_core::api_keys::create_for_user(&app.pool, org, owner, "money order")
+    invoicer_core::accounts::api_keys::create_for_user(&app.pool, org, owner, "money order")
         .await
         .unwrap()
         .plaintext
@@ -454,9 +454,9 @@ async fn corrections(
             let mut gone = Vec::new();
             for _ in 0..2 {
                 let mut tx = app.pool.begin().await.unwrap();
-                let actor = invoicer_core::audit::Actor::operator();
+                let actor = invoicer_core::accounts::audit::Actor::operator();
                 gone.push(
-                    invoicer_core::manual_payments::delete(
+                    invoicer_core::payments::manual::delete(
                         &mut tx,
                         org,
                         invoice,
@@ -473,7 +473,7 @@ async fn corrections(
                     gone.as_slice(),
                     [
                         Ok(_),
-                        Err(invoicer_core::manual_payments::PaymentError::NotFound)
+                        Err(invoicer_core::payments::manual::PaymentError::NotFound)
                     ]
                 ),
                 "deleting twice: {gone:?}"

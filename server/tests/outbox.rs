@@ -121,7 +121,8 @@ async fn a_payment_webhook_sends_one_receipt_even_when_redelivered(pool: PgPool)
     let sink = SmtpSink::start(0, false).await;
     let app = TestApp::spawn(pool.clone()).await;
     let (_, invoice) = app.invoice(5_000, "eur").await;
-    let (_, payload) = invoicer_core::stripe::standin::checkout_completed(invoice, 5_000, "eur");
+    let (_, payload) =
+        invoicer_core::payments::stripe::standin::checkout_completed(invoice, 5_000, "eur");
     assert_eq!(app.deliver(&payload).await.0, 200);
     assert_eq!(app.deliver(&payload).await.0, 200);
     assert_eq!(
@@ -316,7 +317,7 @@ async fn a_worker_whose_lease_was_taken_over_cannot_complete_the_row(pool: PgPoo
 
 #[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn retention_trims_every_table_that_grows_with_traffic_once_per_period(pool: PgPool) {
-    use invoicer_core::retention::{run_once, RetentionConfig};
+    use invoicer_core::jobs::retention::{run_once, RetentionConfig};
     // language=PostgreSQL
     execute(&pool, "insert into claims (scope, owner, key, status, completed_at, created_at)
          select 'webhook', 'default', 'evt_old_' || n, 'done', now(), now() - interval '31 days' from generate_series(1, 5) n
@@ -467,10 +468,10 @@ async fn a_dead_account_email_drops_its_link_and_is_not_revived(pool: PgPool) {
             .await
             .unwrap();
     let mut tx = pool.begin().await.unwrap();
-    invoicer_core::invitations::invite(
+    invoicer_core::accounts::invitations::invite(
         &mut tx,
         account.org_id,
-        &invoicer_core::audit::Actor::user(account.user_id, &owner),
+        &invoicer_core::accounts::audit::Actor::user(account.user_id, &owner),
         "new@example.com",
         model::Role::Member,
         "form:1",

@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use invoicer_core::stripe::standin;
+use invoicer_core::payments::stripe::standin;
 use sqlx::PgPool;
 use tracing_subscriber::layer::SubscriberExt;
 use uuid::Uuid;
@@ -471,12 +471,12 @@ async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
                     due_schedule(&pool, fixture.org).await;
                     capture.take();
                     let now = chrono::Utc::now();
-                    invoicer_core::schedules::run::run_due(
+                    invoicer_core::jobs::schedules::run::run_due(
                         &pool,
                         now,
                         1,
                         "",
-                        invoicer_core::mail_gate::Allowance::DEFAULT,
+                        invoicer_core::mail::gate::Allowance::DEFAULT,
                     )
                     .await
                     .unwrap()
@@ -498,7 +498,7 @@ async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
 /// A monthly schedule of `org` whose first run is due today, as `lab bench schedules` makes them.
 async fn due_schedule(pool: &PgPool, org: Uuid) {
     let mut tx = pool.begin().await.unwrap();
-    let today = invoicer_core::schedules::org_today(&mut tx, org, chrono::Utc::now())
+    let today = invoicer_core::jobs::schedules::org_today(&mut tx, org, chrono::Utc::now())
         .await
         .unwrap();
     let input = model::ScheduleInput::from_json(&serde_json::json!({
@@ -513,7 +513,7 @@ async fn due_schedule(pool: &PgPool, org: Uuid) {
     }))
     .unwrap();
     let id = Uuid::now_v7();
-    invoicer_core::schedules::create(&mut tx, org, id, &format!("test:{id}"), &input, today)
+    invoicer_core::jobs::schedules::create(&mut tx, org, id, &format!("test:{id}"), &input, today)
         .await
         .unwrap();
     tx.commit().await.unwrap();

@@ -34,7 +34,7 @@ fn body(expires_on: NaiveDate, rate: Option<Uuid>, extra: Value) -> Value {
 
 async fn org_today(app: &TestApp, org: Uuid) -> NaiveDate {
     let mut conn = app.pool.acquire().await.unwrap();
-    invoicer_core::schedules::org_today(&mut conn, org, chrono::Utc::now())
+    invoicer_core::jobs::schedules::org_today(&mut conn, org, chrono::Utc::now())
         .await
         .unwrap()
 }
@@ -449,10 +449,11 @@ async fn a_draft_is_edited_once_per_form_and_an_open_quote_not_at_all(pool: sqlx
     .await
     .unwrap();
     let org = account.org_id;
-    let key = invoicer_core::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
-        .await
-        .unwrap()
-        .plaintext;
+    let key =
+        invoicer_core::accounts::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
+            .await
+            .unwrap()
+            .plaintext;
     let today = org_today(&app, org).await;
     let draft = create(&app, &key, "d", &body(today, None, json!({"draft": true})))
         .await

@@ -185,14 +185,14 @@ async fn a_database_that_takes_no_writes_is_503_with_retry_after_and_the_same_at
     assert!(page.contains("Read Only Ltd"), "the typed values: {page}");
 
     // A Stripe event: 503 with Retry-After, so Stripe sends it again.
-    let payload = invoicer_core::stripe::standin::checkout_event(
+    let payload = invoicer_core::payments::stripe::standin::checkout_event(
         "evt_ro_1",
         "pi_ro_1",
         uuid::Uuid::new_v4(),
         100,
         "usd",
     );
-    let signed = invoicer_core::stripe::signature::header(
+    let signed = invoicer_core::payments::stripe::signature::header(
         "whsec_dev_invoicer",
         chrono::Utc::now().timestamp(),
         payload.as_bytes(),

@@ -9,10 +9,9 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::common::rows::scalar_for;
+use crate::common::rows::{emailed_token, scalar_for};
 use crate::common::served::TestApp;
 use crate::common::{client, login, pages};
-use crate::teams::emailed_token;
 
 const HERE: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 
@@ -61,7 +60,7 @@ async fn api(app: &TestApp, method: &str, path: &str, key: &str, body: Value) ->
 /// What the thief leaves while holding the account: a key, an endpoint registered with it (and
 /// one registered long before, which stays), an invitation. Returns (key, new endpoint, old one).
 async fn leave_behind(app: &TestApp, org: Uuid, victim: Uuid, email: &str) -> (String, Uuid, Uuid) {
-    let key = invoicer_core::api_keys::create_for_user(&app.pool, org, victim, "thief")
+    let key = invoicer_core::accounts::api_keys::create_for_user(&app.pool, org, victim, "thief")
         .await
         .unwrap()
         .plaintext;
@@ -80,10 +79,10 @@ async fn leave_behind(app: &TestApp, org: Uuid, victim: Uuid, email: &str) -> (S
     .await
     .unwrap();
     let mut tx = app.pool.begin().await.unwrap();
-    invoicer_core::invitations::invite(
+    invoicer_core::accounts::invitations::invite(
         &mut tx,
         org,
-        &invoicer_core::audit::Actor::user(victim, email),
+        &invoicer_core::accounts::audit::Actor::user(victim, email),
         "accomplice@example.com",
         model::Role::Owner,
         &format!("form:{}", Uuid::now_v7()),
@@ -312,10 +311,11 @@ async fn where_the_org_is_paid_changes_only_with_the_password_and_never_silently
     assert_eq!(iban_now().await, "DE89370400440532013000");
 
     // The API changes it too, and is in the log and the owners' mail as well.
-    let api_key = invoicer_core::api_keys::create_for_user(&app.pool, org, victim, "books")
-        .await
-        .unwrap()
-        .plaintext;
+    let api_key =
+        invoicer_core::accounts::api_keys::create_for_user(&app.pool, org, victim, "books")
+            .await
+            .unwrap()
+            .plaintext;
     let (status, body) = api(
         &app,
         "PATCH",

@@ -8,7 +8,8 @@ use uuid::Uuid;
 
 use crate::common::rows::{insert_invoice, one_line_input};
 
-const ALLOWANCE: invoicer_core::mail_gate::Allowance = invoicer_core::mail_gate::Allowance::DEFAULT;
+const ALLOWANCE: invoicer_core::mail::gate::Allowance =
+    invoicer_core::mail::gate::Allowance::DEFAULT;
 
 struct Org {
     id: Uuid,
@@ -23,14 +24,14 @@ async fn org_with_steps(pool: &PgPool, steps: &[(i32, &str)]) -> Org {
             .unwrap();
     let steps: Vec<_> = steps
         .iter()
-        .map(|(o, m)| invoicer_core::reminders::Step {
+        .map(|(o, m)| invoicer_core::jobs::reminders::Step {
             offset_days: *o,
             message: (*m).to_owned(),
         })
         .collect();
-    invoicer_core::reminders::check(&steps).unwrap();
+    invoicer_core::jobs::reminders::check(&steps).unwrap();
     let mut tx = pool.begin().await.unwrap();
-    invoicer_core::reminders::save_steps(&mut tx, account.org_id, &steps)
+    invoicer_core::jobs::reminders::save_steps(&mut tx, account.org_id, &steps)
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -59,7 +60,7 @@ async fn at(pool: &PgPool, org: Uuid, date: &str, hour: i32) -> DateTime<Utc> {
 }
 
 async fn run(pool: &PgPool, now: DateTime<Utc>) -> usize {
-    invoicer_core::reminders::run_due(pool, now, 100, ALLOWANCE)
+    invoicer_core::jobs::reminders::run_due(pool, now, 100, ALLOWANCE)
         .await
         .unwrap()
 }
@@ -159,7 +160,7 @@ async fn each_step_goes_once_from_nine_and_only_the_latest_after_downtime(pool: 
 async fn a_step_missed_beyond_the_catch_up_is_not_sent_and_the_backlog_counts_the_rest(
     pool: PgPool,
 ) {
-    use invoicer_core::reminders::{backlog, CATCH_UP_DAYS};
+    use invoicer_core::jobs::reminders::{backlog, CATCH_UP_DAYS};
     let org = org_with_steps(&pool, &[(0, "Due today."), (7, "A week late.")]).await;
     let quiet = org_with_steps(&pool, &[]).await;
     invoice_due(&pool, quiet.id, "2027-02-01").await;
@@ -194,7 +195,7 @@ async fn paid_void_and_opted_out_invoices_get_none(pool: PgPool) {
         paid_on: "2026-12-01".parse().unwrap(),
         reference: String::new(),
     };
-    invoicer_core::manual_payments::record(
+    invoicer_core::payments::manual::record(
         &mut tx,
         org.id,
         paid,
@@ -209,18 +210,18 @@ async fn paid_void_and_opted_out_invoices_get_none(pool: PgPool) {
     let off = invoice_due(&pool, org.id, "2027-03-10").await;
     let mut tx = pool.begin().await.unwrap();
     assert!(
-        invoicer_core::reminders::set_invoice_off(&mut tx, org.id, off, true)
+        invoicer_core::jobs::reminders::set_invoice_off(&mut tx, org.id, off, true)
             .await
             .unwrap()
     );
     tx.commit().await.unwrap();
     let voided = invoice_due(&pool, org.id, "2027-03-10").await;
     let mut tx = pool.begin().await.unwrap();
-    invoicer_core::lifecycle::apply(
+    invoicer_core::invoicing::lifecycle::apply(
         &mut tx,
         org.id,
         voided,
-        invoicer_core::lifecycle::Action::Void,
+        invoicer_core::invoicing::lifecycle::Action::Void,
     )
     .await
     .unwrap();
@@ -240,7 +241,7 @@ async fn paid_void_and_opted_out_invoices_get_none(pool: PgPool) {
     }
     // Back on: one reminder.
     let mut tx = pool.begin().await.unwrap();
-    invoicer_core::reminders::set_invoice_off(&mut tx, org.id, off, false)
+    invoicer_core::jobs::reminders::set_invoice_off(&mut tx, org.id, off, false)
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -250,13 +251,13 @@ async fn paid_void_and_opted_out_invoices_get_none(pool: PgPool) {
     );
     // Within the org's allowance: with none left, the reminder waits for the hour's next slot.
     let waiting = invoice_due(&pool, org.id, "2027-03-11").await;
-    let one = invoicer_core::mail_gate::Allowance {
+    let one = invoicer_core::mail::gate::Allowance {
         per_org_hour: 1,
         per_recipient_hour: 100,
     };
     let now = at(&pool, org.id, "2027-03-20", 10).await;
     assert_eq!(
-        invoicer_core::reminders::run_due(&pool, now, 100, one)
+        invoicer_core::jobs::reminders::run_due(&pool, now, 100, one)
             .await
             .unwrap(),
         1
@@ -295,7 +296,7 @@ async fn a_payment_racing_the_reminder_run_never_gets_a_reminder_after_it(pool: 
                 paid_on: "2026-12-01".parse().unwrap(),
                 reference: String::new(),
             };
-            invoicer_core::manual_payments::record(
+            invoicer_core::payments::manual::record(
                 &mut tx,
                 org.id,
                 invoice,
@@ -316,7 +317,7 @@ async fn a_payment_racing_the_reminder_run_never_gets_a_reminder_after_it(pool: 
         let (p, b) = (pool.clone(), barrier.clone());
         let reminder = tokio::spawn(async move {
             b.wait().await;
-            invoicer_core::reminders::run_due(&p, now, 1, ALLOWANCE)
+            invoicer_core::jobs::reminders::run_due(&p, now, 1, ALLOWANCE)
                 .await
                 .unwrap()
         });
@@ -410,11 +411,11 @@ async fn the_pages_toggles_turn_reminders_off(pool: PgPool) {
             .unwrap();
     let org = account.org_id;
     let mut tx = app.pool.begin().await.unwrap();
-    let step = invoicer_core::reminders::Step {
+    let step = invoicer_core::jobs::reminders::Step {
         offset_days: 1,
         message: "Late.".into(),
     };
-    invoicer_core::reminders::save_steps(&mut tx, org, &[step])
+    invoicer_core::jobs::reminders::save_steps(&mut tx, org, &[step])
         .await
         .unwrap();
     tx.commit().await.unwrap();

@@ -39,10 +39,11 @@ async fn the_aging_report_adds_up_and_its_csv_says_the_same(pool: sqlx::PgPool) 
     .await
     .unwrap();
     let org = account.org_id;
-    let key = invoicer_core::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
-        .await
-        .unwrap()
-        .plaintext;
+    let key =
+        invoicer_core::accounts::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
+            .await
+            .unwrap()
+            .plaintext;
     let today: NaiveDate = rows::scalar(
         &app.pool,
         "select (now() at time zone time_zone)::date from orgs",
@@ -218,10 +219,11 @@ async fn the_tax_summary_adds_up_per_rate_and_splits_credit_notes_back_into_net_
     .await
     .unwrap();
     let org = account.org_id;
-    let key = invoicer_core::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
-        .await
-        .unwrap()
-        .plaintext;
+    let key =
+        invoicer_core::accounts::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
+            .await
+            .unwrap()
+            .plaintext;
     let today: NaiveDate = rows::scalar(
         &app.pool,
         "select (now() at time zone time_zone)::date from orgs",

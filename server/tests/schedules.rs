@@ -38,7 +38,7 @@ fn body(start: NaiveDate, extra: Value) -> Value {
 
 async fn org_today(pool: &PgPool, org: Uuid) -> NaiveDate {
     let mut conn = pool.acquire().await.unwrap();
-    invoicer_core::schedules::org_today(&mut conn, org, Utc::now())
+    invoicer_core::jobs::schedules::org_today(&mut conn, org, Utc::now())
         .await
         .unwrap()
 }
@@ -58,12 +58,12 @@ async fn local(pool: &PgPool, org: Uuid, date: NaiveDate, minutes: i32) -> DateT
 }
 
 async fn run(pool: &PgPool, now: DateTime<Utc>) -> usize {
-    invoicer_core::schedules::run::run_due(
+    invoicer_core::jobs::schedules::run::run_due(
         pool,
         now,
         1000,
         BASE,
-        invoicer_core::mail_gate::Allowance::DEFAULT,
+        invoicer_core::mail::gate::Allowance::DEFAULT,
     )
     .await
     .unwrap()
@@ -278,10 +278,12 @@ async fn runners_racing_for_due_periods_issue_each_once(pool: PgPool) {
                     let (wide, barrier) = (wide.clone(), barrier.clone());
                     tokio::spawn(async move {
                         barrier.wait().await;
-                        let allowance = invoicer_core::mail_gate::Allowance::DEFAULT;
-                        invoicer_core::schedules::run::run_due(&wide, now, 1000, BASE, allowance)
-                            .await
-                            .unwrap()
+                        let allowance = invoicer_core::mail::gate::Allowance::DEFAULT;
+                        invoicer_core::jobs::schedules::run::run_due(
+                            &wide, now, 1000, BASE, allowance,
+                        )
+                        .await
+                        .unwrap()
                     })
                 })
                 .collect();
@@ -357,7 +359,7 @@ async fn pause_resume_and_edit_affect_only_what_comes_after(pool: PgPool) {
     let mut template = resumed["template"].clone();
     template["lines"][0]["unit_amount_cents"] = json!(12_500);
     let template: model::InvoiceInput = serde_json::from_value(template).unwrap();
-    invoicer_core::schedules::edit_template(&mut tx, org, id, &template)
+    invoicer_core::jobs::schedules::edit_template(&mut tx, org, id, &template)
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -398,9 +400,16 @@ async fn local_midnight_decides_across_dst_and_zone_changes(pool: PgPool) {
         .unwrap();
         let id = Uuid::now_v7();
         let mut tx = app.pool.begin().await.unwrap();
-        invoicer_core::schedules::create(&mut tx, org, id, &format!("test:{id}"), &input, start)
-            .await
-            .unwrap();
+        invoicer_core::jobs::schedules::create(
+            &mut tx,
+            org,
+            id,
+            &format!("test:{id}"),
+            &input,
+            start,
+        )
+        .await
+        .unwrap();
         tx.commit().await.unwrap();
         for week in 0..3u64 {
             let date = start + chrono::Days::new(7 * week);
@@ -429,7 +438,7 @@ async fn local_midnight_decides_across_dst_and_zone_changes(pool: PgPool) {
     let input = model::ScheduleInput::from_json(&body(start, json!({}))).unwrap();
     let id = Uuid::now_v7();
     let mut tx = app.pool.begin().await.unwrap();
-    invoicer_core::schedules::create(&mut tx, org, id, "test:move", &input, start)
+    invoicer_core::jobs::schedules::create(&mut tx, org, id, "test:move", &input, start)
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -465,9 +474,16 @@ async fn a_worker_killed_between_claim_and_commit_loses_nothing() {
     let input = model::ScheduleInput::from_json(&body(today, json!({}))).unwrap();
     let id = Uuid::now_v7();
     let mut tx = pool.begin().await.unwrap();
-    invoicer_core::schedules::create(&mut tx, account.org_id, id, "test:crash", &input, today)
-        .await
-        .unwrap();
+    invoicer_core::jobs::schedules::create(
+        &mut tx,
+        account.org_id,
+        id,
+        "test:crash",
+        &input,
+        today,
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     let sink = SmtpSink::start(0, false).await;
     let mut crashing = spawn_worker(&db, &sink, "schedule.after_claim", 1, 2).await;

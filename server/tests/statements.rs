@@ -66,11 +66,15 @@ async fn a_statement_runs_the_balance_to_what_the_invoices_still_ask_for(pool: P
         invoicer_core::accounts::create_org_with_owner(&app.pool, "Acme", &email, "correct horse")
             .await
             .unwrap();
-    let key =
-        invoicer_core::api_keys::create_for_user(&app.pool, account.org_id, account.user_id, "t")
-            .await
-            .unwrap()
-            .plaintext;
+    let key = invoicer_core::accounts::api_keys::create_for_user(
+        &app.pool,
+        account.org_id,
+        account.user_id,
+        "t",
+    )
+    .await
+    .unwrap()
+    .plaintext;
     let ada = post(
         &app,
         &key,
@@ -91,7 +95,7 @@ async fn a_statement_runs_the_balance_to_what_the_invoices_still_ask_for(pool: P
         .as_str()
         .unwrap()
         .to_owned();
-    let today = invoicer_core::manual_payments::org_today(&app.pool, account.org_id)
+    let today = invoicer_core::payments::manual::org_today(&app.pool, account.org_id)
         .await
         .unwrap();
     let yesterday = (today - chrono::Days::new(1)).to_string();
@@ -134,12 +138,12 @@ async fn a_statement_runs_the_balance_to_what_the_invoices_still_ask_for(pool: P
     assert_eq!((eur, usd), (3_000, 700), "the invoices' own amounts");
 
     let mut conn = app.pool.acquire().await.unwrap();
-    let whole = invoicer_core::statements::Period {
+    let whole = invoicer_core::customers::statements::Period {
         from: today - chrono::Days::new(30),
         to: today,
     };
     let (statement, token) =
-        invoicer_core::statements::statement(&mut conn, account.org_id, ada_id, whole)
+        invoicer_core::customers::statements::statement(&mut conn, account.org_id, ada_id, whole)
             .await
             .unwrap()
             .unwrap();
@@ -174,15 +178,19 @@ async fn a_statement_runs_the_balance_to_what_the_invoices_still_ask_for(pool: P
         "the running balance ends on the closing one"
     );
     // Today only: yesterday's payment is brought forward.
-    let today_only = invoicer_core::statements::Period {
+    let today_only = invoicer_core::customers::statements::Period {
         from: today,
         to: today,
     };
-    let (short, _) =
-        invoicer_core::statements::statement(&mut conn, account.org_id, ada_id, today_only)
-            .await
-            .unwrap()
-            .unwrap();
+    let (short, _) = invoicer_core::customers::statements::statement(
+        &mut conn,
+        account.org_id,
+        ada_id,
+        today_only,
+    )
+    .await
+    .unwrap()
+    .unwrap();
     assert_eq!(
         (
             short.sections[0].opening_cents,
@@ -278,11 +286,15 @@ async fn owner_with_customer(app: &TestApp) -> (Uuid, Uuid, reqwest::Client) {
         invoicer_core::accounts::create_org_with_owner(&app.pool, "Acme", &email, "correct horse")
             .await
             .unwrap();
-    let key =
-        invoicer_core::api_keys::create_for_user(&app.pool, account.org_id, account.user_id, "t")
-            .await
-            .unwrap()
-            .plaintext;
+    let key = invoicer_core::accounts::api_keys::create_for_user(
+        &app.pool,
+        account.org_id,
+        account.user_id,
+        "t",
+    )
+    .await
+    .unwrap()
+    .plaintext;
     let ada = post(
         app,
         &key,

@@ -151,11 +151,15 @@ async fn the_activity_page_shows_no_secret(pool: sqlx::PgPool) {
     )
     .await
     .unwrap();
-    let key =
-        invoicer_core::api_keys::create_for_user(&app.pool, account.org_id, account.user_id, "t")
-            .await
-            .unwrap()
-            .plaintext;
+    let key = invoicer_core::accounts::api_keys::create_for_user(
+        &app.pool,
+        account.org_id,
+        account.user_id,
+        "t",
+    )
+    .await
+    .unwrap()
+    .plaintext;
     let res = app
         .http
         .post(format!("{}/api/v1/webhook_endpoints", app.base))

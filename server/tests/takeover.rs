@@ -9,10 +9,9 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::common::pages;
-use crate::common::rows::{count_rows, execute, scalar_for, scalars};
+use crate::common::rows::{count_rows, emailed_token, execute, scalar_for, scalars};
 use crate::common::served::TestApp;
 use crate::common::{client, login};
-use crate::teams::emailed_token;
 
 const PASSWORD: &str = "correct horse";
 const HERE: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 7));
@@ -257,7 +256,7 @@ async fn a_reset_with_a_useless_link_spends_no_password_hash(pool: PgPool) {
 async fn the_notice_says_what_when_where_and_names_the_keys(pool: PgPool) {
     let (user, email) = owner(&pool).await;
     let org: Uuid = org_of(&pool, user).await;
-    invoicer_core::api_keys::create_for_user(&pool, org, user, "ci")
+    invoicer_core::accounts::api_keys::create_for_user(&pool, org, user, "ci")
         .await
         .unwrap();
     accounts::change_password(
@@ -391,8 +390,8 @@ async fn invitations_need_a_verified_address_the_org_allowance_and_a_plain_subje
 /// inviter's role as it is then.
 #[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn invitations_do_not_outlive_the_inviters_authority(pool: PgPool) {
-    use invoicer_core::audit::Actor;
-    use invoicer_core::{invitations, members};
+    use invoicer_core::accounts::audit::Actor;
+    use invoicer_core::{accounts::invitations, accounts::members};
     use model::Role;
     let (owner, owner_email) = owner(&pool).await;
     let org: Uuid = org_of(&pool, owner).await;
@@ -481,8 +480,8 @@ async fn invitations_do_not_outlive_the_inviters_authority(pool: PgPool) {
 /// withdrawal (a row changed behind the app's back): the check is made at acceptance.
 #[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn accepting_checks_that_the_inviter_may_still_grant_the_role(pool: PgPool) {
-    use invoicer_core::audit::Actor;
-    use invoicer_core::invitations;
+    use invoicer_core::accounts::audit::Actor;
+    use invoicer_core::accounts::invitations;
     use model::Role;
     let (owner, owner_email) = owner(&pool).await;
     let org: Uuid = org_of(&pool, owner).await;
@@ -539,12 +538,12 @@ async fn the_account_page_lists_the_accounts_keys_and_revokes_them_all(pool: PgP
     let app = TestApp::spawn(pool).await;
     let (user, email, first, other_owner, second) = in_two_orgs(&app.pool, "member").await;
     for org in [first, second] {
-        invoicer_core::api_keys::create_for_user(&app.pool, org, user, "ci")
+        invoicer_core::accounts::api_keys::create_for_user(&app.pool, org, user, "ci")
             .await
             .unwrap();
     }
     // Someone else's key in the same org stays.
-    invoicer_core::api_keys::create_for_user(&app.pool, second, other_owner, "theirs")
+    invoicer_core::accounts::api_keys::create_for_user(&app.pool, second, other_owner, "theirs")
         .await
         .unwrap();
     let http = client();

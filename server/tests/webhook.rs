@@ -3,7 +3,7 @@
 use crate::common;
 use crate::common::rows;
 use crate::common::served::{payment_intent, with_new_event_id, TestApp, OLD_SECRET, SECRET};
-use invoicer_core::stripe::standin;
+use invoicer_core::payments::stripe::standin;
 use sqlx::PgPool;
 
 const PAYMENTS: &str = "select count(*) from payments";
@@ -115,7 +115,7 @@ async fn bad_signatures_are_400_and_write_nothing(pool: PgPool) {
     let (_, payload) = standin::checkout_completed(invoice, 5_000, "usd");
     let body = payload.as_bytes().to_vec();
     let now = common::served::chrono_now();
-    let good = invoicer_core::stripe::signature::v1(SECRET, now, &body);
+    let good = invoicer_core::payments::stripe::signature::v1(SECRET, now, &body);
     // Through the route, stale timestamps are far outside the window (the exact 299/301 s boundary is
     // unit-tested with a fixed clock; here a second can pass between signing and checking).
     let cases: Vec<(Option<String>, Vec<u8>, &str)> = vec![
@@ -146,7 +146,7 @@ async fn bad_signatures_are_400_and_write_nothing(pool: PgPool) {
             "no signature matches the payload",
         ),
         (
-            Some(invoicer_core::stripe::signature::header(
+            Some(invoicer_core::payments::stripe::signature::header(
                 "whsec_wrong",
                 now,
                 &body,
@@ -160,7 +160,7 @@ async fn bad_signatures_are_400_and_write_nothing(pool: PgPool) {
             "no signature matches the payload",
         ),
         (
-            Some(invoicer_core::stripe::signature::header(
+            Some(invoicer_core::payments::stripe::signature::header(
                 SECRET,
                 now - 400,
                 &body,
@@ -169,7 +169,7 @@ async fn bad_signatures_are_400_and_write_nothing(pool: PgPool) {
             "timestamp outside the tolerance",
         ),
         (
-            Some(invoicer_core::stripe::signature::header(
+            Some(invoicer_core::payments::stripe::signature::header(
                 SECRET,
                 now + 400,
                 &body,
@@ -188,7 +188,7 @@ async fn bad_signatures_are_400_and_write_nothing(pool: PgPool) {
     }
     // Signed, but not JSON: refused after verification.
     let junk = b"{not json".to_vec();
-    let header = invoicer_core::stripe::signature::header(SECRET, now, &junk);
+    let header = invoicer_core::payments::stripe::signature::header(SECRET, now, &junk);
     assert_eq!(
         app.post_raw(Some(&header), junk).await,
         (400, "invalid payload".into())
@@ -204,8 +204,11 @@ async fn bad_signatures_are_400_and_write_nothing(pool: PgPool) {
 async fn an_oversized_body_is_413(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let body = vec![b' '; 1024 * 1024 + 1];
-    let header =
-        invoicer_core::stripe::signature::header(SECRET, common::served::chrono_now(), &body);
+    let header = invoicer_core::payments::stripe::signature::header(
+        SECRET,
+        common::served::chrono_now(),
+        &body,
+    );
     assert_eq!(app.post_raw(Some(&header), body).await.0, 413);
     assert_eq!(app.count(CLAIMS).await, 0);
 }

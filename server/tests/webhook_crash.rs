@@ -12,9 +12,13 @@ async fn seed_invoice(pool: &PgPool) -> uuid::Uuid {
 
 async fn deliver(base: &str, payload: &str) -> Result<u16, reqwest::Error> {
     let secret = invoicer_core::state::DEV_WEBHOOK_SECRET;
-    invoicer_core::stripe::standin::deliver(&format!("{base}/webhooks/stripe"), secret, payload)
-        .await
-        .map(|(status, _)| status)
+    invoicer_core::payments::stripe::standin::deliver(
+        &format!("{base}/webhooks/stripe"),
+        secret,
+        payload,
+    )
+    .await
+    .map(|(status, _)| status)
 }
 
 async fn payments_and_state(pool: &PgPool, invoice: uuid::Uuid) -> (i64, String, i64) {
@@ -33,7 +37,8 @@ async fn crash_then_retry(failpoint: &str, committed_before_crash: bool) {
     create_org(&db, "Warmup", "w@example.com").await; // applies migrations
     let pool = db.pool().await;
     let invoice = seed_invoice(&pool).await;
-    let (_, payload) = invoicer_core::stripe::standin::checkout_completed(invoice, 4_200, "usd");
+    let (_, payload) =
+        invoicer_core::payments::stripe::standin::checkout_completed(invoice, 4_200, "usd");
 
     let server = Server::start(&db, failpoint).await;
     let first = deliver(&server.base, &payload).await;

@@ -26,7 +26,9 @@ pub fn rendered_form_key() -> uuid::Uuid {
     {
         use leptos::prelude::use_context;
         let org = use_context::<axum::http::request::Parts>().and_then(|parts| {
-            let session = parts.extensions.get::<invoicer_core::auth::AuthSession>()?;
+            let session = parts
+                .extensions
+                .get::<invoicer_core::accounts::auth::AuthSession>()?;
             session.user.as_ref().map(|user| user.org_id)
         });
         if let Some(org) = org {

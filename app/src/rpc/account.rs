@@ -22,7 +22,7 @@ pub async fn account_page() -> Result<model::AccountView, AppError> {
     let user = crate::rpc::require_user().await?;
     let state = state()?;
     Ok(model::AccountView {
-        api_keys: invoicer_core::api_keys::own_live(&state.reads, user.id).await?,
+        api_keys: invoicer_core::accounts::api_keys::own_live(&state.reads, user.id).await?,
         email: user.email,
         verified: user.email_verified,
         email_key: Uuid::now_v7(),
@@ -56,7 +56,7 @@ pub async fn change_password(current: String, password: String) -> Result<(), Ap
     .map_err(|e| AppError::from(e).respond())?;
     // The session's auth hash was the old password's: log this session in again on its own row.
     let mut session = crate::rpc::current_session().await?;
-    if let Some(fresh) = invoicer_core::auth::relogin(&state.pool, &user).await? {
+    if let Some(fresh) = invoicer_core::accounts::auth::relogin(&state.pool, &user).await? {
         session
             .login(&fresh)
             .await
@@ -136,7 +136,7 @@ pub async fn confirm_email(token: String) -> Result<(), AppError> {
 pub async fn list_sessions() -> Result<Vec<SessionSummary>, AppError> {
     let user = crate::rpc::require_user().await?;
     let state = state()?;
-    Ok(invoicer_core::auth::sessions(&state.pool, user.id, user.session_id).await?)
+    Ok(invoicer_core::accounts::auth::sessions(&state.pool, user.id, user.session_id).await?)
 }
 
 /// Ends one of the user's sessions (this one too, if asked: that is logging out).
@@ -145,7 +145,7 @@ pub async fn end_session(id: String) -> Result<(), AppError> {
     let user = crate::rpc::require_user().await?;
     let state = state()?;
     let id = parse_id(&id)?;
-    if !invoicer_core::auth::end_session(&state.pool, user.id, id).await? {
+    if !invoicer_core::accounts::auth::end_session(&state.pool, user.id, id).await? {
         return Err(AppError::NotFound.respond());
     }
     leptos_axum::redirect(if id == user.session_id {
@@ -161,7 +161,8 @@ pub async fn end_session(id: String) -> Result<(), AppError> {
 pub async fn end_other_sessions() -> Result<(), AppError> {
     let user = crate::rpc::require_user().await?;
     let state = state()?;
-    invoicer_core::auth::end_other_sessions(&state.pool, user.id, user.session_id).await?;
+    invoicer_core::accounts::auth::end_other_sessions(&state.pool, user.id, user.session_id)
+        .await?;
     leptos_axum::redirect("/settings/sessions");
     Ok(())
 }
@@ -171,16 +172,18 @@ pub async fn end_other_sessions() -> Result<(), AppError> {
 pub async fn list_orgs() -> Result<Vec<OrgChoice>, AppError> {
     let user = crate::rpc::require_user().await?;
     let state = state()?;
-    Ok(invoicer_core::members::orgs_of(&state.pool, user.id)
-        .await?
-        .into_iter()
-        .map(|(id, name, role)| OrgChoice {
-            current: id == user.org_id,
-            id,
-            name,
-            role,
-        })
-        .collect())
+    Ok(
+        invoicer_core::accounts::members::orgs_of(&state.pool, user.id)
+            .await?
+            .into_iter()
+            .map(|(id, name, role)| OrgChoice {
+                current: id == user.org_id,
+                id,
+                name,
+                role,
+            })
+            .collect(),
+    )
 }
 
 /// Makes this session act for another of the user's orgs.
@@ -189,7 +192,9 @@ pub async fn switch_org(org_id: String) -> Result<(), AppError> {
     let user = crate::rpc::require_user().await?;
     let state = state()?;
     let org = parse_id(&org_id)?;
-    if !invoicer_core::members::switch_org(&state.pool, user.id, user.session_id, org).await? {
+    if !invoicer_core::accounts::members::switch_org(&state.pool, user.id, user.session_id, org)
+        .await?
+    {
         return Err(AppError::NotFound.respond());
     }
     leptos_axum::redirect(super::auth::HOME);

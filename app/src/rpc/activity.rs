@@ -50,5 +50,5 @@ pub async fn audit_log(before: Option<String>) -> Result<Vec<AuditEntry>, AppErr
         None => None,
         Some(b) => Some(parse_id(b)?),
     };
-    Ok(invoicer_core::audit::page(&state.pool, user.org_id, before, 50).await?)
+    Ok(invoicer_core::accounts::audit::page(&state.pool, user.org_id, before, 50).await?)
 }

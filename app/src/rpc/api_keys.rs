@@ -21,7 +21,7 @@ pub async fn list_api_keys() -> Result<model::ApiKeysView, AppError> {
     let user = crate::rpc::require(Action::Read).await?;
     let state = state()?;
     Ok(model::ApiKeysView {
-        keys: invoicer_core::api_keys::list(&state.pool, user.org_id).await?,
+        keys: invoicer_core::accounts::api_keys::list(&state.pool, user.org_id).await?,
         form_key: model::form_key(user.org_id),
     })
 }
@@ -37,7 +37,7 @@ pub async fn create_api_key(
     expires_in_days: Option<String>,
     password: Option<String>,
 ) -> Result<model::CreatedApiKey, AppError> {
-    use invoicer_core::api_keys::{insert, prefix_of, KeyForm, NewApiKey};
+    use invoicer_core::accounts::api_keys::{insert, prefix_of, KeyForm, NewApiKey};
     // A key acts as its maker (the org's money included, through the API): a session that proved
     // the password lately makes one.
     super::form::recently_authenticated(
@@ -85,8 +85,8 @@ pub async fn create_api_key(
 
 /// Why a key was not made, as the form answers it: `own` is the creator's role, `asked` the key's.
 #[cfg(feature = "ssr")]
-fn refused(e: invoicer_core::api_keys::CreateError, own: Role, asked: Role) -> AppError {
-    use invoicer_core::api_keys::CreateError;
+fn refused(e: invoicer_core::accounts::api_keys::CreateError, own: Role, asked: Role) -> AppError {
+    use invoicer_core::accounts::api_keys::CreateError;
     match e {
         CreateError::RoleTooHigh => AppError::Forbidden(format!(
             "Your role ({}) cannot make a key with the role {}.",
@@ -111,7 +111,8 @@ pub async fn revoke_api_key(id: String) -> Result<(), AppError> {
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let actor = actor(&user);
     let any = user.role.may(Action::ManageAllApiKeys);
-    if !invoicer_core::api_keys::revoke(&state.pool, user.org_id, &actor, any, id).await? {
+    if !invoicer_core::accounts::api_keys::revoke(&state.pool, user.org_id, &actor, any, id).await?
+    {
         return Err(AppError::NotFound.respond());
     }
     Ok(())
@@ -129,7 +130,7 @@ pub async fn revoke_own_api_keys(idempotency_key: Option<String>) -> Result<(), 
         check: Ok(()),
     }
     .run(async |tx, user| {
-        invoicer_core::api_keys::revoke_all_own(tx, &actor(user)).await?;
+        invoicer_core::accounts::api_keys::revoke_all_own(tx, &actor(user)).await?;
         Ok(user.id)
     })
     .await

@@ -87,7 +87,7 @@ pub async fn signup(org_name: String, email: String, password: String) -> Result
 /// client address and the address's own (429 with Retry-After when spent), before any hashing.
 #[server(prefix = "/rpc", endpoint = "login")]
 pub async fn login(email: String, password: String, next: Option<String>) -> Result<(), AppError> {
-    use invoicer_core::auth::{BackendError, Credentials};
+    use invoicer_core::accounts::auth::{BackendError, Credentials};
 
     let state = state()?;
     let ceiling = state.throttle.login(&email, client_address(&state))?;
@@ -113,7 +113,8 @@ pub async fn login(email: String, password: String, next: Option<String>) -> Res
         }
         Err(e) => return Err(AppError::internal("login: authenticate", e)),
     };
-    invoicer_core::auth::log_in(&state.pool, &mut session, &user, &login_meta(&state)).await?;
+    invoicer_core::accounts::auth::log_in(&state.pool, &mut session, &user, &login_meta(&state))
+        .await?;
     leptos_axum::redirect(&safe_next(next.as_deref()));
     Ok(())
 }
@@ -131,7 +132,7 @@ fn plausible_credentials(email: &str, password: &str) -> bool {
 pub async fn logout() -> Result<(), AppError> {
     let state = state()?;
     let mut session = crate::rpc::current_session().await?;
-    invoicer_core::auth::log_out(&state.pool, &mut session).await?;
+    invoicer_core::accounts::auth::log_out(&state.pool, &mut session).await?;
     leptos_axum::redirect("/login");
     Ok(())
 }
@@ -174,10 +175,15 @@ pub async fn reset_password(token: String, password: String) -> Result<(), AppEr
         .await
         .map_err(|e| AppError::from(e).respond())?;
     let mut session = crate::rpc::current_session().await?;
-    match invoicer_core::auth::for_login(&state.pool, user, None).await? {
+    match invoicer_core::accounts::auth::for_login(&state.pool, user, None).await? {
         Some(user) => {
-            invoicer_core::auth::log_in(&state.pool, &mut session, &user, &login_meta(&state))
-                .await?;
+            invoicer_core::accounts::auth::log_in(
+                &state.pool,
+                &mut session,
+                &user,
+                &login_meta(&state),
+            )
+            .await?;
             leptos_axum::redirect(HOME);
         }
         // Reset, but in no org any more: nothing to log in to.

@@ -38,11 +38,12 @@ pub async fn get_customer(id: String) -> Result<model::CustomerPage, AppError> {
         .ok_or_else(|| AppError::NotFound.respond())?;
     let base = &state.settings.public_url;
     let credit_notes =
-        invoicer_core::credit_notes::for_customer(&state.pool, user.org_id, id, base).await?;
+        invoicer_core::invoicing::credit_notes::for_customer(&state.pool, user.org_id, id, base)
+            .await?;
     let mut conn = state.reads.acquire().await?;
     let credit_balance =
-        invoicer_core::credit_balance::of_customer(&mut conn, user.org_id, id).await?;
-    let link = invoicer_core::statements::link(&mut conn, user.org_id, id)
+        invoicer_core::payments::credit_balance::of_customer(&mut conn, user.org_id, id).await?;
+    let link = invoicer_core::customers::statements::link(&mut conn, user.org_id, id)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())?;
     Ok(model::CustomerPage {
@@ -50,11 +51,12 @@ pub async fn get_customer(id: String) -> Result<model::CustomerPage, AppError> {
         key: model::form_key(user.org_id),
         credit_notes,
         credit_balance,
-        reminders_off: super::schedules::reminders_off(&state.reads, user.org_id, id, true).await?,
+        reminders_off: invoicer_core::jobs::reminders::off(&state.reads, user.org_id, id, true)
+            .await?,
         reminders_key: model::form_key(user.org_id),
         statement_url: link
             .token
-            .map(|t| invoicer_core::statements::link_url(base, &t)),
+            .map(|t| invoicer_core::customers::statements::link_url(base, &t)),
         archived_at: link.archived_at,
         action_key: model::form_key(user.org_id),
         can_edit: user.role.may(model::Action::EditInvoices),
@@ -117,7 +119,7 @@ pub async fn get_statement(
     from: Option<String>,
     to: Option<String>,
 ) -> Result<model::statement::StatementPage, AppError> {
-    use invoicer_core::statements::{self, Period};
+    use invoicer_core::customers::statements::{self, Period};
     let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;

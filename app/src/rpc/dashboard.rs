@@ -10,5 +10,5 @@ use model::error::AppError;
 pub async fn get_dashboard() -> Result<Dashboard, AppError> {
     let user = crate::rpc::require(model::Action::Read).await?;
     let state = super::state()?;
-    Ok(invoicer_core::dashboard::cached(&state.reads, user.org_id).await?)
+    Ok(invoicer_core::reports::dashboard::cached(&state.reads, user.org_id).await?)
 }

@@ -6,7 +6,7 @@ use super::Respond;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use invoicer_core::auth::SessionUser;
+use invoicer_core::accounts::auth::SessionUser;
 use invoicer_core::claim::Form;
 use model::error::{AppError, FieldErrors};
 use model::Action;
@@ -49,7 +49,7 @@ pub(super) fn parse_button_key(key: &str) -> Result<Uuid, AppError> {
 /// [`model::form_key`]); else the submit is refused before anything is claimed or written.
 pub(super) fn for_this_org(
     key: Uuid,
-    user: &invoicer_core::auth::SessionUser,
+    user: &invoicer_core::accounts::auth::SessionUser,
 ) -> Result<Uuid, AppError> {
     if model::form_key_fits(key, user.org_id) {
         return Ok(key);

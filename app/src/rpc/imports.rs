@@ -21,7 +21,7 @@ pub async fn get_customer_import(id: String) -> Result<ImportView, AppError> {
     let user = crate::rpc::require(model::Action::Read).await?;
     let state = super::state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
-    invoicer_core::imports::get(&state.reads, user.org_id, id)
+    invoicer_core::customers::imports::get(&state.reads, user.org_id, id)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())
 }
@@ -44,7 +44,7 @@ pub async fn apply_customer_import(
         check: Ok(()),
     }
     .run(async |tx, user| {
-        invoicer_core::imports::start(tx, user.org_id, id).await?;
+        invoicer_core::customers::imports::start(tx, user.org_id, id).await?;
         Ok(id)
     })
     .await

@@ -29,11 +29,11 @@ pub async fn send_invoice(invoice_id: String, idempotency_key: String) -> Result
         let user = crate::rpc::require(model::Action::SendEmail).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
-        let sender = invoicer_core::mail_gate::Sender::Member {
+        let sender = invoicer_core::mail::gate::Sender::Member {
             verified: user.email_verified,
         };
-        let gate = invoicer_core::mail_gate::Gate::new(
-            invoicer_core::mail_gate::Allowance::of(&state.settings.limits),
+        let gate = invoicer_core::mail::gate::Gate::new(
+            invoicer_core::mail::gate::Allowance::of(&state.settings.limits),
             sender,
         );
         queue_invoice_email(&state.pool, &attempt, user.org_id, key, invoice, gate).await
@@ -53,7 +53,7 @@ pub async fn invoice_action(
     action: String,
     idempotency_key: String,
 ) -> Result<(), AppError> {
-    use invoicer_core::lifecycle::{Action, Moved};
+    use invoicer_core::invoicing::lifecycle::{Action, Moved};
     use invoicer_core::observe::{track, Attempt, Surface};
 
     let state = state()?;
@@ -130,7 +130,7 @@ pub async fn duplicate_invoice(
 /// route (a signed `checkout.session.completed` with a fresh event id).
 #[server(prefix = "/rpc", endpoint = "simulate_payment")]
 pub async fn simulate_payment(invoice_id: String) -> Result<(), AppError> {
-    use invoicer_core::stripe::standin;
+    use invoicer_core::payments::stripe::standin;
 
     let user = crate::rpc::require(model::Action::EditInvoices).await?;
     let state = state()?;
@@ -169,11 +169,11 @@ pub async fn retry_email(id: String, invoice_id: String) -> Result<(), AppError>
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     // Parsed, not echoed: only a UUID goes back into the Location header.
     let invoice_id = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
-    let sender = invoicer_core::mail_gate::Sender::Member {
+    let sender = invoicer_core::mail::gate::Sender::Member {
         verified: user.email_verified,
     };
-    let gate = invoicer_core::mail_gate::Gate::new(
-        invoicer_core::mail_gate::Allowance::of(&state.settings.limits),
+    let gate = invoicer_core::mail::gate::Gate::new(
+        invoicer_core::mail::gate::Allowance::of(&state.settings.limits),
         sender,
     );
     if !invoicer_core::outbox::revive(&state.pool, user.org_id, id, gate).await?? {

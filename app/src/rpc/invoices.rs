@@ -43,7 +43,7 @@ pub async fn create_invoice(
             .map_err(refuse)?;
         // An e-invoicing org finalizes only what makes a valid e-invoice (a database failure is a
         // failure to retry, not a field to fix).
-        let problems = invoicer_core::einvoice::create_problems(
+        let problems = invoicer_core::documents::einvoice::create_problems(
             &state.pool,
             user.org_id,
             Some(user.org_einvoicing),
@@ -51,7 +51,9 @@ pub async fn create_invoice(
         )
         .await?;
         if !problems.is_empty() {
-            return Err(refuse(invoicer_core::einvoice::for_form(problems)));
+            return Err(refuse(invoicer_core::documents::einvoice::for_form(
+                problems,
+            )));
         }
         invoice_from_form(&state.pool, &attempt, user.org_id, form_key, &parsed).await
     })
@@ -103,7 +105,7 @@ pub(super) async fn with_customer(
         }
     }
     let parsed = form.parse()?;
-    if let Err(e) = invoicer_core::tax_rates::check(&state.pool, org, &parsed).await {
+    if let Err(e) = invoicer_core::invoicing::tax_rates::check(&state.pool, org, &parsed).await {
         // Through AppError: a database failure is logged there.
         return Err(model::error::AppError::from(e)
             .field_errors()
@@ -126,7 +128,7 @@ pub async fn list_invoices(
     q: Option<String>,
     before: Option<String>,
 ) -> Result<model::InvoiceListPage, AppError> {
-    use invoicer_core::invoices::{check_filter, page, ListCursor, ListFilter};
+    use invoicer_core::invoicing::invoices::{check_filter, page, ListCursor, ListFilter};
 
     let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
@@ -171,15 +173,20 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
         invoicer_core::activity::rows(&state.reads, user.org_id, &only_this, None),
         invoicer_core::payments::for_invoice(&state.reads, user.org_id, invoice.id),
         invoicer_core::accounts::payments_enabled(&state.reads, user.org_id),
-        super::schedules::reminders_off(&state.reads, user.org_id, invoice.id, false),
+        invoicer_core::jobs::reminders::off(&state.reads, user.org_id, invoice.id, false),
     )?;
     // Only an invoice with credit notes reads them (most have none).
     let credit_notes = if invoice.credit_notes.is_empty() {
         Vec::new()
     } else {
         let base = &state.settings.public_url;
-        invoicer_core::credit_notes::for_invoice(&state.reads, user.org_id, invoice.id, base)
-            .await?
+        invoicer_core::invoicing::credit_notes::for_invoice(
+            &state.reads,
+            user.org_id,
+            invoice.id,
+            base,
+        )
+        .await?
     };
     let may_apply = invoice.customer_id.is_some()
         && invoice.amount_due_cents > 0
@@ -189,7 +196,8 @@ pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
         );
     let credit_available = if may_apply {
         let mut conn = state.reads.acquire().await?;
-        invoicer_core::credit_balance::available_for(&mut conn, user.org_id, invoice.id).await?
+        invoicer_core::payments::credit_balance::available_for(&mut conn, user.org_id, invoice.id)
+            .await?
     } else {
         0
     };
@@ -233,7 +241,7 @@ pub(super) async fn own_invoice(
 ) -> Result<model::Invoice, AppError> {
     let id = Uuid::try_parse(id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.reads.acquire().await?;
-    invoicer_core::invoices::get(&mut conn, org, id, &state.settings.public_url)
+    invoicer_core::invoicing::invoices::get(&mut conn, org, id, &state.settings.public_url)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())
 }
@@ -268,7 +276,7 @@ pub async fn update_draft(
     version: String,
     input: InvoiceForm,
 ) -> Result<(), AppError> {
-    use invoicer_core::lifecycle::Edited;
+    use invoicer_core::invoicing::lifecycle::Edited;
     use invoicer_core::observe::{track, Attempt, Surface};
     use invoicer_core::surfaces::form::{edit_draft, DraftSave};
 

@@ -78,15 +78,16 @@ impl Respond for AppError {
 
 /// The session of the server-function request being served.
 #[cfg(feature = "ssr")]
-pub(crate) async fn current_session() -> Result<invoicer_core::auth::AuthSession, AppError> {
-    leptos_axum::extract::<invoicer_core::auth::AuthSession>()
+pub(crate) async fn current_session() -> Result<invoicer_core::accounts::auth::AuthSession, AppError>
+{
+    leptos_axum::extract::<invoicer_core::accounts::auth::AuthSession>()
         .await
         .map_err(|e| AppError::internal("auth session missing", e))
 }
 
 /// The logged-in user of the server-function request being served, or `Unauthorized`.
 #[cfg(feature = "ssr")]
-pub(crate) async fn require_user() -> Result<invoicer_core::auth::SessionUser, AppError> {
+pub(crate) async fn require_user() -> Result<invoicer_core::accounts::auth::SessionUser, AppError> {
     current_session()
         .await?
         .user
@@ -98,7 +99,7 @@ pub(crate) async fn require_user() -> Result<invoicer_core::auth::SessionUser, A
 #[cfg(feature = "ssr")]
 pub(crate) async fn require(
     action: model::Action,
-) -> Result<invoicer_core::auth::SessionUser, AppError> {
+) -> Result<invoicer_core::accounts::auth::SessionUser, AppError> {
     require_user()
         .await?
         .allowed(action)
@@ -117,7 +118,9 @@ fn client_address(state: &invoicer_core::AppState) -> std::net::IpAddr {
 
 /// Where the current request comes from, for the session's row.
 #[cfg(feature = "ssr")]
-pub(crate) fn login_meta(state: &invoicer_core::AppState) -> invoicer_core::auth::LoginMeta {
+pub(crate) fn login_meta(
+    state: &invoicer_core::AppState,
+) -> invoicer_core::accounts::auth::LoginMeta {
     let user_agent = use_context::<axum::http::request::Parts>()
         .and_then(|p| {
             p.headers
@@ -126,7 +129,7 @@ pub(crate) fn login_meta(state: &invoicer_core::AppState) -> invoicer_core::auth
                 .map(str::to_owned)
         })
         .unwrap_or_default();
-    invoicer_core::auth::LoginMeta {
+    invoicer_core::accounts::auth::LoginMeta {
         user_agent,
         address: client_address(state).to_string(),
     }
@@ -146,6 +149,8 @@ fn request_id() -> Option<String> {
 
 /// The session's user, as the audit log names who acted.
 #[cfg(feature = "ssr")]
-fn actor(user: &invoicer_core::auth::SessionUser) -> invoicer_core::audit::Actor {
-    invoicer_core::audit::Actor::user(user.id, &user.email)
+fn actor(
+    user: &invoicer_core::accounts::auth::SessionUser,
+) -> invoicer_core::accounts::audit::Actor {
+    invoicer_core::accounts::audit::Actor::user(user.id, &user.email)
 }

@@ -23,8 +23,8 @@ pub async fn record_payment(
     idempotency_key: Option<String>,
     form: PaymentForm,
 ) -> Result<(), AppError> {
-    use invoicer_core::manual_payments::{self, PaymentError};
     use invoicer_core::observe::track;
+    use invoicer_core::payments::manual::{self, PaymentError};
     use invoicer_core::surfaces::payment_forms::{record_payment, refusal};
 
     let state = state()?;
@@ -35,7 +35,7 @@ pub async fn record_payment(
         let currency = invoice_currency(&state.pool, user.org_id, invoice).await?;
         let input = form.parse(&currency);
         let checked = match &input {
-            Ok(input) => input.check(manual_payments::org_today(&state.pool, user.org_id).await?),
+            Ok(input) => input.check(manual::org_today(&state.pool, user.org_id).await?),
             Err(fields) => Err(fields.clone()),
         };
         let (user, form_key) = open_form(
@@ -74,7 +74,7 @@ pub async fn delete_payment(
     payment_id: String,
     idempotency_key: String,
 ) -> Result<(), AppError> {
-    use invoicer_core::audit::Actor;
+    use invoicer_core::accounts::audit::Actor;
     use invoicer_core::observe::{track, Attempt, Surface};
     use invoicer_core::surfaces::payment_forms::delete_payment;
 
@@ -111,15 +111,9 @@ async fn invoice_currency(
     org: uuid::Uuid,
     invoice: uuid::Uuid,
 ) -> Result<String, AppError> {
-    // language=PostgreSQL
-    sqlx::query_scalar!(
-        "select currency from invoices where id = $1 and org_id = $2",
-        invoice,
-        org
-    )
-    .fetch_optional(pool)
-    .await?
-    .ok_or(AppError::NotFound)
+    invoicer_core::invoicing::invoices::currency(pool, org, invoice)
+        .await?
+        .ok_or(AppError::NotFound)
 }
 
 /// An amount typed in `currency` (empty: none), or the field's message as `amount_cents`.
@@ -146,7 +140,7 @@ pub async fn credit_invoice(
     /// blank quantity credits nothing of its line).
     lines: Option<Vec<model::CreditLineForm>>,
 ) -> Result<(), AppError> {
-    use invoicer_core::credit_notes::Credit;
+    use invoicer_core::invoicing::credit_notes::Credit;
     use invoicer_core::observe::track;
     use model::CreditRefund;
 

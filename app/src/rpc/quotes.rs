@@ -19,7 +19,10 @@ pub async fn list_quotes() -> Result<Vec<Quote>, AppError> {
     let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
     let mut conn = state.reads.acquire().await?;
-    Ok(invoicer_core::quotes::list(&mut conn, user.org_id, &state.settings.public_url).await?)
+    Ok(
+        invoicer_core::invoicing::quotes::list(&mut conn, user.org_id, &state.settings.public_url)
+            .await?,
+    )
 }
 
 /// One quote, the invoice it proposes, and the key of its Send button.
@@ -29,21 +32,25 @@ pub async fn get_quote(id: String) -> Result<QuotePage, AppError> {
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.reads.acquire().await?;
-    let quote = invoicer_core::quotes::get(&mut conn, user.org_id, id, &state.settings.public_url)
-        .await?
-        .ok_or_else(|| AppError::NotFound.respond())?;
+    let quote = invoicer_core::invoicing::quotes::get(
+        &mut conn,
+        user.org_id,
+        id,
+        &state.settings.public_url,
+    )
+    .await?
+    .ok_or_else(|| AppError::NotFound.respond())?;
     let today =
-        invoicer_core::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now()).await?;
-    let preview = invoicer_core::quotes::preview(&mut conn, user.org_id, &quote, today).await?;
+        invoicer_core::jobs::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now())
+            .await?;
+    let preview =
+        invoicer_core::invoicing::quotes::preview(&mut conn, user.org_id, &quote, today).await?;
     let invoice_number = match quote.invoice_id {
-        // language=PostgreSQL
-        Some(invoice) => sqlx::query_scalar!(
-            "select coalesce(number_text, 'draft') as \"number!\" from invoices where org_id = $1 and id = $2",
-            user.org_id,
-            invoice
-        )
-        .fetch_optional(&mut *conn)
-        .await?,
+        Some(invoice) => {
+            invoicer_core::invoicing::invoices::numbers(&mut conn, user.org_id, &[invoice])
+                .await?
+                .remove(&invoice)
+        }
         None => None,
     };
     Ok(QuotePage {
@@ -63,7 +70,8 @@ pub async fn new_quote_form() -> Result<NewQuotePage, AppError> {
     let state = state()?;
     let mut conn = state.reads.acquire().await?;
     let today =
-        invoicer_core::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now()).await?;
+        invoicer_core::jobs::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now())
+            .await?;
     Ok(NewQuotePage {
         key: model::form_key(user.org_id),
         today,
@@ -103,9 +111,10 @@ pub async fn create_quote(
             quote: fields,
         };
         let today =
-            invoicer_core::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now()).await?;
+            invoicer_core::jobs::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now())
+                .await?;
         let base = &state.settings.public_url;
-        invoicer_core::quotes::create(
+        invoicer_core::invoicing::quotes::create(
             tx,
             user.org_id,
             Uuid::now_v7(),
@@ -125,8 +134,8 @@ pub async fn create_quote(
 }
 
 #[cfg(feature = "ssr")]
-fn refused(e: invoicer_core::quotes::QuoteError) -> AppError {
-    use invoicer_core::quotes::QuoteError;
+fn refused(e: invoicer_core::invoicing::quotes::QuoteError) -> AppError {
+    use invoicer_core::invoicing::quotes::QuoteError;
     match e {
         QuoteError::Invalid(fields) => AppError::invalid(fields),
         QuoteError::NotFound => AppError::NotFound,
@@ -157,14 +166,14 @@ pub async fn send_quote(id: String, idempotency_key: Option<String>) -> Result<(
     }
     .run(async |tx, user| {
         let base = &state.settings.public_url;
-        let sender = invoicer_core::mail_gate::Sender::Member {
+        let sender = invoicer_core::mail::gate::Sender::Member {
             verified: user.email_verified,
         };
-        let gate = invoicer_core::mail_gate::Gate::new(
-            invoicer_core::mail_gate::Allowance::of(&state.settings.limits),
+        let gate = invoicer_core::mail::gate::Gate::new(
+            invoicer_core::mail::gate::Allowance::of(&state.settings.limits),
             sender,
         );
-        invoicer_core::quotes::send(tx, user.org_id, quote, base, gate)
+        invoicer_core::invoicing::quotes::send(tx, user.org_id, quote, base, gate)
             .await
             .map(|q| q.id)
             .map_err(refused)
@@ -179,11 +188,17 @@ pub async fn edit_quote_form(id: String) -> Result<QuoteEdit, AppError> {
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.reads.acquire().await?;
-    let quote = invoicer_core::quotes::get(&mut conn, user.org_id, id, &state.settings.public_url)
-        .await?
-        .ok_or_else(|| AppError::NotFound.respond())?;
+    let quote = invoicer_core::invoicing::quotes::get(
+        &mut conn,
+        user.org_id,
+        id,
+        &state.settings.public_url,
+    )
+    .await?
+    .ok_or_else(|| AppError::NotFound.respond())?;
     let today =
-        invoicer_core::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now()).await?;
+        invoicer_core::jobs::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now())
+            .await?;
     Ok(QuoteEdit {
         id,
         key: model::form_key(user.org_id),
@@ -227,13 +242,14 @@ pub async fn update_quote(
             quote: fields,
         };
         let today =
-            invoicer_core::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now()).await?;
+            invoicer_core::jobs::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now())
+                .await?;
         let base = &state.settings.public_url;
-        invoicer_core::quotes::edit_draft(tx, user.org_id, id, &input, today, base)
+        invoicer_core::invoicing::quotes::edit_draft(tx, user.org_id, id, &input, today, base)
             .await
             .map(|q| q.id)
             .map_err(|e| match e {
-                invoicer_core::quotes::QuoteError::Refused(status) => {
+                invoicer_core::invoicing::quotes::QuoteError::Refused(status) => {
                     AppError::BadRequest(format!(
                         "This quote is {}: only a draft can be edited.",
                         status.as_str()

@@ -19,7 +19,7 @@ pub async fn list_schedules() -> Result<Vec<Schedule>, AppError> {
     let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
     let mut conn = state.reads.acquire().await?;
-    Ok(invoicer_core::schedules::list(&mut conn, user.org_id).await?)
+    Ok(invoicer_core::jobs::schedules::list(&mut conn, user.org_id).await?)
 }
 
 /// One schedule with its next dates and runs, and the key of its Pause/Resume button.
@@ -29,21 +29,14 @@ pub async fn get_schedule(id: String) -> Result<SchedulePage, AppError> {
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.reads.acquire().await?;
-    let schedule = invoicer_core::schedules::get(&mut conn, user.org_id, id)
+    let schedule = invoicer_core::jobs::schedules::get(&mut conn, user.org_id, id)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())?;
     let ids: Vec<Uuid> = schedule.runs.iter().filter_map(|r| r.invoice_id).collect();
-    // language=PostgreSQL
-    let numbers = sqlx::query!(
-        "select id, coalesce(number_text, 'draft') as \"number!\" from invoices where org_id = $1 and id = any($2)",
-        user.org_id,
-        &ids
-    )
-    .fetch_all(&mut *conn)
-    .await?
-    .into_iter()
-    .map(|r| (r.id, r.number))
-    .collect();
+    let numbers = invoicer_core::invoicing::invoices::numbers(&mut conn, user.org_id, &ids)
+        .await?
+        .into_iter()
+        .collect();
     Ok(SchedulePage {
         schedule,
         toggle_key: model::form_key(user.org_id),
@@ -65,7 +58,8 @@ pub async fn new_schedule_form() -> Result<NewSchedulePage, AppError> {
         .collect();
     let mut conn = state.reads.acquire().await?;
     let today =
-        invoicer_core::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now()).await?;
+        invoicer_core::jobs::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now())
+            .await?;
     Ok(NewSchedulePage {
         key: model::form_key(user.org_id),
         customers,
@@ -103,9 +97,10 @@ pub async fn create_schedule(
         let mut input = parsed.clone().map_err(AppError::invalid)?;
         checked_template(user.org_id, &mut input.invoice).await?;
         let today =
-            invoicer_core::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now()).await?;
+            invoicer_core::jobs::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now())
+                .await?;
         let id = Uuid::now_v7();
-        invoicer_core::schedules::create(tx, user.org_id, id, &source_key, &input, today)
+        invoicer_core::jobs::schedules::create(tx, user.org_id, id, &source_key, &input, today)
             .await
             .map(|s| s.id)
             .map_err(refused)
@@ -120,7 +115,7 @@ pub async fn create_schedule(
 /// name and email).
 #[cfg(feature = "ssr")]
 async fn checked_template(org: Uuid, template: &mut model::InvoiceInput) -> Result<(), AppError> {
-    use invoicer_core::invoice_input::{checked, InvoiceError};
+    use invoicer_core::invoicing::input::{checked, InvoiceError};
     checked(&state()?.pool, org, None, template)
         .await
         .map_err(|e| match e {
@@ -130,8 +125,8 @@ async fn checked_template(org: Uuid, template: &mut model::InvoiceInput) -> Resu
 }
 
 #[cfg(feature = "ssr")]
-fn refused(e: invoicer_core::schedules::ScheduleError) -> AppError {
-    use invoicer_core::schedules::ScheduleError;
+fn refused(e: invoicer_core::jobs::schedules::ScheduleError) -> AppError {
+    use invoicer_core::jobs::schedules::ScheduleError;
     match e {
         ScheduleError::Invalid(fields) => AppError::invalid(fields),
         ScheduleError::NotFound => AppError::NotFound,
@@ -146,7 +141,7 @@ pub async fn edit_schedule_form(id: String) -> Result<ScheduleEdit, AppError> {
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.reads.acquire().await?;
-    let schedule = invoicer_core::schedules::get(&mut conn, user.org_id, id)
+    let schedule = invoicer_core::jobs::schedules::get(&mut conn, user.org_id, id)
         .await?
         .ok_or_else(|| AppError::NotFound.respond())?;
     Ok(ScheduleEdit {
@@ -181,7 +176,7 @@ pub async fn update_schedule(
     .run(async |tx, user| {
         let mut template = parsed.clone().map_err(AppError::invalid)?;
         checked_template(user.org_id, &mut template).await?;
-        invoicer_core::schedules::edit_template(tx, user.org_id, schedule, &template)
+        invoicer_core::jobs::schedules::edit_template(tx, user.org_id, schedule, &template)
             .await
             .map(|s| s.id)
             .map_err(refused)
@@ -213,12 +208,13 @@ pub async fn pause_schedule(
     }
     .run(async |tx, user| {
         let today =
-            invoicer_core::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now()).await?;
-        invoicer_core::schedules::set_paused(tx, user.org_id, schedule, paused, today)
+            invoicer_core::jobs::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now())
+                .await?;
+        invoicer_core::jobs::schedules::set_paused(tx, user.org_id, schedule, paused, today)
             .await
             .map(|s| s.id)
             .map_err(|e| match e {
-                invoicer_core::schedules::ScheduleError::Db(e) => AppError::from(e),
+                invoicer_core::jobs::schedules::ScheduleError::Db(e) => AppError::from(e),
                 _ => AppError::NotFound,
             })
     })
@@ -252,9 +248,9 @@ pub async fn set_reminders(
     }
     .run(async |tx, user| {
         let found = if customer {
-            invoicer_core::reminders::set_customer_off(tx, user.org_id, target, off).await?
+            invoicer_core::jobs::reminders::set_customer_off(tx, user.org_id, target, off).await?
         } else {
-            invoicer_core::reminders::set_invoice_off(tx, user.org_id, target, off).await?
+            invoicer_core::jobs::reminders::set_invoice_off(tx, user.org_id, target, off).await?
         };
         if found {
             Ok(target)
@@ -263,28 +259,4 @@ pub async fn set_reminders(
         }
     })
     .await
-}
-
-/// Whether reminders are off for `org`'s invoice or customer `id`.
-#[cfg(feature = "ssr")]
-pub(super) async fn reminders_off(
-    pool: &sqlx::PgPool,
-    org: Uuid,
-    id: Uuid,
-    customer: bool,
-) -> sqlx::Result<bool> {
-    // language=PostgreSQL
-    let off = sqlx::query_scalar!(
-        r#"
-        select coalesce((select reminders_off from invoices where id = $1 and org_id = $2 and not $3),
-                        (select reminders_off from customers where id = $1 and org_id = $2 and $3),
-                        false) as "off!"
-        "#,
-        id,
-        org,
-        customer
-    )
-    .fetch_one(pool)
-    .await?;
-    Ok(off)
 }

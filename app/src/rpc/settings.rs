@@ -16,10 +16,11 @@ use super::{form::SettingsForm, state};
 pub async fn get_org_settings() -> Result<model::OrgSettingsPage, AppError> {
     let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
-    let settings = invoicer_core::orgs::settings(&state.pool, user.org_id).await?;
-    let details = invoicer_core::orgs::details(&state.pool, user.org_id).await?;
-    let bank = invoicer_core::orgs::bank_details(&state.pool, user.org_id).await?;
-    let tax_rates = invoicer_core::tax_rates::list(&state.pool, user.org_id, true).await?;
+    let settings = invoicer_core::accounts::orgs::settings(&state.pool, user.org_id).await?;
+    let details = invoicer_core::accounts::orgs::details(&state.pool, user.org_id).await?;
+    let bank = invoicer_core::accounts::orgs::bank_details(&state.pool, user.org_id).await?;
+    let tax_rates =
+        invoicer_core::invoicing::tax_rates::list(&state.pool, user.org_id, true).await?;
     let year = chrono::Datelike::year(&chrono::Utc::now());
     Ok(model::OrgSettingsPage {
         next_number: settings.preview(1, year),
@@ -36,11 +37,17 @@ pub async fn get_org_settings() -> Result<model::OrgSettingsPage, AppError> {
         bank_key: model::form_key(user.org_id),
         tax_rate_key: model::form_key(user.org_id),
         can_manage: user.role.may(model::Action::ManageOrg),
-        reminders: invoicer_core::reminders::steps(&mut *state.reads.acquire().await?, user.org_id)
-            .await?,
+        reminders: invoicer_core::jobs::reminders::steps(
+            &mut *state.reads.acquire().await?,
+            user.org_id,
+        )
+        .await?,
         reminders_key: model::form_key(user.org_id),
-        branding: invoicer_core::branding::of(&mut *state.reads.acquire().await?, user.org_id)
-            .await?,
+        branding: invoicer_core::documents::branding::of(
+            &mut *state.reads.acquire().await?,
+            user.org_id,
+        )
+        .await?,
         branding_key: model::form_key(user.org_id),
         logo_key: model::form_key(user.org_id),
         remove_logo_key: model::form_key(user.org_id),
@@ -65,7 +72,8 @@ pub async fn save_branding(
     }
     .run(async |tx, user| {
         let (colour, footer) = parsed.clone().map_err(AppError::invalid)?;
-        invoicer_core::branding::save(tx, user.org_id, colour.as_deref(), &footer).await?;
+        invoicer_core::documents::branding::save(tx, user.org_id, colour.as_deref(), &footer)
+            .await?;
         Ok(user.org_id)
     })
     .await
@@ -84,7 +92,7 @@ pub async fn remove_logo(idempotency_key: Option<String>) -> Result<(), AppError
         check: Ok(()),
     }
     .run(async |tx, user| {
-        invoicer_core::branding::remove_logo(tx, user.org_id).await?;
+        invoicer_core::documents::branding::remove_logo(tx, user.org_id).await?;
         Ok(user.org_id)
     })
     .await
@@ -109,7 +117,7 @@ pub async fn save_reminders(
     }
     .run(async |tx, user| {
         let steps = parsed.clone().map_err(AppError::invalid)?;
-        invoicer_core::reminders::save_steps(tx, user.org_id, &steps).await?;
+        invoicer_core::jobs::reminders::save_steps(tx, user.org_id, &steps).await?;
         Ok(user.org_id)
     })
     .await
@@ -131,7 +139,7 @@ pub async fn save_org_settings(
         check: settings.check(),
     }
     .run(async |tx, user| {
-        invoicer_core::orgs::save_settings(tx, user.org_id, &settings).await?;
+        invoicer_core::accounts::orgs::save_settings(tx, user.org_id, &settings).await?;
         Ok(user.org_id)
     })
     .await
@@ -148,8 +156,8 @@ pub async fn save_org_details(
     use invoicer_core::claim::Form;
     let details = details.normalized();
     let user = crate::rpc::require(model::Action::ManageOrg).await?;
-    let now = invoicer_core::orgs::details(&state()?.pool, user.org_id).await?;
-    if !invoicer_core::orgs::identity_changes(&now, &details).is_empty() {
+    let now = invoicer_core::accounts::orgs::details(&state()?.pool, user.org_id).await?;
+    if !invoicer_core::accounts::orgs::identity_changes(&now, &details).is_empty() {
         super::form::recently_authenticated(
             model::Action::ManageOrg,
             &idempotency_key,
@@ -168,7 +176,7 @@ pub async fn save_org_details(
     }
     .run(async |tx, user| {
         let actor = super::actor(user);
-        invoicer_core::orgs::save_details(tx, user.org_id, &actor, &details).await?;
+        invoicer_core::accounts::orgs::save_details(tx, user.org_id, &actor, &details).await?;
         Ok(user.org_id)
     })
     .await
@@ -185,8 +193,8 @@ pub async fn save_bank_details(
     use invoicer_core::claim::Form;
     let bank = bank.normalized();
     let user = crate::rpc::require(model::Action::ManageOrg).await?;
-    let now = invoicer_core::orgs::bank_details(&state()?.pool, user.org_id).await?;
-    if !invoicer_core::orgs::bank_changes(&now, &bank).is_empty() {
+    let now = invoicer_core::accounts::orgs::bank_details(&state()?.pool, user.org_id).await?;
+    if !invoicer_core::accounts::orgs::bank_changes(&now, &bank).is_empty() {
         super::form::recently_authenticated(
             model::Action::ManageOrg,
             &idempotency_key,
@@ -205,7 +213,7 @@ pub async fn save_bank_details(
     }
     .run(async |tx, user| {
         let actor = super::actor(user);
-        invoicer_core::orgs::save_bank_details(tx, user.org_id, &actor, &bank).await?;
+        invoicer_core::accounts::orgs::save_bank_details(tx, user.org_id, &actor, &bank).await?;
         Ok(user.org_id)
     })
     .await
@@ -242,9 +250,14 @@ pub async fn add_tax_rate(
     }
     .run(async |tx, user| {
         let input = parsed.as_ref().map_err(|f| AppError::invalid(f.clone()))?;
-        let rate =
-            invoicer_core::tax_rates::insert(tx, Uuid::now_v7(), user.org_id, &source_key, input)
-                .await?;
+        let rate = invoicer_core::invoicing::tax_rates::insert(
+            tx,
+            Uuid::now_v7(),
+            user.org_id,
+            &source_key,
+            input,
+        )
+        .await?;
         Ok(rate.id)
     })
     .await
@@ -263,12 +276,12 @@ pub async fn archive_tax_rate(idempotency_key: Option<String>, id: String) -> Re
         content: &rate,
         check: Ok(()),
     }
-    .run(
-        async |tx, user| match invoicer_core::tax_rates::archive(tx, user.org_id, rate).await? {
+    .run(async |tx, user| {
+        match invoicer_core::invoicing::tax_rates::archive(tx, user.org_id, rate).await? {
             true => Ok(rate),
             false => Err(AppError::NotFound),
-        },
-    )
+        }
+    })
     .await
 }
 
@@ -277,5 +290,5 @@ pub async fn archive_tax_rate(idempotency_key: Option<String>, id: String) -> Re
 pub async fn list_tax_rates(archived: bool) -> Result<Vec<model::TaxRate>, AppError> {
     let user = crate::rpc::require(model::Action::Read).await?;
     let state = state()?;
-    Ok(invoicer_core::tax_rates::list(&state.pool, user.org_id, archived).await?)
+    Ok(invoicer_core::invoicing::tax_rates::list(&state.pool, user.org_id, archived).await?)
 }

@@ -28,13 +28,13 @@ fn parse_role(role: &str) -> Result<model::Role, AppError> {
 #[cfg(feature = "ssr")]
 fn member_gate(
     state: &invoicer_core::AppState,
-    user: &invoicer_core::auth::SessionUser,
-) -> invoicer_core::mail_gate::Gate {
-    let sender = invoicer_core::mail_gate::Sender::Member {
+    user: &invoicer_core::accounts::auth::SessionUser,
+) -> invoicer_core::mail::gate::Gate {
+    let sender = invoicer_core::mail::gate::Sender::Member {
         verified: user.email_verified,
     };
-    invoicer_core::mail_gate::Gate::new(
-        invoicer_core::mail_gate::Allowance::of(&state.settings.limits),
+    invoicer_core::mail::gate::Gate::new(
+        invoicer_core::mail::gate::Allowance::of(&state.settings.limits),
         sender,
     )
 }
@@ -45,9 +45,9 @@ pub async fn team_page() -> Result<MembersPage, AppError> {
     use model::Action;
     let user = crate::rpc::require(Action::Read).await?;
     let state = state()?;
-    let members = invoicer_core::members::list(&state.pool, user.org_id).await?;
+    let members = invoicer_core::accounts::members::list(&state.pool, user.org_id).await?;
     let invitations = if user.role.may(Action::ManageMembers) {
-        invoicer_core::invitations::list(&state.pool, user.org_id).await?
+        invoicer_core::accounts::invitations::list(&state.pool, user.org_id).await?
     } else {
         Vec::new()
     };
@@ -98,7 +98,7 @@ pub async fn invite_member(
         state.throttle.account_email(&email, address)?.waive();
         let (org, actor) = (user.org_id, actor(user));
         let gate = member_gate(&state, user);
-        let invited = invoicer_core::invitations::invite(
+        let invited = invoicer_core::accounts::invitations::invite(
             tx,
             org,
             &actor,
@@ -140,9 +140,9 @@ impl MemberChange {
     async fn apply(
         self,
         tx: &mut sqlx::PgConnection,
-        user: &invoicer_core::auth::SessionUser,
+        user: &invoicer_core::accounts::auth::SessionUser,
     ) -> Result<Uuid, AppError> {
-        use invoicer_core::{invitations, members};
+        use invoicer_core::{accounts::invitations, accounts::members};
         let (actor, org) = (actor(user), user.org_id);
         Ok(match self {
             MemberChange::ResendInvitation(id) => {
@@ -245,7 +245,7 @@ pub async fn leave_org(idempotency_key: Option<String>) -> Result<(), AppError> 
 #[server(prefix = "/rpc", endpoint = "invitation")]
 pub async fn invitation(token: String) -> Result<model::InvitationView, AppError> {
     let state = state()?;
-    let preview = invoicer_core::invitations::preview(&state.pool, &token)
+    let preview = invoicer_core::accounts::invitations::preview(&state.pool, &token)
         .await
         .map_err(|e| AppError::from(e).respond())?;
     Ok(model::InvitationView {
@@ -269,18 +269,20 @@ pub async fn accept_invitation(token: String, password: String) -> Result<(), Ap
         .throttle
         .login(&token, super::client_address(&state))?;
     // An unknown, used or expired link costs this client's allowances, never the shared ceiling.
-    invoicer_core::invitations::preview(&state.pool, &token)
+    invoicer_core::accounts::invitations::preview(&state.pool, &token)
         .await
         .map_err(|e| AppError::from(e).respond())?;
     ceiling.spend()?;
-    let accepted = invoicer_core::invitations::accept(&state.pool, &token, &password)
+    let accepted = invoicer_core::accounts::invitations::accept(&state.pool, &token, &password)
         .await
         .map_err(|e| AppError::from(e).respond())?;
-    let user = invoicer_core::auth::for_login(&state.pool, accepted.user, Some(accepted.org))
-        .await?
-        .ok_or_else(|| AppError::internal("accept invitation", "joined user not found"))?;
+    let user =
+        invoicer_core::accounts::auth::for_login(&state.pool, accepted.user, Some(accepted.org))
+            .await?
+            .ok_or_else(|| AppError::internal("accept invitation", "joined user not found"))?;
     let mut session = crate::rpc::current_session().await?;
-    invoicer_core::auth::log_in(&state.pool, &mut session, &user, &login_meta(&state)).await?;
+    invoicer_core::accounts::auth::log_in(&state.pool, &mut session, &user, &login_meta(&state))
+        .await?;
     leptos_axum::redirect(super::auth::HOME);
     Ok(())
 }

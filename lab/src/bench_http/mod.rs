@@ -136,7 +136,7 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
         (1..=args.dup_events)
             .map(|n| {
                 let invoice = fixture.invoices[n % fixture.invoices.len()];
-                invoicer_core::stripe::standin::checkout_event(
+                invoicer_core::payments::stripe::standin::checkout_event(
                     &format!("evt_dup_{tag}_{n}"),
                     &format!("pi_dup_{tag}_{n}"),
                     invoice,
@@ -221,7 +221,7 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
                             payloads[pick(client, i, payloads.len())].clone()
                         } else {
                             let id = format!("{tag}_{}_{client}_{i}", workload.name());
-                            invoicer_core::stripe::standin::checkout_event(
+                            invoicer_core::payments::stripe::standin::checkout_event(
                                 &format!("evt_{id}"),
                                 &format!("pi_{id}"),
                                 invoices[pick(client, i, invoices.len())],

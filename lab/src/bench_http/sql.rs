@@ -42,7 +42,7 @@ pub(super) async fn pgbench(
         use sha2::{Digest, Sha256};
         hex::encode(Sha256::digest(fixture.api_token.as_bytes()))
     };
-    let sample_event = invoicer_core::stripe::standin::checkout_event(
+    let sample_event = invoicer_core::payments::stripe::standin::checkout_event(
         &format!("evt_{tag}_pgbench_0_0"),
         &format!("pi_{tag}_pgbench_0_0"),
         fixture.invoices[0],

@@ -123,7 +123,7 @@ async fn client(
             0 | 1 => {
                 let invoice = fixture.invoices[(c * 7 + i) % fixture.invoices.len()];
                 let (event, payment_intent) = (format!("evt_f_{id}"), format!("pi_f_{id}"));
-                let payload = invoicer_core::stripe::standin::checkout_event(
+                let payload = invoicer_core::payments::stripe::standin::checkout_event(
                     &event,
                     &payment_intent,
                     invoice,

@@ -55,7 +55,7 @@ pub(crate) async fn seed(
     reminders: bool,
 ) -> anyhow::Result<()> {
     let mut tx = pool.begin().await?;
-    let today = invoicer_core::schedules::org_today(&mut tx, org, chrono::Utc::now()).await?
+    let today = invoicer_core::jobs::schedules::org_today(&mut tx, org, chrono::Utc::now()).await?
         - chrono::Days::new(days_ago.unsigned_abs());
     for i in 0..schedules {
         let body = serde_json::json!({
@@ -70,9 +70,16 @@ pub(crate) async fn seed(
         });
         let input = model::ScheduleInput::from_json(&body).map_err(anyhow::Error::msg)?;
         let id = Uuid::now_v7();
-        invoicer_core::schedules::create(&mut tx, org, id, &format!("faults:{i}"), &input, today)
-            .await
-            .map_err(|e| anyhow::anyhow!("seeding schedule {i}: {e:?}"))?;
+        invoicer_core::jobs::schedules::create(
+            &mut tx,
+            org,
+            id,
+            &format!("faults:{i}"),
+            &input,
+            today,
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("seeding schedule {i}: {e:?}"))?;
     }
     let steps = [
         (0, "Due today."),
@@ -84,7 +91,7 @@ pub(crate) async fn seed(
         message: message.to_owned(),
     });
     if reminders {
-        invoicer_core::reminders::save_steps(&mut tx, org, &steps).await?;
+        invoicer_core::jobs::reminders::save_steps(&mut tx, org, &steps).await?;
     }
     tx.commit().await?;
     Ok(())

@@ -138,7 +138,7 @@ impl Target {
 
     /// Signs `payload` now and delivers it, as Stripe does; the status.
     pub async fn webhook(&self, payload: &str) -> reqwest::Result<u16> {
-        let signature = invoicer_core::stripe::signature::header(
+        let signature = invoicer_core::payments::stripe::signature::header(
             &self.secret,
             chrono::Utc::now().timestamp(),
             payload.as_bytes(),

@@ -27,9 +27,13 @@ pub async fn seed(pool: &PgPool, invoices: usize) -> anyhow::Result<Fixture> {
     let account = invoicer_core::accounts::create_org_with_owner(pool, "Load", &email, &password)
         .await
         .context("creating the load org")?;
-    let key =
-        invoicer_core::api_keys::create_for_user(pool, account.org_id, account.user_id, "load")
-            .await?;
+    let key = invoicer_core::accounts::api_keys::create_for_user(
+        pool,
+        account.org_id,
+        account.user_id,
+        "load",
+    )
+    .await?;
     let count = i32::try_from(invoices).context("too many invoices")?;
     let mut tx = pool.begin().await?;
     // language=PostgreSQL

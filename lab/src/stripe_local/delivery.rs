@@ -7,10 +7,12 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use invoicer_core::stripe::standin;
+use invoicer_core::payments::stripe::standin;
 use serde_json::{json, Value};
 
-use super::{no_such_session, unauthorised, Shared};
+use super::answers::no_such_session;
+use super::answers::unauthorised;
+use super::Shared;
 
 /// A test-mode event of `kind` about `session`, with a fresh id.
 pub(super) fn event(kind: &str, session: Value) -> Value {

@@ -12,11 +12,12 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::{Form, Json};
-use invoicer_core::stripe::standin;
+use invoicer_core::payments::stripe::standin;
 use serde_json::{json, Value};
 
+use super::answers::{error_body, once, stripe_error};
 use super::delivery::{deliver_all, event};
-use super::{error_body, once, stripe_error, Shared, Store};
+use super::{Shared, Store};
 
 /// A refund's Idempotency-Key while its first request is being made; given back when it is over
 /// (answered, or the request dropped).

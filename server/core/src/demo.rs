@@ -5,9 +5,9 @@ use chrono::{Duration, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::lifecycle::{self, Action};
+use crate::invoicing::lifecycle::{self, Action};
 use crate::payments::{self, RefundFact, SessionFact};
-use crate::{accounts, customers, invoices, tax_rates};
+use crate::{accounts, customers, invoicing::invoices, invoicing::tax_rates};
 use model::PaymentStatus;
 use model::{Address, CustomerInput, Discount, InvoiceInput, LineInput, TaxRateInput, Thousandths};
 
@@ -51,8 +51,8 @@ pub async fn seed(pool: &PgPool) -> Result<Option<Uuid>, model::error::AppError>
         ..Default::default()
     };
     let mut tx = pool.begin().await?;
-    let operator = crate::audit::Actor::operator();
-    crate::orgs::save_details(&mut tx, org, &operator, &details).await?;
+    let operator = crate::accounts::audit::Actor::operator();
+    crate::accounts::orgs::save_details(&mut tx, org, &operator, &details).await?;
     tx.commit().await?;
 
     let mut tx = pool.begin().await?;
@@ -178,7 +178,8 @@ pub async fn seed(pool: &PgPool) -> Result<Option<Uuid>, model::error::AppError>
         let pi = format!("pi_demo_{}", inv.id.simple());
         let event = format!("evt_demo_{}_{}", inv.id.simple(), status as u8);
         let reference = inv.id.to_string();
-        let session = crate::stripe::standin::open_simulated_session(&mut *tx, inv.id).await?;
+        let session =
+            crate::payments::stripe::standin::open_simulated_session(&mut *tx, inv.id).await?;
         payments::record_session(
             tx,
             &SessionFact {

@@ -17,13 +17,13 @@ pub struct AppState {
     /// Rate limits of the expensive paths (login, sign-up, email), shared by all requests.
     pub throttle: std::sync::Arc<crate::throttle::Throttle>,
     /// The Stripe API client (Checkout sessions).
-    pub stripe: crate::stripe::client::Stripe,
+    pub stripe: crate::payments::stripe::client::Stripe,
 }
 
 impl AppState {
     pub fn new(pool: PgPool, reads: PgPool, settings: Settings) -> AppState {
         let throttle = std::sync::Arc::new(crate::throttle::Throttle::new(settings.limits));
-        let stripe = crate::stripe::client::Stripe::new(
+        let stripe = crate::payments::stripe::client::Stripe::new(
             &settings.stripe_api_base,
             settings.stripe_secret_key.clone(),
         )
@@ -119,13 +119,13 @@ impl Default for Settings {
             dev_mode: true,
             self_url: format!("http://{DEFAULT_SITE_ADDR}"),
             public_url: format!("http://{DEFAULT_SITE_ADDR}"),
-            idempotency_key_ttl: crate::retention::RetentionConfig::DEFAULT.api_key_ttl,
+            idempotency_key_ttl: crate::jobs::retention::RetentionConfig::DEFAULT.api_key_ttl,
             metrics_token: None,
             limits: crate::throttle::Limits::default(),
             client_ip_header: None,
-            stripe_api_base: crate::stripe::client::DEFAULT_API_BASE.to_owned(),
+            stripe_api_base: crate::payments::stripe::client::DEFAULT_API_BASE.to_owned(),
             stripe_secret_key: None,
-            stripe_max_calls: crate::stripe::client::MAX_CALLS,
+            stripe_max_calls: crate::payments::stripe::client::MAX_CALLS,
             signups_open: true,
             signup_payments: true,
             // The tests deliver to receivers on loopback.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use invoicer_core::accounts::create_org_with_owner;
 use invoicer_core::claim::{self, ClaimKey, Claimed, Fence, Form, Leased, Outcome, Terms};
-use invoicer_core::invoices;
+use invoicer_core::invoicing::invoices;
 use invoicer_core::observe::{Attempt, Surface};
 use invoicer_core::surfaces::form::{
     invoice_from_form, queue_invoice_email, FormOutcome, SendOutcome,
@@ -482,10 +482,10 @@ async fn a_key_minted_for_one_form_is_never_answered_with_another_forms_result(p
 }
 
 /// The mail gate of a verified member.
-fn gate() -> invoicer_core::mail_gate::Gate {
-    invoicer_core::mail_gate::Gate::new(
-        invoicer_core::mail_gate::Allowance::DEFAULT,
-        invoicer_core::mail_gate::Sender::Member { verified: true },
+fn gate() -> invoicer_core::mail::gate::Gate {
+    invoicer_core::mail::gate::Gate::new(
+        invoicer_core::mail::gate::Allowance::DEFAULT,
+        invoicer_core::mail::gate::Sender::Member { verified: true },
     )
 }
 

@@ -3,7 +3,7 @@
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, Method, StatusCode};
-use invoicer_core::api_keys::{self, ApiClient};
+use invoicer_core::accounts::api_keys::{self, ApiClient};
 use invoicer_core::AppState;
 use model::Action;
 

@@ -5,8 +5,8 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
-use invoicer_core::credit_balance::{self, BalanceError};
-use invoicer_core::credit_notes::{self, Credit, CreditError};
+use invoicer_core::invoicing::credit_notes::{self, Credit, CreditError};
+use invoicer_core::payments::credit_balance::{self, BalanceError};
 use invoicer_core::surfaces::api;
 use invoicer_core::AppState;
 use model::{ApplyCreditInput, CreditNote, CreditNoteInput, Invoice};
@@ -138,7 +138,9 @@ pub(super) async fn post_apply_credit(write: Write) -> Result<Response, ProblemR
                     let applied =
                         credit_balance::apply(tx, org, id, input.amount_cents, &name, None).await;
                     let (response, concerns) = match applied {
-                        Ok(_) => match invoicer_core::invoices::get(tx, org, id, &base).await? {
+                        Ok(_) => match invoicer_core::invoicing::invoices::get(tx, org, id, &base)
+                            .await?
+                        {
                             Some(invoice) => (api::ok(&invoice), Some(id)),
                             None => (stored_problem(not_found()), None),
                         },

@@ -4,7 +4,7 @@
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use invoicer_core::einvoice::{self, Document, InvoiceDocumentError, Syntax};
+use invoicer_core::documents::einvoice::{self, Document, InvoiceDocumentError, Syntax};
 use invoicer_core::AppState;
 use serde::Deserialize;
 

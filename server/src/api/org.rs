@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::Json;
 use invoicer_core::surfaces::api;
-use invoicer_core::{orgs, AppState};
+use invoicer_core::{accounts::orgs, AppState};
 use model::{Address, BankDetails, OrgDetails};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -220,7 +220,7 @@ pub(super) async fn patch_org(write: Write) -> Result<Response, ProblemResponse>
             let key = req.client().key_id;
             req.once(&patch, || {
                 async |tx| {
-                    let actor = invoicer_core::api_keys::actor(tx, key).await?;
+                    let actor = invoicer_core::accounts::api_keys::actor(tx, key).await?;
                     orgs::save_details(tx, org, &actor, &details).await?;
                     orgs::save_bank_details(tx, org, &actor, &bank).await?;
                     let (name, time_zone) = name_and_zone(tx, org).await?;

@@ -5,9 +5,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
-use invoicer_core::quotes::{self, QuoteError};
+use invoicer_core::invoicing::quotes::{self, QuoteError};
 use invoicer_core::surfaces::api;
-use invoicer_core::{invoice_input, AppState};
+use invoicer_core::{invoicing::input, AppState};
 use model::{Quote, QuoteInput};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -31,8 +31,8 @@ fn not_found() -> ProblemResponse {
 
 /// Why the mail gate let no email through: 403 (the key's creator has no verified address) or 429
 /// with when to come back.
-fn mail_refused(refused: invoicer_core::mail_gate::Refused) -> ProblemResponse {
-    use invoicer_core::mail_gate::Refused;
+fn mail_refused(refused: invoicer_core::mail::gate::Refused) -> ProblemResponse {
+    use invoicer_core::mail::gate::Refused;
     match refused {
         Refused::Unverified => problem(
             StatusCode::FORBIDDEN,
@@ -56,7 +56,7 @@ async fn mail_gate_check(
     state: &AppState,
     org: Uuid,
     quote: Uuid,
-    gate: invoicer_core::mail_gate::Gate,
+    gate: invoicer_core::mail::gate::Gate,
 ) -> Result<(), ProblemResponse> {
     let mut conn = state.pool.acquire().await?;
     let Some(to) = quotes::recipient(&mut conn, org, quote).await? else {
@@ -97,14 +97,14 @@ pub(super) async fn post_quote(write: Write) -> Result<Response, ProblemResponse
                 QuoteInput::from_json(&value).map_err(|why| write::unreadable("quote", why))?;
             let pool = &req.state().pool;
             let org = req.org();
-            invoice_input::checked(pool, org, None, &mut input.invoice)
+            input::checked(pool, org, None, &mut input.invoice)
                 .await
                 .map_err(|e| match e {
-                    invoice_input::InvoiceError::Unreadable(why) => write::unreadable("quote", why),
-                    invoice_input::InvoiceError::Invalid(fields) => write::invalid("quote", fields),
-                    invoice_input::InvoiceError::Db(e) => internal("checking a quote", e),
+                    input::InvoiceError::Unreadable(why) => write::unreadable("quote", why),
+                    input::InvoiceError::Invalid(fields) => write::invalid("quote", fields),
+                    input::InvoiceError::Db(e) => internal("checking a quote", e),
                 })?;
-            let today = invoicer_core::schedules::org_today(
+            let today = invoicer_core::jobs::schedules::org_today(
                 &mut *pool.acquire().await?,
                 org,
                 chrono::Utc::now(),
@@ -206,9 +206,9 @@ pub(super) async fn send_quote(write: Write) -> Result<Response, ProblemResponse
             let org = req.org();
             let value = super::invoices::action_body(body)?;
             let base = req.state().settings.public_url.clone();
-            let sender = invoicer_core::mail_gate::Sender::ApiKey(req.client().key_id);
-            let gate = invoicer_core::mail_gate::Gate::new(
-                invoicer_core::mail_gate::Allowance::of(&req.state().settings.limits),
+            let sender = invoicer_core::mail::gate::Sender::ApiKey(req.client().key_id);
+            let gate = invoicer_core::mail::gate::Gate::new(
+                invoicer_core::mail::gate::Allowance::of(&req.state().settings.limits),
                 sender,
             );
             // The gate is asked before the key is claimed: a refusal (429, 403) is not the key's

@@ -61,7 +61,7 @@ pub(super) async fn get_tax(
     ListQuery(query): ListQuery<PeriodQuery>,
 ) -> Result<Json<TaxReport>, ProblemResponse> {
     let mut conn = state.reads.acquire().await?;
-    let today = invoicer_core::statements::org_today(&mut conn, client.org_id).await?;
+    let today = invoicer_core::customers::statements::org_today(&mut conn, client.org_id).await?;
     let period =
         invoicer_core::reports::tax_period(query.from.as_deref(), query.to.as_deref(), today)
             .map_err(bad_query)?;

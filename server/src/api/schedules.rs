@@ -5,9 +5,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
-use invoicer_core::schedules::{self, ScheduleError};
+use invoicer_core::jobs::schedules::{self, ScheduleError};
 use invoicer_core::surfaces::api;
-use invoicer_core::{invoice_input, AppState};
+use invoicer_core::{invoicing::input, AppState};
 use model::{Schedule, ScheduleInput};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -65,16 +65,12 @@ pub(super) async fn patch_schedule(write: Write) -> Result<Response, ProblemResp
                 .ok_or_else(not_found)?;
             let mut template = invoicer_core::patch::patched(&current.template, &patch)
                 .map_err(|why| write::unreadable("schedule", why))?;
-            invoice_input::checked(pool, org, None, &mut template)
+            input::checked(pool, org, None, &mut template)
                 .await
                 .map_err(|e| match e {
-                    invoice_input::InvoiceError::Unreadable(why) => {
-                        write::unreadable("schedule", why)
-                    }
-                    invoice_input::InvoiceError::Invalid(fields) => {
-                        write::invalid("schedule", fields)
-                    }
-                    invoice_input::InvoiceError::Db(e) => internal("checking a schedule", e),
+                    input::InvoiceError::Unreadable(why) => write::unreadable("schedule", why),
+                    input::InvoiceError::Invalid(fields) => write::invalid("schedule", fields),
+                    input::InvoiceError::Db(e) => internal("checking a schedule", e),
                 })?;
             let edited = ScheduleInput {
                 invoice: template,
@@ -131,16 +127,12 @@ pub(super) async fn post_schedule(write: Write) -> Result<Response, ProblemRespo
                 .map_err(|why| write::unreadable("schedule", why))?;
             let pool = &req.state().pool;
             let org = req.org();
-            invoice_input::checked(pool, org, None, &mut input.invoice)
+            input::checked(pool, org, None, &mut input.invoice)
                 .await
                 .map_err(|e| match e {
-                    invoice_input::InvoiceError::Unreadable(why) => {
-                        write::unreadable("schedule", why)
-                    }
-                    invoice_input::InvoiceError::Invalid(fields) => {
-                        write::invalid("schedule", fields)
-                    }
-                    invoice_input::InvoiceError::Db(e) => internal("checking a schedule", e),
+                    input::InvoiceError::Unreadable(why) => write::unreadable("schedule", why),
+                    input::InvoiceError::Invalid(fields) => write::invalid("schedule", fields),
+                    input::InvoiceError::Db(e) => internal("checking a schedule", e),
                 })?;
             let today =
                 schedules::org_today(&mut *pool.acquire().await?, org, chrono::Utc::now()).await?;

@@ -4,7 +4,7 @@
 use axum::extract::State;
 use axum::response::Response;
 use axum::Json;
-use invoicer_core::{tax_rates, AppState};
+use invoicer_core::{invoicing::tax_rates, AppState};
 use model::{TaxRate, TaxRateInput};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

@@ -12,7 +12,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, FromRequestParts, MatchedPath, RawPathParams, Request};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use invoicer_core::api_keys::ApiClient;
+use invoicer_core::accounts::api_keys::ApiClient;
 use invoicer_core::claim::StoredResponse;
 use invoicer_core::observe::{track, Attempt, Surface};
 use invoicer_core::surfaces::api::{self, ApiOutcome, IdempotencyKey};

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use invoicer_core::retention::RetentionConfig;
+use invoicer_core::jobs::retention::RetentionConfig;
 use invoicer_core::worker::WorkerConfig;
 
 const DEFAULTS: RetentionConfig = RetentionConfig::DEFAULT;

@@ -16,7 +16,7 @@ mod stripe;
 #[cfg(test)]
 mod tests;
 
-use invoicer_core::retention::RetentionConfig;
+use invoicer_core::jobs::retention::RetentionConfig;
 use invoicer_core::secret::Secret;
 use invoicer_core::state::Settings;
 use invoicer_core::throttle::Limits as Allowances;
@@ -108,7 +108,7 @@ impl Config {
             dev_mode,
             database: self.database,
             worker: WorkerConfig {
-                mail: invoicer_core::mail_gate::Allowance::of(&limits),
+                mail: invoicer_core::mail::gate::Allowance::of(&limits),
                 dev_clock: dev_mode,
                 public_url: site.public_url.clone(),
                 retention: retention.clone(),

@@ -1,8 +1,8 @@
 //! STRIPE_*: which mode's events apply, the webhook's secrets, and the API the app calls.
 
+use invoicer_core::payments::stripe::client::{self, DEFAULT_API_BASE};
 use invoicer_core::secret::Secret;
 use invoicer_core::state::{DEFAULT_STRIPE_TOLERANCE_SECS, DEV_WEBHOOK_SECRET};
-use invoicer_core::stripe::client::{self, DEFAULT_API_BASE};
 
 use super::{present, present_secret};
 

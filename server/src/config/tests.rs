@@ -251,7 +251,7 @@ fn the_defaults_are_the_apps() {
         ),
         (worker.lease, worker.poll, worker.backoff_base)
     );
-    let retention = invoicer_core::retention::RetentionConfig::DEFAULT;
+    let retention = invoicer_core::jobs::retention::RetentionConfig::DEFAULT;
     assert_eq!(
         (
             checked.retention.webhook_days,

@@ -1,11 +1,11 @@
 //! A credit note as a PDF: the sender, the credit note's number and date, the invoice it credits,
 //! why, and the amount. Drawn with the invoice's writer and fonts.
 
-use invoicer_core::i18n::Tr;
+use invoicer_core::documents::i18n::Tr;
 use krilla::Document;
 use model::{CreditNote, Words};
 
-use super::{start, wrap, Paper, BODY, LINE, MARGIN};
+use super::layout::{start, wrap, Paper, BODY, LINE, MARGIN};
 
 /// The credit note `note` of `org_name` as PDF bytes; with its EN 16931 CII document (`cii`), a
 /// Factur-X PDF/A-3b.

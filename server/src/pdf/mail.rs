@@ -25,7 +25,7 @@ async fn draw(
     invoice: Uuid,
     public_base: &str,
 ) -> Result<Option<(String, Vec<u8>)>, String> {
-    let found = invoicer_core::public::by_id(pool, invoice, public_base)
+    let found = invoicer_core::invoicing::public::by_id(pool, invoice, public_base)
         .await
         .map_err(|e| e.to_string())?;
     let Some(found) = found else {

@@ -2,11 +2,11 @@
 //! balance running, and the balance due. Drawn with the invoice's writer and fonts; long
 //! statements run over pages.
 
-use invoicer_core::i18n::Tr;
+use invoicer_core::documents::i18n::Tr;
 use krilla::Document;
 use model::{Statement, Words};
 
-use super::{start, wrap, Paper, LINE, MARGIN};
+use super::layout::{start, wrap, Paper, LINE, MARGIN};
 
 const SMALL: f32 = 9.0;
 

@@ -8,9 +8,9 @@
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use invoicer_core::credit_notes::ByToken;
-use invoicer_core::i18n::Tr;
-use invoicer_core::public::PublicInvoice;
+use invoicer_core::documents::i18n::Tr;
+use invoicer_core::invoicing::credit_notes::ByToken;
+use invoicer_core::invoicing::public::PublicInvoice;
 use invoicer_core::throttle::{bounded, Bounded};
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
@@ -141,9 +141,12 @@ impl Version {
 /// A document's CII XML when its data makes a valid e-invoice (a Factur-X PDF carries it), else
 /// none (a plain PDF); a database error is the caller's.
 fn valid_cii(
-    made: Result<invoicer_core::einvoice::Document, invoicer_core::einvoice::InvoiceDocumentError>,
+    made: Result<
+        invoicer_core::documents::einvoice::Document,
+        invoicer_core::documents::einvoice::InvoiceDocumentError,
+    >,
 ) -> sqlx::Result<Option<Vec<u8>>> {
-    use invoicer_core::einvoice::{InvoiceDocumentError, Syntax};
+    use invoicer_core::documents::einvoice::{InvoiceDocumentError, Syntax};
     match made {
         Ok(d) if d.problems().is_empty() => Ok(Some(d.xml(Syntax::Cii))),
         Err(InvoiceDocumentError::Db(e)) => Err(e),
@@ -176,7 +179,9 @@ pub async fn invoice(
     let prepare = async move {
         let mut conn = pool.acquire().await?;
         let cii = if einvoicing {
-            valid_cii(invoicer_core::einvoice::invoice_document(&mut conn, org, id).await)?
+            valid_cii(
+                invoicer_core::documents::einvoice::invoice_document(&mut conn, org, id).await,
+            )?
         } else {
             None
         };
@@ -210,7 +215,9 @@ pub async fn credit_note(
     let prepare = async move {
         let mut conn = pool.acquire().await?;
         let cii = if einvoicing {
-            valid_cii(invoicer_core::einvoice::credit_note_document(&mut conn, org, id).await)?
+            valid_cii(
+                invoicer_core::documents::einvoice::credit_note_document(&mut conn, org, id).await,
+            )?
         } else {
             None
         };

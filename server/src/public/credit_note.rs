@@ -3,7 +3,7 @@
 
 use axum::extract::{Path, State};
 use axum::response::Response;
-use invoicer_core::i18n::Tr;
+use invoicer_core::documents::i18n::Tr;
 use invoicer_core::AppState;
 use leptos::prelude::*;
 use model::Words;
@@ -15,9 +15,12 @@ pub(super) async fn page(
     State(state): State<AppState>,
     PageToken(token, ceiling): PageToken,
 ) -> Response {
-    let found =
-        invoicer_core::credit_notes::by_token(&state.pool, &token, &state.settings.public_url)
-            .await;
+    let found = invoicer_core::invoicing::credit_notes::by_token(
+        &state.pool,
+        &token,
+        &state.settings.public_url,
+    )
+    .await;
     let (note, org_name, einvoicing, org) = match drawn(ceiling, "public credit note page", found) {
         Ok(found) => (found.note, found.org_name, found.einvoicing, found.org_id),
         Err(answer) => return answer,
@@ -66,8 +69,8 @@ async fn look_of(
     invoice: uuid::Uuid,
 ) -> sqlx::Result<(model::Branding, model::Locale)> {
     let mut conn = state.reads.acquire().await?;
-    let branding = invoicer_core::branding::of(&mut conn, org).await?;
-    let locale = invoicer_core::i18n::locale_of_invoice(&mut conn, invoice).await?;
+    let branding = invoicer_core::documents::branding::of(&mut conn, org).await?;
+    let locale = invoicer_core::documents::i18n::locale_of_invoice(&mut conn, invoice).await?;
     Ok((branding, locale))
 }
 
@@ -81,9 +84,12 @@ pub(super) async fn pdf(
         Ok(ceiling) => ceiling,
         Err(t) => return throttled(t),
     };
-    let found =
-        invoicer_core::credit_notes::by_token(&state.pool, &token, &state.settings.public_url)
-            .await;
+    let found = invoicer_core::invoicing::credit_notes::by_token(
+        &state.pool,
+        &token,
+        &state.settings.public_url,
+    )
+    .await;
     let found = match drawn(ceiling, "public credit note pdf", found) {
         Ok(found) => found,
         Err(answer) => return answer,

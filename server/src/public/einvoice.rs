@@ -5,7 +5,7 @@
 use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use invoicer_core::einvoice::{self, Document, InvoiceDocumentError, Syntax};
+use invoicer_core::documents::einvoice::{self, Document, InvoiceDocumentError, Syntax};
 use invoicer_core::AppState;
 
 use super::{drawn, not_found, private, throttled, unavailable, Client};
@@ -57,7 +57,9 @@ pub(super) async fn invoice(
         Ok(ceiling) => ceiling,
         Err(t) => return throttled(t),
     };
-    let opened = invoicer_core::public::open(&state.pool, &token, &state.settings.public_url).await;
+    let opened =
+        invoicer_core::invoicing::public::open(&state.pool, &token, &state.settings.public_url)
+            .await;
     let found = match drawn(ceiling, "public e-invoice", opened) {
         Ok(found) => found,
         Err(answer) => return answer,
@@ -84,9 +86,12 @@ pub(super) async fn credit_note(
         Ok(ceiling) => ceiling,
         Err(t) => return throttled(t),
     };
-    let found =
-        invoicer_core::credit_notes::by_token(&state.pool, &token, &state.settings.public_url)
-            .await;
+    let found = invoicer_core::invoicing::credit_notes::by_token(
+        &state.pool,
+        &token,
+        &state.settings.public_url,
+    )
+    .await;
     let found = match drawn(ceiling, "public e-invoice", found) {
         Ok(found) => found,
         Err(answer) => return answer,

@@ -3,8 +3,8 @@
 
 use axum::extract::State;
 use axum::response::Response;
-use invoicer_core::i18n::Tr;
-use invoicer_core::public::{self, PublicInvoice};
+use invoicer_core::documents::i18n::Tr;
+use invoicer_core::invoicing::public::{self, PublicInvoice};
 use invoicer_core::AppState;
 use leptos::prelude::*;
 use model::{InvoiceStatus, Words};

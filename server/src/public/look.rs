@@ -30,7 +30,7 @@ pub(super) fn header(org_name: &str, address: &str, branding: &Branding) -> AnyV
 }
 
 /// The head of a document's items table (the invoice's and the quote's pages).
-pub(super) fn items_head(tr: &invoicer_core::i18n::Tr) -> AnyView {
+pub(super) fn items_head(tr: &invoicer_core::documents::i18n::Tr) -> AnyView {
     view! {
         <thead>
             <tr>

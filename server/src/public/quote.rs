@@ -7,9 +7,9 @@
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use invoicer_core::i18n::Tr;
+use invoicer_core::documents::i18n::Tr;
+use invoicer_core::invoicing::quotes::{self, PublicQuote};
 use invoicer_core::observe::{track, Attempt, Surface};
-use invoicer_core::quotes::{self, PublicQuote};
 use invoicer_core::surfaces::quote_forms::{self, Decision};
 use invoicer_core::AppState;
 use leptos::prelude::*;
@@ -164,7 +164,7 @@ async fn decide(
     let attempt = Attempt::new(Surface::Form, key.to_string(), None);
     let base = &state.settings.public_url;
     let decided = track(&state.pool, attempt, async |attempt| {
-        let allowance = invoicer_core::mail_gate::Allowance::of(&state.settings.limits);
+        let allowance = invoicer_core::mail::gate::Allowance::of(&state.settings.limits);
         quote_forms::decide(
             &state.pool,
             &attempt,

@@ -5,8 +5,8 @@
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use invoicer_core::i18n::Tr;
-use invoicer_core::statements::{self, Period};
+use invoicer_core::customers::statements::{self, Period};
+use invoicer_core::documents::i18n::Tr;
 use invoicer_core::AppState;
 use leptos::prelude::*;
 
@@ -50,10 +50,10 @@ async fn read(
         .map_err(|e| unavailable(context, e))?;
     let (statement, _) = found.ok_or_else(not_found)?;
     let url = statements::public_url("", token, period);
-    let branding = invoicer_core::branding::of(&mut conn, org)
+    let branding = invoicer_core::documents::branding::of(&mut conn, org)
         .await
         .map_err(|e| unavailable(context, e))?;
-    let locale = invoicer_core::i18n::locale_for(&mut conn, org, Some(customer))
+    let locale = invoicer_core::documents::i18n::locale_for(&mut conn, org, Some(customer))
         .await
         .map_err(|e| unavailable(context, e))?;
     Ok((statement, url, branding, org, Tr::new(locale)))

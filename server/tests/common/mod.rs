@@ -5,6 +5,7 @@
 pub mod pages;
 pub mod rows;
 pub mod served;
+pub mod team;
 
 use std::path::Path;
 use std::process::Stdio;
@@ -212,13 +213,40 @@ pub async fn login(client: &reqwest::Client, base: &str, email: &str, password: 
     );
 }
 
+/// Posts the login form with `headers` added; the answer.
+pub async fn post_login(
+    http: &reqwest::Client,
+    base: &str,
+    email: &str,
+    password: &str,
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
+    // As the login form posts without JavaScript: back to the page it came from on an error.
+    let mut req = http
+        .post(format!("{base}/rpc/login"))
+        .header("accept", "text/html")
+        .header("referer", format!("{base}/login"))
+        .form(&[("email", email), ("password", password)]);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    req.send().await.unwrap()
+}
+
+/// A new org's owner (password "correct horse"), logged in with `http`; their address.
+pub async fn signup_and_login(app: &served::TestApp, http: &reqwest::Client) -> String {
+    let (email, _) = rows::new_owner(&app.pool, "Sec Co").await;
+    login(http, &app.base, &email, "correct horse").await;
+    email
+}
+
 pub use lab::harness::invoice_form;
 
 /// The mail gate of a verified member, under the default allowance.
-pub fn member_gate() -> invoicer_core::mail_gate::Gate {
-    invoicer_core::mail_gate::Gate::new(
-        invoicer_core::mail_gate::Allowance::DEFAULT,
-        invoicer_core::mail_gate::Sender::Member { verified: true },
+pub fn member_gate() -> invoicer_core::mail::gate::Gate {
+    invoicer_core::mail::gate::Gate::new(
+        invoicer_core::mail::gate::Allowance::DEFAULT,
+        invoicer_core::mail::gate::Sender::Member { verified: true },
     )
 }
 
@@ -237,7 +265,7 @@ pub async fn seed_invoice(
     let input = rows::one_line_input(currency, "2027-01-31", total, false);
     let invoice = rows::insert_invoice(pool, org, &input).await;
     // The session the stand-in's payment events name, as the app would have created it at Stripe.
-    invoicer_core::stripe::standin::open_simulated_session(pool, invoice)
+    invoicer_core::payments::stripe::standin::open_simulated_session(pool, invoice)
         .await
         .unwrap();
     (org, invoice)

@@ -1,5 +1,5 @@
 //! The HTTP calls tests make again and again: a page's text or bytes, a form posted as a browser
-//! posts it.
+//! posts it, where a redirect leads.
 
 use reqwest::{Client, RequestBuilder, Response};
 use serde::Serialize;
@@ -36,4 +36,12 @@ pub async fn post(http: &Client, url: String) -> Response {
 /// GET `url` with `http`.
 pub async fn get(http: &Client, url: String) -> Response {
     send(http.get(url)).await
+}
+
+/// Where `res` redirects to ("" when it does not).
+pub fn location(res: &Response) -> String {
+    res.headers()
+        .get("location")
+        .map(|l| l.to_str().unwrap().to_owned())
+        .unwrap_or_default()
 }

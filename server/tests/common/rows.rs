@@ -1,5 +1,5 @@
 //! Reading and seeding rows the way many tests do: one value from a query, the audit count of an
-//! action, an invoice made with the domain code.
+//! action, the token an email carries, an invoice made with the domain code.
 
 use sqlx::{Decode, Encode, PgPool, Postgres, Type};
 use uuid::Uuid;
@@ -50,6 +50,19 @@ pub async fn audit_count(pool: &PgPool, org: Uuid, action: &str) -> i64 {
         .unwrap()
 }
 
+/// The token an email carries, read from its outbox row as the inbox would.
+pub async fn emailed_token(pool: &PgPool, kind: &str, to: &str) -> String {
+    sqlx::query_scalar(
+        "select payload->>'token' from outbox where kind = $1 and lower(payload->>'to') = lower($2) \
+         order by created_at desc, id desc limit 1",
+    )
+    .bind(kind)
+    .bind(to)
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
 /// The customer's link token of `invoice`.
 pub async fn public_token(pool: &PgPool, invoice: Uuid) -> String {
     scalar_for(
@@ -82,9 +95,10 @@ pub fn one_line_input(currency: &str, due: &str, cents: i64, draft: bool) -> mod
 /// `input` stored for `org` with the same domain code the surfaces use, in its own transaction.
 pub async fn insert_invoice(pool: &PgPool, org: Uuid, input: &model::InvoiceInput) -> Uuid {
     let mut tx = pool.begin().await.unwrap();
-    let invoice = invoicer_core::invoices::insert(&mut tx, Uuid::new_v4(), org, None, input, "")
-        .await
-        .unwrap();
+    let invoice =
+        invoicer_core::invoicing::invoices::insert(&mut tx, Uuid::new_v4(), org, None, input, "")
+            .await
+            .unwrap();
     tx.commit().await.unwrap();
     invoice.id
 }

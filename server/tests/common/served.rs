@@ -75,8 +75,11 @@ impl TestApp {
 
     /// POSTs `payload` signed now with `secret`.
     pub async fn deliver_with(&self, secret: &str, payload: &str) -> (u16, String) {
-        let header =
-            invoicer_core::stripe::signature::header(secret, chrono_now(), payload.as_bytes());
+        let header = invoicer_core::payments::stripe::signature::header(
+            secret,
+            chrono_now(),
+            payload.as_bytes(),
+        );
         self.post_raw(Some(&header), payload.as_bytes().to_vec())
             .await
     }
@@ -110,10 +113,14 @@ impl TestApp {
         .await
         .unwrap();
         let org = account.org_id;
-        let key =
-            invoicer_core::api_keys::create_for_user(&self.pool, org, account.user_id, "test")
-                .await
-                .unwrap();
+        let key = invoicer_core::accounts::api_keys::create_for_user(
+            &self.pool,
+            org,
+            account.user_id,
+            "test",
+        )
+        .await
+        .unwrap();
         (org, key.plaintext)
     }
 

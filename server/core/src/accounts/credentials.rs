@@ -296,8 +296,8 @@ pub async fn verify_email(pool: &PgPool, token: &str, client: IpAddr) -> Result<
     if !old.eq_ignore_ascii_case(&email) {
         retire_tokens(&mut tx, user).await?;
         queue_notice(&mut tx, user, &old, Notice::EmailChanged, client, None).await?;
-        let actor = crate::audit::Actor::user(user, &email);
-        crate::audit::record_for_user(
+        let actor = crate::accounts::audit::Actor::user(user, &email);
+        crate::accounts::audit::record_for_user(
             &mut tx,
             user,
             &actor,
@@ -385,11 +385,12 @@ pub async fn reset_password(
     let current = sqlx::query_scalar!("select email from users where id = $1", user)
         .fetch_one(&mut *tx)
         .await?;
-    let actor = crate::audit::Actor::user(user, &email);
+    let actor = crate::accounts::audit::Actor::user(user, &email);
     let event = Notice::PasswordReset;
     let taken = super::recovery::take_back(&mut tx, user, &actor, event, client).await?;
     queue_notice(&mut tx, user, &current, event, client, Some(&taken)).await?;
-    crate::audit::record_for_user(&mut tx, user, &actor, "user.password_reset", &email).await?;
+    crate::accounts::audit::record_for_user(&mut tx, user, &actor, "user.password_reset", &email)
+        .await?;
     tx.commit().await?;
     Ok(user)
 }
@@ -512,11 +513,12 @@ pub async fn change_password(
     let mut tx = pool.begin().await?;
     set_password(&mut tx, user, &hash, Some(session)).await?;
     retire_tokens(&mut tx, user).await?;
-    let actor = crate::audit::Actor::user(user, email);
+    let actor = crate::accounts::audit::Actor::user(user, email);
     let event = Notice::PasswordChanged;
     let taken = super::recovery::take_back(&mut tx, user, &actor, event, client).await?;
     queue_notice(&mut tx, user, email, event, client, Some(&taken)).await?;
-    crate::audit::record_for_user(&mut tx, user, &actor, "user.password_changed", email).await?;
+    crate::accounts::audit::record_for_user(&mut tx, user, &actor, "user.password_changed", email)
+        .await?;
     tx.commit().await?;
     Ok(())
 }

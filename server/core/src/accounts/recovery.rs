@@ -10,7 +10,7 @@ use std::net::IpAddr;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::audit::Actor;
+use crate::accounts::audit::Actor;
 use crate::webhooks_out::Disabled;
 
 /// What was taken back, in all of the user's orgs.
@@ -31,8 +31,8 @@ pub async fn take_back(
     event: super::Notice,
     client: IpAddr,
 ) -> sqlx::Result<TakenBack> {
-    let keys = crate::api_keys::revoke_all_own(tx, actor).await?;
-    let invitations = crate::invitations::withdraw_sent_by(tx, user, actor).await?;
+    let keys = crate::accounts::api_keys::revoke_all_own(tx, actor).await?;
+    let invitations = crate::accounts::invitations::withdraw_sent_by(tx, user, actor).await?;
     let endpoints = crate::webhooks_out::disable_registered_by(tx, user, actor).await?;
     // Per org: what was taken back there.
     let mut per_org: BTreeMap<Uuid, (usize, usize, Vec<&Disabled>)> = BTreeMap::new();

@@ -7,7 +7,7 @@ use lettre::Message;
 use sqlx::PgPool;
 
 use super::{branded_message, InvoicePdf, Look, RenderError};
-use crate::i18n::Tr;
+use crate::documents::i18n::Tr;
 use crate::outbox::Leased;
 use model::{Locale, Words};
 
@@ -22,9 +22,9 @@ enum Kind {
 /// `org`'s look in its emails.
 async fn look(pool: &PgPool, org: uuid::Uuid) -> Result<Look, RenderError> {
     let mut conn = pool.acquire().await?;
-    let branding = crate::branding::of(&mut conn, org).await?;
+    let branding = crate::documents::branding::of(&mut conn, org).await?;
     let logo_png = match branding.logo {
-        Some(_) => crate::branding::logo_of(&mut conn, org).await?,
+        Some(_) => crate::documents::branding::logo_of(&mut conn, org).await?,
         None => None,
     };
     Ok(Look {
@@ -97,7 +97,7 @@ pub(super) async fn render(
             "invoice {invoice_id} is a draft or void: it has no page to link to"
         )));
     };
-    let link = crate::invoices::public_url(public_url, &token);
+    let link = crate::invoicing::invoices::public_url(public_url, &token);
     let tr = Tr::new(Locale::parse(&inv.locale).unwrap_or_default());
     let total = tr.money(inv.total_cents, &inv.currency);
     let due_on = tr.date(inv.due_date);
@@ -231,7 +231,7 @@ async fn quote(
             "quote {quote} is a draft: it has no page to link to"
         )));
     };
-    let link = crate::quotes::public_url(public_url, &token);
+    let link = crate::invoicing::quotes::public_url(public_url, &token);
     let tr = Tr::new(Locale::parse(&q.locale).unwrap_or_default());
     let total = tr.money(q.total_cents, &q.currency);
     let subject = tr.t_args(

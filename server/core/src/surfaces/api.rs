@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use crate::api_keys::ApiClient;
+use crate::accounts::api_keys::ApiClient;
 use crate::claim::{ClaimKey, Claimed, Outcome, StoredResponse, Terms};
 use crate::observe::{Attempt, AttemptOutcome, Concerns, Tracked};
 use crate::surfaces::{once, Once, Work};

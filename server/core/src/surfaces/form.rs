@@ -5,10 +5,10 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::claim::{ClaimKey, Form, Outcome, Terms};
-use crate::lifecycle::{self, Action, Edited, Moved};
+use crate::invoicing::lifecycle::{self, Action, Edited, Moved};
 use crate::observe::{Attempt, AttemptOutcome, Concerns, Tracked};
 use crate::surfaces::{busy, once, Once, Work};
-use crate::{invoices, outbox};
+use crate::{invoicing::invoices, outbox};
 use model::error::AppError;
 use model::InvoiceInput;
 
@@ -141,7 +141,7 @@ pub async fn queue_invoice_email(
     org: Uuid,
     form_key: Uuid,
     invoice: Uuid,
-    gate: crate::mail_gate::Gate,
+    gate: crate::mail::gate::Gate,
 ) -> Result<SendOutcome, AppError> {
     let key = ClaimKey::form(org, Form::SendInvoice, form_key);
     let ran = once(pool, attempt, &key, &Terms::default(), || {
@@ -206,9 +206,11 @@ pub async fn invoice_action(
 ) -> Result<Moved, AppError> {
     if action == Action::Finalize {
         // An e-invoicing org finalizes only what makes a valid e-invoice: asked before claiming.
-        let problems = crate::einvoice::finalize_problems(pool, org, invoice).await?;
+        let problems = crate::documents::einvoice::finalize_problems(pool, org, invoice).await?;
         if !problems.is_empty() {
-            return Err(AppError::BadRequest(crate::einvoice::sentence(&problems)));
+            return Err(AppError::BadRequest(crate::documents::einvoice::sentence(
+                &problems,
+            )));
         }
     }
     let key = ClaimKey::form(org, Form::InvoiceAction(action.form_name()), form_key);

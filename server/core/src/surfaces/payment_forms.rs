@@ -9,10 +9,10 @@ use uuid::Uuid;
 
 use super::form::Saved;
 use super::{busy, once, Once, Work};
-use crate::audit::Actor;
+use crate::accounts::audit::Actor;
 use crate::claim::{ClaimKey, Form, Outcome, Terms};
-use crate::manual_payments::{self, PaymentError};
 use crate::observe::{Attempt, Concerns};
+use crate::payments::manual::{self, PaymentError};
 use model::error::AppError;
 use model::PaymentInput;
 
@@ -59,10 +59,9 @@ pub async fn record_payment(
     let name = format!("form:{form_key}");
     let ran = once(pool, attempt, &key, &terms, || {
         async |tx| {
-            let (recorded, _) =
-                manual_payments::record(tx, org, invoice, payment, &name, input, Some(user))
-                    .await
-                    .map_err(refusal)?;
+            let (recorded, _) = manual::record(tx, org, invoice, payment, &name, input, Some(user))
+                .await
+                .map_err(refusal)?;
             let concerns = Concerns {
                 org: Some(org),
                 invoice: Some(invoice),
@@ -101,7 +100,7 @@ pub async fn delete_payment(
     };
     let ran = once(pool, attempt, &key, &terms, || {
         async |tx| {
-            manual_payments::delete(tx, org, invoice, payment, actor)
+            manual::delete(tx, org, invoice, payment, actor)
                 .await
                 .map_err(refusal)?;
             Ok::<_, AppError>(Work::Commit {
@@ -130,11 +129,11 @@ pub async fn credit_invoice(
     pool: &PgPool,
     attempt: &Attempt,
     form_key: Uuid,
-    credit: &crate::credit_notes::Credit<'_>,
+    credit: &crate::invoicing::credit_notes::Credit<'_>,
     input: &model::CreditNoteInput,
     public_base: &str,
 ) -> Result<Saved, AppError> {
-    use crate::credit_notes::{self, CreditError};
+    use crate::invoicing::credit_notes::{self, CreditError};
     let key = ClaimKey::form(credit.org, Form::CreditInvoice, form_key);
     let fingerprint = Sha256::digest(serde_json::to_vec(input).expect("input serialises")).to_vec();
     let terms = Terms {
@@ -186,7 +185,7 @@ pub async fn apply_credit(
     invoice: Uuid,
     amount: Option<i64>,
 ) -> Result<Saved, AppError> {
-    use crate::credit_balance::{self, BalanceError};
+    use crate::payments::credit_balance::{self, BalanceError};
     let key = ClaimKey::form(org, Form::ApplyCredit, form_key);
     let fingerprint = Sha256::digest(format!("{amount:?}")).to_vec();
     let terms = Terms {

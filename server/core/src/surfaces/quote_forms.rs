@@ -7,8 +7,8 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::claim::{ClaimKey, Form, Outcome, Terms};
+use crate::invoicing::quotes::{self, Decided, QuoteError};
 use crate::observe::{Attempt, AttemptOutcome, Concerns, Tracked};
-use crate::quotes::{self, Decided, QuoteError};
 use crate::surfaces::{busy, once, Once, Work};
 use model::error::AppError;
 use model::QuoteStatus;
@@ -44,7 +44,7 @@ pub async fn decide(
     form_key: Uuid,
     accept: bool,
     public_base: &str,
-    allowance: crate::mail_gate::Allowance,
+    allowance: crate::mail::gate::Allowance,
 ) -> Result<Decision, AppError> {
     let form = if accept {
         Form::AcceptQuote

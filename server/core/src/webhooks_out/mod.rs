@@ -179,7 +179,7 @@ pub async fn create(
 pub async fn enable(
     tx: &mut PgConnection,
     org: Uuid,
-    actor: &crate::audit::Actor,
+    actor: &crate::accounts::audit::Actor,
     id: Uuid,
 ) -> sqlx::Result<bool> {
     // language=PostgreSQL
@@ -196,7 +196,7 @@ pub async fn enable(
     .fetch_optional(&mut *tx)
     .await?;
     let Some(url) = url else { return Ok(false) };
-    crate::audit::record(
+    crate::accounts::audit::record(
         tx,
         org,
         actor,
@@ -222,7 +222,7 @@ pub struct Disabled {
 pub async fn disable_registered_by(
     tx: &mut PgConnection,
     user: Uuid,
-    actor: &crate::audit::Actor,
+    actor: &crate::accounts::audit::Actor,
 ) -> sqlx::Result<Vec<Disabled>> {
     // language=PostgreSQL
     let disabled = sqlx::query_as!(
@@ -245,7 +245,7 @@ pub async fn disable_registered_by(
             "the endpoint was disabled when its registrant's password was reset",
         )
         .await?;
-        crate::audit::record(
+        crate::accounts::audit::record(
             tx,
             endpoint.org,
             actor,

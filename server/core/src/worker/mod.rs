@@ -9,10 +9,10 @@ use tokio::sync::watch;
 
 use crate::claim::Fence;
 use crate::failpoint;
+use crate::jobs::retention;
 use crate::mail::{self, Mailer, RenderError};
 use crate::observe::{self, Attempt, AttemptOutcome, Surface};
 use crate::outbox::{self, Failure};
-use crate::retention;
 
 mod lanes;
 
@@ -29,15 +29,15 @@ pub struct WorkerConfig {
     /// How often to look for due rows without a notification (retries come due on their own).
     pub poll: Duration,
     pub public_url: String,
-    pub retention: crate::retention::RetentionConfig,
+    pub retention: crate::jobs::retention::RetentionConfig,
     /// For the rows that are calls to Stripe (expiring a Checkout session); none: nothing to call.
-    pub stripe: Option<crate::stripe::client::Stripe>,
+    pub stripe: Option<crate::payments::stripe::client::Stripe>,
     /// Added to the clock the scheduler reads (dev only: lets time run fast in tests and demos;
     /// production has none).
     pub clock_offset: chrono::TimeDelta,
     /// The mail gate's allowance (EMAILS_PER_ORG_HOUR, EMAILS_PER_RECIPIENT_HOUR): reminders and
     /// scheduled sends beyond it wait for their slot.
-    pub mail: crate::mail_gate::Allowance,
+    pub mail: crate::mail::gate::Allowance,
     /// Dev mode: the scheduler's clock also runs ahead by `dev_clock` (`server admin
     /// advance-clock`), read each round.
     pub dev_clock: bool,
@@ -119,7 +119,7 @@ impl Default for WorkerConfig {
             retention: Default::default(),
             stripe: None,
             clock_offset: chrono::TimeDelta::zero(),
-            mail: crate::mail_gate::Allowance::DEFAULT,
+            mail: crate::mail::gate::Allowance::DEFAULT,
             dev_clock: false,
             invoice_pdf: None,
             webhooks: crate::webhooks_out::guard::Policy::STRICT,
@@ -266,13 +266,19 @@ async fn retention_loop(
 async fn scheduled_work(pool: &PgPool, config: &WorkerConfig) -> usize {
     const BATCH: usize = 10;
     let now = scheduler_now(pool, config).await;
-    let runs = crate::schedules::run::run_due(pool, now, BATCH, &config.public_url, config.mail)
-        .await
-        .unwrap_or_else(|e| {
-            tracing::warn!(worker = %config.id, error = %e, "scheduler: run failed; will retry");
-            0
-        });
-    let reminders = crate::reminders::run_due(pool, now, BATCH, config.mail)
+    let runs = crate::jobs::schedules::run::run_due(
+        pool,
+        now,
+        BATCH,
+        &config.public_url,
+        config.mail,
+    )
+    .await
+    .unwrap_or_else(|e| {
+        tracing::warn!(worker = %config.id, error = %e, "scheduler: run failed; will retry");
+        0
+    });
+    let reminders = crate::jobs::reminders::run_due(pool, now, BATCH, config.mail)
         .await
         .unwrap_or_else(|e| {
             tracing::warn!(worker = %config.id, error = %e, "reminders: run failed; will retry");
@@ -318,12 +324,12 @@ pub async fn process(
         // tenant sees a plain class, never the mail server's own words or ours.
         let sent = if row.kind == outbox::Kind::ExpireCheckout.as_str() {
             failpoint::hit("worker.before_send");
-            crate::checkout::expire_at_stripe(config.stripe.as_ref(), &row.payload).await
+            crate::payments::checkout::expire_at_stripe(config.stripe.as_ref(), &row.payload).await
         } else if row.kind == outbox::Kind::StripeRefund.as_str() {
             failpoint::hit("worker.before_send");
-            crate::refunds::at_stripe(pool, config.stripe.as_ref(), &row).await
+            crate::payments::refunds::at_stripe(pool, config.stripe.as_ref(), &row).await
         } else if row.kind == outbox::Kind::CustomerImport.as_str() {
-            crate::imports::apply(pool, &row.payload).await
+            crate::customers::imports::apply(pool, &row.payload).await
         } else if row.kind == outbox::Kind::Webhook.as_str() {
             failpoint::hit("worker.before_send");
             let (client, policy) = (&config.webhook_client, config.webhooks);

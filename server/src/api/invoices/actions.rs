@@ -4,8 +4,8 @@
 use axum::http::StatusCode;
 use axum::response::Response;
 use invoicer_core::claim::StoredResponse;
-use invoicer_core::invoices;
-use invoicer_core::lifecycle::{self, Action, Moved};
+use invoicer_core::invoicing::invoices;
+use invoicer_core::invoicing::lifecycle::{self, Action, Moved};
 use invoicer_core::surfaces::api::{self, INVOICES_PATH};
 use model::Invoice;
 
@@ -31,8 +31,12 @@ async fn act(write: Write, action: Action) -> Result<Response, ProblemResponse> 
             if action == Action::Finalize {
                 // An e-invoicing org finalizes only what makes a valid e-invoice: asked before
                 // claiming, so the key stays usable.
-                let problems =
-                    invoicer_core::einvoice::finalize_problems(&req.state().pool, org, id).await?;
+                let problems = invoicer_core::documents::einvoice::finalize_problems(
+                    &req.state().pool,
+                    org,
+                    id,
+                )
+                .await?;
                 if !problems.is_empty() {
                     return Err(super::super::write::invalid("einvoice", problems));
                 }

@@ -2,7 +2,7 @@
 
 use axum::http::StatusCode;
 use axum::response::Response;
-use invoicer_core::checkout::{self, Checkout, CheckoutError, Urls};
+use invoicer_core::payments::checkout::{self, Checkout, CheckoutError, Urls};
 use invoicer_core::surfaces::api;
 use serde::Serialize;
 use utoipa::ToSchema;

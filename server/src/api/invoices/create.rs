@@ -1,8 +1,8 @@
 //! `POST /api/v1/invoices`: create an invoice, once per Idempotency-Key.
 
 use axum::response::Response;
-use invoicer_core::invoice_input;
-use invoicer_core::invoices;
+use invoicer_core::invoicing::input;
+use invoicer_core::invoicing::invoices;
 use model::{Invoice, InvoiceInput};
 
 use super::super::documented::{CreateProblems, NewInvoice};
@@ -28,7 +28,7 @@ pub(in crate::api) async fn post_invoice(write: Write) -> Result<Response, Probl
         .run(async |req, body| {
             let (value, mut input) = write::json_body(body, "invoice", |_: &InvoiceInput| Ok(()))?;
             let einvoicing = Some(req.client().einvoicing);
-            invoice_input::checked(&req.state().pool, req.org(), einvoicing, &mut input)
+            input::checked(&req.state().pool, req.org(), einvoicing, &mut input)
                 .await
                 .map_err(rejected)?;
             let base = &req.state().settings.public_url;

@@ -3,9 +3,9 @@
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
 use invoicer_core::claim::StoredResponse;
-use invoicer_core::invoice_input;
-use invoicer_core::invoices;
-use invoicer_core::lifecycle::{self, Edited};
+use invoicer_core::invoicing::input;
+use invoicer_core::invoicing::invoices;
+use invoicer_core::invoicing::lifecycle::{self, Edited};
 use invoicer_core::surfaces::api;
 use model::Invoice;
 
@@ -72,7 +72,7 @@ pub(in crate::api) async fn patch_invoice(write: Write) -> Result<Response, Prob
             let current = invoices::get(&mut *req.state().pool.acquire().await?, org, id, base)
                 .await?
                 .ok_or_else(not_found)?;
-            let input = invoice_input::edited(&req.state().pool, &current, org, version, &patch)
+            let input = input::edited(&req.state().pool, &current, org, version, &patch)
                 .await
                 .map_err(rejected)?;
             let mut fingerprinted = patch.clone();

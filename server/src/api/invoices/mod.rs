@@ -19,7 +19,7 @@ pub use read::InvoiceList;
 pub(super) use read::*;
 
 use axum::http::StatusCode;
-use invoicer_core::invoice_input::InvoiceError;
+use invoicer_core::invoicing::input::InvoiceError;
 
 use super::problem::{internal, problem, ProblemResponse};
 use super::write;

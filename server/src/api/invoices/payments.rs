@@ -5,7 +5,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
-use invoicer_core::manual_payments::{self, PaymentError};
+use invoicer_core::payments::manual::{self, PaymentError};
 use invoicer_core::surfaces::api;
 use invoicer_core::AppState;
 use model::{Payment, PaymentInput};
@@ -52,22 +52,23 @@ pub(in super::super) async fn post_payment(write: Write) -> Result<Response, Pro
             // The date is checked against the org's today, and an unknown invoice answered, before
             // anything is claimed: the key stays usable.
             let pool = &req.state().pool;
-            match manual_payments::check(pool, org, &input).await {
+            match manual::check(pool, org, &input).await {
                 Ok(()) => {}
                 Err(PaymentError::Invalid(fields)) => {
                     return Err(write::invalid("payment", fields))
                 }
                 Err(e) => return Err(internal("checking a payment", e)),
             }
-            if !invoicer_core::invoices::exists(&mut *pool.acquire().await?, org, id).await? {
+            if !invoicer_core::invoicing::invoices::exists(&mut *pool.acquire().await?, org, id)
+                .await?
+            {
                 return Err(not_found());
             }
             let name = req.attempt_name();
             req.once(&value, || {
                 async |tx| {
                     let payment = Uuid::now_v7();
-                    let recorded =
-                        manual_payments::record(tx, org, id, payment, &name, &input, None).await;
+                    let recorded = manual::record(tx, org, id, payment, &name, &input, None).await;
                     let response = match recorded {
                         Ok((p, _)) => api::created(&req.location(p.id), &p),
                         Err(PaymentError::Db(e)) => return Err(e),
@@ -116,7 +117,7 @@ async fn payments_of(
     id: &str,
 ) -> Result<Vec<Payment>, ProblemResponse> {
     let id = Uuid::try_parse(id).map_err(|_| not_found())?;
-    manual_payments::list(&state.pool, org, id)
+    manual::list(&state.pool, org, id)
         .await?
         .ok_or_else(not_found)
 }

@@ -4,7 +4,7 @@ use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use invoicer_core::{invoices, AppState};
+use invoicer_core::{invoicing::invoices, AppState};
 use model::Invoice;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

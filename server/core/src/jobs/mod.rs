@@ -1,0 +1,5 @@
+//! The scheduled jobs: recurring invoices (one claim per period), payment reminders and retention.
+
+pub mod reminders;
+pub mod retention;
+pub mod schedules;
