@@ -395,3 +395,27 @@ async fn the_openapi_document_names_the_routes(pool: PgPool) {
         (&"limit".into(), &"query".into(), &false.into())
     );
 }
+
+/// A body whose value does not read is a 422 naming the field (`lines[1].unit_amount_cents`), and
+/// leaves the key usable: the corrected body creates the invoice.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn a_value_that_does_not_read_is_named_by_its_field(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, token) = app.api_client().await;
+    let mut body: serde_json::Value = serde_json::from_str(&invoice_body("Ada")).unwrap();
+    body["lines"][1]["unit_amount_cents"] = "ninety-nine".into();
+    let refused = app
+        .post_invoice(Some(&token), Some("k-typed"), &body.to_string())
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.json());
+    assert_eq!(problem_type(&refused), "/problems/invalid-invoice");
+    let errors = refused.json()["errors"].clone();
+    let why = errors["lines[1].unit_amount_cents"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(why.contains("ninety-nine"), "{errors}");
+    let created = app
+        .post_invoice(Some(&token), Some("k-typed"), &invoice_body("Ada"))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.json());
+}

@@ -220,12 +220,22 @@ pub(super) fn json_body<T: DeserializeOwned>(
     Ok((value, input))
 }
 
-/// `value` as a `T`: 422 `invalid-<what>` with serde's reason otherwise.
+/// `value` as a `T`: otherwise 422 `invalid-<what>`, with `errors` naming the field that does not
+/// read (`interval`, `lines[2].quantity`) and serde's reason, or the reason alone when it concerns
+/// the whole body (an unknown field, a body that is not an object).
 pub(super) fn typed<T: DeserializeOwned>(
     value: &serde_json::Value,
     what: &str,
 ) -> Result<T, ProblemResponse> {
-    serde_json::from_value(value.clone()).map_err(|e| unreadable(what, e.to_string()))
+    serde_path_to_error::deserialize(value.clone()).map_err(|e| {
+        let field = e.path().to_string();
+        let reason = e.inner().to_string();
+        if field == "." {
+            unreadable(what, reason)
+        } else {
+            invalid(what, BTreeMap::from([(field, reason)]))
+        }
+    })
 }
 
 /// 422 `invalid-<what>` with why the JSON is not one.
