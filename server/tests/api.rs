@@ -414,8 +414,10 @@ async fn a_value_that_does_not_read_is_named_by_its_field(pool: PgPool) {
         .as_str()
         .unwrap_or_default();
     assert!(why.contains("ninety-nine"), "{errors}");
+    assert_eq!(app.count(INVOICES).await, 0, "a refusal writes nothing");
     let created = app
         .post_invoice(Some(&token), Some("k-typed"), &invoice_body("Ada"))
         .await;
     assert_eq!(created.status, 201, "{}", created.json());
+    assert_eq!(app.count(INVOICES).await, 1);
 }

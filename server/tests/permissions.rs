@@ -70,6 +70,21 @@ const OWN_ACCOUNT: [&str; 8] = [
     "leave_org",
 ];
 
+/// `pairs` and the fields of a one-line invoice template (the schedule and quote forms' `input`).
+fn with_template(pairs: &[(&str, String)]) -> Vec<(String, String)> {
+    let mut body = form(pairs);
+    body.extend(form(&[
+        ("input[customer_name]", "Refused Co".into()),
+        ("input[customer_email]", "r@example.com".into()),
+        ("input[currency]", "usd".into()),
+        ("input[payment_terms_days]", "14".into()),
+        ("input[lines][0][description]", "x".into()),
+        ("input[lines][0][quantity]", "1".into()),
+        ("input[lines][0][unit_amount]", "1.00".into()),
+    ]));
+    body
+}
+
 /// Every state-changing server function of the org with a body that passes its argument parsing:
 /// a refusal then comes from the role check, nothing else.
 fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
@@ -185,31 +200,17 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
         ),
         (
             "create_schedule",
-            form(&[
+            with_template(&[
                 ("idempotency_key", key()),
-                ("input[customer_name]", "Refused Co".into()),
-                ("input[customer_email]", "r@example.com".into()),
-                ("input[currency]", "usd".into()),
-                ("input[payment_terms_days]", "14".into()),
-                ("input[lines][0][description]", "x".into()),
-                ("input[lines][0][quantity]", "1".into()),
-                ("input[lines][0][unit_amount]", "1.00".into()),
                 ("schedule[interval]", "month".into()),
                 ("schedule[start_date]", "2099-01-01".into()),
             ]),
         ),
         (
             "update_schedule",
-            form(&[
+            with_template(&[
                 ("schedule_id", Uuid::now_v7().to_string()),
                 ("idempotency_key", key()),
-                ("input[customer_name]", "Refused Co".into()),
-                ("input[customer_email]", "r@example.com".into()),
-                ("input[currency]", "usd".into()),
-                ("input[payment_terms_days]", "14".into()),
-                ("input[lines][0][description]", "x".into()),
-                ("input[lines][0][quantity]", "1".into()),
-                ("input[lines][0][unit_amount]", "1.00".into()),
             ]),
         ),
         (
@@ -223,30 +224,16 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
         ("remove_logo", form(&[("idempotency_key", key())])),
         (
             "create_quote",
-            form(&[
+            with_template(&[
                 ("idempotency_key", key()),
-                ("input[customer_name]", "Refused Co".into()),
-                ("input[customer_email]", "r@example.com".into()),
-                ("input[currency]", "usd".into()),
-                ("input[payment_terms_days]", "14".into()),
-                ("input[lines][0][description]", "x".into()),
-                ("input[lines][0][quantity]", "1".into()),
-                ("input[lines][0][unit_amount]", "1.00".into()),
                 ("quote[expires_on]", "2099-01-01".into()),
             ]),
         ),
         (
             "update_quote",
-            form(&[
+            with_template(&[
                 ("quote_id", Uuid::now_v7().to_string()),
                 ("idempotency_key", key()),
-                ("input[customer_name]", "Refused Co".into()),
-                ("input[customer_email]", "r@example.com".into()),
-                ("input[currency]", "usd".into()),
-                ("input[payment_terms_days]", "14".into()),
-                ("input[lines][0][description]", "x".into()),
-                ("input[lines][0][quantity]", "1".into()),
-                ("input[lines][0][unit_amount]", "1.00".into()),
                 ("quote[expires_on]", "2099-01-01".into()),
             ]),
         ),

@@ -19,7 +19,7 @@ use super::{
 /// The account page's data: the address, whether it is verified, and fresh form keys.
 #[server(prefix = "/rpc", endpoint = "account_page")]
 pub async fn account_page() -> Result<model::AccountView, AppError> {
-    let user = crate::rpc::require_user().await?;
+    let user = super::require_user().await?;
     let state = state()?;
     Ok(model::AccountView {
         api_keys: invoicer_core::accounts::api_keys::own_live(&state.reads, user.id).await?,
@@ -35,7 +35,7 @@ pub async fn account_page() -> Result<model::AccountView, AppError> {
 #[server(prefix = "/rpc", endpoint = "change_password")]
 pub async fn change_password(current: String, password: String) -> Result<(), AppError> {
     let state = state()?;
-    let user = crate::rpc::require_user().await?;
+    let user = super::require_user().await?;
     // A signed-in user: their own allowances hold, the ceilings everyone shares do not.
     state
         .throttle
@@ -55,7 +55,7 @@ pub async fn change_password(current: String, password: String) -> Result<(), Ap
     .await
     .map_err(|e| AppError::from(e).respond())?;
     // The session's auth hash was the old password's: log this session in again on its own row.
-    let mut session = crate::rpc::current_session().await?;
+    let mut session = super::current_session().await?;
     if let Some(fresh) = invoicer_core::accounts::auth::relogin(&state.pool, &user).await? {
         session
             .login(&fresh)
@@ -74,7 +74,7 @@ pub async fn change_email(
     email: String,
 ) -> Result<(), AppError> {
     let state = state()?;
-    let user = crate::rpc::require_user().await?;
+    let user = super::require_user().await?;
     let key = parse_account_key(idempotency_key.as_deref())?;
     let address = super::client_address(&state);
     state.throttle.login(&user.email, address)?.waive();
@@ -98,7 +98,7 @@ pub async fn change_email(
 #[server(prefix = "/rpc", endpoint = "resend_verification")]
 pub async fn resend_verification(idempotency_key: Option<String>) -> Result<(), AppError> {
     let state = state()?;
-    let user = crate::rpc::require_user().await?;
+    let user = super::require_user().await?;
     let key = parse_account_key(idempotency_key.as_deref())?;
     if !user.email_verified {
         state
@@ -134,7 +134,7 @@ pub async fn confirm_email(token: String) -> Result<(), AppError> {
 /// The user's live sessions, this one first.
 #[server(prefix = "/rpc", endpoint = "list_sessions")]
 pub async fn list_sessions() -> Result<Vec<SessionSummary>, AppError> {
-    let user = crate::rpc::require_user().await?;
+    let user = super::require_user().await?;
     let state = state()?;
     Ok(invoicer_core::accounts::auth::sessions(&state.pool, user.id, user.session_id).await?)
 }
@@ -142,7 +142,7 @@ pub async fn list_sessions() -> Result<Vec<SessionSummary>, AppError> {
 /// Ends one of the user's sessions (this one too, if asked: that is logging out).
 #[server(prefix = "/rpc", endpoint = "end_session")]
 pub async fn end_session(id: String) -> Result<(), AppError> {
-    let user = crate::rpc::require_user().await?;
+    let user = super::require_user().await?;
     let state = state()?;
     let id = parse_id(&id)?;
     if !invoicer_core::accounts::auth::end_session(&state.pool, user.id, id).await? {
@@ -159,7 +159,7 @@ pub async fn end_session(id: String) -> Result<(), AppError> {
 /// Ends every session of the user but this one.
 #[server(prefix = "/rpc", endpoint = "end_other_sessions")]
 pub async fn end_other_sessions() -> Result<(), AppError> {
-    let user = crate::rpc::require_user().await?;
+    let user = super::require_user().await?;
     let state = state()?;
     invoicer_core::accounts::auth::end_other_sessions(&state.pool, user.id, user.session_id)
         .await?;
@@ -170,7 +170,7 @@ pub async fn end_other_sessions() -> Result<(), AppError> {
 /// The orgs the user belongs to, for the switcher.
 #[server(prefix = "/rpc", endpoint = "list_orgs")]
 pub async fn list_orgs() -> Result<Vec<OrgChoice>, AppError> {
-    let user = crate::rpc::require_user().await?;
+    let user = super::require_user().await?;
     let state = state()?;
     Ok(
         invoicer_core::accounts::members::orgs_of(&state.pool, user.id)
@@ -189,7 +189,7 @@ pub async fn list_orgs() -> Result<Vec<OrgChoice>, AppError> {
 /// Makes this session act for another of the user's orgs.
 #[server(prefix = "/rpc", endpoint = "switch_org")]
 pub async fn switch_org(org_id: String) -> Result<(), AppError> {
-    let user = crate::rpc::require_user().await?;
+    let user = super::require_user().await?;
     let state = state()?;
     let org = parse_id(&org_id)?;
     if !invoicer_core::accounts::members::switch_org(&state.pool, user.id, user.session_id, org)

@@ -21,7 +21,7 @@ pub async fn activity(
 ) -> Result<ActivityPage, AppError> {
     use invoicer_core::activity::{list, Cursor, Filter};
 
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = state()?;
     let before = match before.as_deref().filter(|b| !b.is_empty()) {
         None => None,
@@ -44,7 +44,7 @@ pub async fn activity(
 /// before.
 #[server(prefix = "/rpc", endpoint = "audit_log")]
 pub async fn audit_log(before: Option<String>) -> Result<Vec<AuditEntry>, AppError> {
-    let user = crate::rpc::require(model::Action::ReadAudit).await?;
+    let user = super::require(model::Action::ReadAudit).await?;
     let state = state()?;
     let before = match before.as_deref().map(str::trim).filter(|b| !b.is_empty()) {
         None => None,

@@ -18,7 +18,7 @@ use model::{Action, Role};
 
 #[server(prefix = "/rpc", endpoint = "list_api_keys")]
 pub async fn list_api_keys() -> Result<model::ApiKeysView, AppError> {
-    let user = crate::rpc::require(Action::Read).await?;
+    let user = super::require(Action::Read).await?;
     let state = state()?;
     Ok(model::ApiKeysView {
         keys: invoicer_core::accounts::api_keys::list(&state.pool, user.org_id).await?,
@@ -101,7 +101,7 @@ fn refused(e: invoicer_core::accounts::api_keys::CreateError, own: Role, asked: 
 /// Revokes an API key: an owner any of the org's, a member their own.
 #[server(prefix = "/rpc", endpoint = "revoke_api_key")]
 pub async fn revoke_api_key(id: String) -> Result<(), AppError> {
-    let user = crate::rpc::require(Action::Read).await?;
+    let user = super::require(Action::Read).await?;
     if !user.role.may(Action::ManageOwnApiKeys) {
         user.clone()
             .allowed(Action::ManageOwnApiKeys)

@@ -46,7 +46,7 @@ pub fn safe_next(next: Option<&str>) -> String {
 
 #[server(prefix = "/rpc", endpoint = "current_user")]
 pub async fn current_user() -> Result<Option<Viewer>, AppError> {
-    let session = crate::rpc::current_session().await?;
+    let session = super::current_session().await?;
     Ok(session.user.map(|u| Viewer {
         email: u.email,
         org_name: u.org_name,
@@ -98,7 +98,7 @@ pub async fn login(email: String, password: String, next: Option<String>) -> Res
         return Err(AppError::BadRequest("Wrong email or password.".into()));
     }
     ceiling.spend()?;
-    let mut session = crate::rpc::current_session().await?;
+    let mut session = super::current_session().await?;
     let user = match session.authenticate(Credentials { email, password }).await {
         Ok(Some(user)) => user,
         Ok(None) => return Err(AppError::BadRequest("Wrong email or password.".into())),
@@ -131,7 +131,7 @@ fn plausible_credentials(email: &str, password: &str) -> bool {
 #[server(prefix = "/rpc", endpoint = "logout")]
 pub async fn logout() -> Result<(), AppError> {
     let state = state()?;
-    let mut session = crate::rpc::current_session().await?;
+    let mut session = super::current_session().await?;
     invoicer_core::accounts::auth::log_out(&state.pool, &mut session).await?;
     leptos_axum::redirect("/login");
     Ok(())
@@ -174,7 +174,7 @@ pub async fn reset_password(token: String, password: String) -> Result<(), AppEr
     let user = invoicer_core::accounts::reset_password(&state.pool, &token, &password, client)
         .await
         .map_err(|e| AppError::from(e).respond())?;
-    let mut session = crate::rpc::current_session().await?;
+    let mut session = super::current_session().await?;
     match invoicer_core::accounts::auth::for_login(&state.pool, user, None).await? {
         Some(user) => {
             invoicer_core::accounts::auth::log_in(

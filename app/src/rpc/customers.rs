@@ -17,7 +17,7 @@ use super::{
 /// The session org's customers, newest first, or those whose name or email starts with `q`.
 #[server(prefix = "/rpc", endpoint = "list_customers")]
 pub async fn list_customers(q: Option<String>) -> Result<Vec<model::Customer>, AppError> {
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = state()?;
     if q.as_ref()
         .is_some_and(|q| q.chars().count() > 200 || q.contains('\0'))
@@ -30,7 +30,7 @@ pub async fn list_customers(q: Option<String>) -> Result<Vec<model::Customer>, A
 /// A customer's page: the customer and the key this rendering's save is named by.
 #[server(prefix = "/rpc", endpoint = "get_customer")]
 pub async fn get_customer(id: String) -> Result<model::CustomerPage, AppError> {
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let customer = invoicer_core::customers::get(&state.pool, user.org_id, id)
@@ -81,7 +81,7 @@ pub async fn customer_action(
     let action = CustomerChange::parse(&action)
         .ok_or_else(|| AppError::BadRequest("Unknown action.".into()).respond())?;
     let moved = track(&state.pool, attempt, async |attempt| {
-        let user = crate::rpc::require(model::Action::EditInvoices).await?;
+        let user = super::require(model::Action::EditInvoices).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
         invoicer_core::customers::act(
@@ -120,7 +120,7 @@ pub async fn get_statement(
     to: Option<String>,
 ) -> Result<model::statement::StatementPage, AppError> {
     use invoicer_core::customers::statements::{self, Period};
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.reads.acquire().await?;

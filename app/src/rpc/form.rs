@@ -81,7 +81,7 @@ pub(super) async fn open_form(
     check: Result<(), FieldErrors>,
 ) -> Result<(SessionUser, Uuid), AppError> {
     let invalid = |fields| AppError::rejected(idempotency_key.clone(), fields);
-    let user = crate::rpc::require(action).await?;
+    let user = super::require(action).await?;
     let form_key = parse_form_key(idempotency_key.as_deref()).map_err(invalid)?;
     let form_key = for_this_org(form_key, &user)?;
     check.map_err(invalid)?;
@@ -100,7 +100,7 @@ pub(super) async fn recently_authenticated(
     what: &str,
 ) -> Result<(), AppError> {
     use invoicer_core::accounts::{reauthenticate, Reauth, RECENT_AUTH_MINUTES};
-    let user = crate::rpc::require(action).await?;
+    let user = super::require(action).await?;
     let state = state()?;
     // A signed-in user: their own allowances hold, not the ceilings everyone shares.
     state

@@ -11,14 +11,14 @@ use model::imports::ImportView;
 /// A key for the upload form (it names the org the form was rendered for).
 #[server(prefix = "/rpc", endpoint = "import_form")]
 pub async fn import_form() -> Result<Uuid, AppError> {
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     Ok(model::form_key(user.org_id))
 }
 
 /// The session org's import `id`.
 #[server(prefix = "/rpc", endpoint = "get_customer_import")]
 pub async fn get_customer_import(id: String) -> Result<ImportView, AppError> {
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = super::state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     invoicer_core::customers::imports::get(&state.reads, user.org_id, id)

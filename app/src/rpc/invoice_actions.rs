@@ -26,7 +26,7 @@ pub async fn send_invoice(invoice_id: String, idempotency_key: String) -> Result
     let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
     let invoice = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
     track(&state.pool, attempt, async |attempt| {
-        let user = crate::rpc::require(model::Action::SendEmail).await?;
+        let user = super::require(model::Action::SendEmail).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
         let sender = invoicer_core::mail::gate::Sender::Member {
@@ -62,7 +62,7 @@ pub async fn invoice_action(
     let action = Action::parse(&action)
         .ok_or_else(|| AppError::BadRequest("Unknown action.".into()).respond())?;
     let moved = track(&state.pool, attempt, async |attempt| {
-        let user = crate::rpc::require(model::Action::EditInvoices).await?;
+        let user = super::require(model::Action::EditInvoices).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
         invoicer_core::surfaces::form::invoice_action(
@@ -106,7 +106,7 @@ pub async fn duplicate_invoice(
     let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
     let invoice = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
     let draft = track(&state.pool, attempt, async |attempt| {
-        let user = crate::rpc::require(model::Action::EditInvoices).await?;
+        let user = super::require(model::Action::EditInvoices).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
         invoicer_core::surfaces::form::duplicate_invoice(
@@ -132,7 +132,7 @@ pub async fn duplicate_invoice(
 pub async fn simulate_payment(invoice_id: String) -> Result<(), AppError> {
     use invoicer_core::payments::stripe::standin;
 
-    let user = crate::rpc::require(model::Action::EditInvoices).await?;
+    let user = super::require(model::Action::EditInvoices).await?;
     let state = state()?;
     if !state.settings.dev_mode {
         return Err(AppError::NotFound.respond());
@@ -164,7 +164,7 @@ pub async fn simulate_payment(invoice_id: String) -> Result<(), AppError> {
 /// Gives a dead email a fresh set of attempts.
 #[server(prefix = "/rpc", endpoint = "retry_email")]
 pub async fn retry_email(id: String, invoice_id: String) -> Result<(), AppError> {
-    let user = crate::rpc::require(model::Action::EditInvoices).await?;
+    let user = super::require(model::Action::EditInvoices).await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     // Parsed, not echoed: only a UUID goes back into the Location header.

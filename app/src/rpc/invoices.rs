@@ -33,7 +33,7 @@ pub async fn create_invoice(
         // A refusal keeps the key and the typed values: the corrected resubmit is the same attempt.
         // Who asks is checked first: nobody without the right gets a rejection built from the
         // values they sent.
-        let user = crate::rpc::require(model::Action::EditInvoices).await?;
+        let user = super::require(model::Action::EditInvoices).await?;
         let refuse = |fields| AppError::rejected_form(idempotency_key.clone(), fields, &input);
         let form_key = parse_form_key(idempotency_key.as_deref()).map_err(refuse)?;
         let form_key = for_this_org(form_key, &user)?;
@@ -130,7 +130,7 @@ pub async fn list_invoices(
 ) -> Result<model::InvoiceListPage, AppError> {
     use invoicer_core::invoicing::invoices::{check_filter, page, ListCursor, ListFilter};
 
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = state()?;
     let filter = ListFilter {
         status: status.filter(|s| !s.is_empty()),
@@ -154,7 +154,7 @@ pub async fn list_invoices(
 
 #[server(prefix = "/rpc", endpoint = "get_invoice")]
 pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = state()?;
     let invoice = own_invoice(&state, user.org_id, &id).await?;
     let only_this = invoicer_core::activity::Filter {
@@ -249,7 +249,7 @@ pub(super) async fn own_invoice(
 /// A draft's edit page: its content, its version, and the key this rendering's save is named by.
 #[server(prefix = "/rpc", endpoint = "get_draft")]
 pub async fn get_draft(id: String) -> Result<model::DraftEdit, AppError> {
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = state()?;
     let invoice = own_invoice(&state, user.org_id, &id).await?;
     if invoice.status != model::InvoiceStatus::Draft {
@@ -290,7 +290,7 @@ pub async fn update_draft(
     let refuse = |fields| AppError::rejected_form(idempotency_key.clone(), fields, &input);
     let saved = track(&state.pool, attempt, async |attempt| {
         // Who asks first: no rejection carrying the values is built for someone without the right.
-        let user = crate::rpc::require(model::Action::EditInvoices).await?;
+        let user = super::require(model::Action::EditInvoices).await?;
         let form_key = for_this_org(
             parse_form_key(idempotency_key.as_deref()).map_err(refuse)?,
             &user,

@@ -52,19 +52,20 @@ pub(crate) fn plain_form_post() -> bool {
 pub(crate) trait Respond {
     /// Gives the error its HTTP status ([`AppError::status_code`]) and `Retry-After` on the
     /// response being rendered: a page whose read failed answers with its status, and so does a
-    /// server function called by a script. Plain HTML form posts keep the redirect back to the
-    /// form, which is how Leptos shows them the error.
+    /// server function called by a script. A plain HTML form post keeps the redirect back to the
+    /// form, which is how Leptos shows it the error; the server's `errors_carry_their_status` gives
+    /// that redirect the error's `Retry-After`, whoever made the error.
     fn respond(self) -> Self;
 }
 
 #[cfg(feature = "ssr")]
 impl Respond for AppError {
     fn respond(self) -> Self {
-        let plain_form_post = plain_form_post();
+        if plain_form_post() {
+            return self;
+        }
         if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
-            if !plain_form_post {
-                response.set_status(self.status_code());
-            }
+            response.set_status(self.status_code());
             if let Some(secs) = self.retry_after() {
                 response.insert_header(
                     axum::http::header::RETRY_AFTER,

@@ -31,7 +31,7 @@ pub async fn record_payment(
     let invoice = parse_id(&invoice_id)?;
     let attempt = form_attempt(&idempotency_key);
     track(&state.pool, attempt, async |attempt| {
-        let user = crate::rpc::require(model::Action::EditInvoices).await?;
+        let user = super::require(model::Action::EditInvoices).await?;
         let currency = invoice_currency(&state.pool, user.org_id, invoice).await?;
         let input = form.parse(&currency);
         let checked = match &input {
@@ -83,7 +83,7 @@ pub async fn delete_payment(
     let payment = parse_id(&payment_id)?;
     let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
     track(&state.pool, attempt, async |attempt| {
-        let user = crate::rpc::require(model::Action::DeletePayments).await?;
+        let user = super::require(model::Action::DeletePayments).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
         let actor = Actor::user(user.id, &user.email);
@@ -148,7 +148,7 @@ pub async fn credit_invoice(
     let invoice = parse_id(&invoice_id)?;
     let attempt = form_attempt(&idempotency_key);
     track(&state.pool, attempt, async |attempt| {
-        let user = crate::rpc::require(model::Action::EditInvoices).await?;
+        let user = super::require(model::Action::EditInvoices).await?;
         let currency = invoice_currency(&state.pool, user.org_id, invoice).await?;
         let amount_cents = optional_amount(&amount, &currency);
         let lines = model::CreditLineForm::parse(lines.as_deref().unwrap_or_default());
@@ -214,7 +214,7 @@ pub async fn apply_credit(
     let invoice = parse_id(&invoice_id)?;
     let attempt = form_attempt(&idempotency_key);
     track(&state.pool, attempt, async |attempt| {
-        let user = crate::rpc::require(model::Action::EditInvoices).await?;
+        let user = super::require(model::Action::EditInvoices).await?;
         let currency = invoice_currency(&state.pool, user.org_id, invoice).await?;
         let amount = optional_amount(&amount, &currency);
         let checked = amount

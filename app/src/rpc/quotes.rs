@@ -16,7 +16,7 @@ use super::{form::SettingsForm, state};
 /// The session org's quotes, newest first.
 #[server(prefix = "/rpc", endpoint = "list_quotes")]
 pub async fn list_quotes() -> Result<Vec<Quote>, AppError> {
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = state()?;
     let mut conn = state.reads.acquire().await?;
     Ok(
@@ -28,7 +28,7 @@ pub async fn list_quotes() -> Result<Vec<Quote>, AppError> {
 /// One quote, the invoice it proposes, and the key of its Send button.
 #[server(prefix = "/rpc", endpoint = "get_quote")]
 pub async fn get_quote(id: String) -> Result<QuotePage, AppError> {
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.reads.acquire().await?;
@@ -66,7 +66,7 @@ pub async fn get_quote(id: String) -> Result<QuotePage, AppError> {
 #[server(prefix = "/rpc", endpoint = "new_quote_form")]
 pub async fn new_quote_form() -> Result<NewQuotePage, AppError> {
     // A read: the form's submit is what needs the right to make invoices.
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = state()?;
     let mut conn = state.reads.acquire().await?;
     let today =
@@ -184,7 +184,7 @@ pub async fn send_quote(id: String, idempotency_key: Option<String>) -> Result<(
 /// A draft quote as its edit form shows it, and the form's key.
 #[server(prefix = "/rpc", endpoint = "edit_quote_form")]
 pub async fn edit_quote_form(id: String) -> Result<QuoteEdit, AppError> {
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.reads.acquire().await?;

@@ -10,7 +10,7 @@ use model::reports::{AgingReport, TaxReport};
 /// The session org's aging report.
 #[server(prefix = "/rpc", endpoint = "get_aging_report")]
 pub async fn get_aging_report() -> Result<AgingReport, AppError> {
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = super::state()?;
     let mut conn = state.reads.acquire().await?;
     Ok(invoicer_core::reports::aging(
@@ -27,7 +27,7 @@ pub async fn get_tax_report(
     from: Option<String>,
     to: Option<String>,
 ) -> Result<TaxReport, AppError> {
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = super::state()?;
     let mut conn = state.reads.acquire().await?;
     let today = invoicer_core::customers::statements::org_today(&mut conn, user.org_id).await?;

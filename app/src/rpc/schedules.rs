@@ -16,7 +16,7 @@ use super::{form::SettingsForm, state};
 /// The session org's schedules, newest first.
 #[server(prefix = "/rpc", endpoint = "list_schedules")]
 pub async fn list_schedules() -> Result<Vec<Schedule>, AppError> {
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = state()?;
     let mut conn = state.reads.acquire().await?;
     Ok(invoicer_core::jobs::schedules::list(&mut conn, user.org_id).await?)
@@ -25,7 +25,7 @@ pub async fn list_schedules() -> Result<Vec<Schedule>, AppError> {
 /// One schedule with its next dates and runs, and the key of its Pause/Resume button.
 #[server(prefix = "/rpc", endpoint = "get_schedule")]
 pub async fn get_schedule(id: String) -> Result<SchedulePage, AppError> {
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.reads.acquire().await?;
@@ -49,7 +49,7 @@ pub async fn get_schedule(id: String) -> Result<SchedulePage, AppError> {
 #[server(prefix = "/rpc", endpoint = "new_schedule_form")]
 pub async fn new_schedule_form() -> Result<NewSchedulePage, AppError> {
     // A read: the form's submit is what needs the right to make invoices.
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = state()?;
     let customers = invoicer_core::customers::list(&state.reads, user.org_id, None, 100)
         .await?
@@ -137,7 +137,7 @@ fn refused(e: invoicer_core::jobs::schedules::ScheduleError) -> AppError {
 /// A schedule's template as its edit form shows it, and the form's key.
 #[server(prefix = "/rpc", endpoint = "edit_schedule_form")]
 pub async fn edit_schedule_form(id: String) -> Result<ScheduleEdit, AppError> {
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.reads.acquire().await?;

@@ -14,7 +14,7 @@ use super::{form::SettingsForm, state};
 /// The org settings page: the settings, the tax rates, and fresh keys for its forms.
 #[server(prefix = "/rpc", endpoint = "get_org_settings")]
 pub async fn get_org_settings() -> Result<model::OrgSettingsPage, AppError> {
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = state()?;
     let settings = invoicer_core::accounts::orgs::settings(&state.pool, user.org_id).await?;
     let details = invoicer_core::accounts::orgs::details(&state.pool, user.org_id).await?;
@@ -155,7 +155,7 @@ pub async fn save_org_details(
 ) -> Result<(), AppError> {
     use invoicer_core::claim::Form;
     let details = details.normalized();
-    let user = crate::rpc::require(model::Action::ManageOrg).await?;
+    let user = super::require(model::Action::ManageOrg).await?;
     let now = invoicer_core::accounts::orgs::details(&state()?.pool, user.org_id).await?;
     if !invoicer_core::accounts::orgs::identity_changes(&now, &details).is_empty() {
         super::form::recently_authenticated(
@@ -192,7 +192,7 @@ pub async fn save_bank_details(
 ) -> Result<(), AppError> {
     use invoicer_core::claim::Form;
     let bank = bank.normalized();
-    let user = crate::rpc::require(model::Action::ManageOrg).await?;
+    let user = super::require(model::Action::ManageOrg).await?;
     let now = invoicer_core::accounts::orgs::bank_details(&state()?.pool, user.org_id).await?;
     if !invoicer_core::accounts::orgs::bank_changes(&now, &bank).is_empty() {
         super::form::recently_authenticated(
@@ -288,7 +288,7 @@ pub async fn archive_tax_rate(idempotency_key: Option<String>, id: String) -> Re
 /// The session org's tax rates (archived ones too when `archived`), oldest first.
 #[server(prefix = "/rpc", endpoint = "list_tax_rates")]
 pub async fn list_tax_rates(archived: bool) -> Result<Vec<model::TaxRate>, AppError> {
-    let user = crate::rpc::require(model::Action::Read).await?;
+    let user = super::require(model::Action::Read).await?;
     let state = state()?;
     Ok(invoicer_core::invoicing::tax_rates::list(&state.pool, user.org_id, archived).await?)
 }

@@ -43,7 +43,7 @@ fn member_gate(
 #[server(prefix = "/rpc", endpoint = "team_page")]
 pub async fn team_page() -> Result<MembersPage, AppError> {
     use model::Action;
-    let user = crate::rpc::require(Action::Read).await?;
+    let user = super::require(Action::Read).await?;
     let state = state()?;
     let members = invoicer_core::accounts::members::list(&state.pool, user.org_id).await?;
     let invitations = if user.role.may(Action::ManageMembers) {
@@ -280,7 +280,7 @@ pub async fn accept_invitation(token: String, password: String) -> Result<(), Ap
         invoicer_core::accounts::auth::for_login(&state.pool, accepted.user, Some(accepted.org))
             .await?
             .ok_or_else(|| AppError::internal("accept invitation", "joined user not found"))?;
-    let mut session = crate::rpc::current_session().await?;
+    let mut session = super::current_session().await?;
     invoicer_core::accounts::auth::log_in(&state.pool, &mut session, &user, &login_meta(&state))
         .await?;
     leptos_axum::redirect(super::auth::HOME);

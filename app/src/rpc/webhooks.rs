@@ -29,7 +29,7 @@ pub struct WebhooksView {
 
 #[server(prefix = "/rpc", endpoint = "webhooks_page")]
 pub async fn webhooks_page() -> Result<WebhooksView, AppError> {
-    let user = crate::rpc::require(Action::Read).await?;
+    let user = super::require(Action::Read).await?;
     let state = state()?;
     Ok(WebhooksView {
         endpoints: invoicer_core::webhooks_out::list(&state.reads, user.org_id).await?,
@@ -41,7 +41,7 @@ pub async fn webhooks_page() -> Result<WebhooksView, AppError> {
 /// One endpoint with its last 50 attempts; its secret only for a session that may manage it.
 #[server(prefix = "/rpc", endpoint = "get_webhook_endpoint")]
 pub async fn get_webhook_endpoint(id: String) -> Result<WebhookEndpointPage, AppError> {
-    let user = crate::rpc::require(Action::Read).await?;
+    let user = super::require(Action::Read).await?;
     let state = state()?;
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.reads.acquire().await?;

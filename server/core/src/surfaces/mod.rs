@@ -53,10 +53,7 @@ pub trait Transient {
 
 impl Transient for sqlx::Error {
     fn is_transient(&self) -> bool {
-        match self {
-            sqlx::Error::Database(_) => model::error::is_aborted(self),
-            _ => false,
-        }
+        model::error::is_aborted(self)
     }
 }
 
