@@ -1,7 +1,8 @@
 -- POST /api/v1/invoices with a new Idempotency-Key, as the database sees it: the key lookup
 -- (api_keys::authenticate; last_used_at is written at most once a minute, so not here), then
--- surfaces::api::invoice_from_request's transaction: the claim with its fingerprint behind the key's
--- advisory try-lock (one statement), the org's number, invoice and lines (one statement), then
+-- the transaction of surfaces::api::respond_once around invoices::create: the claim with its
+-- fingerprint behind the key's advisory try-lock (one statement), the org's number, invoice and
+-- lines, and whether the org issues e-invoices (one statement), then
 -- claim::finish (the stored response and the won attempt's row, one statement).
 -- Variables: -D org, apikeyhash (hex), apikeyid, response (a real 201 body).
 -- Ids the server mints (UUIDv7, time-ordered) are minted here the same way, in the first statement.

@@ -1,7 +1,8 @@
--- One scheduled run (app::ssr::schedules::run's run_one), as the database sees it: the next due
--- schedule nobody holds (FOR UPDATE SKIP LOCKED), its row, the claim (job, schedule:<id>,
--- <period>) written done, the check for the period's invoice by its business key, whether the org
--- issues e-invoices (not here: nothing more), the invoice and its lines with the org's next number
+-- One scheduled run (invoicer_core::jobs::schedules::run's run_one), as the database sees it: the
+-- next due schedule nobody holds (FOR UPDATE SKIP LOCKED), its row, the claim (job,
+-- schedule:<id>, <period>) written done, the check for the period's invoice by its business key, a
+-- savepoint (an e-invoicing org's invoice that would not be valid is written again as a draft; not
+-- here), the invoice and its lines with the org's next number and whether it issues e-invoices
 -- (one statement), the run's row, the schedule's next date, then claim::finish (the won attempt's
 -- row). The benchmark's schedules are monthly, finalize, and due today; each transaction takes
 -- one, so a run is `-t <schedules / clients>`.
@@ -25,8 +26,8 @@ select id, template, interval, interval_count, start_date as "start_date: NaiveD
        created_at as "created_at: DateTime<Utc>"
 from schedules where id = :id::uuid and org_id = :org::uuid;
 -- include: parts/claim_done.sql serialize=false scope='job' owner='schedule:'||:id::text key=:today::date::text fingerprint=null::bytea result=null::uuid
-select einvoicing from orgs where id = :org::uuid;
 select id from invoices where org_id = :org::uuid and source_key = 'schedule:' || :id::text || ':' || :today::date::text;
+savepoint issue;
 -- include: parts/invoice_insert_head.sql
     from jsonb_populate_record(null::invoices, ('{"customer_id": null,"customer_name": "Retainer Client","customer_email": "billing@example.com","currency": "usd","due_date": null,"payment_terms_days": 30,"subtotal_cents": 30000,"discount_percent_milli": null,"discount_amount_cents": null,"discount_cents": 0,"tax_cents": 0,"total_cents": 30000,"notes": "","source_key": "schedule:' || :id::text || ':' || :today::date::text || '"}')::jsonb) h
 -- include: parts/invoice_insert_tail.sql

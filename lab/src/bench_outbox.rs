@@ -20,13 +20,10 @@ pub async fn run(
             .await?;
     let input = bench_invoice()?;
     let mut tx = pool.begin().await?;
-    let invoice = invoicer_core::invoicing::invoices::insert(
+    let invoice = invoicer_core::invoicing::invoices::create(
         &mut tx,
-        uuid::Uuid::new_v4(),
-        account.org_id,
-        None,
+        invoicer_core::invoicing::invoices::NewInvoice::new(uuid::Uuid::new_v4(), account.org_id),
         &input,
-        "",
     )
     .await?;
     tx.commit().await?;
@@ -153,13 +150,13 @@ pub async fn throughput(
             .await?;
             let input = bench_invoice()?;
             let mut tx = pool.begin().await?;
-            let invoice = invoicer_core::invoicing::invoices::insert(
+            let invoice = invoicer_core::invoicing::invoices::create(
                 &mut tx,
-                uuid::Uuid::new_v4(),
-                account.org_id,
-                None,
+                invoicer_core::invoicing::invoices::NewInvoice::new(
+                    uuid::Uuid::new_v4(),
+                    account.org_id,
+                ),
                 &input,
-                "",
             )
             .await?;
             tx.commit().await?;

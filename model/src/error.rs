@@ -103,7 +103,8 @@ impl AppError {
         }
     }
 
-    /// An unavailable database's answer to a keyed form keeps the form's key and typed values.
+    /// A keyed form's refusal, or an unavailable database's answer to it, keeps the form's key and
+    /// typed values.
     pub fn keeping(self, idempotency_key: Option<String>, values: Option<&InvoiceForm>) -> Self {
         match self {
             AppError::Unavailable {
@@ -117,6 +118,15 @@ impl AppError {
                     values: values.cloned(),
                 })),
             },
+            // A refusal found past the form's own checks (by the org's rules, in the write) goes
+            // back with the form's key and typed values too.
+            AppError::Invalid(mut rejected) => {
+                rejected.idempotency_key = rejected.idempotency_key.or(idempotency_key);
+                if rejected.values.is_none() {
+                    rejected.values = values.cloned();
+                }
+                AppError::Invalid(rejected)
+            }
             other => other,
         }
     }

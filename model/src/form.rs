@@ -333,7 +333,7 @@ impl InvoiceForm {
             discount,
             notes: self.notes.trim().to_owned(),
         };
-        if let Err(more) = input.check() {
+        if let Err(more) = input.check_as_sent() {
             // Line errors were reported above, by form row; a date error above is the clearer one.
             for (field, message) in more.into_iter().filter(|(f, _)| !f.starts_with("lines[")) {
                 errors.entry(field).or_insert(message);

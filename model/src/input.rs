@@ -236,6 +236,28 @@ impl InvoiceInput {
         }
     }
 
+    /// [`check`](Self::check) on the input as a surface received it, before anything is claimed:
+    /// with a picked customer a blank name and email may be left out (the customer's replace them in
+    /// the write), but one that was sent must be valid.
+    pub fn check_as_sent(&self) -> Result<(), FieldErrors> {
+        let Err(mut fields) = self.check() else {
+            return Ok(());
+        };
+        if self.customer_id.is_some() {
+            if self.customer_name.is_empty() {
+                fields.remove("customer_name");
+            }
+            if self.customer_email.is_empty() {
+                fields.remove("customer_email");
+            }
+        }
+        if fields.is_empty() {
+            Ok(())
+        } else {
+            Err(fields)
+        }
+    }
+
     /// Runs the validator rules and flattens them to `field path → message`.
     pub fn check(&self) -> Result<(), FieldErrors> {
         let mut out = FieldErrors::new();

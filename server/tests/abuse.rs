@@ -43,10 +43,13 @@ async fn heaviest_invoice(pool: &PgPool, email: &str) -> String {
         ..Default::default()
     };
     let mut tx = pool.begin().await.unwrap();
-    let invoice =
-        invoicer_core::invoicing::invoices::insert(&mut tx, Uuid::new_v4(), org, None, &input, "")
-            .await
-            .unwrap();
+    let invoice = invoicer_core::invoicing::invoices::create(
+        &mut tx,
+        invoicer_core::invoicing::invoices::NewInvoice::new(Uuid::new_v4(), org),
+        &input,
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     public_token(pool, invoice.id).await
 }

@@ -295,10 +295,13 @@ async fn sends_per_org_are_limited(pool: PgPool) {
     let org: Uuid = scalar(&app.pool, "select id from orgs").await;
     let mut tx = app.pool.begin().await.unwrap();
     let input: model::InvoiceInput = serde_json::from_str(&invoice_body("Mail")).unwrap();
-    let invoice =
-        invoicer_core::invoicing::invoices::insert(&mut tx, Uuid::new_v4(), org, None, &input, "")
-            .await
-            .unwrap();
+    let invoice = invoicer_core::invoicing::invoices::create(
+        &mut tx,
+        invoicer_core::invoicing::invoices::NewInvoice::new(Uuid::new_v4(), org),
+        &input,
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     let send = || {
         http.post(format!("{}/rpc/send_invoice", app.base))

@@ -363,3 +363,144 @@ async fn save_customer_creates_the_customer_with_the_invoice_once(pool: PgPool) 
     assert_eq!(refused.status, 422);
     assert!(refused.json()["errors"]["save_customer"].is_string());
 }
+
+/// The form and the API create an invoice through one command, so they refuse the same input the
+/// same way: another org's customer and another org's tax rate are the same field errors on both,
+/// found inside the claimed transaction, which rolls back (no claim, no invoice, no number); the same
+/// keys, corrected, then create one invoice each.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn the_form_and_the_api_refuse_an_input_with_the_same_fields(pool: PgPool) {
+    use crate::common::{client, login, pages};
+
+    let app = TestApp::spawn(pool).await;
+    let (org, token) = app.api_client().await;
+    let (_, other) = app.api_client().await;
+    let theirs = tax_rate(&app, &other, "VAT", 20.0).await;
+    let mine = tax_rate(&app, &token, "VAT", 20.0).await;
+    let customer = json!({ "name": "Theirs", "email": "theirs@example.com" }).to_string();
+    let key = Uuid::new_v4().to_string();
+    let made = (app.post_to("/api/v1/customers", Some(&other), Some(&key), &customer)).await;
+    assert_eq!(made.status, 201);
+    let their_customer = made.json()["id"].as_str().unwrap().to_owned();
+
+    // With a picked customer, the API leaves the name and email out and the form sends them blank:
+    // either passes the field checks as sent.
+    let api_body = |customer: Option<&str>, rate: &str| {
+        let mut body = json!({
+            "customer_name": "", "customer_email": "", "currency": "usd", "due_date": "2030-01-31",
+            "lines": [{ "description": "A", "quantity": 1, "unit_amount_cents": 100, "tax_rate_id": rate }],
+        });
+        match customer {
+            Some(id) => {
+                body["customer_id"] = id.into();
+                let fields = body.as_object_mut().unwrap();
+                fields.remove("customer_name");
+                fields.remove("customer_email");
+            }
+            None => {
+                body["customer_name"] = "Ada".into();
+                body["customer_email"] = "ada@example.com".into();
+            }
+        }
+        body.to_string()
+    };
+    let refused = (app.post_invoice(
+        Some(&token),
+        Some("k-1"),
+        &api_body(Some(&their_customer), &theirs),
+    ))
+    .await;
+    assert_eq!(
+        refused.status,
+        422,
+        "{}",
+        String::from_utf8_lossy(&refused.body)
+    );
+    let api_fields: Vec<String> = refused.json()["errors"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    let with_their_rate =
+        (app.post_invoice(Some(&token), Some("k-1"), &api_body(None, &theirs))).await;
+    assert_eq!(with_their_rate.status, 422);
+    let api_rate_fields: Vec<String> = with_their_rate.json()["errors"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+
+    // The form, as the owner of the same org.
+    let email: String = sqlx::query_scalar(
+        "select u.email from users u join memberships m on m.user_id = u.id where m.org_id = $1",
+    )
+    .bind(org)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let http = client();
+    login(&http, &app.base, &email, "correct horse").await;
+    let form_key = model::form_key(org).to_string();
+    let form = |customer: Option<&str>, rate: &str| {
+        let mut form = crate::common::invoice_form(&form_key, "");
+        form.retain(|(k, _)| k != "input[customer_email]");
+        match customer {
+            Some(id) => form.extend([
+                ("input[customer_id]".to_owned(), id.to_owned()),
+                ("input[customer_email]".to_owned(), String::new()),
+            ]),
+            None => {
+                form.retain(|(k, _)| k != "input[customer_name]");
+                form.extend([
+                    ("input[customer_name]".to_owned(), "Ada".to_owned()),
+                    (
+                        "input[customer_email]".to_owned(),
+                        "ada@example.com".to_owned(),
+                    ),
+                ]);
+            }
+        }
+        form.push(("input[lines][0][tax_rate_id]".to_owned(), rate.to_owned()));
+        form
+    };
+    let url = format!("{}/rpc/create_invoice", app.base);
+    let fields_of = |body: &str| -> Vec<String> {
+        let error: Value = serde_json::from_str(body).unwrap();
+        error["Invalid"]["fields"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{body}"))
+            .keys()
+            .cloned()
+            .collect()
+    };
+    let res = pages::post_form(&http, url.clone(), &form(Some(&their_customer), &theirs)).await;
+    assert_eq!(res.status(), 422);
+    assert_eq!(fields_of(&res.text().await.unwrap()), api_fields);
+    let res = pages::post_form(&http, url.clone(), &form(None, &theirs)).await;
+    assert_eq!(res.status(), 422);
+    assert_eq!(fields_of(&res.text().await.unwrap()), api_rate_fields);
+    assert_eq!(
+        api_fields,
+        ["customer_id"],
+        "the customer is the first of the org's rules"
+    );
+    assert_eq!(api_rate_fields, ["lines[0].tax_rate_id"]);
+    assert_eq!(app.count("select count(*) from invoices").await, 0);
+    assert_eq!(
+        app.count(&format!(
+            "select count(*) from claims where key in ('k-1', '{form_key}')"
+        ))
+        .await,
+        0
+    );
+    assert_eq!(app.count("select count(*) from invoice_counters").await, 0);
+
+    // Corrected, the same keys create one invoice each.
+    let created = (app.post_invoice(Some(&token), Some("k-1"), &api_body(None, &mine))).await;
+    assert_eq!(created.status, 201);
+    let res = pages::post_form(&http, url, &form(None, &mine)).await;
+    assert!(res.status().is_success(), "{}", res.status());
+    assert_eq!(app.count("select count(*) from invoices").await, 2);
+}

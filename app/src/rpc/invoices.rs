@@ -38,23 +38,9 @@ pub async fn create_invoice(
         let form_key = parse_form_key(idempotency_key.as_deref()).map_err(refuse)?;
         let form_key = for_this_org(form_key, &user)?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
-        let parsed = with_customer(&state, user.org_id, &input)
-            .await
-            .map_err(refuse)?;
-        // An e-invoicing org finalizes only what makes a valid e-invoice (a database failure is a
-        // failure to retry, not a field to fix).
-        let problems = invoicer_core::documents::einvoice::create_problems(
-            &state.pool,
-            user.org_id,
-            Some(user.org_einvoicing),
-            &parsed,
-        )
-        .await?;
-        if !problems.is_empty() {
-            return Err(refuse(invoicer_core::documents::einvoice::for_form(
-                problems,
-            )));
-        }
+        // The form's own checks; the org's rules (customer, tax rates, e-invoicing) are the
+        // command's, in the claimed transaction.
+        let parsed = input.parse().map_err(refuse)?;
         invoice_from_form(&state.pool, &attempt, user.org_id, form_key, &parsed).await
     })
     .await
@@ -72,52 +58,6 @@ pub async fn create_invoice(
     };
     leptos_axum::redirect(&format!("/invoices/{id}"));
     Ok(id)
-}
-
-/// The invoice form parsed, with the picked customer's name and email when one was picked (one of
-/// `org`'s, or a field error), and its lines' tax rates checked to be `org`'s.
-#[cfg(feature = "ssr")]
-pub(super) async fn with_customer(
-    state: &invoicer_core::AppState,
-    org: Uuid,
-    form: &InvoiceForm,
-) -> Result<model::InvoiceInput, model::error::FieldErrors> {
-    let mut form = form.clone();
-    let picked = form
-        .customer_id
-        .as_deref()
-        .and_then(|id| Uuid::try_parse(id.trim()).ok());
-    if picked.is_some() {
-        let (name, email) = (&mut form.customer_name, &mut form.customer_email);
-        if let Err(e) =
-            invoicer_core::customers::fill_invoice(&state.pool, org, picked, name, email).await
-        {
-            // Through AppError: a database failure is logged there.
-            return Err(model::error::AppError::from(e)
-                .field_errors()
-                .cloned()
-                .unwrap_or_else(|| {
-                    model::error::FieldErrors::from([(
-                        "customer_id".to_owned(),
-                        "Your customers could not be read. Try again.".to_owned(),
-                    )])
-                }));
-        }
-    }
-    let parsed = form.parse()?;
-    if let Err(e) = invoicer_core::invoicing::tax_rates::check(&state.pool, org, &parsed).await {
-        // Through AppError: a database failure is logged there.
-        return Err(model::error::AppError::from(e)
-            .field_errors()
-            .cloned()
-            .unwrap_or_else(|| {
-                model::error::FieldErrors::from([(
-                    "lines".to_owned(),
-                    "Your tax rates could not be read. Try again.".to_owned(),
-                )])
-            }));
-    }
-    Ok(parsed)
 }
 
 /// One page of the session org's invoices, filtered; `before` is the cursor the previous page gave.
@@ -302,9 +242,7 @@ pub async fn update_draft(
             )]))
         })?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
-        let parsed = with_customer(&state, user.org_id, &input)
-            .await
-            .map_err(refuse)?;
+        let parsed = input.parse().map_err(refuse)?;
         edit_draft(
             &state.pool,
             &attempt,

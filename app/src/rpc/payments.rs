@@ -24,7 +24,7 @@ pub async fn record_payment(
     form: PaymentForm,
 ) -> Result<(), AppError> {
     use invoicer_core::observe::track;
-    use invoicer_core::payments::manual::{self, PaymentError};
+    use invoicer_core::payments::manual::PaymentError;
     use invoicer_core::surfaces::payment_forms::{record_payment, refusal};
 
     let state = state()?;
@@ -34,10 +34,8 @@ pub async fn record_payment(
         let user = super::require(model::Action::EditInvoices).await?;
         let currency = invoice_currency(&state.pool, user.org_id, invoice).await?;
         let input = form.parse(&currency);
-        let checked = match &input {
-            Ok(input) => input.check(manual::org_today(&state.pool, user.org_id).await?),
-            Err(fields) => Err(fields.clone()),
-        };
+        // The form's own checks; the date against the org's today is the command's.
+        let checked = input.as_ref().map(|_| ()).map_err(Clone::clone);
         let (user, form_key) = open_form(
             &attempt,
             model::Action::EditInvoices,
@@ -58,7 +56,9 @@ pub async fn record_payment(
         .await
         .map_err(|e| match e {
             AppError::NotFound => refusal(PaymentError::NotFound),
-            other => other,
+            // A date the command refused keeps the form's key: the corrected form is the same
+            // attempt.
+            other => other.keeping(idempotency_key.clone(), None),
         })
     })
     .await

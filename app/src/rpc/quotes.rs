@@ -103,9 +103,7 @@ pub async fn create_quote(
     }
     .saved(async |tx, user| {
         let fields = fields.clone().map_err(AppError::invalid)?;
-        let invoice = super::invoices::with_customer(&state, user.org_id, &input)
-            .await
-            .map_err(AppError::invalid)?;
+        let invoice = input.parse().map_err(AppError::invalid)?;
         let input = model::QuoteInput {
             invoice,
             quote: fields,
@@ -234,9 +232,7 @@ pub async fn update_quote(
     }
     .run(async |tx, user| {
         let fields = fields.clone().map_err(AppError::invalid)?;
-        let invoice = super::invoices::with_customer(&state, user.org_id, &input)
-            .await
-            .map_err(AppError::invalid)?;
+        let invoice = input.parse().map_err(AppError::invalid)?;
         let input = model::QuoteInput {
             invoice,
             quote: fields,

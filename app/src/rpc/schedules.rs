@@ -94,8 +94,7 @@ pub async fn create_schedule(
         check: parsed.as_ref().map(|_| ()).map_err(Clone::clone),
     }
     .saved(async |tx, user| {
-        let mut input = parsed.clone().map_err(AppError::invalid)?;
-        checked_template(user.org_id, &mut input.invoice).await?;
+        let input = parsed.clone().map_err(AppError::invalid)?;
         let today =
             invoicer_core::jobs::schedules::org_today(&mut *tx, user.org_id, chrono::Utc::now())
                 .await?;
@@ -109,19 +108,6 @@ pub async fn create_schedule(
     // The new schedule's page, with or without JavaScript (a repeat lands on the same one).
     leptos_axum::redirect(&format!("/schedules/{}", saved.id));
     Ok(())
-}
-
-/// A template's customer and tax rates, checked against the org (a picked customer fills in its
-/// name and email).
-#[cfg(feature = "ssr")]
-async fn checked_template(org: Uuid, template: &mut model::InvoiceInput) -> Result<(), AppError> {
-    use invoicer_core::invoicing::input::{checked, InvoiceError};
-    checked(&state()?.pool, org, None, template)
-        .await
-        .map_err(|e| match e {
-            InvoiceError::Invalid(fields) => AppError::invalid(fields),
-            other => AppError::internal("checking a schedule", other.to_string()),
-        })
 }
 
 #[cfg(feature = "ssr")]
@@ -174,8 +160,7 @@ pub async fn update_schedule(
         check: parsed.as_ref().map(|_| ()).map_err(Clone::clone),
     }
     .run(async |tx, user| {
-        let mut template = parsed.clone().map_err(AppError::invalid)?;
-        checked_template(user.org_id, &mut template).await?;
+        let template = parsed.clone().map_err(AppError::invalid)?;
         invoicer_core::jobs::schedules::edit_template(tx, user.org_id, schedule, &template)
             .await
             .map(|s| s.id)

@@ -1,7 +1,8 @@
 with org as (
     select number_format, number_reset, time_zone,
            extract(year from now() at time zone time_zone)::int as yr,
-           (now() at time zone time_zone)::date as today, org_party(orgs) as seller
+           (now() at time zone time_zone)::date as today, org_party(orgs) as seller,
+           einvoicing
     from orgs where id = :org::uuid
 ), counter as (
     insert into invoice_counters (org_id, period, last_number)

@@ -15,5 +15,6 @@ select number_text, finalized_at as "finalized_at: DateTime<Utc>",
        created_at as "created_at!: DateTime<Utc>", customer_id,
        customer_address as "customer_address!", customer_tax_id,
        due_date as "due_date!: NaiveDate",
-       invoice_overdue(invoice.status, invoice.due_date, org.time_zone) as "overdue!"
+       invoice_overdue(invoice.status, invoice.due_date, org.time_zone) as "overdue!",
+       org.einvoicing as "einvoicing!"
 from invoice, org;

@@ -169,7 +169,12 @@ pub async fn seed(pool: &PgPool) -> Result<Option<Uuid>, model::error::AppError>
         ),
     ] {
         let input = invoice(who, lines, due_in, draft);
-        let inv = invoices::insert(&mut tx, Uuid::now_v7(), org, None, &input, "").await?;
+        let inv = invoices::create(
+            &mut tx,
+            invoices::NewInvoice::new(Uuid::now_v7(), org),
+            &input,
+        )
+        .await?;
         made.push(inv);
     }
     // Money and lifecycle, as Stripe's events and the owner's buttons would leave them.

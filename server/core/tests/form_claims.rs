@@ -158,9 +158,13 @@ async fn a_transaction_that_fails_after_claiming_leaves_the_key_free(pool: PgPoo
                 .unwrap(),
             Claimed::Won
         );
-        invoices::insert(&mut tx, Uuid::new_v4(), org, None, &input("Ada"), "")
-            .await
-            .unwrap();
+        invoices::create(
+            &mut tx,
+            invoices::NewInvoice::new(Uuid::new_v4(), org),
+            &input("Ada"),
+        )
+        .await
+        .unwrap();
         // The failure: the transaction ends without commit (an error, a crash, a dropped connection).
         tx.rollback().await.unwrap();
     }

@@ -69,7 +69,7 @@ pub(super) async fn post_credit_note(write: Write) -> Result<Response, ProblemRe
                             api::created(&format!("{}/{}", api::CREDIT_NOTES_PATH, n.id), &n),
                             Some(id),
                         ),
-                        Err(CreditError::Db(e)) => return Err(e),
+                        Err(CreditError::Db(e)) => return Err(e.into()),
                         Err(CreditError::NotFound) => (stored_problem(not_found()), None),
                         Err(e) => (
                             stored_problem(problem(
@@ -144,7 +144,7 @@ pub(super) async fn post_apply_credit(write: Write) -> Result<Response, ProblemR
                             Some(invoice) => (api::ok(&invoice), Some(id)),
                             None => (stored_problem(not_found()), None),
                         },
-                        Err(BalanceError::Db(e)) => return Err(e),
+                        Err(BalanceError::Db(e)) => return Err(e.into()),
                         Err(BalanceError::NotFound) => (stored_problem(not_found()), None),
                         Err(e) => (
                             stored_problem(problem(

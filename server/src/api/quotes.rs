@@ -6,8 +6,9 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
 use invoicer_core::invoicing::quotes::{self, QuoteError};
+use invoicer_core::jobs::schedules::org_today;
 use invoicer_core::surfaces::api;
-use invoicer_core::{invoicing::input, AppState};
+use invoicer_core::AppState;
 use model::{Quote, QuoteInput};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -17,7 +18,7 @@ use super::client::Client;
 use super::documented::{
     CreateProblems, InFlight, New, NotFound, QuoteId, QuoteWrite, Unauthorized,
 };
-use super::problem::{internal, problem, Problem, ProblemResponse};
+use super::problem::{problem, Problem, ProblemResponse};
 use super::write::{self, stored_problem, Write};
 
 fn not_found() -> ProblemResponse {
@@ -93,40 +94,26 @@ pub(super) async fn post_quote(write: Write) -> Result<Response, ProblemResponse
     write
         .run(async |req, body| {
             let (value, _) = write::json_body(body, "quote", |_: &serde_json::Value| Ok(()))?;
-            let mut input =
+            let input =
                 QuoteInput::from_json(&value).map_err(|why| write::unreadable("quote", why))?;
-            let pool = &req.state().pool;
+            // The fields as sent; the quote's and the org's rules are the command's.
+            (input.invoice.check_as_sent()).map_err(|fields| write::invalid("quote", fields))?;
             let org = req.org();
-            input::checked(pool, org, None, &mut input.invoice)
-                .await
-                .map_err(|e| match e {
-                    input::InvoiceError::Unreadable(why) => write::unreadable("quote", why),
-                    input::InvoiceError::Invalid(fields) => write::invalid("quote", fields),
-                    input::InvoiceError::Db(e) => internal("checking a quote", e),
-                })?;
-            let today = invoicer_core::jobs::schedules::org_today(
-                &mut *pool.acquire().await?,
-                org,
-                chrono::Utc::now(),
-            )
-            .await?;
-            input
-                .check(today)
-                .map_err(|fields| write::invalid("quote", fields))?;
             let name = req.attempt_name();
             let base = req.state().settings.public_url.clone();
             req.once(&value, || {
                 async |tx| {
                     let id = Uuid::now_v7();
+                    let today = org_today(tx, org, chrono::Utc::now()).await?;
                     let made = quotes::create(tx, org, id, &name, &input, today, &base).await;
                     let response = match made {
                         Ok(q) => api::created(&req.location(q.id), &q),
-                        Err(QuoteError::Db(e)) => return Err(e),
+                        Err(QuoteError::Db(e)) => return Err(e.into()),
+                        Err(QuoteError::Invalid(fields)) => {
+                            return Err(write::invalid("quote", fields).into())
+                        }
                         Err(QuoteError::NotFound) => stored_problem(not_found()),
                         Err(QuoteError::Refused(status)) => stored_problem(refused(status)),
-                        Err(QuoteError::Invalid(fields)) => {
-                            stored_problem(write::invalid("quote", fields))
-                        }
                         Err(QuoteError::Mail(refused)) => stored_problem(mail_refused(refused)),
                     };
                     Ok((response, None))
@@ -219,7 +206,7 @@ pub(super) async fn send_quote(write: Write) -> Result<Response, ProblemResponse
                 async |tx| {
                     let response = match quotes::send(tx, org, id, &base, gate.waiting()).await {
                         Ok(q) => api::ok(&q),
-                        Err(QuoteError::Db(e)) => return Err(e),
+                        Err(QuoteError::Db(e)) => return Err(e.into()),
                         Err(QuoteError::Refused(status)) => stored_problem(refused(status)),
                         Err(QuoteError::Mail(refused)) => stored_problem(mail_refused(refused)),
                         Err(_) => stored_problem(not_found()),

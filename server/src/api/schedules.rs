@@ -7,7 +7,7 @@ use axum::response::Response;
 use axum::Json;
 use invoicer_core::jobs::schedules::{self, ScheduleError};
 use invoicer_core::surfaces::api;
-use invoicer_core::{invoicing::input, AppState};
+use invoicer_core::AppState;
 use model::{Schedule, ScheduleInput};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -17,7 +17,7 @@ use super::client::Client;
 use super::documented::{
     CreateProblems, InFlight, New, NotFound, ScheduleId, ScheduleWrite, Unauthorized,
 };
-use super::problem::{internal, problem, Problem, ProblemResponse};
+use super::problem::{problem, Problem, ProblemResponse};
 use super::write::{self, stored_problem, Write};
 
 fn not_found() -> ProblemResponse {
@@ -63,39 +63,20 @@ pub(super) async fn patch_schedule(write: Write) -> Result<Response, ProblemResp
             let current = schedules::get(&mut *pool.acquire().await?, org, id)
                 .await?
                 .ok_or_else(not_found)?;
-            let mut template = invoicer_core::patch::patched(&current.template, &patch)
+            let template = invoicer_core::patch::patched(&current.template, &patch)
                 .map_err(|why| write::unreadable("schedule", why))?;
-            input::checked(pool, org, None, &mut template)
-                .await
-                .map_err(|e| match e {
-                    input::InvoiceError::Unreadable(why) => write::unreadable("schedule", why),
-                    input::InvoiceError::Invalid(fields) => write::invalid("schedule", fields),
-                    input::InvoiceError::Db(e) => internal("checking a schedule", e),
-                })?;
-            let edited = ScheduleInput {
-                invoice: template,
-                schedule: model::ScheduleFields {
-                    interval: current.interval,
-                    interval_count: current.interval_count,
-                    start_date: current.start_date,
-                    day_of_month: current.day_of_month,
-                    end_after_count: current.end_after_count,
-                    end_date: current.end_date,
-                    action: current.action,
-                    missed: current.missed,
-                },
-            };
-            edited
-                .check_template()
-                .map_err(|fields| write::invalid("schedule", fields))?;
+            // The fields as sent; the template's and the org's rules are the command's.
+            (template.check_as_sent()).map_err(|fields| write::invalid("schedule", fields))?;
             req.once(&patch, || {
                 async |tx| {
-                    let response =
-                        match schedules::edit_template(tx, org, id, &edited.invoice).await {
-                            Ok(s) => api::ok(&s),
-                            Err(ScheduleError::Db(e)) => return Err(e),
-                            Err(_) => stored_problem(not_found()),
-                        };
+                    let response = match schedules::edit_template(tx, org, id, &template).await {
+                        Ok(s) => api::ok(&s),
+                        Err(ScheduleError::Db(e)) => return Err(e.into()),
+                        Err(ScheduleError::Invalid(fields)) => {
+                            return Err(write::invalid("schedule", fields).into())
+                        }
+                        Err(ScheduleError::NotFound) => stored_problem(not_found()),
+                    };
                     Ok((response, None))
                 }
             })
@@ -123,36 +104,24 @@ pub(super) async fn post_schedule(write: Write) -> Result<Response, ProblemRespo
     write
         .run(async |req, body| {
             let (value, _) = write::json_body(body, "schedule", |_: &serde_json::Value| Ok(()))?;
-            let mut input = ScheduleInput::from_json(&value)
+            let input = ScheduleInput::from_json(&value)
                 .map_err(|why| write::unreadable("schedule", why))?;
-            let pool = &req.state().pool;
+            // The fields as sent; the cadence's and the org's rules are the command's.
+            (input.invoice.check_as_sent()).map_err(|fields| write::invalid("schedule", fields))?;
             let org = req.org();
-            input::checked(pool, org, None, &mut input.invoice)
-                .await
-                .map_err(|e| match e {
-                    input::InvoiceError::Unreadable(why) => write::unreadable("schedule", why),
-                    input::InvoiceError::Invalid(fields) => write::invalid("schedule", fields),
-                    input::InvoiceError::Db(e) => internal("checking a schedule", e),
-                })?;
-            let today =
-                schedules::org_today(&mut *pool.acquire().await?, org, chrono::Utc::now()).await?;
-            let mut fields = input.check_template().err().unwrap_or_default();
-            fields.extend(input.schedule.check(today).err().unwrap_or_default());
-            if !fields.is_empty() {
-                return Err(write::invalid("schedule", fields));
-            }
             let name = req.attempt_name();
             req.once(&value, || {
                 async |tx| {
                     let id = Uuid::now_v7();
+                    let today = schedules::org_today(tx, org, chrono::Utc::now()).await?;
                     let made = schedules::create(tx, org, id, &name, &input, today).await;
                     let response = match made {
                         Ok(s) => api::created(&req.location(s.id), &s),
-                        Err(ScheduleError::Db(e)) => return Err(e),
-                        Err(ScheduleError::NotFound) => stored_problem(not_found()),
+                        Err(ScheduleError::Db(e)) => return Err(e.into()),
                         Err(ScheduleError::Invalid(fields)) => {
-                            stored_problem(write::invalid("schedule", fields))
+                            return Err(write::invalid("schedule", fields).into())
                         }
+                        Err(ScheduleError::NotFound) => stored_problem(not_found()),
                     };
                     Ok((response, None))
                 }
@@ -221,7 +190,7 @@ async fn set_paused(write: Write, paused: bool) -> Result<Response, ProblemRespo
                 async |tx| {
                     let response = match schedules::set_paused(tx, org, id, paused, today).await {
                         Ok(s) => api::ok(&s),
-                        Err(ScheduleError::Db(e)) => return Err(e),
+                        Err(ScheduleError::Db(e)) => return Err(e.into()),
                         Err(_) => stored_problem(not_found()),
                     };
                     Ok((response, None))

@@ -77,7 +77,7 @@ pub(super) async fn post_endpoint(write: Write) -> Result<Response, ProblemRespo
                             )]
                             .into(),
                         )),
-                        Err(CreateError::Db(e)) => return Err(e),
+                        Err(CreateError::Db(e)) => return Err(e.into()),
                     };
                     Ok((response, None))
                 }

@@ -16,6 +16,7 @@ use invoicer_core::accounts::api_keys::ApiClient;
 use invoicer_core::claim::StoredResponse;
 use invoicer_core::observe::{track, Attempt, Surface};
 use invoicer_core::surfaces::api::{self, ApiOutcome, IdempotencyKey};
+use invoicer_core::surfaces::Transient;
 use invoicer_core::AppState;
 use model::Action;
 use serde::de::DeserializeOwned;
@@ -180,12 +181,17 @@ impl Keyed<'_> {
     ) -> Result<ApiOutcome, ProblemResponse>
     where
         F: FnMut() -> W,
-        W: AsyncFnOnce(&mut PgConnection) -> sqlx::Result<(StoredResponse, Option<Uuid>)>,
+        W: AsyncFnOnce(&mut PgConnection) -> Result<(StoredResponse, Option<Uuid>), Failed>,
     {
         let ttl = self.write.state.settings.idempotency_key_ttl;
         let fingerprint = self.fingerprint(body);
         let (pool, attempt, client) = (&self.write.state.pool, self.attempt, self.client());
-        Ok(api::respond_once(pool, attempt, client, &self.key, &fingerprint, ttl, work).await?)
+        api::respond_once(pool, attempt, client, &self.key, &fingerprint, ttl, work)
+            .await
+            .map_err(|failed| match failed {
+                Failed::Db(e) => ProblemResponse::from(e),
+                Failed::Refused(problem) => problem,
+            })
     }
 
     /// What [`Keyed::once`] would answer without running anything (for work that calls out).
@@ -197,6 +203,32 @@ impl Keyed<'_> {
         let fingerprint = self.fingerprint(body);
         let (pool, client) = (&self.write.state.pool, self.client());
         Ok(api::answered(pool, client, &self.key, &fingerprint, ttl).await?)
+    }
+}
+
+/// How a write's work inside its claimed transaction fails: a database error (run again from the
+/// claim when Postgres aborted the transaction), or a refusal of the command, answered and never
+/// stored (the transaction rolls back with the claim, so the key stays usable).
+pub(super) enum Failed {
+    Db(sqlx::Error),
+    Refused(ProblemResponse),
+}
+
+impl From<sqlx::Error> for Failed {
+    fn from(e: sqlx::Error) -> Self {
+        Failed::Db(e)
+    }
+}
+
+impl From<ProblemResponse> for Failed {
+    fn from(problem: ProblemResponse) -> Self {
+        Failed::Refused(problem)
+    }
+}
+
+impl Transient for Failed {
+    fn is_transient(&self) -> bool {
+        matches!(self, Failed::Db(e) if e.is_transient())
     }
 }
 

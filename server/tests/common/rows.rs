@@ -95,10 +95,13 @@ pub fn one_line_input(currency: &str, due: &str, cents: i64, draft: bool) -> mod
 /// `input` stored for `org` with the same domain code the surfaces use, in its own transaction.
 pub async fn insert_invoice(pool: &PgPool, org: Uuid, input: &model::InvoiceInput) -> Uuid {
     let mut tx = pool.begin().await.unwrap();
-    let invoice =
-        invoicer_core::invoicing::invoices::insert(&mut tx, Uuid::new_v4(), org, None, input, "")
-            .await
-            .unwrap();
+    let invoice = invoicer_core::invoicing::invoices::create(
+        &mut tx,
+        invoicer_core::invoicing::invoices::NewInvoice::new(Uuid::new_v4(), org),
+        input,
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     invoice.id
 }

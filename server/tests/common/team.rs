@@ -135,13 +135,10 @@ pub async fn seed_org_rows(app: &TestApp) -> (Org, Ids) {
                 ..Default::default()
             };
             let mut tx = pool.begin().await.unwrap();
-            let invoice = invoicer_core::invoicing::invoices::insert(
+            let invoice = invoicer_core::invoicing::invoices::create(
                 &mut tx,
-                Uuid::now_v7(),
-                org_id,
-                None,
+                invoicer_core::invoicing::invoices::NewInvoice::new(Uuid::now_v7(), org_id),
                 &input,
-                "",
             )
             .await
             .unwrap();

@@ -152,7 +152,11 @@ pub async fn id_by_source_key(pool: &PgPool, org: Uuid, source_key: &str) -> sql
 }
 
 /// `org`'s customer `id`, or None (also for another org's).
-pub async fn get(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<Option<Customer>> {
+pub async fn get(
+    db: impl sqlx::PgExecutor<'_>,
+    org: Uuid,
+    id: Uuid,
+) -> sqlx::Result<Option<Customer>> {
     // language=PostgreSQL
     let row = sqlx::query_as!(
         Row,
@@ -165,7 +169,7 @@ pub async fn get(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<Option<Cust
         org,
         id
     )
-    .fetch_optional(pool)
+    .fetch_optional(db)
     .await?;
     Ok(row.map(Into::into))
 }
@@ -223,10 +227,10 @@ pub async fn list(
 }
 
 /// An invoice that names one of `org`'s customers takes that customer's name and email (the rest
-/// is copied at finalization). A customer of another org, or none, is a field error, before anything
-/// is claimed.
+/// is copied at finalization). A customer of another org, or none, is a field error (the write's
+/// transaction rolls back with its claim).
 pub async fn fill_invoice(
-    pool: &PgPool,
+    db: impl sqlx::PgExecutor<'_>,
     org: Uuid,
     customer: Option<Uuid>,
     name: &mut String,
@@ -235,7 +239,7 @@ pub async fn fill_invoice(
     let Some(id) = customer else {
         return Ok(());
     };
-    match get(pool, org, id).await? {
+    match get(db, org, id).await? {
         Some(c) => {
             *name = c.name;
             *email = c.email;

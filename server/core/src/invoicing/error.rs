@@ -20,6 +20,16 @@ impl InvoiceError {
         InvoiceError::Invalid(FieldErrors::from([(name.to_owned(), message.to_owned())]))
     }
 
+    /// For an input stored after it passed its checks (a quote's or a schedule's template): a
+    /// database failure as it is, and anything else, which would be a rule it passed then failing
+    /// now, as a failure of the write.
+    pub fn stored(self) -> sqlx::Error {
+        match self {
+            InvoiceError::Db(e) => e,
+            other => sqlx::Error::Protocol(format!("a stored invoice input is refused: {other}")),
+        }
+    }
+
     pub fn field_errors(&self) -> Option<&FieldErrors> {
         match self {
             InvoiceError::Invalid(fields) => Some(fields),

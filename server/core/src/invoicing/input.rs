@@ -1,59 +1,38 @@
-//! An invoice input made ready for a write before anything is claimed: the named customer's name and
-//! email filled in, the input's own checks, its lines' tax rates the org's; and a draft's edit as a
-//! merge patch of its input. Each surface maps [`InvoiceError`] to its own answer.
+//! An invoice input as every command that writes one takes it: the field checks of what was sent
+//! run first, before anything is claimed ([`model::InvoiceInput::check_as_sent`]); the org's rules
+//! run inside the claimed transaction ([`settle`]), so a refusal rolls the claim back with the rest
+//! and the key stays usable. A draft's edit is a merge patch of its input ([`edited`]). Each surface
+//! maps [`InvoiceError`] to its own answer.
 
-use sqlx::PgPool;
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 pub use crate::invoicing::error::InvoiceError;
-use model::{Invoice, InvoiceInput, InvoiceStatus};
+use model::{AppliedTax, Invoice, InvoiceInput, InvoiceStatus};
 
-/// The named customer's name and email onto `input` (one of the org's, or a field error), then the
-/// input's own checks, then its lines' tax rates (the org's, or a field error). What was sent is
-/// checked as sent: with a customer, a name and email may be left out (blank), but one that is there
-/// must be valid, even though the customer's replaces it. `einvoicing`: as
-/// [`create_problems`](crate::documents::einvoice::create_problems) takes it.
-pub async fn checked(
-    pool: &PgPool,
+/// The org's rules on `input`, read once, in the claimed transaction that writes it: the field
+/// checks of what was sent, then the named customer's name and email filled in (one of `org`'s, or
+/// a field error) and the whole input checked again with them, then each line's tax rate (one of
+/// `org`'s, or a field error). Returns the lines' taxes, for the write.
+pub async fn settle(
+    tx: &mut PgConnection,
     org: Uuid,
-    einvoicing: Option<bool>,
     input: &mut InvoiceInput,
-) -> Result<(), InvoiceError> {
-    if let Err(mut fields) = input.check() {
-        if input.customer_id.is_some() {
-            if input.customer_name.is_empty() {
-                fields.remove("customer_name");
-            }
-            if input.customer_email.is_empty() {
-                fields.remove("customer_email");
-            }
-        }
-        if !fields.is_empty() {
-            return Err(InvoiceError::Invalid(fields));
-        }
-    }
+) -> Result<Vec<Option<AppliedTax>>, InvoiceError> {
+    input.check_as_sent().map_err(InvoiceError::Invalid)?;
     let (name, email) = (&mut input.customer_name, &mut input.customer_email);
-    crate::customers::fill_invoice(pool, org, input.customer_id, name, email).await?;
+    crate::customers::fill_invoice(&mut *tx, org, input.customer_id, name, email).await?;
     input.check().map_err(InvoiceError::Invalid)?;
-    crate::invoicing::tax_rates::check(pool, org, input).await?;
-    let problems =
-        crate::documents::einvoice::create_problems(pool, org, einvoicing, input).await?;
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(InvoiceError::Invalid(problems))
-    }
+    crate::invoicing::tax_rates::of_lines(tx, org, input).await
 }
 
 /// The input an edit of `current` made at `version` saves: when `current` is a draft at that version,
-/// `patch` (a JSON merge patch of its input) merged in and [`checked`], so an invalid result claims
-/// nothing. Otherwise the edit cannot apply (versions only grow, drafts never come back) and the
-/// draft's own input stands in: the claim still decides, so a retry of a request that did apply gets
-/// its stored answer.
-pub async fn edited(
-    pool: &PgPool,
+/// `patch` (a JSON merge patch of its input) merged in, with its field checks passed (the org's
+/// rules are the write's, [`settle`]). Otherwise the edit cannot apply (versions only grow, drafts
+/// never come back) and the draft's own input stands in: the claim still decides, so a retry of a
+/// request that did apply gets its stored answer.
+pub fn edited(
     current: &Invoice,
-    org: Uuid,
     version: i32,
     patch: &serde_json::Value,
 ) -> Result<InvoiceInput, InvoiceError> {
@@ -69,13 +48,32 @@ pub async fn edited(
     if sets_date_only {
         patch["payment_terms_days"] = serde_json::Value::Null;
     }
-    let mut input = crate::patch::patched(&input, &patch).map_err(InvoiceError::Unreadable)?;
+    let input = crate::patch::patched(&input, &patch).map_err(InvoiceError::Unreadable)?;
     if input.save_customer {
         return Err(InvoiceError::field(
             "save_customer",
             "Only when creating an invoice: create the customer, then set customer_id.",
         ));
     }
-    checked(pool, org, None, &mut input).await?;
+    input.check_as_sent().map_err(InvoiceError::Invalid)?;
     Ok(input)
+}
+
+/// [`settle`] for a template inside another write (a quote, a schedule) whose own checks found
+/// `more` field errors: every field error at once, or the template's taxes.
+pub async fn settle_template(
+    tx: &mut PgConnection,
+    org: Uuid,
+    template: &mut InvoiceInput,
+    more: model::error::FieldErrors,
+) -> Result<Vec<Option<AppliedTax>>, InvoiceError> {
+    match settle(tx, org, template).await {
+        Ok(taxes) if more.is_empty() => Ok(taxes),
+        Ok(_) => Err(InvoiceError::Invalid(more)),
+        Err(InvoiceError::Invalid(mut fields)) => {
+            fields.extend(more);
+            Err(InvoiceError::Invalid(fields))
+        }
+        Err(e) => Err(e),
+    }
 }

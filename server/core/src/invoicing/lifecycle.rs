@@ -314,16 +314,19 @@ pub enum Edited {
     NotFound,
 }
 
-/// Replaces draft `id`'s content with `input`, if it is still a draft at version `expected`. The
-/// version check is in the update's own condition, so of two edits made from the same version
-/// exactly one is saved.
+/// The command that edits a draft, whichever surface asks: replaces draft `id`'s content with
+/// `input` (the org's rules read in this transaction, [`settle`](crate::invoicing::input::settle)),
+/// if it is still a draft at version `expected`. The version check is in the update's own
+/// condition, so of two edits made from the same version exactly one is saved.
 pub async fn edit_draft(
     tx: &mut PgConnection,
     org: Uuid,
     id: Uuid,
     expected: i32,
     input: &model::InvoiceInput,
-) -> sqlx::Result<Edited> {
+) -> Result<Edited, crate::invoicing::error::InvoiceError> {
+    let mut input = input.clone();
+    let taxes = crate::invoicing::input::settle(tx, org, &mut input).await?;
     // language=PostgreSQL
     let saved = sqlx::query_scalar!(
         r#"
@@ -345,7 +348,7 @@ pub async fn edit_draft(
     .fetch_optional(&mut *tx)
     .await?;
     if let Some(version) = saved {
-        crate::invoicing::invoices::replace_content(tx, org, id, input).await?;
+        crate::invoicing::invoices::replace_content(tx, id, &input, &taxes).await?;
         return Ok(Edited::Now(version));
     }
     // language=PostgreSQL

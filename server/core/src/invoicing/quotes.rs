@@ -8,6 +8,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
+use crate::invoicing::input::{settle_template, InvoiceError};
 use crate::{invoicing::invoices, invoicing::tax_rates, outbox};
 use model::error::FieldErrors;
 use model::{Invoice, InvoiceInput, Quote, QuoteInput, QuoteStatus, RunAction};
@@ -28,13 +29,26 @@ pub enum QuoteError {
     Db(#[from] sqlx::Error),
 }
 
+impl From<InvoiceError> for QuoteError {
+    fn from(e: InvoiceError) -> Self {
+        match e {
+            InvoiceError::Invalid(fields) => QuoteError::Invalid(fields),
+            InvoiceError::Unreadable(why) => {
+                QuoteError::Invalid(FieldErrors::from([("invoice".to_owned(), why)]))
+            }
+            InvoiceError::Db(e) => QuoteError::Db(e),
+        }
+    }
+}
+
 /// The customer's page of a quote whose token is `token`.
 pub fn public_url(base: &str, token: &str) -> String {
     format!("{base}/q/{token}")
 }
 
-/// Creates quote `id` of `org` from `input`, named by the attempt `source_key` (a repeat returns the
-/// quote it created). The input's customer and tax rates were checked by the caller.
+/// The command that creates a quote, whichever surface asks: quote `id` of `org` from `input`, named
+/// by the attempt `source_key` (a repeat returns the quote it created); the quote's and its
+/// invoice's rules are checked here, in the caller's claimed transaction.
 pub async fn create(
     tx: &mut PgConnection,
     org: Uuid,
@@ -57,8 +71,9 @@ pub async fn create(
             .await?
             .ok_or(QuoteError::NotFound);
     }
-    input.check(today).map_err(QuoteError::Invalid)?;
-    let taxes = tax_rates::of_lines(tx, org, &input.invoice).await?;
+    let mut input = input.clone();
+    let fields = input.check(today).err().unwrap_or_default();
+    let taxes = settle_template(tx, org, &mut input.invoice, fields).await?;
     let totals = input.invoice.totals(&taxes);
     let mut template = input.invoice.clone();
     let open = !template.draft;
@@ -108,8 +123,9 @@ pub async fn edit_draft(
         QuoteStatus::Draft => {}
         other => return Err(QuoteError::Refused(other)),
     }
-    input.check(today).map_err(QuoteError::Invalid)?;
-    let taxes = tax_rates::of_lines(tx, org, &input.invoice).await?;
+    let mut input = input.clone();
+    let fields = input.check(today).err().unwrap_or_default();
+    let taxes = settle_template(tx, org, &mut input.invoice, fields).await?;
     let totals = input.invoice.totals(&taxes);
     let mut template = input.invoice.clone();
     template.draft = false;
@@ -286,7 +302,8 @@ pub async fn preview(
     quote: &Quote,
     today: NaiveDate,
 ) -> sqlx::Result<Invoice> {
-    let taxes = tax_rates::of_lines(conn, org, &quote.template).await?;
+    let taxes =
+        (tax_rates::of_lines(conn, org, &quote.template).await).map_err(InvoiceError::stored)?;
     let due = match quote.template.payment_terms_days {
         Some(days) => today + chrono::Days::new(days.into()),
         None => quote.template.due_date.unwrap_or(today),

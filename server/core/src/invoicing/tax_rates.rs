@@ -165,49 +165,28 @@ async fn named(
         .collect())
 }
 
-/// Checks that every rate `input`'s lines name is one of `org`'s: a field error on each line whose
-/// rate is not. The surfaces call it before they claim, with the other checks.
-pub async fn check(
-    db: impl PgExecutor<'_>,
-    org: Uuid,
-    input: &InvoiceInput,
-) -> Result<(), InvoiceError> {
-    let found = named(db, org, input).await?;
-    let errors: FieldErrors = input
-        .lines
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.tax_rate_id.is_some_and(|id| !found.contains_key(&id)))
-        .map(|(index, _)| {
-            let field = format!("lines[{index}].tax_rate_id");
-            (field, "Choose one of your tax rates.".to_owned())
-        })
-        .collect();
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(InvoiceError::Invalid(errors))
-    }
-}
-
-/// The tax of each of `input`'s lines, in the writing transaction. Rates are never deleted, so one
-/// [`check`] passed is found here; if not (the org is being deleted), the write fails.
+/// The tax of each of `input`'s lines, read once, in the transaction that writes them: a field error
+/// on each line whose rate is not one of `org`'s.
 pub async fn of_lines(
     conn: &mut PgConnection,
     org: Uuid,
     input: &InvoiceInput,
-) -> sqlx::Result<Vec<Option<AppliedTax>>> {
+) -> Result<Vec<Option<AppliedTax>>, InvoiceError> {
     let found = named(&mut *conn, org, input).await?;
-    input
-        .lines
-        .iter()
-        .map(|l| match l.tax_rate_id {
-            None => Ok(None),
-            Some(id) => found
-                .get(&id)
-                .cloned()
-                .map(Some)
-                .ok_or(sqlx::Error::RowNotFound),
+    let mut errors = FieldErrors::new();
+    let taxes = (input.lines.iter().enumerate())
+        .map(|(index, line)| {
+            let tax = line.tax_rate_id.and_then(|id| found.get(&id).cloned());
+            if line.tax_rate_id.is_some() && tax.is_none() {
+                let field = format!("lines[{index}].tax_rate_id");
+                errors.insert(field, "Choose one of your tax rates.".to_owned());
+            }
+            tax
         })
-        .collect()
+        .collect();
+    if errors.is_empty() {
+        Ok(taxes)
+    } else {
+        Err(InvoiceError::Invalid(errors))
+    }
 }

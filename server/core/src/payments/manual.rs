@@ -36,24 +36,20 @@ pub enum PaymentError {
 }
 
 /// The org's date now, in its time zone: a payment is dated at most today.
-pub async fn org_today(pool: &PgPool, org: Uuid) -> sqlx::Result<NaiveDate> {
+pub async fn org_today(db: impl sqlx::PgExecutor<'_>, org: Uuid) -> sqlx::Result<NaiveDate> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         r#"select (now() at time zone time_zone)::date as "today!: NaiveDate" from orgs where id = $1"#,
         org
     )
-    .fetch_one(pool)
+    .fetch_one(db)
     .await
 }
 
-/// `input` checked against the org's date: the rules of [`PaymentInput::check`].
-pub async fn check(pool: &PgPool, org: Uuid, input: &PaymentInput) -> Result<(), PaymentError> {
-    let today = org_today(pool, org).await?;
-    input.check(today).map_err(PaymentError::Invalid)
-}
-
-/// Records `input` on `org`'s `invoice` as the payment `id`, named by `attempt` (`form:<key>`,
-/// `api:<client>/<key>`), in the caller's transaction, and derives the invoice again. A repeat of
+/// The command that records a payment by hand, whichever surface asks: `input` on `org`'s `invoice`
+/// as the payment `id`, named by `attempt` (`form:<key>`, `api:<client>/<key>`), in the caller's
+/// claimed transaction, checked against the org's date ([`PaymentInput::check`]) there, and the
+/// invoice derived again. A repeat of
 /// the attempt returns the payment it recorded. More than is due is recorded: the invoice's
 /// `amount_paid_cents` then exceeds its total (an overpayment, shown as such).
 pub async fn record(
@@ -65,6 +61,8 @@ pub async fn record(
     input: &PaymentInput,
     by: Option<Uuid>,
 ) -> Result<(Payment, Money), PaymentError> {
+    let today = org_today(&mut *tx, org).await?;
+    input.check(today).map_err(PaymentError::Invalid)?;
     let status = lock_invoice(tx, org, invoice).await?;
     if matches!(status, InvoiceStatus::Draft | InvoiceStatus::Void) {
         return Err(PaymentError::NotPayable(status));

@@ -128,10 +128,11 @@ pub const INVOICES_PATH: &str = "/api/v1/invoices";
 
 /// Runs an API client's request at most once per (client, Idempotency-Key): `work` makes the
 /// transaction's work, which answers with the response to store on the claim (and the invoice it
-/// concerns, if any) in the same transaction, so a replay returns it byte for byte. A new
+/// concerns, if any) in the same transaction, so a replay returns it byte for byte; an error rolls
+/// the claim back with the rest and stores nothing (the key stays usable). A new
 /// idempotent endpoint is its work and nothing else.
 #[allow(clippy::too_many_arguments)]
-pub async fn respond_once<F, W>(
+pub async fn respond_once<E, F, W>(
     pool: &PgPool,
     attempt: &Attempt,
     client: ApiClient,
@@ -139,10 +140,11 @@ pub async fn respond_once<F, W>(
     fingerprint: &[u8],
     key_ttl: Duration,
     mut work: F,
-) -> sqlx::Result<ApiOutcome>
+) -> Result<ApiOutcome, E>
 where
+    E: From<sqlx::Error> + super::Transient,
     F: FnMut() -> W,
-    W: AsyncFnOnce(&mut PgConnection) -> sqlx::Result<(StoredResponse, Option<Uuid>)>,
+    W: AsyncFnOnce(&mut PgConnection) -> Result<(StoredResponse, Option<Uuid>), E>,
 {
     let claim_key = ClaimKey::api(client.key_id, key.as_str());
     let terms = Terms {
@@ -158,7 +160,7 @@ where
             // The first answer carries its secret; what is stored (and replayed, and shown on the
             // activity page) never does.
             let stored = redacted(&response);
-            Ok::<_, sqlx::Error>(Work::Commit {
+            Ok::<_, E>(Work::Commit {
                 answer: (response, invoice),
                 outcome: Outcome {
                     result_id: invoice,
@@ -183,7 +185,8 @@ where
         }),
         Once::Done(outcome) => Err(sqlx::Error::Protocol(format!(
             "api claim {claim_key:?} is done without a stored response: {outcome:?}"
-        ))),
+        ))
+        .into()),
         Once::Busy { retry_after } => Ok(ApiOutcome::InFlight { retry_after }),
         Once::Mismatch => Ok(ApiOutcome::Mismatch),
     }

@@ -5,6 +5,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::claim::{ClaimKey, Form, Outcome, Terms};
+use crate::invoicing::error::InvoiceError;
 use crate::invoicing::lifecycle::{self, Action, Edited, Moved};
 use crate::observe::{Attempt, AttemptOutcome, Concerns, Tracked};
 use crate::surfaces::{busy, once, Once, Work};
@@ -56,7 +57,8 @@ fn fingerprint(input: &InvoiceInput) -> Vec<u8> {
 }
 
 /// The create-invoice form: creates the invoice at most once per rendered form, however often it is
-/// submitted.
+/// submitted, through the one command ([`invoices::create`]); `input` has passed the form's own
+/// checks, and what the org's rules refuse rolls back with the claim (the key stays usable).
 pub async fn invoice_from_form(
     pool: &PgPool,
     attempt: &Attempt,
@@ -76,7 +78,13 @@ pub async fn invoice_from_form(
     };
     let ran = once(pool, attempt, &key, &terms, || {
         async |tx| {
-            match invoices::insert(tx, invoice_id, org, Some(&source_key), input, "").await {
+            let new = invoices::NewInvoice {
+                id: invoice_id,
+                org,
+                source_key: Some(&source_key),
+                public_base: "",
+            };
+            match invoices::create(tx, new, input).await {
                 Ok(invoice) => Ok(Work::Commit {
                     answer: Some(invoice.id),
                     outcome: Outcome::result(invoice.id),
@@ -87,7 +95,7 @@ pub async fn invoice_from_form(
                 }),
                 // The claim row is an optimisation: if it was ever lost (retention), the invoice's own
                 // unique source key still refuses the duplicate, and we answer with the original invoice.
-                Err(sqlx::Error::Database(e))
+                Err(InvoiceError::Db(sqlx::Error::Database(e)))
                     if e.constraint() == Some("invoices_org_source_key") =>
                 {
                     Ok(Work::RollBack(None))

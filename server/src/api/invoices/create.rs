@@ -1,14 +1,12 @@
 //! `POST /api/v1/invoices`: create an invoice, once per Idempotency-Key.
 
 use axum::response::Response;
-use invoicer_core::invoicing::input;
 use invoicer_core::invoicing::invoices;
 use model::{Invoice, InvoiceInput};
 
 use super::super::documented::{CreateProblems, NewInvoice};
 use super::super::problem::{Problem, ProblemResponse};
 use super::super::write::{self, Write};
-use super::rejected;
 
 /// Create an invoice, once per `Idempotency-Key`.
 #[utoipa::path(
@@ -26,14 +24,16 @@ use super::rejected;
 pub(in crate::api) async fn post_invoice(write: Write) -> Result<Response, ProblemResponse> {
     write
         .run(async |req, body| {
-            let (value, mut input) = write::json_body(body, "invoice", |_: &InvoiceInput| Ok(()))?;
-            let einvoicing = Some(req.client().einvoicing);
-            input::checked(&req.state().pool, req.org(), einvoicing, &mut input)
-                .await
-                .map_err(rejected)?;
-            let base = &req.state().settings.public_url;
+            let (value, input) = write::json_body(body, "invoice", InvoiceInput::check_as_sent)?;
+            let (org, public_base) = (req.org(), req.state().settings.public_url.as_str());
             write::create_once!(req, &value, names: true, |tx, id| {
-                invoices::insert(tx, id, req.org(), None, &input, base)
+                let new = invoices::NewInvoice {
+                    id,
+                    org,
+                    source_key: None,
+                    public_base,
+                };
+                invoices::create(tx, new, &input)
             })
         })
         .await

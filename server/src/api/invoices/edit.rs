@@ -67,14 +67,13 @@ pub(in crate::api) async fn patch_invoice(write: Write) -> Result<Response, Prob
             let version = if_match(req.headers())?;
             let patch = patch_body(body, "the invoice input")?;
             let base = &req.state().settings.public_url;
-            // Checked before anything is claimed: an unknown id, a stale version or an invalid result
-            // leaves the key usable.
+            // Checked before anything is claimed: an unknown id, a stale version or a result that
+            // fails its field checks; the org's rules are the command's. Either way a refusal leaves
+            // the key usable.
             let current = invoices::get(&mut *req.state().pool.acquire().await?, org, id, base)
                 .await?
                 .ok_or_else(not_found)?;
-            let input = input::edited(&req.state().pool, &current, org, version, &patch)
-                .await
-                .map_err(rejected)?;
+            let input = input::edited(&current, version, &patch).map_err(rejected)?;
             let mut fingerprinted = patch.clone();
             fingerprinted["if-match"] = version.into();
             req.once(&fingerprinted, || {

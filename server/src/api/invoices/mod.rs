@@ -51,11 +51,21 @@ pub(super) fn action_body(body: write::Body) -> Result<serde_json::Value, Proble
     }
 }
 
-/// An invoice input refused before anything is claimed: a 422 (the key stays usable).
+/// An invoice input refused: a 422, before anything is claimed or by the command inside the
+/// claimed transaction, which then rolls back with the claim (either way the key stays usable).
 fn rejected(err: InvoiceError) -> ProblemResponse {
     match err {
         InvoiceError::Unreadable(reason) => write::unreadable("invoice", reason),
         InvoiceError::Invalid(fields) => write::invalid("invoice", fields),
         InvoiceError::Db(e) => internal("checking an invoice's customer and tax rates", e),
+    }
+}
+
+impl From<InvoiceError> for write::Failed {
+    fn from(err: InvoiceError) -> Self {
+        match err {
+            InvoiceError::Db(e) => write::Failed::Db(e),
+            refused => write::Failed::Refused(rejected(refused)),
+        }
     }
 }

@@ -17,7 +17,7 @@ use super::super::client::Client;
 use super::super::documented::{
     CreateProblems, InFlight, InvoiceId, InvoiceWrite, NotFound, PaymentId, Unauthorized,
 };
-use super::super::problem::{internal, problem, Problem, ProblemResponse};
+use super::super::problem::{problem, Problem, ProblemResponse};
 use super::super::write::{self, stored_problem, Write};
 use super::not_found;
 
@@ -49,16 +49,10 @@ pub(in super::super) async fn post_payment(write: Write) -> Result<Response, Pro
         .run(async |req, body| {
             let (id, org) = (req.id(not_found)?, req.org());
             let (value, input) = write::json_body(body, "payment", |_: &PaymentInput| Ok(()))?;
-            // The date is checked against the org's today, and an unknown invoice answered, before
-            // anything is claimed: the key stays usable.
+            // An unknown invoice is answered before anything is claimed, and the org's rules (the
+            // date against its today) refuse inside the command, rolling the claim back: either
+            // way the key stays usable.
             let pool = &req.state().pool;
-            match manual::check(pool, org, &input).await {
-                Ok(()) => {}
-                Err(PaymentError::Invalid(fields)) => {
-                    return Err(write::invalid("payment", fields))
-                }
-                Err(e) => return Err(internal("checking a payment", e)),
-            }
             if !invoicer_core::invoicing::invoices::exists(&mut *pool.acquire().await?, org, id)
                 .await?
             {
@@ -71,10 +65,10 @@ pub(in super::super) async fn post_payment(write: Write) -> Result<Response, Pro
                     let recorded = manual::record(tx, org, id, payment, &name, &input, None).await;
                     let response = match recorded {
                         Ok((p, _)) => api::created(&req.location(p.id), &p),
-                        Err(PaymentError::Db(e)) => return Err(e),
+                        Err(PaymentError::Db(e)) => return Err(e.into()),
                         Err(PaymentError::NotFound) => stored_problem(not_found()),
                         Err(PaymentError::Invalid(fields)) => {
-                            stored_problem(write::invalid("payment", fields))
+                            return Err(write::invalid("payment", fields).into())
                         }
                         Err(e) => stored_problem(problem(
                             StatusCode::CONFLICT,

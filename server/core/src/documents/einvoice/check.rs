@@ -9,7 +9,6 @@ use uuid::Uuid;
 use super::{invoice_document, Document, InvoiceDocumentError};
 use crate::invoicing::lifecycle::{self, Action, Moved};
 use model::error::FieldErrors;
-use model::InvoiceInput;
 
 /// Whether `org` issues e-invoices.
 pub async fn enabled(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<bool> {
@@ -32,34 +31,6 @@ pub async fn problems_of(
         Err(InvoiceDocumentError::Db(e)) => Err(e),
         Err(_) => Ok(FieldErrors::new()),
     }
-}
-
-/// What creating `input` finalized would leave wrong in `org`'s e-invoice; empty for a draft, for
-/// an org without e-invoicing, or when nothing is. `einvoicing`: whether the org issues e-invoices
-/// when the caller read it already (with its session or API key), else None (read here). The
-/// insert checks it again in its own transaction: this is the form's and the API's field errors.
-pub async fn create_problems(
-    pool: &PgPool,
-    org: Uuid,
-    einvoicing: Option<bool>,
-    input: &InvoiceInput,
-) -> sqlx::Result<FieldErrors> {
-    if input.draft {
-        return Ok(FieldErrors::new());
-    }
-    let einvoicing = match einvoicing {
-        Some(on) => on,
-        None => enabled(&mut *pool.acquire().await?, org).await?,
-    };
-    if !einvoicing {
-        return Ok(FieldErrors::new());
-    }
-    let mut tx = pool.begin().await?;
-    let id = Uuid::now_v7();
-    crate::invoicing::invoices::insert(&mut tx, id, org, None, input, "").await?;
-    let problems = problems_of(&mut tx, org, id).await?;
-    tx.rollback().await?;
-    Ok(problems)
 }
 
 /// What finalizing draft `id` would leave wrong in `org`'s e-invoice; empty for an org without

@@ -19,7 +19,7 @@ use chrono::NaiveDate;
 use model::error::FieldErrors;
 use model::{Address, TaxCategory};
 
-pub use check::{create_problems, enabled, finalize_problems, for_form, problems_of, sentence};
+pub use check::{enabled, finalize_problems, for_form, problems_of, sentence};
 pub use load::{credit_note_document, invoice_document, InvoiceDocumentError};
 
 /// Which syntax a document is written in.

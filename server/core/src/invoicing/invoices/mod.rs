@@ -2,6 +2,8 @@
 //! functions take an open connection or transaction and do not know which surface called them.
 
 use chrono::{DateTime, NaiveDate, Utc};
+
+use crate::invoicing::error::InvoiceError;
 use serde::Serialize;
 use sqlx::types::Json;
 use sqlx::PgConnection;
@@ -146,21 +148,70 @@ pub(crate) fn discount_columns(discount: Option<Discount>) -> (Option<i32>, Opti
     }
 }
 
-/// Inserts invoice `id` (minted by the caller with `Uuid::now_v7()`, so a claim can name it before
-/// the insert) and its lines: a draft when `input.draft`, else finalized at once with the org's next
-/// number. Call it inside the transaction that claimed the attempt: a rollback gives the number back,
-/// so numbers stay gapless on success. The totals are computed here, by the rule of
-/// [`model::compute_totals`], from the org's tax rates; the surface has checked the rates
-/// ([`crate::invoicing::tax_rates::check`]) before claiming. With `save_customer`, the typed name and email
-/// become a customer of the org first, in the same transaction.
-pub async fn insert(
+/// A new invoice as [`create`] takes it: its id (minted by the caller with `Uuid::now_v7()`, so a
+/// claim can name it before the write), its org, the business key of the attempt that made it (a
+/// second write under the same key fails on `invoices_org_source_key`), and the base of its
+/// customer page's URL.
+#[derive(Debug, Clone, Copy)]
+pub struct NewInvoice<'a> {
+    pub id: Uuid,
+    pub org: Uuid,
+    pub source_key: Option<&'a str>,
+    pub public_base: &'a str,
+}
+
+impl NewInvoice<'static> {
+    /// Invoice `id` of `org` under no business key, with no customer page base (seed data).
+    pub fn new(id: Uuid, org: Uuid) -> Self {
+        NewInvoice {
+            id,
+            org,
+            source_key: None,
+            public_base: "",
+        }
+    }
+}
+
+/// The command that creates an invoice, whichever surface asks (the form, the JSON API, a job that
+/// issues one, the demo): inside the transaction that claimed the attempt, the org's rules read once
+/// ([`settle`](crate::invoicing::input::settle): customer, tax rates), the write, and for an
+/// e-invoicing org a finalized invoice checked to make a valid e-invoice. A refusal is an error and
+/// the caller's transaction rolls back with its claim: the number is given back and the key stays
+/// usable.
+pub async fn create(
     tx: &mut PgConnection,
-    id: Uuid,
-    org: Uuid,
-    source_key: Option<&str>,
+    new: NewInvoice<'_>,
     input: &InvoiceInput,
-    public_base: &str,
-) -> sqlx::Result<Invoice> {
+) -> Result<Invoice, InvoiceError> {
+    let mut input = input.clone();
+    let taxes = crate::invoicing::input::settle(tx, new.org, &mut input).await?;
+    let (invoice, einvoicing) = write(tx, &new, &input, &taxes).await?;
+    if !input.draft && einvoicing {
+        let problems = crate::documents::einvoice::problems_of(tx, new.org, new.id).await?;
+        if !problems.is_empty() {
+            return Err(InvoiceError::Invalid(problems));
+        }
+    }
+    Ok(invoice)
+}
+
+/// Writes invoice `new` and its lines, priced with `taxes` (the rates its lines name): a draft when
+/// `input.draft`, else finalized at once with the org's next number. A rollback gives the number
+/// back, so numbers stay gapless on success. With `save_customer`, the typed name and email become
+/// a customer of the org first, in the same transaction. Returns the invoice and whether the org
+/// issues e-invoices (read by the same statement).
+async fn write(
+    tx: &mut PgConnection,
+    new: &NewInvoice<'_>,
+    input: &InvoiceInput,
+    taxes: &[Option<AppliedTax>],
+) -> sqlx::Result<(Invoice, bool)> {
+    let NewInvoice {
+        id,
+        org,
+        source_key,
+        public_base,
+    } = *new;
     let customer_id = match (input.save_customer, input.customer_id) {
         (true, None) => {
             let customer = Uuid::now_v7();
@@ -175,9 +226,8 @@ pub async fn insert(
         }
         (_, picked) => picked,
     };
-    let taxes = crate::invoicing::tax_rates::of_lines(tx, org, input).await?;
-    let totals = input.totals(&taxes);
-    let c = Content::of(input, &taxes, &totals, customer_id, source_key);
+    let totals = input.totals(taxes);
+    let c = Content::of(input, taxes, &totals, customer_id, source_key);
     let token = (!input.draft).then(crate::invoicing::link_token::mint);
     // One statement, one round trip: for a finalized invoice the org's next number in its format (a
     // draft takes none), the invoice, its lines. The counter's row lock serialises numbering per org
@@ -191,7 +241,8 @@ pub async fn insert(
         with org as (
             select number_format, number_reset, time_zone,
                    extract(year from now() at time zone time_zone)::int as yr,
-                   (now() at time zone time_zone)::date as today, org_party(orgs) as seller
+                   (now() at time zone time_zone)::date as today, org_party(orgs) as seller,
+                   einvoicing
             from orgs where id = $2::uuid
         ), counter as (
             insert into invoice_counters (org_id, period, last_number)
@@ -232,7 +283,8 @@ pub async fn insert(
                created_at as "created_at!: DateTime<Utc>", customer_id,
                customer_address as "customer_address!", customer_tax_id,
                due_date as "due_date!: NaiveDate",
-               invoice_overdue(invoice.status, invoice.due_date, org.time_zone) as "overdue!"
+               invoice_overdue(invoice.status, invoice.due_date, org.time_zone) as "overdue!",
+               org.einvoicing as "einvoicing!"
         from invoice, org
         "#,
         id,
@@ -244,7 +296,7 @@ pub async fn insert(
     .fetch_one(&mut *tx)
     .await?;
 
-    Ok(Invoice {
+    let invoice = Invoice {
         id,
         number: row.number_text,
         status: if input.draft {
@@ -279,7 +331,8 @@ pub async fn insert(
         finalized_at: row.finalized_at,
         viewed_at: None,
         created_at: row.created_at,
-    })
+    };
+    Ok((invoice, row.einvoicing))
 }
 
 /// The invoice `input` would be if it were issued now, priced with `taxes` (the rates its lines
@@ -328,7 +381,8 @@ pub fn preview(
 }
 
 /// Issues invoice `id` of `org` from `input` under the business key `source_key` (a job's period,
-/// an accepted quote): a draft, finalized, or finalized and queued for email, as `action` says.
+/// an accepted quote) through [`create`]: a draft, finalized, or finalized and queued for email, as
+/// `action` says.
 /// Should an invoice with that key exist already (a claim row lost), it is that invoice. An
 /// e-invoicing org's invoice is finalized only if it makes a valid e-invoice (its customer or the
 /// org may have changed since the input was checked); otherwise it is left a draft for the owner
@@ -361,26 +415,31 @@ pub async fn issue_keyed(
     let mut action = action;
     let mut input = input.clone();
     input.draft = action == RunAction::Draft;
-    let checked = !input.draft && crate::documents::einvoice::enabled(tx, org).await?;
-    if checked {
-        sqlx::query("savepoint einvoice").execute(&mut *tx).await?;
+    let new = NewInvoice {
+        id,
+        org,
+        source_key: Some(source_key),
+        public_base,
+    };
+    if !input.draft {
+        // Only an e-invoicing org's rules can refuse a finalized input its draft would pass: what
+        // they refuse is left a draft.
+        sqlx::query("savepoint issue").execute(&mut *tx).await?;
     }
-    insert(tx, id, org, Some(source_key), &input, public_base).await?;
-    if checked {
-        let problems = crate::documents::einvoice::problems_of(tx, org, id).await?;
-        if problems.is_empty() {
-            sqlx::query("release savepoint einvoice")
-                .execute(&mut *tx)
-                .await?;
-        } else {
+    match create(tx, new, &input).await {
+        Ok(_) => {}
+        Err(InvoiceError::Invalid(problems)) if !input.draft => {
             tracing::warn!(%org, %source_key, ?problems, "an invoice would not be a valid e-invoice: left as a draft");
-            sqlx::query("rollback to savepoint einvoice")
+            sqlx::query("rollback to savepoint issue")
                 .execute(&mut *tx)
                 .await?;
             input.draft = true;
             action = RunAction::Draft;
-            insert(tx, id, org, Some(source_key), &input, public_base).await?;
+            create(tx, new, &input)
+                .await
+                .map_err(InvoiceError::stored)?;
         }
+        Err(e) => return Err(e.stored()),
     }
     if action == RunAction::Send {
         use crate::mail::gate::{Gate, Sender};
@@ -408,17 +467,16 @@ pub async fn issue_keyed(
     Ok((id, action))
 }
 
-/// Replaces the content of draft `id` of `org` with `input`'s: the lines, and the invoice's totals,
+/// Replaces the content of draft `id` with `input`'s, priced with `taxes`: the lines, and the invoice's totals,
 /// discount, notes and terms (the caller's update has checked it is a draft at the right version).
 pub async fn replace_content(
     tx: &mut PgConnection,
-    org: Uuid,
     id: Uuid,
     input: &InvoiceInput,
+    taxes: &[Option<AppliedTax>],
 ) -> sqlx::Result<()> {
-    let taxes = crate::invoicing::tax_rates::of_lines(tx, org, input).await?;
-    let totals = input.totals(&taxes);
-    let c = Content::of(input, &taxes, &totals, None, None);
+    let totals = input.totals(taxes);
+    let c = Content::of(input, taxes, &totals, None, None);
     // language=PostgreSQL
     sqlx::query!("delete from invoice_lines where invoice_id = $1", id)
         .execute(&mut *tx)

@@ -6,6 +6,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use crate::invoicing::input::{settle_template, InvoiceError};
 use model::error::FieldErrors;
 use model::schedule::{preview, Cadence, DayOfMonth, End, Interval};
 use model::{DayField, InvoiceInput, Missed, RunAction, Schedule, ScheduleInput, ScheduleRun};
@@ -20,6 +21,18 @@ pub enum ScheduleError {
     Invalid(FieldErrors),
     #[error(transparent)]
     Db(#[from] sqlx::Error),
+}
+
+impl From<InvoiceError> for ScheduleError {
+    fn from(e: InvoiceError) -> Self {
+        match e {
+            InvoiceError::Invalid(fields) => ScheduleError::Invalid(fields),
+            InvoiceError::Unreadable(why) => {
+                ScheduleError::Invalid(FieldErrors::from([("template".to_owned(), why)]))
+            }
+            InvoiceError::Db(e) => ScheduleError::Db(e),
+        }
+    }
 }
 
 /// A schedule's row as read back.
@@ -74,9 +87,10 @@ pub async fn org_today(
     .await
 }
 
-/// Creates schedule `id` of `org` from `input`, named by the attempt `source_key` (a repeat of the
-/// attempt returns the schedule it created). The template's customer and tax rates were checked by
-/// the caller.
+/// The command that creates a schedule, whichever surface asks: schedule `id` of `org` from
+/// `input`, named by the attempt `source_key` (a repeat of the attempt returns the schedule it
+/// created); the cadence's and the template's rules are checked here, in the caller's claimed
+/// transaction.
 pub async fn create(
     tx: &mut PgConnection,
     org: Uuid,
@@ -96,13 +110,12 @@ pub async fn create(
     if let Some(existing) = existing {
         return get(tx, org, existing).await?.ok_or(ScheduleError::NotFound);
     }
+    let mut input = input.clone();
     let mut errors = input.check_template().err().unwrap_or_default();
     if let Err(more) = input.schedule.check(today) {
         errors.extend(more);
     }
-    if !errors.is_empty() {
-        return Err(ScheduleError::Invalid(errors));
-    }
+    settle_template(tx, org, &mut input.invoice, errors).await?;
     let s = &input.schedule;
     let (cadence, end) = (s.cadence(), s.end());
     let first = cadence.run(0).filter(|d| end.allows(0, *d));
@@ -293,8 +306,9 @@ pub async fn set_paused(
     get(tx, org, id).await?.ok_or(ScheduleError::NotFound)
 }
 
-/// Replaces the invoice template of `org`'s schedule `id`: later runs issue the new one, the
-/// invoices already issued keep theirs.
+/// The command that edits a schedule's template: replaces the invoice template of `org`'s schedule
+/// `id` (checked here, as at creation): later runs issue the new one, the invoices already issued
+/// keep theirs.
 pub async fn edit_template(
     tx: &mut PgConnection,
     org: Uuid,
@@ -302,11 +316,16 @@ pub async fn edit_template(
     template: &InvoiceInput,
 ) -> Result<Schedule, ScheduleError> {
     locked(tx, org, id).await?;
+    let mut template = template.clone();
+    let fields = ScheduleInput::template_errors(&template)
+        .err()
+        .unwrap_or_default();
+    settle_template(tx, org, &mut template, fields).await?;
     // language=PostgreSQL
     sqlx::query!(
         "update schedules set template = $2, updated_at = now() where id = $1",
         id,
-        serde_json::to_value(template).expect("an input serialises"),
+        serde_json::to_value(&template).expect("an input serialises"),
     )
     .execute(&mut *tx)
     .await?;
