@@ -51,6 +51,19 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     }
 }
 
+/// The pages of [`App`]'s route table that a visitor without a session may open, written as the
+/// table writes them. Every other page is a signed-in user's: the server guards each one it finds in
+/// the table, so a new page is guarded unless it is listed here.
+pub const VISITOR_PAGES: &[&str] = &[
+    "/",
+    "/signup",
+    "/login",
+    "/invite/:token",
+    "/verify-email/:token",
+    "/forgot-password",
+    "/reset-password/:token",
+];
+
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();

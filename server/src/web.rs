@@ -1,11 +1,12 @@
 //! HTTP wiring: sessions, the login guard, Leptos pages and server functions, health checks.
 
-use std::sync::OnceLock;
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::security::Guard;
 use app::{shell, App};
-use axum::extract::{FromRef, Request, State};
+use axum::extract::{FromRef, MatchedPath, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -104,6 +105,12 @@ pub async fn router(
         state: state.clone(),
         options: site,
     };
+    // The route table decides what is guarded: every page but the visitors' is a signed-in user's.
+    let signed_in: Arc<HashSet<String>> = Arc::new(
+        (routes.iter().map(|route| route.path().to_owned()))
+            .filter(|path| !visitor_page(path))
+            .collect(),
+    );
     let pages = Router::<Pages>::new()
         .leptos_routes_with_context(
             &pages,
@@ -117,23 +124,27 @@ pub async fn router(
                 move || shell(options.clone())
             },
         )
+        .layer(middleware::from_fn_with_state(signed_in, guard_pages))
         .fallback(leptos_axum::file_and_error_handler::<Pages, _>(shell))
         .with_state(pages);
+    // The other routes of a signed-in user (uploads and reports) are guarded as their pages are.
+    let signed_in = Router::new()
+        .merge(crate::branding::session_routes())
+        .merge(crate::reports::routes())
+        .merge(crate::imports::routes())
+        .route_layer(middleware::from_fn(require_login));
     let mut app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/logout", post(logout))
-        .merge(crate::branding::session_routes())
-        .merge(crate::reports::routes())
-        .merge(crate::exports::routes())
-        .merge(crate::imports::routes());
+        .merge(signed_in)
+        .merge(crate::exports::routes());
     if metrics != MetricsAccess::Off {
         app = app.route("/metrics", get(metrics_text));
     }
     let app = app
         .with_state(state.clone())
         .merge(pages)
-        .layer(middleware::from_fn(require_login))
         .layer(middleware::from_fn(errors_carry_their_status))
         .layer(auth)
         // Around the auth layer: the session load's statement also reads the user, and hands it
@@ -243,23 +254,45 @@ fn form_error(location: &str) -> Option<model::error::AppError> {
     serde_json::from_slice(&json).ok()
 }
 
-/// Pages for logged-in users redirect to the login page, remembering where the user was going.
-/// (Server functions check the session themselves.)
+/// Whether `path` (a route of the table, as axum writes it: `/invite/{token}`) is one of
+/// [`app::VISITOR_PAGES`] (as the table writes them: `/invite/:token`).
+pub fn visitor_page(path: &str) -> bool {
+    app::VISITOR_PAGES.iter().any(|page| {
+        let mut written = page
+            .split('/')
+            .map(|segment| match segment.strip_prefix(':') {
+                Some(name) => format!("{{{name}}}"),
+                None => segment.to_owned(),
+            });
+        path.split('/')
+            .all(|segment| written.next().as_deref() == Some(segment))
+            && written.next().is_none()
+    })
+}
+
+/// The pages of the route table that are a signed-in user's (`signed_in`, matched by the route that
+/// answers) go through [`require_login`]; visitors' pages, server functions and files do not.
+async fn guard_pages(
+    State(signed_in): State<Arc<HashSet<String>>>,
+    session: AuthSession,
+    req: Request,
+    next: Next,
+) -> Response {
+    let matched = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str);
+    if matched.is_some_and(|path| signed_in.contains(path)) {
+        return require_login(session, req, next).await;
+    }
+    next.run(req).await
+}
+
+/// A signed-in user's routes (every page the route table does not give visitors, the uploads and
+/// the reports) redirect a visitor to the login page, remembering where they were going. (Server
+/// functions check the session themselves.)
 async fn require_login(session: AuthSession, req: Request, next: Next) -> Response {
-    let path = req.uri().path();
-    let guarded = [
-        "/invoices",
-        "/customers",
-        "/settings",
-        "/activity",
-        "/quotes",
-        "/schedules",
-        "/dashboard",
-        "/reports",
-    ]
-    .iter()
-    .any(|p| path == *p || path.starts_with(&format!("{p}/")));
-    if guarded && session.user.is_none() {
+    if session.user.is_none() {
         let target = req
             .uri()
             .path_and_query()

@@ -285,3 +285,68 @@ async fn sessions_of_the_previous_store_move_over_when_next_seen(pool: PgPool) {
     let count: i64 = scalar(&app.pool, "select count(*) from cookie_sessions").await;
     assert_eq!(count, 1, "nothing else moved");
 }
+
+/// The login guard follows the route table: a visitor opening any page of it that is not one of
+/// the visitors' is sent to the login page with where they were going; the visitors' pages, the
+/// server functions and the files are not guarded; the uploads and reports are.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn every_page_of_the_route_table_is_guarded_unless_it_is_a_visitors(pool: PgPool) {
+    use crate::common::pages::{get, location, post};
+
+    let app = TestApp::spawn(pool).await;
+    let visitor = client();
+    let login_for = |path: &str| {
+        let next: String = form_urlencoded::Serializer::new(String::new())
+            .append_pair("next", path)
+            .finish();
+        format!("/login?{next}")
+    };
+    let routes = leptos_axum::generate_route_list(app::App);
+    let (mut guarded, mut open) = (0, 0);
+    for route in &routes {
+        let path: Vec<String> = (route.path().split('/'))
+            .map(|segment| match segment.starts_with('{') {
+                true => Uuid::new_v4().to_string(),
+                false => segment.to_owned(),
+            })
+            .collect();
+        let path = path.join("/");
+        let res = get(&visitor, format!("{}{path}", app.base)).await;
+        if server::web::visitor_page(route.path()) {
+            open += 1;
+            assert!(
+                !location(&res).starts_with("/login?next="),
+                "{path}: a visitor's page"
+            );
+        } else {
+            guarded += 1;
+            assert!(res.status().is_redirection(), "{path}: {}", res.status());
+            assert_eq!(location(&res), login_for(&path), "{path}");
+        }
+    }
+    assert_eq!(
+        open,
+        app::VISITOR_PAGES.len(),
+        "every visitor page is in the table"
+    );
+    assert!(guarded > 30, "{guarded} guarded pages");
+    for (post_it, path) in [
+        (true, "/settings/logo"),
+        (true, "/customers/import"),
+        (false, "/reports/aging.csv"),
+        (false, "/reports/tax.csv"),
+    ] {
+        let url = format!("{}{path}", app.base);
+        let res = match post_it {
+            true => post(&visitor, url).await,
+            false => get(&visitor, url).await,
+        };
+        assert_eq!(location(&res), login_for(path), "{path}");
+    }
+    // Server functions and files answer for themselves.
+    let res = post(&visitor, format!("{}/rpc/list_invoices", app.base)).await;
+    assert!(!location(&res).starts_with("/login?next="));
+    assert_eq!(res.status(), 401);
+    let res = get(&visitor, format!("{}/healthz", app.base)).await;
+    assert_eq!(res.status(), 200);
+}
