@@ -3,7 +3,7 @@
 -- the transaction of surfaces::api::respond_once around invoices::create: the claim with its
 -- fingerprint behind the key's advisory try-lock (one statement), the org's number, invoice and
 -- lines, and whether the org issues e-invoices (one statement), then
--- claim::finish (the stored response and the won attempt's row, one statement).
+-- surfaces::record::finish (the stored response and the won attempt's row, one statement).
 -- Variables: -D org, apikeyhash (hex), apikeyid, response (a real 201 body).
 -- Ids the server mints (UUIDv7, time-ordered) are minted here the same way, in the first statement.
 \set r random(1, 1000000000000)

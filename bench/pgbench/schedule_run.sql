@@ -3,8 +3,8 @@
 -- schedule:<id>, <period>) written done, the check for the period's invoice by its business key, a
 -- savepoint (an e-invoicing org's invoice that would not be valid is written again as a draft; not
 -- here), the invoice and its lines with the org's next number and whether it issues e-invoices
--- (one statement), the run's row, the schedule's next date, then claim::finish (the won attempt's
--- row). The benchmark's schedules are monthly, finalize, and due today; each transaction takes
+-- (one statement), the run's row, surfaces::record::finish (the won attempt's row), then the
+-- schedule's next date. The benchmark's schedules are monthly, finalize, and due today; each transaction takes
 -- one, so a run is `-t <schedules / clients>`.
 -- Ids the server mints (UUIDv7, time-ordered) are minted here the same way, in the first statement.
 BEGIN;
@@ -34,7 +34,6 @@ savepoint issue;
 insert into schedule_runs (schedule_id, period, run_index, invoice_id, outcome)
 values (:id::uuid, :today::date, 0, :inv::uuid, 'issued')
 on conflict (schedule_id, period) do nothing;
-update schedules set next_index = 1, next_run_on = (:today::date + interval '1 month')::date, updated_at = now() where id = :id::uuid;
 with finished as (
     update claims
     set result_id = :inv::uuid, response_status = null, response_headers = null, response_body = null
@@ -46,4 +45,5 @@ select a.org_id, a.surface, a.owner, a.key, 'won', a.invoice_id, a.request_id, a
 from jsonb_populate_record(null::attempts, jsonb_build_object('org_id', :org::uuid, 'surface', 'job', 'owner', 'schedule:' || :id::text,
         'key', :today::date::text, 'invoice_id', :inv::uuid, 'request_id', gen_random_uuid()::text, 'duration_ms', 1.0)) a
 returning (select count(*) from finished) as "finished!";
+update schedules set next_index = 1, next_run_on = (:today::date + interval '1 month')::date, updated_at = now() where id = :id::uuid;
 COMMIT;

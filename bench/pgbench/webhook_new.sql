@@ -2,7 +2,7 @@
 -- surfaces::webhook::apply_delivery sends in its one transaction: the claim, then
 -- payments::record_session (the payment intent's lock and the invoice's row in one statement, the
 -- checkout session's binding, the payment and its receipt in the outbox in one statement, the
--- invoice's status derived from its payments), the stored event, and claim::finish (the won
+-- invoice's status derived from its payments), the stored event, and surfaces::record::finish (the won
 -- attempt's row; a webhook claim records nothing more).
 -- Variables: -D org, invoices, payload (a real event's bytes); :client_id is pgbench's own.
 \set n random(1, :invoices)

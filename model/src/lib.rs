@@ -56,7 +56,9 @@ pub use quote::{
     NewQuotePage, Quote, QuoteEdit, QuoteFields, QuoteForm, QuoteInput, QuotePage, QuoteStatus,
     QUOTE_FIELDS,
 };
-pub use recurring::{check_reminder_steps, ReminderStep, ReminderStepForm, INVOICE_FIELDS};
+pub use recurring::{
+    check_reminder_steps, ReminderStep, ReminderStepForm, Unreadable, INVOICE_FIELDS,
+};
 pub use recurring::{
     DayField, LastDay, Missed, NewSchedulePage, RunAction, Schedule, ScheduleEdit, ScheduleFields,
     ScheduleForm, ScheduleInput, SchedulePage, ScheduleRun,

@@ -71,7 +71,7 @@ pub struct QuoteInput {
 
 impl QuoteInput {
     /// Splits a JSON body into the invoice input and the quote fields, each read strictly.
-    pub fn from_json(value: &serde_json::Value) -> Result<QuoteInput, String> {
+    pub fn from_json(value: &serde_json::Value) -> Result<QuoteInput, super::Unreadable> {
         let (invoice, quote) = super::recurring::split_body(value, &QUOTE_FIELDS)?;
         Ok(QuoteInput { invoice, quote })
     }

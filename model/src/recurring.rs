@@ -207,15 +207,47 @@ pub const INVOICE_FIELDS: [&str; 11] = [
     "notes",
 ];
 
+/// Why a JSON body did not read: the field at fault when one value is (`interval`,
+/// `lines[2].quantity`), and serde's reason; no field when it concerns the whole body (an unknown
+/// field, a body that is not an object).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}{reason}", .field.as_deref().map(|f| format!("{f}: ")).unwrap_or_default())]
+pub struct Unreadable {
+    pub field: Option<String>,
+    pub reason: String,
+}
+
+impl Unreadable {
+    fn whole(reason: String) -> Self {
+        Unreadable {
+            field: None,
+            reason,
+        }
+    }
+}
+
+/// `object` as a `T`, or why not, naming the field that does not read.
+fn read<T: serde::de::DeserializeOwned>(
+    object: serde_json::Map<String, serde_json::Value>,
+) -> Result<T, Unreadable> {
+    serde_path_to_error::deserialize(serde_json::Value::Object(object)).map_err(|e| {
+        let field = e.path().to_string();
+        Unreadable {
+            field: (field != ".").then_some(field),
+            reason: e.inner().to_string(),
+        }
+    })
+}
+
 /// A body that is the invoice input plus `extra` fields (a schedule's cadence, a quote's expiry),
 /// read strictly: any other name is an error naming it. Returns the invoice input and the extra
 /// fields as `T`.
 pub fn split_body<T: serde::de::DeserializeOwned>(
     value: &serde_json::Value,
     extra: &[&str],
-) -> Result<(InvoiceInput, T), String> {
+) -> Result<(InvoiceInput, T), Unreadable> {
     let Some(object) = value.as_object() else {
-        return Err("the body is not a JSON object".into());
+        return Err(Unreadable::whole("the body is not a JSON object".into()));
     };
     let (mut invoice, mut rest) = (serde_json::Map::new(), serde_json::Map::new());
     for (k, v) in object {
@@ -224,20 +256,16 @@ pub fn split_body<T: serde::de::DeserializeOwned>(
         } else if INVOICE_FIELDS.contains(&k.as_str()) {
             invoice.insert(k.clone(), v.clone());
         } else {
-            return Err(format!("unknown field `{k:.40}`"));
+            return Err(Unreadable::whole(format!("unknown field `{k:.40}`")));
         }
     }
-    let invoice =
-        serde_json::from_value(serde_json::Value::Object(invoice)).map_err(|e| e.to_string())?;
-    let rest =
-        serde_json::from_value(serde_json::Value::Object(rest)).map_err(|e| e.to_string())?;
-    Ok((invoice, rest))
+    Ok((read(invoice)?, read(rest)?))
 }
 
 impl ScheduleInput {
     /// Splits a JSON body into the invoice input and the cadence fields, each read strictly (an
     /// unknown field is an error naming it).
-    pub fn from_json(value: &serde_json::Value) -> Result<ScheduleInput, String> {
+    pub fn from_json(value: &serde_json::Value) -> Result<ScheduleInput, Unreadable> {
         let (invoice, schedule) = split_body(value, &SCHEDULE_FIELDS)?;
         Ok(ScheduleInput { invoice, schedule })
     }

@@ -17,9 +17,10 @@ use axum::routing::{get, post};
 use axum::Router;
 use image::{ImageError, ImageFormat, ImageReader, Limits};
 use invoicer_core::accounts::auth::AuthSession;
-use invoicer_core::claim::Form;
-use invoicer_core::observe::{track, Attempt, Surface};
+use invoicer_core::observe::{Attempt, Surface};
 use invoicer_core::surfaces::form::{setting_once, Saved};
+use invoicer_core::surfaces::forms::Form;
+use invoicer_core::surfaces::track;
 use invoicer_core::AppState;
 use tokio::sync::Semaphore;
 

@@ -7,8 +7,9 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use invoicer_core::observe::{track, Attempt, AttemptOutcome, Surface, Tracked};
+use invoicer_core::observe::{Attempt, AttemptOutcome, Surface, Tracked};
 use invoicer_core::payments::stripe::signature;
+use invoicer_core::surfaces::track;
 use invoicer_core::surfaces::webhook::{self, Delivery, DeliveryError, Event};
 use invoicer_core::AppState;
 

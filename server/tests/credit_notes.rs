@@ -385,7 +385,7 @@ async fn a_double_submitted_credit_form_issues_one_credit_note(pool: PgPool) {
         "listed"
     );
     // Listed on the invoice's customer too.
-    let customer = invoicer_core::customers::insert(
+    let customer = invoicer_core::customers::create(
         &mut app.pool.acquire().await.unwrap(),
         Uuid::now_v7(),
         account.org_id,

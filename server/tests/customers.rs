@@ -264,7 +264,8 @@ async fn an_invoice_takes_its_customers_details_and_keeps_them_once_finalized(po
 #[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_customer_form_creates_once_per_rendered_form(pool: PgPool) {
     use invoicer_core::observe::{Attempt, Surface};
-    use invoicer_core::surfaces::form::{customer_from_form, Saved};
+    use invoicer_core::surfaces::customer_forms::customer_from_form;
+    use invoicer_core::surfaces::form::Saved;
 
     let app = Arc::new(TestApp::spawn(pool.clone()).await);
     let (org, _) = app.api_client().await;

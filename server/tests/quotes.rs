@@ -293,6 +293,14 @@ async fn the_api_creates_once_drafts_and_sends(pool: sqlx::PgPool) {
     ] {
         let res = create(&app, &key, k, &bad).await;
         assert_eq!(res.status, 422, "{k}: {}", text(&res));
+        if k == "accept" {
+            // A value that does not read is named by its field.
+            assert!(
+                res.json()["errors"]["on_accept"].is_string(),
+                "{}",
+                text(&res)
+            );
+        }
     }
 
     // Send opens it (its number, its page) and queues one email, however often the key repeats.

@@ -117,6 +117,21 @@ async fn a_schedule_is_created_once_and_checked(pool: PgPool) {
     ] {
         let res = create(&app, &key, k, bad).await;
         assert_eq!(res.status, 422, "{k}: {}", text(&res));
+        // A value that does not read is named by its field; an unknown field is the body's.
+        match k {
+            "interval" => assert!(
+                res.json()["errors"]["interval"]
+                    .as_str()
+                    .is_some_and(|why| why.contains("fortnight")),
+                "{}",
+                text(&res)
+            ),
+            "unknown" => {
+                assert!(res.json().get("errors").is_none(), "{}", text(&res));
+                assert!(text(&res).contains("`every`"), "{}", text(&res));
+            }
+            _ => {}
+        }
     }
     let b = body(
         today,

@@ -12,7 +12,7 @@ use model::error::AppError;
 #[cfg(feature = "ssr")]
 use super::{actor, form::SettingsForm, state};
 #[cfg(feature = "ssr")]
-use invoicer_core::claim::Form;
+use invoicer_core::surfaces::forms::Form;
 #[cfg(feature = "ssr")]
 use model::{Action, Role};
 
@@ -37,7 +37,7 @@ pub async fn create_api_key(
     expires_in_days: Option<String>,
     password: Option<String>,
 ) -> Result<model::CreatedApiKey, AppError> {
-    use invoicer_core::accounts::api_keys::{insert, prefix_of, KeyForm, NewApiKey};
+    use invoicer_core::accounts::api_keys::{prefix_of, save, KeyForm, NewApiKey};
     // A key acts as its maker (the org's money included, through the API): a session that proved
     // the password lately makes one.
     super::form::recently_authenticated(
@@ -60,7 +60,7 @@ pub async fn create_api_key(
     }
     .saved(async |tx, user| {
         let request = asked.request(user.role);
-        insert(tx, user.org_id, &actor(user), &request, &key)
+        save(tx, user.org_id, &actor(user), &request, &key)
             .await
             .map_err(|e| refused(e, user.role, request.role))?;
         Ok(key.id)

@@ -73,7 +73,8 @@ pub async fn customer_action(
     idempotency_key: String,
 ) -> Result<(), AppError> {
     use invoicer_core::customers::{CustomerChange, CustomerMoved};
-    use invoicer_core::observe::{track, Attempt, Surface};
+    use invoicer_core::observe::{Attempt, Surface};
+    use invoicer_core::surfaces::track;
 
     let state = state()?;
     let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), super::request_id());
@@ -84,7 +85,7 @@ pub async fn customer_action(
         let user = super::require(model::Action::EditInvoices).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
         let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
-        invoicer_core::customers::act(
+        invoicer_core::surfaces::customer_forms::customer_action(
             &state.pool,
             &attempt,
             user.org_id,
@@ -144,8 +145,9 @@ pub async fn save_customer(
     customer_id: Option<String>,
     input: model::CustomerInput,
 ) -> Result<Uuid, AppError> {
-    use invoicer_core::observe::track;
-    use invoicer_core::surfaces::form::{customer_from_form, update_customer, Saved};
+    use invoicer_core::surfaces::customer_forms::{customer_from_form, update_customer};
+    use invoicer_core::surfaces::form::Saved;
+    use invoicer_core::surfaces::track;
 
     let state = state()?;
     let attempt = form_attempt(&idempotency_key);

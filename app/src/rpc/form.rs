@@ -7,7 +7,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use invoicer_core::accounts::auth::SessionUser;
-use invoicer_core::claim::Form;
+use invoicer_core::surfaces::forms::Form;
 use model::error::{AppError, FieldErrors};
 use model::Action;
 
@@ -163,8 +163,9 @@ impl<C: serde::Serialize + Sync> SettingsForm<'_, C> {
         self,
         save: impl AsyncFnOnce(&mut PgConnection, &SessionUser) -> Result<Uuid, AppError> + Clone,
     ) -> Result<SavedForm, AppError> {
-        use invoicer_core::observe::{track, Attempt, Surface};
+        use invoicer_core::observe::{Attempt, Surface};
         use invoicer_core::surfaces::form::{setting_once, Saved};
+        use invoicer_core::surfaces::track;
 
         let SettingsForm {
             form,

@@ -36,7 +36,7 @@ pub async fn apply_customer_import(
     let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let back = format!("/customers/import/{id}");
     super::form::SettingsForm {
-        form: invoicer_core::claim::Form::ApplyCustomerImport,
+        form: invoicer_core::surfaces::forms::Form::ApplyCustomerImport,
         action: model::Action::EditInvoices,
         back: &back,
         idempotency_key,

@@ -19,8 +19,9 @@ use super::{
 /// is clicked.
 #[server(prefix = "/rpc", endpoint = "send_invoice")]
 pub async fn send_invoice(invoice_id: String, idempotency_key: String) -> Result<(), AppError> {
-    use invoicer_core::observe::{track, Attempt, Surface};
+    use invoicer_core::observe::{Attempt, Surface};
     use invoicer_core::surfaces::form::queue_invoice_email;
+    use invoicer_core::surfaces::track;
 
     let state = state()?;
     let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
@@ -54,7 +55,8 @@ pub async fn invoice_action(
     idempotency_key: String,
 ) -> Result<(), AppError> {
     use invoicer_core::invoicing::lifecycle::{Action, Moved};
-    use invoicer_core::observe::{track, Attempt, Surface};
+    use invoicer_core::observe::{Attempt, Surface};
+    use invoicer_core::surfaces::track;
 
     let state = state()?;
     let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
@@ -100,7 +102,8 @@ pub async fn duplicate_invoice(
     invoice_id: String,
     idempotency_key: String,
 ) -> Result<Uuid, AppError> {
-    use invoicer_core::observe::{track, Attempt, Surface};
+    use invoicer_core::observe::{Attempt, Surface};
+    use invoicer_core::surfaces::track;
 
     let state = state()?;
     let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());

@@ -23,8 +23,9 @@ pub async fn create_invoice(
     idempotency_key: Option<String>,
     input: InvoiceForm,
 ) -> Result<Uuid, AppError> {
-    use invoicer_core::observe::{track, Attempt, Surface};
+    use invoicer_core::observe::{Attempt, Surface};
     use invoicer_core::surfaces::form::{invoice_from_form, FormOutcome};
+    use invoicer_core::surfaces::track;
 
     let state = state()?;
     let key = idempotency_key.clone().unwrap_or_default();
@@ -217,8 +218,9 @@ pub async fn update_draft(
     input: InvoiceForm,
 ) -> Result<(), AppError> {
     use invoicer_core::invoicing::lifecycle::Edited;
-    use invoicer_core::observe::{track, Attempt, Surface};
+    use invoicer_core::observe::{Attempt, Surface};
     use invoicer_core::surfaces::form::{edit_draft, DraftSave};
+    use invoicer_core::surfaces::track;
 
     let state = state()?;
     let invoice = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;

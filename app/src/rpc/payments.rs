@@ -23,9 +23,9 @@ pub async fn record_payment(
     idempotency_key: Option<String>,
     form: PaymentForm,
 ) -> Result<(), AppError> {
-    use invoicer_core::observe::track;
     use invoicer_core::payments::manual::PaymentError;
     use invoicer_core::surfaces::payment_forms::{record_payment, refusal};
+    use invoicer_core::surfaces::track;
 
     let state = state()?;
     let invoice = parse_id(&invoice_id)?;
@@ -75,8 +75,9 @@ pub async fn delete_payment(
     idempotency_key: String,
 ) -> Result<(), AppError> {
     use invoicer_core::accounts::audit::Actor;
-    use invoicer_core::observe::{track, Attempt, Surface};
+    use invoicer_core::observe::{Attempt, Surface};
     use invoicer_core::surfaces::payment_forms::delete_payment;
+    use invoicer_core::surfaces::track;
 
     let state = state()?;
     let invoice = parse_id(&invoice_id)?;
@@ -141,7 +142,7 @@ pub async fn credit_invoice(
     lines: Option<Vec<model::CreditLineForm>>,
 ) -> Result<(), AppError> {
     use invoicer_core::invoicing::credit_notes::Credit;
-    use invoicer_core::observe::track;
+    use invoicer_core::surfaces::track;
     use model::CreditRefund;
 
     let state = state()?;
@@ -208,7 +209,7 @@ pub async fn apply_credit(
     idempotency_key: Option<String>,
     amount: String,
 ) -> Result<(), AppError> {
-    use invoicer_core::observe::track;
+    use invoicer_core::surfaces::track;
 
     let state = state()?;
     let invoice = parse_id(&invoice_id)?;

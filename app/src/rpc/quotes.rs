@@ -85,7 +85,7 @@ pub async fn create_quote(
     input: InvoiceForm,
     quote: QuoteForm,
 ) -> Result<(), AppError> {
-    use invoicer_core::claim::Form;
+    use invoicer_core::surfaces::forms::Form;
     let state = state()?;
     let source_key = format!(
         "form:{}",
@@ -150,7 +150,7 @@ fn refused(e: invoicer_core::invoicing::quotes::QuoteError) -> AppError {
 /// gate (the member's address verified, within the allowance).
 #[server(prefix = "/rpc", endpoint = "send_quote")]
 pub async fn send_quote(id: String, idempotency_key: Option<String>) -> Result<(), AppError> {
-    use invoicer_core::claim::Form;
+    use invoicer_core::surfaces::forms::Form;
     let state = state()?;
     let quote = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let back = format!("/quotes/{quote}");
@@ -217,7 +217,7 @@ pub async fn update_quote(
     input: InvoiceForm,
     quote: QuoteForm,
 ) -> Result<(), AppError> {
-    use invoicer_core::claim::Form;
+    use invoicer_core::surfaces::forms::Form;
     let state = state()?;
     let id = Uuid::try_parse(&quote_id).map_err(|_| AppError::NotFound.respond())?;
     let fields = quote.parse();

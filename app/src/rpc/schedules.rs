@@ -74,7 +74,7 @@ pub async fn create_schedule(
     input: InvoiceForm,
     schedule: ScheduleForm,
 ) -> Result<(), AppError> {
-    use invoicer_core::claim::Form;
+    use invoicer_core::surfaces::forms::Form;
     let parsed = input.parse().and_then(|invoice| {
         schedule
             .parse()
@@ -145,7 +145,7 @@ pub async fn update_schedule(
     idempotency_key: Option<String>,
     input: InvoiceForm,
 ) -> Result<(), AppError> {
-    use invoicer_core::claim::Form;
+    use invoicer_core::surfaces::forms::Form;
     let schedule = Uuid::try_parse(&schedule_id).map_err(|_| AppError::NotFound.respond())?;
     let parsed = input
         .parse()
@@ -179,7 +179,7 @@ pub async fn pause_schedule(
     idempotency_key: Option<String>,
     pause: String,
 ) -> Result<(), AppError> {
-    use invoicer_core::claim::Form;
+    use invoicer_core::surfaces::forms::Form;
     let schedule = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let paused = pause == "true";
     let back = format!("/schedules/{schedule}");
@@ -215,7 +215,7 @@ pub async fn set_reminders(
     idempotency_key: Option<String>,
     off: String,
 ) -> Result<(), AppError> {
-    use invoicer_core::claim::Form;
+    use invoicer_core::surfaces::forms::Form;
     let target = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
     let off = off == "true";
     let (customer, back) = match what.as_str() {

@@ -60,7 +60,7 @@ pub async fn save_branding(
     idempotency_key: Option<String>,
     branding: model::BrandingForm,
 ) -> Result<(), AppError> {
-    use invoicer_core::claim::Form;
+    use invoicer_core::surfaces::forms::Form;
     let parsed = branding.parse();
     SettingsForm {
         form: Form::EditBranding,
@@ -82,7 +82,7 @@ pub async fn save_branding(
 /// Removes the logo, once per rendered button.
 #[server(prefix = "/rpc", endpoint = "remove_logo")]
 pub async fn remove_logo(idempotency_key: Option<String>) -> Result<(), AppError> {
-    use invoicer_core::claim::Form;
+    use invoicer_core::surfaces::forms::Form;
     SettingsForm {
         form: Form::RemoveLogo,
         action: model::Action::ManageOrg,
@@ -104,7 +104,7 @@ pub async fn save_reminders(
     idempotency_key: Option<String>,
     steps: Option<Vec<model::ReminderStepForm>>,
 ) -> Result<(), AppError> {
-    use invoicer_core::claim::Form;
+    use invoicer_core::surfaces::forms::Form;
     let rows = steps.unwrap_or_default();
     let parsed = model::ReminderStepForm::parse(&rows);
     SettingsForm {
@@ -129,7 +129,7 @@ pub async fn save_org_settings(
     idempotency_key: Option<String>,
     settings: model::OrgSettings,
 ) -> Result<(), AppError> {
-    use invoicer_core::claim::Form;
+    use invoicer_core::surfaces::forms::Form;
     SettingsForm {
         form: Form::EditOrgSettings,
         action: model::Action::ManageOrg,
@@ -153,7 +153,7 @@ pub async fn save_org_details(
     details: model::OrgDetails,
     password: Option<String>,
 ) -> Result<(), AppError> {
-    use invoicer_core::claim::Form;
+    use invoicer_core::surfaces::forms::Form;
     let details = details.normalized();
     let user = super::require(model::Action::ManageOrg).await?;
     let now = invoicer_core::accounts::orgs::details(&state()?.pool, user.org_id).await?;
@@ -190,7 +190,7 @@ pub async fn save_bank_details(
     bank: model::BankDetails,
     password: Option<String>,
 ) -> Result<(), AppError> {
-    use invoicer_core::claim::Form;
+    use invoicer_core::surfaces::forms::Form;
     let bank = bank.normalized();
     let user = super::require(model::Action::ManageOrg).await?;
     let now = invoicer_core::accounts::orgs::bank_details(&state()?.pool, user.org_id).await?;
@@ -228,7 +228,7 @@ pub async fn add_tax_rate(
     category: Option<String>,
     exemption_reason: Option<String>,
 ) -> Result<(), AppError> {
-    use invoicer_core::claim::Form;
+    use invoicer_core::surfaces::forms::Form;
     let (category, reason) = (
         category.unwrap_or_default(),
         exemption_reason.unwrap_or_default(),
@@ -250,7 +250,7 @@ pub async fn add_tax_rate(
     }
     .run(async |tx, user| {
         let input = parsed.as_ref().map_err(|f| AppError::invalid(f.clone()))?;
-        let rate = invoicer_core::invoicing::tax_rates::insert(
+        let rate = invoicer_core::invoicing::tax_rates::add(
             tx,
             Uuid::now_v7(),
             user.org_id,
@@ -266,7 +266,7 @@ pub async fn add_tax_rate(
 /// Archives a tax rate (lines that have it keep it), once per rendered button.
 #[server(prefix = "/rpc", endpoint = "archive_tax_rate")]
 pub async fn archive_tax_rate(idempotency_key: Option<String>, id: String) -> Result<(), AppError> {
-    use invoicer_core::claim::Form;
+    use invoicer_core::surfaces::forms::Form;
     let rate = Uuid::try_parse(id.trim()).map_err(|_| AppError::NotFound.respond())?;
     SettingsForm {
         form: Form::ArchiveTaxRate,

@@ -75,7 +75,7 @@ pub async fn invite_member(
     email: String,
     role: String,
 ) -> Result<(), AppError> {
-    use invoicer_core::claim::Form;
+    use invoicer_core::surfaces::forms::Form;
     let state = state()?;
     let parsed_role = parse_role(&role)?;
     let source_key = format!(
@@ -126,8 +126,8 @@ enum MemberChange {
 
 #[cfg(feature = "ssr")]
 impl MemberChange {
-    fn form(self) -> invoicer_core::claim::Form {
-        use invoicer_core::claim::Form;
+    fn form(self) -> invoicer_core::surfaces::forms::Form {
+        use invoicer_core::surfaces::forms::Form;
         match self {
             MemberChange::ResendInvitation(_) => Form::ResendInvitation,
             MemberChange::RevokeInvitation(_) => Form::RevokeInvitation,

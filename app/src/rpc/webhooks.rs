@@ -14,7 +14,7 @@ use model::webhooks::{WebhookEndpoint, WebhookEndpointPage};
 #[cfg(feature = "ssr")]
 use super::{form::SettingsForm, state};
 #[cfg(feature = "ssr")]
-use invoicer_core::claim::Form;
+use invoicer_core::surfaces::forms::Form;
 #[cfg(feature = "ssr")]
 use model::Action;
 

@@ -102,7 +102,7 @@ pub async fn seed(pool: &PgPool) -> Result<Option<Uuid>, model::error::AppError>
             vat_id: vat_id.map(Into::into),
             ..Default::default()
         };
-        let customer = customers::insert(&mut tx, Uuid::now_v7(), org, None, &input).await?;
+        let customer = customers::create(&mut tx, Uuid::now_v7(), org, None, &input).await?;
         people.push(customer);
     }
     let vat = TaxRateInput {
@@ -111,7 +111,7 @@ pub async fn seed(pool: &PgPool) -> Result<Option<Uuid>, model::error::AppError>
         category: None,
         exemption_reason: String::new(),
     };
-    let vat = tax_rates::insert(&mut tx, Uuid::now_v7(), org, "demo:vat", &vat).await?;
+    let vat = tax_rates::add(&mut tx, Uuid::now_v7(), org, "demo:vat", &vat).await?;
     let today = Utc::now().date_naive();
     let invoice = |who: usize, lines: &[(&str, i64, i64)], due_in: i64, draft: bool| InvoiceInput {
         customer_name: people[who].name.clone(),

@@ -1,17 +1,14 @@
 //! What operators see of each attempt: one structured log event, the Prometheus series and the
 //! activity page's row, from one place, whatever the surface.
 //!
-//! Every surface runs its attempt inside [`track`]. The outcome comes from the answer's type
-//! ([`Tracked`]), never from a response. A won attempt's row is written by `claim::finish` (see [`Attempt::won_row`])
-//! inside the transaction that did the work (so it commits with the work or not at all); every other
-//! outcome's row is written by `track` after the answer is known.
+//! Every surface runs its attempt inside `surfaces::record::track`. The outcome comes from the
+//! answer's type ([`Tracked`]), never from a response. The rows are written by `surfaces::record`,
+//! the only writer of `attempts`; this module holds the attempt, its log event and its series.
 
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 pub use crate::claim::Surface;
@@ -183,79 +180,15 @@ impl Attempt {
         self.who().org
     }
 
-    /// The won attempt's row, for `claim::finish` to write in the transaction that did the work: it
-    /// commits with the work or not at all, and costs no round trip of its own. Call
-    /// [`Attempt::mark_stored`] once that transaction has committed (a rolled-back row was never
-    /// written).
-    pub fn won_row(&self, concerns: Concerns) -> crate::claim::WonRow {
-        let who = self.who();
-        crate::claim::WonRow {
-            org: concerns.org.or(who.org),
-            surface: self.0.surface,
-            owner: who.owner,
-            key: who.key,
-            invoice: concerns.invoice,
-            request_id: self.0.request_id.clone(),
-            duration_ms: self.0.started.elapsed().as_secs_f64() * 1000.0,
-        }
-    }
-
-    /// For a surface that wrote this attempt's row with a statement of its own (see
-    /// `surfaces::webhook`, whose replay row joins the stored event).
+    /// Its row was written (by `surfaces::record`, in the statement that settled its claim or with
+    /// a statement of its own): [`crate::surfaces::record::track`] writes none after.
     pub fn mark_stored(&self) {
         self.0.stored.store(true, Ordering::Release);
     }
 
-    async fn store(
-        &self,
-        db: impl PgExecutor<'_>,
-        outcome: AttemptOutcome,
-        concerns: Concerns,
-    ) -> sqlx::Result<()> {
-        let who = self.who();
-        // language=PostgreSQL
-        sqlx::query!(
-            r#"
-            insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
-            values ($1, $2, $3, $4, $5, $6, $7, $8)
-            "#,
-            concerns.org.or(who.org),
-            self.0.surface.as_str(),
-            who.owner,
-            who.key,
-            outcome.as_str(),
-            concerns.invoice,
-            self.0.request_id,
-            self.0.started.elapsed().as_secs_f64() * 1000.0,
-        )
-        .execute(db)
-        .await?;
-        Ok(())
+    pub fn is_stored(&self) -> bool {
+        self.0.stored.load(Ordering::Acquire)
     }
-}
-
-/// Runs one attempt and records it: the log event and metrics always, and the activity page's row
-/// (unless the work wrote it in its transaction, or the attempt was refused before anyone could be
-/// named: no page would show it). A failure to store the row is logged, never turned into a failure
-/// of the attempt, which already happened.
-pub async fn track<T, F, Fut>(pool: &PgPool, attempt: Attempt, work: F) -> T
-where
-    T: Tracked,
-    F: FnOnce(Attempt) -> Fut,
-    Fut: Future<Output = T>,
-{
-    let answer = work(attempt.clone()).await;
-    let outcome = answer.outcome();
-    let concerns = answer.concerns();
-    log_and_count(&attempt, outcome);
-    let anonymous = concerns.org.or(attempt.who().org).is_none();
-    let unseen = anonymous && outcome == AttemptOutcome::Rejected;
-    if !attempt.0.stored.load(Ordering::Acquire) && !unseen {
-        if let Err(e) = attempt.store(pool, outcome, concerns).await {
-            tracing::warn!(error = %e, "could not store an attempt for the activity page");
-        }
-    }
-    answer
 }
 
 /// One log event (inside the request's span, so it carries the request id) and the

@@ -4,12 +4,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use invoicer_core::accounts::create_org_with_owner;
-use invoicer_core::claim::{self, ClaimKey, Claimed, Fence, Form, Leased, Outcome, Terms};
+use invoicer_core::claim::{self, ClaimKey, Claimed, Fence, Leased, Outcome, Terms};
 use invoicer_core::invoicing::invoices;
 use invoicer_core::observe::{Attempt, Surface};
 use invoicer_core::surfaces::form::{
     invoice_from_form, queue_invoice_email, FormOutcome, SendOutcome,
 };
+use invoicer_core::surfaces::forms::Form;
 use model::error::AppError;
 use model::{InvoiceInput, LineInput, Thousandths};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -149,7 +150,7 @@ async fn fifty_concurrent_submits_make_one_invoice_and_49_replays(
 async fn a_transaction_that_fails_after_claiming_leaves_the_key_free(pool: PgPool) {
     let org = new_org(&pool, "a@example.com").await;
     let form_key = Uuid::new_v4();
-    let key = ClaimKey::form(org, Form::CreateInvoice, form_key);
+    let key = Form::CreateInvoice.claim_key(org, form_key);
     {
         let mut tx = pool.begin().await.unwrap();
         assert_eq!(
@@ -416,7 +417,7 @@ async fn the_same_form_resubmitted_with_other_content_is_refused_not_replayed(po
 #[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_claim_that_knows_its_result_is_written_done_with_it(pool: PgPool) {
     let org = new_org(&pool, "a@example.com").await;
-    let key = ClaimKey::form(org, Form::CreateInvoice, Uuid::new_v4());
+    let key = Form::CreateInvoice.claim_key(org, Uuid::new_v4());
     let result = Uuid::new_v4();
     let terms = Terms {
         result_id: Some(result),

@@ -38,7 +38,7 @@ pub(super) async fn post_customer(write: Write) -> Result<Response, ProblemRespo
         .run(async |req, body| {
             let (value, input) = write::json_body(body, "customer", CustomerInput::check)?;
             write::create_once!(req, &value, names: false, |tx, id| {
-                customers::insert(tx, id, req.org(), None, &input)
+                customers::create(tx, id, req.org(), None, &input)
             })
         })
         .await

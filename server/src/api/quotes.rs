@@ -95,7 +95,7 @@ pub(super) async fn post_quote(write: Write) -> Result<Response, ProblemResponse
         .run(async |req, body| {
             let (value, _) = write::json_body(body, "quote", |_: &serde_json::Value| Ok(()))?;
             let input =
-                QuoteInput::from_json(&value).map_err(|why| write::unreadable("quote", why))?;
+                QuoteInput::from_json(&value).map_err(|why| write::not_read("quote", why))?;
             // The fields as sent; the quote's and the org's rules are the command's.
             (input.invoice.check_as_sent()).map_err(|fields| write::invalid("quote", fields))?;
             let org = req.org();

@@ -104,8 +104,8 @@ pub(super) async fn post_schedule(write: Write) -> Result<Response, ProblemRespo
     write
         .run(async |req, body| {
             let (value, _) = write::json_body(body, "schedule", |_: &serde_json::Value| Ok(()))?;
-            let input = ScheduleInput::from_json(&value)
-                .map_err(|why| write::unreadable("schedule", why))?;
+            let input =
+                ScheduleInput::from_json(&value).map_err(|why| write::not_read("schedule", why))?;
             // The fields as sent; the cadence's and the org's rules are the command's.
             (input.invoice.check_as_sent()).map_err(|fields| write::invalid("schedule", fields))?;
             let org = req.org();

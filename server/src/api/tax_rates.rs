@@ -36,7 +36,7 @@ pub(super) async fn post_tax_rate(write: Write) -> Result<Response, ProblemRespo
         .run(async |req, body| {
             let (value, input) = write::json_body(body, "tax rate", TaxRateInput::check)?;
             write::create_once!(req, &value, names: false, |tx, id| {
-                tax_rates::insert(tx, id, req.org(), &format!("api:{id}"), &input)
+                tax_rates::add(tx, id, req.org(), &format!("api:{id}"), &input)
             })
         })
         .await

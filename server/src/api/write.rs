@@ -14,8 +14,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use invoicer_core::accounts::api_keys::ApiClient;
 use invoicer_core::claim::StoredResponse;
-use invoicer_core::observe::{track, Attempt, Surface};
+use invoicer_core::observe::{Attempt, Surface};
 use invoicer_core::surfaces::api::{self, ApiOutcome, IdempotencyKey};
+use invoicer_core::surfaces::track;
 use invoicer_core::surfaces::Transient;
 use invoicer_core::AppState;
 use model::Action;
@@ -261,13 +262,23 @@ pub(super) fn typed<T: DeserializeOwned>(
 ) -> Result<T, ProblemResponse> {
     serde_path_to_error::deserialize(value.clone()).map_err(|e| {
         let field = e.path().to_string();
-        let reason = e.inner().to_string();
-        if field == "." {
-            unreadable(what, reason)
-        } else {
-            invalid(what, BTreeMap::from([(field, reason)]))
-        }
+        not_read(
+            what,
+            model::Unreadable {
+                field: (field != ".").then_some(field),
+                reason: e.inner().to_string(),
+            },
+        )
     })
+}
+
+/// The answer to a body that does not read: 422 `invalid-<what>` with `errors` naming the field
+/// that does not, or with the reason alone when it concerns the whole body.
+pub(super) fn not_read(what: &str, why: model::Unreadable) -> ProblemResponse {
+    match why.field {
+        Some(field) => invalid(what, BTreeMap::from([(field, why.reason)])),
+        None => unreadable(what, why.reason),
+    }
 }
 
 /// 422 `invalid-<what>` with why the JSON is not one.

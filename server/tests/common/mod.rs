@@ -430,8 +430,10 @@ pub async fn spawn_worker(
         .env("SMTP_URL", smtp.url())
         .env("WORKERS", workers.to_string())
         .env("WORKER_LEASE_SECS", lease_secs.to_string())
-        // The local sink answers at once; the lease must outlast the SMTP timeout.
-        .env("SMTP_TIMEOUT_MS", "500")
+        // The lease must outlast the SMTP timeout: half of it, at most 5 s. The local sink answers
+        // at once, but a whole suite on two cores can hold an answer past a short timeout, and an
+        // email whose answer came too late is sent again (at least once, by design).
+        .env("SMTP_TIMEOUT_MS", (lease_secs * 500).min(5_000).to_string())
         .env("WORKER_POLL_MS", "50")
         .env("INVOICER_FAILPOINT", failpoints)
         .env("RUST_LOG", "warn")

@@ -153,7 +153,7 @@ pub async fn create(
 ) -> Result<NewApiKey, CreateError> {
     let key = NewApiKey::generate();
     let mut tx = pool.begin().await?;
-    insert(&mut tx, org, creator, request, &key).await?;
+    save(&mut tx, org, creator, request, &key).await?;
     tx.commit().await?;
     Ok(key)
 }
@@ -161,7 +161,7 @@ pub async fn create(
 /// Writes `key` for `org` with the role asked for, if the creator's own role in the org is at
 /// least that (checked in the insert itself, against the membership as it is then), and records it
 /// in the audit log, on the caller's transaction.
-pub async fn insert(
+pub async fn save(
     tx: &mut sqlx::PgConnection,
     org: Uuid,
     creator: &Actor,

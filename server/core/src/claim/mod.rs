@@ -5,8 +5,8 @@
 //! id). Two shapes, one table:
 //!
 //! - [`claim`]: the claim commits with its work. It is inserted with `ON CONFLICT DO NOTHING` inside
-//!   the caller's open transaction, the caller does its work in that same transaction, [`finish`]es,
-//!   and commits. Claim and work commit together or not at all: claiming in one commit and working in
+//!   the caller's open transaction, the caller does its work in that same transaction, finishes
+//!   (`surfaces::record::finish`: the outcome and the won attempt's row), and commits. Claim and work commit together or not at all: claiming in one commit and working in
 //!   another would turn a crash between them into a silent loss (the attempt looks done while nothing
 //!   happened). Nobody else ever sees such a claim before it is done.
 //! - [`lease`]: for work that leaves the database (email, a third party). The claim is committed
@@ -27,7 +27,7 @@ use uuid::Uuid;
 mod key;
 mod lease;
 
-pub use key::{ClaimKey, Form, Surface};
+pub use key::{ClaimKey, Surface};
 pub use lease::{lease, Fence, Lease, LeaseToken, Leased};
 
 /// A response stored with the claim so a replay can return it byte for byte.
@@ -74,8 +74,7 @@ pub struct Terms<'a> {
 #[derive(Debug, Clone, PartialEq)]
 #[must_use]
 pub enum Claimed {
-    /// This transaction owns the attempt: do the work, `finish` (unless `Terms::result_id` said it
-    /// already), commit.
+    /// This transaction owns the attempt: do the work, finish (`surfaces::record::finish`), commit.
     Won,
     /// An earlier attempt finished; here is what it produced. Do nothing again.
     Done(Outcome),
@@ -179,70 +178,6 @@ pub async fn peek(
             retry_after: found.retry_after(),
         },
     }))
-}
-
-/// Settles a won claim in the transaction that did the work, before commit, in one statement:
-/// records what the work produced (`outcome`; `None` when it was written with the claim) and writes
-/// the won attempt's activity row, so both commit with the work or not at all.
-pub async fn finish(
-    conn: &mut PgConnection,
-    key: &ClaimKey,
-    outcome: Option<&Outcome>,
-    won: &WonRow,
-) -> sqlx::Result<()> {
-    let response = outcome.and_then(|o| o.response.as_ref());
-    // The activity row is bound as one JSON row in the `attempts` table's column names.
-    let activity = serde_json::json!({
-        "org_id": won.org,
-        "surface": won.surface.as_str(),
-        "owner": won.owner,
-        "key": won.key,
-        "invoice_id": won.invoice,
-        "request_id": won.request_id,
-        "duration_ms": won.duration_ms,
-    });
-    // language=PostgreSQL
-    let finished = sqlx::query_scalar!(
-        r#"
-        with finished as (
-            update claims
-            set result_id = $5, response_status = $6, response_headers = $7, response_body = $8
-            where $4 and scope = $1 and owner = $2 and key = $3 and status = 'done'
-            returning 1
-        )
-        insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
-        select a.org_id, a.surface, a.owner, a.key, 'won', a.invoice_id, a.request_id, a.duration_ms
-        from jsonb_populate_record(null::attempts, $9) a
-        returning (select count(*) from finished) as "finished!"
-        "#,
-        key.surface.as_str(),
-        key.owner,
-        key.key,
-        outcome.is_some(),
-        outcome.and_then(|o| o.result_id),
-        response.map(|r| r.status as i16),
-        response.map(|r| r.headers.clone()),
-        response.map(|r| r.body.as_slice()),
-        activity,
-    )
-    .fetch_one(&mut *conn)
-    .await?;
-    if outcome.is_some() && finished != 1 {
-        return Err(sqlx::Error::RowNotFound);
-    }
-    Ok(())
-}
-
-/// A won attempt's activity row, as [`finish`] writes it (see `observe::Attempt::won_row`).
-#[derive(Debug, Clone)]
-pub struct WonRow {
-    pub org: Option<Uuid>,
-    pub surface: Surface,
-    pub owner: String,
-    pub key: String,
-    pub invoice: Option<Uuid>,
-    pub request_id: Option<String>,
-    pub duration_ms: f64,
 }
 
 /// The committed claim a conflicting insert ran into.

@@ -338,7 +338,7 @@ async fn insert_once(
     .fetch_one(&mut *tx)
     .await?;
     if !exists {
-        crate::customers::insert(tx, Uuid::now_v7(), org, Some(key), input).await?;
+        crate::customers::create(tx, Uuid::now_v7(), org, Some(key), input).await?;
     }
     Ok(())
 }

@@ -52,9 +52,10 @@ impl From<Row> for Customer {
     }
 }
 
-/// Inserts customer `id` (minted by the caller, so a claim can name it) of `org`; `source_key`
-/// names the attempt (unique per org) when a form made it.
-pub async fn insert(
+/// The command that creates a customer, whichever surface asks (the form, the API, a CSV import, an
+/// invoice that saves its customer): customer `id` (minted by the caller, so a claim can name it) of
+/// `org`; `source_key` names the attempt (unique per org) when one made it.
+pub async fn create(
     tx: &mut PgConnection,
     id: Uuid,
     org: Uuid,
@@ -427,58 +428,6 @@ impl crate::observe::Tracked for CustomerMoved {
             CustomerMoved::Now(_) => AttemptOutcome::Won,
             CustomerMoved::Already => AttemptOutcome::Replay,
             CustomerMoved::Archived | CustomerMoved::NotFound => AttemptOutcome::Rejected,
-        }
-    }
-}
-
-/// A button on a customer's page, applied at most once per rendered button (`form_key`) and as a
-/// conditional change; a change that applies is written to the audit log in its transaction.
-pub async fn act(
-    pool: &PgPool,
-    attempt: &crate::observe::Attempt,
-    org: Uuid,
-    actor: &crate::accounts::audit::Actor,
-    form_key: Uuid,
-    customer: Uuid,
-    action: CustomerChange,
-) -> Result<CustomerMoved, model::error::AppError> {
-    use crate::claim::{ClaimKey, Form, Outcome, Terms};
-    use crate::observe::Concerns;
-    use crate::surfaces::{busy, once, Once, Work};
-    use model::error::AppError;
-
-    let key = ClaimKey::form(org, Form::CustomerAction(action.form_name()), form_key);
-    let terms = Terms {
-        result_id: Some(customer),
-        ..Terms::default()
-    };
-    let ran = once(pool, attempt, &key, &terms, || {
-        async |tx| {
-            let moved = apply(tx, org, customer, action).await?;
-            let CustomerMoved::Now(name) = moved.clone() else {
-                // Nothing changed: the claim goes back with the rest, and a repeat is judged
-                // again against the customer as it will be then.
-                return Ok::<_, AppError>(Work::RollBack(moved));
-            };
-            let detail = serde_json::json!({ "customer_id": customer });
-            crate::accounts::audit::record(tx, org, actor, action.audit_name(), &name, detail)
-                .await?;
-            Ok(Work::Commit {
-                answer: moved,
-                outcome: Outcome::result(customer),
-                concerns: Concerns {
-                    org: Some(org),
-                    invoice: None,
-                },
-            })
-        }
-    })
-    .await?;
-    match ran {
-        Once::Ran(moved) => Ok(moved),
-        Once::Done(_) | Once::Mismatch => Ok(CustomerMoved::Already),
-        Once::Busy { retry_after } => {
-            Err(busy("This action is still being processed.", retry_after))
         }
     }
 }

@@ -49,7 +49,7 @@ pub async fn list(
 /// Adds rate `id` to `org`; `source_key` names the attempt (unique per org). If that attempt already
 /// added one (its claim row lost to retention), that rate is the answer: the write is idempotent by
 /// itself.
-pub async fn insert(
+pub async fn add(
     tx: &mut PgConnection,
     id: Uuid,
     org: Uuid,

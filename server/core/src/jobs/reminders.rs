@@ -13,10 +13,11 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use crate::claim::{self, ClaimKey, Claimed, Outcome, Surface, Terms};
+use crate::claim::{ClaimKey, Outcome, Surface, Terms};
 use crate::mail::gate::{Allowance, Gate, Sender};
 use crate::observe::{self, AttemptOutcome, Concerns};
 use crate::outbox;
+use crate::surfaces::{once_in, Once};
 
 /// The local hour from which reminders go out.
 pub const FROM_HOUR: i32 = 9;
@@ -162,65 +163,73 @@ async fn run_one(
     let key = ClaimKey::job(&format!("reminder:{}", due.id), &step);
     let attempt = observe::Attempt::new(Surface::Job, step.clone(), None);
     attempt.identify(format!("reminder:{}", due.id), Some(due.org_id));
-    if claim::claim(&mut tx, &key, &Terms::default()).await? != Claimed::Won {
-        // A lost reminder row with its claim left: write the row so the step is not found again.
-        record(&mut tx, due.id, due.org_id, due.offset_days, None).await?;
-        tx.commit().await?;
-        observe::log_and_count(&attempt, AttemptOutcome::Replay);
-        return Ok(Some(true));
-    }
-    crate::failpoint::hit("reminder.after_claim");
     let gate = Gate::new(allowance, Sender::Automatic);
-    let permit = match gate
-        .permit(&mut tx, due.org_id, &due.customer_email)
-        .await?
-    {
-        Ok(permit) => permit,
-        Err(refused) => {
+    let ran = once_in(&mut tx, &attempt, &key, &Terms::default(), async |tx| {
+        crate::failpoint::hit("reminder.after_claim");
+        let permit = match gate
+            .permit(&mut *tx, due.org_id, &due.customer_email)
+            .await?
+        {
+            Ok(permit) => permit,
+            // Nothing sent: the caller rolls the claim back with the rest.
+            Err(refused) => return Ok((Err(refused), Outcome::default(), Concerns::default())),
+        };
+        let email = outbox::enqueue_email(
+            &mut *tx,
+            permit,
+            Some(due.id),
+            outbox::MailKind::Reminder,
+            serde_json::json!({
+                "invoice_id": due.id,
+                "offset_days": due.offset_days,
+                "message": due.message,
+                "dedupe": format!("reminder/{}/{}", due.id, due.offset_days),
+            }),
+        )
+        .await?;
+        record(tx, due.id, due.org_id, due.offset_days, email).await?;
+        // The earlier steps never sent are passed over: one reminder, the latest.
+        // language=PostgreSQL
+        sqlx::query!(
+            r#"
+            insert into reminders (invoice_id, offset_days, org_id, outcome)
+            select $1, st.offset_days, $2, 'skipped' from reminder_steps st
+            where st.org_id = $2 and st.offset_days < $3
+            on conflict (invoice_id, offset_days) do nothing
+            "#,
+            due.id,
+            due.org_id,
+            due.offset_days,
+        )
+        .execute(&mut *tx)
+        .await?;
+        let concerns = Concerns {
+            org: Some(due.org_id),
+            invoice: Some(due.id),
+        };
+        let outcome = Outcome {
+            result_id: email,
+            response: None,
+        };
+        Ok::<_, sqlx::Error>((Ok(()), outcome, concerns))
+    })
+    .await?;
+    match ran {
+        Once::Ran(Ok(())) => {}
+        Once::Ran(Err(refused)) => {
             tracing::warn!(org = %due.org_id, %refused, "reminders: the org may send none");
             tx.rollback().await?;
             passed.push(due.org_id);
             return Ok(Some(false));
         }
-    };
-    let email = outbox::enqueue_email(
-        &mut tx,
-        permit,
-        Some(due.id),
-        outbox::MailKind::Reminder,
-        serde_json::json!({
-            "invoice_id": due.id,
-            "offset_days": due.offset_days,
-            "message": due.message,
-            "dedupe": format!("reminder/{}/{}", due.id, due.offset_days),
-        }),
-    )
-    .await?;
-    record(&mut tx, due.id, due.org_id, due.offset_days, email).await?;
-    // The earlier steps never sent are passed over: one reminder, the latest.
-    // language=PostgreSQL
-    sqlx::query!(
-        r#"
-        insert into reminders (invoice_id, offset_days, org_id, outcome)
-        select $1, st.offset_days, $2, 'skipped' from reminder_steps st
-        where st.org_id = $2 and st.offset_days < $3
-        on conflict (invoice_id, offset_days) do nothing
-        "#,
-        due.id,
-        due.org_id,
-        due.offset_days,
-    )
-    .execute(&mut *tx)
-    .await?;
-    let concerns = Concerns {
-        org: Some(due.org_id),
-        invoice: Some(due.id),
-    };
-    let outcome = Outcome {
-        result_id: email,
-        response: None,
-    };
-    claim::finish(&mut tx, &key, Some(&outcome), &attempt.won_row(concerns)).await?;
+        Once::Done(_) | Once::Mismatch | Once::Busy { .. } => {
+            // A lost reminder row with its claim left: write the row so the step is not found again.
+            record(&mut tx, due.id, due.org_id, due.offset_days, None).await?;
+            tx.commit().await?;
+            observe::log_and_count(&attempt, AttemptOutcome::Replay);
+            return Ok(Some(true));
+        }
+    }
     tx.commit().await?;
     attempt.mark_stored();
     observe::log_and_count(&attempt, AttemptOutcome::Won);

@@ -4,10 +4,11 @@
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::claim::{ClaimKey, Form, Outcome, Terms};
+use crate::claim::{Outcome, Terms};
 use crate::invoicing::error::InvoiceError;
 use crate::invoicing::lifecycle::{self, Action, Edited, Moved};
 use crate::observe::{Attempt, AttemptOutcome, Concerns, Tracked};
+use crate::surfaces::forms::Form;
 use crate::surfaces::{busy, once, Once, Work};
 use crate::{invoicing::invoices, outbox};
 use model::error::AppError;
@@ -66,7 +67,7 @@ pub async fn invoice_from_form(
     form_key: Uuid,
     input: &InvoiceInput,
 ) -> Result<FormOutcome, AppError> {
-    let key = ClaimKey::form(org, Form::CreateInvoice, form_key);
+    let key = Form::CreateInvoice.claim_key(org, form_key);
     let source_key = format!("form:{form_key}");
     let fingerprint = fingerprint(input);
     // The invoice's id is minted first, so the claim is written with it: no statement to finish.
@@ -151,7 +152,7 @@ pub async fn queue_invoice_email(
     invoice: Uuid,
     gate: crate::mail::gate::Gate,
 ) -> Result<SendOutcome, AppError> {
-    let key = ClaimKey::form(org, Form::SendInvoice, form_key);
+    let key = Form::SendInvoice.claim_key(org, form_key);
     let ran = once(pool, attempt, &key, &Terms::default(), || {
         async |tx| {
             let Some(to) = invoices::recipient(tx, org, invoice).await? else {
@@ -221,7 +222,7 @@ pub async fn invoice_action(
             )));
         }
     }
-    let key = ClaimKey::form(org, Form::InvoiceAction(action.form_name()), form_key);
+    let key = Form::InvoiceAction(action.form_name()).claim_key(org, form_key);
     let terms = Terms {
         result_id: Some(invoice),
         ..Terms::default()
@@ -263,7 +264,7 @@ pub async fn duplicate_invoice(
     form_key: Uuid,
     invoice: Uuid,
 ) -> Result<FormOutcome, AppError> {
-    let key = ClaimKey::form(org, Form::DuplicateInvoice, form_key);
+    let key = Form::DuplicateInvoice.claim_key(org, form_key);
     let new_id = Uuid::now_v7();
     let source_key = format!("duplicate:{form_key}");
     let terms = Terms {
@@ -336,7 +337,7 @@ pub async fn edit_draft(
     version: i32,
     input: &InvoiceInput,
 ) -> Result<DraftSave, AppError> {
-    let key = ClaimKey::form(org, Form::EditDraft, form_key);
+    let key = Form::EditDraft.claim_key(org, form_key);
     let fingerprint = {
         use sha2::{Digest, Sha256};
         let mut hash = Sha256::new();
@@ -393,108 +394,6 @@ impl Tracked for Saved {
     }
 }
 
-/// The new-customer form: creates the customer at most once per rendered form.
-pub async fn customer_from_form(
-    pool: &PgPool,
-    attempt: &Attempt,
-    org: Uuid,
-    form_key: Uuid,
-    input: &model::CustomerInput,
-) -> Result<Saved, AppError> {
-    use sha2::{Digest, Sha256};
-
-    let key = ClaimKey::form(org, Form::CreateCustomer, form_key);
-    let source_key = format!("form:{form_key}");
-    let fingerprint = Sha256::digest(serde_json::to_vec(input).expect("input serialises")).to_vec();
-    let customer_id = Uuid::now_v7();
-    let terms = Terms {
-        fingerprint: Some(&fingerprint),
-        result_id: Some(customer_id),
-        ..Terms::default()
-    };
-    let ran = once(pool, attempt, &key, &terms, || {
-        async |tx| {
-            match crate::customers::insert(tx, customer_id, org, Some(&source_key), input).await {
-                Ok(_) => Ok(Work::Commit {
-                    answer: true,
-                    outcome: Outcome::result(customer_id),
-                    concerns: Concerns {
-                        org: Some(org),
-                        invoice: None,
-                    },
-                }),
-                // A lost claim row: the customer's own source key still refuses the duplicate.
-                Err(sqlx::Error::Database(e))
-                    if e.constraint() == Some("customers_org_source_key") =>
-                {
-                    Ok(Work::RollBack(false))
-                }
-                Err(e) => Err(AppError::from(e)),
-            }
-        }
-    })
-    .await?;
-    match ran {
-        Once::Ran(true) => Ok(Saved::Created(customer_id)),
-        Once::Ran(false) => Ok(Saved::Replayed(
-            crate::customers::id_by_source_key(pool, org, &source_key).await?,
-        )),
-        Once::Done(Outcome {
-            result_id: Some(id),
-            ..
-        }) => Ok(Saved::Replayed(id)),
-        Once::Done(outcome) => Err(AppError::internal(
-            "customer claim done without a customer",
-            format!("{key:?} {outcome:?}"),
-        )),
-        Once::Mismatch => Ok(Saved::KeyReused),
-        Once::Busy { retry_after } => Err(busy("This form is still being processed.", retry_after)),
-    }
-}
-
-/// A customer's edit form: applied at most once per rendered form.
-pub async fn update_customer(
-    pool: &PgPool,
-    attempt: &Attempt,
-    org: Uuid,
-    form_key: Uuid,
-    customer: Uuid,
-    input: &model::CustomerInput,
-) -> Result<Saved, AppError> {
-    use sha2::{Digest, Sha256};
-
-    let key = ClaimKey::form(org, Form::EditCustomer, form_key);
-    let mut hash = Sha256::new();
-    hash.update(customer.as_bytes());
-    hash.update(serde_json::to_vec(input).expect("input serialises"));
-    let fingerprint = hash.finalize().to_vec();
-    let terms = Terms {
-        fingerprint: Some(&fingerprint),
-        result_id: Some(customer),
-        ..Terms::default()
-    };
-    let ran = once(pool, attempt, &key, &terms, || {
-        async |tx| match crate::customers::update(tx, org, customer, input).await? {
-            Some(_) => Ok::<_, AppError>(Work::Commit {
-                answer: (),
-                outcome: Outcome::result(customer),
-                concerns: Concerns {
-                    org: Some(org),
-                    invoice: None,
-                },
-            }),
-            None => Err(AppError::NotFound),
-        }
-    })
-    .await?;
-    match ran {
-        Once::Ran(()) => Ok(Saved::Created(customer)),
-        Once::Done(_) => Ok(Saved::Replayed(customer)),
-        Once::Mismatch => Ok(Saved::KeyReused),
-        Once::Busy { retry_after } => Err(busy("This form is still being processed.", retry_after)),
-    }
-}
-
 /// A settings form, at most once per rendered form: `save` writes the change in the claim's
 /// transaction and names what it saved. A new settings form costs these few lines at its call site.
 pub async fn setting_once<F, W>(
@@ -512,7 +411,7 @@ where
 {
     use sha2::{Digest, Sha256};
 
-    let key = ClaimKey::form(org, form, form_key);
+    let key = form.claim_key(org, form_key);
     let fingerprint =
         Sha256::digest(serde_json::to_vec(content).expect("form content serialises")).to_vec();
     let terms = Terms {

@@ -1,14 +1,22 @@
 //! The surfaces of the discipline: where attempts arrive (forms, Stripe webhooks, the JSON API).
 //!
-//! Each surface names its attempt with a key minted where the attempt was born, and runs [`once`]:
-//! claim and work in one transaction, the won attempt's activity row in that same transaction, commit,
-//! and only then an answer. A new surface is a key, its work, and a mapping of [`Once`] to its answer.
+//! Each surface names its attempt with a key minted where the attempt was born, runs it inside
+//! [`track`] (its log event, series and activity row) and through [`once`] (or [`once_in`], for a
+//! job's transaction): claim and work in one transaction, the won attempt's activity row in that same
+//! transaction, commit, and only then an answer. These are the only layer between a surface and the
+//! claim; [`record`] is the only writer of `attempts`. A new surface is a key, its work, and a
+//! mapping of [`Once`] to its answer.
 
 pub mod api;
+pub mod customer_forms;
 pub mod form;
+pub mod forms;
 pub mod payment_forms;
 pub mod quote_forms;
+pub mod record;
 pub mod webhook;
+
+pub use record::track;
 
 use std::time::Duration;
 
@@ -119,6 +127,33 @@ where
     }
 }
 
+/// [`once`] inside a transaction the caller opened and commits (a job that picked its due row with
+/// `FOR UPDATE SKIP LOCKED` first): claims `key`, and if this transaction won runs `work`, which
+/// answers with what the attempt produced and concerned, and finishes the claim with the attempt's
+/// row ([`record::finish`]). Otherwise answers what the claim found, and the caller goes on in the
+/// same transaction. Call [`Attempt::mark_stored`] once it committed a `Ran`.
+pub async fn once_in<T, E, W>(
+    tx: &mut PgConnection,
+    attempt: &Attempt,
+    key: &ClaimKey,
+    terms: &Terms<'_>,
+    work: W,
+) -> Result<Once<T>, E>
+where
+    E: From<sqlx::Error>,
+    W: AsyncFnOnce(&mut PgConnection) -> Result<(T, Outcome, Concerns), E>,
+{
+    match claim::claim(&mut *tx, key, terms).await? {
+        Claimed::Won => {}
+        Claimed::Done(outcome) => return Ok(Once::Done(outcome)),
+        Claimed::Mismatch => return Ok(Once::Mismatch),
+        Claimed::Busy { retry_after } => return Ok(Once::Busy { retry_after }),
+    }
+    let (answer, outcome, concerns) = work(&mut *tx).await?;
+    record::finish(tx, key, Some(&outcome), attempt, concerns).await?;
+    Ok(Once::Ran(answer))
+}
+
 async fn try_once<T, E, W>(
     pool: &PgPool,
     attempt: &Attempt,
@@ -158,7 +193,7 @@ where
         response: None,
     };
     let unrecorded = (outcome != written).then_some(&outcome);
-    claim::finish(&mut tx, key, unrecorded, &attempt.won_row(concerns)).await?;
+    record::finish(&mut tx, key, unrecorded, attempt, concerns).await?;
     tx.commit().await?;
     attempt.mark_stored();
     failpoint::hit_at(surface, "after_commit");

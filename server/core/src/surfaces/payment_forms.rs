@@ -10,9 +10,10 @@ use uuid::Uuid;
 use super::form::Saved;
 use super::{busy, once, Once, Work};
 use crate::accounts::audit::Actor;
-use crate::claim::{ClaimKey, Form, Outcome, Terms};
+use crate::claim::{ClaimKey, Outcome, Terms};
 use crate::observe::{Attempt, Concerns};
 use crate::payments::manual::{self, PaymentError};
+use crate::surfaces::forms::Form;
 use model::error::AppError;
 use model::PaymentInput;
 
@@ -49,7 +50,7 @@ pub async fn record_payment(
     invoice: Uuid,
     input: &PaymentInput,
 ) -> Result<Saved, AppError> {
-    let key = ClaimKey::form(org, Form::RecordPayment, form_key);
+    let key = Form::RecordPayment.claim_key(org, form_key);
     let fingerprint = Sha256::digest(serde_json::to_vec(input).expect("input serialises")).to_vec();
     let payment = Uuid::now_v7();
     let terms = Terms {
@@ -93,7 +94,7 @@ pub async fn delete_payment(
     invoice: Uuid,
     payment: Uuid,
 ) -> Result<Saved, AppError> {
-    let key = ClaimKey::form(org, Form::DeletePayment, button_key);
+    let key = Form::DeletePayment.claim_key(org, button_key);
     let terms = Terms {
         result_id: Some(payment),
         ..Terms::default()
@@ -134,7 +135,7 @@ pub async fn credit_invoice(
     public_base: &str,
 ) -> Result<Saved, AppError> {
     use crate::invoicing::credit_notes::{self, CreditError};
-    let key = ClaimKey::form(credit.org, Form::CreditInvoice, form_key);
+    let key = Form::CreditInvoice.claim_key(credit.org, form_key);
     let fingerprint = Sha256::digest(serde_json::to_vec(input).expect("input serialises")).to_vec();
     let terms = Terms {
         fingerprint: Some(&fingerprint),
@@ -186,7 +187,7 @@ pub async fn apply_credit(
     amount: Option<i64>,
 ) -> Result<Saved, AppError> {
     use crate::payments::credit_balance::{self, BalanceError};
-    let key = ClaimKey::form(org, Form::ApplyCredit, form_key);
+    let key = Form::ApplyCredit.claim_key(org, form_key);
     let fingerprint = Sha256::digest(format!("{amount:?}")).to_vec();
     let terms = Terms {
         fingerprint: Some(&fingerprint),

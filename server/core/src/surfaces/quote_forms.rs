@@ -6,9 +6,10 @@
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::claim::{ClaimKey, Form, Outcome, Terms};
+use crate::claim::{Outcome, Terms};
 use crate::invoicing::quotes::{self, Decided, QuoteError};
 use crate::observe::{Attempt, AttemptOutcome, Concerns, Tracked};
+use crate::surfaces::forms::Form;
 use crate::surfaces::{busy, once, Once, Work};
 use model::error::AppError;
 use model::QuoteStatus;
@@ -51,7 +52,7 @@ pub async fn decide(
     } else {
         Form::DeclineQuote
     };
-    let key = ClaimKey::form(org, form, form_key);
+    let key = form.claim_key(org, form_key);
     attempt.identify(org.to_string(), Some(org));
     let ran = once(pool, attempt, &key, &Terms::default(), || {
         async |tx| match quotes::decide(tx, org, quote, accept, public_base, allowance).await {

@@ -169,7 +169,7 @@ pub async fn apply_delivery(
         }
         Once::Ran(None) | Once::Done(_) => {
             // Its activity row names the org and invoice of the event on record, in one statement.
-            if let Err(e) = store_replay(pool, attempt, event.account()).await {
+            if let Err(e) = super::record::replay_of_event(pool, attempt, event.account()).await {
                 tracing::warn!(error = %e, "could not store an attempt for the activity page");
             }
             Ok(Delivery::AlreadyProcessed)
@@ -332,29 +332,4 @@ async fn apply(tx: &mut sqlx::PgConnection, event: &Event, livemode: bool) -> sq
             format!("event type {} is not handled", event.kind),
         )),
     }
-}
-
-/// The activity row of a delivery of an event processed before, with the org and invoice the stored
-/// event concerned: one statement, no separate lookup.
-async fn store_replay(pool: &PgPool, attempt: &Attempt, account: &str) -> sqlx::Result<()> {
-    // language=PostgreSQL
-    sqlx::query!(
-        r#"
-        insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
-        select e.org_id, $3, $4, $2, $5, e.invoice_id, $6, $7
-        from (select) one
-        left join stripe_events e on e.account = $1 and e.id = $2
-        "#,
-        account,
-        attempt.key(),
-        attempt.surface().as_str(),
-        attempt.owner(),
-        AttemptOutcome::Replay.as_str(),
-        attempt.request_id(),
-        attempt.started().elapsed().as_secs_f64() * 1000.0,
-    )
-    .execute(pool)
-    .await?;
-    attempt.mark_stored();
-    Ok(())
 }

@@ -221,7 +221,7 @@ async fn write(
                 ..Default::default()
             };
             let source_key = format!("invoice:{id}");
-            crate::customers::insert(tx, customer, org, Some(&source_key), &details).await?;
+            crate::customers::create(tx, customer, org, Some(&source_key), &details).await?;
             Some(customer)
         }
         (_, picked) => picked,

@@ -13,10 +13,11 @@ use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use crate::claim::{self, ClaimKey, Claimed, Outcome, Surface, Terms};
+use crate::claim::{ClaimKey, Outcome, Surface, Terms};
 use crate::invoicing::invoices;
 use crate::mail::gate::Allowance;
 use crate::observe::{self, AttemptOutcome, Concerns};
+use crate::surfaces::{once_in, Once};
 use model::{InvoiceInput, RunAction};
 
 /// Handles up to `limit` due periods at `now` (the clock; in dev, plus its offset), each in its own
@@ -94,31 +95,36 @@ async fn run_one(
     let key = ClaimKey::job(&queue(id), &period.to_string());
     let attempt = observe::Attempt::new(Surface::Job, period.to_string(), None);
     attempt.identify(queue(id), Some(org));
-    let invoice = match claim::claim(&mut tx, &key, &Terms::default()).await? {
-        Claimed::Won => {
-            // A crash here, claimed and not committed, leaves the period due (the fault tests).
-            crate::failpoint::hit("schedule.after_claim");
-            let (template, action) = (&row.template, &row.action);
-            // A clock moved ahead (dev, tests): the invoice falls due by that clock's date.
-            let ahead = (now - chrono::Utc::now()).num_minutes().abs() > 1;
-            let issued = issue(
-                &mut tx,
-                org,
-                id,
-                template,
-                action,
-                (period, ahead.then_some(due.today)),
-                public_base,
-                allowance,
-            );
-            Some(issued.await?)
-        }
-        // Handled before (its run row says how): only the schedule's next date is left to move.
-        Claimed::Done(_) | Claimed::Mismatch | Claimed::Busy { .. } => None,
+    let ran = once_in(&mut tx, &attempt, &key, &Terms::default(), async |tx| {
+        // A crash here, claimed and not committed, leaves the period due (the fault tests).
+        crate::failpoint::hit("schedule.after_claim");
+        let (template, action) = (&row.template, &row.action);
+        // A clock moved ahead (dev, tests): the invoice falls due by that clock's date.
+        let ahead = (now - chrono::Utc::now()).num_minutes().abs() > 1;
+        let issued = issue(
+            &mut *tx,
+            org,
+            id,
+            template,
+            action,
+            (period, ahead.then_some(due.today)),
+            public_base,
+            allowance,
+        );
+        let invoice = issued.await?;
+        record_run(tx, id, period, index, Some(invoice)).await?;
+        let concerns = Concerns {
+            org: Some(org),
+            invoice: Some(invoice),
+        };
+        Ok::<_, sqlx::Error>((invoice, Outcome::result(invoice), concerns))
+    })
+    .await?;
+    // Handled before (its run row says how): only the schedule's next date is left to move.
+    let outcome = match ran {
+        Once::Ran(_) => AttemptOutcome::Won,
+        Once::Done(_) | Once::Mismatch | Once::Busy { .. } => AttemptOutcome::Replay,
     };
-    if let Some(invoice) = invoice {
-        record_run(&mut tx, id, period, index, Some(invoice)).await?;
-    }
     let next = index + 1;
     let next_date = cadence.run(next).filter(|d| end.allows(next, *d));
     // language=PostgreSQL
@@ -130,23 +136,6 @@ async fn run_one(
     )
     .execute(&mut *tx)
     .await?;
-    let outcome = match invoice {
-        Some(invoice) => {
-            let concerns = Concerns {
-                org: Some(org),
-                invoice: Some(invoice),
-            };
-            claim::finish(
-                &mut tx,
-                &key,
-                Some(&Outcome::result(invoice)),
-                &attempt.won_row(concerns),
-            )
-            .await?;
-            AttemptOutcome::Won
-        }
-        None => AttemptOutcome::Replay,
-    };
     tx.commit().await?;
     if outcome == AttemptOutcome::Won {
         attempt.mark_stored();
