@@ -8,19 +8,55 @@ use serde::{Deserialize, Serialize};
 use server_fn::codec::JsonEncoding;
 use server_fn::error::{FromServerFnError, ServerFnErrorErr};
 
-use crate::InvoiceForm;
-
 /// Field path (`customer_email`, `lines[2].quantity`) → message shown next to that field.
 pub type FieldErrors = BTreeMap<String, String>;
 
-/// A create-invoice submission that was refused before anything was written.
+/// A keyed form's submission that was refused before anything was written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rejected {
     /// The attempt's key, so a corrected resubmit (even without JavaScript) is the same attempt.
     pub idempotency_key: Option<String>,
     pub fields: FieldErrors,
-    /// What was typed, to refill the form after a no-JavaScript round trip.
-    pub values: Option<InvoiceForm>,
+}
+
+/// The error of a form whose typed values go back with a refusal (the invoice forms): what the form
+/// surface answers, so that a page sent back without JavaScript refills what was typed. The error
+/// itself carries none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("{error}")]
+pub struct FormError<V> {
+    pub error: AppError,
+    /// What was typed, when the error brings the attempt back ([`AppError::attempt`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub values: Option<V>,
+}
+
+impl<V: Clone> FormError<V> {
+    /// `error`, with `values` when it brings the attempt back (a refusal, an unavailable database).
+    pub fn refilling(error: AppError, values: &V) -> Self {
+        let values = error.attempt().is_some().then(|| values.clone());
+        FormError { error, values }
+    }
+}
+
+impl<V> From<AppError> for FormError<V> {
+    fn from(error: AppError) -> Self {
+        FormError {
+            error,
+            values: None,
+        }
+    }
+}
+
+impl<V> FromServerFnError for FormError<V>
+where
+    V: std::fmt::Debug + Serialize + serde::de::DeserializeOwned + 'static,
+{
+    type Encoder = JsonEncoding;
+
+    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
+        AppError::from_server_fn_error(value).into()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
@@ -50,7 +86,7 @@ pub enum AppError {
     Transport(String),
     /// The database cannot be reached or cannot take writes right now (between two primaries):
     /// nothing was half-written, and sending the same attempt again is safe. A keyed form's answer
-    /// carries its key and typed values back, so that the page it returns to sends the same attempt.
+    /// carries its key back, so that the page it returns to sends the same attempt.
     #[error("The database is switching to another server. Nothing was lost or done twice: please send this again in {after} seconds.")]
     Unavailable {
         after: u64,
@@ -69,7 +105,6 @@ impl AppError {
         AppError::Invalid(Box::new(Rejected {
             idempotency_key,
             fields,
-            values: None,
         }))
     }
 
@@ -77,22 +112,8 @@ impl AppError {
         Self::invalid(FieldErrors::from([(name.to_owned(), message.to_owned())]))
     }
 
-    /// A create-invoice submission refused before anything was written: the field errors, with the
-    /// attempt's key and the typed values so the corrected form is the same attempt.
-    pub fn rejected_form(
-        idempotency_key: Option<String>,
-        fields: FieldErrors,
-        values: &InvoiceForm,
-    ) -> Self {
-        AppError::Invalid(Box::new(Rejected {
-            idempotency_key,
-            fields,
-            values: Some(values.clone()),
-        }))
-    }
-
-    /// The attempt a refused or unanswered form submission brings back (its key and typed values):
-    /// the form rendered from it sends the same attempt again.
+    /// The attempt a refused or unanswered form submission brings back (its key): the form rendered
+    /// from it sends the same attempt again.
     pub fn attempt(&self) -> Option<&Rejected> {
         match self {
             AppError::Invalid(r)
@@ -103,9 +124,9 @@ impl AppError {
         }
     }
 
-    /// A keyed form's refusal, or an unavailable database's answer to it, keeps the form's key and
-    /// typed values.
-    pub fn keeping(self, idempotency_key: Option<String>, values: Option<&InvoiceForm>) -> Self {
+    /// A keyed form's refusal, or an unavailable database's answer to it, keeps the form's key: the
+    /// form rendered from it sends the same attempt again.
+    pub fn keeping(self, idempotency_key: Option<String>) -> Self {
         match self {
             AppError::Unavailable {
                 after,
@@ -115,20 +136,26 @@ impl AppError {
                 attempt: Some(Box::new(Rejected {
                     idempotency_key,
                     fields: FieldErrors::new(),
-                    values: values.cloned(),
                 })),
             },
-            // A refusal found past the form's own checks (by the org's rules, in the write) goes
-            // back with the form's key and typed values too.
             AppError::Invalid(mut rejected) => {
                 rejected.idempotency_key = rejected.idempotency_key.or(idempotency_key);
-                if rejected.values.is_none() {
-                    rejected.values = values.cloned();
-                }
                 AppError::Invalid(rejected)
             }
             other => other,
         }
+    }
+
+    /// A server function's error as its response body holds it: the error alone, or with a form's
+    /// typed values ([`FormError`]).
+    pub fn from_body(body: &[u8]) -> Option<AppError> {
+        #[derive(Deserialize)]
+        struct WithValues {
+            error: AppError,
+        }
+        serde_json::from_slice::<AppError>(body)
+            .or_else(|_| serde_json::from_slice::<WithValues>(body).map(|w| w.error))
+            .ok()
     }
 
     pub fn field_errors(&self) -> Option<&FieldErrors> {

@@ -229,7 +229,7 @@ async fn errors_carry_their_status(req: Request, next: Next) -> Response {
         )
             .into_response();
     };
-    if let Ok(error) = serde_json::from_slice::<model::error::AppError>(&bytes) {
+    if let Some(error) = model::error::AppError::from_body(&bytes) {
         parts.status = error.status_code();
         if let Some(secs) = error.retry_after() {
             parts
@@ -251,7 +251,7 @@ fn form_error(location: &str) -> Option<model::error::AppError> {
     let json = base64::engine::general_purpose::URL_SAFE
         .decode(encoded)
         .ok()?;
-    serde_json::from_slice(&json).ok()
+    model::error::AppError::from_body(&json)
 }
 
 /// Whether `path` (a route of the table, as axum writes it: `/invite/{token}`) is one of

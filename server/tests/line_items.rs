@@ -468,7 +468,7 @@ async fn the_form_and_the_api_refuse_an_input_with_the_same_fields(pool: PgPool)
     let url = format!("{}/rpc/create_invoice", app.base);
     let fields_of = |body: &str| -> Vec<String> {
         let error: Value = serde_json::from_str(body).unwrap();
-        error["Invalid"]["fields"]
+        error["error"]["Invalid"]["fields"]
             .as_object()
             .unwrap_or_else(|| panic!("{body}"))
             .keys()

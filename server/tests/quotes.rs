@@ -524,3 +524,71 @@ async fn a_draft_is_edited_once_per_form_and_an_open_quote_not_at_all(pool: sqlx
     let read = app.get(&key, &format!("/api/v1/quotes/{id}")).await.json();
     assert_eq!(read["total_cents"], 35_000);
 }
+
+/// Without JavaScript, a refused new-quote form comes back through the redirect with its key and
+/// what was typed (the form surface's `FormError`, beside the error), so the page refills it and the
+/// corrected submit is the same attempt; nothing was created.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn a_refused_quote_form_comes_back_with_its_key_and_what_was_typed(pool: sqlx::PgPool) {
+    use base64::Engine as _;
+
+    let app = TestApp::spawn(pool).await;
+    let (email, _) = rows::new_owner(&app.pool, "Quoting Co").await;
+    let org: Uuid = sqlx::query_scalar(
+        "select m.org_id from memberships m join users u on u.id = m.user_id where u.email = $1",
+    )
+    .bind(&email)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let browser = common::client();
+    common::login(&browser, &app.base, &email, "correct horse").await;
+    let key = model::form_key(org).to_string();
+    let yesterday = org_today(&app, org).await - chrono::Days::new(1);
+    let form = [
+        ("idempotency_key", key.as_str()),
+        ("input[customer_name]", "Typed Builder Co"),
+        ("input[customer_email]", "ap@builder.example"),
+        ("input[currency]", "eur"),
+        ("input[payment_terms_days]", "30"),
+        ("input[lines][0][description]", "Kitchen fitting"),
+        ("input[lines][0][quantity]", "2"),
+        ("input[lines][0][unit_amount]", "175.00"),
+        ("quote[expires_on]", &yesterday.to_string()),
+        ("quote[on_accept]", "send"),
+    ];
+    let res = browser
+        .post(format!("{}/rpc/create_quote", app.base))
+        .header("accept", "text/html")
+        .header("referer", format!("{}/quotes/new", app.base))
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_redirection(), "{}", res.status());
+    let location = common::pages::location(&res);
+    let err = location
+        .split(['?', '&'])
+        .find_map(|pair| pair.strip_prefix("__err="))
+        .unwrap_or_else(|| panic!("{location}"));
+    let err: String = form_urlencoded::parse(format!("e={err}").as_bytes())
+        .next()
+        .unwrap()
+        .1
+        .into_owned();
+    let json = base64::engine::general_purpose::URL_SAFE
+        .decode(err)
+        .unwrap();
+    let back: model::error::FormError<model::InvoiceForm> = serde_json::from_slice(&json).unwrap();
+    assert_eq!(
+        back.error.attempt().and_then(|r| r.idempotency_key.clone()),
+        Some(key.clone())
+    );
+    assert!(back
+        .error
+        .field_errors()
+        .unwrap()
+        .contains_key("expires_on"));
+    assert_eq!(back.values.unwrap().customer_name, "Typed Builder Co");
+    assert_eq!(app.count("select count(*) from quotes").await, 0);
+}

@@ -70,11 +70,11 @@ pub fn NewQuotePage() -> impl IntoView {
     let create = ServerAction::<CreateQuote>::new();
     // Without JavaScript a refused submit comes back through the URL with its key and values.
     let rejected = match create.value().get_untracked() {
-        Some(Err(e)) => e.attempt().cloned(),
+        Some(Err(e)) => Some(e),
         _ => None,
     };
     let errors = Signal::derive(move || match create.value().get() {
-        Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
+        Some(Err(e)) => e.error.field_errors().cloned().unwrap_or_default(),
         _ => FieldErrors::new(),
     });
     let pending = create.pending();
@@ -87,14 +87,13 @@ pub fn NewQuotePage() -> impl IntoView {
                     Suspend::new(async move {
                         match form.await {
                             Ok(p) => {
-                                let key = rejected
-                                    .as_ref()
-                                    .and_then(|r| r.idempotency_key.clone())
+                                let key = (rejected.as_ref())
+                                    .and_then(|e| e.error.attempt()?.idempotency_key.clone())
                                     .unwrap_or_else(|| p.key.to_string());
-                                let values = rejected.and_then(|r| r.values).unwrap_or_default();
+                                let values = rejected.and_then(|e| e.values).unwrap_or_default();
                                 let expires = (p.today + chrono::Days::new(30)).to_string();
                                 view! {
-                                    {move || create.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                                    {move || create.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e.error))}
                                     <ActionForm action=create attr:class="new-quote" attr:aria-label="New quote">
                                         <input type="hidden" name="idempotency_key" value=key />
                                         <InvoiceFields values errors more_lines="/quotes/new".to_owned() />

@@ -197,7 +197,7 @@ impl<C: serde::Serialize + Sync> SettingsForm<'_, C> {
             .await
         })
         .await
-        .map_err(|e| e.keeping(idempotency_key.clone(), None).respond())?;
+        .map_err(|e| e.keeping(idempotency_key.clone()).respond())?;
         match saved {
             Saved::Created(id) | Saved::Replayed(id) => {
                 // Without JavaScript the browser is sent back to the page; with it, the page's

@@ -6,7 +6,7 @@ use super::Respond;
 use leptos::prelude::*;
 use uuid::Uuid;
 
-use model::error::AppError;
+use model::error::{AppError, FormError};
 use model::{InvoiceForm, InvoicePage};
 
 #[cfg(feature = "ssr")]
@@ -22,20 +22,20 @@ use super::{
 pub async fn create_invoice(
     idempotency_key: Option<String>,
     input: InvoiceForm,
-) -> Result<Uuid, AppError> {
+) -> Result<Uuid, FormError<InvoiceForm>> {
     use invoicer_core::observe::{Attempt, Surface};
     use invoicer_core::surfaces::form::{invoice_from_form, FormOutcome};
     use invoicer_core::surfaces::track;
 
-    let state = state()?;
+    let state = state().map_err(FormError::from)?;
     let key = idempotency_key.clone().unwrap_or_default();
     let attempt = Attempt::new(Surface::Form, key, request_id());
     let outcome = track(&state.pool, attempt, async |attempt| {
-        // A refusal keeps the key and the typed values: the corrected resubmit is the same attempt.
-        // Who asks is checked first: nobody without the right gets a rejection built from the
-        // values they sent.
+        // A refusal keeps the key, and the form surface gives back the typed values: the corrected
+        // resubmit is the same attempt. Who asks is checked first: nobody without the right gets a
+        // rejection built from the values they sent.
         let user = super::require(model::Action::EditInvoices).await?;
-        let refuse = |fields| AppError::rejected_form(idempotency_key.clone(), fields, &input);
+        let refuse = |fields| AppError::rejected(idempotency_key.clone(), fields);
         let form_key = parse_form_key(idempotency_key.as_deref()).map_err(refuse)?;
         let form_key = for_this_org(form_key, &user)?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
@@ -45,16 +45,16 @@ pub async fn create_invoice(
         invoice_from_form(&state.pool, &attempt, user.org_id, form_key, &parsed).await
     })
     .await
-    .map_err(|e| e.keeping(idempotency_key.clone(), Some(&input)).respond())?;
+    .map_err(|e| FormError::refilling(e.keeping(idempotency_key.clone()), &input).respond())?;
     let id = match outcome {
         FormOutcome::Created(id) | FormOutcome::Replayed(id) => id,
         FormOutcome::KeyReused => {
-            return Err(AppError::BadRequest(
+            let used = AppError::BadRequest(
                 "This form was already used to create an invoice with other details. \
                  Open a new invoice form to create another."
                     .into(),
-            )
-            .respond())
+            );
+            return Err(FormError::from(used).respond());
         }
     };
     leptos_axum::redirect(&format!("/invoices/{id}"));
@@ -216,20 +216,22 @@ pub async fn update_draft(
     idempotency_key: Option<String>,
     version: String,
     input: InvoiceForm,
-) -> Result<(), AppError> {
+) -> Result<(), FormError<InvoiceForm>> {
     use invoicer_core::invoicing::lifecycle::Edited;
     use invoicer_core::observe::{Attempt, Surface};
     use invoicer_core::surfaces::form::{edit_draft, DraftSave};
     use invoicer_core::surfaces::track;
 
-    let state = state()?;
-    let invoice = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
+    let state = state().map_err(FormError::from)?;
+    let answer =
+        |e: AppError| FormError::refilling(e.keeping(idempotency_key.clone()), &input).respond();
+    let invoice = Uuid::try_parse(&invoice_id).map_err(|_| answer(AppError::NotFound))?;
     let attempt = Attempt::new(
         Surface::Form,
         idempotency_key.clone().unwrap_or_default(),
         request_id(),
     );
-    let refuse = |fields| AppError::rejected_form(idempotency_key.clone(), fields, &input);
+    let refuse = |fields| AppError::rejected(idempotency_key.clone(), fields);
     let saved = track(&state.pool, attempt, async |attempt| {
         // Who asks first: no rejection carrying the values is built for someone without the right.
         let user = super::require(model::Action::EditInvoices).await?;
@@ -257,7 +259,7 @@ pub async fn update_draft(
         .await
     })
     .await
-    .map_err(|e| e.keeping(idempotency_key.clone(), Some(&input)).respond())?;
+    .map_err(answer)?;
     let message = match saved {
         DraftSave::Saved | DraftSave::Replayed | DraftSave::Refused(Edited::Now(_)) => {
             leptos_axum::redirect(&format!("/invoices/{invoice}"));
@@ -272,14 +274,13 @@ pub async fn update_draft(
             "This invoice was finalized or voided since you opened it, so it can no longer be \
              edited. Duplicate it to start a new draft."
         }
-        DraftSave::Refused(Edited::NotFound) => return Err(AppError::NotFound.respond()),
+        DraftSave::Refused(Edited::NotFound) => return Err(answer(AppError::NotFound)),
         DraftSave::KeyReused => {
             "This form already saved other changes. Open the draft again to edit it further."
         }
     };
-    Err(refuse(model::error::FieldErrors::from([(
+    Err(answer(refuse(model::error::FieldErrors::from([(
         "version".to_owned(),
         message.to_owned(),
-    )]))
-    .respond())
+    )]))))
 }

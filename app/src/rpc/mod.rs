@@ -77,6 +77,14 @@ impl Respond for AppError {
     }
 }
 
+#[cfg(feature = "ssr")]
+impl<V> Respond for model::error::FormError<V> {
+    fn respond(mut self) -> Self {
+        self.error = self.error.respond();
+        self
+    }
+}
+
 /// The session of the server-function request being served.
 #[cfg(feature = "ssr")]
 pub(crate) async fn current_session() -> Result<invoicer_core::accounts::auth::AuthSession, AppError>

@@ -58,7 +58,7 @@ pub async fn record_payment(
             AppError::NotFound => refusal(PaymentError::NotFound),
             // A date the command refused keeps the form's key: the corrected form is the same
             // attempt.
-            other => other.keeping(idempotency_key.clone(), None),
+            other => other.keeping(idempotency_key.clone()),
         })
     })
     .await

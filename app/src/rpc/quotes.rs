@@ -7,7 +7,7 @@ use leptos::prelude::*;
 #[cfg(feature = "ssr")]
 use uuid::Uuid;
 
-use model::error::AppError;
+use model::error::{AppError, FormError};
 use model::{InvoiceForm, NewQuotePage, Quote, QuoteEdit, QuoteForm, QuotePage};
 
 #[cfg(feature = "ssr")]
@@ -78,15 +78,16 @@ pub async fn new_quote_form() -> Result<NewQuotePage, AppError> {
     })
 }
 
-/// Creates a quote (open at once, or a draft with "Save draft"), once per rendered form.
+/// Creates a quote (open at once, or a draft with "Save draft"), once per rendered form; a refusal
+/// brings back the form's key and what was typed.
 #[server(prefix = "/rpc", endpoint = "create_quote")]
 pub async fn create_quote(
     idempotency_key: Option<String>,
     input: InvoiceForm,
     quote: QuoteForm,
-) -> Result<(), AppError> {
+) -> Result<(), FormError<InvoiceForm>> {
     use invoicer_core::surfaces::forms::Form;
-    let state = state()?;
+    let state = state().map_err(FormError::from)?;
     let source_key = format!(
         "form:{}",
         idempotency_key.as_deref().unwrap_or_default().trim()
@@ -125,7 +126,9 @@ pub async fn create_quote(
         .map(|q| q.id)
         .map_err(refused)
     })
-    .await?;
+    .await
+    // A refusal goes back with what was typed: without JavaScript the form is refilled from it.
+    .map_err(|e| FormError::refilling(e, &input))?;
     // The new quote's page, with or without JavaScript (a repeat lands on the same one).
     leptos_axum::redirect(&format!("/quotes/{}", saved.id));
     Ok(())

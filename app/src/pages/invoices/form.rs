@@ -21,18 +21,17 @@ pub fn NewInvoicePage() -> impl IntoView {
 
     // Without JavaScript a refused submit comes back through the URL; reuse its key and values so
     // the corrected resubmit is the same attempt and nothing typed is lost.
-    let rejected = match action.value().get_untracked() {
-        Some(Err(e)) => e.attempt().cloned(),
+    let refused = match action.value().get_untracked() {
+        Some(Err(e)) => Some(e),
         _ => None,
     };
-    let key = rejected
-        .as_ref()
-        .and_then(|r| r.idempotency_key.clone())
+    let key = (refused.as_ref())
+        .and_then(|e| e.error.attempt()?.idempotency_key.clone())
         .unwrap_or_else(|| minted.to_string());
-    let values = rejected.and_then(|r| r.values).unwrap_or_default();
+    let values = refused.and_then(|e| e.values).unwrap_or_default();
 
     let errors = Signal::derive(move || match action.value().get() {
-        Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
+        Some(Err(e)) => e.error.field_errors().cloned().unwrap_or_default(),
         _ => FieldErrors::new(),
     });
     let pending = action.pending();
@@ -40,7 +39,7 @@ pub fn NewInvoicePage() -> impl IntoView {
     view! {
         <section class="card">
             <h1>"New invoice"</h1>
-            {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+            {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e.error))}
             <ActionForm action>
                 <input type="hidden" name="idempotency_key" value=key />
                 <InvoiceFields values errors more_lines="/invoices/new".to_owned() offer_save_customer=true />
@@ -70,11 +69,11 @@ pub fn EditInvoicePage() -> impl IntoView {
     );
     // Without JavaScript a refused save comes back through the URL with its key and values.
     let rejected = match action.value().get_untracked() {
-        Some(Err(e)) => e.attempt().cloned(),
+        Some(Err(e)) => Some(e),
         _ => None,
     };
     let errors = Signal::derive(move || match action.value().get() {
-        Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
+        Some(Err(e)) => e.error.field_errors().cloned().unwrap_or_default(),
         _ => FieldErrors::new(),
     });
     let pending = action.pending();
@@ -85,15 +84,14 @@ pub fn EditInvoicePage() -> impl IntoView {
                 Suspend::new(async move {
                     match draft.await {
                         Ok(model::DraftEdit { id, version, key, form }) => {
-                            let key = rejected
-                                .as_ref()
-                                .and_then(|r| r.idempotency_key.clone())
+                            let key = (rejected.as_ref())
+                                .and_then(|e| e.error.attempt()?.idempotency_key.clone())
                                 .unwrap_or_else(|| key.to_string());
-                            let values = rejected.and_then(|r| r.values).unwrap_or(form);
+                            let values = rejected.and_then(|e| e.values).unwrap_or(form);
                             view! {
                                 <section class="card">
                                     <h1>"Edit draft"</h1>
-                                    {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                                    {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e.error))}
                                     <ActionForm action>
                                         <input type="hidden" name="invoice_id" value=id.to_string() />
                                         <input type="hidden" name="idempotency_key" value=key />
