@@ -42,16 +42,8 @@ async fn heaviest_invoice(pool: &PgPool, email: &str) -> String {
         draft: false,
         ..Default::default()
     };
-    let mut tx = pool.begin().await.unwrap();
-    let invoice = invoicer_core::invoicing::invoices::create(
-        &mut tx,
-        invoicer_core::invoicing::invoices::NewInvoice::new(Uuid::new_v4(), org),
-        &input,
-    )
-    .await
-    .unwrap();
-    tx.commit().await.unwrap();
-    public_token(pool, invoice.id).await
+    let invoice = crate::common::rows::insert_invoice(pool, org, &input).await;
+    public_token(pool, invoice).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

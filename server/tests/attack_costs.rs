@@ -293,20 +293,12 @@ async fn sends_per_org_are_limited(pool: PgPool) {
     let http = common::client();
     signup_and_login(&app, &http).await;
     let org: Uuid = scalar(&app.pool, "select id from orgs").await;
-    let mut tx = app.pool.begin().await.unwrap();
     let input: model::InvoiceInput = serde_json::from_str(&invoice_body("Mail")).unwrap();
-    let invoice = invoicer_core::invoicing::invoices::create(
-        &mut tx,
-        invoicer_core::invoicing::invoices::NewInvoice::new(Uuid::new_v4(), org),
-        &input,
-    )
-    .await
-    .unwrap();
-    tx.commit().await.unwrap();
+    let invoice = crate::common::rows::insert_invoice(&app.pool, org, &input).await;
     let send = || {
         http.post(format!("{}/rpc/send_invoice", app.base))
             .form(&[
-                ("invoice_id", invoice.id.to_string()),
+                ("invoice_id", invoice.to_string()),
                 ("idempotency_key", Uuid::new_v4().to_string()),
             ])
             .send()

@@ -134,16 +134,7 @@ pub async fn seed_org_rows(app: &TestApp) -> (Org, Ids) {
                 customer_id: None,
                 ..Default::default()
             };
-            let mut tx = pool.begin().await.unwrap();
-            let invoice = invoicer_core::invoicing::invoices::create(
-                &mut tx,
-                invoicer_core::invoicing::invoices::NewInvoice::new(Uuid::now_v7(), org_id),
-                &input,
-            )
-            .await
-            .unwrap();
-            tx.commit().await.unwrap();
-            invoice.id
+            super::rows::insert_invoice(&pool, org_id, &input).await
         }
     };
     let invoice = make(false).await;

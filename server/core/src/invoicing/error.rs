@@ -30,6 +30,16 @@ impl InvoiceError {
         }
     }
 
+    /// The field errors of a template inside another write (a quote, a schedule), or the database
+    /// failure; a body that did not read is a field error named `field`.
+    pub fn fields_of(self, field: &str) -> Result<FieldErrors, sqlx::Error> {
+        match self {
+            InvoiceError::Invalid(fields) => Ok(fields),
+            InvoiceError::Unreadable(why) => Ok(FieldErrors::from([(field.to_owned(), why)])),
+            InvoiceError::Db(e) => Err(e),
+        }
+    }
+
     pub fn field_errors(&self) -> Option<&FieldErrors> {
         match self {
             InvoiceError::Invalid(fields) => Some(fields),

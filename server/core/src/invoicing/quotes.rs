@@ -31,13 +31,8 @@ pub enum QuoteError {
 
 impl From<InvoiceError> for QuoteError {
     fn from(e: InvoiceError) -> Self {
-        match e {
-            InvoiceError::Invalid(fields) => QuoteError::Invalid(fields),
-            InvoiceError::Unreadable(why) => {
-                QuoteError::Invalid(FieldErrors::from([("invoice".to_owned(), why)]))
-            }
-            InvoiceError::Db(e) => QuoteError::Db(e),
-        }
+        e.fields_of("invoice")
+            .map_or_else(QuoteError::Db, QuoteError::Invalid)
     }
 }
 

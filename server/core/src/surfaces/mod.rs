@@ -127,6 +127,16 @@ where
     }
 }
 
+/// What a claim this transaction did not win answers; `None` when it won.
+fn unless_won<T>(claimed: Claimed) -> Option<Once<T>> {
+    match claimed {
+        Claimed::Won => None,
+        Claimed::Done(outcome) => Some(Once::Done(outcome)),
+        Claimed::Mismatch => Some(Once::Mismatch),
+        Claimed::Busy { retry_after } => Some(Once::Busy { retry_after }),
+    }
+}
+
 /// [`once`] inside a transaction the caller opened and commits (a job that picked its due row with
 /// `FOR UPDATE SKIP LOCKED` first): claims `key`, and if this transaction won runs `work`, which
 /// answers with what the attempt produced and concerned, and finishes the claim with the attempt's
@@ -143,11 +153,8 @@ where
     E: From<sqlx::Error>,
     W: AsyncFnOnce(&mut PgConnection) -> Result<(T, Outcome, Concerns), E>,
 {
-    match claim::claim(&mut *tx, key, terms).await? {
-        Claimed::Won => {}
-        Claimed::Done(outcome) => return Ok(Once::Done(outcome)),
-        Claimed::Mismatch => return Ok(Once::Mismatch),
-        Claimed::Busy { retry_after } => return Ok(Once::Busy { retry_after }),
+    if let Some(answered) = unless_won(claim::claim(&mut *tx, key, terms).await?) {
+        return Ok(answered);
     }
     let (answer, outcome, concerns) = work(&mut *tx).await?;
     record::finish(tx, key, Some(&outcome), attempt, concerns).await?;
@@ -167,11 +174,8 @@ where
 {
     let surface = key.surface.as_str();
     let mut tx = pool.begin().await?;
-    match claim::claim(&mut tx, key, terms).await? {
-        Claimed::Won => {}
-        Claimed::Done(outcome) => return Ok(Once::Done(outcome)),
-        Claimed::Mismatch => return Ok(Once::Mismatch),
-        Claimed::Busy { retry_after } => return Ok(Once::Busy { retry_after }),
+    if let Some(answered) = unless_won(claim::claim(&mut tx, key, terms).await?) {
+        return Ok(answered);
     }
     failpoint::hit_at(surface, "after_claim");
 

@@ -296,42 +296,19 @@ async fn write(
     .fetch_one(&mut *tx)
     .await?;
 
-    let invoice = Invoice {
-        id,
-        number: row.number_text,
-        status: if input.draft {
-            InvoiceStatus::Draft
-        } else {
-            InvoiceStatus::Open
-        },
-        version: 1,
-        customer_id: row.customer_id,
-        customer_name: input.customer_name.clone(),
-        customer_email: input.customer_email.clone(),
-        customer_address: row.customer_address,
-        customer_tax_id: row.customer_tax_id,
-        currency: input.currency.clone(),
-        due_date: row.due_date,
-        payment_terms_days: input.payment_terms_days,
-        lines: c.lines(),
-        subtotal_cents: totals.subtotal_cents,
-        discount: input.discount,
-        discount_cents: totals.discount_cents,
-        taxes: totals.taxes,
-        tax_cents: totals.tax_cents,
-        total_cents: totals.total_cents,
-        notes: input.notes.clone(),
-        amount_paid_cents: 0,
-        amount_credited_cents: 0,
-        amount_due_cents: totals.total_cents,
-        credit_notes: Vec::new(),
-        payment_state: PaymentState::Unpaid,
-        overdue: row.overdue,
-        public_url: token.map(|t| public_url(public_base, &t)),
-        finalized_at: row.finalized_at,
-        viewed_at: None,
-        created_at: row.created_at,
-    };
+    // What was written, as a new invoice shows it: the preview of its input, with what the
+    // statement decided.
+    let mut invoice = preview(id, input, taxes, row.due_date, row.created_at);
+    invoice.number = row.number_text;
+    if !input.draft {
+        invoice.status = InvoiceStatus::Open;
+    }
+    invoice.customer_id = row.customer_id;
+    invoice.customer_address = row.customer_address;
+    invoice.customer_tax_id = row.customer_tax_id;
+    invoice.overdue = row.overdue;
+    invoice.public_url = token.map(|t| public_url(public_base, &t));
+    invoice.finalized_at = row.finalized_at;
     Ok((invoice, row.einvoicing))
 }
 

@@ -25,13 +25,8 @@ pub enum ScheduleError {
 
 impl From<InvoiceError> for ScheduleError {
     fn from(e: InvoiceError) -> Self {
-        match e {
-            InvoiceError::Invalid(fields) => ScheduleError::Invalid(fields),
-            InvoiceError::Unreadable(why) => {
-                ScheduleError::Invalid(FieldErrors::from([("template".to_owned(), why)]))
-            }
-            InvoiceError::Db(e) => ScheduleError::Db(e),
-        }
+        e.fields_of("template")
+            .map_or_else(ScheduleError::Db, ScheduleError::Invalid)
     }
 }
 
