@@ -95,7 +95,7 @@ pub async fn router(
         .with_data_key(invoicer_core::accounts::auth::LOGIN_DATA_KEY)
         .build();
 
-    let routes = generate_route_list(App);
+    let routes = route_list().to_vec();
     let leptos_state = state.clone();
     let dev_reload = state
         .settings
@@ -252,6 +252,16 @@ fn form_error(location: &str) -> Option<model::error::AppError> {
         .decode(encoded)
         .ok()?;
     model::error::AppError::from_body(&json)
+}
+
+/// The app's route table, generated once per process. Generating it runs the whole app with
+/// resource loading suppressed by a process-wide flag, and a resource first polled while that flag
+/// is up (a page rendering meanwhile, in another router of the same process) waits forever
+/// (leptos-rs/leptos#4773): so no render can overlap a generation, every router and every caller
+/// takes this one list, which the first caller makes before any of them serves a page.
+pub fn route_list() -> &'static [leptos_axum::AxumRouteListing] {
+    static ROUTES: OnceLock<Vec<leptos_axum::AxumRouteListing>> = OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(App))
 }
 
 /// Whether `path` (a route of the table, as axum writes it: `/invite/{token}`) is one of

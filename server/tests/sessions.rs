@@ -301,9 +301,9 @@ async fn every_page_of_the_route_table_is_guarded_unless_it_is_a_visitors(pool: 
             .finish();
         format!("/login?{next}")
     };
-    let routes = leptos_axum::generate_route_list(app::App);
+    let routes = server::web::route_list();
     let (mut guarded, mut open) = (0, 0);
-    for route in &routes {
+    for route in routes {
         let path: Vec<String> = (route.path().split('/'))
             .map(|segment| match segment.starts_with('{') {
                 true => Uuid::new_v4().to_string(),
