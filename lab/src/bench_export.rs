@@ -88,7 +88,8 @@ pub async fn run(pool: &PgPool, args: ExportBenchArgs) -> anyhow::Result<()> {
     .await
     .context("the reader's org (run lab datagen first)")?;
     let key =
-        invoicer_core::accounts::api_keys::create_for_user(pool, org, user, "export bench").await?;
+        invoicer_core::accounts::api_keys::create_for_user(pool, org.into(), user, "export bench")
+            .await?;
     let work = match &args.work_dir {
         Some(dir) => dir.clone(),
         None => std::env::temp_dir().join(format!("invoicer-export-{}", Uuid::new_v4().simple())),

@@ -103,7 +103,7 @@ async fn seed(pool: &PgPool, orgs: usize, each: usize) -> anyhow::Result<Vec<Uui
     .bind(&ids)
     .execute(pool)
     .await?;
-    for &org in &ids {
+    for org in ids.iter().copied().map(model::OrgId::from) {
         let mut tx = pool.begin().await?;
         let today =
             invoicer_core::jobs::schedules::org_today(&mut tx, org, chrono::Utc::now()).await?;

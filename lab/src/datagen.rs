@@ -83,14 +83,14 @@ pub async fn run(pool: &PgPool, args: &DatagenArgs) -> anyhow::Result<Uuid> {
             .join(", "),
         started.elapsed().as_secs_f64()
     );
-    Ok(account.org_id)
+    Ok(account.org_id.uuid())
 }
 
 /// Skewed as production is: `big` invoices in `org` (which exists), `others` orgs of `each` beside
 /// it; then vacuumed, frozen and analyzed.
 pub async fn skewed(
     pool: &PgPool,
-    org_id: Uuid,
+    org_id: model::OrgId,
     big: i64,
     others: i64,
     each: i64,
@@ -122,7 +122,7 @@ pub async fn other_orgs(pool: &PgPool, count: i64, each: i64) -> anyhow::Result<
         .execute(pool)
         .await?;
         for id in ids {
-            org(pool, id, each).await?;
+            org(pool, id.into(), each).await?;
         }
         eprintln!(
             "  {} orgs of {each} invoices, {:.0} s",
@@ -134,7 +134,7 @@ pub async fn other_orgs(pool: &PgPool, count: i64, each: i64) -> anyhow::Result<
 }
 
 /// One org's data: `n` invoices and everything that hangs off them.
-pub async fn org(pool: &PgPool, org: Uuid, n: i64) -> anyhow::Result<()> {
+pub async fn org(pool: &PgPool, org: model::OrgId, n: i64) -> anyhow::Result<()> {
     if n == 0 {
         return Ok(());
     }

@@ -6,13 +6,14 @@
 
 use uuid::Uuid;
 
-fn org_tag(org: Uuid) -> [u8; 4] {
-    let o = org.as_bytes();
+fn org_tag(org: crate::OrgId) -> [u8; 4] {
+    let o = org.uuid();
+    let o = o.as_bytes();
     [o[12] ^ o[0], o[13] ^ o[1], o[14] ^ o[2], o[15] ^ o[3]]
 }
 
 /// A new form key for a form of `org`.
-pub fn form_key(org: Uuid) -> Uuid {
+pub fn form_key(org: crate::OrgId) -> Uuid {
     let mut bytes = *Uuid::new_v4().as_bytes();
     let ms = chrono::Utc::now().timestamp_millis().max(0) as u64;
     bytes[0..6].copy_from_slice(&ms.to_be_bytes()[2..8]);
@@ -23,7 +24,7 @@ pub fn form_key(org: Uuid) -> Uuid {
 }
 
 /// Whether `key` may be used by a session acting for `org`: it names `org`, or no org at all.
-pub fn form_key_fits(key: Uuid, org: Uuid) -> bool {
+pub fn form_key_fits(key: Uuid, org: crate::OrgId) -> bool {
     key.get_version_num() != 8 || key.as_bytes()[12..16] == org_tag(org)
 }
 
@@ -33,7 +34,10 @@ mod tests {
 
     #[test]
     fn a_key_fits_the_org_it_was_minted_for_only() {
-        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let (a, b) = (
+            crate::OrgId::from(Uuid::new_v4()),
+            crate::OrgId::from(Uuid::new_v4()),
+        );
         let key = form_key(a);
         assert_eq!(key.get_version_num(), 8);
         assert_eq!(key.get_variant(), uuid::Variant::RFC4122);

@@ -9,6 +9,7 @@ pub mod dashboard;
 mod decimal;
 mod form;
 mod form_key;
+mod ids;
 pub mod imports;
 mod input;
 mod locale;
@@ -38,6 +39,7 @@ pub use customer::{Customer, CustomerInput};
 pub use decimal::Thousandths;
 pub use form::{InvoiceForm, LineForm, PAYMENT_TERMS};
 pub use form_key::{form_key, form_key_fits};
+pub use ids::{CustomerId, InvoiceId, OrgId};
 pub use input::{InvoiceInput, LineInput, MAX_LINES, QUANTITY_RANGE};
 pub use locale::{fill, English, Locale, Words};
 pub use money::{

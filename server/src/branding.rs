@@ -224,7 +224,7 @@ async fn upload(State(state): State<AppState>, session: AuthSession, form: Multi
                 async move |tx: &mut sqlx::PgConnection| {
                     invoicer_core::documents::branding::set_logo(tx, org, png, width, height)
                         .await?;
-                    Ok(org)
+                    Ok(org.uuid())
                 }
             },
         )

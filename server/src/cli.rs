@@ -142,7 +142,7 @@ async fn admin(config: Checked, command: AdminCommand) -> anyhow::Result<()> {
         }
         AdminCommand::AllowPayments { org } => {
             anyhow::ensure!(
-                invoicer_core::accounts::allow_payments(&pool, org).await?,
+                invoicer_core::accounts::allow_payments(&pool, org.into()).await?,
                 "no organisation {org}"
             );
             println!("org {org} may take card payments");
@@ -165,7 +165,8 @@ async fn admin(config: Checked, command: AdminCommand) -> anyhow::Result<()> {
                 .await?
                 .with_context(|| format!("no user with email {email}"))?;
             let key =
-                invoicer_core::accounts::api_keys::create_for_user(&pool, org, user, &name).await?;
+                invoicer_core::accounts::api_keys::create_for_user(&pool, org.into(), user, &name)
+                    .await?;
             println!("{}", key.plaintext);
         }
     }

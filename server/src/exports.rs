@@ -18,7 +18,6 @@ use invoicer_core::invoicing::invoices::{check_filter, ListFilter};
 use invoicer_core::reports::exports::{self, Cursor, Filter, Kind};
 use invoicer_core::AppState;
 use serde::Deserialize;
-use uuid::Uuid;
 
 pub fn routes() -> Router<AppState> {
     Router::new().route("/exports/{file}", get(session_export))
@@ -78,7 +77,7 @@ pub fn filter(query: ExportQuery) -> Result<Filter, String> {
 }
 
 /// The export as a streamed CSV download.
-pub fn download(state: AppState, org: Uuid, kind: Kind, filter: Filter) -> Response {
+pub fn download(state: AppState, org: model::OrgId, kind: Kind, filter: Filter) -> Response {
     enum Next {
         Header,
         Page(Option<Cursor>),

@@ -165,7 +165,7 @@ async fn pay(State(state): State<AppState>, PageToken(token, ceiling): PageToken
     let urls = Urls {
         public_base: &state.settings.public_url,
     };
-    let (org, invoice) = found;
+    let (org, invoice) = (model::OrgId::from(found.0), found.1);
     let waited = std::time::Duration::from_secs(10);
     let see_other = |to: &str| {
         private((StatusCode::SEE_OTHER, [(header::LOCATION, to.to_owned())]).into_response())

@@ -161,7 +161,7 @@ async fn the_same_key_from_two_clients_makes_two_invoices(pool: PgPool) {
     assert_eq!((a.status, b.status), (201, 201));
     assert_eq!(b.header("idempotent-replayed"), None);
     assert_ne!(a.json()["id"], b.json()["id"]);
-    let orgs: Vec<uuid::Uuid> =
+    let orgs: Vec<model::OrgId> =
         rows::scalars(&app.pool, "select org_id from invoices order by org_id").await;
     let mut expected = vec![org_a, org_b];
     expected.sort();

@@ -292,7 +292,7 @@ async fn sends_per_org_are_limited(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| s.limits.emails_per_org_hour = 2).await;
     let http = common::client();
     signup_and_login(&app, &http).await;
-    let org: Uuid = scalar(&app.pool, "select id from orgs").await;
+    let org: model::OrgId = scalar(&app.pool, "select id from orgs").await;
     let input: model::InvoiceInput = serde_json::from_str(&invoice_body("Mail")).unwrap();
     let invoice = crate::common::rows::insert_invoice(&app.pool, org, &input).await;
     let send = || {

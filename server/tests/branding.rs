@@ -71,7 +71,7 @@ fn jpeg(width: u32, height: u32) -> Vec<u8> {
 async fn upload(
     http: &reqwest::Client,
     base: &str,
-    org: Uuid,
+    org: model::OrgId,
     name: &str,
     mime: &str,
     bytes: Vec<u8>,
@@ -104,7 +104,7 @@ async fn upload(
 async fn uploads_are_refused_with_a_reason_and_a_bomb_allocates_nothing() {
     let db = TestDb::with_org("branding_upload", "Acme", "logo@example.com").await;
     let pool = db.pool().await;
-    let org: Uuid = scalar(&pool, "select id from orgs").await;
+    let org: model::OrgId = scalar(&pool, "select id from orgs").await;
     let server = Server::start(&db, "").await;
     let http = client();
     login(&http, &server.base, "logo@example.com", "correct horse").await;
@@ -240,7 +240,7 @@ async fn uploads_are_refused_with_a_reason_and_a_bomb_allocates_nothing() {
 
 /// An org (owner `email`) with a logo, a pale accent and a footer, and one open invoice to
 /// `customer`; returns (org, invoice).
-async fn branded_invoice(pool: &PgPool, customer: &str) -> (Uuid, Uuid) {
+async fn branded_invoice(pool: &PgPool, customer: &str) -> (model::OrgId, Uuid) {
     let (org, invoice) = common::seed_invoice(pool, customer, 12_345, "eur").await;
     let mut tx = pool.begin().await.unwrap();
     let png = png_bytes(300, 100);

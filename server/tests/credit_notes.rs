@@ -14,7 +14,7 @@ use crate::common::{client, login, pages};
 const PASSWORD: &str = "correct horse";
 
 /// An org with an open invoice of `total` eur and an owner's API key: (org, invoice, key).
-async fn open_invoice(app: &TestApp, total: i64) -> (Uuid, Uuid, String) {
+async fn open_invoice(app: &TestApp, total: i64) -> (model::OrgId, Uuid, String) {
     let email = format!("{}@example.com", Uuid::new_v4().simple());
     let account =
         invoicer_core::accounts::create_org_with_owner(&app.pool, "Acme", &email, PASSWORD)
@@ -234,7 +234,7 @@ async fn more_than_is_left_drafts_other_orgs_and_bad_input_credit_nothing(pool: 
 /// all; every `rollback_every`th transaction rolls back after issuing. Returns how many committed.
 async fn at_once(
     pool: &PgPool,
-    org: Uuid,
+    org: model::OrgId,
     invoice: Uuid,
     n: usize,
     rollback_every: usize,

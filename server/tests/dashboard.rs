@@ -29,7 +29,7 @@ async fn send(app: &TestApp, method: &str, path: &str, key: &str, body: Value) -
 /// The figures from the rows: (outstanding, overdue, aging) per currency.
 async fn owed_from_rows(
     pool: &PgPool,
-    org: Uuid,
+    org: model::OrgId,
     today: NaiveDate,
 ) -> BTreeMap<String, (i64, i64, [i64; 5])> {
     let rows: Vec<(String, String, i64, NaiveDate)> = sqlx::query_as(

@@ -11,7 +11,7 @@ use crate::common::{client, login, pages, rows};
 
 const PASSWORD: &str = "correct horse";
 
-async fn owner(app: &TestApp) -> (Uuid, reqwest::Client) {
+async fn owner(app: &TestApp) -> (model::OrgId, reqwest::Client) {
     let email = format!("{}@example.com", Uuid::new_v4().simple());
     let account =
         invoicer_core::accounts::create_org_with_owner(&app.pool, "Import Co", &email, PASSWORD)
@@ -26,7 +26,7 @@ async fn owner(app: &TestApp) -> (Uuid, reqwest::Client) {
 async fn upload(
     app: &TestApp,
     http: &reqwest::Client,
-    org: Uuid,
+    org: model::OrgId,
     csv: Vec<u8>,
 ) -> (u16, String, String) {
     let form = reqwest::multipart::Form::new()
@@ -55,7 +55,7 @@ async fn upload(
 }
 
 /// Starts the import in a transaction of its own.
-async fn start(pool: &sqlx::PgPool, org: Uuid, id: Uuid) -> bool {
+async fn start(pool: &sqlx::PgPool, org: model::OrgId, id: Uuid) -> bool {
     let mut tx = pool.begin().await.unwrap();
     let started = invoicer_core::customers::imports::start(&mut tx, org, id)
         .await
@@ -280,7 +280,7 @@ async fn files_that_are_not_customer_csv_are_refused_with_a_message(pool: sqlx::
     let form = reqwest::multipart::Form::new()
         .text(
             "idempotency_key",
-            model::form_key(Uuid::now_v7()).to_string(),
+            model::form_key(Uuid::now_v7().into()).to_string(),
         )
         .part(
             "file",

@@ -137,7 +137,7 @@ async fn the_overdue_filter_pages_most_overdue_first_by_its_index(pool: PgPool) 
     assert_eq!(mixed.status, 400);
 
     // The page comes from the index by due date, bounded by today (planner asked to avoid scans).
-    let org: Uuid = scalar(&app.pool, "select org_id from invoices limit 1").await;
+    let org: model::OrgId = scalar(&app.pool, "select org_id from invoices limit 1").await;
     let mut conn = app.pool.acquire().await.unwrap();
     for off in ["enable_seqscan", "enable_bitmapscan"] {
         sqlx::query(&format!("set {off} = off"))
@@ -258,7 +258,7 @@ async fn list_shapes_and_searches_run_prepared_on_their_index(pool: PgPool) {
             .await;
         assert_eq!(res.status, 201);
     }
-    let org: Uuid = scalar(&app.pool, "select org_id from invoices limit 1").await;
+    let org: model::OrgId = scalar(&app.pool, "select org_id from invoices limit 1").await;
     let filter = |status: Option<&str>, payment: Option<&str>, q: Option<&str>| ListFilter {
         status: status.map(str::to_owned),
         payment_state: payment.map(str::to_owned),
@@ -510,7 +510,7 @@ async fn activity_pages_run_prepared_unless_they_search_a_key(pool: PgPool) {
         .await;
     assert_eq!(res.status, 201);
     let invoice: Uuid = res.json()["id"].as_str().unwrap().parse().unwrap();
-    let org: Uuid = scalar(&app.pool, "select org_id from invoices limit 1").await;
+    let org: model::OrgId = scalar(&app.pool, "select org_id from invoices limit 1").await;
     let mut conn = app.pool.acquire().await.unwrap();
     let prepared = "select count(*) from pg_prepared_statements \
                     where statement like '%from attempts a%'";
@@ -559,7 +559,7 @@ async fn activity_pages_run_prepared_unless_they_search_a_key(pool: PgPool) {
 async fn the_invoice_lookups_generic_plan_reads_the_invoices_not_the_org(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     // Skewed like production: the big org holds most invoices, the average org few.
-    let org = Uuid::now_v7();
+    let org = model::OrgId::from(Uuid::now_v7());
     sqlx::query("insert into orgs (id, name) values ($1, 'Big')")
         .bind(org)
         .execute(&app.pool)

@@ -49,7 +49,13 @@ async fn receiver() -> (String, Arc<AtomicUsize>) {
 
 /// `endpoints` endpoints of `org` at `url` wanting customer.created, and `customers` customers (one
 /// event each: a delivery per endpoint).
-async fn deliveries(app: &TestApp, org: Uuid, url: &str, endpoints: usize, customers: usize) {
+async fn deliveries(
+    app: &TestApp,
+    org: model::OrgId,
+    url: &str,
+    endpoints: usize,
+    customers: usize,
+) {
     let mut tx = app.pool.begin().await.unwrap();
     for n in 0..endpoints {
         let input = model::webhooks::WebhookEndpointInput {
@@ -104,7 +110,7 @@ fn worker(pool: &PgPool, smtp: &SmtpSink) -> tokio::sync::watch::Sender<bool> {
     stop
 }
 
-async fn hanging(pool: &PgPool, org: Uuid) -> i64 {
+async fn hanging(pool: &PgPool, org: model::OrgId) -> i64 {
     sqlx::query_scalar(
         "select count(*) from outbox where org_id = $1 and kind = 'webhook' and locked_by is not null \
          and sent_at is null",

@@ -35,7 +35,7 @@ async fn draft(app: &TestApp, token: &str) -> Uuid {
     json["id"].as_str().unwrap().parse().unwrap()
 }
 
-async fn apply(pool: &PgPool, org: Uuid, id: Uuid, action: Action) -> Moved {
+async fn apply(pool: &PgPool, org: model::OrgId, id: Uuid, action: Action) -> Moved {
     let mut tx = pool.begin().await.unwrap();
     let moved = lifecycle::apply(&mut tx, org, id, action).await.unwrap();
     tx.commit().await.unwrap();

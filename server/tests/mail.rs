@@ -62,7 +62,7 @@ async fn attempt_once(pool: &PgPool, url: &str) {
     worker::drain_once(pool, &mailer, &config()).await.unwrap();
 }
 
-async fn one_email(pool: &PgPool) -> (Uuid, Uuid) {
+async fn one_email(pool: &PgPool) -> (model::OrgId, Uuid) {
     let email = format!("{}@example.com", Uuid::new_v4().simple());
     let (org, invoice) = common::seed_invoice(pool, &email, 100, "usd").await;
     queue_email(pool, org, Uuid::new_v4(), invoice)

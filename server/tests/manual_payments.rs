@@ -14,7 +14,7 @@ use crate::common::{client, login, pages};
 const PASSWORD: &str = "correct horse";
 
 /// An org with an open invoice of `total` eur and an owner's API key: (org, owner email, invoice, key).
-async fn open_invoice(app: &TestApp, total: i64) -> (Uuid, String, Uuid, String) {
+async fn open_invoice(app: &TestApp, total: i64) -> (model::OrgId, String, Uuid, String) {
     let email = format!("{}@example.com", Uuid::new_v4().simple());
     let account =
         invoicer_core::accounts::create_org_with_owner(&app.pool, "Acme", &email, PASSWORD)

@@ -366,7 +366,7 @@ fn credit_notes(case: &Case, tag: &str, pays_back: bool) -> Vec<Delivery> {
 }
 
 /// The owner's API key of `org` (the org [`TestApp::invoice`] made).
-async fn owners_key(app: &TestApp, org: Uuid) -> String {
+async fn owners_key(app: &TestApp, org: model::OrgId) -> String {
     let owner: Uuid = crate::common::rows::scalar_for(
         &app.pool,
         "select user_id from memberships where org_id = $1",
@@ -409,7 +409,7 @@ async fn deliver(app: &TestApp, api_key: &str, invoice: Uuid, delivery: &Deliver
 async fn corrections(
     app: &TestApp,
     api_key: &str,
-    org: Uuid,
+    org: model::OrgId,
     invoice: Uuid,
     tag: &str,
     all: &[Delivery],
@@ -491,7 +491,7 @@ async fn corrections(
 }
 
 /// The rows of `invoice` (of `org`) as the comparison reads them.
-async fn observed(app: &TestApp, org: Uuid, invoice: Uuid) -> Expected {
+async fn observed(app: &TestApp, org: model::OrgId, invoice: Uuid) -> Expected {
     let (status, payment_state, amount_paid): (String, String, i64) = sqlx::query_as(
         "select status, payment_state, amount_paid_cents from invoices where id = $1",
     )

@@ -52,7 +52,7 @@ async fn drain(pool: &PgPool, mailer: &Mailer, id: &str) {
 }
 
 /// An invoice of one dollar and its email queued; (org, invoice).
-async fn one_email(pool: &PgPool) -> (Uuid, Uuid) {
+async fn one_email(pool: &PgPool) -> (model::OrgId, Uuid) {
     let (org, invoice) = common::seed_invoice(pool, "o@example.com", 100, "usd").await;
     queue_email(pool, org, Uuid::new_v4(), invoice)
         .await

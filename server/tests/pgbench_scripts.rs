@@ -496,7 +496,7 @@ async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
 }
 
 /// A monthly schedule of `org` whose first run is due today, as `lab bench schedules` makes them.
-async fn due_schedule(pool: &PgPool, org: Uuid) {
+async fn due_schedule(pool: &PgPool, org: model::OrgId) {
     let mut tx = pool.begin().await.unwrap();
     let today = invoicer_core::jobs::schedules::org_today(&mut tx, org, chrono::Utc::now())
         .await

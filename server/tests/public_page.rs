@@ -15,7 +15,7 @@ async fn get(app: &TestApp, path: &str) -> (u16, reqwest::header::HeaderMap, Str
     (status, headers, res.text().await.unwrap())
 }
 
-async fn set_address(pool: &PgPool, org: Uuid, address: &str) {
+async fn set_address(pool: &PgPool, org: model::OrgId, address: &str) {
     sqlx::query("update orgs set address_line1 = $2 where id = $1")
         .bind(org)
         .bind(address)

@@ -32,7 +32,7 @@ fn body(expires_on: NaiveDate, rate: Option<Uuid>, extra: Value) -> Value {
     b
 }
 
-async fn org_today(app: &TestApp, org: Uuid) -> NaiveDate {
+async fn org_today(app: &TestApp, org: model::OrgId) -> NaiveDate {
     let mut conn = app.pool.acquire().await.unwrap();
     invoicer_core::jobs::schedules::org_today(&mut conn, org, chrono::Utc::now())
         .await
@@ -534,7 +534,7 @@ async fn a_refused_quote_form_comes_back_with_its_key_and_what_was_typed(pool: s
 
     let app = TestApp::spawn(pool).await;
     let (email, _) = rows::new_owner(&app.pool, "Quoting Co").await;
-    let org: Uuid = sqlx::query_scalar(
+    let org: model::OrgId = sqlx::query_scalar(
         "select m.org_id from memberships m join users u on u.id = m.user_id where u.email = $1",
     )
     .bind(&email)

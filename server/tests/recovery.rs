@@ -17,7 +17,7 @@ const HERE: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 
 /// An org with its owner (`victim`) and a second owner who never logs in; returns (org, victim's
 /// id, victim's address, the other owner's address).
-async fn org_of_two_owners(pool: &PgPool) -> (Uuid, Uuid, String, String) {
+async fn org_of_two_owners(pool: &PgPool) -> (model::OrgId, Uuid, String, String) {
     let victim = format!("{}@example.com", Uuid::new_v4().simple());
     let account =
         invoicer_core::accounts::create_org_with_owner(pool, "Two Co", &victim, "old password")
@@ -59,7 +59,12 @@ async fn api(app: &TestApp, method: &str, path: &str, key: &str, body: Value) ->
 
 /// What the thief leaves while holding the account: a key, an endpoint registered with it (and
 /// one registered long before, which stays), an invitation. Returns (key, new endpoint, old one).
-async fn leave_behind(app: &TestApp, org: Uuid, victim: Uuid, email: &str) -> (String, Uuid, Uuid) {
+async fn leave_behind(
+    app: &TestApp,
+    org: model::OrgId,
+    victim: Uuid,
+    email: &str,
+) -> (String, Uuid, Uuid) {
     let key = invoicer_core::accounts::api_keys::create_for_user(&app.pool, org, victim, "thief")
         .await
         .unwrap()
@@ -96,7 +101,14 @@ async fn leave_behind(app: &TestApp, org: Uuid, victim: Uuid, email: &str) -> (S
 
 /// After a reset or change: the key is refused, the new endpoint disabled, the old one not, the
 /// invitation withdrawn, each in the audit log, and the other owner told.
-async fn nothing_left(app: &TestApp, org: Uuid, key: &str, new: Uuid, old: Uuid, other: &str) {
+async fn nothing_left(
+    app: &TestApp,
+    org: model::OrgId,
+    key: &str,
+    new: Uuid,
+    old: Uuid,
+    other: &str,
+) {
     let (status, _) = api(
         app,
         "PATCH",

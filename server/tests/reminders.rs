@@ -12,7 +12,7 @@ const ALLOWANCE: invoicer_core::mail::gate::Allowance =
     invoicer_core::mail::gate::Allowance::DEFAULT;
 
 struct Org {
-    id: Uuid,
+    id: model::OrgId,
     user: Uuid,
 }
 
@@ -41,12 +41,12 @@ async fn org_with_steps(pool: &PgPool, steps: &[(i32, &str)]) -> Org {
     }
 }
 
-async fn invoice_due(pool: &PgPool, org: Uuid, due: &str) -> Uuid {
+async fn invoice_due(pool: &PgPool, org: model::OrgId, due: &str) -> Uuid {
     insert_invoice(pool, org, &one_line_input("eur", due, 10_000, false)).await
 }
 
 /// `hour`:00 on `date` in `org`'s zone.
-async fn at(pool: &PgPool, org: Uuid, date: &str, hour: i32) -> DateTime<Utc> {
+async fn at(pool: &PgPool, org: model::OrgId, date: &str, hour: i32) -> DateTime<Utc> {
     sqlx::query_scalar(
         "select ($2::date::timestamp at time zone (select time_zone from orgs where id = $1)) \
          + make_interval(hours => $3)",

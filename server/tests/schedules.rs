@@ -36,7 +36,7 @@ fn body(start: NaiveDate, extra: Value) -> Value {
     b
 }
 
-async fn org_today(pool: &PgPool, org: Uuid) -> NaiveDate {
+async fn org_today(pool: &PgPool, org: model::OrgId) -> NaiveDate {
     let mut conn = pool.acquire().await.unwrap();
     invoicer_core::jobs::schedules::org_today(&mut conn, org, Utc::now())
         .await
@@ -44,7 +44,7 @@ async fn org_today(pool: &PgPool, org: Uuid) -> NaiveDate {
 }
 
 /// The instant `minutes` after local midnight of `date` in `org`'s time zone.
-async fn local(pool: &PgPool, org: Uuid, date: NaiveDate, minutes: i32) -> DateTime<Utc> {
+async fn local(pool: &PgPool, org: model::OrgId, date: NaiveDate, minutes: i32) -> DateTime<Utc> {
     sqlx::query_scalar(
         "select ($2::date::timestamp at time zone (select time_zone from orgs where id = $1)) \
          + make_interval(mins => $3)",
@@ -86,7 +86,7 @@ async fn create(app: &TestApp, key: &str, idem: &str, b: Value) -> ApiResponse {
         .await
 }
 
-async fn set_time_zone(pool: &PgPool, org: Uuid, zone: &str) {
+async fn set_time_zone(pool: &PgPool, org: model::OrgId, zone: &str) {
     sqlx::query("update orgs set time_zone = $2 where id = $1")
         .bind(org)
         .bind(zone)

@@ -52,7 +52,7 @@ async fn a_session_switches_between_its_users_orgs(pool: PgPool) {
         first.owner,
     )
     .await;
-    assert_eq!(acting, second.id);
+    assert_eq!(second.id, acting);
     // An org the user does not belong to: not found, nothing switched.
     let third = org(&app.pool).await;
     assert_eq!(

@@ -45,7 +45,7 @@ async fn a_signed_up_org_takes_no_payments_until_the_operator_allows_them(pool: 
     let res = post_form(&owner, format!("{}/rpc/signup", app.base), &signup).await;
     assert!(res.status().as_u16() < 400, "{}", res.status());
     crate::common::login(&owner, &app.base, &email, "correct horse").await;
-    let org: Uuid = scalar_for(
+    let org: model::OrgId = scalar_for(
         &app.pool,
         "select m.org_id from memberships m join users u on u.id = m.user_id where u.email = $1",
         &email,

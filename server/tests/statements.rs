@@ -280,7 +280,7 @@ async fn a_statement_runs_the_balance_to_what_the_invoices_still_ask_for(pool: P
 
 /// An org's owner (logged in on the returned client), with one customer "Ada Lovelace" who has an
 /// invoice: (org, customer, logged-in client).
-async fn owner_with_customer(app: &TestApp) -> (Uuid, Uuid, reqwest::Client) {
+async fn owner_with_customer(app: &TestApp) -> (model::OrgId, Uuid, reqwest::Client) {
     let email = format!("{}@example.com", Uuid::new_v4().simple());
     let account =
         invoicer_core::accounts::create_org_with_owner(&app.pool, "Acme", &email, "correct horse")
@@ -345,7 +345,7 @@ async fn press(app: &TestApp, http: &reqwest::Client, customer: Uuid, action: &s
 }
 
 /// What the audit log says was done to customers, oldest first: (action, subject).
-async fn customer_audit(pool: &PgPool, org: Uuid) -> Vec<(String, String)> {
+async fn customer_audit(pool: &PgPool, org: model::OrgId) -> Vec<(String, String)> {
     sqlx::query_as(
         "select action, subject from audit_events where org_id = $1 and action like 'customer.%' \
          order by created_at, id",

@@ -17,7 +17,7 @@ const PASSWORD: &str = "correct horse";
 const HERE: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 7));
 
 /// The org of a user who belongs to one.
-async fn org_of(pool: &PgPool, user: Uuid) -> Uuid {
+async fn org_of(pool: &PgPool, user: Uuid) -> model::OrgId {
     scalar_for(
         pool,
         "select org_id from memberships where user_id = $1",
@@ -255,7 +255,7 @@ async fn a_reset_with_a_useless_link_spends_no_password_hash(pool: PgPool) {
 #[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_notice_says_what_when_where_and_names_the_keys(pool: PgPool) {
     let (user, email) = owner(&pool).await;
-    let org: Uuid = org_of(&pool, user).await;
+    let org: model::OrgId = org_of(&pool, user).await;
     invoicer_core::accounts::api_keys::create_for_user(&pool, org, user, "ci")
         .await
         .unwrap();
@@ -394,7 +394,7 @@ async fn invitations_do_not_outlive_the_inviters_authority(pool: PgPool) {
     use invoicer_core::{accounts::invitations, accounts::members};
     use model::Role;
     let (owner, owner_email) = owner(&pool).await;
-    let org: Uuid = org_of(&pool, owner).await;
+    let org: model::OrgId = org_of(&pool, owner).await;
     // A second owner, who invites three people.
     let (second, second_email) = self::owner(&pool).await;
     sqlx::query("update memberships set org_id = $2, role = 'owner' where user_id = $1")
@@ -484,7 +484,7 @@ async fn accepting_checks_that_the_inviter_may_still_grant_the_role(pool: PgPool
     use invoicer_core::accounts::invitations;
     use model::Role;
     let (owner, owner_email) = owner(&pool).await;
-    let org: Uuid = org_of(&pool, owner).await;
+    let org: model::OrgId = org_of(&pool, owner).await;
     let to = format!("new-{}@example.com", Uuid::new_v4().simple());
     let mut tx = pool.begin().await.unwrap();
     invitations::invite(
@@ -516,11 +516,14 @@ async fn accepting_checks_that_the_inviter_may_still_grant_the_role(pool: PgPool
 
 /// An owner of one org who is also `role` in a second org; (the account, its address, its own org,
 /// the second org's owner, the second org).
-async fn in_two_orgs(pool: &PgPool, role: &str) -> (Uuid, String, Uuid, Uuid, Uuid) {
+async fn in_two_orgs(
+    pool: &PgPool,
+    role: &str,
+) -> (Uuid, String, model::OrgId, Uuid, model::OrgId) {
     let (user, email) = owner(pool).await;
-    let first: Uuid = org_of(pool, user).await;
+    let first = org_of(pool, user).await;
     let (other, _) = owner(pool).await;
-    let second: Uuid = org_of(pool, other).await;
+    let second = org_of(pool, other).await;
     let sql = format!("insert into memberships (user_id, org_id, role) values ($1, $2, '{role}')");
     sqlx::query(&sql)
         .bind(user)
@@ -573,7 +576,7 @@ async fn the_account_page_lists_the_accounts_keys_and_revokes_them_all(pool: PgP
         1,
         "only the other owner's key is left"
     );
-    let audited: Vec<Uuid> = scalars(
+    let audited: Vec<model::OrgId> = scalars(
         &app.pool,
         "select org_id from audit_events where action = 'api_key.revoked' order by org_id",
     )
@@ -670,7 +673,7 @@ async fn a_form_rendered_for_one_org_is_refused_after_switching_to_another(pool:
     let (_, email, first, _, second) = in_two_orgs(&app.pool, "owner").await;
     let http = client();
     login(&http, &app.base, &email, PASSWORD).await;
-    let switch = |org: Uuid| {
+    let switch = |org: model::OrgId| {
         http.post(format!("{}/rpc/switch_org", app.base))
             .form(&[("org_id", org.to_string())])
             .send()
@@ -702,6 +705,6 @@ async fn a_form_rendered_for_one_org_is_refused_after_switching_to_another(pool:
     assert!(switch(first).await.unwrap().status().as_u16() < 400);
     let saved = pages::post_form(&http, format!("{}/rpc/create_invoice", app.base), &form).await;
     assert!(saved.status().as_u16() < 400, "{}", saved.status());
-    let orgs: Vec<Uuid> = scalars(&app.pool, "select org_id from invoices").await;
+    let orgs: Vec<model::OrgId> = scalars(&app.pool, "select org_id from invoices").await;
     assert_eq!(orgs, [first]);
 }

@@ -25,7 +25,7 @@ async fn the_same_delivery_twice_records_one_payment(pool: PgPool) {
     assert_eq!(app.invoice_state(invoice).await, ("paid".into(), 5_000));
     // Both deliveries are on the activity page, the replay too with the org and invoice of the
     // stored event.
-    let attempts: Vec<(String, Option<uuid::Uuid>, Option<uuid::Uuid>)> =
+    let attempts: Vec<(String, Option<model::OrgId>, Option<uuid::Uuid>)> =
         sqlx::query_as("select outcome, org_id, invoice_id from attempts order by id")
             .fetch_all(&app.pool)
             .await

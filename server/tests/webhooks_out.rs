@@ -184,7 +184,7 @@ async fn ok(app: &TestApp, path: &str, key: &str, body: Value) -> Value {
 }
 
 /// Waits until the receiver has a 2xx delivery of every event the database wrote for `org`.
-async fn all_delivered(app: &TestApp, receiver: &Receiver, org: Uuid) {
+async fn all_delivered(app: &TestApp, receiver: &Receiver, org: model::OrgId) {
     poll(
         "every event delivered",
         true,

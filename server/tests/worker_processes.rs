@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 const UNSENT: &str = "select count(*) from outbox where sent_at is null";
 
-async fn setup(tag: &str) -> (TestDb, sqlx::PgPool, Uuid, Uuid) {
+async fn setup(tag: &str) -> (TestDb, sqlx::PgPool, model::OrgId, Uuid) {
     let db = TestDb::new(tag).await;
     let pool = db.migrated_pool().await;
     let (org, invoice) = common::seed_invoice(&pool, "o@example.com", 4_200, "usd").await;

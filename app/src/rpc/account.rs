@@ -177,7 +177,7 @@ pub async fn list_orgs() -> Result<Vec<OrgChoice>, AppError> {
             .await?
             .into_iter()
             .map(|(id, name, role)| OrgChoice {
-                current: id == user.org_id,
+                current: user.org_id == id,
                 id,
                 name,
                 role,
@@ -192,8 +192,13 @@ pub async fn switch_org(org_id: String) -> Result<(), AppError> {
     let user = super::require_user().await?;
     let state = state()?;
     let org = parse_id(&org_id)?;
-    if !invoicer_core::accounts::members::switch_org(&state.pool, user.id, user.session_id, org)
-        .await?
+    if !invoicer_core::accounts::members::switch_org(
+        &state.pool,
+        user.id,
+        user.session_id,
+        org.into(),
+    )
+    .await?
     {
         return Err(AppError::NotFound.respond());
     }

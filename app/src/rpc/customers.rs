@@ -31,36 +31,10 @@ pub async fn list_customers(q: Option<String>) -> Result<Vec<model::Customer>, A
 #[server(prefix = "/rpc", endpoint = "get_customer")]
 pub async fn get_customer(id: String) -> Result<model::CustomerPage, AppError> {
     let user = super::require(model::Action::Read).await?;
-    let state = state()?;
-    let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
-    let customer = invoicer_core::customers::get(&state.pool, user.org_id, id)
-        .await?
-        .ok_or_else(|| AppError::NotFound.respond())?;
-    let base = &state.settings.public_url;
-    let credit_notes =
-        invoicer_core::invoicing::credit_notes::for_customer(&state.pool, user.org_id, id, base)
-            .await?;
-    let mut conn = state.reads.acquire().await?;
-    let credit_balance =
-        invoicer_core::payments::credit_balance::of_customer(&mut conn, user.org_id, id).await?;
-    let link = invoicer_core::customers::statements::link(&mut conn, user.org_id, id)
-        .await?
-        .ok_or_else(|| AppError::NotFound.respond())?;
-    Ok(model::CustomerPage {
-        customer,
-        key: model::form_key(user.org_id),
-        credit_notes,
-        credit_balance,
-        reminders_off: invoicer_core::jobs::reminders::off(&state.reads, user.org_id, id, true)
-            .await?,
-        reminders_key: model::form_key(user.org_id),
-        statement_url: link
-            .token
-            .map(|t| invoicer_core::customers::statements::link_url(base, &t)),
-        archived_at: link.archived_at,
-        action_key: model::form_key(user.org_id),
-        can_edit: user.role.may(model::Action::EditInvoices),
-    })
+    let id = super::form::parse_id(&id)?;
+    invoicer_core::pages::customer(&state()?, &user, id)
+        .await
+        .map_err(AppError::respond)
 }
 
 /// A button on a customer's page (`new_link`: a new statement link, the old one stops at once;

@@ -143,7 +143,7 @@ pub(super) struct SettingsForm<'a, C> {
 
 /// What a settings form saved: by this submit or by the earlier one it repeats.
 pub(super) struct SavedForm {
-    pub org: Uuid,
+    pub org: model::OrgId,
     pub id: Uuid,
 }
 

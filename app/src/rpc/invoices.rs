@@ -96,88 +96,17 @@ pub async fn list_invoices(
 #[server(prefix = "/rpc", endpoint = "get_invoice")]
 pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
     let user = super::require(model::Action::Read).await?;
-    let state = state()?;
-    let invoice = own_invoice(&state, user.org_id, &id).await?;
-    let only_this = invoicer_core::activity::Filter {
-        invoice: Some(invoice.id),
-        ..Default::default()
-    };
-    // Independent reads, side by side on their own connections.
-    let (
-        emails,
-        (history, _),
-        (payments, anomalies),
-        (payments_enabled, today, einvoicing),
-        reminders_off,
-    ) = tokio::try_join!(
-        invoicer_core::outbox::for_invoice(&state.reads, user.org_id, invoice.id),
-        invoicer_core::activity::rows(&state.reads, user.org_id, &only_this, None),
-        invoicer_core::payments::for_invoice(&state.reads, user.org_id, invoice.id),
-        invoicer_core::accounts::payments_enabled(&state.reads, user.org_id),
-        invoicer_core::jobs::reminders::off(&state.reads, user.org_id, invoice.id, false),
-    )?;
-    // Only an invoice with credit notes reads them (most have none).
-    let credit_notes = if invoice.credit_notes.is_empty() {
-        Vec::new()
-    } else {
-        let base = &state.settings.public_url;
-        invoicer_core::invoicing::credit_notes::for_invoice(
-            &state.reads,
-            user.org_id,
-            invoice.id,
-            base,
-        )
-        .await?
-    };
-    let may_apply = invoice.customer_id.is_some()
-        && invoice.amount_due_cents > 0
-        && matches!(
-            invoice.status,
-            model::InvoiceStatus::Open | model::InvoiceStatus::Uncollectible
-        );
-    let credit_available = if may_apply {
-        let mut conn = state.reads.acquire().await?;
-        invoicer_core::payments::credit_balance::available_for(&mut conn, user.org_id, invoice.id)
-            .await?
-    } else {
-        0
-    };
-    let delete_keys = payments
-        .iter()
-        .map(|_| model::form_key(user.org_id))
-        .collect();
-    Ok(InvoicePage {
-        invoice,
-        simulate_payments: state.settings.dev_mode,
-        send_key: model::form_key(user.org_id),
-        action_key: model::form_key(user.org_id),
-        emails,
-        payments,
-        anomalies,
-        history,
-        can_edit: user.role.may(model::Action::EditInvoices),
-        payments_enabled,
-        einvoicing,
-        payment_forms: model::PaymentForms {
-            key: model::form_key(user.org_id),
-            today,
-            delete_keys,
-            can_delete: user.role.may(model::Action::DeletePayments),
-            credit_key: model::form_key(user.org_id),
-            credit_notes,
-            apply_key: model::form_key(user.org_id),
-            credit_available,
-            reminders_off,
-            reminders_key: model::form_key(user.org_id),
-        },
-    })
+    let id = super::form::parse_id(&id)?;
+    invoicer_core::pages::invoice(&state()?, &user, id)
+        .await
+        .map_err(AppError::respond)
 }
 
 /// `id` of the session's org, or NotFound (also for another org's id: no leak).
 #[cfg(feature = "ssr")]
 pub(super) async fn own_invoice(
     state: &invoicer_core::AppState,
-    org: Uuid,
+    org: model::OrgId,
     id: &str,
 ) -> Result<model::Invoice, AppError> {
     let id = Uuid::try_parse(id).map_err(|_| AppError::NotFound.respond())?;

@@ -109,7 +109,7 @@ pub async fn delete_payment(
 #[cfg(feature = "ssr")]
 async fn invoice_currency(
     pool: &sqlx::PgPool,
-    org: uuid::Uuid,
+    org: model::OrgId,
     invoice: uuid::Uuid,
 ) -> Result<String, AppError> {
     invoicer_core::invoicing::invoices::currency(pool, org, invoice)

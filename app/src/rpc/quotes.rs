@@ -29,37 +29,10 @@ pub async fn list_quotes() -> Result<Vec<Quote>, AppError> {
 #[server(prefix = "/rpc", endpoint = "get_quote")]
 pub async fn get_quote(id: String) -> Result<QuotePage, AppError> {
     let user = super::require(model::Action::Read).await?;
-    let state = state()?;
-    let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
-    let mut conn = state.reads.acquire().await?;
-    let quote = invoicer_core::invoicing::quotes::get(
-        &mut conn,
-        user.org_id,
-        id,
-        &state.settings.public_url,
-    )
-    .await?
-    .ok_or_else(|| AppError::NotFound.respond())?;
-    let today =
-        invoicer_core::jobs::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now())
-            .await?;
-    let preview =
-        invoicer_core::invoicing::quotes::preview(&mut conn, user.org_id, &quote, today).await?;
-    let invoice_number = match quote.invoice_id {
-        Some(invoice) => {
-            invoicer_core::invoicing::invoices::numbers(&mut conn, user.org_id, &[invoice])
-                .await?
-                .remove(&invoice)
-        }
-        None => None,
-    };
-    Ok(QuotePage {
-        quote,
-        preview,
-        send_key: model::form_key(user.org_id),
-        invoice_number,
-        can_edit: user.role.may(model::Action::EditInvoices),
-    })
+    let id = super::form::parse_id(&id)?;
+    invoicer_core::pages::quote(&state()?, &user, id)
+        .await
+        .map_err(AppError::respond)
 }
 
 /// What the new-quote form is rendered with.
@@ -67,15 +40,9 @@ pub async fn get_quote(id: String) -> Result<QuotePage, AppError> {
 pub async fn new_quote_form() -> Result<NewQuotePage, AppError> {
     // A read: the form's submit is what needs the right to make invoices.
     let user = super::require(model::Action::Read).await?;
-    let state = state()?;
-    let mut conn = state.reads.acquire().await?;
-    let today =
-        invoicer_core::jobs::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now())
-            .await?;
-    Ok(NewQuotePage {
-        key: model::form_key(user.org_id),
-        today,
-    })
+    invoicer_core::pages::new_quote(&state()?, &user)
+        .await
+        .map_err(AppError::respond)
 }
 
 /// Creates a quote (open at once, or a draft with "Save draft"), once per rendered form; a refusal
@@ -186,30 +153,10 @@ pub async fn send_quote(id: String, idempotency_key: Option<String>) -> Result<(
 #[server(prefix = "/rpc", endpoint = "edit_quote_form")]
 pub async fn edit_quote_form(id: String) -> Result<QuoteEdit, AppError> {
     let user = super::require(model::Action::Read).await?;
-    let state = state()?;
-    let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
-    let mut conn = state.reads.acquire().await?;
-    let quote = invoicer_core::invoicing::quotes::get(
-        &mut conn,
-        user.org_id,
-        id,
-        &state.settings.public_url,
-    )
-    .await?
-    .ok_or_else(|| AppError::NotFound.respond())?;
-    let today =
-        invoicer_core::jobs::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now())
-            .await?;
-    Ok(QuoteEdit {
-        id,
-        key: model::form_key(user.org_id),
-        form: InvoiceForm::from_input(&quote.template),
-        quote: QuoteForm {
-            expires_on: quote.expires_on.to_string(),
-            on_accept: quote.on_accept.as_str().to_owned(),
-        },
-        today,
-    })
+    let id = super::form::parse_id(&id)?;
+    invoicer_core::pages::quote_edit(&state()?, &user, id)
+        .await
+        .map_err(AppError::respond)
 }
 
 /// Saves a draft quote's edit, once per rendered form; an open or decided quote is refused.

@@ -28,10 +28,7 @@ pub async fn get_tax_report(
     to: Option<String>,
 ) -> Result<TaxReport, AppError> {
     let user = super::require(model::Action::Read).await?;
-    let state = super::state()?;
-    let mut conn = state.reads.acquire().await?;
-    let today = invoicer_core::customers::statements::org_today(&mut conn, user.org_id).await?;
-    let period = invoicer_core::reports::tax_period(from.as_deref(), to.as_deref(), today)
-        .map_err(|e| AppError::BadRequest(e).respond())?;
-    Ok(invoicer_core::reports::tax(&mut conn, user.org_id, period).await?)
+    invoicer_core::pages::tax_report(&super::state()?, &user, from.as_deref(), to.as_deref())
+        .await
+        .map_err(AppError::respond)
 }

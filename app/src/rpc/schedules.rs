@@ -26,23 +26,10 @@ pub async fn list_schedules() -> Result<Vec<Schedule>, AppError> {
 #[server(prefix = "/rpc", endpoint = "get_schedule")]
 pub async fn get_schedule(id: String) -> Result<SchedulePage, AppError> {
     let user = super::require(model::Action::Read).await?;
-    let state = state()?;
-    let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
-    let mut conn = state.reads.acquire().await?;
-    let schedule = invoicer_core::jobs::schedules::get(&mut conn, user.org_id, id)
-        .await?
-        .ok_or_else(|| AppError::NotFound.respond())?;
-    let ids: Vec<Uuid> = schedule.runs.iter().filter_map(|r| r.invoice_id).collect();
-    let numbers = invoicer_core::invoicing::invoices::numbers(&mut conn, user.org_id, &ids)
-        .await?
-        .into_iter()
-        .collect();
-    Ok(SchedulePage {
-        schedule,
-        toggle_key: model::form_key(user.org_id),
-        numbers,
-        can_edit: user.role.may(model::Action::EditInvoices),
-    })
+    let id = super::form::parse_id(&id)?;
+    invoicer_core::pages::schedule(&state()?, &user, id)
+        .await
+        .map_err(AppError::respond)
 }
 
 /// What the new-schedule form is rendered with.
@@ -50,21 +37,9 @@ pub async fn get_schedule(id: String) -> Result<SchedulePage, AppError> {
 pub async fn new_schedule_form() -> Result<NewSchedulePage, AppError> {
     // A read: the form's submit is what needs the right to make invoices.
     let user = super::require(model::Action::Read).await?;
-    let state = state()?;
-    let customers = invoicer_core::customers::list(&state.reads, user.org_id, None, 100)
-        .await?
-        .into_iter()
-        .map(|c| (c.id, c.name))
-        .collect();
-    let mut conn = state.reads.acquire().await?;
-    let today =
-        invoicer_core::jobs::schedules::org_today(&mut conn, user.org_id, chrono::Utc::now())
-            .await?;
-    Ok(NewSchedulePage {
-        key: model::form_key(user.org_id),
-        customers,
-        today,
-    })
+    invoicer_core::pages::new_schedule(&state()?, &user)
+        .await
+        .map_err(AppError::respond)
 }
 
 /// Creates a schedule (the invoice every run issues, and when), once per rendered form.

@@ -15,43 +15,9 @@ use super::{form::SettingsForm, state};
 #[server(prefix = "/rpc", endpoint = "get_org_settings")]
 pub async fn get_org_settings() -> Result<model::OrgSettingsPage, AppError> {
     let user = super::require(model::Action::Read).await?;
-    let state = state()?;
-    let settings = invoicer_core::accounts::orgs::settings(&state.pool, user.org_id).await?;
-    let details = invoicer_core::accounts::orgs::details(&state.pool, user.org_id).await?;
-    let bank = invoicer_core::accounts::orgs::bank_details(&state.pool, user.org_id).await?;
-    let tax_rates =
-        invoicer_core::invoicing::tax_rates::list(&state.pool, user.org_id, true).await?;
-    let year = chrono::Datelike::year(&chrono::Utc::now());
-    Ok(model::OrgSettingsPage {
-        next_number: settings.preview(1, year),
-        settings,
-        archive_keys: tax_rates
-            .iter()
-            .map(|_| model::form_key(user.org_id))
-            .collect(),
-        tax_rates,
-        settings_key: model::form_key(user.org_id),
-        details,
-        details_key: model::form_key(user.org_id),
-        bank,
-        bank_key: model::form_key(user.org_id),
-        tax_rate_key: model::form_key(user.org_id),
-        can_manage: user.role.may(model::Action::ManageOrg),
-        reminders: invoicer_core::jobs::reminders::steps(
-            &mut *state.reads.acquire().await?,
-            user.org_id,
-        )
-        .await?,
-        reminders_key: model::form_key(user.org_id),
-        branding: invoicer_core::documents::branding::of(
-            &mut *state.reads.acquire().await?,
-            user.org_id,
-        )
-        .await?,
-        branding_key: model::form_key(user.org_id),
-        logo_key: model::form_key(user.org_id),
-        remove_logo_key: model::form_key(user.org_id),
-    })
+    invoicer_core::pages::org_settings(&state()?, &user)
+        .await
+        .map_err(AppError::respond)
 }
 
 /// Saves the accent colour and the footer, once per rendered form.
@@ -74,7 +40,7 @@ pub async fn save_branding(
         let (colour, footer) = parsed.clone().map_err(AppError::invalid)?;
         invoicer_core::documents::branding::save(tx, user.org_id, colour.as_deref(), &footer)
             .await?;
-        Ok(user.org_id)
+        Ok(user.org_id.uuid())
     })
     .await
 }
@@ -93,7 +59,7 @@ pub async fn remove_logo(idempotency_key: Option<String>) -> Result<(), AppError
     }
     .run(async |tx, user| {
         invoicer_core::documents::branding::remove_logo(tx, user.org_id).await?;
-        Ok(user.org_id)
+        Ok(user.org_id.uuid())
     })
     .await
 }
@@ -118,7 +84,7 @@ pub async fn save_reminders(
     .run(async |tx, user| {
         let steps = parsed.clone().map_err(AppError::invalid)?;
         invoicer_core::jobs::reminders::save_steps(tx, user.org_id, &steps).await?;
-        Ok(user.org_id)
+        Ok(user.org_id.uuid())
     })
     .await
 }
@@ -140,7 +106,7 @@ pub async fn save_org_settings(
     }
     .run(async |tx, user| {
         invoicer_core::accounts::orgs::save_settings(tx, user.org_id, &settings).await?;
-        Ok(user.org_id)
+        Ok(user.org_id.uuid())
     })
     .await
 }
@@ -177,7 +143,7 @@ pub async fn save_org_details(
     .run(async |tx, user| {
         let actor = super::actor(user);
         invoicer_core::accounts::orgs::save_details(tx, user.org_id, &actor, &details).await?;
-        Ok(user.org_id)
+        Ok(user.org_id.uuid())
     })
     .await
 }
@@ -214,7 +180,7 @@ pub async fn save_bank_details(
     .run(async |tx, user| {
         let actor = super::actor(user);
         invoicer_core::accounts::orgs::save_bank_details(tx, user.org_id, &actor, &bank).await?;
-        Ok(user.org_id)
+        Ok(user.org_id.uuid())
     })
     .await
 }

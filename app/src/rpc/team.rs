@@ -42,29 +42,10 @@ fn member_gate(
 /// The members page: members, invitations, and a fresh key for the invite form.
 #[server(prefix = "/rpc", endpoint = "team_page")]
 pub async fn team_page() -> Result<MembersPage, AppError> {
-    use model::Action;
-    let user = super::require(Action::Read).await?;
-    let state = state()?;
-    let members = invoicer_core::accounts::members::list(&state.pool, user.org_id).await?;
-    let invitations = if user.role.may(Action::ManageMembers) {
-        invoicer_core::accounts::invitations::list(&state.pool, user.org_id).await?
-    } else {
-        Vec::new()
-    };
-    let keys = |n: usize| -> Vec<(Uuid, Uuid)> {
-        let key = || model::form_key(user.org_id);
-        (0..n).map(|_| (key(), key())).collect()
-    };
-    Ok(MembersPage {
-        member_keys: keys(members.len()),
-        invitation_keys: keys(invitations.len()),
-        me: user.id,
-        my_role: user.role,
-        org_name: user.org_name,
-        members,
-        invitations,
-        invite_key: model::form_key(user.org_id),
-    })
+    let user = super::require(model::Action::Read).await?;
+    invoicer_core::pages::team(&state()?, &user)
+        .await
+        .map_err(AppError::respond)
 }
 
 /// Invites `email` with `role`: one invitation and one email per rendered form, however often it

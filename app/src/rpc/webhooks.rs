@@ -42,27 +42,10 @@ pub async fn webhooks_page() -> Result<WebhooksView, AppError> {
 #[server(prefix = "/rpc", endpoint = "get_webhook_endpoint")]
 pub async fn get_webhook_endpoint(id: String) -> Result<WebhookEndpointPage, AppError> {
     let user = super::require(Action::Read).await?;
-    let state = state()?;
-    let id = Uuid::try_parse(&id).map_err(|_| AppError::NotFound.respond())?;
-    let mut conn = state.reads.acquire().await?;
-    let owner = user.role.may(Action::ManageOrg);
-    let endpoint = invoicer_core::webhooks_out::get(&mut conn, user.org_id, id, owner)
-        .await?
-        .ok_or_else(|| AppError::NotFound.respond())?;
-    drop(conn);
-    let (attempts, pending) =
-        invoicer_core::webhooks_out::attempts(&state.reads, user.org_id, id, 50).await?;
-    let redeliver_keys = attempts
-        .iter()
-        .map(|_| model::form_key(user.org_id))
-        .collect();
-    Ok(WebhookEndpointPage {
-        endpoint,
-        attempts,
-        pending,
-        form_key: model::form_key(user.org_id),
-        redeliver_keys,
-    })
+    let id = super::form::parse_id(&id)?;
+    invoicer_core::pages::webhook_endpoint(&state()?, &user, id)
+        .await
+        .map_err(AppError::respond)
 }
 
 /// Registers an endpoint (`events[]`: the event types ticked), once per rendered form.

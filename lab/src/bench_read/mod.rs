@@ -111,7 +111,8 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
         .fetch_one(pool)
         .await?;
     let key =
-        invoicer_core::accounts::api_keys::create_for_user(pool, org, user, "read bench").await?;
+        invoicer_core::accounts::api_keys::create_for_user(pool, org.into(), user, "read bench")
+            .await?;
     let prefix = &number[..number.len() - 2];
     // The searches name one customer and one idempotency key, the way a user looks one up, so
     // every size renders the same rows (~20 invoices of a customer, the attempts of a key): the

@@ -18,7 +18,7 @@ use super::report::Report;
 /// (then the check reports what is unsent).
 pub(crate) async fn outbox_drained(
     pool: &PgPool,
-    org: Uuid,
+    org: model::OrgId,
     within: Duration,
     idle: Duration,
 ) -> sqlx::Result<()> {
@@ -40,7 +40,7 @@ pub(crate) async fn outbox_drained(
 }
 
 /// Rows not sent yet, and the attempts made on them so far.
-async fn unsent(pool: &PgPool, org: Uuid) -> sqlx::Result<(i64, i64)> {
+async fn unsent(pool: &PgPool, org: model::OrgId) -> sqlx::Result<(i64, i64)> {
     // language=PostgreSQL
     sqlx::query_as(
         "select count(*), coalesce(sum(attempts), 0)::int8 from outbox \
@@ -71,7 +71,7 @@ pub(crate) async fn check(
         select p.provider_payment_id, count(*) as "n!", min(p.event_id) as event_id
         from payments p where p.org_id = $1 group by p.provider_payment_id
         "#,
-        org
+        org as _
     )
     .fetch_all(pool)
     .await?
@@ -81,7 +81,7 @@ pub(crate) async fn check(
     // language=PostgreSQL
     let stored: HashMap<String, i64> = sqlx::query!(
         r#"select id, count(*) as "n!" from stripe_events where org_id = $1 group by id"#,
-        org
+        org as _
     )
     .fetch_all(pool)
     .await?
@@ -116,7 +116,7 @@ pub(crate) async fn check(
         where i.org_id = $1
           and i.amount_paid_cents <> coalesce((select sum(amount_cents) from payments p where p.invoice_id = i.id), 0)
         "#,
-        org
+        org as _
     )
     .fetch_one(pool)
     .await? as usize;
@@ -127,7 +127,7 @@ pub(crate) async fn check(
         // The schedules phase's invoices are checked by its own checker.
         "select id, source_key from invoices where org_id = $1 and number > $2 \
          and coalesce(source_key, '') not like 'schedule:%'",
-        org,
+        org as _,
         fixture.invoices.len() as i32
     )
     .fetch_all(pool)
@@ -196,7 +196,7 @@ pub(crate) async fn check(
         where (org_id = $1 or org_id is null)
           and kind not in ('webhook', 'expire_checkout', 'stripe_refund', 'customer_import')
         "#,
-        org
+        org as _
     )
     .fetch_all(pool)
     .await?;
@@ -229,7 +229,7 @@ pub(crate) async fn check(
     // language=PostgreSQL
     r.webhooks_undone = sqlx::query_scalar!(
         r#"select count(*) as "n!" from outbox where org_id = $1 and kind = 'webhook' and sent_at is null"#,
-        org
+        org as _
     )
     .fetch_one(pool)
     .await?;

@@ -49,7 +49,7 @@ impl ScheduleReport {
 /// `reminders`, the reminder steps in `org`.
 pub(crate) async fn seed(
     pool: &PgPool,
-    org: Uuid,
+    org: model::OrgId,
     schedules: usize,
     days_ago: i64,
     reminders: bool,
@@ -103,7 +103,7 @@ pub(crate) async fn advance(pool: &PgPool, secs: i64) -> sqlx::Result<i64> {
 }
 
 /// What the workers have still to do at the clock's time: (schedule periods, reminders).
-async fn backlog(pool: &PgPool, org: Uuid) -> sqlx::Result<(i64, i64)> {
+async fn backlog(pool: &PgPool, org: model::OrgId) -> sqlx::Result<(i64, i64)> {
     // language=PostgreSQL
     let row = sqlx::query!(
         r#"
@@ -125,7 +125,7 @@ async fn backlog(pool: &PgPool, org: Uuid) -> sqlx::Result<(i64, i64)> {
                              and not exists (select 1 from reminders r
                                              where r.invoice_id = i.id and r.offset_days = st.offset_days))) as "reminders!"
         "#,
-        org
+        org as _
     )
     .fetch_one(pool)
     .await?;
@@ -133,7 +133,11 @@ async fn backlog(pool: &PgPool, org: Uuid) -> sqlx::Result<(i64, i64)> {
 }
 
 /// Waits until nothing the clock made due is left undone (or `within` passed).
-pub(crate) async fn settle(pool: &PgPool, org: Uuid, within: Duration) -> sqlx::Result<(i64, i64)> {
+pub(crate) async fn settle(
+    pool: &PgPool,
+    org: model::OrgId,
+    within: Duration,
+) -> sqlx::Result<(i64, i64)> {
     let deadline = Instant::now() + within;
     loop {
         let left = backlog(pool, org).await?;
@@ -161,7 +165,7 @@ pub(crate) fn weekly_periods_due(
 /// left undone by the clock's time once it stopped: anything but none is a failure.
 pub(crate) async fn check(
     pool: &PgPool,
-    org: Uuid,
+    org: model::OrgId,
     sink: &Path,
     behind: (i64, i64),
 ) -> anyhow::Result<ScheduleReport> {
@@ -175,7 +179,7 @@ pub(crate) async fn check(
                 at time zone o.time_zone)::date as "today!"
         from schedules s join orgs o on o.id = s.org_id where s.org_id = $1
         "#,
-        org
+        org as _
     )
     .fetch_all(pool)
     .await?;
@@ -187,7 +191,7 @@ pub(crate) async fn check(
         from invoices i where i.org_id = $1 and i.source_key like 'schedule:%'
         group by 1, 2
         "#,
-        org
+        org as _
     )
     .fetch_all(pool)
     .await?;
@@ -199,7 +203,7 @@ pub(crate) async fn check(
         where s.org_id = $1 and r.outcome = 'issued'
         group by 1, 2
         "#,
-        org
+        org as _
     )
     .fetch_all(pool)
     .await?;
@@ -244,7 +248,7 @@ pub(crate) async fn check(
             group by payload ->> 'dedupe' having count(*) > 1
         ) d
         "#,
-        org
+        org as _
     )
     .fetch_one(pool)
     .await?;
@@ -267,7 +271,7 @@ pub(crate) async fn check(
                                      where st.org_id = $1 and i.due_date + st.offset_days <= today.d))
           and exists (select 1 from reminder_steps st where st.org_id = $1 and i.due_date + st.offset_days <= today.d)
         "#,
-        org
+        org as _
     )
     .fetch_one(pool)
     .await?;
@@ -276,7 +280,7 @@ pub(crate) async fn check(
     // language=PostgreSQL
     let rows = sqlx::query_scalar!(
         "select id from outbox where org_id = $1 and kind = 'reminder'",
-        org
+        org as _
     )
     .fetch_all(pool)
     .await?;

@@ -39,7 +39,7 @@ impl Receiver {
     pub(crate) async fn register(
         &self,
         pool: &PgPool,
-        org: Uuid,
+        org: model::OrgId,
     ) -> anyhow::Result<Option<Endpoint>> {
         match &self.webhook_url {
             Some(url) => Ok(Some(register(pool, org, url).await?)),
@@ -52,7 +52,7 @@ impl Receiver {
     pub(crate) async fn check(
         &self,
         pool: &PgPool,
-        org: Uuid,
+        org: model::OrgId,
         endpoint: Option<&Endpoint>,
     ) -> anyhow::Result<()> {
         let (Some(endpoint), Some(ledger)) = (endpoint, &self.webhook_ledger) else {
@@ -97,7 +97,7 @@ pub(crate) struct Endpoint {
 }
 
 /// Registers `url` for every event type of `org`.
-async fn register(pool: &PgPool, org: Uuid, url: &str) -> anyhow::Result<Endpoint> {
+async fn register(pool: &PgPool, org: model::OrgId, url: &str) -> anyhow::Result<Endpoint> {
     let input = WebhookEndpointInput {
         url: url.to_owned(),
         events: EVENT_TYPES.iter().map(|t| t.to_string()).collect(),
@@ -156,7 +156,7 @@ impl WebhookReport {
 /// Checks the receiver's ledger against the database.
 async fn check(
     pool: &PgPool,
-    org: Uuid,
+    org: model::OrgId,
     endpoint: &Endpoint,
     ledger: &Path,
     python: &str,

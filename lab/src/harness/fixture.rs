@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 /// An org with an owner who can log in, an API key, and `invoices` open invoices to pay.
 pub struct Fixture {
-    pub org: Uuid,
+    pub org: model::OrgId,
     pub user: Uuid,
     pub email: String,
     pub password: String,
@@ -49,7 +49,7 @@ pub async fn seed(pool: &PgPool, invoices: usize) -> anyhow::Result<Fixture> {
         order by g
         returning id
         "#,
-        account.org_id,
+        account.org_id as _,
         count,
         SEEDED_TOTAL_CENTS,
     )
@@ -70,14 +70,14 @@ pub async fn seed(pool: &PgPool, invoices: usize) -> anyhow::Result<Fixture> {
                '', now() + interval '1 day', 'simulated:' || id, true
         from invoices where org_id = $1
         "#,
-        account.org_id
+        account.org_id as _
     )
     .execute(&mut *tx)
     .await?;
     // language=PostgreSQL
     sqlx::query!(
         "insert into invoice_counters (org_id, last_number) values ($1, $2)",
-        account.org_id,
+        account.org_id as _,
         count
     )
     .execute(&mut *tx)

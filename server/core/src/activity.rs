@@ -1,6 +1,7 @@
 //! The activity log: every attempt of an org, newest first, with what it produced.
 
 use chrono::{DateTime, Utc};
+use model::OrgId;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -83,7 +84,7 @@ impl Filter {
 /// read side by side on two connections.
 pub async fn list(
     pool: &PgPool,
-    org: Uuid,
+    org: OrgId,
     filter: &Filter,
     before: Option<Cursor>,
 ) -> sqlx::Result<ActivityPage> {
@@ -100,7 +101,7 @@ pub async fn list(
 /// the next. Pages by key (created_at, id), never by offset: page 10 000 costs what page 1 does.
 pub async fn rows(
     db: impl sqlx::PgExecutor<'_>,
-    org: Uuid,
+    org: OrgId,
     filter: &Filter,
     before: Option<Cursor>,
 ) -> sqlx::Result<(Vec<ActivityRow>, Option<String>)> {
@@ -119,7 +120,7 @@ pub async fn rows(
 /// plan), and whether it holds a `like` pattern.
 pub fn statement<'a>(
     prefix: &str,
-    org: Uuid,
+    org: OrgId,
     filter: &'a Filter,
     before: Option<Cursor>,
 ) -> (sqlx::QueryBuilder<'a, sqlx::Postgres>, bool) {
@@ -214,7 +215,7 @@ fn page_of(rows: Vec<sqlx::postgres::PgRow>) -> sqlx::Result<(Vec<ActivityRow>, 
 }
 
 /// The org's attempts of the last 24 hours, by surface and outcome.
-async fn counts(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<ActivityCount>> {
+async fn counts(pool: &PgPool, org: OrgId) -> sqlx::Result<Vec<ActivityCount>> {
     // language=PostgreSQL
     let counts = sqlx::query!(
         r#"
@@ -224,7 +225,7 @@ async fn counts(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<ActivityCount>> {
         group by surface, outcome
         order by surface, outcome
         "#,
-        org
+        org as _
     )
     .fetch_all(pool)
     .await?

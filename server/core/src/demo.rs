@@ -2,6 +2,7 @@
 //! payment state. Idempotent: an existing demo owner means it was seeded already.
 
 use chrono::{Duration, Utc};
+use model::OrgId;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -15,7 +16,7 @@ pub const EMAIL: &str = "demo@example.com";
 pub const PASSWORD: &str = "demo password";
 
 /// Seeds the demo org unless its owner exists; returns the org id when it seeded.
-pub async fn seed(pool: &PgPool) -> Result<Option<Uuid>, model::error::AppError> {
+pub async fn seed(pool: &PgPool) -> Result<Option<OrgId>, model::error::AppError> {
     // language=PostgreSQL
     let exists = sqlx::query_scalar!(
         r#"select true as "found!" from users where lower(email) = lower($1)"#,
@@ -33,7 +34,7 @@ pub async fn seed(pool: &PgPool) -> Result<Option<Uuid>, model::error::AppError>
     // language=PostgreSQL
     sqlx::query!(
         "update orgs set number_format = 'INV-{YYYY}-{seq:4}', number_reset = 'yearly' where id = $1",
-        org,
+        org as _,
     )
     .execute(pool)
     .await?;

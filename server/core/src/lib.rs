@@ -14,6 +14,7 @@ pub mod jobs;
 pub mod mail;
 pub mod observe;
 pub mod outbox;
+pub mod pages;
 pub mod patch;
 pub mod payments;
 pub mod reports;

@@ -5,6 +5,7 @@
 //! answer's type ([`Tracked`]), never from a response. The rows are written by `surfaces::record`,
 //! the only writer of `attempts`; this module holds the attempt, its log event and its series.
 
+use model::OrgId;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -45,7 +46,7 @@ impl AttemptOutcome {
 /// The org and invoice an attempt concerned, for the activity page.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Concerns {
-    pub org: Option<Uuid>,
+    pub org: Option<OrgId>,
     pub invoice: Option<Uuid>,
 }
 
@@ -113,7 +114,7 @@ struct Inner {
 struct Who {
     owner: String,
     key: String,
-    org: Option<Uuid>,
+    org: Option<OrgId>,
 }
 
 impl Attempt {
@@ -133,7 +134,7 @@ impl Attempt {
     }
 
     /// Names who the attempt belongs to, once the surface has authenticated it.
-    pub fn identify(&self, owner: impl Into<String>, org: Option<Uuid>) -> &Self {
+    pub fn identify(&self, owner: impl Into<String>, org: Option<OrgId>) -> &Self {
         let mut who = self.who_mut();
         who.owner = owner.into();
         who.org = org;
@@ -176,7 +177,7 @@ impl Attempt {
     }
 
     /// The org named by [`Attempt::identify`], if any.
-    pub fn org(&self) -> Option<Uuid> {
+    pub fn org(&self) -> Option<OrgId> {
         self.who().org
     }
 

@@ -40,7 +40,7 @@ fn input(customer: &str) -> InvoiceInput {
 /// One submission of the create form of `org` rendered with `key`.
 async fn submit(
     pool: &PgPool,
-    org: Uuid,
+    org: model::OrgId,
     key: Uuid,
     input: &InvoiceInput,
 ) -> Result<FormOutcome, AppError> {
@@ -49,14 +49,14 @@ async fn submit(
     invoice_from_form(pool, &attempt, org, key, input).await
 }
 
-async fn new_org(pool: &PgPool, email: &str) -> Uuid {
+async fn new_org(pool: &PgPool, email: &str) -> model::OrgId {
     create_org_with_owner(pool, "Acme", email, "correct horse")
         .await
         .unwrap()
         .org_id
 }
 
-async fn invoice_count(pool: &PgPool, org: Uuid) -> i64 {
+async fn invoice_count(pool: &PgPool, org: model::OrgId) -> i64 {
     sqlx::query_scalar("select count(*) from invoices where org_id = $1")
         .bind(org)
         .fetch_one(pool)
@@ -64,7 +64,7 @@ async fn invoice_count(pool: &PgPool, org: Uuid) -> i64 {
         .unwrap()
 }
 
-async fn numbers(pool: &PgPool, org: Uuid) -> Vec<i32> {
+async fn numbers(pool: &PgPool, org: model::OrgId) -> Vec<i32> {
     sqlx::query_scalar("select number from invoices where org_id = $1 order by number")
         .bind(org)
         .fetch_all(pool)

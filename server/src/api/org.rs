@@ -153,12 +153,12 @@ impl OrgEditable {
     }
 }
 
-async fn current(state: &AppState, org: uuid::Uuid) -> Result<Org, ProblemResponse> {
+async fn current(state: &AppState, org: model::OrgId) -> Result<Org, ProblemResponse> {
     let (name, time_zone) = name_and_zone(&mut *state.pool.acquire().await?, org).await?;
     let details = orgs::details(&state.pool, org).await?;
     let bank = orgs::bank_details(&state.pool, org).await?;
     Ok(Org::new(
-        org,
+        org.uuid(),
         name,
         time_zone,
         OrgEditable::of(details, bank),
@@ -225,7 +225,7 @@ pub(super) async fn patch_org(write: Write) -> Result<Response, ProblemResponse>
                     orgs::save_bank_details(tx, org, &actor, &bank).await?;
                     let (name, time_zone) = name_and_zone(tx, org).await?;
                     let saved = OrgEditable::of(details.clone(), bank.clone());
-                    let body = Org::new(org, name, time_zone, saved);
+                    let body = Org::new(org.uuid(), name, time_zone, saved);
                     Ok((api::ok(&body), None))
                 }
             })
@@ -236,10 +236,10 @@ pub(super) async fn patch_org(write: Write) -> Result<Response, ProblemResponse>
 
 async fn name_and_zone(
     tx: &mut sqlx::PgConnection,
-    org: uuid::Uuid,
+    org: model::OrgId,
 ) -> sqlx::Result<(String, String)> {
     // language=PostgreSQL
-    let row = sqlx::query!("select name, time_zone from orgs where id = $1", org)
+    let row = sqlx::query!("select name, time_zone from orgs where id = $1", org as _)
         .fetch_one(&mut *tx)
         .await?;
     Ok((row.name, row.time_zone))

@@ -55,7 +55,7 @@ fn mail_refused(refused: invoicer_core::mail::gate::Refused) -> ProblemResponse 
 /// not stored.
 async fn mail_gate_check(
     state: &AppState,
-    org: Uuid,
+    org: model::OrgId,
     quote: Uuid,
     gate: invoicer_core::mail::gate::Gate,
 ) -> Result<(), ProblemResponse> {

@@ -138,7 +138,7 @@ impl Keyed<'_> {
         self.write.client.0
     }
 
-    pub(super) fn org(&self) -> Uuid {
+    pub(super) fn org(&self) -> model::OrgId {
         self.write.client.0.org_id
     }
 

@@ -104,7 +104,7 @@ impl Brand {
     /// `org`'s look, its logo file read when it has one.
     pub async fn of(
         conn: &mut sqlx::PgConnection,
-        org: uuid::Uuid,
+        org: model::OrgId,
         branding: &model::Branding,
     ) -> sqlx::Result<Brand> {
         let png = match branding.logo {

@@ -55,13 +55,18 @@ impl std::fmt::Display for Error {
 /// One drawing of one document on one paper.
 struct Version {
     document: Uuid,
-    org: Uuid,
+    org: model::OrgId,
     paper: Paper,
     digest: [u8; 32],
 }
 
 impl Version {
-    fn of(org: Uuid, document: Uuid, paper: Paper, drawn_from: &impl serde::Serialize) -> Version {
+    fn of(
+        org: model::OrgId,
+        document: Uuid,
+        paper: Paper,
+        drawn_from: &impl serde::Serialize,
+    ) -> Version {
         let mut hash = Sha256::new();
         hash.update(env!("INVOICER_RENDERER").as_bytes());
         hash.update(paper.name().as_bytes());
@@ -101,7 +106,7 @@ impl Version {
             "#,
             self.document,
             self.paper.name(),
-            self.org,
+            self.org as _,
             &self.digest[..],
             pdf,
         )
@@ -166,12 +171,12 @@ pub async fn invoice(
         let mut drawn_from = found.clone();
         // When the customer last opened it: not drawn.
         drawn_from.invoice.viewed_at = None;
-        Version::of(found.org_id, found.invoice.id, paper, &drawn_from)
+        Version::of(found.org_id.into(), found.invoice.id, paper, &drawn_from)
     };
     // The e-invoice is built from the invoice's snapshots (seller, buyer, lines, payments), which
     // the digest covers through the invoice as read.
     let (org, id, einvoicing, branding) = (
-        found.org_id,
+        found.org_id.into(),
         found.invoice.id,
         found.einvoicing,
         found.branding.clone(),
@@ -210,8 +215,12 @@ pub async fn credit_note(
         &branding,
         locale,
     );
-    let version = Version::of(found.org_id, found.note.id, Paper::A4, &drawn_from);
-    let (org, id, einvoicing) = (found.org_id, found.note.id, found.einvoicing);
+    let version = Version::of(found.org_id.into(), found.note.id, Paper::A4, &drawn_from);
+    let (org, id, einvoicing) = (
+        model::OrgId::from(found.org_id),
+        found.note.id,
+        found.einvoicing,
+    );
     let prepare = async move {
         let mut conn = pool.acquire().await?;
         let cii = if einvoicing {

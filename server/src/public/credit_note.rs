@@ -22,7 +22,12 @@ pub(super) async fn page(
     )
     .await;
     let (note, org_name, einvoicing, org) = match drawn(ceiling, "public credit note page", found) {
-        Ok(found) => (found.note, found.org_name, found.einvoicing, found.org_id),
+        Ok(found) => (
+            found.note,
+            found.org_name,
+            found.einvoicing,
+            found.org_id.into(),
+        ),
         Err(answer) => return answer,
     };
     let (branding, locale) = match look_of(&state, org, note.invoice_id).await {
@@ -65,7 +70,7 @@ pub(super) async fn page(
 /// The org's look and the language of the credited invoice's customer.
 async fn look_of(
     state: &AppState,
-    org: uuid::Uuid,
+    org: model::OrgId,
     invoice: uuid::Uuid,
 ) -> sqlx::Result<(model::Branding, model::Locale)> {
     let mut conn = state.reads.acquire().await?;
@@ -94,7 +99,8 @@ pub(super) async fn pdf(
         Ok(found) => found,
         Err(answer) => return answer,
     };
-    let (branding, locale) = match look_of(&state, found.org_id, found.note.invoice_id).await {
+    let (branding, locale) = match look_of(&state, found.org_id.into(), found.note.invoice_id).await
+    {
         Ok(found) => found,
         Err(e) => return unavailable("public credit note pdf", e),
     };

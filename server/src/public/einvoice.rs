@@ -68,7 +68,7 @@ pub(super) async fn invoice(
         Ok(conn) => conn,
         Err(e) => return unavailable("public e-invoice", e),
     };
-    let made = einvoice::invoice_document(&mut conn, found.org_id, found.invoice.id).await;
+    let made = einvoice::invoice_document(&mut conn, found.org_id.into(), found.invoice.id).await;
     let number = found.invoice.number.unwrap_or_default();
     answer(made, syntax, &format!("invoice-{number}"))
 }
@@ -100,6 +100,6 @@ pub(super) async fn credit_note(
         Ok(conn) => conn,
         Err(e) => return unavailable("public e-invoice", e),
     };
-    let made = einvoice::credit_note_document(&mut conn, found.org_id, found.note.id).await;
+    let made = einvoice::credit_note_document(&mut conn, found.org_id.into(), found.note.id).await;
     answer(made, syntax, &format!("credit-note-{}", found.note.number))
 }

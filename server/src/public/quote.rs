@@ -65,7 +65,10 @@ fn render(found: PublicQuote, token: &str, tr: &Tr) -> String {
     let mentions = inv.tax_mentions(tr);
     let open = q.status == QuoteStatus::Open;
     // One key per button, minted now: every submit of this rendering is the same attempt.
-    let (accept_key, decline_key) = (model::form_key(org_id), model::form_key(org_id));
+    let (accept_key, decline_key) = (
+        model::form_key(org_id.into()),
+        model::form_key(org_id.into()),
+    );
     view! {
         <main class="public quote">
             {super::look::header(&org_name, &org_address, &branding)}
@@ -146,7 +149,7 @@ async fn decide(
         Ok(found) => found,
         Err(answer) => return answer,
     };
-    let (org, quote) = (found.org_id, found.quote.id);
+    let (org, quote) = (model::OrgId::from(found.org_id), found.quote.id);
     let tr = Tr::new(found.locale);
     // A key this org's page minted (version 8, naming the org), or the page was not ours:
     // nothing is claimed.

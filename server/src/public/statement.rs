@@ -28,7 +28,7 @@ async fn read(
     token: &str,
     query: &PeriodQuery,
     ceiling: invoicer_core::throttle::Ceiling,
-) -> Result<(model::Statement, String, model::Branding, uuid::Uuid, Tr), Response> {
+) -> Result<(model::Statement, String, model::Branding, model::OrgId, Tr), Response> {
     let context = "public statement";
     let mut conn = state
         .reads
@@ -40,6 +40,7 @@ async fn read(
         context,
         statements::by_token(&mut conn, token).await,
     )?;
+    let org = model::OrgId::from(org);
     let today = statements::org_today(&mut conn, org)
         .await
         .map_err(|e| unavailable(context, e))?;

@@ -257,7 +257,7 @@ pub async fn seed_invoice(
     email: &str,
     total: i64,
     currency: &str,
-) -> (uuid::Uuid, uuid::Uuid) {
+) -> (model::OrgId, uuid::Uuid) {
     let org = invoicer_core::accounts::create_org_with_owner(pool, "Acme", email, "correct horse")
         .await
         .unwrap()
@@ -274,7 +274,7 @@ pub async fn seed_invoice(
 /// One click of the Send button of `org` rendered with `click`, as the server function makes it.
 pub async fn queue_email(
     pool: &PgPool,
-    org: uuid::Uuid,
+    org: model::OrgId,
     click: uuid::Uuid,
     invoice: uuid::Uuid,
 ) -> Result<invoicer_core::surfaces::form::SendOutcome, model::error::AppError> {

@@ -41,7 +41,7 @@ pub async fn execute(pool: &PgPool, sql: &str) {
 }
 
 /// How many audit events of `action` the org `org` has.
-pub async fn audit_count(pool: &PgPool, org: Uuid, action: &str) -> i64 {
+pub async fn audit_count(pool: &PgPool, org: model::OrgId, action: &str) -> i64 {
     sqlx::query_scalar("select count(*) from audit_events where org_id = $1 and action = $2")
         .bind(org)
         .bind(action)
@@ -93,7 +93,7 @@ pub fn one_line_input(currency: &str, due: &str, cents: i64, draft: bool) -> mod
 }
 
 /// `input` stored for `org` with the same domain code the surfaces use, in its own transaction.
-pub async fn insert_invoice(pool: &PgPool, org: Uuid, input: &model::InvoiceInput) -> Uuid {
+pub async fn insert_invoice(pool: &PgPool, org: model::OrgId, input: &model::InvoiceInput) -> Uuid {
     let mut tx = pool.begin().await.unwrap();
     let invoice = invoicer_core::invoicing::invoices::create(
         &mut tx,
@@ -126,10 +126,10 @@ pub async fn new_owner(
 }
 
 /// How many `rows` there are: `rows` is what follows `select count(*) from`, with `$1` bound to `arg`.
-pub async fn count_rows(pool: &PgPool, rows: &str, arg: Uuid) -> i64 {
+pub async fn count_rows(pool: &PgPool, rows: &str, arg: impl Into<Uuid>) -> i64 {
     let sql = format!("select count(*) from {rows}");
     sqlx::query_scalar(&sql)
-        .bind(arg)
+        .bind(arg.into())
         .fetch_one(pool)
         .await
         .unwrap()

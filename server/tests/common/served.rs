@@ -68,7 +68,7 @@ impl TestApp {
     }
 
     /// An org with one open invoice of `total` cents in `currency`; returns (org, invoice).
-    pub async fn invoice(&self, total: i64, currency: &str) -> (Uuid, Uuid) {
+    pub async fn invoice(&self, total: i64, currency: &str) -> (model::OrgId, Uuid) {
         let email = format!("{}@example.com", Uuid::new_v4().simple());
         super::seed_invoice(&self.pool, &email, total, currency).await
     }
@@ -102,7 +102,7 @@ impl TestApp {
     }
 
     /// A new org with an API key; returns (org, key).
-    pub async fn api_client(&self) -> (Uuid, String) {
+    pub async fn api_client(&self) -> (model::OrgId, String) {
         let email = format!("{}@example.com", Uuid::new_v4().simple());
         let account = invoicer_core::accounts::create_org_with_owner(
             &self.pool,

@@ -18,7 +18,7 @@ pub const PASSWORD: &str = "correct horse";
 
 /// An org and its owner.
 pub struct Org {
-    pub id: Uuid,
+    pub id: model::OrgId,
     pub owner: Uuid,
     pub owner_email: String,
 }
@@ -37,7 +37,7 @@ pub async fn org(pool: &PgPool) -> Org {
 }
 
 /// A user whose only membership is `org`, with `role` (verified, password `PASSWORD`).
-pub async fn add_user(pool: &PgPool, org: Uuid, role: Role) -> (Uuid, String) {
+pub async fn add_user(pool: &PgPool, org: model::OrgId, role: Role) -> (Uuid, String) {
     let email = format!("{}-{}@example.com", role.as_str(), Uuid::new_v4().simple());
     let account = accounts::create_org_with_owner(pool, "Own", &email, PASSWORD)
         .await
@@ -180,7 +180,7 @@ pub async fn seed_org_rows(app: &TestApp) -> (Org, Ids) {
 }
 
 /// What the org looks like, to show that refused requests changed nothing.
-pub async fn snapshot(pool: &PgPool, org: Uuid) -> Vec<i64> {
+pub async fn snapshot(pool: &PgPool, org: model::OrgId) -> Vec<i64> {
     let sql = "select array[\
         (select count(*) from invoices where org_id = $1), \
         (select count(*) from invoices where org_id = $1 and status = 'void'), \

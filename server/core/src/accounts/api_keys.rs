@@ -1,6 +1,7 @@
 //! API keys: `ik_` + 64 hex characters of randomness, shown once, stored hashed.
 
 use chrono::{DateTime, Utc};
+use model::OrgId;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -14,7 +15,7 @@ use model::{Action, ApiKeySummary, Role};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ApiClient {
     pub key_id: Uuid,
-    pub org_id: Uuid,
+    pub org_id: OrgId,
     pub role: Role,
     /// Whether the org issues e-invoices, read with the key (so a create asks no more).
     pub einvoicing: bool,
@@ -147,7 +148,7 @@ fn hash(key: &str) -> Vec<u8> {
 /// transaction.
 pub async fn create(
     pool: &PgPool,
-    org: Uuid,
+    org: OrgId,
     creator: &Actor,
     request: &KeyRequest<'_>,
 ) -> Result<NewApiKey, CreateError> {
@@ -163,7 +164,7 @@ pub async fn create(
 /// in the audit log, on the caller's transaction.
 pub async fn save(
     tx: &mut sqlx::PgConnection,
-    org: Uuid,
+    org: OrgId,
     creator: &Actor,
     request: &KeyRequest<'_>,
     key: &NewApiKey,
@@ -186,7 +187,7 @@ pub async fn save(
         returning id
         "#,
         key.id,
-        org,
+        org as _,
         creator.id,
         name,
         key.prefix(),
@@ -212,12 +213,12 @@ pub async fn save(
 }
 
 /// The prefix of one of `org`'s keys (what a repeated creation form names).
-pub async fn prefix_of(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<Option<String>> {
+pub async fn prefix_of(pool: &PgPool, org: OrgId, id: Uuid) -> sqlx::Result<Option<String>> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         "select prefix from api_keys where id = $1 and org_id = $2",
         id,
-        org
+        org as _
     )
     .fetch_optional(pool)
     .await
@@ -227,7 +228,7 @@ pub async fn prefix_of(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<Optio
 /// tests, benchmarks).
 pub async fn create_for_user(
     pool: &PgPool,
-    org: Uuid,
+    org: OrgId,
     user: Uuid,
     name: &str,
 ) -> Result<NewApiKey, CreateError> {
@@ -236,7 +237,7 @@ pub async fn create_for_user(
         r#"select u.email, m.role from users u join memberships m on m.user_id = u.id
            where u.id = $1 and m.org_id = $2"#,
         user,
-        org
+        org as _
     )
     .fetch_optional(pool)
     .await?
@@ -283,13 +284,13 @@ pub async fn authenticate(pool: &PgPool, token: &str) -> sqlx::Result<Option<Api
     }
     Ok(Some(ApiClient {
         key_id: row.id,
-        org_id: row.org_id,
+        org_id: row.org_id.into(),
         role: Role::stored(&row.key_role).min(Role::stored(&row.member_role)),
         einvoicing: row.einvoicing,
     }))
 }
 
-pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<ApiKeySummary>> {
+pub async fn list(pool: &PgPool, org: OrgId) -> sqlx::Result<Vec<ApiKeySummary>> {
     // language=PostgreSQL
     sqlx::query!(
         r#"
@@ -302,7 +303,7 @@ pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<ApiKeySummary>> 
         where k.org_id = $1
         order by k.created_at desc
         "#,
-        org
+        org as _
     )
     .map(|r| ApiKeySummary {
         id: r.id,
@@ -325,7 +326,7 @@ pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<ApiKeySummary>> 
 /// audit log in the same transaction.
 pub async fn revoke(
     pool: &PgPool,
-    org: Uuid,
+    org: OrgId,
     actor: &Actor,
     any: bool,
     id: Uuid,
@@ -339,7 +340,7 @@ pub async fn revoke(
         returning name, prefix
         "#,
         id,
-        org,
+        org as _,
         any,
         actor.id
     )
@@ -352,7 +353,7 @@ pub async fn revoke(
             r#"select exists (select from api_keys where id = $1 and org_id = $2
                               and revoked_at is not null and ($3 or created_by = $4)) as "e!""#,
             id,
-            org,
+            org as _,
             any,
             actor.id
         )
@@ -416,7 +417,7 @@ pub async fn revoke_all_own(tx: &mut sqlx::PgConnection, actor: &Actor) -> sqlx:
     for key in &revoked {
         audit::record(
             tx,
-            key.org_id,
+            key.org_id.into(),
             actor,
             "api_key.revoked",
             &format!("{} ({})", key.name, key.prefix),

@@ -3,6 +3,7 @@
 //! happen or misses one that did.
 
 use chrono::{DateTime, Utc};
+use model::OrgId;
 use serde_json::Value as JsonValue;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
@@ -36,7 +37,7 @@ impl Actor {
 /// One row in `org`'s log, in the caller's transaction.
 pub async fn record(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     actor: &Actor,
     action: &str,
     subject: &str,
@@ -50,7 +51,7 @@ pub async fn record(
         values ($1, $2, $3, $4, $5, $6, $7)
         "#,
         Uuid::now_v7(),
-        org,
+        org as _,
         actor.id,
         actor.email,
         action,
@@ -92,7 +93,7 @@ pub async fn record_for_user(
 /// A page of `org`'s log, newest first, before the row `before` (a keyset cursor).
 pub async fn page(
     pool: &PgPool,
-    org: Uuid,
+    org: OrgId,
     before: Option<Uuid>,
     limit: i64,
 ) -> sqlx::Result<Vec<AuditEntry>> {
@@ -107,7 +108,7 @@ pub async fn page(
         order by created_at desc, id desc
         limit $3
         "#,
-        org,
+        org as _,
         before,
         limit
     )

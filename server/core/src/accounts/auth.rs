@@ -2,6 +2,7 @@
 //! for always comes from here (the session), never from what the browser sends.
 
 use axum_login::{AuthUser, AuthnBackend};
+use model::OrgId;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -49,7 +50,7 @@ pub struct SessionUser {
     pub session_id: Uuid,
     pub email: String,
     pub email_verified: bool,
-    pub org_id: Uuid,
+    pub org_id: OrgId,
     pub org_name: String,
     /// Whether the org issues e-invoices, read with the session (so the create form asks no more).
     pub org_einvoicing: bool,
@@ -215,7 +216,7 @@ macro_rules! session_user {
             session_id: $session,
             email: r.email,
             email_verified: r.verified,
-            org_id: r.org_id,
+            org_id: r.org_id.into(),
             org_name: r.org_name,
             org_einvoicing: r.einvoicing,
             role: Role::stored(&r.role),
@@ -229,7 +230,7 @@ macro_rules! session_user {
 pub async fn for_login(
     pool: &PgPool,
     user: Uuid,
-    org: Option<Uuid>,
+    org: Option<OrgId>,
 ) -> sqlx::Result<Option<SessionUser>> {
     // language=PostgreSQL
     let row = sqlx::query!(
@@ -244,7 +245,7 @@ pub async fn for_login(
         limit 1
         "#,
         user,
-        org
+        org as _
     )
     .fetch_optional(pool)
     .await?;
@@ -407,7 +408,7 @@ pub async fn load_cookie_session(pool: &PgPool, id: &str) -> sqlx::Result<Option
                 session_id: session,
                 email,
                 email_verified,
-                org_id,
+                org_id: org_id.into(),
                 org_name,
                 org_einvoicing,
                 role: Role::stored(&role),
@@ -453,7 +454,7 @@ pub async fn log_in(
         "#,
         user.session_id,
         user.id,
-        user.org_id,
+        user.org_id as _,
         user_agent,
         meta.address,
     )

@@ -4,6 +4,7 @@
 //! membership and the audit row in one transaction of their own.
 
 use chrono::{DateTime, Utc};
+use model::OrgId;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 use validator::ValidateEmail;
@@ -45,7 +46,7 @@ fn payload(email: &str, org_name: &str, role: Role, by: &str, token: &str) -> se
 /// (the invite form's claim). Returns the invitation's id.
 pub async fn invite(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     actor: &Actor,
     email: &str,
     role: Role,
@@ -60,7 +61,7 @@ pub async fn invite(
     let member = sqlx::query_scalar!(
         r#"select exists (select from memberships m join users u on u.id = m.user_id
                           where m.org_id = $1 and lower(u.email) = lower($2)) as "m!""#,
-        org,
+        org as _,
         email
     )
     .fetch_one(&mut *tx)
@@ -76,7 +77,7 @@ pub async fn invite(
         where org_id = $1 and lower(email) = lower($2) and accepted_at is null
           and revoked_at is null and expires_at <= now()
         "#,
-        org,
+        org as _,
         email
     )
     .execute(&mut *tx)
@@ -91,7 +92,7 @@ pub async fn invite(
         returning (select name from orgs where id = $2) as "org_name!"
         "#,
         id,
-        org,
+        org as _,
         email,
         role.as_str(),
         hash,
@@ -132,7 +133,7 @@ pub async fn invite(
 /// in the caller's transaction (the resend button's claim), through the mail `gate`.
 pub async fn resend(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     actor: &Actor,
     id: Uuid,
     gate: crate::mail::gate::Gate,
@@ -148,7 +149,7 @@ pub async fn resend(
         returning i.email, i.role, o.name as org_name
         "#,
         id,
-        org,
+        org as _,
         hash,
         TTL.num_seconds() as f64,
     )
@@ -181,7 +182,7 @@ pub async fn resend(
 /// transaction. Revoking a revoked one is done already; an accepted one cannot be.
 pub async fn revoke(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     actor: &Actor,
     id: Uuid,
 ) -> Result<Uuid, InviteError> {
@@ -192,7 +193,7 @@ pub async fn revoke(
         from invitations where id = $1 and org_id = $2 for update
         "#,
         id,
-        org
+        org as _
     )
     .fetch_optional(&mut *tx)
     .await?
@@ -242,7 +243,7 @@ pub async fn withdraw_sent_by(
     for invitation in &withdrawn {
         audit::record(
             tx,
-            invitation.org_id,
+            invitation.org_id.into(),
             actor,
             "invitation.revoked",
             &invitation.email,
@@ -254,7 +255,7 @@ pub async fn withdraw_sent_by(
 }
 
 /// The org's invitations, newest first (the last 100).
-pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<InvitationSummary>> {
+pub async fn list(pool: &PgPool, org: OrgId) -> sqlx::Result<Vec<InvitationSummary>> {
     // language=PostgreSQL
     sqlx::query!(
         r#"
@@ -266,7 +267,7 @@ pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<InvitationSummar
         order by i.created_at desc, i.id desc
         limit 100
         "#,
-        org
+        org as _
     )
     .map(|r| InvitationSummary {
         id: r.id,
@@ -335,7 +336,7 @@ pub async fn preview(pool: &PgPool, token: &str) -> Result<Preview, TokenError> 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Accepted {
     pub user: Uuid,
-    pub org: Uuid,
+    pub org: OrgId,
     pub role: Role,
 }
 
@@ -482,11 +483,12 @@ pub async fn accept(pool: &PgPool, token: &str, password: &str) -> Result<Accept
         }
     };
     let role = Role::stored(&invitation.role);
-    let role = crate::accounts::members::join(&mut tx, invitation.org_id, user, role).await?;
+    let role =
+        crate::accounts::members::join(&mut tx, invitation.org_id.into(), user, role).await?;
     let actor = Actor::user(user, &invitation.email);
     audit::record(
         &mut tx,
-        invitation.org_id,
+        invitation.org_id.into(),
         &actor,
         "invitation.accepted",
         &invitation.email,
@@ -504,7 +506,7 @@ pub async fn accept(pool: &PgPool, token: &str, password: &str) -> Result<Accept
     tx.commit().await?;
     Ok(Accepted {
         user,
-        org: invitation.org_id,
+        org: invitation.org_id.into(),
         role,
     })
 }

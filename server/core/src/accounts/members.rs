@@ -3,6 +3,7 @@
 //! the members as they are at commit: two owners demoting each other at once leave one owner.
 
 use chrono::{DateTime, Utc};
+use model::OrgId;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -20,7 +21,7 @@ pub enum MemberError {
 }
 
 /// The org's members, owners first, then by when they joined.
-pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<Member>> {
+pub async fn list(pool: &PgPool, org: OrgId) -> sqlx::Result<Vec<Member>> {
     // language=PostgreSQL
     sqlx::query!(
         r#"
@@ -30,7 +31,7 @@ pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<Member>> {
         where m.org_id = $1
         order by role_rank(m.role) desc, m.created_at, u.id
         "#,
-        org
+        org as _
     )
     .map(|r| Member {
         role: Role::stored(&r.role),
@@ -44,9 +45,9 @@ pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<Member>> {
 }
 
 /// Takes `org`'s row lock for the rest of the transaction: membership changes of one org queue here.
-async fn lock_org(tx: &mut PgConnection, org: Uuid) -> sqlx::Result<()> {
+async fn lock_org(tx: &mut PgConnection, org: OrgId) -> sqlx::Result<()> {
     // language=PostgreSQL
-    sqlx::query!("select id from orgs where id = $1 for update", org)
+    sqlx::query!("select id from orgs where id = $1 for update", org as _)
         .fetch_optional(&mut *tx)
         .await?;
     Ok(())
@@ -55,7 +56,7 @@ async fn lock_org(tx: &mut PgConnection, org: Uuid) -> sqlx::Result<()> {
 /// The member's current role, and how many owners the org has, under the org's lock.
 async fn role_and_owners(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     user: Uuid,
 ) -> Result<(Role, i64), MemberError> {
     // language=PostgreSQL
@@ -65,7 +66,7 @@ async fn role_and_owners(
                (select count(*) from memberships o where o.org_id = $1 and o.role = 'owner') as "owners!"
         from memberships m where m.org_id = $1 and m.user_id = $2
         "#,
-        org,
+        org as _,
         user
     )
     .fetch_optional(&mut *tx)
@@ -78,7 +79,7 @@ async fn role_and_owners(
 /// the member changed.
 pub async fn change_role(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     actor: &Actor,
     user: Uuid,
     role: Role,
@@ -95,7 +96,7 @@ pub async fn change_role(
         where m.org_id = $1 and m.user_id = $2 and u.id = m.user_id
         returning u.email
         "#,
-        org,
+        org as _,
         user,
         role.as_str()
     )
@@ -120,7 +121,7 @@ pub async fn change_role(
 /// they are no longer a member): nobody joins on the authority of someone who no longer has it.
 async fn withdraw_invitations_above(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     inviter: Uuid,
     role: Option<Role>,
 ) -> sqlx::Result<u64> {
@@ -131,7 +132,7 @@ async fn withdraw_invitations_above(
         where org_id = $1 and invited_by = $2 and accepted_at is null and revoked_at is null
           and ($3::text is null or role_rank(role) > role_rank($3))
         "#,
-        org,
+        org as _,
         inviter,
         role.map(Role::as_str)
     )
@@ -145,7 +146,7 @@ async fn withdraw_invitations_above(
 /// there, in the same transaction. Returns the email of the member removed.
 pub async fn remove(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     actor: &Actor,
     user: Uuid,
 ) -> Result<String, MemberError> {
@@ -160,7 +161,7 @@ pub async fn remove(
         with gone as (delete from memberships where org_id = $1 and user_id = $2 returning user_id)
         select u.email from users u join gone on gone.user_id = u.id
         "#,
-        org,
+        org as _,
         user
     )
     .fetch_one(&mut *tx)
@@ -170,7 +171,7 @@ pub async fn remove(
     sqlx::query!(
         "update user_sessions set ended_at = now() where user_id = $1 and org_id = $2 and ended_at is null",
         user,
-        org
+        org as _
     )
     .execute(&mut *tx)
     .await?;
@@ -178,7 +179,7 @@ pub async fn remove(
     sqlx::query!(
         "update api_keys set revoked_at = now() where created_by = $1 and org_id = $2 and revoked_at is null",
         user,
-        org
+        org as _
     )
     .execute(&mut *tx)
     .await?;
@@ -201,7 +202,7 @@ pub async fn remove(
 
 /// Adds `user` to `org` with `role` in the caller's transaction (an accepted invitation); an
 /// existing membership keeps the higher of the two roles. Returns the role they end up with.
-pub async fn join(tx: &mut PgConnection, org: Uuid, user: Uuid, role: Role) -> sqlx::Result<Role> {
+pub async fn join(tx: &mut PgConnection, org: OrgId, user: Uuid, role: Role) -> sqlx::Result<Role> {
     // language=PostgreSQL
     let role = sqlx::query_scalar!(
         r#"
@@ -212,7 +213,7 @@ pub async fn join(tx: &mut PgConnection, org: Uuid, user: Uuid, role: Role) -> s
         returning role
         "#,
         user,
-        org,
+        org as _,
         role.as_str()
     )
     .fetch_one(&mut *tx)
@@ -239,7 +240,12 @@ pub async fn orgs_of(pool: &PgPool, user: Uuid) -> sqlx::Result<Vec<(Uuid, Strin
 
 /// Points the session `session` of `user` at `org`, if they are a member of it; false otherwise.
 /// Every later request of the session acts for that org.
-pub async fn switch_org(pool: &PgPool, user: Uuid, session: Uuid, org: Uuid) -> sqlx::Result<bool> {
+pub async fn switch_org(
+    pool: &PgPool,
+    user: Uuid,
+    session: Uuid,
+    org: OrgId,
+) -> sqlx::Result<bool> {
     // language=PostgreSQL
     let done = sqlx::query!(
         r#"
@@ -249,7 +255,7 @@ pub async fn switch_org(pool: &PgPool, user: Uuid, session: Uuid, org: Uuid) -> 
         "#,
         session,
         user,
-        org
+        org as _
     )
     .execute(pool)
     .await?;

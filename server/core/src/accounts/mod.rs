@@ -7,6 +7,7 @@ pub mod invitations;
 pub mod members;
 pub mod orgs;
 
+use model::OrgId;
 use sqlx::PgPool;
 use uuid::Uuid;
 use validator::ValidateEmail;
@@ -45,7 +46,7 @@ pub const MIN_PASSWORD_LEN: usize = 8;
 
 #[derive(Debug, Clone, Copy)]
 pub struct NewAccount {
-    pub org_id: Uuid,
+    pub org_id: OrgId,
     pub user_id: Uuid,
 }
 
@@ -130,23 +131,26 @@ async fn queue_once_an_hour(
 
 /// `server admin allow-payments`: the org may take card payments from now on. False if there is no
 /// such org.
-pub async fn allow_payments(pool: &PgPool, org: Uuid) -> sqlx::Result<bool> {
+pub async fn allow_payments(pool: &PgPool, org: OrgId) -> sqlx::Result<bool> {
     // language=PostgreSQL
-    let done = sqlx::query!("update orgs set payments_enabled = true where id = $1", org)
-        .execute(pool)
-        .await?;
+    let done = sqlx::query!(
+        "update orgs set payments_enabled = true where id = $1",
+        org as _
+    )
+    .execute(pool)
+    .await?;
     Ok(done.rows_affected() == 1)
 }
 
 /// Whether `org` may take card payments, and its date today (in its time zone).
 pub async fn payments_enabled(
     pool: &PgPool,
-    org: Uuid,
+    org: OrgId,
 ) -> sqlx::Result<(bool, chrono::NaiveDate, bool)> {
     // language=PostgreSQL
     let row = sqlx::query!(
         r#"select payments_enabled, (now() at time zone time_zone)::date as "today!: chrono::NaiveDate", einvoicing from orgs where id = $1"#,
-        org
+        org as _
     )
     .fetch_one(pool)
     .await?;
@@ -180,14 +184,14 @@ async fn create_account(
     let hash = crate::throttle::hashing(move || password_auth::generate_hash(password)).await?;
 
     let account = NewAccount {
-        org_id: Uuid::new_v4(),
+        org_id: OrgId::from_uuid(Uuid::new_v4()),
         user_id: Uuid::new_v4(),
     };
     let mut tx = pool.begin().await?;
     // language=PostgreSQL
     sqlx::query!(
         "insert into orgs (id, name, payments_enabled) values ($1, $2, $3)",
-        account.org_id,
+        account.org_id as _,
         org_name,
         payments
     )
@@ -210,7 +214,7 @@ async fn create_account(
     sqlx::query!(
         "insert into memberships (user_id, org_id, role) values ($1, $2, 'owner')",
         account.user_id,
-        account.org_id
+        account.org_id as _
     )
     .execute(&mut *tx)
     .await?;

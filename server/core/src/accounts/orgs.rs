@@ -1,16 +1,16 @@
 //! An org's settings: read and saved.
 
+use model::OrgId;
 use sqlx::{PgConnection, PgExecutor};
-use uuid::Uuid;
 
 use model::error::AppError;
 use model::{Address, BankDetails, OrgDetails, OrgSettings};
 
-pub async fn settings(db: impl PgExecutor<'_>, org: Uuid) -> sqlx::Result<OrgSettings> {
+pub async fn settings(db: impl PgExecutor<'_>, org: OrgId) -> sqlx::Result<OrgSettings> {
     // language=PostgreSQL
     let row = sqlx::query!(
         "select time_zone, number_format, number_reset, credit_note_format from orgs where id = $1",
-        org
+        org as _
     )
     .fetch_one(db)
     .await?;
@@ -27,7 +27,7 @@ pub async fn settings(db: impl PgExecutor<'_>, org: Uuid) -> sqlx::Result<OrgSet
 /// already given keep theirs.
 pub async fn save_settings(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     settings: &OrgSettings,
 ) -> Result<(), AppError> {
     // language=PostgreSQL
@@ -39,7 +39,7 @@ pub async fn save_settings(
         where id = $1 and exists (select from pg_timezone_names where name = $2)
         returning true as "saved!"
         "#,
-        org,
+        org as _,
         settings.time_zone.trim(),
         settings.number_format.trim(),
         settings.number_reset,
@@ -58,7 +58,7 @@ pub async fn save_settings(
 }
 
 /// Who issues `org`'s invoices.
-pub async fn details(db: impl PgExecutor<'_>, org: Uuid) -> sqlx::Result<OrgDetails> {
+pub async fn details(db: impl PgExecutor<'_>, org: OrgId) -> sqlx::Result<OrgDetails> {
     // language=PostgreSQL
     let r = sqlx::query!(
         r#"
@@ -67,7 +67,7 @@ pub async fn details(db: impl PgExecutor<'_>, org: Uuid) -> sqlx::Result<OrgDeta
                contact_phone, einvoicing, locale
         from orgs where id = $1
         "#,
-        org
+        org as _
     )
     .fetch_one(db)
     .await?;
@@ -162,7 +162,7 @@ pub fn identity_changes(old: &OrgDetails, new: &OrgDetails) -> Vec<Change> {
 /// the caller's transaction: a change of where the org is paid is never silent, whoever made it.
 async fn record_changes(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     actor: &crate::accounts::audit::Actor,
     action: &str,
     changes: &[Change],
@@ -190,7 +190,7 @@ async fn record_changes(
         from memberships m join users u on u.id = m.user_id join orgs o on o.id = m.org_id
         where m.org_id = $1 and m.role = 'owner'
         "#,
-        org,
+        org as _,
         actor.email,
         chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string(),
         serde_json::to_value(changes).expect("changes serialise"),
@@ -201,9 +201,9 @@ async fn record_changes(
 }
 
 /// Locks `org`'s row for a change of its details, and reads what they are.
-async fn locked(tx: &mut PgConnection, org: Uuid) -> sqlx::Result<(OrgDetails, BankDetails)> {
+async fn locked(tx: &mut PgConnection, org: OrgId) -> sqlx::Result<(OrgDetails, BankDetails)> {
     // language=PostgreSQL
-    sqlx::query!("select id from orgs where id = $1 for update", org)
+    sqlx::query!("select id from orgs where id = $1 for update", org as _)
         .fetch_one(&mut *tx)
         .await?;
     Ok((
@@ -217,7 +217,7 @@ async fn locked(tx: &mut PgConnection, org: Uuid) -> sqlx::Result<(OrgDetails, B
 /// e-invoicing identity is in the audit log and emailed to every owner.
 pub async fn save_details(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     actor: &crate::accounts::audit::Actor,
     d: &OrgDetails,
 ) -> sqlx::Result<()> {
@@ -231,7 +231,7 @@ pub async fn save_details(
             contact_email = $11, contact_phone = $12, einvoicing = $13, locale = $14
         where id = $1
         "#,
-        org,
+        org as _,
         d.legal_name,
         d.address.line1,
         d.address.line2,
@@ -253,14 +253,14 @@ pub async fn save_details(
 }
 
 /// How `org` is paid by transfer.
-pub async fn bank_details(db: impl PgExecutor<'_>, org: Uuid) -> sqlx::Result<BankDetails> {
+pub async fn bank_details(db: impl PgExecutor<'_>, org: OrgId) -> sqlx::Result<BankDetails> {
     // language=PostgreSQL
     let row = sqlx::query!(
         r#"
         select bank_account_holder, bank_iban, bank_bic, bank_other, payment_reference
         from orgs where id = $1
         "#,
-        org
+        org as _
     )
     .fetch_one(db)
     .await?;
@@ -277,7 +277,7 @@ pub async fn bank_details(db: impl PgExecutor<'_>, org: Uuid) -> sqlx::Result<Ba
 /// A change of where the money goes is in the audit log and emailed to every owner.
 pub async fn save_bank_details(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     actor: &crate::accounts::audit::Actor,
     bank: &BankDetails,
 ) -> sqlx::Result<()> {
@@ -290,7 +290,7 @@ pub async fn save_bank_details(
             payment_reference = $6
         where id = $1
         "#,
-        org,
+        org as _,
         bank.holder,
         bank.iban,
         bank.bic,

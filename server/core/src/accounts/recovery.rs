@@ -43,7 +43,11 @@ pub async fn take_back(
         per_org.entry(*org).or_default().1 += 1;
     }
     for endpoint in &endpoints {
-        per_org.entry(endpoint.org).or_default().2.push(endpoint);
+        per_org
+            .entry(endpoint.org.uuid())
+            .or_default()
+            .2
+            .push(endpoint);
     }
     let at = chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string();
     // Every org of the user hears of it, whether or not anything was taken back there: an owner
@@ -74,7 +78,7 @@ pub async fn take_back(
             from memberships m join users u on u.id = m.user_id
             where m.org_id = $1 and m.role = 'owner' and m.user_id <> $2
             "#,
-            org.org_id,
+            org.org_id as _,
             user,
             actor.email,
             org.name,

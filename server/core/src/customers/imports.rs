@@ -7,6 +7,7 @@
 //! counter. Every customer is keyed by the file and its row (`customers.source_key`), the business
 //! write's own second line of defence.
 
+use model::OrgId;
 use serde_json::{json, Value as JsonValue};
 use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, PgPool};
@@ -152,7 +153,7 @@ fn push_error(errors: &mut Vec<RowError>, row: usize, field: &str, message: &str
 /// Stores the preview of `parsed` for `org`, or finds the import of the same file: its id either way.
 pub async fn store(
     pool: &PgPool,
-    org: Uuid,
+    org: OrgId,
     user: Option<Uuid>,
     file_name: &str,
     parsed: &Parsed,
@@ -179,7 +180,7 @@ pub async fn store(
         limit 1
         "#,
         Uuid::now_v7(),
-        org,
+        org as _,
         parsed.sha256,
         name,
         parsed.total as i32,
@@ -194,7 +195,7 @@ pub async fn store(
 }
 
 /// `org`'s import `id`.
-pub async fn get(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<Option<ImportView>> {
+pub async fn get(pool: &PgPool, org: OrgId, id: Uuid) -> sqlx::Result<Option<ImportView>> {
     // language=PostgreSQL
     let row = sqlx::query!(
         r#"
@@ -203,7 +204,7 @@ pub async fn get(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<Option<Impo
                     (select r from jsonb_array_elements(rows) r limit 20) s) as "sample!"
         from customer_imports where org_id = $1 and id = $2
         "#,
-        org,
+        org as _,
         id
     )
     .fetch_optional(pool)
@@ -238,7 +239,7 @@ pub async fn get(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<Option<Impo
 /// Starts applying `org`'s import `id` in the caller's transaction (the form's claim commits with
 /// it): previewed → applying, and the job queued. False when it was already started or is not the
 /// org's (the conditional move is the business write's own second line of defence).
-pub async fn start(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
+pub async fn start(tx: &mut PgConnection, org: OrgId, id: Uuid) -> sqlx::Result<bool> {
     // language=PostgreSQL
     let started = sqlx::query!(
         r#"
@@ -247,7 +248,7 @@ pub async fn start(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<b
         where org_id = $1 and id = $2 and status = 'previewed'
         returning valid
         "#,
-        org,
+        org as _,
         id
     )
     .fetch_optional(&mut *tx)
@@ -299,7 +300,7 @@ pub async fn apply_batch(pool: &PgPool, id: Uuid) -> sqlx::Result<bool> {
             continue;
         };
         let key = format!("import:{}:{row}", import.file_sha256);
-        insert_once(&mut tx, import.org_id, &key, &input).await?;
+        insert_once(&mut tx, import.org_id.into(), &key, &input).await?;
     }
     let applied = import.applied + batch.len() as i32;
     let done = applied >= import.valid || batch.is_empty();
@@ -325,14 +326,14 @@ pub async fn apply_batch(pool: &PgPool, id: Uuid) -> sqlx::Result<bool> {
 /// A customer of the import, unless its key already made one.
 async fn insert_once(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     key: &str,
     input: &CustomerInput,
 ) -> sqlx::Result<()> {
     // language=PostgreSQL
     let exists = sqlx::query_scalar!(
         r#"select exists (select 1 from customers where org_id = $1 and source_key = $2) as "e!""#,
-        org,
+        org as _,
         key
     )
     .fetch_one(&mut *tx)

@@ -4,6 +4,7 @@ pub mod imports;
 pub mod statements;
 
 use chrono::{DateTime, Utc};
+use model::OrgId;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -58,7 +59,7 @@ impl From<Row> for Customer {
 pub async fn create(
     tx: &mut PgConnection,
     id: Uuid,
-    org: Uuid,
+    org: OrgId,
     source_key: Option<&str>,
     input: &CustomerInput,
 ) -> sqlx::Result<Customer> {
@@ -77,7 +78,7 @@ pub async fn create(
                   created_at as "created_at: DateTime<Utc>"
         "#,
         id,
-        org,
+        org as _,
         source_key,
         c.name,
         c.email,
@@ -101,7 +102,7 @@ pub async fn create(
 /// finalized keep the details they were finalized with; drafts pick the new ones up at finalization.
 pub async fn update(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     input: &CustomerInput,
 ) -> sqlx::Result<Option<Customer>> {
@@ -120,7 +121,7 @@ pub async fn update(
                   coalesce(country, '') as "country!", vat_id, buyer_reference, locale, notes,
                   created_at as "created_at: DateTime<Utc>"
         "#,
-        org,
+        org as _,
         id,
         c.name,
         c.email,
@@ -141,11 +142,11 @@ pub async fn update(
 }
 
 /// The customer a form created under `source_key`.
-pub async fn id_by_source_key(pool: &PgPool, org: Uuid, source_key: &str) -> sqlx::Result<Uuid> {
+pub async fn id_by_source_key(pool: &PgPool, org: OrgId, source_key: &str) -> sqlx::Result<Uuid> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         "select id from customers where org_id = $1 and source_key = $2",
-        org,
+        org as _,
         source_key
     )
     .fetch_one(pool)
@@ -155,7 +156,7 @@ pub async fn id_by_source_key(pool: &PgPool, org: Uuid, source_key: &str) -> sql
 /// `org`'s customer `id`, or None (also for another org's).
 pub async fn get(
     db: impl sqlx::PgExecutor<'_>,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
 ) -> sqlx::Result<Option<Customer>> {
     // language=PostgreSQL
@@ -167,7 +168,7 @@ pub async fn get(
                created_at as "created_at: DateTime<Utc>"
         from customers where org_id = $1 and id = $2
         "#,
-        org,
+        org as _,
         id
     )
     .fetch_optional(db)
@@ -179,7 +180,7 @@ pub async fn get(
 /// (case-insensitive, from the indexes on `lower(name)` and `lower(email)`).
 pub async fn list(
     pool: &PgPool,
-    org: Uuid,
+    org: OrgId,
     search: Option<&str>,
     limit: i64,
 ) -> sqlx::Result<Vec<Customer>> {
@@ -196,7 +197,7 @@ pub async fn list(
                 order by created_at desc, id desc
                 limit $2
                 "#,
-                org,
+                org as _,
                 limit
             )
             .fetch_all(pool)
@@ -216,7 +217,7 @@ pub async fn list(
                 order by lower(name), id
                 limit $3
                 "#,
-                org,
+                org as _,
                 prefix,
                 limit
             )
@@ -232,7 +233,7 @@ pub async fn list(
 /// transaction rolls back with its claim).
 pub async fn fill_invoice(
     db: impl sqlx::PgExecutor<'_>,
-    org: Uuid,
+    org: OrgId,
     customer: Option<Uuid>,
     name: &mut String,
     email: &mut String,
@@ -367,7 +368,7 @@ pub enum CustomerMoved {
 /// changes nothing twice.
 pub async fn apply(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     action: CustomerChange,
 ) -> sqlx::Result<CustomerMoved> {
@@ -382,7 +383,7 @@ pub async fn apply(
                 returning name
                 "#,
                 id,
-                org
+                org as _
             )
             .fetch_optional(&mut *tx)
             .await?
@@ -396,7 +397,7 @@ pub async fn apply(
                 returning name
                 "#,
                 id,
-                org
+                org as _
             )
             .fetch_optional(&mut *tx)
             .await?
@@ -409,7 +410,7 @@ pub async fn apply(
     let archived = sqlx::query_scalar!(
         r#"select archived_at is not null as "archived!" from customers where id = $1 and org_id = $2"#,
         id,
-        org
+        org as _
     )
     .fetch_optional(&mut *tx)
     .await?;

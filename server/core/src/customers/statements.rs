@@ -4,6 +4,7 @@
 //! listed, so a public link costs two indexed statements whatever the customer's history.
 
 use chrono::{DateTime, NaiveDate, Utc};
+use model::OrgId;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -55,11 +56,11 @@ pub async fn by_token(conn: &mut PgConnection, token: &str) -> sqlx::Result<Opti
 }
 
 /// The org's date today (a statement's default end).
-pub async fn org_today(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<NaiveDate> {
+pub async fn org_today(conn: &mut PgConnection, org: OrgId) -> sqlx::Result<NaiveDate> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         r#"select (now() at time zone time_zone)::date as "today!: NaiveDate" from orgs where id = $1"#,
-        org
+        org as _
     )
     .fetch_one(&mut *conn)
     .await
@@ -69,7 +70,7 @@ pub async fn org_today(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<Naive
 /// link made since); None for an unknown customer (or another org's).
 pub async fn statement(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     customer: Uuid,
     period: Period,
 ) -> sqlx::Result<Option<(Statement, Option<String>)>> {
@@ -81,7 +82,7 @@ pub async fn statement(
         where c.id = $1 and c.org_id = $2
         "#,
         customer,
-        org
+        org as _
     )
     .fetch_optional(&mut *conn)
     .await?
@@ -96,7 +97,7 @@ pub async fn statement(
         where day < $3
         group by currency
         "#,
-        org,
+        org as _,
         customer,
         period.from as _,
     )
@@ -113,7 +114,7 @@ pub async fn statement(
         order by day, rank, at, reference
         limit $5
         "#,
-        org,
+        org as _,
         customer,
         period.from as _,
         period.to as _,
@@ -183,7 +184,7 @@ pub struct Link {
 /// (or another org's).
 pub async fn link(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     customer: Uuid,
 ) -> sqlx::Result<Option<Link>> {
     // language=PostgreSQL
@@ -194,7 +195,7 @@ pub async fn link(
         from customers where id = $1 and org_id = $2
         "#,
         customer,
-        org
+        org as _
     )
     .fetch_optional(&mut *conn)
     .await?;
@@ -208,7 +209,7 @@ pub async fn link(
 /// from this commit on. The customer's name when it was replaced; None when archived or unknown.
 pub async fn replace_link(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     customer: Uuid,
 ) -> sqlx::Result<Option<String>> {
     // language=PostgreSQL
@@ -219,7 +220,7 @@ pub async fn replace_link(
         returning name
         "#,
         customer,
-        org,
+        org as _,
         crate::invoicing::link_token::mint()
     )
     .fetch_optional(&mut *tx)

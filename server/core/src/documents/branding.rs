@@ -1,13 +1,13 @@
 //! An org's look: its logo (PNG bytes already re-encoded by the server; see `server::branding`),
 //! accent colour and footer.
 
+use model::OrgId;
 use sqlx::{PgConnection, PgPool};
-use uuid::Uuid;
 
 use model::{Branding, Logo};
 
 /// `org`'s branding.
-pub async fn of(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<Branding> {
+pub async fn of(conn: &mut PgConnection, org: OrgId) -> sqlx::Result<Branding> {
     // language=PostgreSQL
     let row = sqlx::query!(
         r#"
@@ -16,7 +16,7 @@ pub async fn of(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<Branding> {
         from orgs o left join org_logos l on l.org_id = o.id
         where o.id = $1
         "#,
-        org
+        org as _
     )
     .fetch_optional(&mut *conn)
     .await?;
@@ -39,14 +39,14 @@ pub async fn of(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<Branding> {
 /// Sets `org`'s accent colour and footer.
 pub async fn save(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     accent_color: Option<&str>,
     footer_text: &str,
 ) -> sqlx::Result<()> {
     // language=PostgreSQL
     sqlx::query!(
         "update orgs set accent_color = $2, footer_text = $3 where id = $1",
-        org,
+        org as _,
         accent_color,
         footer_text
     )
@@ -58,7 +58,7 @@ pub async fn save(
 /// Replaces `org`'s logo with `png` (`width` × `height` pixels) under a new token.
 pub async fn set_logo(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     png: &[u8],
     width: u32,
     height: u32,
@@ -72,7 +72,7 @@ pub async fn set_logo(
         set token = excluded.token, png = excluded.png, width = excluded.width,
             height = excluded.height, updated_at = now()
         "#,
-        org,
+        org as _,
         token,
         png,
         width as i32,
@@ -84,9 +84,9 @@ pub async fn set_logo(
 }
 
 /// Removes `org`'s logo.
-pub async fn remove_logo(tx: &mut PgConnection, org: Uuid) -> sqlx::Result<()> {
+pub async fn remove_logo(tx: &mut PgConnection, org: OrgId) -> sqlx::Result<()> {
     // language=PostgreSQL
-    sqlx::query!("delete from org_logos where org_id = $1", org)
+    sqlx::query!("delete from org_logos where org_id = $1", org as _)
         .execute(&mut *tx)
         .await?;
     Ok(())
@@ -104,9 +104,9 @@ pub async fn logo_png(pool: &PgPool, token: &str) -> sqlx::Result<Option<Vec<u8>
 }
 
 /// `org`'s logo as PNG bytes, for its PDFs and emails.
-pub async fn logo_of(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<Option<Vec<u8>>> {
+pub async fn logo_of(conn: &mut PgConnection, org: OrgId) -> sqlx::Result<Option<Vec<u8>>> {
     // language=PostgreSQL
-    sqlx::query_scalar!("select png from org_logos where org_id = $1", org)
+    sqlx::query_scalar!("select png from org_logos where org_id = $1", org as _)
         .fetch_optional(&mut *conn)
         .await
 }

@@ -128,7 +128,7 @@ fn symbol(currency: &str) -> String {
 /// The language of `org`'s documents for `customer`: the customer's own, else the org's.
 pub async fn locale_for(
     conn: &mut sqlx::PgConnection,
-    org: uuid::Uuid,
+    org: model::OrgId,
     customer: Option<uuid::Uuid>,
 ) -> sqlx::Result<Locale> {
     // language=PostgreSQL
@@ -137,7 +137,7 @@ pub async fn locale_for(
         select coalesce((select locale from customers where id = $2 and org_id = $1), locale) as "locale!"
         from orgs where id = $1
         "#,
-        org,
+        org as _,
         customer
     )
     .fetch_optional(&mut *conn)

@@ -5,6 +5,7 @@
 //! which the invoice is derived again, all in the caller's transaction.
 
 use chrono::{DateTime, Utc};
+use model::OrgId;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -46,7 +47,7 @@ pub fn public_url(base: &str, token: &str) -> String {
 /// issued by the user `by` (None: an API key).
 #[derive(Debug, Clone, Copy)]
 pub struct Credit<'a> {
-    pub org: Uuid,
+    pub org: OrgId,
     pub invoice: Uuid,
     pub id: Uuid,
     pub source_key: &'a str,
@@ -77,7 +78,7 @@ pub async fn issue(
         for update
         "#,
         invoice,
-        org
+        org as _
     )
     .fetch_optional(&mut *tx)
     .await?
@@ -147,7 +148,7 @@ pub async fn issue(
         from counter c, org
         "#,
         id,
-        org,
+        org as _,
         invoice,
         inv.currency,
         amount,
@@ -252,7 +253,7 @@ async fn credited_lines(
 /// `org`'s credit note `id`.
 pub async fn get(
     pool: &PgPool,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     public_base: &str,
 ) -> sqlx::Result<Option<CreditNote>> {
@@ -265,7 +266,7 @@ pub async fn get(
 /// The credit notes of `org`'s `invoice`, oldest first.
 pub async fn for_invoice(
     pool: &PgPool,
-    org: Uuid,
+    org: OrgId,
     invoice: Uuid,
     public_base: &str,
 ) -> sqlx::Result<Vec<CreditNote>> {
@@ -276,7 +277,7 @@ pub async fn for_invoice(
 /// The credit notes of `org`'s invoices to `customer`, oldest first.
 pub async fn for_customer(
     pool: &PgPool,
-    org: Uuid,
+    org: OrgId,
     customer: Uuid,
     public_base: &str,
 ) -> sqlx::Result<Vec<CreditNote>> {
@@ -313,7 +314,7 @@ pub async fn by_token(
     .fetch_optional(pool)
     .await?;
     let Some(found) = found else { return Ok(None) };
-    let note = get(pool, found.org_id, found.id, public_base).await?;
+    let note = get(pool, found.org_id.into(), found.id, public_base).await?;
     Ok(note.map(|note| ByToken {
         note,
         org_id: found.org_id,
@@ -324,7 +325,7 @@ pub async fn by_token(
 
 async fn by_source(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     source_key: &str,
     public_base: &str,
 ) -> sqlx::Result<Option<CreditNote>> {
@@ -353,7 +354,7 @@ enum Which<'a> {
 /// `org`'s credit notes `which` names, oldest first, in one statement.
 async fn select(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     which: Which<'_>,
     public_base: &str,
 ) -> sqlx::Result<Vec<CreditNote>> {
@@ -391,7 +392,7 @@ async fn select(
           and (c.id = $2 or c.source_key = $3 or c.invoice_id = $4 or i.customer_id = $5)
         order by c.created_at, c.id
         "#,
-        org,
+        org as _,
         id,
         source_key,
         invoice,

@@ -4,8 +4,8 @@
 //! and the key stays usable. A draft's edit is a merge patch of its input ([`edited`]). Each surface
 //! maps [`InvoiceError`] to its own answer.
 
+use model::OrgId;
 use sqlx::PgConnection;
-use uuid::Uuid;
 
 pub use crate::invoicing::error::InvoiceError;
 use model::{AppliedTax, Invoice, InvoiceInput, InvoiceStatus};
@@ -16,7 +16,7 @@ use model::{AppliedTax, Invoice, InvoiceInput, InvoiceStatus};
 /// `org`'s, or a field error). Returns the lines' taxes, for the write.
 pub async fn settle(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     input: &mut InvoiceInput,
 ) -> Result<Vec<Option<AppliedTax>>, InvoiceError> {
     input.check_as_sent().map_err(InvoiceError::Invalid)?;
@@ -63,7 +63,7 @@ pub fn edited(
 /// `more` field errors: every field error at once, or the template's taxes.
 pub async fn settle_template(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     template: &mut InvoiceInput,
     more: model::error::FieldErrors,
 ) -> Result<Vec<Option<AppliedTax>>, InvoiceError> {

@@ -4,6 +4,7 @@
 //! transaction that claimed the attempt.
 
 use chrono::NaiveDate;
+use model::OrgId;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -98,7 +99,7 @@ pub enum Moved {
 /// Runs `action` on invoice `id` of `org`.
 pub async fn apply(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     action: Action,
 ) -> sqlx::Result<Moved> {
@@ -115,7 +116,7 @@ pub async fn apply(
                   and payment_state = 'unpaid'
                 "#,
                 id,
-                org
+                org as _
             ))
         }
         Action::MarkUncollectible => {
@@ -126,7 +127,7 @@ pub async fn apply(
                 where id = $1 and org_id = $2 and status = 'open'
                 "#,
                 id,
-                org
+                org as _
             ))
         }
         Action::NewLink => {
@@ -137,7 +138,7 @@ pub async fn apply(
                 where id = $1 and org_id = $2 and status not in ('draft', 'void')
                 "#,
                 id,
-                org,
+                org as _,
                 link_token::mint()
             ))
         }
@@ -153,7 +154,7 @@ pub async fn apply(
                   and not exists (select from payments p where p.invoice_id = $1)
                 "#,
                 id,
-                org
+                org as _
             ))
         }
     };
@@ -173,7 +174,7 @@ pub async fn apply(
         r#"select status as "status: InvoiceStatus", payment_state as "payment_state: PaymentState"
            from invoices where id = $1 and org_id = $2"#,
         id,
-        org
+        org as _
     )
     .fetch_optional(&mut *tx)
     .await?;
@@ -198,7 +199,7 @@ pub async fn apply(
 /// draft → open: the org's next number in its format (gapless per org and period: the counter row
 /// is locked until commit, and a rollback gives the number back), a public token, and the customer's
 /// billing details copied from the customer record, so the finalized invoice never changes with it.
-async fn finalize(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
+async fn finalize(tx: &mut PgConnection, org: OrgId, id: Uuid) -> sqlx::Result<bool> {
     let token = link_token::mint();
     // The draft is locked first; a concurrent finalize or delete waits for it and then finds no
     // draft, so it takes no number.
@@ -239,7 +240,7 @@ async fn finalize(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<bo
         returning true as "done!"
         "#,
         id,
-        org,
+        org as _,
         token
     )
     .fetch_optional(&mut *tx)
@@ -253,7 +254,7 @@ async fn finalize(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<bo
 /// `id` is not an invoice of `org`.
 pub async fn duplicate(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     new_id: Uuid,
     source_key: &str,
@@ -292,7 +293,7 @@ pub async fn duplicate(
         select due_date as "due_date!: NaiveDate" from copy
         "#,
         id,
-        org,
+        org as _,
         new_id,
         source_key
     )
@@ -320,7 +321,7 @@ pub enum Edited {
 /// condition, so of two edits made from the same version exactly one is saved.
 pub async fn edit_draft(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     expected: i32,
     input: &model::InvoiceInput,
@@ -338,7 +339,7 @@ pub async fn edit_draft(
         returning version
         "#,
         id,
-        org,
+        org as _,
         expected,
         input.customer_name,
         input.customer_email,
@@ -355,7 +356,7 @@ pub async fn edit_draft(
     let now = sqlx::query!(
         r#"select status as "status: InvoiceStatus", version from invoices where id = $1 and org_id = $2"#,
         id,
-        org
+        org as _
     )
     .fetch_optional(&mut *tx)
     .await?;

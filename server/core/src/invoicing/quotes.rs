@@ -5,6 +5,7 @@
 //! an accept after the expiry date (the org's) changes nothing.
 
 use chrono::{DateTime, NaiveDate, Utc};
+use model::OrgId;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -46,7 +47,7 @@ pub fn public_url(base: &str, token: &str) -> String {
 /// invoice's rules are checked here, in the caller's claimed transaction.
 pub async fn create(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     source_key: &str,
     input: &QuoteInput,
@@ -56,7 +57,7 @@ pub async fn create(
     // language=PostgreSQL
     let existing = sqlx::query_scalar!(
         "select id from quotes where org_id = $1 and source_key = $2",
-        org,
+        org as _,
         source_key
     )
     .fetch_optional(&mut *tx)
@@ -82,7 +83,7 @@ pub async fn create(
         values ($1, $2, 'draft', $3, $4, $5, $6, $7, $8, $9, $10, $11)
         "#,
         id,
-        org,
+        org as _,
         serde_json::to_value(&template).expect("an input serialises"),
         template.customer_id,
         template.customer_name,
@@ -108,7 +109,7 @@ pub async fn create(
 /// them.
 pub async fn edit_draft(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     input: &QuoteInput,
     today: NaiveDate,
@@ -133,7 +134,7 @@ pub async fn edit_draft(
         where id = $1 and org_id = $2 and status = 'draft'
         "#,
         id,
-        org,
+        org as _,
         serde_json::to_value(&template).expect("an input serialises"),
         template.customer_id,
         template.customer_name,
@@ -151,7 +152,7 @@ pub async fn edit_draft(
 }
 
 /// Opens draft quote `id`: the org's next quote number and a customer page.
-async fn open_quote(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<()> {
+async fn open_quote(tx: &mut PgConnection, org: OrgId, id: Uuid) -> sqlx::Result<()> {
     // language=PostgreSQL
     sqlx::query!(
         r#"
@@ -167,7 +168,7 @@ async fn open_quote(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<
         from counter
         where id = $2 and org_id = $1 and status = 'draft'
         "#,
-        org,
+        org as _,
         id,
         crate::invoicing::link_token::mint(),
     )
@@ -217,7 +218,7 @@ impl Row {
 }
 
 /// `org`'s quotes `ids` (any order), each seen on the org's today.
-async fn rows(conn: &mut PgConnection, org: Uuid, ids: &[Uuid]) -> sqlx::Result<Vec<Row>> {
+async fn rows(conn: &mut PgConnection, org: OrgId, ids: &[Uuid]) -> sqlx::Result<Vec<Row>> {
     // language=PostgreSQL
     let rows = sqlx::query!(
         r#"
@@ -230,7 +231,7 @@ async fn rows(conn: &mut PgConnection, org: Uuid, ids: &[Uuid]) -> sqlx::Result<
         where q.org_id = $1 and q.id = any($2)
         order by q.created_at desc, q.id desc
         "#,
-        org,
+        org as _,
         ids,
     )
     .fetch_all(&mut *conn)
@@ -260,7 +261,7 @@ async fn rows(conn: &mut PgConnection, org: Uuid, ids: &[Uuid]) -> sqlx::Result<
 /// `org`'s quote `id`.
 pub async fn get(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     public_base: &str,
 ) -> sqlx::Result<Option<Quote>> {
@@ -273,13 +274,13 @@ pub async fn get(
 /// `org`'s latest 200 quotes, newest first.
 pub async fn list(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     public_base: &str,
 ) -> sqlx::Result<Vec<Quote>> {
     // language=PostgreSQL
     let ids = sqlx::query_scalar!(
         "select id from quotes where org_id = $1 order by created_at desc, id desc limit 200",
-        org
+        org as _
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -293,7 +294,7 @@ pub async fn list(
 /// The invoice `quote` proposes, priced as accepting would issue it today (`today`: the org's).
 pub async fn preview(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     quote: &Quote,
     today: NaiveDate,
 ) -> sqlx::Result<Invoice> {
@@ -312,7 +313,7 @@ pub async fn preview(
 /// today.
 async fn locked(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
 ) -> Result<(QuoteStatus, NaiveDate), QuoteError> {
     // language=PostgreSQL
@@ -325,7 +326,7 @@ async fn locked(
         for update of q
         "#,
         id,
-        org
+        org as _
     )
     .fetch_optional(&mut *tx)
     .await?
@@ -339,14 +340,14 @@ async fn locked(
 /// Where `org`'s quote `id` is emailed (its customer's address), if there is such a quote.
 pub async fn recipient(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
 ) -> sqlx::Result<Option<String>> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         "select customer_email from quotes where id = $1 and org_id = $2",
         id,
-        org
+        org as _
     )
     .fetch_optional(&mut *conn)
     .await
@@ -357,7 +358,7 @@ pub async fn recipient(
 /// or open quote is sent.
 pub async fn send(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     public_base: &str,
     gate: crate::mail::gate::Gate,
@@ -395,7 +396,7 @@ pub enum Decided {
 /// a draft is refused with where it is.
 pub async fn decide(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     accept: bool,
     public_base: &str,
@@ -490,16 +491,22 @@ pub async fn by_token(
     let Some(found) = found else {
         return Ok(None);
     };
-    let Some(row) = rows(&mut conn, found.org_id, &[found.id]).await?.pop() else {
+    let Some(row) = rows(&mut conn, found.org_id.into(), &[found.id])
+        .await?
+        .pop()
+    else {
         return Ok(None);
     };
     let today = row.today;
     let quote = row.shown(public_base);
-    let preview = preview(&mut conn, found.org_id, &quote, today).await?;
-    let branding = crate::documents::branding::of(&mut conn, found.org_id).await?;
-    let locale =
-        crate::documents::i18n::locale_for(&mut conn, found.org_id, quote.template.customer_id)
-            .await?;
+    let preview = preview(&mut conn, found.org_id.into(), &quote, today).await?;
+    let branding = crate::documents::branding::of(&mut conn, found.org_id.into()).await?;
+    let locale = crate::documents::i18n::locale_for(
+        &mut conn,
+        found.org_id.into(),
+        quote.template.customer_id,
+    )
+    .await?;
     Ok(Some(PublicQuote {
         branding,
         locale,

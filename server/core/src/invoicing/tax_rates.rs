@@ -1,6 +1,7 @@
 //! An org's tax rates: added, listed, archived, and looked up for an invoice's lines. A rate's percent
 //! never changes; lines keep the name and percent they were saved with.
 
+use model::OrgId;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
@@ -14,7 +15,7 @@ use model::{AppliedTax, InvoiceInput, TaxCategory, TaxRate, TaxRateInput, Thousa
 /// `org`'s rates, oldest first; archived ones only when `archived`.
 pub async fn list(
     db: impl PgExecutor<'_>,
-    org: Uuid,
+    org: OrgId,
     archived: bool,
 ) -> sqlx::Result<Vec<TaxRate>> {
     // language=PostgreSQL
@@ -27,7 +28,7 @@ pub async fn list(
         order by created_at, id
         limit 500
         "#,
-        org,
+        org as _,
         archived
     )
     .fetch_all(db)
@@ -52,7 +53,7 @@ pub async fn list(
 pub async fn add(
     tx: &mut PgConnection,
     id: Uuid,
-    org: Uuid,
+    org: OrgId,
     source_key: &str,
     input: &TaxRateInput,
 ) -> sqlx::Result<TaxRate> {
@@ -77,7 +78,7 @@ pub async fn add(
         where org_id = $2 and source_key = $5 and not exists (select from added)
         "#,
         id,
-        org,
+        org as _,
         input.name.trim(),
         input.percent.0 as i32,
         source_key,
@@ -100,13 +101,13 @@ pub async fn add(
 /// The rate a surface created under `source_key`.
 pub async fn by_source_key(
     db: impl PgExecutor<'_>,
-    org: Uuid,
+    org: OrgId,
     source_key: &str,
 ) -> sqlx::Result<Option<Uuid>> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         "select id from tax_rates where org_id = $1 and source_key = $2",
-        org,
+        org as _,
         source_key
     )
     .fetch_optional(db)
@@ -115,7 +116,7 @@ pub async fn by_source_key(
 
 /// Archives `org`'s rate `id`: new lines can no longer pick it; lines that have it keep it. True when
 /// the rate exists (archived now or before).
-pub async fn archive(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
+pub async fn archive(tx: &mut PgConnection, org: OrgId, id: Uuid) -> sqlx::Result<bool> {
     // language=PostgreSQL
     let found = sqlx::query_scalar!(
         r#"
@@ -123,7 +124,7 @@ pub async fn archive(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result
         where org_id = $1 and id = $2
         returning true as "found!"
         "#,
-        org,
+        org as _,
         id
     )
     .fetch_optional(&mut *tx)
@@ -135,7 +136,7 @@ pub async fn archive(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result
 /// it). One query, and none when no line is taxed.
 async fn named(
     db: impl PgExecutor<'_>,
-    org: Uuid,
+    org: OrgId,
     input: &InvoiceInput,
 ) -> sqlx::Result<HashMap<Uuid, AppliedTax>> {
     let wanted: Vec<Uuid> = input.lines.iter().filter_map(|l| l.tax_rate_id).collect();
@@ -145,7 +146,7 @@ async fn named(
     // language=PostgreSQL
     let rows = sqlx::query!(
         "select id, name, percent_milli, category, exemption_reason from tax_rates where org_id = $1 and id = any($2)",
-        org,
+        org as _,
         &wanted
     )
     .fetch_all(db)
@@ -169,7 +170,7 @@ async fn named(
 /// on each line whose rate is not one of `org`'s.
 pub async fn of_lines(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     input: &InvoiceInput,
 ) -> Result<Vec<Option<AppliedTax>>, InvoiceError> {
     let found = named(&mut *conn, org, input).await?;

@@ -10,6 +10,7 @@
 //! with no verified owner sends none.
 
 use chrono::{DateTime, Utc};
+use model::OrgId;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -29,7 +30,7 @@ pub const CATCH_UP_DAYS: i32 = 30;
 pub use model::{check_reminder_steps as check, ReminderStep as Step};
 
 /// Whether reminders are off for `org`'s invoice or customer `id`.
-pub async fn off(pool: &PgPool, org: Uuid, id: Uuid, customer: bool) -> sqlx::Result<bool> {
+pub async fn off(pool: &PgPool, org: OrgId, id: Uuid, customer: bool) -> sqlx::Result<bool> {
     // language=PostgreSQL
     let off = sqlx::query_scalar!(
         r#"
@@ -38,7 +39,7 @@ pub async fn off(pool: &PgPool, org: Uuid, id: Uuid, customer: bool) -> sqlx::Re
                         false) as "off!"
         "#,
         id,
-        org,
+        org as _,
         customer
     )
     .fetch_one(pool)
@@ -47,11 +48,11 @@ pub async fn off(pool: &PgPool, org: Uuid, id: Uuid, customer: bool) -> sqlx::Re
 }
 
 /// `org`'s steps, earliest first.
-pub async fn steps(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<Vec<Step>> {
+pub async fn steps(conn: &mut PgConnection, org: OrgId) -> sqlx::Result<Vec<Step>> {
     // language=PostgreSQL
     let rows = sqlx::query!(
         "select offset_days, message from reminder_steps where org_id = $1 order by offset_days",
-        org
+        org as _
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -65,9 +66,9 @@ pub async fn steps(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<Vec<Step>
 }
 
 /// Replaces `org`'s steps (checked by [`check`] first).
-pub async fn save_steps(tx: &mut PgConnection, org: Uuid, steps: &[Step]) -> sqlx::Result<()> {
+pub async fn save_steps(tx: &mut PgConnection, org: OrgId, steps: &[Step]) -> sqlx::Result<()> {
     // language=PostgreSQL
-    sqlx::query!("delete from reminder_steps where org_id = $1", org)
+    sqlx::query!("delete from reminder_steps where org_id = $1", org as _)
         .execute(&mut *tx)
         .await?;
     let offsets: Vec<i32> = steps.iter().map(|s| s.offset_days).collect();
@@ -78,7 +79,7 @@ pub async fn save_steps(tx: &mut PgConnection, org: Uuid, steps: &[Step]) -> sql
         insert into reminder_steps (org_id, offset_days, message)
         select $1, o, m from unnest($2::int[], $3::text[]) as s (o, m)
         "#,
-        org,
+        org as _,
         &offsets,
         &messages,
     )
@@ -162,12 +163,12 @@ async fn run_one(
     let step = due.offset_days.to_string();
     let key = ClaimKey::job(&format!("reminder:{}", due.id), &step);
     let attempt = observe::Attempt::new(Surface::Job, step.clone(), None);
-    attempt.identify(format!("reminder:{}", due.id), Some(due.org_id));
+    attempt.identify(format!("reminder:{}", due.id), Some(due.org_id.into()));
     let gate = Gate::new(allowance, Sender::Automatic);
     let ran = once_in(&mut tx, &attempt, &key, &Terms::default(), async |tx| {
         crate::failpoint::hit("reminder.after_claim");
         let permit = match gate
-            .permit(&mut *tx, due.org_id, &due.customer_email)
+            .permit(&mut *tx, due.org_id.into(), &due.customer_email)
             .await?
         {
             Ok(permit) => permit,
@@ -187,7 +188,7 @@ async fn run_one(
             }),
         )
         .await?;
-        record(tx, due.id, due.org_id, due.offset_days, email).await?;
+        record(tx, due.id, due.org_id.into(), due.offset_days, email).await?;
         // The earlier steps never sent are passed over: one reminder, the latest.
         // language=PostgreSQL
         sqlx::query!(
@@ -198,13 +199,13 @@ async fn run_one(
             on conflict (invoice_id, offset_days) do nothing
             "#,
             due.id,
-            due.org_id,
+            due.org_id as _,
             due.offset_days,
         )
         .execute(&mut *tx)
         .await?;
         let concerns = Concerns {
-            org: Some(due.org_id),
+            org: Some(due.org_id.into()),
             invoice: Some(due.id),
         };
         let outcome = Outcome {
@@ -224,7 +225,7 @@ async fn run_one(
         }
         Once::Done(_) | Once::Mismatch | Once::Busy { .. } => {
             // A lost reminder row with its claim left: write the row so the step is not found again.
-            record(&mut tx, due.id, due.org_id, due.offset_days, None).await?;
+            record(&mut tx, due.id, due.org_id.into(), due.offset_days, None).await?;
             tx.commit().await?;
             observe::log_and_count(&attempt, AttemptOutcome::Replay);
             return Ok(Some(true));
@@ -240,7 +241,7 @@ async fn run_one(
 async fn record(
     tx: &mut PgConnection,
     invoice: Uuid,
-    org: Uuid,
+    org: OrgId,
     offset_days: i32,
     email: Option<Uuid>,
 ) -> sqlx::Result<()> {
@@ -253,7 +254,7 @@ async fn record(
         "#,
         invoice,
         offset_days,
-        org,
+        org as _,
         if email.is_some() { "sent" } else { "skipped" },
         email,
     )
@@ -265,7 +266,7 @@ async fn record(
 /// Turns reminders off (or on) for `org`'s `invoice`; false for an unknown invoice.
 pub async fn set_invoice_off(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     invoice: Uuid,
     off: bool,
 ) -> sqlx::Result<bool> {
@@ -273,7 +274,7 @@ pub async fn set_invoice_off(
     let done = sqlx::query!(
         "update invoices set reminders_off = $3 where id = $1 and org_id = $2",
         invoice,
-        org,
+        org as _,
         off
     )
     .execute(&mut *tx)
@@ -284,7 +285,7 @@ pub async fn set_invoice_off(
 /// Turns reminders off (or on) for all of `org`'s `customer`'s invoices; false for an unknown one.
 pub async fn set_customer_off(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     customer: Uuid,
     off: bool,
 ) -> sqlx::Result<bool> {
@@ -292,7 +293,7 @@ pub async fn set_customer_off(
     let done = sqlx::query!(
         "update customers set reminders_off = $3 where id = $1 and org_id = $2",
         customer,
-        org,
+        org as _,
         off
     )
     .execute(&mut *tx)

@@ -9,6 +9,7 @@
 //! own schedules and reminders are never refused for it: their email waits for its slot, the
 //! first moment the hour allows it.
 
+use model::OrgId;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -75,7 +76,7 @@ pub enum Refused {
 #[derive(Debug)]
 #[must_use = "a permit is spent by queueing its email"]
 pub struct Permit {
-    pub(crate) org: Uuid,
+    pub(crate) org: OrgId,
     pub(crate) recipient: String,
     /// When the email counts against the allowances, and may be sent: now, or its slot.
     pub(crate) at: DateTime<Utc>,
@@ -123,7 +124,7 @@ impl Gate {
     pub async fn check(
         &self,
         conn: &mut PgConnection,
-        org: Uuid,
+        org: OrgId,
         to: &str,
     ) -> sqlx::Result<Result<(), Refused>> {
         if !self.sender_verified(conn, org).await? {
@@ -150,7 +151,7 @@ impl Gate {
     pub async fn permit(
         &self,
         tx: &mut PgConnection,
-        org: Uuid,
+        org: OrgId,
         to: &str,
     ) -> sqlx::Result<Result<Permit, Refused>> {
         if !self.sender_verified(tx, org).await? {
@@ -180,7 +181,7 @@ impl Gate {
     async fn slot(
         &self,
         conn: &mut PgConnection,
-        org: Uuid,
+        org: OrgId,
         recipient: &str,
     ) -> sqlx::Result<(DateTime<Utc>, DateTime<Utc>)> {
         // language=PostgreSQL
@@ -195,7 +196,7 @@ impl Gate {
                    ) as "at!: DateTime<Utc>",
                    now() as "now!: DateTime<Utc>"
             "#,
-            org,
+            org as _,
             recipient,
             i64::from(self.allowance.per_org_hour.max(1)) - 1,
             i64::from(self.allowance.per_recipient_hour.max(1)) - 1,
@@ -205,7 +206,7 @@ impl Gate {
         Ok((slot.at, slot.now))
     }
 
-    async fn sender_verified(&self, tx: &mut PgConnection, org: Uuid) -> sqlx::Result<bool> {
+    async fn sender_verified(&self, tx: &mut PgConnection, org: OrgId) -> sqlx::Result<bool> {
         match self.sender {
             Sender::Member { verified } => Ok(verified),
             Sender::ApiKey(key) => {
@@ -217,7 +218,7 @@ impl Gate {
                                      and u.email_verified_at is not null) as "ok!"
                     "#,
                     key,
-                    org
+                    org as _
                 )
                 .fetch_one(&mut *tx)
                 .await
@@ -230,7 +231,7 @@ impl Gate {
                                    where m.org_id = $1 and m.role = 'owner'
                                      and u.email_verified_at is not null) as "ok!"
                     "#,
-                    org
+                    org as _
                 )
                 .fetch_one(&mut *tx)
                 .await

@@ -4,6 +4,7 @@
 
 use lettre::message::Mailbox;
 use lettre::Message;
+use model::OrgId;
 use sqlx::PgPool;
 
 use super::{branded_message, InvoicePdf, Look, RenderError};
@@ -20,7 +21,7 @@ enum Kind {
 }
 
 /// `org`'s look in its emails.
-async fn look(pool: &PgPool, org: uuid::Uuid) -> Result<Look, RenderError> {
+async fn look(pool: &PgPool, org: OrgId) -> Result<Look, RenderError> {
     let mut conn = pool.acquire().await?;
     let branding = crate::documents::branding::of(&mut conn, org).await?;
     let logo_png = match branding.logo {
@@ -132,7 +133,7 @@ pub(super) async fn render(
             .map_err(|e| RenderError::Db(sqlx::Error::Protocol(format!("invoice pdf: {e}"))))?,
         _ => None,
     };
-    let look = look(pool, inv.org_id).await?;
+    let look = look(pool, inv.org_id.into()).await?;
     let org = inv.org_name.as_str();
     let customer = inv.customer_name.as_str();
     let (subject, text) = match kind {
@@ -249,6 +250,6 @@ async fn quote(
         ],
     );
     let text = format!("{body}\n{link}\n");
-    let look = look(pool, q.org_id).await?;
+    let look = look(pool, q.org_id.into()).await?;
     branded_message(row, from, &q.customer_email, subject, text, &look, None)
 }

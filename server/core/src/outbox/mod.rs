@@ -5,6 +5,7 @@
 
 mod drain;
 
+use model::OrgId;
 use serde_json::Value as JsonValue;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
@@ -164,7 +165,7 @@ pub async fn enqueue_email(
 /// Queues work for the workers, in the caller's transaction. None if an equal row exists.
 pub async fn enqueue_job(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     kind: JobKind,
     payload: JsonValue,
 ) -> sqlx::Result<Option<Uuid>> {
@@ -175,7 +176,7 @@ pub async fn enqueue_job(
 /// org's name comes only with a permit.
 async fn enqueue(
     tx: &mut PgConnection,
-    org: Option<Uuid>,
+    org: Option<OrgId>,
     invoice: Option<Uuid>,
     kind: Kind,
     payload: JsonValue,
@@ -195,7 +196,7 @@ async fn enqueue(
         returning id
         "#,
         Uuid::now_v7(),
-        org,
+        org as _,
         invoice,
         kind.as_str(),
         payload,
@@ -211,7 +212,7 @@ async fn enqueue(
 /// invitation again is the owner's "resend". False if there is no such dead email.
 pub async fn revive(
     pool: &PgPool,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     gate: crate::mail::gate::Gate,
 ) -> sqlx::Result<Result<bool, crate::mail::gate::Refused>> {
@@ -226,7 +227,7 @@ pub async fn revive(
         for update of o
         "#,
         id,
-        org
+        org as _
     )
     .fetch_optional(&mut *tx)
     .await?;
@@ -243,7 +244,7 @@ pub async fn revive(
         where id = $1 and org_id = $2
         "#,
         id,
-        org,
+        org as _,
         permit.at,
         permit.recipient,
     )
@@ -258,7 +259,7 @@ pub async fn revive(
 }
 
 /// The emails of one invoice of `org`, oldest first, for its page.
-pub async fn for_invoice(pool: &PgPool, org: Uuid, invoice: Uuid) -> sqlx::Result<Vec<EmailRow>> {
+pub async fn for_invoice(pool: &PgPool, org: OrgId, invoice: Uuid) -> sqlx::Result<Vec<EmailRow>> {
     // language=PostgreSQL
     sqlx::query!(
         r#"
@@ -267,7 +268,7 @@ pub async fn for_invoice(pool: &PgPool, org: Uuid, invoice: Uuid) -> sqlx::Resul
         where org_id = $1 and invoice_id = $2
         order by created_at
         "#,
-        org,
+        org as _,
         invoice
     )
     .map(|r| EmailRow {

@@ -6,6 +6,7 @@
 //! reused while it is open and the amount due unchanged; an expired one (or one about to expire) is
 //! replaced under the next generation's key.
 
+use model::OrgId;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -85,7 +86,7 @@ pub async fn session(
     pool: &PgPool,
     stripe: &Stripe,
     urls: &Urls<'_>,
-    org: Uuid,
+    org: OrgId,
     invoice: Uuid,
 ) -> Result<Checkout, CheckoutError> {
     // A few rounds at most: a claim can finish between our read and our lease.
@@ -105,7 +106,7 @@ pub async fn session(
             where i.id = $1 and i.org_id = $2
             "#,
             invoice,
-            org
+            org as _
         )
         .fetch_optional(pool)
         .await?
@@ -195,7 +196,7 @@ pub async fn session(
             on conflict (id) do nothing
             "#,
             created.id,
-            org,
+            org as _,
             invoice,
             inv.due,
             currency.code,
@@ -235,7 +236,7 @@ pub async fn session(
 /// Returns how many were queued (a session already queued is not queued again).
 pub async fn expire_open_sessions(
     tx: &mut sqlx::PgConnection,
-    org: Uuid,
+    org: OrgId,
     invoice: Uuid,
     except: Option<&str>,
 ) -> sqlx::Result<u64> {
@@ -299,7 +300,7 @@ pub async fn session_waiting(
     pool: &PgPool,
     stripe: &Stripe,
     urls: &Urls<'_>,
-    org: Uuid,
+    org: OrgId,
     invoice: Uuid,
     within: Duration,
 ) -> Result<Checkout, CheckoutError> {

@@ -4,6 +4,7 @@
 //! to the one that is due, named by the attempt, and derives every invoice it touched again, all in
 //! the caller's transaction.
 
+use model::OrgId;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -31,7 +32,7 @@ pub enum BalanceError {
 /// What `customer` of `org` has as credit, per currency: (currency, amount), by currency.
 pub async fn of_customer(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     customer: Uuid,
 ) -> sqlx::Result<Vec<(String, i64)>> {
     // language=PostgreSQL
@@ -44,7 +45,7 @@ pub async fn of_customer(
         group by currency
         order by currency
         "#,
-        org,
+        org as _,
         customer
     )
     .fetch_all(&mut *conn)
@@ -54,7 +55,11 @@ pub async fn of_customer(
 
 /// What the customer of `org`'s `invoice` could apply to it now: at most what is due and what they
 /// have in its currency (0 without a saved customer).
-pub async fn available_for(conn: &mut PgConnection, org: Uuid, invoice: Uuid) -> sqlx::Result<i64> {
+pub async fn available_for(
+    conn: &mut PgConnection,
+    org: OrgId,
+    invoice: Uuid,
+) -> sqlx::Result<i64> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         r#"
@@ -69,7 +74,7 @@ pub async fn available_for(conn: &mut PgConnection, org: Uuid, invoice: Uuid) ->
         where i.id = $1 and i.org_id = $2 and i.customer_id is not null
         "#,
         invoice,
-        org
+        org as _
     )
     .fetch_optional(&mut *conn)
     .await
@@ -81,7 +86,7 @@ pub async fn available_for(conn: &mut PgConnection, org: Uuid, invoice: Uuid) ->
 /// A repeat of the attempt applies nothing more. Returns what the attempt applied, and the invoice.
 pub async fn apply(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     invoice: Uuid,
     amount: Option<i64>,
     source_key: &str,
@@ -94,7 +99,7 @@ pub async fn apply(
     let target = sqlx::query!(
         "select customer_id, currency from invoices where id = $1 and org_id = $2",
         invoice,
-        org
+        org as _
     )
     .fetch_optional(&mut *tx)
     .await?
@@ -111,7 +116,7 @@ pub async fn apply(
         order by id
         for update
         "#,
-        org,
+        org as _,
         customer,
         target.currency,
         invoice
@@ -121,7 +126,7 @@ pub async fn apply(
     // language=PostgreSQL
     let done = sqlx::query_scalar!(
         r#"select sum(amount_cents)::bigint from credit_applications where org_id = $1 and source_key = $2"#,
-        org,
+        org as _,
         source_key
     )
     .fetch_one(&mut *tx)
@@ -171,7 +176,7 @@ pub async fn apply(
             values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
             "#,
             Uuid::now_v7(),
-            org,
+            org as _,
             customer,
             from,
             invoice,

@@ -7,6 +7,7 @@
 //! longer cover).
 
 use chrono::{DateTime, NaiveDate, Utc};
+use model::OrgId;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -36,11 +37,11 @@ pub enum PaymentError {
 }
 
 /// The org's date now, in its time zone: a payment is dated at most today.
-pub async fn org_today(db: impl sqlx::PgExecutor<'_>, org: Uuid) -> sqlx::Result<NaiveDate> {
+pub async fn org_today(db: impl sqlx::PgExecutor<'_>, org: OrgId) -> sqlx::Result<NaiveDate> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         r#"select (now() at time zone time_zone)::date as "today!: NaiveDate" from orgs where id = $1"#,
-        org
+        org as _
     )
     .fetch_one(db)
     .await
@@ -54,7 +55,7 @@ pub async fn org_today(db: impl sqlx::PgExecutor<'_>, org: Uuid) -> sqlx::Result
 /// `amount_paid_cents` then exceeds its total (an overpayment, shown as such).
 pub async fn record(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     invoice: Uuid,
     id: Uuid,
     attempt: &str,
@@ -83,7 +84,7 @@ pub async fn record(
         on conflict (provider, provider_payment_id) do nothing
         "#,
         id,
-        org,
+        org as _,
         invoice,
         attempt,
         input.amount_cents,
@@ -107,7 +108,7 @@ pub async fn record(
 /// `actor`'s, and derives the invoice again.
 pub async fn delete(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     invoice: Uuid,
     id: Uuid,
     actor: &Actor,
@@ -132,7 +133,7 @@ pub async fn delete(
                   p.reference, (select number_text from invoices where id = p.invoice_id) as number_text
         "#,
         id,
-        org,
+        org as _,
         invoice,
     )
     .fetch_optional(&mut *tx)
@@ -142,7 +143,7 @@ pub async fn delete(
         let found = sqlx::query_scalar!(
             "select provider from payments where id = $1 and org_id = $2 and invoice_id = $3",
             id,
-            org,
+            org as _,
             invoice,
         )
         .fetch_optional(&mut *tx)
@@ -172,13 +173,13 @@ pub async fn delete(
 
 /// The payments of `org`'s `invoice`, oldest first, Stripe's and those recorded by hand alike; None
 /// when the org has no such invoice.
-pub async fn list(pool: &PgPool, org: Uuid, invoice: Uuid) -> sqlx::Result<Option<Vec<Payment>>> {
+pub async fn list(pool: &PgPool, org: OrgId, invoice: Uuid) -> sqlx::Result<Option<Vec<Payment>>> {
     let mut conn = pool.acquire().await?;
     // language=PostgreSQL
     let exists = sqlx::query_scalar!(
         r#"select true as "found!" from invoices where id = $1 and org_id = $2"#,
         invoice,
-        org
+        org as _
     )
     .fetch_optional(&mut *conn)
     .await?;
@@ -196,7 +197,7 @@ struct Named {
     attempt: String,
 }
 
-async fn list_on(conn: &mut PgConnection, org: Uuid, invoice: Uuid) -> sqlx::Result<Vec<Named>> {
+async fn list_on(conn: &mut PgConnection, org: OrgId, invoice: Uuid) -> sqlx::Result<Vec<Named>> {
     // language=PostgreSQL
     let rows = sqlx::query!(
         r#"
@@ -212,7 +213,7 @@ async fn list_on(conn: &mut PgConnection, org: Uuid, invoice: Uuid) -> sqlx::Res
         where p.org_id = $1 and p.invoice_id = $2
         order by p.created_at, p.id
         "#,
-        org,
+        org as _,
         invoice
     )
     .fetch_all(&mut *conn)
@@ -253,14 +254,14 @@ async fn list_on(conn: &mut PgConnection, org: Uuid, invoice: Uuid) -> sqlx::Res
 /// Locks `org`'s `invoice` (payments of one invoice take turns) and reads its status.
 async fn lock_invoice(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     invoice: Uuid,
 ) -> Result<InvoiceStatus, PaymentError> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         r#"select status as "status: InvoiceStatus" from invoices where id = $1 and org_id = $2 for update"#,
         invoice,
-        org
+        org as _
     )
     .fetch_optional(&mut *tx)
     .await?

@@ -11,6 +11,7 @@ pub mod manual;
 pub mod refunds;
 pub mod stripe;
 
+use model::OrgId;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -25,7 +26,7 @@ use model::{
 pub struct Effect {
     pub outcome: EffectKind,
     pub detail: Option<String>,
-    pub org_id: Option<Uuid>,
+    pub org_id: Option<OrgId>,
     pub invoice_id: Option<Uuid>,
     pub payment_id: Option<Uuid>,
 }
@@ -65,7 +66,7 @@ impl Effect {
         }
     }
 
-    fn on_invoice(mut self, org: Uuid, invoice: Uuid) -> Self {
+    fn on_invoice(mut self, org: OrgId, invoice: Uuid) -> Self {
         self.org_id = Some(org);
         self.invoice_id = Some(invoice);
         self
@@ -129,7 +130,7 @@ fn ours(amount: i64, code: &str) -> Result<i64, String> {
 async fn unbound(
     tx: &mut PgConnection,
     p: &SessionFact<'_>,
-    org: Uuid,
+    org: OrgId,
     invoice: Uuid,
 ) -> sqlx::Result<String> {
     let Some(session) = p.session_id else {
@@ -146,7 +147,7 @@ async fn unbound(
         None => format!(
             "checkout session {session} was not created by invoicer: unmatched payment, nothing applied"
         ),
-        Some(s) if s.org_id != org || s.invoice_id != invoice => format!(
+        Some(s) if org != s.org_id || s.invoice_id != invoice => format!(
             "checkout session {session} was created for another invoice: nothing applied"
         ),
         Some(s) if !s.currency.eq_ignore_ascii_case(p.currency) => format!(
@@ -193,7 +194,7 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
             format!("unknown invoice {invoice_id}"),
         ));
     };
-    let on_invoice = |e: Effect| e.on_invoice(invoice.org_id, invoice_id);
+    let on_invoice = |e: Effect| e.on_invoice(invoice.org_id.into(), invoice_id);
     // Money is believed only through a session the app created, for this invoice, in this mode and
     // currency; anything else is kept for the owner to review and changes nothing. One statement
     // checks the binding and marks the session used (the next Pay makes a new one).
@@ -206,7 +207,7 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
         returning true as "bound!"
         "#,
         p.session_id,
-        invoice.org_id,
+        invoice.org_id as _,
         invoice_id,
         p.currency,
         p.livemode
@@ -214,7 +215,7 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
     .fetch_optional(&mut *tx)
     .await?;
     if bound.is_none() {
-        let why = unbound(tx, p, invoice.org_id, invoice_id).await?;
+        let why = unbound(tx, p, invoice.org_id.into(), invoice_id).await?;
         return Ok(on_invoice(Effect::new(EffectKind::Anomaly, why)));
     }
     if !invoice.currency.eq_ignore_ascii_case(p.currency) {
@@ -265,7 +266,7 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
         select id as "id!", invoice_id as "invoice_id!" from payment
         "#,
         Uuid::now_v7(),
-        invoice.org_id,
+        invoice.org_id as _,
         invoice_id,
         p.provider,
         p.payment_intent,
@@ -432,7 +433,7 @@ async fn after_fact(
             format!("{payment_intent} {what}: kept until its payment arrives"),
         ));
     };
-    let on_invoice = |e: Effect| e.on_invoice(payment.org_id, payment.invoice_id);
+    let on_invoice = |e: Effect| e.on_invoice(payment.org_id.into(), payment.invoice_id);
     if !changed {
         return Ok(on_invoice(Effect::new(
             EffectKind::Ignored,
@@ -513,7 +514,7 @@ async fn lock_payment(
 /// anomalies Stripe's events about it raised.
 pub async fn for_invoice(
     pool: &sqlx::PgPool,
-    org: Uuid,
+    org: OrgId,
     invoice: Uuid,
 ) -> sqlx::Result<(Vec<model::PaymentRow>, Vec<String>)> {
     // language=PostgreSQL
@@ -532,7 +533,7 @@ pub async fn for_invoice(
         where p.org_id = $1 and p.invoice_id = $2
         order by p.created_at
         "#,
-        org,
+        org as _,
         invoice
     )
     .fetch_all(pool)
@@ -560,7 +561,7 @@ pub async fn for_invoice(
         where org_id = $1 and invoice_id = $2 and outcome = 'anomaly'
         order by received_at
         "#,
-        org,
+        org as _,
         invoice
     )
     .fetch_all(pool)

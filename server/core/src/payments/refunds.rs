@@ -11,6 +11,7 @@
 //! first looks for the refund by its metadata. `charge.refunded` reconciles the payment by the
 //! cumulative rule of [`crate::payments`].
 
+use model::OrgId;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -101,7 +102,7 @@ pub async fn split(
 /// worker's row, in the caller's transaction.
 pub async fn plan(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     invoice: Uuid,
     credit_note: Uuid,
     parts: &[(String, i64)],

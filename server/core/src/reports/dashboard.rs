@@ -4,11 +4,11 @@
 //! this quarter from `payments_org_created_idx`, and twelve months of invoicing from
 //! `invoices_org_finalized_idx` and the credit notes of those months.
 
+use model::OrgId;
 use std::collections::BTreeMap;
 
 use chrono::{Datelike, NaiveDate};
 use sqlx::PgConnection;
-use uuid::Uuid;
 
 use model::dashboard::{Dashboard, Debtor, MonthRevenue, Owed, Received};
 
@@ -22,7 +22,7 @@ pub fn twelve_months_from(date: NaiveDate) -> NaiveDate {
 
 /// `org`'s dashboard. What is owed (per currency, by age, and by whom) is the aging report summed:
 /// one scan of the open invoices serves the figures, the buckets and the debtors.
-pub async fn dashboard(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<Dashboard> {
+pub async fn dashboard(conn: &mut PgConnection, org: OrgId) -> sqlx::Result<Dashboard> {
     let report = crate::reports::aging(conn, org, None).await?;
     let today = report.today;
     let mut owed: BTreeMap<String, Owed> = BTreeMap::new();
@@ -78,7 +78,7 @@ pub async fn dashboard(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<Dashb
                coalesce(sum(amount_cents) filter (where day >= $2::date), 0)::bigint as "quarter!"
         from paid group by currency order by currency
         "#,
-        org,
+        org as _,
         quarter as _,
         month as _,
     )
@@ -116,7 +116,7 @@ pub async fn dashboard(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<Dashb
         from invoiced i full join credited c on c.month = i.month and c.currency = i.currency
         order by 1, 2
         "#,
-        org,
+        org as _,
         from as _,
     )
     .fetch_all(&mut *conn)
@@ -151,12 +151,12 @@ const CACHED_ORGS: usize = 10_000;
 
 type Slot = std::sync::Arc<tokio::sync::Mutex<Option<(std::time::Instant, Dashboard)>>>;
 
-static CACHE: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<Uuid, Slot>>> =
+static CACHE: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<OrgId, Slot>>> =
     std::sync::LazyLock::new(Default::default);
 
 /// `org`'s dashboard: from the cache when a slow read of it is younger than [`CACHE_FOR`], else
 /// read now. Readers of one org wait for one read (the slot's lock), not one read each.
-pub async fn cached(pool: &sqlx::PgPool, org: Uuid) -> sqlx::Result<Dashboard> {
+pub async fn cached(pool: &sqlx::PgPool, org: OrgId) -> sqlx::Result<Dashboard> {
     let slot = {
         let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
         if cache.len() >= CACHED_ORGS && !cache.contains_key(&org) {

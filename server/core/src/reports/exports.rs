@@ -6,6 +6,7 @@
 //! statement, so a row added during an export may or may not be in it, and none is listed twice.
 
 use chrono::{DateTime, NaiveDate, Utc};
+use model::OrgId;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -180,7 +181,7 @@ fn time(t: DateTime<Utc>) -> String {
 /// One page of `org`'s export after `after`: its records, and where the next starts (None: done).
 pub async fn page(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     kind: Kind,
     filter: &Filter,
     after: Option<Cursor>,
@@ -224,7 +225,7 @@ fn next_row(count: usize, last: Option<(DateTime<Utc>, Uuid)>) -> Option<Cursor>
 
 async fn invoice_records(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     ids: &[Uuid],
 ) -> sqlx::Result<Vec<Vec<String>>> {
     // language=PostgreSQL
@@ -243,7 +244,7 @@ async fn invoice_records(
         where i.org_id = $1
         order by listed.place
         "#,
-        org,
+        org as _,
         ids,
     )
     .fetch_all(&mut *conn)
@@ -284,7 +285,7 @@ async fn invoice_records(
 
 async fn line_records(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     ids: &[Uuid],
 ) -> sqlx::Result<Vec<Vec<String>>> {
     // language=PostgreSQL
@@ -299,7 +300,7 @@ async fn line_records(
         where i.org_id = $1
         order by listed.place, l.position
         "#,
-        org,
+        org as _,
         ids,
     )
     .fetch_all(&mut *conn)
@@ -330,7 +331,7 @@ async fn line_records(
 
 async fn payment_records(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     filter: &Filter,
     (at, id): (Option<DateTime<Utc>>, Option<Uuid>),
 ) -> sqlx::Result<(Vec<Vec<String>>, Option<Cursor>)> {
@@ -356,7 +357,7 @@ async fn payment_records(
         order by p.created_at, p.id
         limit $6
         "#,
-        org,
+        org as _,
         filter.from as _,
         filter.to as _,
         at as _,
@@ -393,7 +394,7 @@ async fn payment_records(
 
 async fn credit_note_records(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     filter: &Filter,
     (at, id): (Option<DateTime<Utc>>, Option<Uuid>),
 ) -> sqlx::Result<(Vec<Vec<String>>, Option<Cursor>)> {
@@ -414,7 +415,7 @@ async fn credit_note_records(
         order by c.created_at, c.id
         limit $6
         "#,
-        org,
+        org as _,
         filter.from as _,
         filter.to as _,
         at as _,
@@ -450,7 +451,7 @@ async fn credit_note_records(
 
 async fn customer_records(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     filter: &Filter,
     (at, id): (Option<DateTime<Utc>>, Option<Uuid>),
 ) -> sqlx::Result<(Vec<Vec<String>>, Option<Cursor>)> {
@@ -474,7 +475,7 @@ async fn customer_records(
         order by created_at desc, id desc
         limit $5
         "#,
-        org,
+        org as _,
         prefix,
         at as _,
         id,

@@ -4,11 +4,11 @@
 pub mod dashboard;
 pub mod exports;
 
+use model::OrgId;
 use std::collections::BTreeMap;
 
 use chrono::NaiveDate;
 use sqlx::PgConnection;
-use uuid::Uuid;
 
 use model::reports::{AgingReport, AgingRow, TaxDocuments, TaxNet, TaxReport, TaxRow};
 use model::TaxCategory;
@@ -19,13 +19,13 @@ pub const MAX_ROWS: i64 = 10_000;
 /// `org`'s aging report: its biggest `limit` rows, or every row (the dashboard's sums).
 pub async fn aging(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     limit: Option<i64>,
 ) -> sqlx::Result<AgingReport> {
     // language=PostgreSQL
     let today = sqlx::query_scalar!(
         r#"select (now() at time zone time_zone)::date as "today!: NaiveDate" from orgs where id = $1"#,
-        org
+        org as _
     )
     .fetch_one(&mut *conn)
     .await?;
@@ -53,7 +53,7 @@ pub async fn aging(
         order by 10 desc, 2
         limit $3
         "#,
-        org,
+        org as _,
         today as _,
         limit,
     )
@@ -113,7 +113,7 @@ type Rate = (Option<String>, i64);
 /// proportion).
 pub async fn tax(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     period: crate::customers::statements::Period,
 ) -> sqlx::Result<TaxReport> {
     // language=PostgreSQL
@@ -136,7 +136,7 @@ pub async fn tax(
           and i.status <> 'void'
         group by 1, 2, 3
         "#,
-        org,
+        org as _,
         period.from as _,
         period.to as _,
     )
@@ -177,7 +177,7 @@ pub async fn tax(
                  tr.exemption_reason
         order by 1
         "#,
-        org,
+        org as _,
         period.from as _,
         period.to as _,
     )

@@ -2,6 +2,7 @@
 //! per rendered form), and the buttons on a customer's page (once per rendered button, as a
 //! conditional change).
 
+use model::OrgId;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -18,7 +19,7 @@ use model::error::AppError;
 pub async fn customer_from_form(
     pool: &PgPool,
     attempt: &Attempt,
-    org: Uuid,
+    org: OrgId,
     form_key: Uuid,
     input: &model::CustomerInput,
 ) -> Result<Saved, AppError> {
@@ -77,7 +78,7 @@ pub async fn customer_from_form(
 pub async fn update_customer(
     pool: &PgPool,
     attempt: &Attempt,
-    org: Uuid,
+    org: OrgId,
     form_key: Uuid,
     customer: Uuid,
     input: &model::CustomerInput,
@@ -121,7 +122,7 @@ pub async fn update_customer(
 pub async fn customer_action(
     pool: &PgPool,
     attempt: &Attempt,
-    org: Uuid,
+    org: OrgId,
     actor: &Actor,
     form_key: Uuid,
     customer: Uuid,

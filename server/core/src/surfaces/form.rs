@@ -1,6 +1,7 @@
 //! The web app's forms and buttons as a surface: a key minted at render in a hidden field, claimed as
 //! `(form, <org>/<form name>, key)` in the transaction that does the work.
 
+use model::OrgId;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -63,7 +64,7 @@ fn fingerprint(input: &InvoiceInput) -> Vec<u8> {
 pub async fn invoice_from_form(
     pool: &PgPool,
     attempt: &Attempt,
-    org: Uuid,
+    org: OrgId,
     form_key: Uuid,
     input: &InvoiceInput,
 ) -> Result<FormOutcome, AppError> {
@@ -147,7 +148,7 @@ impl Tracked for SendOutcome {
 pub async fn queue_invoice_email(
     pool: &PgPool,
     attempt: &Attempt,
-    org: Uuid,
+    org: OrgId,
     form_key: Uuid,
     invoice: Uuid,
     gate: crate::mail::gate::Gate,
@@ -208,7 +209,7 @@ impl Tracked for Moved {
 pub async fn invoice_action(
     pool: &PgPool,
     attempt: &Attempt,
-    org: Uuid,
+    org: OrgId,
     form_key: Uuid,
     invoice: Uuid,
     action: Action,
@@ -260,7 +261,7 @@ pub async fn invoice_action(
 pub async fn duplicate_invoice(
     pool: &PgPool,
     attempt: &Attempt,
-    org: Uuid,
+    org: OrgId,
     form_key: Uuid,
     invoice: Uuid,
 ) -> Result<FormOutcome, AppError> {
@@ -331,7 +332,7 @@ impl Tracked for DraftSave {
 pub async fn edit_draft(
     pool: &PgPool,
     attempt: &Attempt,
-    org: Uuid,
+    org: OrgId,
     form_key: Uuid,
     invoice: Uuid,
     version: i32,
@@ -399,7 +400,7 @@ impl Tracked for Saved {
 pub async fn setting_once<F, W>(
     pool: &PgPool,
     attempt: &Attempt,
-    org: Uuid,
+    org: OrgId,
     form: Form,
     form_key: Uuid,
     content: &impl serde::Serialize,

@@ -1,6 +1,7 @@
 //! The forms whose keys are claimed, and their claim keys: `(form, <org>/<form name>, key minted at
 //! render)`. The claim module knows no form; the form surface names them here.
 
+use model::OrgId;
 use uuid::Uuid;
 
 use crate::claim::{ClaimKey, Surface};
@@ -114,7 +115,7 @@ impl Form {
 impl Form {
     /// The claim key of a submit of this form of `org`, keyed by the UUID minted when it was
     /// rendered.
-    pub fn claim_key(self, org: Uuid, key: Uuid) -> ClaimKey {
+    pub fn claim_key(self, org: OrgId, key: Uuid) -> ClaimKey {
         ClaimKey {
             surface: Surface::Form,
             owner: format!("{org}/{}", self.as_str()),

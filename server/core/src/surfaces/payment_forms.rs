@@ -3,6 +3,7 @@
 //! per rendered button), "Credit" (once per rendered form: one credit note) and "Apply credit"
 //! (once per rendered form: the customer's balance moved once).
 
+use model::OrgId;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -44,7 +45,7 @@ pub fn refusal(e: PaymentError) -> AppError {
 pub async fn record_payment(
     pool: &PgPool,
     attempt: &Attempt,
-    org: Uuid,
+    org: OrgId,
     user: Uuid,
     form_key: Uuid,
     invoice: Uuid,
@@ -88,7 +89,7 @@ pub async fn record_payment(
 pub async fn delete_payment(
     pool: &PgPool,
     attempt: &Attempt,
-    org: Uuid,
+    org: OrgId,
     actor: &Actor,
     button_key: Uuid,
     invoice: Uuid,
@@ -180,7 +181,7 @@ pub async fn credit_invoice(
 pub async fn apply_credit(
     pool: &PgPool,
     attempt: &Attempt,
-    org: Uuid,
+    org: OrgId,
     user: Uuid,
     form_key: Uuid,
     invoice: Uuid,

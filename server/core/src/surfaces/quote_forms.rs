@@ -3,6 +3,7 @@
 //! in the transaction that moves the quote. A double submit, a
 //! resubmit after Back, or two tabs at once: one decision, one invoice.
 
+use model::OrgId;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -40,7 +41,7 @@ impl Tracked for Decision {
 pub async fn decide(
     pool: &PgPool,
     attempt: &Attempt,
-    org: Uuid,
+    org: OrgId,
     quote: Uuid,
     form_key: Uuid,
     accept: bool,

@@ -126,7 +126,7 @@ async fn store(
             insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
             values ($1, $2, $3, $4, $5, $6, $7, $8)
             "#,
-        concerns.org.or(attempt.org()),
+        concerns.org.or(attempt.org()) as _,
         attempt.surface().as_str(),
         attempt.owner(),
         attempt.key(),

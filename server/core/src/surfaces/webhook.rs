@@ -140,7 +140,7 @@ pub async fn apply_delivery(
             payload,
             effect.outcome.as_str(),
             effect.detail,
-            effect.org_id,
+            effect.org_id as _,
             effect.invoice_id,
         )
         .execute(&mut *tx)

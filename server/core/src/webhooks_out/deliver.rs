@@ -4,6 +4,7 @@
 //! mark sends it again after the lease: at least once, with the same `webhook-id`, which is what the
 //! receiver dedupes on.
 
+use model::OrgId;
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
@@ -228,7 +229,7 @@ async fn log(
         values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
         "#,
         Uuid::now_v7(),
-        target.org_id,
+        target.org_id as _,
         endpoint,
         target.event_id,
         outbox_id,
@@ -269,7 +270,7 @@ async fn log(
         .fetch_one(&mut *tx)
         .await?;
         if now_disabled {
-            disable(&mut tx, target.org_id, endpoint, &target.url).await?;
+            disable(&mut tx, target.org_id.into(), endpoint, &target.url).await?;
         }
         now_disabled
     };
@@ -281,7 +282,7 @@ async fn log(
 /// given up, and an email to each owner of the org.
 async fn disable(
     tx: &mut sqlx::PgConnection,
-    org: Uuid,
+    org: OrgId,
     endpoint: Uuid,
     url: &str,
 ) -> sqlx::Result<()> {
@@ -302,7 +303,7 @@ async fn disable(
         where m.org_id = $1 and m.role = 'owner'
         on conflict do nothing
         "#,
-        org,
+        org as _,
         endpoint,
         url,
     )

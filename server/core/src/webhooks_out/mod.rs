@@ -15,6 +15,7 @@ pub mod guard;
 use base64::Engine;
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
+use model::OrgId;
 use sha2::Sha256;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
@@ -119,7 +120,7 @@ pub enum RegisteredBy {
 pub async fn create(
     tx: &mut PgConnection,
     id: Uuid,
-    org: Uuid,
+    org: OrgId,
     source_key: &str,
     input: &WebhookEndpointInput,
     by: RegisteredBy,
@@ -131,13 +132,13 @@ pub async fn create(
     };
     // The org's row, locked: two registrations at once count each other.
     // language=PostgreSQL
-    sqlx::query!("select id from orgs where id = $1 for update", org)
+    sqlx::query!("select id from orgs where id = $1 for update", org as _)
         .fetch_one(&mut *tx)
         .await?;
     // language=PostgreSQL
     let count = sqlx::query_scalar!(
         r#"select count(*) as "n!" from webhook_endpoints where org_id = $1 and deleted_at is null"#,
-        org
+        org as _
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -159,7 +160,7 @@ pub async fn create(
                   created_at as "created_at: DateTime<Utc>"
         "#,
         id,
-        org,
+        org as _,
         input.url.trim(),
         input.description.trim(),
         &input.events_sorted(),
@@ -178,7 +179,7 @@ pub async fn create(
 /// endpoint.
 pub async fn enable(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     actor: &crate::accounts::audit::Actor,
     id: Uuid,
 ) -> sqlx::Result<bool> {
@@ -190,7 +191,7 @@ pub async fn enable(
         where org_id = $1 and id = $2 and deleted_at is null and disabled_at is not null
         returning url
         "#,
-        org,
+        org as _,
         id
     )
     .fetch_optional(&mut *tx)
@@ -211,7 +212,7 @@ pub async fn enable(
 /// An endpoint a reset of its registrant's password disabled.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Disabled {
-    pub org: Uuid,
+    pub org: OrgId,
     pub id: Uuid,
     pub url: String,
 }
@@ -259,7 +260,7 @@ pub async fn disable_registered_by(
 }
 
 /// `org`'s endpoints (not deleted), oldest first, without their secrets.
-pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<WebhookEndpoint>> {
+pub async fn list(pool: &PgPool, org: OrgId) -> sqlx::Result<Vec<WebhookEndpoint>> {
     // language=PostgreSQL
     let rows = sqlx::query_as!(
         Row,
@@ -273,7 +274,7 @@ pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<WebhookEndpoint>
         where org_id = $1 and deleted_at is null
         order by created_at, id
         "#,
-        org
+        org as _
     )
     .fetch_all(pool)
     .await?;
@@ -284,7 +285,7 @@ pub async fn list(pool: &PgPool, org: Uuid) -> sqlx::Result<Vec<WebhookEndpoint>
 /// `with_secret`.
 pub async fn get(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     with_secret: bool,
 ) -> sqlx::Result<Option<WebhookEndpoint>> {
@@ -300,7 +301,7 @@ pub async fn get(
         from webhook_endpoints
         where org_id = $1 and id = $2 and deleted_at is null
         "#,
-        org,
+        org as _,
         id
     )
     .fetch_optional(&mut *conn)
@@ -310,11 +311,11 @@ pub async fn get(
 
 /// Deletes `org`'s endpoint `id` in the caller's transaction; its deliveries still due are given
 /// up. False when there is no such endpoint (already deleted).
-pub async fn delete(tx: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
+pub async fn delete(tx: &mut PgConnection, org: OrgId, id: Uuid) -> sqlx::Result<bool> {
     // language=PostgreSQL
     let deleted = sqlx::query!(
         "update webhook_endpoints set deleted_at = now() where org_id = $1 and id = $2 and deleted_at is null",
-        org,
+        org as _,
         id
     )
     .execute(&mut *tx)
@@ -348,7 +349,7 @@ async fn stop_pending(tx: &mut PgConnection, id: Uuid, why: &str) -> sqlx::Resul
 /// for [`ROTATION_OVERLAP`] beside it. None when there is no such endpoint.
 pub async fn rotate(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
 ) -> sqlx::Result<Option<WebhookEndpoint>> {
     // language=PostgreSQL
@@ -365,7 +366,7 @@ pub async fn rotate(
                   disabled_at as "disabled_at: DateTime<Utc>",
                   created_at as "created_at: DateTime<Utc>"
         "#,
-        org,
+        org as _,
         id,
         new_secret(),
         ROTATION_OVERLAP.num_seconds() as f64,
@@ -380,7 +381,7 @@ pub async fn rotate(
 /// endpoint or the event is not the org's, or the endpoint is deleted or disabled.
 pub async fn redeliver(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     endpoint: Uuid,
     event: Uuid,
 ) -> sqlx::Result<bool> {
@@ -394,7 +395,7 @@ pub async fn redeliver(
         where w.org_id = $1 and w.id = $2 and e.id = $3
           and w.deleted_at is null and w.disabled_at is null
         "#,
-        org,
+        org as _,
         endpoint,
         event,
         Uuid::now_v7(),
@@ -408,7 +409,7 @@ pub async fn redeliver(
 /// deliveries wait for their next try.
 pub async fn attempts(
     pool: &PgPool,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     limit: i64,
 ) -> sqlx::Result<(Vec<WebhookAttempt>, i64)> {
@@ -424,7 +425,7 @@ pub async fn attempts(
         order by a.attempted_at desc, a.id desc
         limit $3
         "#,
-        org,
+        org as _,
         id,
         limit
     )
@@ -437,7 +438,7 @@ pub async fn attempts(
         where kind = 'webhook' and payload ->> 'endpoint_id' = $2::uuid::text and org_id = $1
           and sent_at is null and dead_at is null
         "#,
-        org,
+        org as _,
         id
     )
     .fetch_one(pool)

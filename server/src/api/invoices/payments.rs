@@ -107,7 +107,7 @@ pub(in super::super) async fn list_payments(
 /// The payments of `org`'s invoice `id`, or 404.
 async fn payments_of(
     state: &AppState,
-    org: Uuid,
+    org: model::OrgId,
     id: &str,
 ) -> Result<Vec<Payment>, ProblemResponse> {
     let id = Uuid::try_parse(id).map_err(|_| not_found())?;

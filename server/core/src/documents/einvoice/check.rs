@@ -3,6 +3,7 @@
 //! back, and the document it would make is checked against [`Document::problems`]. The surfaces ask
 //! before they claim anything, so a refusal leaves the attempt's key usable and takes no number.
 
+use model::OrgId;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -11,9 +12,9 @@ use crate::invoicing::lifecycle::{self, Action, Moved};
 use model::error::FieldErrors;
 
 /// Whether `org` issues e-invoices.
-pub async fn enabled(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<bool> {
+pub async fn enabled(conn: &mut PgConnection, org: OrgId) -> sqlx::Result<bool> {
     // language=PostgreSQL
-    sqlx::query_scalar!("select einvoicing from orgs where id = $1", org)
+    sqlx::query_scalar!("select einvoicing from orgs where id = $1", org as _)
         .fetch_optional(&mut *conn)
         .await
         .map(|on| on.unwrap_or(false))
@@ -23,7 +24,7 @@ pub async fn enabled(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<bool> {
 /// transaction.
 pub async fn problems_of(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
 ) -> sqlx::Result<FieldErrors> {
     match invoice_document(conn, org, id).await {
@@ -35,7 +36,7 @@ pub async fn problems_of(
 
 /// What finalizing draft `id` would leave wrong in `org`'s e-invoice; empty for an org without
 /// e-invoicing, for an invoice that is not a draft, or when nothing is.
-pub async fn finalize_problems(pool: &PgPool, org: Uuid, id: Uuid) -> sqlx::Result<FieldErrors> {
+pub async fn finalize_problems(pool: &PgPool, org: OrgId, id: Uuid) -> sqlx::Result<FieldErrors> {
     let mut tx = pool.begin().await?;
     if !enabled(&mut tx, org).await? {
         return Ok(FieldErrors::new());

@@ -1,5 +1,6 @@
 //! A finalized invoice read back as an EN 16931 document.
 
+use model::OrgId;
 use std::collections::BTreeMap;
 
 use chrono::NaiveDate;
@@ -87,7 +88,7 @@ fn buyer(value: Option<&serde_json::Value>, name: &str, email: &str) -> Party {
 /// VAT groups and make [`Document::problems`] name them.
 pub async fn invoice_document(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
 ) -> Result<Document, InvoiceDocumentError> {
     // language=PostgreSQL
@@ -101,7 +102,7 @@ pub async fn invoice_document(
         where i.id = $1 and i.org_id = $2
         "#,
         id,
-        org
+        org as _
     )
     .fetch_optional(&mut *conn)
     .await?
@@ -211,7 +212,7 @@ pub async fn invoice_document(
 /// left.
 pub async fn credit_note_document(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
 ) -> Result<Document, InvoiceDocumentError> {
     // language=PostgreSQL
@@ -223,7 +224,7 @@ pub async fn credit_note_document(
         where c.id = $1 and c.org_id = $2
         "#,
         id,
-        org
+        org as _
     )
     .fetch_optional(&mut *conn)
     .await?

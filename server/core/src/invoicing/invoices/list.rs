@@ -2,6 +2,7 @@
 //! page (the page and the API share them).
 
 use chrono::{DateTime, NaiveDate, Utc};
+use model::OrgId;
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
@@ -104,7 +105,7 @@ impl ListCursor {
 /// index that leads with the org.
 pub async fn page(
     db: impl PgExecutor<'_>,
-    org: Uuid,
+    org: OrgId,
     filter: &ListFilter,
     before: Option<ListCursor>,
     limit: i64,
@@ -166,7 +167,7 @@ pub const SEARCH_SORTS_AT_MOST: i64 = 1000;
 /// sorting them all would not).
 pub fn page_query<'a>(
     head: &str,
-    org: Uuid,
+    org: OrgId,
     filter: &ListFilter,
     before: Option<ListCursor>,
     limit: i64,
@@ -217,7 +218,7 @@ enum Search<'r> {
 
 fn push_page(
     q: &mut sqlx::QueryBuilder<'_, sqlx::Postgres>,
-    org: Uuid,
+    org: OrgId,
     filter: &ListFilter,
     before: Option<ListCursor>,
     limit: i64,

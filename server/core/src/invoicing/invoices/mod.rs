@@ -2,6 +2,7 @@
 //! functions take an open connection or transaction and do not know which surface called them.
 
 use chrono::{DateTime, NaiveDate, Utc};
+use model::OrgId;
 
 use crate::invoicing::error::InvoiceError;
 use serde::Serialize;
@@ -155,14 +156,14 @@ pub(crate) fn discount_columns(discount: Option<Discount>) -> (Option<i32>, Opti
 #[derive(Debug, Clone, Copy)]
 pub struct NewInvoice<'a> {
     pub id: Uuid,
-    pub org: Uuid,
+    pub org: OrgId,
     pub source_key: Option<&'a str>,
     pub public_base: &'a str,
 }
 
 impl NewInvoice<'static> {
     /// Invoice `id` of `org` under no business key, with no customer page base (seed data).
-    pub fn new(id: Uuid, org: Uuid) -> Self {
+    pub fn new(id: Uuid, org: OrgId) -> Self {
         NewInvoice {
             id,
             org,
@@ -288,7 +289,7 @@ async fn write(
         from invoice, org
         "#,
         id,
-        org,
+        org as _,
         token,
         Json(&c.header) as _,
         Json(&c.lines) as _,
@@ -369,7 +370,7 @@ pub fn preview(
 #[allow(clippy::too_many_arguments)]
 pub async fn issue_keyed(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     source_key: &str,
     input: &InvoiceInput,
@@ -381,7 +382,7 @@ pub async fn issue_keyed(
     // language=PostgreSQL
     let existing = sqlx::query_scalar!(
         "select id from invoices where org_id = $1 and source_key = $2",
-        org,
+        org as _,
         source_key
     )
     .fetch_optional(&mut *tx)

@@ -2,6 +2,7 @@
 //! facts other modules look up (whether it exists, its recipient, its id by business key).
 
 use chrono::{DateTime, NaiveDate, Utc};
+use model::OrgId;
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
@@ -14,13 +15,13 @@ use model::{
 /// a schedule's page shows to the invoices it made.
 pub async fn numbers(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     ids: &[Uuid],
 ) -> sqlx::Result<std::collections::HashMap<Uuid, String>> {
     // language=PostgreSQL
     let rows = sqlx::query!(
         "select id, coalesce(number_text, 'draft') as \"number!\" from invoices where org_id = $1 and id = any($2)",
-        org,
+        org as _,
         ids
     )
     .fetch_all(conn)
@@ -31,26 +32,26 @@ pub async fn numbers(
 /// The currency of `org`'s invoice `id` (amounts typed for it are in it), if it has one.
 pub async fn currency(
     executor: impl PgExecutor<'_>,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
 ) -> sqlx::Result<Option<String>> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         "select currency from invoices where id = $1 and org_id = $2",
         id,
-        org
+        org as _
     )
     .fetch_optional(executor)
     .await
 }
 
 /// Whether invoice `id` belongs to `org`.
-pub async fn exists(conn: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<bool> {
+pub async fn exists(conn: &mut PgConnection, org: OrgId, id: Uuid) -> sqlx::Result<bool> {
     // language=PostgreSQL
     let found = sqlx::query_scalar!(
         r#"select true as "found!" from invoices where id = $1 and org_id = $2"#,
         id,
-        org
+        org as _
     )
     .fetch_optional(&mut *conn)
     .await?;
@@ -60,14 +61,14 @@ pub async fn exists(conn: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Resul
 /// Where `org`'s invoice `id` is emailed (its customer's address), if there is such an invoice.
 pub async fn recipient(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
 ) -> sqlx::Result<Option<String>> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         "select customer_email from invoices where id = $1 and org_id = $2",
         id,
-        org
+        org as _
     )
     .fetch_optional(&mut *conn)
     .await
@@ -76,13 +77,13 @@ pub async fn recipient(
 /// The invoice a surface created under `source_key` (its business key, e.g. `form:<uuid>`).
 pub async fn id_by_source_key(
     db: impl PgExecutor<'_>,
-    org: Uuid,
+    org: OrgId,
     source_key: &str,
 ) -> sqlx::Result<Uuid> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         "select id from invoices where org_id = $1 and source_key = $2",
-        org,
+        org as _,
         source_key
     )
     .fetch_one(db)
@@ -92,7 +93,7 @@ pub async fn id_by_source_key(
 /// One invoice of `org`, or None, also when it belongs to another org (callers answer 404).
 pub async fn get(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     public_base: &str,
 ) -> sqlx::Result<Option<Invoice>> {
@@ -239,7 +240,7 @@ fn tax_totals(lines: &[InvoiceLine]) -> Vec<TaxTotal> {
 /// Two queries whatever the count.
 pub async fn get_many(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     ids: &[Uuid],
     public_base: &str,
 ) -> sqlx::Result<Vec<Invoice>> {
@@ -268,7 +269,7 @@ pub async fn get_many(
         join orgs o on o.id = i.org_id
         where i.org_id = $1
         "#,
-        org,
+        org as _,
         ids
     )
     .fetch_all(&mut *conn)

@@ -3,6 +3,7 @@
 //! created it), reading one with its next dates and runs, pausing, resuming and editing.
 
 use chrono::{DateTime, NaiveDate, Utc};
+use model::OrgId;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -69,13 +70,13 @@ impl Row {
 /// The org's date today, at `now`.
 pub async fn org_today(
     conn: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     now: DateTime<Utc>,
 ) -> sqlx::Result<NaiveDate> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         r#"select ($2::timestamptz at time zone time_zone)::date as "today!: NaiveDate" from orgs where id = $1"#,
-        org,
+        org as _,
         now as _,
     )
     .fetch_one(&mut *conn)
@@ -88,7 +89,7 @@ pub async fn org_today(
 /// transaction.
 pub async fn create(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     source_key: &str,
     input: &ScheduleInput,
@@ -97,7 +98,7 @@ pub async fn create(
     // language=PostgreSQL
     let existing = sqlx::query_scalar!(
         "select id from schedules where org_id = $1 and source_key = $2",
-        org,
+        org as _,
         source_key
     )
     .fetch_optional(&mut *tx)
@@ -123,7 +124,7 @@ pub async fn create(
         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13)
         "#,
         id,
-        org,
+        org as _,
         serde_json::to_value(&input.invoice).expect("an input serialises"),
         s.interval.as_str(),
         s.interval_count as i32,
@@ -142,7 +143,7 @@ pub async fn create(
 }
 
 /// `org`'s schedule `id` with its next five dates and its runs (newest first, at most 100).
-pub async fn get(conn: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<Option<Schedule>> {
+pub async fn get(conn: &mut PgConnection, org: OrgId, id: Uuid) -> sqlx::Result<Option<Schedule>> {
     let Some(row) = row(conn, org, id).await? else {
         return Ok(None);
     };
@@ -171,11 +172,11 @@ pub async fn get(conn: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<O
 }
 
 /// `org`'s schedules, newest first (without their runs).
-pub async fn list(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<Vec<Schedule>> {
+pub async fn list(conn: &mut PgConnection, org: OrgId) -> sqlx::Result<Vec<Schedule>> {
     // language=PostgreSQL
     let ids = sqlx::query_scalar!(
         "select id from schedules where org_id = $1 order by created_at desc, id desc limit 200",
-        org
+        org as _
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -188,7 +189,7 @@ pub async fn list(conn: &mut PgConnection, org: Uuid) -> sqlx::Result<Vec<Schedu
     Ok(out)
 }
 
-async fn row(conn: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<Option<Row>> {
+async fn row(conn: &mut PgConnection, org: OrgId, id: Uuid) -> sqlx::Result<Option<Row>> {
     // language=PostgreSQL
     let r = sqlx::query!(
         r#"
@@ -199,7 +200,7 @@ async fn row(conn: &mut PgConnection, org: Uuid, id: Uuid) -> sqlx::Result<Optio
         from schedules where id = $1 and org_id = $2
         "#,
         id,
-        org
+        org as _
     )
     .fetch_optional(&mut *conn)
     .await?;
@@ -261,7 +262,7 @@ fn shown(row: Row, runs: Vec<ScheduleRun>) -> Schedule {
 /// schedule; pausing a paused one (or resuming an active one) changes nothing.
 pub async fn set_paused(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     paused: bool,
     today: NaiveDate,
@@ -306,7 +307,7 @@ pub async fn set_paused(
 /// keep theirs.
 pub async fn edit_template(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     template: &InvoiceInput,
 ) -> Result<Schedule, ScheduleError> {
@@ -328,12 +329,12 @@ pub async fn edit_template(
 }
 
 /// The schedule's row, locked until the transaction ends (a run of it waits, or skips it).
-async fn locked(tx: &mut PgConnection, org: Uuid, id: Uuid) -> Result<Row, ScheduleError> {
+async fn locked(tx: &mut PgConnection, org: OrgId, id: Uuid) -> Result<Row, ScheduleError> {
     // language=PostgreSQL
     sqlx::query!(
         "select 1 as \"one!\" from schedules where id = $1 and org_id = $2 for update",
         id,
-        org
+        org as _
     )
     .fetch_optional(&mut *tx)
     .await?

@@ -7,6 +7,7 @@
 //! in order, one per transaction (`missed: each`), or only the latest (`latest`: the others are
 //! recorded as skipped). A period is due once the org's local date reaches it.
 
+use model::OrgId;
 use std::time::Instant;
 
 use chrono::{DateTime, NaiveDate, Utc};
@@ -72,7 +73,7 @@ async fn run_one(
     let Some(due) = due else {
         return Ok(false);
     };
-    let (org, id) = (due.org_id, due.id);
+    let (org, id) = (OrgId::from(due.org_id), due.id);
     let row = super::row(&mut tx, org, id)
         .await?
         .ok_or_else(|| sqlx::Error::Protocol("a locked schedule vanished".into()))?;
@@ -153,7 +154,7 @@ async fn run_one(
 #[allow(clippy::too_many_arguments)]
 async fn issue(
     tx: &mut PgConnection,
-    org: Uuid,
+    org: OrgId,
     id: Uuid,
     template: &serde_json::Value,
     action: &str,

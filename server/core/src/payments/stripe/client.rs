@@ -78,7 +78,7 @@ const LIST_PAGES: usize = 10;
 /// What a new session asks for: one line, the amount due, in Stripe's units.
 #[derive(Debug, Clone)]
 pub struct NewSession<'a> {
-    pub org: uuid::Uuid,
+    pub org: model::OrgId,
     pub invoice: uuid::Uuid,
     /// In Stripe's minor units of `currency`.
     pub amount: i64,
@@ -408,7 +408,10 @@ mod tests {
 
     #[test]
     fn the_form_names_the_invoice_and_org_and_one_line() {
-        let (org, invoice) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+        let (org, invoice) = (
+            model::OrgId::from(uuid::Uuid::new_v4()),
+            uuid::Uuid::new_v4(),
+        );
         let new = NewSession {
             org,
             invoice,
