@@ -22,7 +22,10 @@ pub async fn run(
     let mut tx = pool.begin().await?;
     let invoice = invoicer_core::invoicing::invoices::create(
         &mut tx,
-        invoicer_core::invoicing::invoices::NewInvoice::new(uuid::Uuid::new_v4(), account.org_id),
+        invoicer_core::invoicing::invoices::NewInvoice::new(
+            model::InvoiceId::from(uuid::Uuid::new_v4()),
+            account.org_id,
+        ),
         &input,
     )
     .await?;
@@ -153,7 +156,7 @@ pub async fn throughput(
             let invoice = invoicer_core::invoicing::invoices::create(
                 &mut tx,
                 invoicer_core::invoicing::invoices::NewInvoice::new(
-                    uuid::Uuid::new_v4(),
+                    model::InvoiceId::from(uuid::Uuid::new_v4()),
                     account.org_id,
                 ),
                 &input,

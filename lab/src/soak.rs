@@ -112,7 +112,7 @@ pub async fn run(lab: &Lab, args: SoakArgs) -> anyhow::Result<()> {
                     let event = invoicer_core::payments::stripe::standin::checkout_event(
                         &format!("evt_soak_{id}"),
                         &format!("pi_soak_{id}"),
-                        invoices[(client * 7919 + i) % invoices.len()],
+                        model::InvoiceId::from(invoices[(client * 7919 + i) % invoices.len()]),
                         1,
                         "usd",
                     );

@@ -42,6 +42,12 @@ macro_rules! ids {
             }
         }
 
+        impl PartialEq<$name> for Uuid {
+            fn eq(&self, other: &$name) -> bool {
+                *self == other.0
+            }
+        }
+
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 self.0.fmt(f)

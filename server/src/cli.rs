@@ -198,10 +198,11 @@ async fn stripe(config: Checked, command: StripeCommand) -> anyhow::Result<()> {
                 | "checkout.session.async_payment_failed" => {
                     let invoice = invoice.with_context(|| format!("{event} needs --invoice ID"))?;
                     let pool = db::connect(&config.database).await?;
-                    let due = standin::amount_due(&pool, invoice).await?;
+                    let due = standin::amount_due(&pool, model::InvoiceId::from(invoice)).await?;
                     // The event pays through a session the app created (simulated: no Stripe call).
                     if due.is_some() {
-                        standin::open_simulated_session(&pool, invoice).await?;
+                        standin::open_simulated_session(&pool, model::InvoiceId::from(invoice))
+                            .await?;
                     }
                     let (amount, currency) = match (amount, due) {
                         (Some(amount), Some((_, currency))) => (amount, currency),
@@ -216,7 +217,7 @@ async fn stripe(config: Checked, command: StripeCommand) -> anyhow::Result<()> {
                     standin::Session {
                         kind: &event,
                         payment_intent: &payment_intent,
-                        invoice,
+                        invoice: model::InvoiceId::from(invoice),
                         amount,
                         currency: &currency,
                         payment_status: &payment_status,

@@ -170,7 +170,16 @@ async fn pay(State(state): State<AppState>, PageToken(token, ceiling): PageToken
     let see_other = |to: &str| {
         private((StatusCode::SEE_OTHER, [(header::LOCATION, to.to_owned())]).into_response())
     };
-    match checkout::session_waiting(&state.pool, &state.stripe, &urls, org, invoice, waited).await {
+    match checkout::session_waiting(
+        &state.pool,
+        &state.stripe,
+        &urls,
+        org,
+        model::InvoiceId::from(invoice),
+        waited,
+    )
+    .await
+    {
         Ok(Checkout::Session(session)) => see_other(&session.url),
         Ok(Checkout::NothingDue { .. } | Checkout::NotEnabled) => see_other(&format!("/i/{token}")),
         Ok(Checkout::NotFound) => not_found(),

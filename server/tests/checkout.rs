@@ -254,9 +254,12 @@ async fn events_of_sessions_the_app_did_not_create_change_nothing(pool: PgPool) 
     let (status, _) = app.deliver(&session("cs_test_foreign", id)).await;
     assert_eq!(status, 200);
     // A session the app created for another invoice, naming this one.
-    let theirs = invoicer_core::payments::stripe::standin::open_simulated_session(&app.pool, other)
-        .await
-        .unwrap();
+    let theirs = invoicer_core::payments::stripe::standin::open_simulated_session(
+        &app.pool,
+        model::InvoiceId::from(other),
+    )
+    .await
+    .unwrap();
     app.deliver(&session(&theirs, id)).await;
     assert_eq!(app.invoice_state(id).await, ("open".into(), 0));
     assert_eq!(app.count("select count(*) from payments").await, 0);

@@ -26,15 +26,7 @@ async fn open_invoice(app: &TestApp, total: i64) -> (model::OrgId, Uuid, String)
         &one_line_input("eur", "2027-01-31", total, false),
     )
     .await;
-    let key = invoicer_core::accounts::api_keys::create_for_user(
-        &app.pool,
-        account.org_id,
-        account.user_id,
-        "t",
-    )
-    .await
-    .unwrap()
-    .plaintext;
+    let key = crate::common::rows::owners_key(&app.pool, &account).await;
     (account.org_id, invoice, key)
 }
 
@@ -260,7 +252,7 @@ async fn at_once(
                 let name = format!("test:{i}");
                 let credit = invoicer_core::invoicing::credit_notes::Credit {
                     org,
-                    invoice,
+                    invoice: model::InvoiceId::from(invoice),
                     id: Uuid::now_v7(),
                     source_key: &name,
                     by: None,
@@ -387,7 +379,7 @@ async fn a_double_submitted_credit_form_issues_one_credit_note(pool: PgPool) {
     // Listed on the invoice's customer too.
     let customer = invoicer_core::customers::create(
         &mut app.pool.acquire().await.unwrap(),
-        Uuid::now_v7(),
+        model::CustomerId::from(Uuid::now_v7()),
         account.org_id,
         None,
         &model::CustomerInput {

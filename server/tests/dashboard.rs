@@ -11,19 +11,7 @@ use crate::common::served::TestApp;
 use crate::common::{self, pages};
 
 async fn send(app: &TestApp, method: &str, path: &str, key: &str, body: Value) -> Value {
-    let res = app
-        .http
-        .request(method.parse().unwrap(), format!("{}{path}", app.base))
-        .bearer_auth(key)
-        .header("idempotency-key", Uuid::new_v4().to_string())
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = res.status().as_u16();
-    let body: Value = res.json().await.unwrap();
-    assert!(status < 300, "{method} {path}: {status} {body}");
-    body
+    app.call_ok(method, path, key, &body).await
 }
 
 /// The figures from the rows: (outstanding, overdue, aging) per currency.
@@ -66,21 +54,9 @@ async fn owed_from_rows(
 #[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_dashboard_adds_up_as_the_rows_do(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account = invoicer_core::accounts::create_org_with_owner(
-        &app.pool,
-        "Dash Co",
-        &email,
-        "correct horse",
-    )
-    .await
-    .unwrap();
+    let (email, account) = crate::common::rows::new_owner(&app.pool, "Dash Co").await;
     let org = account.org_id;
-    let key =
-        invoicer_core::accounts::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
-            .await
-            .unwrap()
-            .plaintext;
+    let key = crate::common::rows::owners_key(&app.pool, &account).await;
     let today: NaiveDate = crate::common::rows::scalar(
         &app.pool,
         "select (now() at time zone time_zone)::date from orgs",

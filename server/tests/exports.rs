@@ -36,19 +36,7 @@ async fn export(app: &TestApp, key: &str, path: &str) -> (u16, reqwest::header::
 }
 
 async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> Value {
-    let res = app
-        .http
-        .post(format!("{}{path}", app.base))
-        .bearer_auth(key)
-        .header("idempotency-key", Uuid::new_v4().to_string())
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = res.status().as_u16();
-    let body: Value = res.json().await.unwrap();
-    assert!(status < 300, "{path}: {status} {body}");
-    body
+    app.call_ok("POST", path, key, &body).await
 }
 
 /// Document numbers are owner text (the number format): one that reads as a formula reaches every
@@ -110,21 +98,9 @@ async fn a_number_format_that_reads_as_a_formula_stays_text(pool: sqlx::PgPool) 
 #[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn every_export_streams_what_the_database_holds_filtered_like_its_list(pool: sqlx::PgPool) {
     let app = TestApp::spawn(pool).await;
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account = invoicer_core::accounts::create_org_with_owner(
-        &app.pool,
-        "Export Co",
-        &email,
-        "correct horse",
-    )
-    .await
-    .unwrap();
+    let (email, account) = crate::common::rows::new_owner(&app.pool, "Export Co").await;
     let org = account.org_id;
-    let key =
-        invoicer_core::accounts::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
-            .await
-            .unwrap()
-            .plaintext;
+    let key = crate::common::rows::owners_key(&app.pool, &account).await;
     // 2,500 invoices (three pages), their lines, customers and payments; another org beside it.
     lab::datagen::org(&app.pool, org, 2_500).await.unwrap();
     lab::datagen::other_orgs(&app.pool, 1, 50).await.unwrap();

@@ -188,11 +188,17 @@ async fn filters_by_status_payment_overdue_and_search(pool: PgPool) {
     post("Ada Open", "2199-01-01", false).await;
     post("100% Percent", "2199-01-01", false).await;
     let id: Uuid = paid["id"].as_str().unwrap().parse().unwrap();
-    invoicer_core::payments::stripe::standin::open_simulated_session(&app.pool, id)
-        .await
-        .unwrap();
-    let (_, payload) =
-        invoicer_core::payments::stripe::standin::checkout_completed(id, 1000, "usd");
+    invoicer_core::payments::stripe::standin::open_simulated_session(
+        &app.pool,
+        model::InvoiceId::from(id),
+    )
+    .await
+    .unwrap();
+    let (_, payload) = invoicer_core::payments::stripe::standin::checkout_completed(
+        model::InvoiceId::from(id),
+        1000,
+        "usd",
+    );
     assert_eq!(app.deliver(&payload).await.0, 200);
 
     assert_eq!(list(&app, &token, "status=draft").await.0, ["Ada Draft"]);
@@ -576,9 +582,14 @@ async fn the_invoice_lookups_generic_plan_reads_the_invoices_not_the_org(pool: P
     .await;
 
     let mut conn = app.pool.acquire().await.unwrap();
-    let found = invoicer_core::invoicing::invoices::get(&mut conn, org, id, "http://x")
-        .await
-        .unwrap();
+    let found = invoicer_core::invoicing::invoices::get(
+        &mut conn,
+        org,
+        model::InvoiceId::from(id),
+        "http://x",
+    )
+    .await
+    .unwrap();
     assert_eq!(found.map(|i| i.id), Some(id));
     let statement: String = sqlx::query_scalar(
         "select statement from pg_prepared_statements \

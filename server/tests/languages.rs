@@ -15,13 +15,7 @@ fn text(res: &ApiResponse) -> String {
 }
 
 async fn send(app: &TestApp, method: &str, path: &str, key: &str, body: Value) -> ApiResponse {
-    let req = app
-        .http
-        .request(method.parse().unwrap(), format!("{}{path}", app.base))
-        .bearer_auth(key)
-        .header("idempotency-key", Uuid::new_v4().to_string())
-        .json(&body);
-    ApiResponse::read(req.send().await.unwrap()).await
+    app.call(method, path, key, &body).await
 }
 
 /// An invoice of 1 234,56 € (two lines: 1.5 × 823.04) to `customer` (a saved one, or typed).

@@ -37,7 +37,9 @@ async fn draft(app: &TestApp, token: &str) -> Uuid {
 
 async fn apply(pool: &PgPool, org: model::OrgId, id: Uuid, action: Action) -> Moved {
     let mut tx = pool.begin().await.unwrap();
-    let moved = lifecycle::apply(&mut tx, org, id, action).await.unwrap();
+    let moved = lifecycle::apply(&mut tx, org, model::InvoiceId::from(id), action)
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
     moved
 }
@@ -111,9 +113,10 @@ async fn fifty_concurrent_finalizations_in_one_org_number_without_gaps(pool: PgP
             tokio::spawn(async move {
                 let mut tx = wide.begin().await.unwrap();
                 barrier.wait().await;
-                let moved = lifecycle::apply(&mut tx, org, id, Action::Finalize)
-                    .await
-                    .unwrap();
+                let moved =
+                    lifecycle::apply(&mut tx, org, model::InvoiceId::from(id), Action::Finalize)
+                        .await
+                        .unwrap();
                 tx.commit().await.unwrap();
                 moved
             })
@@ -183,7 +186,8 @@ async fn void_and_payment_race_and_the_invoice_ends_consistent(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     for _ in 0..10 {
         let (org, invoice) = app.invoice(5_000, "usd").await;
-        let (_, payload) = standin::checkout_completed(invoice, 5_000, "usd");
+        let (_, payload) =
+            standin::checkout_completed(model::InvoiceId::from(invoice), 5_000, "usd");
         let (voided, delivered) = tokio::join!(
             {
                 let pool = pool.clone();
@@ -255,7 +259,7 @@ async fn each_move_starts_only_where_it_may(pool: PgPool) {
         apply(&pool, org2, inv, Action::MarkUncollectible).await,
         Moved::Now
     );
-    let (_, payload) = standin::checkout_completed(inv, 2_000, "usd");
+    let (_, payload) = standin::checkout_completed(model::InvoiceId::from(inv), 2_000, "usd");
     assert_eq!(app.deliver(&payload).await.0, 200);
     assert_eq!(status(&pool, inv).await.0, "paid");
     // A paid invoice cannot be voided.
@@ -323,9 +327,15 @@ async fn duplicate_makes_a_new_draft_with_the_same_lines(pool: PgPool) {
     let id: Uuid = original["id"].as_str().unwrap().parse().unwrap();
     let copy = Uuid::now_v7();
     let mut tx = pool.begin().await.unwrap();
-    let due = lifecycle::duplicate(&mut tx, org, id, copy, "duplicate:test")
-        .await
-        .unwrap();
+    let due = lifecycle::duplicate(
+        &mut tx,
+        org,
+        model::InvoiceId::from(id),
+        copy,
+        "duplicate:test",
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     assert!(due.is_some());
     let got = app
@@ -339,9 +349,15 @@ async fn duplicate_makes_a_new_draft_with_the_same_lines(pool: PgPool) {
     // Another org's invoice cannot be duplicated.
     let (other_org, _) = app.api_client().await;
     let mut tx = pool.begin().await.unwrap();
-    let none = lifecycle::duplicate(&mut tx, other_org, id, Uuid::now_v7(), "duplicate:x")
-        .await
-        .unwrap();
+    let none = lifecycle::duplicate(
+        &mut tx,
+        other_org,
+        model::InvoiceId::from(id),
+        Uuid::now_v7(),
+        "duplicate:x",
+    )
+    .await
+    .unwrap();
     assert_eq!(none, None);
 }
 
@@ -443,8 +459,10 @@ async fn api_void_of_a_paid_invoice_is_a_stored_409(pool: PgPool) {
         .json();
     let id: Uuid = open["id"].as_str().unwrap().parse().unwrap();
     let total = open["total_cents"].as_i64().unwrap();
-    standin::open_simulated_session(&pool, id).await.unwrap();
-    let (_, payload) = standin::checkout_completed(id, total, "eur");
+    standin::open_simulated_session(&pool, model::InvoiceId::from(id))
+        .await
+        .unwrap();
+    let (_, payload) = standin::checkout_completed(model::InvoiceId::from(id), total, "eur");
     assert_eq!(app.deliver(&payload).await.0, 200);
     let path = format!("/api/v1/invoices/{id}/void");
     let refused = app.post_to(&path, Some(&token), Some("v"), "").await;
@@ -496,9 +514,10 @@ async fn two_edits_from_the_same_version_save_exactly_one(pool: PgPool) {
             let pool = pool.clone();
             tokio::spawn(async move {
                 let mut tx = pool.begin().await.unwrap();
-                let edited = lifecycle::edit_draft(&mut tx, org, id, 1, &input)
-                    .await
-                    .unwrap();
+                let edited =
+                    lifecycle::edit_draft(&mut tx, org, model::InvoiceId::from(id), 1, &input)
+                        .await
+                        .unwrap();
                 tx.commit().await.unwrap();
                 edited
             })

@@ -96,7 +96,7 @@ async fn a_permanent_rejection_is_dead_at_once_and_tenants_see_only_its_class(po
         "one try, then dead"
     );
     assert_eq!(error.as_deref(), Some("rejected by the mail server"));
-    let shown = invoicer_core::outbox::for_invoice(&pool, org, invoice)
+    let shown = invoicer_core::outbox::for_invoice(&pool, org, model::InvoiceId::from(invoice))
         .await
         .unwrap();
     // What the page shows of each row (not its id: a UUID may well contain "550").

@@ -111,29 +111,13 @@ async fn one_address_receives_at_most_its_hourly_bound_from_all_orgs(pool: PgPoo
 #[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn an_unverified_sender_sends_nothing_in_the_orgs_name(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account = invoicer_core::accounts::create_org_with_owner(
-        &app.pool,
-        "Fresh Co",
-        &email,
-        "correct horse",
-    )
-    .await
-    .unwrap();
+    let (email, account) = crate::common::rows::new_owner(&app.pool, "Fresh Co").await;
     sqlx::query("update users set email_verified_at = null where id = $1")
         .bind(account.user_id)
         .execute(&app.pool)
         .await
         .unwrap();
-    let key = invoicer_core::accounts::api_keys::create_for_user(
-        &app.pool,
-        account.org_id,
-        account.user_id,
-        "k",
-    )
-    .await
-    .unwrap()
-    .plaintext;
+    let key = crate::common::rows::owners_key(&app.pool, &account).await;
     let quote = draft(&app, &key, "someone@outside.example").await;
     let res = send(&app, &key, &quote, "unverified").await;
     assert_eq!(res.status, 403, "{}", String::from_utf8_lossy(&res.body));
@@ -166,15 +150,7 @@ async fn an_unverified_sender_sends_nothing_in_the_orgs_name(pool: PgPool) {
 #[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn invitation_resends_count_against_the_allowance(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| s.limits.emails_per_org_hour = 2).await;
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account = invoicer_core::accounts::create_org_with_owner(
-        &app.pool,
-        "Inv Co",
-        &email,
-        "correct horse",
-    )
-    .await
-    .unwrap();
+    let (email, account) = crate::common::rows::new_owner(&app.pool, "Inv Co").await;
     let http = client();
     login(&http, &app.base, &email, "correct horse").await;
     let form_key = || model::form_key(account.org_id).to_string();

@@ -22,15 +22,7 @@ async fn open_invoice(app: &TestApp, total: i64) -> (model::OrgId, String, Uuid,
             .unwrap();
     let input = one_line_input("eur", "2027-01-31", total, false);
     let invoice = insert_invoice(&app.pool, account.org_id, &input).await;
-    let key = invoicer_core::accounts::api_keys::create_for_user(
-        &app.pool,
-        account.org_id,
-        account.user_id,
-        "t",
-    )
-    .await
-    .unwrap()
-    .plaintext;
+    let key = crate::common::rows::owners_key(&app.pool, &account).await;
     (account.org_id, email, invoice, key)
 }
 
@@ -365,9 +357,15 @@ async fn members_record_but_only_owners_delete_and_a_refunded_payment_stays(pool
     .unwrap();
     let mut tx = app.pool.begin().await.unwrap();
     let actor = invoicer_core::accounts::audit::Actor::operator();
-    let err = invoicer_core::payments::manual::delete(&mut tx, org, invoice, payment, &actor)
-        .await
-        .unwrap_err();
+    let err = invoicer_core::payments::manual::delete(
+        &mut tx,
+        org,
+        model::InvoiceId::from(invoice),
+        payment,
+        &actor,
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(err, invoicer_core::payments::manual::PaymentError::Refunded),
         "{err}"

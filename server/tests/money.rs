@@ -21,7 +21,7 @@ impl Pay<'_> {
         let payload = standin::Session {
             kind,
             payment_intent: &self.pi,
-            invoice: self.invoice,
+            invoice: model::InvoiceId::from(self.invoice),
             amount: self.amount,
             currency: self.currency,
             payment_status,
@@ -301,7 +301,7 @@ async fn amounts_travel_in_stripes_units(pool: PgPool) {
     let payload = standin::Session {
         kind: "checkout.session.completed",
         payment_intent: &p.pi,
-        invoice: isk,
+        invoice: model::InvoiceId::from(isk),
         amount: 500,
         currency: "isk",
         payment_status: "paid",
@@ -342,9 +342,12 @@ async fn the_invoice_page_and_api_show_the_payment_state(pool: PgPool) {
     assert_eq!(created.json()["payment_state"], "unpaid");
     let invoice: Uuid = created.json()["id"].as_str().unwrap().parse().unwrap();
     let total = created.json()["total_cents"].as_i64().unwrap();
-    invoicer_core::payments::stripe::standin::open_simulated_session(&app.pool, invoice)
-        .await
-        .unwrap();
+    invoicer_core::payments::stripe::standin::open_simulated_session(
+        &app.pool,
+        model::InvoiceId::from(invoice),
+    )
+    .await
+    .unwrap();
     let outcome = pay(&app, invoice, total, "eur")
         .await
         .completed("unpaid", false)
@@ -354,8 +357,9 @@ async fn the_invoice_page_and_api_show_the_payment_state(pool: PgPool) {
         .get(&token, &format!("/api/v1/invoices/{invoice}"))
         .await;
     assert_eq!(got.json()["payment_state"], "processing");
-    let (payments, _) = invoicer_core::payments::for_invoice(&app.pool, org, invoice)
-        .await
-        .unwrap();
+    let (payments, _) =
+        invoicer_core::payments::for_invoice(&app.pool, org, model::InvoiceId::from(invoice))
+            .await
+            .unwrap();
     assert_eq!(payments[0].status.as_str(), "pending");
 }

@@ -282,7 +282,7 @@ fn payloads(case: &Case, invoice: Uuid, tag: &str) -> Vec<String> {
                 standin::Session {
                     kind,
                     payment_intent: &pi,
-                    invoice,
+                    invoice: model::InvoiceId::from(invoice),
                     amount: p.amount,
                     currency: "usd",
                     payment_status: status,
@@ -459,7 +459,7 @@ async fn corrections(
                     invoicer_core::payments::manual::delete(
                         &mut tx,
                         org,
-                        invoice,
+                        model::InvoiceId::from(invoice),
                         manual_ids[at].1,
                         &actor,
                     )

@@ -97,8 +97,11 @@ async fn attempts_are_logged_with_request_ids_and_counted_per_surface_and_outcom
     assert!(uuid::Uuid::try_parse(&generated).is_ok(), "{generated}");
 
     // Webhook: won, replay, and a refused signature.
-    let (_, payload) =
-        invoicer_core::payments::stripe::standin::checkout_completed(invoice, 1_000, "usd");
+    let (_, payload) = invoicer_core::payments::stripe::standin::checkout_completed(
+        model::InvoiceId::from(invoice),
+        1_000,
+        "usd",
+    );
     let secret = invoicer_core::state::DEV_WEBHOOK_SECRET;
     let url = format!("{base}/webhooks/stripe");
     for _ in 0..2 {

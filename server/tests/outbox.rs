@@ -121,8 +121,11 @@ async fn a_payment_webhook_sends_one_receipt_even_when_redelivered(pool: PgPool)
     let sink = SmtpSink::start(0, false).await;
     let app = TestApp::spawn(pool.clone()).await;
     let (_, invoice) = app.invoice(5_000, "eur").await;
-    let (_, payload) =
-        invoicer_core::payments::stripe::standin::checkout_completed(invoice, 5_000, "eur");
+    let (_, payload) = invoicer_core::payments::stripe::standin::checkout_completed(
+        model::InvoiceId::from(invoice),
+        5_000,
+        "eur",
+    );
     assert_eq!(app.deliver(&payload).await.0, 200);
     assert_eq!(app.deliver(&payload).await.0, 200);
     assert_eq!(
@@ -195,7 +198,9 @@ async fn an_always_failing_email_goes_dead_and_retry_revives_it(pool: PgPool) {
         Some("temporarily refused by the mail server"),
         "a plain class is kept for the UI, not the server's words"
     );
-    let rows = outbox::for_invoice(&pool, org, invoice).await.unwrap();
+    let rows = outbox::for_invoice(&pool, org, model::InvoiceId::from(invoice))
+        .await
+        .unwrap();
     assert_eq!(rows[0].status.as_str(), "dead");
 
     let id: Uuid = scalar(&pool, "select id from outbox").await;
@@ -218,7 +223,9 @@ async fn an_always_failing_email_goes_dead_and_retry_revives_it(pool: PgPool) {
         1
     );
     assert_eq!(
-        outbox::for_invoice(&pool, org, invoice).await.unwrap()[0]
+        outbox::for_invoice(&pool, org, model::InvoiceId::from(invoice))
+            .await
+            .unwrap()[0]
             .status
             .as_str(),
         "sent"
@@ -231,7 +238,9 @@ async fn an_always_failing_email_goes_dead_and_retry_revives_it(pool: PgPool) {
 async fn an_email_in_flight_is_sending_and_retrying_only_after_a_failure(pool: PgPool) {
     let (org, invoice) = one_email(&pool).await;
     let status = |pool: PgPool| async move {
-        outbox::for_invoice(&pool, org, invoice).await.unwrap()[0]
+        outbox::for_invoice(&pool, org, model::InvoiceId::from(invoice))
+            .await
+            .unwrap()[0]
             .status
             .as_str()
     };

@@ -343,13 +343,13 @@ async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
             .unwrap();
     let cursor = format!("{}.{}", at.timestamp_micros(), id.simple());
     let prefix = &number[..number.len() - 1];
-    standin::open_simulated_session(&pool, invoice)
+    standin::open_simulated_session(&pool, model::InvoiceId::from(invoice))
         .await
         .unwrap();
     let dup = standin::checkout_event(
         &standin::event_id(),
         &standin::payment_intent_id(),
-        invoice,
+        model::InvoiceId::from(invoice),
         1,
         "usd",
     );
@@ -454,7 +454,7 @@ async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
                     let event = standin::checkout_event(
                         &standin::event_id(),
                         &standin::payment_intent_id(),
-                        invoice,
+                        model::InvoiceId::from(invoice),
                         1,
                         "usd",
                     );

@@ -98,11 +98,7 @@ async fn a_big_orgs_pages_are_planned_once_per_connection(pool: PgPool) {
         org,
     )
     .await;
-    let key =
-        invoicer_core::accounts::api_keys::create_for_user(&pool, org, account.user_id, "plans")
-            .await
-            .unwrap()
-            .plaintext;
+    let key = crate::common::rows::owners_key(&pool, &account).await;
     let http = client();
     login(&http, &app.base, &email, "correct horse").await;
     let cursor = app.get(&key, "/api/v1/invoices?limit=50").await.json()["next_cursor"]

@@ -439,8 +439,11 @@ async fn the_owner_replaces_the_customer_link_once_per_click_even_when_paid(pool
     let app = TestApp::spawn(pool).await;
     let email = format!("owner-{}@example.com", Uuid::new_v4().simple());
     let (_, invoice) = crate::common::seed_invoice(&app.pool, &email, 1_000, "usd").await;
-    let (_, paid) =
-        invoicer_core::payments::stripe::standin::checkout_completed(invoice, 1_000, "usd");
+    let (_, paid) = invoicer_core::payments::stripe::standin::checkout_completed(
+        model::InvoiceId::from(invoice),
+        1_000,
+        "usd",
+    );
     assert_eq!(app.deliver(&paid).await.0, 200);
     let token = || async {
         sqlx::query_scalar::<_, String>("select public_token from invoices where id = $1")

@@ -447,21 +447,9 @@ async fn a_crash_between_claim_and_commit_of_an_accept_loses_nothing() {
 #[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_draft_is_edited_once_per_form_and_an_open_quote_not_at_all(pool: sqlx::PgPool) {
     let app = TestApp::spawn(pool).await;
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account = invoicer_core::accounts::create_org_with_owner(
-        &app.pool,
-        "Quoting Co",
-        &email,
-        "correct horse",
-    )
-    .await
-    .unwrap();
+    let (email, account) = crate::common::rows::new_owner(&app.pool, "Quoting Co").await;
     let org = account.org_id;
-    let key =
-        invoicer_core::accounts::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
-            .await
-            .unwrap()
-            .plaintext;
+    let key = crate::common::rows::owners_key(&app.pool, &account).await;
     let today = org_today(&app, org).await;
     let draft = create(&app, &key, "d", &body(today, None, json!({"draft": true})))
         .await

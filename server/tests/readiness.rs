@@ -188,7 +188,7 @@ async fn a_database_that_takes_no_writes_is_503_with_retry_after_and_the_same_at
     let payload = invoicer_core::payments::stripe::standin::checkout_event(
         "evt_ro_1",
         "pi_ro_1",
-        uuid::Uuid::new_v4(),
+        model::InvoiceId::from(uuid::Uuid::new_v4()),
         100,
         "usd",
     );

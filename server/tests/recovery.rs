@@ -43,18 +43,11 @@ async fn org_of_two_owners(pool: &PgPool) -> (model::OrgId, Uuid, String, String
 }
 
 async fn api(app: &TestApp, method: &str, path: &str, key: &str, body: Value) -> (u16, Value) {
-    let mut req = app
-        .http
-        .request(method.parse().unwrap(), format!("{}{path}", app.base))
-        .bearer_auth(key)
-        .header("idempotency-key", Uuid::new_v4().to_string());
-    if !body.is_null() {
-        req = req.json(&body);
-    }
-    let res = req.send().await.unwrap();
-    let status = res.status().as_u16();
-    let text = res.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    let res = app.call(method, path, key, &body).await;
+    (
+        res.status,
+        serde_json::from_slice(&res.body).unwrap_or(Value::Null),
+    )
 }
 
 /// What the thief leaves while holding the account: a key, an endpoint registered with it (and

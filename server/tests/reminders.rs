@@ -17,11 +17,7 @@ struct Org {
 }
 
 async fn org_with_steps(pool: &PgPool, steps: &[(i32, &str)]) -> Org {
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account =
-        invoicer_core::accounts::create_org_with_owner(pool, "Acme", &email, "correct horse")
-            .await
-            .unwrap();
+    let (_, account) = crate::common::rows::new_owner(pool, "Acme").await;
     let steps: Vec<_> = steps
         .iter()
         .map(|(o, m)| invoicer_core::jobs::reminders::Step {
@@ -198,7 +194,7 @@ async fn paid_void_and_opted_out_invoices_get_none(pool: PgPool) {
     invoicer_core::payments::manual::record(
         &mut tx,
         org.id,
-        paid,
+        model::InvoiceId::from(paid),
         Uuid::now_v7(),
         "test:paid",
         &input,
@@ -209,18 +205,21 @@ async fn paid_void_and_opted_out_invoices_get_none(pool: PgPool) {
     tx.commit().await.unwrap();
     let off = invoice_due(&pool, org.id, "2027-03-10").await;
     let mut tx = pool.begin().await.unwrap();
-    assert!(
-        invoicer_core::jobs::reminders::set_invoice_off(&mut tx, org.id, off, true)
-            .await
-            .unwrap()
-    );
+    assert!(invoicer_core::jobs::reminders::set_invoice_off(
+        &mut tx,
+        org.id,
+        model::InvoiceId::from(off),
+        true
+    )
+    .await
+    .unwrap());
     tx.commit().await.unwrap();
     let voided = invoice_due(&pool, org.id, "2027-03-10").await;
     let mut tx = pool.begin().await.unwrap();
     invoicer_core::invoicing::lifecycle::apply(
         &mut tx,
         org.id,
-        voided,
+        model::InvoiceId::from(voided),
         invoicer_core::invoicing::lifecycle::Action::Void,
     )
     .await
@@ -241,9 +240,14 @@ async fn paid_void_and_opted_out_invoices_get_none(pool: PgPool) {
     }
     // Back on: one reminder.
     let mut tx = pool.begin().await.unwrap();
-    invoicer_core::jobs::reminders::set_invoice_off(&mut tx, org.id, off, false)
-        .await
-        .unwrap();
+    invoicer_core::jobs::reminders::set_invoice_off(
+        &mut tx,
+        org.id,
+        model::InvoiceId::from(off),
+        false,
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     assert_eq!(
         run(&pool, at(&pool, org.id, "2027-03-20", 10).await).await,
@@ -299,7 +303,7 @@ async fn a_payment_racing_the_reminder_run_never_gets_a_reminder_after_it(pool: 
             invoicer_core::payments::manual::record(
                 &mut tx,
                 org.id,
-                invoice,
+                model::InvoiceId::from(invoice),
                 Uuid::now_v7(),
                 &format!("test:{trial}"),
                 &input,
@@ -404,11 +408,7 @@ async fn the_pages_toggles_turn_reminders_off(pool: PgPool) {
     use crate::common::served::TestApp;
     use crate::common::{client, login, pages};
     let app = TestApp::spawn(pool).await;
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account =
-        invoicer_core::accounts::create_org_with_owner(&app.pool, "Acme", &email, "correct horse")
-            .await
-            .unwrap();
+    let (email, account) = crate::common::rows::new_owner(&app.pool, "Acme").await;
     let org = account.org_id;
     let mut tx = app.pool.begin().await.unwrap();
     let step = invoicer_core::jobs::reminders::Step {

@@ -11,39 +11,15 @@ use crate::common::served::TestApp;
 use crate::common::{self, rows};
 
 async fn send(app: &TestApp, path: &str, key: &str, body: Value) -> Value {
-    let res = app
-        .http
-        .post(format!("{}{path}", app.base))
-        .bearer_auth(key)
-        .header("idempotency-key", Uuid::new_v4().to_string())
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = res.status().as_u16();
-    let body: Value = res.json().await.unwrap();
-    assert!(status < 300, "{path}: {status} {body}");
-    body
+    app.call_ok("POST", path, key, &body).await
 }
 
 #[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_aging_report_adds_up_and_its_csv_says_the_same(pool: sqlx::PgPool) {
     let app = TestApp::spawn(pool).await;
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account = invoicer_core::accounts::create_org_with_owner(
-        &app.pool,
-        "Aging Co",
-        &email,
-        "correct horse",
-    )
-    .await
-    .unwrap();
+    let (email, account) = crate::common::rows::new_owner(&app.pool, "Aging Co").await;
     let org = account.org_id;
-    let key =
-        invoicer_core::accounts::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
-            .await
-            .unwrap()
-            .plaintext;
+    let key = crate::common::rows::owners_key(&app.pool, &account).await;
     let today: NaiveDate = rows::scalar(
         &app.pool,
         "select (now() at time zone time_zone)::date from orgs",
@@ -209,21 +185,9 @@ async fn the_tax_summary_adds_up_per_rate_and_splits_credit_notes_back_into_net_
     pool: sqlx::PgPool,
 ) {
     let app = TestApp::spawn(pool).await;
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account = invoicer_core::accounts::create_org_with_owner(
-        &app.pool,
-        "Tax Co",
-        &email,
-        "correct horse",
-    )
-    .await
-    .unwrap();
+    let (email, account) = crate::common::rows::new_owner(&app.pool, "Tax Co").await;
     let org = account.org_id;
-    let key =
-        invoicer_core::accounts::api_keys::create_for_user(&app.pool, org, account.user_id, "t")
-            .await
-            .unwrap()
-            .plaintext;
+    let key = crate::common::rows::owners_key(&app.pool, &account).await;
     let today: NaiveDate = rows::scalar(
         &app.pool,
         "select (now() at time zone time_zone)::date from orgs",

@@ -480,11 +480,7 @@ async fn local_midnight_decides_across_dst_and_zone_changes(pool: PgPool) {
 async fn a_worker_killed_between_claim_and_commit_loses_nothing() {
     let db = TestDb::new("schedule_crash").await;
     let pool = db.migrated_pool().await;
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account =
-        invoicer_core::accounts::create_org_with_owner(&pool, "Acme", &email, "correct horse")
-            .await
-            .unwrap();
+    let (_, account) = crate::common::rows::new_owner(&pool, "Acme").await;
     let today = org_today(&pool, account.org_id).await;
     let input = model::ScheduleInput::from_json(&body(today, json!({}))).unwrap();
     let id = Uuid::now_v7();

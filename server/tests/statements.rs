@@ -61,20 +61,8 @@ async fn owed(pool: &PgPool, customer: Uuid, currency: &str) -> i64 {
 #[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn a_statement_runs_the_balance_to_what_the_invoices_still_ask_for(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account =
-        invoicer_core::accounts::create_org_with_owner(&app.pool, "Acme", &email, "correct horse")
-            .await
-            .unwrap();
-    let key = invoicer_core::accounts::api_keys::create_for_user(
-        &app.pool,
-        account.org_id,
-        account.user_id,
-        "t",
-    )
-    .await
-    .unwrap()
-    .plaintext;
+    let (email, account) = crate::common::rows::new_owner(&app.pool, "Acme").await;
+    let key = crate::common::rows::owners_key(&app.pool, &account).await;
     let ada = post(
         &app,
         &key,
@@ -142,11 +130,15 @@ async fn a_statement_runs_the_balance_to_what_the_invoices_still_ask_for(pool: P
         from: today - chrono::Days::new(30),
         to: today,
     };
-    let (statement, token) =
-        invoicer_core::customers::statements::statement(&mut conn, account.org_id, ada_id, whole)
-            .await
-            .unwrap()
-            .unwrap();
+    let (statement, token) = invoicer_core::customers::statements::statement(
+        &mut conn,
+        account.org_id,
+        model::CustomerId::from(ada_id),
+        whole,
+    )
+    .await
+    .unwrap()
+    .unwrap();
     let token = token.expect("a customer has a statement link");
     let sections: Vec<_> = statement
         .sections
@@ -185,7 +177,7 @@ async fn a_statement_runs_the_balance_to_what_the_invoices_still_ask_for(pool: P
     let (short, _) = invoicer_core::customers::statements::statement(
         &mut conn,
         account.org_id,
-        ada_id,
+        model::CustomerId::from(ada_id),
         today_only,
     )
     .await
@@ -281,20 +273,8 @@ async fn a_statement_runs_the_balance_to_what_the_invoices_still_ask_for(pool: P
 /// An org's owner (logged in on the returned client), with one customer "Ada Lovelace" who has an
 /// invoice: (org, customer, logged-in client).
 async fn owner_with_customer(app: &TestApp) -> (model::OrgId, Uuid, reqwest::Client) {
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let account =
-        invoicer_core::accounts::create_org_with_owner(&app.pool, "Acme", &email, "correct horse")
-            .await
-            .unwrap();
-    let key = invoicer_core::accounts::api_keys::create_for_user(
-        &app.pool,
-        account.org_id,
-        account.user_id,
-        "t",
-    )
-    .await
-    .unwrap()
-    .plaintext;
+    let (email, account) = crate::common::rows::new_owner(&app.pool, "Acme").await;
+    let key = crate::common::rows::owners_key(&app.pool, &account).await;
     let ada = post(
         app,
         &key,

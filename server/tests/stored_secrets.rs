@@ -142,24 +142,8 @@ async fn every_answer_with_a_secret_is_stored_and_replayed_redacted(pool: sqlx::
 #[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
 async fn the_activity_page_shows_no_secret(pool: sqlx::PgPool) {
     let app = TestApp::spawn(pool).await;
-    let email = format!("{}@example.com", uuid::Uuid::new_v4().simple());
-    let account = invoicer_core::accounts::create_org_with_owner(
-        &app.pool,
-        "Act Co",
-        &email,
-        "correct horse",
-    )
-    .await
-    .unwrap();
-    let key = invoicer_core::accounts::api_keys::create_for_user(
-        &app.pool,
-        account.org_id,
-        account.user_id,
-        "t",
-    )
-    .await
-    .unwrap()
-    .plaintext;
+    let (email, account) = crate::common::rows::new_owner(&app.pool, "Act Co").await;
+    let key = crate::common::rows::owners_key(&app.pool, &account).await;
     let res = app
         .http
         .post(format!("{}/api/v1/webhook_endpoints", app.base))

@@ -14,7 +14,7 @@ const CLAIMS: &str = "select count(*) from claims";
 async fn the_same_delivery_twice_records_one_payment(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (org, invoice) = app.invoice(5_000, "usd").await;
-    let (_, payload) = standin::checkout_completed(invoice, 5_000, "usd");
+    let (_, payload) = standin::checkout_completed(model::InvoiceId::from(invoice), 5_000, "usd");
     assert_eq!(app.deliver(&payload).await, (200, "ok".into()));
     assert_eq!(
         app.deliver(&payload).await,
@@ -43,7 +43,7 @@ async fn the_same_delivery_twice_records_one_payment(pool: PgPool) {
 async fn fifty_concurrent_deliveries_record_one_payment(pool: PgPool) {
     let app = std::sync::Arc::new(TestApp::spawn(pool).await);
     let (_, invoice) = app.invoice(5_000, "usd").await;
-    let (_, payload) = standin::checkout_completed(invoice, 5_000, "usd");
+    let (_, payload) = standin::checkout_completed(model::InvoiceId::from(invoice), 5_000, "usd");
     let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(50));
     let deliveries: Vec<_> = (0..50)
         .map(|_| {
@@ -68,7 +68,7 @@ async fn fifty_concurrent_deliveries_record_one_payment(pool: PgPool) {
 async fn two_event_ids_for_one_payment_record_one_payment(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice) = app.invoice(5_000, "usd").await;
-    let (_, first) = standin::checkout_completed(invoice, 5_000, "usd");
+    let (_, first) = standin::checkout_completed(model::InvoiceId::from(invoice), 5_000, "usd");
     let second = with_new_event_id(&first);
     assert_eq!(app.deliver(&first).await.0, 200);
     assert_eq!(app.deliver(&second).await.0, 200);
@@ -91,10 +91,10 @@ async fn two_event_ids_for_one_payment_record_one_payment(pool: PgPool) {
 async fn partial_payments_add_up_before_the_invoice_is_paid(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice) = app.invoice(5_000, "usd").await;
-    let (_, part) = standin::checkout_completed(invoice, 2_000, "usd");
+    let (_, part) = standin::checkout_completed(model::InvoiceId::from(invoice), 2_000, "usd");
     assert_eq!(app.deliver(&part).await.0, 200);
     assert_eq!(app.invoice_state(invoice).await, ("open".into(), 2_000));
-    let (_, rest) = standin::checkout_completed(invoice, 3_000, "usd");
+    let (_, rest) = standin::checkout_completed(model::InvoiceId::from(invoice), 3_000, "usd");
     assert_eq!(app.deliver(&rest).await.0, 200);
     assert_eq!(app.invoice_state(invoice).await, ("paid".into(), 5_000));
 }
@@ -103,7 +103,7 @@ async fn partial_payments_add_up_before_the_invoice_is_paid(pool: PgPool) {
 async fn a_secret_being_rotated_out_still_verifies(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice) = app.invoice(100, "usd").await;
-    let (_, payload) = standin::checkout_completed(invoice, 100, "usd");
+    let (_, payload) = standin::checkout_completed(model::InvoiceId::from(invoice), 100, "usd");
     assert_eq!(app.deliver_with(OLD_SECRET, &payload).await.0, 200);
     assert_eq!(app.count(PAYMENTS).await, 1);
 }
@@ -112,7 +112,7 @@ async fn a_secret_being_rotated_out_still_verifies(pool: PgPool) {
 async fn bad_signatures_are_400_and_write_nothing(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice) = app.invoice(5_000, "usd").await;
-    let (_, payload) = standin::checkout_completed(invoice, 5_000, "usd");
+    let (_, payload) = standin::checkout_completed(model::InvoiceId::from(invoice), 5_000, "usd");
     let body = payload.as_bytes().to_vec();
     let now = common::served::chrono_now();
     let good = invoicer_core::payments::stripe::signature::v1(SECRET, now, &body);
@@ -217,9 +217,10 @@ async fn an_oversized_body_is_413(pool: PgPool) {
 async fn unknown_invoices_and_wrong_currencies_are_anomalies_not_retries(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice) = app.invoice(5_000, "usd").await;
-    let (_, unknown) = standin::checkout_completed(uuid::Uuid::new_v4(), 5_000, "usd");
+    let (_, unknown) =
+        standin::checkout_completed(model::InvoiceId::from(uuid::Uuid::new_v4()), 5_000, "usd");
     assert_eq!(app.deliver(&unknown).await.0, 200, "retrying cannot fix it");
-    let (_, euros) = standin::checkout_completed(invoice, 5_000, "eur");
+    let (_, euros) = standin::checkout_completed(model::InvoiceId::from(invoice), 5_000, "eur");
     assert_eq!(app.deliver(&euros).await.0, 200);
     let rows: Vec<(String, Option<String>)> =
         sqlx::query_as("select outcome, detail from stripe_events order by received_at")
@@ -253,7 +254,7 @@ async fn other_event_types_are_recorded_and_answered_200(pool: PgPool) {
 async fn a_refund_moves_paid_to_refunded_and_a_late_payment_event_changes_nothing(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice) = app.invoice(5_000, "usd").await;
-    let (_, paid) = standin::checkout_completed(invoice, 5_000, "usd");
+    let (_, paid) = standin::checkout_completed(model::InvoiceId::from(invoice), 5_000, "usd");
     let refund = charge_refunded(&payment_intent(&paid));
     assert_eq!(app.deliver(&paid).await.0, 200);
     assert_eq!(app.deliver(&refund).await.0, 200);
@@ -268,7 +269,7 @@ async fn a_refund_moves_paid_to_refunded_and_a_late_payment_event_changes_nothin
 async fn a_refund_before_its_payment_is_kept_and_applied_when_the_payment_arrives(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice) = app.invoice(5_000, "usd").await;
-    let (_, paid) = standin::checkout_completed(invoice, 5_000, "usd");
+    let (_, paid) = standin::checkout_completed(model::InvoiceId::from(invoice), 5_000, "usd");
     let refund = charge_refunded(&payment_intent(&paid));
     assert_eq!(app.deliver(&refund).await.0, 200);
     let deferred: String = rows::scalar(&app.pool, "select outcome from stripe_events").await;
@@ -297,7 +298,7 @@ async fn a_payment_and_its_refund_arriving_together_never_lose_the_refund(pool: 
     let mut pairs = Vec::new();
     for _ in 0..15 {
         let (_, invoice) = app.invoice(5_000, "usd").await;
-        let (_, paid) = standin::checkout_completed(invoice, 5_000, "usd");
+        let (_, paid) = standin::checkout_completed(model::InvoiceId::from(invoice), 5_000, "usd");
         let refund = charge_refunded(&payment_intent(&paid));
         pairs.push((invoice, paid, refund));
     }
@@ -330,8 +331,8 @@ async fn a_payment_and_its_refund_arriving_together_never_lose_the_refund(pool: 
 async fn refunding_one_of_two_payments_reopens_the_invoice_for_what_is_due(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, invoice) = app.invoice(5_000, "usd").await;
-    let (_, first) = standin::checkout_completed(invoice, 2_000, "usd");
-    let (_, second) = standin::checkout_completed(invoice, 3_000, "usd");
+    let (_, first) = standin::checkout_completed(model::InvoiceId::from(invoice), 2_000, "usd");
+    let (_, second) = standin::checkout_completed(model::InvoiceId::from(invoice), 3_000, "usd");
     assert_eq!(app.deliver(&first).await.0, 200);
     assert_eq!(app.deliver(&second).await.0, 200);
     assert_eq!(app.invoice_state(invoice).await, ("paid".into(), 5_000));

@@ -37,8 +37,11 @@ async fn crash_then_retry(failpoint: &str, committed_before_crash: bool) {
     create_org(&db, "Warmup", "w@example.com").await; // applies migrations
     let pool = db.pool().await;
     let invoice = seed_invoice(&pool).await;
-    let (_, payload) =
-        invoicer_core::payments::stripe::standin::checkout_completed(invoice, 4_200, "usd");
+    let (_, payload) = invoicer_core::payments::stripe::standin::checkout_completed(
+        model::InvoiceId::from(invoice),
+        4_200,
+        "usd",
+    );
 
     let server = Server::start(&db, failpoint).await;
     let first = deliver(&server.base, &payload).await;

@@ -724,15 +724,7 @@ async fn metadata_and_link_local_addresses_are_refused_where_private_ones_are_al
     assert_eq!(app.count("select count(*) from webhook_endpoints").await, 0);
 
     // The settings page's form answers the same.
-    let email = format!("{}@example.com", Uuid::new_v4().simple());
-    let owner = invoicer_core::accounts::create_org_with_owner(
-        &app.pool,
-        "Form Co",
-        &email,
-        "correct horse",
-    )
-    .await
-    .unwrap();
+    let (email, owner) = crate::common::rows::new_owner(&app.pool, "Form Co").await;
     let browser = crate::common::client();
     crate::common::login(&browser, &app.base, &email, "correct horse").await;
     let form = [

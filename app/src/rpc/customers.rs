@@ -32,7 +32,7 @@ pub async fn list_customers(q: Option<String>) -> Result<Vec<model::Customer>, A
 pub async fn get_customer(id: String) -> Result<model::CustomerPage, AppError> {
     let user = super::require(model::Action::Read).await?;
     let id = super::form::parse_id(&id)?;
-    invoicer_core::pages::customer(&state()?, &user, id)
+    invoicer_core::pages::customer(&state()?, &user, id.into())
         .await
         .map_err(AppError::respond)
 }
@@ -65,7 +65,7 @@ pub async fn customer_action(
             user.org_id,
             &super::actor(&user),
             key,
-            customer,
+            model::CustomerId::from(customer),
             action,
         )
         .await
@@ -102,9 +102,10 @@ pub async fn get_statement(
     let today = statements::org_today(&mut conn, user.org_id).await?;
     let period = Period::parse(from.as_deref(), to.as_deref(), today)
         .map_err(|e| AppError::BadRequest(e).respond())?;
-    let (statement, token) = statements::statement(&mut conn, user.org_id, id, period)
-        .await?
-        .ok_or_else(|| AppError::NotFound.respond())?;
+    let (statement, token) =
+        statements::statement(&mut conn, user.org_id, model::CustomerId::from(id), period)
+            .await?
+            .ok_or_else(|| AppError::NotFound.respond())?;
     Ok(model::statement::StatementPage {
         customer_id: id,
         statement,
@@ -140,7 +141,17 @@ pub async fn save_customer(
         let pool = &state.pool;
         match existing {
             None => customer_from_form(pool, &attempt, user.org_id, form_key, &input).await,
-            Some(id) => update_customer(pool, &attempt, user.org_id, form_key, id, &input).await,
+            Some(id) => {
+                update_customer(
+                    pool,
+                    &attempt,
+                    user.org_id,
+                    form_key,
+                    model::CustomerId::from(id),
+                    &input,
+                )
+                .await
+            }
         }
     })
     .await

@@ -25,7 +25,7 @@ pub async fn send_invoice(invoice_id: String, idempotency_key: String) -> Result
 
     let state = state()?;
     let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
-    let invoice = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
+    let invoice = model::InvoiceId::from(super::form::parse_id(&invoice_id)?);
     track(&state.pool, attempt, async |attempt| {
         let user = super::require(model::Action::SendEmail).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
@@ -60,7 +60,7 @@ pub async fn invoice_action(
 
     let state = state()?;
     let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
-    let invoice = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
+    let invoice = model::InvoiceId::from(super::form::parse_id(&invoice_id)?);
     let action = Action::parse(&action)
         .ok_or_else(|| AppError::BadRequest("Unknown action.".into()).respond())?;
     let moved = track(&state.pool, attempt, async |attempt| {
@@ -107,7 +107,7 @@ pub async fn duplicate_invoice(
 
     let state = state()?;
     let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
-    let invoice = Uuid::try_parse(&invoice_id).map_err(|_| AppError::NotFound.respond())?;
+    let invoice = model::InvoiceId::from(super::form::parse_id(&invoice_id)?);
     let draft = track(&state.pool, attempt, async |attempt| {
         let user = super::require(model::Action::EditInvoices).await?;
         attempt.identify(user.org_id.to_string(), Some(user.org_id));
@@ -146,8 +146,9 @@ pub async fn simulate_payment(invoice_id: String) -> Result<(), AppError> {
         return Err(AppError::BadRequest("Nothing is due on this invoice.".into()).respond());
     }
     // Through a session the app created, as a real payment is (simulated: no call to Stripe).
-    standin::open_simulated_session(&state.pool, invoice.id).await?;
-    let (event_id, payload) = standin::checkout_completed(invoice.id, due, &invoice.currency);
+    standin::open_simulated_session(&state.pool, model::InvoiceId::from(invoice.id)).await?;
+    let (event_id, payload) =
+        standin::checkout_completed(model::InvoiceId::from(invoice.id), due, &invoice.currency);
     let url = format!("{}/webhooks/stripe", state.settings.self_url);
     let secret = state.settings.stripe_webhook_secrets[0].expose();
     match standin::deliver(&url, secret, &payload).await {

@@ -97,7 +97,7 @@ pub async fn list_invoices(
 pub async fn get_invoice(id: String) -> Result<InvoicePage, AppError> {
     let user = super::require(model::Action::Read).await?;
     let id = super::form::parse_id(&id)?;
-    invoicer_core::pages::invoice(&state()?, &user, id)
+    invoicer_core::pages::invoice(&state()?, &user, id.into())
         .await
         .map_err(AppError::respond)
 }
@@ -111,9 +111,14 @@ pub(super) async fn own_invoice(
 ) -> Result<model::Invoice, AppError> {
     let id = Uuid::try_parse(id).map_err(|_| AppError::NotFound.respond())?;
     let mut conn = state.reads.acquire().await?;
-    invoicer_core::invoicing::invoices::get(&mut conn, org, id, &state.settings.public_url)
-        .await?
-        .ok_or_else(|| AppError::NotFound.respond())
+    invoicer_core::invoicing::invoices::get(
+        &mut conn,
+        org,
+        model::InvoiceId::from(id),
+        &state.settings.public_url,
+    )
+    .await?
+    .ok_or_else(|| AppError::NotFound.respond())
 }
 
 /// A draft's edit page: its content, its version, and the key this rendering's save is named by.
@@ -181,7 +186,7 @@ pub async fn update_draft(
             &attempt,
             user.org_id,
             form_key,
-            invoice,
+            model::InvoiceId::from(invoice),
             version,
             &parsed,
         )

@@ -28,7 +28,7 @@ pub async fn record_payment(
     use invoicer_core::surfaces::track;
 
     let state = state()?;
-    let invoice = parse_id(&invoice_id)?;
+    let invoice = model::InvoiceId::from(parse_id(&invoice_id)?);
     let attempt = form_attempt(&idempotency_key);
     track(&state.pool, attempt, async |attempt| {
         let user = super::require(model::Action::EditInvoices).await?;
@@ -80,7 +80,7 @@ pub async fn delete_payment(
     use invoicer_core::surfaces::track;
 
     let state = state()?;
-    let invoice = parse_id(&invoice_id)?;
+    let invoice = model::InvoiceId::from(parse_id(&invoice_id)?);
     let payment = parse_id(&payment_id)?;
     let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
     track(&state.pool, attempt, async |attempt| {
@@ -110,7 +110,7 @@ pub async fn delete_payment(
 async fn invoice_currency(
     pool: &sqlx::PgPool,
     org: model::OrgId,
-    invoice: uuid::Uuid,
+    invoice: model::InvoiceId,
 ) -> Result<String, AppError> {
     invoicer_core::invoicing::invoices::currency(pool, org, invoice)
         .await?
@@ -146,7 +146,7 @@ pub async fn credit_invoice(
     use model::CreditRefund;
 
     let state = state()?;
-    let invoice = parse_id(&invoice_id)?;
+    let invoice = model::InvoiceId::from(parse_id(&invoice_id)?);
     let attempt = form_attempt(&idempotency_key);
     track(&state.pool, attempt, async |attempt| {
         let user = super::require(model::Action::EditInvoices).await?;
@@ -212,7 +212,7 @@ pub async fn apply_credit(
     use invoicer_core::surfaces::track;
 
     let state = state()?;
-    let invoice = parse_id(&invoice_id)?;
+    let invoice = model::InvoiceId::from(parse_id(&invoice_id)?);
     let attempt = form_attempt(&idempotency_key);
     track(&state.pool, attempt, async |attempt| {
         let user = super::require(model::Action::EditInvoices).await?;

@@ -208,9 +208,21 @@ pub async fn set_reminders(
     }
     .run(async |tx, user| {
         let found = if customer {
-            invoicer_core::jobs::reminders::set_customer_off(tx, user.org_id, target, off).await?
+            invoicer_core::jobs::reminders::set_customer_off(
+                tx,
+                user.org_id,
+                model::CustomerId::from(target),
+                off,
+            )
+            .await?
         } else {
-            invoicer_core::jobs::reminders::set_invoice_off(tx, user.org_id, target, off).await?
+            invoicer_core::jobs::reminders::set_invoice_off(
+                tx,
+                user.org_id,
+                model::InvoiceId::from(target),
+                off,
+            )
+            .await?
         };
         if found {
             Ok(target)

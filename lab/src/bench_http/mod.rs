@@ -139,7 +139,7 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
                 invoicer_core::payments::stripe::standin::checkout_event(
                     &format!("evt_dup_{tag}_{n}"),
                     &format!("pi_dup_{tag}_{n}"),
-                    invoice,
+                    model::InvoiceId::from(invoice),
                     1,
                     "usd",
                 )
@@ -224,7 +224,7 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
                             invoicer_core::payments::stripe::standin::checkout_event(
                                 &format!("evt_{id}"),
                                 &format!("pi_{id}"),
-                                invoices[pick(client, i, invoices.len())],
+                                model::InvoiceId::from(invoices[pick(client, i, invoices.len())]),
                                 1,
                                 "usd",
                             )

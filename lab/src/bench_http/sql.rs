@@ -45,7 +45,7 @@ pub(super) async fn pgbench(
     let sample_event = invoicer_core::payments::stripe::standin::checkout_event(
         &format!("evt_{tag}_pgbench_0_0"),
         &format!("pi_{tag}_pgbench_0_0"),
-        fixture.invoices[0],
+        model::InvoiceId::from(fixture.invoices[0]),
         1,
         "usd",
     );

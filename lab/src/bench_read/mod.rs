@@ -165,8 +165,8 @@ pub async fn run(pool: &PgPool, args: ReadBenchArgs) -> anyhow::Result<()> {
     .await
     .context("the public PDF's stored version")?;
     // The searches' statement binds its text lowered, with the end of its prefix range.
-    let number_range = invoicer_core::PrefixRange::new(&prefix.to_lowercase());
-    let customer_range = invoicer_core::PrefixRange::new(&customer.to_lowercase());
+    let number_range = invoicer_core::search::PrefixRange::new(&prefix.to_lowercase());
+    let customer_range = invoicer_core::search::PrefixRange::new(&customer.to_lowercase());
     let vars: Vec<(&str, String)> = vec![
         ("org", org.to_string()),
         ("user", user.to_string()),

@@ -126,7 +126,7 @@ async fn client(
                 let payload = invoicer_core::payments::stripe::standin::checkout_event(
                     &event,
                     &payment_intent,
-                    invoice,
+                    model::InvoiceId::from(invoice),
                     1,
                     "usd",
                 );

@@ -66,7 +66,7 @@ impl Search {
                 return Some(Search::InvoiceNumber(n));
             }
         }
-        Some(Search::KeyPrefix(crate::like_prefix(text)))
+        Some(Search::KeyPrefix(crate::search::like_prefix(text)))
     }
 }
 

@@ -103,7 +103,14 @@ pub async fn seed(pool: &PgPool) -> Result<Option<OrgId>, model::error::AppError
             vat_id: vat_id.map(Into::into),
             ..Default::default()
         };
-        let customer = customers::create(&mut tx, Uuid::now_v7(), org, None, &input).await?;
+        let customer = customers::create(
+            &mut tx,
+            model::CustomerId::from(Uuid::now_v7()),
+            org,
+            None,
+            &input,
+        )
+        .await?;
         people.push(customer);
     }
     let vat = TaxRateInput {
@@ -172,7 +179,7 @@ pub async fn seed(pool: &PgPool) -> Result<Option<OrgId>, model::error::AppError
         let input = invoice(who, lines, due_in, draft);
         let inv = invoices::create(
             &mut tx,
-            invoices::NewInvoice::new(Uuid::now_v7(), org),
+            invoices::NewInvoice::new(model::InvoiceId::from(Uuid::now_v7()), org),
             &input,
         )
         .await?;
@@ -184,8 +191,11 @@ pub async fn seed(pool: &PgPool) -> Result<Option<OrgId>, model::error::AppError
         let pi = format!("pi_demo_{}", inv.id.simple());
         let event = format!("evt_demo_{}_{}", inv.id.simple(), status as u8);
         let reference = inv.id.to_string();
-        let session =
-            crate::payments::stripe::standin::open_simulated_session(&mut *tx, inv.id).await?;
+        let session = crate::payments::stripe::standin::open_simulated_session(
+            &mut *tx,
+            model::InvoiceId::from(inv.id),
+        )
+        .await?;
         payments::record_session(
             tx,
             &SessionFact {
@@ -226,8 +236,20 @@ pub async fn seed(pool: &PgPool) -> Result<Option<OrgId>, model::error::AppError
         },
     )
     .await?;
-    lifecycle::apply(&mut tx, org, made[6].id, Action::MarkUncollectible).await?;
-    lifecycle::apply(&mut tx, org, made[7].id, Action::Void).await?;
+    lifecycle::apply(
+        &mut tx,
+        org,
+        model::InvoiceId::from(made[6].id),
+        Action::MarkUncollectible,
+    )
+    .await?;
+    lifecycle::apply(
+        &mut tx,
+        org,
+        model::InvoiceId::from(made[7].id),
+        Action::Void,
+    )
+    .await?;
     tx.commit().await?;
     Ok(Some(org))
 }

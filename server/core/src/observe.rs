@@ -182,7 +182,7 @@ impl Attempt {
     }
 
     /// Its row was written (by `surfaces::record`, in the statement that settled its claim or with
-    /// a statement of its own): [`crate::surfaces::record::track`] writes none after.
+    /// a statement of its own): the surfaces' `track` writes none after.
     pub fn mark_stored(&self) {
         self.0.stored.store(true, Ordering::Release);
     }

@@ -6,7 +6,7 @@
 use crate::accounts::auth::SessionUser;
 use crate::AppState;
 use model::error::AppError;
-use model::{form_key, Action, InvoiceForm, QuoteForm};
+use model::{form_key, Action, CustomerId, InvoiceForm, InvoiceId, QuoteForm};
 use uuid::Uuid;
 
 /// An invoice with what happened to it: emails, payments, history, credit notes, and the keys of
@@ -14,7 +14,7 @@ use uuid::Uuid;
 pub async fn invoice(
     state: &AppState,
     user: &SessionUser,
-    id: Uuid,
+    id: InvoiceId,
 ) -> Result<model::InvoicePage, AppError> {
     let org = user.org_id;
     let base = &state.settings.public_url;
@@ -25,7 +25,7 @@ pub async fn invoice(
             .ok_or(AppError::NotFound)?
     };
     let only_this = crate::activity::Filter {
-        invoice: Some(invoice.id),
+        invoice: Some(id.uuid()),
         ..Default::default()
     };
     // Independent reads, side by side on their own connections.
@@ -36,17 +36,17 @@ pub async fn invoice(
         (payments_enabled, today, einvoicing),
         reminders_off,
     ) = tokio::try_join!(
-        crate::outbox::for_invoice(&state.reads, org, invoice.id),
+        crate::outbox::for_invoice(&state.reads, org, id),
         crate::activity::rows(&state.reads, org, &only_this, None),
-        crate::payments::for_invoice(&state.reads, org, invoice.id),
+        crate::payments::for_invoice(&state.reads, org, id),
         crate::accounts::payments_enabled(&state.reads, org),
-        crate::jobs::reminders::off(&state.reads, org, invoice.id, false),
+        crate::jobs::reminders::off(&state.reads, org, id.uuid(), false),
     )?;
     // Only an invoice with credit notes reads them (most have none).
     let credit_notes = if invoice.credit_notes.is_empty() {
         Vec::new()
     } else {
-        crate::invoicing::credit_notes::for_invoice(&state.reads, org, invoice.id, base).await?
+        crate::invoicing::credit_notes::for_invoice(&state.reads, org, id, base).await?
     };
     let may_apply = invoice.customer_id.is_some()
         && invoice.amount_due_cents > 0
@@ -56,7 +56,7 @@ pub async fn invoice(
         );
     let credit_available = if may_apply {
         let mut conn = state.reads.acquire().await?;
-        crate::payments::credit_balance::available_for(&mut conn, org, invoice.id).await?
+        crate::payments::credit_balance::available_for(&mut conn, org, id).await?
     } else {
         0
     };
@@ -92,7 +92,7 @@ pub async fn invoice(
 pub async fn customer(
     state: &AppState,
     user: &SessionUser,
-    id: Uuid,
+    id: CustomerId,
 ) -> Result<model::CustomerPage, AppError> {
     let org = user.org_id;
     let base = &state.settings.public_url;
@@ -101,7 +101,7 @@ pub async fn customer(
         .ok_or(AppError::NotFound)?;
     let (credit_notes, reminders_off) = tokio::try_join!(
         crate::invoicing::credit_notes::for_customer(&state.reads, org, id, base),
-        crate::jobs::reminders::off(&state.reads, org, id, true),
+        crate::jobs::reminders::off(&state.reads, org, id.uuid(), true),
     )?;
     let mut conn = state.reads.acquire().await?;
     let credit_balance = crate::payments::credit_balance::of_customer(&mut conn, org, id).await?;

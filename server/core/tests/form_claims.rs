@@ -161,7 +161,7 @@ async fn a_transaction_that_fails_after_claiming_leaves_the_key_free(pool: PgPoo
         );
         invoices::create(
             &mut tx,
-            invoices::NewInvoice::new(Uuid::new_v4(), org),
+            invoices::NewInvoice::new(model::InvoiceId::from(Uuid::new_v4()), org),
             &input("Ada"),
         )
         .await
@@ -458,9 +458,16 @@ async fn a_key_minted_for_one_form_is_never_answered_with_another_forms_result(p
     // A Send button's key...
     let key = Uuid::new_v4();
     let attempt = Attempt::new(Surface::Form, key.to_string(), None);
-    let sent = queue_invoice_email(&pool, &attempt, org, key, invoice, gate())
-        .await
-        .unwrap();
+    let sent = queue_invoice_email(
+        &pool,
+        &attempt,
+        org,
+        key,
+        model::InvoiceId::from(invoice),
+        gate(),
+    )
+    .await
+    .unwrap();
     let SendOutcome::Queued(outbox_row) = sent else {
         panic!("first click queues: {sent:?}")
     };
@@ -478,7 +485,7 @@ async fn a_key_minted_for_one_form_is_never_answered_with_another_forms_result(p
         &attempt,
         org,
         first_key_of(&pool, invoice).await,
-        invoice,
+        model::InvoiceId::from(invoice),
         gate(),
     )
     .await

@@ -58,7 +58,7 @@ pub(super) async fn post_credit_note(write: Write) -> Result<Response, ProblemRe
                 async |tx| {
                     let credit = Credit {
                         org,
-                        invoice: id,
+                        invoice: model::InvoiceId::from(id),
                         id: Uuid::now_v7(),
                         source_key: &name,
                         by: None,
@@ -135,11 +135,23 @@ pub(super) async fn post_apply_credit(write: Write) -> Result<Response, ProblemR
             let base = req.state().settings.public_url.clone();
             req.once(&value, || {
                 async |tx| {
-                    let applied =
-                        credit_balance::apply(tx, org, id, input.amount_cents, &name, None).await;
+                    let applied = credit_balance::apply(
+                        tx,
+                        org,
+                        model::InvoiceId::from(id),
+                        input.amount_cents,
+                        &name,
+                        None,
+                    )
+                    .await;
                     let (response, concerns) = match applied {
-                        Ok(_) => match invoicer_core::invoicing::invoices::get(tx, org, id, &base)
-                            .await?
+                        Ok(_) => match invoicer_core::invoicing::invoices::get(
+                            tx,
+                            org,
+                            model::InvoiceId::from(id),
+                            &base,
+                        )
+                        .await?
                         {
                             Some(invoice) => (api::ok(&invoice), Some(id)),
                             None => (stored_problem(not_found()), None),

@@ -38,7 +38,7 @@ pub(super) async fn post_customer(write: Write) -> Result<Response, ProblemRespo
         .run(async |req, body| {
             let (value, input) = write::json_body(body, "customer", CustomerInput::check)?;
             write::create_once!(req, &value, names: false, |tx, id| {
-                customers::create(tx, id, req.org(), None, &input)
+                customers::create(tx, model::CustomerId::from(id), req.org(), None, &input)
             })
         })
         .await
@@ -98,7 +98,7 @@ pub(super) async fn get_customer(
     Path(id): Path<String>,
 ) -> Result<Json<Customer>, ProblemResponse> {
     let id = uuid::Uuid::try_parse(&id).map_err(|_| not_found())?;
-    customers::get(&state.pool, client.org_id, id)
+    customers::get(&state.pool, client.org_id, model::CustomerId::from(id))
         .await?
         .map(Json)
         .ok_or_else(not_found)
@@ -133,7 +133,7 @@ pub(super) async fn patch_customer(write: Write) -> Result<Response, ProblemResp
         .run(async |req, body| {
             let (id, org) = (req.id(not_found)?, req.org());
             let patch = write::patch_body(body, "the customer")?;
-            let current = customers::get(&req.state().pool, org, id)
+            let current = customers::get(&req.state().pool, org, model::CustomerId::from(id))
                 .await?
                 .ok_or_else(not_found)?;
             let input = customers::patched(&current, &patch).map_err(|e| match e {
@@ -142,10 +142,13 @@ pub(super) async fn patch_customer(write: Write) -> Result<Response, ProblemResp
             })?;
             req.once(&patch, || {
                 async |tx| {
-                    let response = match customers::update(tx, org, id, &input).await? {
-                        Some(customer) => api::ok(&customer),
-                        None => write::stored_problem(not_found()),
-                    };
+                    let response =
+                        match customers::update(tx, org, model::CustomerId::from(id), &input)
+                            .await?
+                        {
+                            Some(customer) => api::ok(&customer),
+                            None => write::stored_problem(not_found()),
+                        };
                     Ok((response, None))
                 }
             })

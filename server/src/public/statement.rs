@@ -46,7 +46,7 @@ async fn read(
         .map_err(|e| unavailable(context, e))?;
     let period =
         Period::parse(query.from.as_deref(), query.to.as_deref(), today).map_err(bad_period)?;
-    let found = statements::statement(&mut conn, org, customer, period)
+    let found = statements::statement(&mut conn, org, model::CustomerId::from(customer), period)
         .await
         .map_err(|e| unavailable(context, e))?;
     let (statement, _) = found.ok_or_else(not_found)?;

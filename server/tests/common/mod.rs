@@ -265,9 +265,12 @@ pub async fn seed_invoice(
     let input = rows::one_line_input(currency, "2027-01-31", total, false);
     let invoice = rows::insert_invoice(pool, org, &input).await;
     // The session the stand-in's payment events name, as the app would have created it at Stripe.
-    invoicer_core::payments::stripe::standin::open_simulated_session(pool, invoice)
-        .await
-        .unwrap();
+    invoicer_core::payments::stripe::standin::open_simulated_session(
+        pool,
+        model::InvoiceId::from(invoice),
+    )
+    .await
+    .unwrap();
     (org, invoice)
 }
 
@@ -282,8 +285,15 @@ pub async fn queue_email(
     let attempt = Attempt::new(Surface::Form, click.to_string(), None);
     attempt.identify(org.to_string(), Some(org));
     let gate = member_gate();
-    invoicer_core::surfaces::form::queue_invoice_email(pool, &attempt, org, click, invoice, gate)
-        .await
+    invoicer_core::surfaces::form::queue_invoice_email(
+        pool,
+        &attempt,
+        org,
+        click,
+        model::InvoiceId::from(invoice),
+        gate,
+    )
+    .await
 }
 
 /// A real SMTP server (scripts/smtp_sink.py, aiosmtpd) on a free loopback port, storing messages in a

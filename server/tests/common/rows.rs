@@ -97,7 +97,10 @@ pub async fn insert_invoice(pool: &PgPool, org: model::OrgId, input: &model::Inv
     let mut tx = pool.begin().await.unwrap();
     let invoice = invoicer_core::invoicing::invoices::create(
         &mut tx,
-        invoicer_core::invoicing::invoices::NewInvoice::new(Uuid::new_v4(), org),
+        invoicer_core::invoicing::invoices::NewInvoice::new(
+            model::InvoiceId::from(Uuid::new_v4()),
+            org,
+        ),
         input,
     )
     .await
@@ -123,6 +126,14 @@ pub async fn new_owner(
             .await
             .unwrap();
     (email, account)
+}
+
+/// A new API key of `account`'s owner in its org: the bearer token.
+pub async fn owners_key(pool: &PgPool, account: &invoicer_core::accounts::NewAccount) -> String {
+    invoicer_core::accounts::api_keys::create_for_user(pool, account.org_id, account.user_id, "t")
+        .await
+        .unwrap()
+        .plaintext
 }
 
 /// How many `rows` there are: `rows` is what follows `select count(*) from`, with `$1` bound to `arg`.

@@ -3,6 +3,7 @@
 use invoicer_core::state::Settings;
 use invoicer_core::AppState;
 use leptos::config::LeptosOptions;
+use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -154,6 +155,28 @@ impl TestApp {
             req = req.header("idempotency-key", key);
         }
         ApiResponse::read(req.send().await.unwrap()).await
+    }
+
+    /// `method` `path` as an API client: the bearer `token`, a new Idempotency-Key, and `body` as
+    /// JSON (no body when it is null).
+    pub async fn call(&self, method: &str, path: &str, token: &str, body: &Value) -> ApiResponse {
+        let mut req = self
+            .http
+            .request(method.parse().unwrap(), format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .header("idempotency-key", Uuid::new_v4().to_string());
+        if !body.is_null() {
+            req = req.json(body);
+        }
+        ApiResponse::read(req.send().await.unwrap()).await
+    }
+
+    /// [`TestApp::call`] that must succeed: the answer's JSON.
+    pub async fn call_ok(&self, method: &str, path: &str, token: &str, body: &Value) -> Value {
+        let res = self.call(method, path, token, body).await;
+        let json: Value = serde_json::from_slice(&res.body).unwrap_or(Value::Null);
+        assert!(res.status < 300, "{method} {path}: {} {json}", res.status);
+        json
     }
 
     pub async fn get(&self, token: &str, path: &str) -> ApiResponse {

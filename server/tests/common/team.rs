@@ -162,9 +162,17 @@ pub async fn seed_org_rows(app: &TestApp) -> (Org, Ids) {
         paid_on: "2026-12-01".parse().unwrap(),
         reference: String::new(),
     };
-    invoicer_core::payments::manual::record(&mut tx, org.id, invoice, payment, "seed", &cash, None)
-        .await
-        .unwrap();
+    invoicer_core::payments::manual::record(
+        &mut tx,
+        org.id,
+        model::InvoiceId::from(invoice),
+        payment,
+        "seed",
+        &cash,
+        None,
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     let ids = Ids {
         owner: org.owner,

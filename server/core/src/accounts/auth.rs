@@ -170,9 +170,7 @@ impl AuthnBackend for Backend {
             None => find_session(&self.pool, *key).await,
         };
         match first {
-            Err(e) if crate::surfaces::is_unavailable(&e) => {
-                Ok(find_session(&self.pool, *key).await?)
-            }
+            Err(e) if model::error::is_unavailable(&e) => Ok(find_session(&self.pool, *key).await?),
             found => Ok(found?),
         }
     }

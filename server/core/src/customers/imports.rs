@@ -339,7 +339,14 @@ async fn insert_once(
     .fetch_one(&mut *tx)
     .await?;
     if !exists {
-        crate::customers::create(tx, Uuid::now_v7(), org, Some(key), input).await?;
+        crate::customers::create(
+            tx,
+            model::CustomerId::from(Uuid::now_v7()),
+            org,
+            Some(key),
+            input,
+        )
+        .await?;
     }
     Ok(())
 }

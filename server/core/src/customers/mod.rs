@@ -4,6 +4,7 @@ pub mod imports;
 pub mod statements;
 
 use chrono::{DateTime, Utc};
+use model::CustomerId;
 use model::OrgId;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
@@ -58,7 +59,7 @@ impl From<Row> for Customer {
 /// `org`; `source_key` names the attempt (unique per org) when one made it.
 pub async fn create(
     tx: &mut PgConnection,
-    id: Uuid,
+    id: CustomerId,
     org: OrgId,
     source_key: Option<&str>,
     input: &CustomerInput,
@@ -77,7 +78,7 @@ pub async fn create(
                   coalesce(country, '') as "country!", vat_id, buyer_reference, locale, notes,
                   created_at as "created_at: DateTime<Utc>"
         "#,
-        id,
+        id as _,
         org as _,
         source_key,
         c.name,
@@ -103,7 +104,7 @@ pub async fn create(
 pub async fn update(
     tx: &mut PgConnection,
     org: OrgId,
-    id: Uuid,
+    id: CustomerId,
     input: &CustomerInput,
 ) -> sqlx::Result<Option<Customer>> {
     let c = input.resolved();
@@ -122,7 +123,7 @@ pub async fn update(
                   created_at as "created_at: DateTime<Utc>"
         "#,
         org as _,
-        id,
+        id as _,
         c.name,
         c.email,
         a.line1,
@@ -157,7 +158,7 @@ pub async fn id_by_source_key(pool: &PgPool, org: OrgId, source_key: &str) -> sq
 pub async fn get(
     db: impl sqlx::PgExecutor<'_>,
     org: OrgId,
-    id: Uuid,
+    id: CustomerId,
 ) -> sqlx::Result<Option<Customer>> {
     // language=PostgreSQL
     let row = sqlx::query_as!(
@@ -169,7 +170,7 @@ pub async fn get(
         from customers where org_id = $1 and id = $2
         "#,
         org as _,
-        id
+        id as _
     )
     .fetch_optional(db)
     .await?;
@@ -204,7 +205,7 @@ pub async fn list(
             .await?
         }
         Some(text) => {
-            let prefix = crate::like_prefix(&text.to_lowercase());
+            let prefix = crate::search::like_prefix(&text.to_lowercase());
             // language=PostgreSQL
             sqlx::query_as!(
                 Row,
@@ -241,7 +242,7 @@ pub async fn fill_invoice(
     let Some(id) = customer else {
         return Ok(());
     };
-    match get(db, org, id).await? {
+    match get(db, org, model::CustomerId::from(id)).await? {
         Some(c) => {
             *name = c.name;
             *email = c.email;
@@ -369,7 +370,7 @@ pub enum CustomerMoved {
 pub async fn apply(
     tx: &mut PgConnection,
     org: OrgId,
-    id: Uuid,
+    id: CustomerId,
     action: CustomerChange,
 ) -> sqlx::Result<CustomerMoved> {
     let changed = match action {
@@ -382,7 +383,7 @@ pub async fn apply(
                 where id = $1 and org_id = $2 and archived_at is null
                 returning name
                 "#,
-                id,
+                id as _,
                 org as _
             )
             .fetch_optional(&mut *tx)
@@ -396,7 +397,7 @@ pub async fn apply(
                 where id = $1 and org_id = $2 and archived_at is not null
                 returning name
                 "#,
-                id,
+                id as _,
                 org as _
             )
             .fetch_optional(&mut *tx)
@@ -409,7 +410,7 @@ pub async fn apply(
     // language=PostgreSQL
     let archived = sqlx::query_scalar!(
         r#"select archived_at is not null as "archived!" from customers where id = $1 and org_id = $2"#,
-        id,
+        id as _,
         org as _
     )
     .fetch_optional(&mut *tx)

@@ -4,6 +4,7 @@
 //! listed, so a public link costs two indexed statements whatever the customer's history.
 
 use chrono::{DateTime, NaiveDate, Utc};
+use model::CustomerId;
 use model::OrgId;
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -71,7 +72,7 @@ pub async fn org_today(conn: &mut PgConnection, org: OrgId) -> sqlx::Result<Naiv
 pub async fn statement(
     conn: &mut PgConnection,
     org: OrgId,
-    customer: Uuid,
+    customer: CustomerId,
     period: Period,
 ) -> sqlx::Result<Option<(Statement, Option<String>)>> {
     // language=PostgreSQL
@@ -81,7 +82,7 @@ pub async fn statement(
         from customers c join orgs o on o.id = c.org_id
         where c.id = $1 and c.org_id = $2
         "#,
-        customer,
+        customer as _,
         org as _
     )
     .fetch_optional(&mut *conn)
@@ -98,7 +99,7 @@ pub async fn statement(
         group by currency
         "#,
         org as _,
-        customer,
+        customer as _,
         period.from as _,
     )
     .fetch_all(&mut *conn)
@@ -115,7 +116,7 @@ pub async fn statement(
         limit $5
         "#,
         org as _,
-        customer,
+        customer as _,
         period.from as _,
         period.to as _,
         MAX_ENTRIES as i64 + 1,
@@ -185,7 +186,7 @@ pub struct Link {
 pub async fn link(
     conn: &mut PgConnection,
     org: OrgId,
-    customer: Uuid,
+    customer: CustomerId,
 ) -> sqlx::Result<Option<Link>> {
     // language=PostgreSQL
     let row = sqlx::query!(
@@ -194,7 +195,7 @@ pub async fn link(
                archived_at as "archived_at?: DateTime<Utc>"
         from customers where id = $1 and org_id = $2
         "#,
-        customer,
+        customer as _,
         org as _
     )
     .fetch_optional(&mut *conn)
@@ -210,7 +211,7 @@ pub async fn link(
 pub async fn replace_link(
     tx: &mut PgConnection,
     org: OrgId,
-    customer: Uuid,
+    customer: CustomerId,
 ) -> sqlx::Result<Option<String>> {
     // language=PostgreSQL
     sqlx::query_scalar!(
@@ -219,7 +220,7 @@ pub async fn replace_link(
         where id = $1 and org_id = $2 and archived_at is null
         returning name
         "#,
-        customer,
+        customer as _,
         org as _,
         crate::invoicing::link_token::mint()
     )

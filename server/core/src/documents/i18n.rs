@@ -138,7 +138,7 @@ pub async fn locale_for(
         from orgs where id = $1
         "#,
         org as _,
-        customer
+        customer as _
     )
     .fetch_optional(&mut *conn)
     .await?;
@@ -158,7 +158,7 @@ pub async fn locale_of_invoice(
         left join customers cu on cu.id = i.customer_id
         where i.id = $1
         "#,
-        invoice
+        invoice as _
     )
     .fetch_optional(&mut *conn)
     .await?;

@@ -5,6 +5,8 @@
 //! which the invoice is derived again, all in the caller's transaction.
 
 use chrono::{DateTime, Utc};
+use model::CustomerId;
+use model::InvoiceId;
 use model::OrgId;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
@@ -48,7 +50,7 @@ pub fn public_url(base: &str, token: &str) -> String {
 #[derive(Debug, Clone, Copy)]
 pub struct Credit<'a> {
     pub org: OrgId,
-    pub invoice: Uuid,
+    pub invoice: InvoiceId,
     pub id: Uuid,
     pub source_key: &'a str,
     pub by: Option<Uuid>,
@@ -77,7 +79,7 @@ pub async fn issue(
         from invoices where id = $1 and org_id = $2
         for update
         "#,
-        invoice,
+        invoice as _,
         org as _
     )
     .fetch_optional(&mut *tx)
@@ -149,7 +151,7 @@ pub async fn issue(
         "#,
         id,
         org as _,
-        invoice,
+        invoice as _,
         inv.currency,
         amount,
         input.reason.trim(),
@@ -169,7 +171,7 @@ pub async fn issue(
             values ($1, $2, $3, $4, $5)
             "#,
             id,
-            invoice,
+            invoice as _,
             position,
             quantity.0,
             part,
@@ -181,7 +183,7 @@ pub async fn issue(
     // language=PostgreSQL
     sqlx::query!(
         "update invoices set amount_credited_cents = amount_credited_cents + $2 where id = $1",
-        invoice,
+        invoice as _,
         amount
     )
     .execute(&mut *tx)
@@ -197,7 +199,7 @@ pub async fn issue(
 /// left uncredited of each. The caller holds the invoice's row lock.
 async fn credited_lines(
     tx: &mut PgConnection,
-    invoice: Uuid,
+    invoice: InvoiceId,
     wanted: &[CreditLineInput],
     currency: &str,
 ) -> Result<Vec<(i16, Thousandths, i64)>, CreditError> {
@@ -215,7 +217,7 @@ async fn credited_lines(
         from invoice_lines l
         where l.invoice_id = $1
         "#,
-        invoice
+        invoice as _
     )
     .fetch_all(&mut *tx)
     .await?;
@@ -267,22 +269,28 @@ pub async fn get(
 pub async fn for_invoice(
     pool: &PgPool,
     org: OrgId,
-    invoice: Uuid,
+    invoice: InvoiceId,
     public_base: &str,
 ) -> sqlx::Result<Vec<CreditNote>> {
     let mut conn = pool.acquire().await?;
-    select(&mut conn, org, Which::Invoice(invoice), public_base).await
+    select(&mut conn, org, Which::Invoice(invoice.uuid()), public_base).await
 }
 
 /// The credit notes of `org`'s invoices to `customer`, oldest first.
 pub async fn for_customer(
     pool: &PgPool,
     org: OrgId,
-    customer: Uuid,
+    customer: CustomerId,
     public_base: &str,
 ) -> sqlx::Result<Vec<CreditNote>> {
     let mut conn = pool.acquire().await?;
-    select(&mut conn, org, Which::Customer(customer), public_base).await
+    select(
+        &mut conn,
+        org,
+        Which::Customer(customer.uuid()),
+        public_base,
+    )
+    .await
 }
 
 /// A credit note found by its customer page's token, with its org's name and e-invoicing.
@@ -395,8 +403,8 @@ async fn select(
         org as _,
         id,
         source_key,
-        invoice,
-        customer,
+        invoice as _,
+        customer as _,
     )
     .fetch_all(&mut *conn)
     .await?;

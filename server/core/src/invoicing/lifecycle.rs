@@ -4,6 +4,7 @@
 //! transaction that claimed the attempt.
 
 use chrono::NaiveDate;
+use model::InvoiceId;
 use model::OrgId;
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -100,7 +101,7 @@ pub enum Moved {
 pub async fn apply(
     tx: &mut PgConnection,
     org: OrgId,
-    id: Uuid,
+    id: InvoiceId,
     action: Action,
 ) -> sqlx::Result<Moved> {
     // Every action but finalize is one statement that changes one row when the invoice may move.
@@ -115,7 +116,7 @@ pub async fn apply(
                 where id = $1 and org_id = $2 and status in ('open', 'uncollectible')
                   and payment_state = 'unpaid'
                 "#,
-                id,
+                id as _,
                 org as _
             ))
         }
@@ -126,7 +127,7 @@ pub async fn apply(
                 update invoices set status = 'uncollectible', updated_at = now()
                 where id = $1 and org_id = $2 and status = 'open'
                 "#,
-                id,
+                id as _,
                 org as _
             ))
         }
@@ -137,7 +138,7 @@ pub async fn apply(
                 update invoices set public_token = $3, updated_at = now()
                 where id = $1 and org_id = $2 and status not in ('draft', 'void')
                 "#,
-                id,
+                id as _,
                 org as _,
                 link_token::mint()
             ))
@@ -153,7 +154,7 @@ pub async fn apply(
                   and not exists (select from stripe_events e where e.invoice_id = $1)
                   and not exists (select from payments p where p.invoice_id = $1)
                 "#,
-                id,
+                id as _,
                 org as _
             ))
         }
@@ -173,7 +174,7 @@ pub async fn apply(
     let now = sqlx::query!(
         r#"select status as "status: InvoiceStatus", payment_state as "payment_state: PaymentState"
            from invoices where id = $1 and org_id = $2"#,
-        id,
+        id as _,
         org as _
     )
     .fetch_optional(&mut *tx)
@@ -199,7 +200,7 @@ pub async fn apply(
 /// draft → open: the org's next number in its format (gapless per org and period: the counter row
 /// is locked until commit, and a rollback gives the number back), a public token, and the customer's
 /// billing details copied from the customer record, so the finalized invoice never changes with it.
-async fn finalize(tx: &mut PgConnection, org: OrgId, id: Uuid) -> sqlx::Result<bool> {
+async fn finalize(tx: &mut PgConnection, org: OrgId, id: InvoiceId) -> sqlx::Result<bool> {
     let token = link_token::mint();
     // The draft is locked first; a concurrent finalize or delete waits for it and then finds no
     // draft, so it takes no number.
@@ -239,7 +240,7 @@ async fn finalize(tx: &mut PgConnection, org: OrgId, id: Uuid) -> sqlx::Result<b
         where i.id = $1
         returning true as "done!"
         "#,
-        id,
+        id as _,
         org as _,
         token
     )
@@ -255,7 +256,7 @@ async fn finalize(tx: &mut PgConnection, org: OrgId, id: Uuid) -> sqlx::Result<b
 pub async fn duplicate(
     tx: &mut PgConnection,
     org: OrgId,
-    id: Uuid,
+    id: InvoiceId,
     new_id: Uuid,
     source_key: &str,
 ) -> sqlx::Result<Option<NaiveDate>> {
@@ -292,7 +293,7 @@ pub async fn duplicate(
         )
         select due_date as "due_date!: NaiveDate" from copy
         "#,
-        id,
+        id as _,
         org as _,
         new_id,
         source_key
@@ -322,7 +323,7 @@ pub enum Edited {
 pub async fn edit_draft(
     tx: &mut PgConnection,
     org: OrgId,
-    id: Uuid,
+    id: InvoiceId,
     expected: i32,
     input: &model::InvoiceInput,
 ) -> Result<Edited, crate::invoicing::error::InvoiceError> {
@@ -338,7 +339,7 @@ pub async fn edit_draft(
         where id = $1 and org_id = $2 and status = 'draft' and version = $3
         returning version
         "#,
-        id,
+        id as _,
         org as _,
         expected,
         input.customer_name,
@@ -355,7 +356,7 @@ pub async fn edit_draft(
     // language=PostgreSQL
     let now = sqlx::query!(
         r#"select status as "status: InvoiceStatus", version from invoices where id = $1 and org_id = $2"#,
-        id,
+        id as _,
         org as _
     )
     .fetch_optional(&mut *tx)

@@ -70,7 +70,13 @@ pub async fn open(
     let Some(found) = found else {
         return Ok(None);
     };
-    let invoice = invoices::get(&mut conn, found.org_id.into(), found.id, public_base).await?;
+    let invoice = invoices::get(
+        &mut conn,
+        found.org_id.into(),
+        model::InvoiceId::from(found.id),
+        public_base,
+    )
+    .await?;
     Ok(invoice.map(|invoice| found.with(invoice)))
 }
 
@@ -102,7 +108,13 @@ pub async fn by_id(
     let Some(found) = found else {
         return Ok(None);
     };
-    let invoice = invoices::get(&mut conn, found.org_id.into(), found.id, public_base).await?;
+    let invoice = invoices::get(
+        &mut conn,
+        found.org_id.into(),
+        model::InvoiceId::from(found.id),
+        public_base,
+    )
+    .await?;
     Ok(invoice.map(|invoice| found.with(invoice)))
 }
 

@@ -304,7 +304,13 @@ pub async fn preview(
         Some(days) => today + chrono::Days::new(days.into()),
         None => quote.template.due_date.unwrap_or(today),
     };
-    let mut invoice = invoices::preview(quote.id, &quote.template, &taxes, due, quote.created_at);
+    let mut invoice = invoices::preview(
+        model::InvoiceId::from(quote.id),
+        &quote.template,
+        &taxes,
+        due,
+        quote.created_at,
+    );
     invoice.number = quote.number.clone();
     Ok(invoice)
 }
@@ -427,7 +433,7 @@ pub async fn decide(
     let (invoice, _) = invoices::issue_keyed(
         tx,
         org,
-        Uuid::now_v7(),
+        model::InvoiceId::from(Uuid::now_v7()),
         &source_key,
         &input,
         action,
@@ -442,7 +448,7 @@ pub async fn decide(
         where id = $1 and status = 'open'
         "#,
         id,
-        invoice
+        invoice as _
     )
     .execute(&mut *tx)
     .await?;

@@ -10,6 +10,8 @@
 //! with no verified owner sends none.
 
 use chrono::{DateTime, Utc};
+use model::CustomerId;
+use model::InvoiceId;
 use model::OrgId;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
@@ -40,7 +42,7 @@ pub async fn off(pool: &PgPool, org: OrgId, id: Uuid, customer: bool) -> sqlx::R
         "#,
         id,
         org as _,
-        customer
+        customer as _
     )
     .fetch_one(pool)
     .await?;
@@ -188,7 +190,14 @@ async fn run_one(
             }),
         )
         .await?;
-        record(tx, due.id, due.org_id.into(), due.offset_days, email).await?;
+        record(
+            tx,
+            model::InvoiceId::from(due.id),
+            due.org_id.into(),
+            due.offset_days,
+            email,
+        )
+        .await?;
         // The earlier steps never sent are passed over: one reminder, the latest.
         // language=PostgreSQL
         sqlx::query!(
@@ -225,7 +234,14 @@ async fn run_one(
         }
         Once::Done(_) | Once::Mismatch | Once::Busy { .. } => {
             // A lost reminder row with its claim left: write the row so the step is not found again.
-            record(&mut tx, due.id, due.org_id.into(), due.offset_days, None).await?;
+            record(
+                &mut tx,
+                model::InvoiceId::from(due.id),
+                due.org_id.into(),
+                due.offset_days,
+                None,
+            )
+            .await?;
             tx.commit().await?;
             observe::log_and_count(&attempt, AttemptOutcome::Replay);
             return Ok(Some(true));
@@ -240,7 +256,7 @@ async fn run_one(
 
 async fn record(
     tx: &mut PgConnection,
-    invoice: Uuid,
+    invoice: InvoiceId,
     org: OrgId,
     offset_days: i32,
     email: Option<Uuid>,
@@ -252,7 +268,7 @@ async fn record(
         values ($1, $2, $3, $4, $5)
         on conflict (invoice_id, offset_days) do nothing
         "#,
-        invoice,
+        invoice as _,
         offset_days,
         org as _,
         if email.is_some() { "sent" } else { "skipped" },
@@ -267,13 +283,13 @@ async fn record(
 pub async fn set_invoice_off(
     tx: &mut PgConnection,
     org: OrgId,
-    invoice: Uuid,
+    invoice: InvoiceId,
     off: bool,
 ) -> sqlx::Result<bool> {
     // language=PostgreSQL
     let done = sqlx::query!(
         "update invoices set reminders_off = $3 where id = $1 and org_id = $2",
-        invoice,
+        invoice as _,
         org as _,
         off
     )
@@ -286,13 +302,13 @@ pub async fn set_invoice_off(
 pub async fn set_customer_off(
     tx: &mut PgConnection,
     org: OrgId,
-    customer: Uuid,
+    customer: CustomerId,
     off: bool,
 ) -> sqlx::Result<bool> {
     // language=PostgreSQL
     let done = sqlx::query!(
         "update customers set reminders_off = $3 where id = $1 and org_id = $2",
-        customer,
+        customer as _,
         org as _,
         off
     )

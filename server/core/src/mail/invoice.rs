@@ -87,7 +87,7 @@ pub(super) async fn render(
         left join customers cu on cu.id = i.customer_id
         where i.id = $1
         "#,
-        invoice_id
+        invoice_id as _
     )
     .fetch_optional(pool)
     .await?

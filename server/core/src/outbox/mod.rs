@@ -5,6 +5,7 @@
 
 mod drain;
 
+use model::InvoiceId;
 use model::OrgId;
 use serde_json::Value as JsonValue;
 use sqlx::{PgConnection, PgPool};
@@ -197,7 +198,7 @@ async fn enqueue(
         "#,
         Uuid::now_v7(),
         org as _,
-        invoice,
+        invoice as _,
         kind.as_str(),
         payload,
         recipient,
@@ -259,7 +260,11 @@ pub async fn revive(
 }
 
 /// The emails of one invoice of `org`, oldest first, for its page.
-pub async fn for_invoice(pool: &PgPool, org: OrgId, invoice: Uuid) -> sqlx::Result<Vec<EmailRow>> {
+pub async fn for_invoice(
+    pool: &PgPool,
+    org: OrgId,
+    invoice: InvoiceId,
+) -> sqlx::Result<Vec<EmailRow>> {
     // language=PostgreSQL
     sqlx::query!(
         r#"
@@ -269,7 +274,7 @@ pub async fn for_invoice(pool: &PgPool, org: OrgId, invoice: Uuid) -> sqlx::Resu
         order by created_at
         "#,
         org as _,
-        invoice
+        invoice as _
     )
     .map(|r| EmailRow {
         id: r.id,

@@ -6,6 +6,7 @@
 //! reused while it is open and the amount due unchanged; an expired one (or one about to expire) is
 //! replaced under the next generation's key.
 
+use model::InvoiceId;
 use model::OrgId;
 use std::time::Duration;
 
@@ -87,7 +88,7 @@ pub async fn session(
     stripe: &Stripe,
     urls: &Urls<'_>,
     org: OrgId,
-    invoice: Uuid,
+    invoice: InvoiceId,
 ) -> Result<Checkout, CheckoutError> {
     // A few rounds at most: a claim can finish between our read and our lease.
     for _ in 0..4 {
@@ -105,7 +106,7 @@ pub async fn session(
             from invoices i join orgs o on o.id = i.org_id
             where i.id = $1 and i.org_id = $2
             "#,
-            invoice,
+            invoice as _,
             org as _
         )
         .fetch_optional(pool)
@@ -152,7 +153,7 @@ pub async fn session(
         let success = format!("{page}?paid=1");
         let new = NewSession {
             org,
-            invoice,
+            invoice: invoice.uuid(),
             amount: currency.to_stripe(inv.due),
             currency: currency.code,
             description: &description,
@@ -197,7 +198,7 @@ pub async fn session(
             "#,
             created.id,
             org as _,
-            invoice,
+            invoice as _,
             inv.due,
             currency.code,
             created.livemode,
@@ -237,7 +238,7 @@ pub async fn session(
 pub async fn expire_open_sessions(
     tx: &mut sqlx::PgConnection,
     org: OrgId,
-    invoice: Uuid,
+    invoice: InvoiceId,
     except: Option<&str>,
 ) -> sqlx::Result<u64> {
     // language=PostgreSQL
@@ -247,7 +248,7 @@ pub async fn expire_open_sessions(
         where invoice_id = $1 and not simulated and completed_at is null and expires_at > now()
           and ($2::text is null or id <> $2)
         "#,
-        invoice,
+        invoice as _,
         except
     )
     .fetch_all(&mut *tx)
@@ -301,7 +302,7 @@ pub async fn session_waiting(
     stripe: &Stripe,
     urls: &Urls<'_>,
     org: OrgId,
-    invoice: Uuid,
+    invoice: InvoiceId,
     within: Duration,
 ) -> Result<Checkout, CheckoutError> {
     let deadline = tokio::time::Instant::now() + within;
@@ -316,7 +317,11 @@ pub async fn session_waiting(
 }
 
 /// The newest session for `invoice` and `amount` with time left, made by a call to Stripe.
-async fn reusable(pool: &PgPool, invoice: Uuid, amount: i64) -> sqlx::Result<Option<OpenSession>> {
+async fn reusable(
+    pool: &PgPool,
+    invoice: InvoiceId,
+    amount: i64,
+) -> sqlx::Result<Option<OpenSession>> {
     // language=PostgreSQL
     let row = sqlx::query!(
         r#"
@@ -327,7 +332,7 @@ async fn reusable(pool: &PgPool, invoice: Uuid, amount: i64) -> sqlx::Result<Opt
         order by created_at desc
         limit 1
         "#,
-        invoice,
+        invoice as _,
         amount,
         (Utc::now() + REUSE_MARGIN) as _,
     )

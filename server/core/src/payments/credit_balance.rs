@@ -4,6 +4,8 @@
 //! to the one that is due, named by the attempt, and derives every invoice it touched again, all in
 //! the caller's transaction.
 
+use model::CustomerId;
+use model::InvoiceId;
 use model::OrgId;
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -33,7 +35,7 @@ pub enum BalanceError {
 pub async fn of_customer(
     conn: &mut PgConnection,
     org: OrgId,
-    customer: Uuid,
+    customer: CustomerId,
 ) -> sqlx::Result<Vec<(String, i64)>> {
     // language=PostgreSQL
     let rows = sqlx::query!(
@@ -46,7 +48,7 @@ pub async fn of_customer(
         order by currency
         "#,
         org as _,
-        customer
+        customer as _
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -58,7 +60,7 @@ pub async fn of_customer(
 pub async fn available_for(
     conn: &mut PgConnection,
     org: OrgId,
-    invoice: Uuid,
+    invoice: InvoiceId,
 ) -> sqlx::Result<i64> {
     // language=PostgreSQL
     sqlx::query_scalar!(
@@ -73,7 +75,7 @@ pub async fn available_for(
         from invoices i
         where i.id = $1 and i.org_id = $2 and i.customer_id is not null
         "#,
-        invoice,
+        invoice as _,
         org as _
     )
     .fetch_optional(&mut *conn)
@@ -87,7 +89,7 @@ pub async fn available_for(
 pub async fn apply(
     tx: &mut PgConnection,
     org: OrgId,
-    invoice: Uuid,
+    invoice: InvoiceId,
     amount: Option<i64>,
     source_key: &str,
     by: Option<Uuid>,
@@ -98,7 +100,7 @@ pub async fn apply(
     // language=PostgreSQL
     let target = sqlx::query!(
         "select customer_id, currency from invoices where id = $1 and org_id = $2",
-        invoice,
+        invoice as _,
         org as _
     )
     .fetch_optional(&mut *tx)
@@ -117,9 +119,9 @@ pub async fn apply(
         for update
         "#,
         org as _,
-        customer,
+        customer as _,
         target.currency,
-        invoice
+        invoice as _
     )
     .fetch_all(&mut *tx)
     .await?;
@@ -177,9 +179,9 @@ pub async fn apply(
             "#,
             Uuid::now_v7(),
             org as _,
-            customer,
+            customer as _,
             from,
-            invoice,
+            invoice as _,
             target.currency,
             part,
             source_key,
@@ -187,7 +189,7 @@ pub async fn apply(
         )
         .execute(&mut *tx)
         .await?;
-        derive(tx, from).await?;
+        derive(tx, model::InvoiceId::from(from)).await?;
         rest -= part;
     }
     Ok((applied, derive(tx, invoice).await?))

@@ -7,6 +7,7 @@
 //! longer cover).
 
 use chrono::{DateTime, NaiveDate, Utc};
+use model::InvoiceId;
 use model::OrgId;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
@@ -56,7 +57,7 @@ pub async fn org_today(db: impl sqlx::PgExecutor<'_>, org: OrgId) -> sqlx::Resul
 pub async fn record(
     tx: &mut PgConnection,
     org: OrgId,
-    invoice: Uuid,
+    invoice: InvoiceId,
     id: Uuid,
     attempt: &str,
     input: &PaymentInput,
@@ -85,7 +86,7 @@ pub async fn record(
         "#,
         id,
         org as _,
-        invoice,
+        invoice as _,
         attempt,
         input.amount_cents,
         input.method as PaymentMethod,
@@ -109,7 +110,7 @@ pub async fn record(
 pub async fn delete(
     tx: &mut PgConnection,
     org: OrgId,
-    invoice: Uuid,
+    invoice: InvoiceId,
     id: Uuid,
     actor: &Actor,
 ) -> Result<Money, PaymentError> {
@@ -134,7 +135,7 @@ pub async fn delete(
         "#,
         id,
         org as _,
-        invoice,
+        invoice as _,
     )
     .fetch_optional(&mut *tx)
     .await?;
@@ -144,7 +145,7 @@ pub async fn delete(
             "select provider from payments where id = $1 and org_id = $2 and invoice_id = $3",
             id,
             org as _,
-            invoice,
+            invoice as _,
         )
         .fetch_optional(&mut *tx)
         .await?;
@@ -173,12 +174,16 @@ pub async fn delete(
 
 /// The payments of `org`'s `invoice`, oldest first, Stripe's and those recorded by hand alike; None
 /// when the org has no such invoice.
-pub async fn list(pool: &PgPool, org: OrgId, invoice: Uuid) -> sqlx::Result<Option<Vec<Payment>>> {
+pub async fn list(
+    pool: &PgPool,
+    org: OrgId,
+    invoice: InvoiceId,
+) -> sqlx::Result<Option<Vec<Payment>>> {
     let mut conn = pool.acquire().await?;
     // language=PostgreSQL
     let exists = sqlx::query_scalar!(
         r#"select true as "found!" from invoices where id = $1 and org_id = $2"#,
-        invoice,
+        invoice as _,
         org as _
     )
     .fetch_optional(&mut *conn)
@@ -197,7 +202,11 @@ struct Named {
     attempt: String,
 }
 
-async fn list_on(conn: &mut PgConnection, org: OrgId, invoice: Uuid) -> sqlx::Result<Vec<Named>> {
+async fn list_on(
+    conn: &mut PgConnection,
+    org: OrgId,
+    invoice: InvoiceId,
+) -> sqlx::Result<Vec<Named>> {
     // language=PostgreSQL
     let rows = sqlx::query!(
         r#"
@@ -214,7 +223,7 @@ async fn list_on(conn: &mut PgConnection, org: OrgId, invoice: Uuid) -> sqlx::Re
         order by p.created_at, p.id
         "#,
         org as _,
-        invoice
+        invoice as _
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -255,12 +264,12 @@ async fn list_on(conn: &mut PgConnection, org: OrgId, invoice: Uuid) -> sqlx::Re
 async fn lock_invoice(
     tx: &mut PgConnection,
     org: OrgId,
-    invoice: Uuid,
+    invoice: InvoiceId,
 ) -> Result<InvoiceStatus, PaymentError> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         r#"select status as "status: InvoiceStatus" from invoices where id = $1 and org_id = $2 for update"#,
-        invoice,
+        invoice as _,
         org as _
     )
     .fetch_optional(&mut *tx)

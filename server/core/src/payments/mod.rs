@@ -11,6 +11,7 @@ pub mod manual;
 pub mod refunds;
 pub mod stripe;
 
+use model::InvoiceId;
 use model::OrgId;
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -66,9 +67,9 @@ impl Effect {
         }
     }
 
-    fn on_invoice(mut self, org: OrgId, invoice: Uuid) -> Self {
+    fn on_invoice(mut self, org: OrgId, invoice: InvoiceId) -> Self {
         self.org_id = Some(org);
-        self.invoice_id = Some(invoice);
+        self.invoice_id = Some(invoice.uuid());
         self
     }
 }
@@ -131,7 +132,7 @@ async fn unbound(
     tx: &mut PgConnection,
     p: &SessionFact<'_>,
     org: OrgId,
-    invoice: Uuid,
+    invoice: InvoiceId,
 ) -> sqlx::Result<String> {
     let Some(session) = p.session_id else {
         return Ok("a checkout event without a session id".to_owned());
@@ -182,7 +183,7 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
           and (select true from (select pg_advisory_xact_lock(hashtextextended($2 || '/' || $3, 0))) l)
         for update
         "#,
-        invoice_id,
+        invoice_id as _,
         p.provider,
         p.payment_intent,
     )
@@ -194,7 +195,8 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
             format!("unknown invoice {invoice_id}"),
         ));
     };
-    let on_invoice = |e: Effect| e.on_invoice(invoice.org_id.into(), invoice_id);
+    let on_invoice =
+        |e: Effect| e.on_invoice(invoice.org_id.into(), model::InvoiceId::from(invoice_id));
     // Money is believed only through a session the app created, for this invoice, in this mode and
     // currency; anything else is kept for the owner to review and changes nothing. One statement
     // checks the binding and marks the session used (the next Pay makes a new one).
@@ -208,14 +210,20 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
         "#,
         p.session_id,
         invoice.org_id as _,
-        invoice_id,
+        invoice_id as _,
         p.currency,
         p.livemode
     )
     .fetch_optional(&mut *tx)
     .await?;
     if bound.is_none() {
-        let why = unbound(tx, p, invoice.org_id.into(), invoice_id).await?;
+        let why = unbound(
+            tx,
+            p,
+            invoice.org_id.into(),
+            model::InvoiceId::from(invoice_id),
+        )
+        .await?;
         return Ok(on_invoice(Effect::new(EffectKind::Anomaly, why)));
     }
     if !invoice.currency.eq_ignore_ascii_case(p.currency) {
@@ -267,7 +275,7 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
         "#,
         Uuid::now_v7(),
         invoice.org_id as _,
-        invoice_id,
+        invoice_id as _,
         p.provider,
         p.payment_intent,
         amount,
@@ -297,7 +305,7 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
             format!("payment {} belongs to another invoice", p.payment_intent),
         )));
     }
-    let money = derive(tx, invoice_id).await?;
+    let money = derive(tx, model::InvoiceId::from(invoice_id)).await?;
     let what = match p.status {
         PaymentStatus::Pending => "processing",
         PaymentStatus::Failed => "failed",
@@ -433,14 +441,19 @@ async fn after_fact(
             format!("{payment_intent} {what}: kept until its payment arrives"),
         ));
     };
-    let on_invoice = |e: Effect| e.on_invoice(payment.org_id.into(), payment.invoice_id);
+    let on_invoice = |e: Effect| {
+        e.on_invoice(
+            payment.org_id.into(),
+            model::InvoiceId::from(payment.invoice_id),
+        )
+    };
     if !changed {
         return Ok(on_invoice(Effect::new(
             EffectKind::Ignored,
             format!("{payment_intent} {what}: already known"),
         )));
     }
-    let money = derive(tx, payment.invoice_id).await?;
+    let money = derive(tx, model::InvoiceId::from(payment.invoice_id)).await?;
     let mut effect = on_invoice(Effect::new(
         EffectKind::Applied,
         format!(
@@ -467,7 +480,7 @@ pub struct Money {
 /// by an earlier statement: at READ COMMITTED this update then takes its snapshot after any
 /// transaction that held the invoice has committed, so it sees every fact committed before it (an
 /// update that itself waited for the lock would compute from its older snapshot).
-pub async fn derive(tx: &mut PgConnection, invoice: Uuid) -> sqlx::Result<Money> {
+pub async fn derive(tx: &mut PgConnection, invoice: InvoiceId) -> sqlx::Result<Money> {
     // language=PostgreSQL
     let row = sqlx::query!(
         r#"
@@ -479,7 +492,7 @@ pub async fn derive(tx: &mut PgConnection, invoice: Uuid) -> sqlx::Result<Money>
         returning i.status as "status: InvoiceStatus", i.payment_state as "payment_state: PaymentState",
                   i.amount_paid_cents, i.total_cents - i.amount_credited_cents as "asked!"
         "#,
-        invoice
+        invoice as _
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -515,7 +528,7 @@ async fn lock_payment(
 pub async fn for_invoice(
     pool: &sqlx::PgPool,
     org: OrgId,
-    invoice: Uuid,
+    invoice: InvoiceId,
 ) -> sqlx::Result<(Vec<model::PaymentRow>, Vec<String>)> {
     // language=PostgreSQL
     let payments = sqlx::query!(
@@ -534,7 +547,7 @@ pub async fn for_invoice(
         order by p.created_at
         "#,
         org as _,
-        invoice
+        invoice as _
     )
     .fetch_all(pool)
     .await?
@@ -562,7 +575,7 @@ pub async fn for_invoice(
         order by received_at
         "#,
         org as _,
-        invoice
+        invoice as _
     )
     .fetch_all(pool)
     .await?;

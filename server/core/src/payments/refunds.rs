@@ -11,6 +11,7 @@
 //! first looks for the refund by its metadata. `charge.refunded` reconciles the payment by the
 //! cumulative rule of [`crate::payments`].
 
+use model::InvoiceId;
 use model::OrgId;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
@@ -30,7 +31,7 @@ pub fn idempotency_key(credit_note: Uuid, payment_intent: &str) -> String {
 /// What can be refunded through Stripe of `invoice`'s card payments, oldest first: what each
 /// payment brought, less what Stripe refunded, what a lost dispute took, and refunds planned and
 /// not made yet. Read in the caller's transaction, which holds the invoice's row lock.
-async fn refundable(tx: &mut PgConnection, invoice: Uuid) -> sqlx::Result<Vec<(String, i64)>> {
+async fn refundable(tx: &mut PgConnection, invoice: InvoiceId) -> sqlx::Result<Vec<(String, i64)>> {
     // language=PostgreSQL
     let rows = sqlx::query!(
         r#"
@@ -48,7 +49,7 @@ async fn refundable(tx: &mut PgConnection, invoice: Uuid) -> sqlx::Result<Vec<(S
         where p.invoice_id = $1 and p.provider = 'stripe' and p.status = 'succeeded'
         order by p.created_at, p.id
         "#,
-        invoice
+        invoice as _
     )
     .fetch_all(&mut *tx)
     .await?;
@@ -59,7 +60,7 @@ async fn refundable(tx: &mut PgConnection, invoice: Uuid) -> sqlx::Result<Vec<(S
 }
 
 /// What planned refunds of `invoice` have not been made yet (they are still counted as kept).
-pub async fn pending(tx: &mut PgConnection, invoice: Uuid) -> sqlx::Result<i64> {
+pub async fn pending(tx: &mut PgConnection, invoice: InvoiceId) -> sqlx::Result<i64> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         r#"
@@ -67,7 +68,7 @@ pub async fn pending(tx: &mut PgConnection, invoice: Uuid) -> sqlx::Result<i64> 
         from credit_note_refunds c join credit_notes n on n.id = c.credit_note_id
         where n.invoice_id = $1 and c.state = 'pending'
         "#,
-        invoice
+        invoice as _
     )
     .fetch_one(&mut *tx)
     .await
@@ -78,7 +79,7 @@ pub async fn pending(tx: &mut PgConnection, invoice: Uuid) -> sqlx::Result<i64> 
 /// transaction, which holds the invoice's row lock.
 pub async fn split(
     tx: &mut PgConnection,
-    invoice: Uuid,
+    invoice: InvoiceId,
     amount: i64,
 ) -> sqlx::Result<Result<Vec<(String, i64)>, i64>> {
     let payments = refundable(tx, invoice).await?;
@@ -103,7 +104,7 @@ pub async fn split(
 pub async fn plan(
     tx: &mut PgConnection,
     org: OrgId,
-    invoice: Uuid,
+    invoice: InvoiceId,
     credit_note: Uuid,
     parts: &[(String, i64)],
     currency: &str,

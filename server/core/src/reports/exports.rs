@@ -460,7 +460,7 @@ async fn customer_records(
         .as_deref()
         .map(str::trim)
         .filter(|q| !q.is_empty())
-        .map(|q| crate::like_prefix(&q.to_lowercase()));
+        .map(|q| crate::search::like_prefix(&q.to_lowercase()));
     // language=PostgreSQL
     let rows = sqlx::query!(
         r#"

@@ -2,6 +2,7 @@
 //! per rendered form), and the buttons on a customer's page (once per rendered button, as a
 //! conditional change).
 
+use model::CustomerId;
 use model::OrgId;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -36,7 +37,15 @@ pub async fn customer_from_form(
     };
     let ran = once(pool, attempt, &key, &terms, || {
         async |tx| {
-            match customers::create(tx, customer_id, org, Some(&source_key), input).await {
+            match customers::create(
+                tx,
+                model::CustomerId::from(customer_id),
+                org,
+                Some(&source_key),
+                input,
+            )
+            .await
+            {
                 Ok(_) => Ok(Work::Commit {
                     answer: true,
                     outcome: Outcome::result(customer_id),
@@ -80,26 +89,26 @@ pub async fn update_customer(
     attempt: &Attempt,
     org: OrgId,
     form_key: Uuid,
-    customer: Uuid,
+    customer: CustomerId,
     input: &model::CustomerInput,
 ) -> Result<Saved, AppError> {
     use sha2::{Digest, Sha256};
 
     let key = Form::EditCustomer.claim_key(org, form_key);
     let mut hash = Sha256::new();
-    hash.update(customer.as_bytes());
+    hash.update(customer.uuid().as_bytes());
     hash.update(serde_json::to_vec(input).expect("input serialises"));
     let fingerprint = hash.finalize().to_vec();
     let terms = Terms {
         fingerprint: Some(&fingerprint),
-        result_id: Some(customer),
+        result_id: Some(customer.uuid()),
         ..Terms::default()
     };
     let ran = once(pool, attempt, &key, &terms, || {
         async |tx| match customers::update(tx, org, customer, input).await? {
             Some(_) => Ok::<_, AppError>(Work::Commit {
                 answer: (),
-                outcome: Outcome::result(customer),
+                outcome: Outcome::result(customer.uuid()),
                 concerns: Concerns {
                     org: Some(org),
                     invoice: None,
@@ -110,8 +119,8 @@ pub async fn update_customer(
     })
     .await?;
     match ran {
-        Once::Ran(()) => Ok(Saved::Created(customer)),
-        Once::Done(_) => Ok(Saved::Replayed(customer)),
+        Once::Ran(()) => Ok(Saved::Created(customer.uuid())),
+        Once::Done(_) => Ok(Saved::Replayed(customer.uuid())),
         Once::Mismatch => Ok(Saved::KeyReused),
         Once::Busy { retry_after } => Err(busy("This form is still being processed.", retry_after)),
     }
@@ -125,12 +134,12 @@ pub async fn customer_action(
     org: OrgId,
     actor: &Actor,
     form_key: Uuid,
-    customer: Uuid,
+    customer: CustomerId,
     action: CustomerChange,
 ) -> Result<CustomerMoved, AppError> {
     let key = Form::CustomerAction(action.form_name()).claim_key(org, form_key);
     let terms = Terms {
-        result_id: Some(customer),
+        result_id: Some(customer.uuid()),
         ..Terms::default()
     };
     let ran = once(pool, attempt, &key, &terms, || {
@@ -146,7 +155,7 @@ pub async fn customer_action(
                 .await?;
             Ok(Work::Commit {
                 answer: moved,
-                outcome: Outcome::result(customer),
+                outcome: Outcome::result(customer.uuid()),
                 concerns: Concerns {
                     org: Some(org),
                     invoice: None,

@@ -1,6 +1,7 @@
 //! The web app's forms and buttons as a surface: a key minted at render in a hidden field, claimed as
 //! `(form, <org>/<form name>, key)` in the transaction that does the work.
 
+use model::InvoiceId;
 use model::OrgId;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -81,7 +82,7 @@ pub async fn invoice_from_form(
     let ran = once(pool, attempt, &key, &terms, || {
         async |tx| {
             let new = invoices::NewInvoice {
-                id: invoice_id,
+                id: model::InvoiceId::from(invoice_id),
                 org,
                 source_key: Some(&source_key),
                 public_base: "",
@@ -150,7 +151,7 @@ pub async fn queue_invoice_email(
     attempt: &Attempt,
     org: OrgId,
     form_key: Uuid,
-    invoice: Uuid,
+    invoice: InvoiceId,
     gate: crate::mail::gate::Gate,
 ) -> Result<SendOutcome, AppError> {
     let key = Form::SendInvoice.claim_key(org, form_key);
@@ -163,7 +164,7 @@ pub async fn queue_invoice_email(
             let id = outbox::enqueue_email(
                 tx,
                 permit,
-                Some(invoice),
+                Some(invoice.uuid()),
                 outbox::MailKind::InvoiceEmail,
                 serde_json::json!({ "invoice_id": invoice }),
             )
@@ -174,7 +175,7 @@ pub async fn queue_invoice_email(
                 outcome: Outcome::result(id),
                 concerns: Concerns {
                     org: Some(org),
-                    invoice: Some(invoice),
+                    invoice: Some(invoice.uuid()),
                 },
             })
         }
@@ -211,12 +212,13 @@ pub async fn invoice_action(
     attempt: &Attempt,
     org: OrgId,
     form_key: Uuid,
-    invoice: Uuid,
+    invoice: InvoiceId,
     action: Action,
 ) -> Result<Moved, AppError> {
     if action == Action::Finalize {
         // An e-invoicing org finalizes only what makes a valid e-invoice: asked before claiming.
-        let problems = crate::documents::einvoice::finalize_problems(pool, org, invoice).await?;
+        let problems =
+            crate::documents::einvoice::finalize_problems(pool, org, invoice.uuid()).await?;
         if !problems.is_empty() {
             return Err(AppError::BadRequest(crate::documents::einvoice::sentence(
                 &problems,
@@ -225,7 +227,7 @@ pub async fn invoice_action(
     }
     let key = Form::InvoiceAction(action.form_name()).claim_key(org, form_key);
     let terms = Terms {
-        result_id: Some(invoice),
+        result_id: Some(invoice.uuid()),
         ..Terms::default()
     };
     let ran = once(pool, attempt, &key, &terms, || {
@@ -238,10 +240,10 @@ pub async fn invoice_action(
             }
             Ok(Work::Commit {
                 answer: moved,
-                outcome: Outcome::result(invoice),
+                outcome: Outcome::result(invoice.uuid()),
                 concerns: Concerns {
                     org: Some(org),
-                    invoice: (action != Action::DeleteDraft).then_some(invoice),
+                    invoice: (action != Action::DeleteDraft).then_some(invoice.uuid()),
                 },
             })
         }
@@ -263,7 +265,7 @@ pub async fn duplicate_invoice(
     attempt: &Attempt,
     org: OrgId,
     form_key: Uuid,
-    invoice: Uuid,
+    invoice: InvoiceId,
 ) -> Result<FormOutcome, AppError> {
     let key = Form::DuplicateInvoice.claim_key(org, form_key);
     let new_id = Uuid::now_v7();
@@ -334,7 +336,7 @@ pub async fn edit_draft(
     attempt: &Attempt,
     org: OrgId,
     form_key: Uuid,
-    invoice: Uuid,
+    invoice: InvoiceId,
     version: i32,
     input: &InvoiceInput,
 ) -> Result<DraftSave, AppError> {
@@ -342,24 +344,24 @@ pub async fn edit_draft(
     let fingerprint = {
         use sha2::{Digest, Sha256};
         let mut hash = Sha256::new();
-        hash.update(invoice.as_bytes());
+        hash.update(invoice.uuid().as_bytes());
         hash.update(version.to_be_bytes());
         hash.update(fingerprint(input));
         hash.finalize().to_vec()
     };
     let terms = Terms {
         fingerprint: Some(&fingerprint),
-        result_id: Some(invoice),
+        result_id: Some(invoice.uuid()),
         ..Terms::default()
     };
     let ran = once(pool, attempt, &key, &terms, || {
         async |tx| match lifecycle::edit_draft(tx, org, invoice, version, input).await? {
             Edited::Now(_) => Ok::<_, AppError>(Work::Commit {
                 answer: DraftSave::Saved,
-                outcome: Outcome::result(invoice),
+                outcome: Outcome::result(invoice.uuid()),
                 concerns: Concerns {
                     org: Some(org),
-                    invoice: Some(invoice),
+                    invoice: Some(invoice.uuid()),
                 },
             }),
             refused => Ok(Work::RollBack(DraftSave::Refused(refused))),

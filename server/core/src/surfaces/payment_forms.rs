@@ -3,6 +3,7 @@
 //! per rendered button), "Credit" (once per rendered form: one credit note) and "Apply credit"
 //! (once per rendered form: the customer's balance moved once).
 
+use model::InvoiceId;
 use model::OrgId;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
@@ -48,7 +49,7 @@ pub async fn record_payment(
     org: OrgId,
     user: Uuid,
     form_key: Uuid,
-    invoice: Uuid,
+    invoice: InvoiceId,
     input: &PaymentInput,
 ) -> Result<Saved, AppError> {
     let key = Form::RecordPayment.claim_key(org, form_key);
@@ -66,7 +67,7 @@ pub async fn record_payment(
                 .map_err(refusal)?;
             let concerns = Concerns {
                 org: Some(org),
-                invoice: Some(invoice),
+                invoice: Some(invoice.uuid()),
             };
             Ok::<_, AppError>(if recorded.id == payment {
                 Work::Commit {
@@ -92,7 +93,7 @@ pub async fn delete_payment(
     org: OrgId,
     actor: &Actor,
     button_key: Uuid,
-    invoice: Uuid,
+    invoice: InvoiceId,
     payment: Uuid,
 ) -> Result<Saved, AppError> {
     let key = Form::DeletePayment.claim_key(org, button_key);
@@ -110,7 +111,7 @@ pub async fn delete_payment(
                 outcome: Outcome::result(payment),
                 concerns: Concerns {
                     org: Some(org),
-                    invoice: Some(invoice),
+                    invoice: Some(invoice.uuid()),
                 },
             })
         }
@@ -154,7 +155,7 @@ pub async fn credit_invoice(
                 })?;
             let concerns = Concerns {
                 org: Some(credit.org),
-                invoice: Some(credit.invoice),
+                invoice: Some(credit.invoice.uuid()),
             };
             Ok::<_, AppError>(if note.id == credit.id {
                 Work::Commit {
@@ -184,7 +185,7 @@ pub async fn apply_credit(
     org: OrgId,
     user: Uuid,
     form_key: Uuid,
-    invoice: Uuid,
+    invoice: InvoiceId,
     amount: Option<i64>,
 ) -> Result<Saved, AppError> {
     use crate::payments::credit_balance::{self, BalanceError};
@@ -192,7 +193,7 @@ pub async fn apply_credit(
     let fingerprint = Sha256::digest(format!("{amount:?}")).to_vec();
     let terms = Terms {
         fingerprint: Some(&fingerprint),
-        result_id: Some(invoice),
+        result_id: Some(invoice.uuid()),
         ..Terms::default()
     };
     let name = format!("form:{form_key}");
@@ -206,17 +207,22 @@ pub async fn apply_credit(
                     other => AppError::BadRequest(format!("No credit applied: {other}.")),
                 })?;
             Ok::<_, AppError>(Work::Commit {
-                answer: invoice,
-                outcome: Outcome::result(invoice),
+                answer: invoice.uuid(),
+                outcome: Outcome::result(invoice.uuid()),
                 concerns: Concerns {
                     org: Some(org),
-                    invoice: Some(invoice),
+                    invoice: Some(invoice.uuid()),
                 },
             })
         }
     })
     .await?;
-    made(ran, invoice, &key, "This credit is still being applied.")
+    made(
+        ran,
+        invoice.uuid(),
+        &key,
+        "This credit is still being applied.",
+    )
 }
 
 /// How a form that makes `made` (a payment, a credit note) ended: made now, made by the attempt it

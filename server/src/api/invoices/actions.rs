@@ -24,7 +24,12 @@ async fn act(write: Write, action: Action) -> Result<Response, ProblemResponse> 
             // An unknown id is answered before anything is claimed: the key stays usable. Not for a
             // delete, whose retry after success finds no invoice and must get the stored answer.
             if action != Action::DeleteDraft
-                && !invoices::exists(&mut *req.state().pool.acquire().await?, org, id).await?
+                && !invoices::exists(
+                    &mut *req.state().pool.acquire().await?,
+                    org,
+                    model::InvoiceId::from(id),
+                )
+                .await?
             {
                 return Err(not_found());
             }
@@ -44,7 +49,8 @@ async fn act(write: Write, action: Action) -> Result<Response, ProblemResponse> 
             let base = &req.state().settings.public_url;
             req.once(&value, || {
                 async |tx| {
-                    let moved = lifecycle::apply(tx, org, id, action).await?;
+                    let moved =
+                        lifecycle::apply(tx, org, model::InvoiceId::from(id), action).await?;
                     let response = match moved {
                         Moved::Now if action == Action::DeleteDraft => StoredResponse {
                             status: 204,
@@ -52,7 +58,7 @@ async fn act(write: Write, action: Action) -> Result<Response, ProblemResponse> 
                             body: Vec::new(),
                         },
                         Moved::Now | Moved::Already => {
-                            match invoices::get(tx, org, id, base).await? {
+                            match invoices::get(tx, org, model::InvoiceId::from(id), base).await? {
                                 Some(invoice) => api::ok(&invoice),
                                 None => stored_problem(not_found()),
                             }
@@ -149,7 +155,13 @@ pub(in crate::api) async fn duplicate_invoice(write: Write) -> Result<Response, 
         .run(async |req, body| {
             let (id, org) = (req.id(not_found)?, req.org());
             let value = action_body(body)?;
-            if !invoices::exists(&mut *req.state().pool.acquire().await?, org, id).await? {
+            if !invoices::exists(
+                &mut *req.state().pool.acquire().await?,
+                org,
+                model::InvoiceId::from(id),
+            )
+            .await?
+            {
                 return Err(not_found());
             }
             let base = &req.state().settings.public_url;
@@ -157,8 +169,18 @@ pub(in crate::api) async fn duplicate_invoice(write: Write) -> Result<Response, 
                 async |tx| {
                     let copy = uuid::Uuid::now_v7();
                     let source = format!("duplicate:api:{copy}");
-                    let response = match lifecycle::duplicate(tx, org, id, copy, &source).await? {
-                        Some(_) => match invoices::get(tx, org, copy, base).await? {
+                    let response = match lifecycle::duplicate(
+                        tx,
+                        org,
+                        model::InvoiceId::from(id),
+                        copy,
+                        &source,
+                    )
+                    .await?
+                    {
+                        Some(_) => match invoices::get(tx, org, model::InvoiceId::from(copy), base)
+                            .await?
+                        {
                             Some(draft) => api::created(&format!("{INVOICES_PATH}/{copy}"), &draft),
                             None => stored_problem(not_found()),
                         },

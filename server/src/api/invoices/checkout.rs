@@ -46,8 +46,13 @@ pub(in crate::api) async fn checkout_invoice(write: Write) -> Result<Response, P
             let urls = Urls {
                 public_base: &req.state().settings.public_url,
             };
-            let session =
-                checkout::session(&req.state().pool, &req.state().stripe, &urls, req.org(), id);
+            let session = checkout::session(
+                &req.state().pool,
+                &req.state().stripe,
+                &urls,
+                req.org(),
+                model::InvoiceId::from(id),
+            );
             let response = match session.await {
                 Ok(Checkout::Session(s)) => api::ok(&CheckoutSession {
                     id: s.id,

@@ -28,7 +28,7 @@ pub(in crate::api) async fn post_invoice(write: Write) -> Result<Response, Probl
             let (org, public_base) = (req.org(), req.state().settings.public_url.as_str());
             write::create_once!(req, &value, names: true, |tx, id| {
                 let new = invoices::NewInvoice {
-                    id,
+                    id: model::InvoiceId::from(id),
                     org,
                     source_key: None,
                     public_base,

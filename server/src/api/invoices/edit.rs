@@ -70,20 +70,29 @@ pub(in crate::api) async fn patch_invoice(write: Write) -> Result<Response, Prob
             // Checked before anything is claimed: an unknown id, a stale version or a result that
             // fails its field checks; the org's rules are the command's. Either way a refusal leaves
             // the key usable.
-            let current = invoices::get(&mut *req.state().pool.acquire().await?, org, id, base)
-                .await?
-                .ok_or_else(not_found)?;
+            let current = invoices::get(
+                &mut *req.state().pool.acquire().await?,
+                org,
+                model::InvoiceId::from(id),
+                base,
+            )
+            .await?
+            .ok_or_else(not_found)?;
             let input = input::edited(&current, version, &patch).map_err(rejected)?;
             let mut fingerprinted = patch.clone();
             fingerprinted["if-match"] = version.into();
             req.once(&fingerprinted, || {
                 async |tx| {
-                    let edited = lifecycle::edit_draft(tx, org, id, version, &input).await?;
+                    let edited =
+                        lifecycle::edit_draft(tx, org, model::InvoiceId::from(id), version, &input)
+                            .await?;
                     let response = match edited {
-                        Edited::Now(_) => match invoices::get(tx, org, id, base).await? {
-                            Some(invoice) => with_etag(api::ok(&invoice), invoice.version),
-                            None => stored_problem(not_found()),
-                        },
+                        Edited::Now(_) => {
+                            match invoices::get(tx, org, model::InvoiceId::from(id), base).await? {
+                                Some(invoice) => with_etag(api::ok(&invoice), invoice.version),
+                                None => stored_problem(not_found()),
+                            }
+                        }
                         Edited::Stale { .. } => stored_problem(stale()),
                         Edited::NotDraft(status) => stored_problem(not_draft(status)),
                         Edited::NotFound => stored_problem(not_found()),

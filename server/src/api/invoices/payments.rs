@@ -53,8 +53,12 @@ pub(in super::super) async fn post_payment(write: Write) -> Result<Response, Pro
             // date against its today) refuse inside the command, rolling the claim back: either
             // way the key stays usable.
             let pool = &req.state().pool;
-            if !invoicer_core::invoicing::invoices::exists(&mut *pool.acquire().await?, org, id)
-                .await?
+            if !invoicer_core::invoicing::invoices::exists(
+                &mut *pool.acquire().await?,
+                org,
+                model::InvoiceId::from(id),
+            )
+            .await?
             {
                 return Err(not_found());
             }
@@ -62,7 +66,16 @@ pub(in super::super) async fn post_payment(write: Write) -> Result<Response, Pro
             req.once(&value, || {
                 async |tx| {
                     let payment = Uuid::now_v7();
-                    let recorded = manual::record(tx, org, id, payment, &name, &input, None).await;
+                    let recorded = manual::record(
+                        tx,
+                        org,
+                        model::InvoiceId::from(id),
+                        payment,
+                        &name,
+                        &input,
+                        None,
+                    )
+                    .await;
                     let response = match recorded {
                         Ok((p, _)) => api::created(&req.location(p.id), &p),
                         Err(PaymentError::Db(e)) => return Err(e.into()),
@@ -111,7 +124,7 @@ async fn payments_of(
     id: &str,
 ) -> Result<Vec<Payment>, ProblemResponse> {
     let id = Uuid::try_parse(id).map_err(|_| not_found())?;
-    manual::list(&state.pool, org, id)
+    manual::list(&state.pool, org, model::InvoiceId::from(id))
         .await?
         .ok_or_else(not_found)
 }

@@ -96,9 +96,14 @@ pub(in crate::api) async fn get_invoice(
 ) -> Result<Response, ProblemResponse> {
     let id = uuid::Uuid::try_parse(&id).map_err(|_| not_found())?;
     let mut conn = state.reads.acquire().await?;
-    let invoice = invoices::get(&mut conn, client.org_id, id, &state.settings.public_url)
-        .await?
-        .ok_or_else(not_found)?;
+    let invoice = invoices::get(
+        &mut conn,
+        client.org_id,
+        model::InvoiceId::from(id),
+        &state.settings.public_url,
+    )
+    .await?
+    .ok_or_else(not_found)?;
     let etag = format!("\"{}\"", invoice.version);
     Ok(([(header::ETAG, etag)], Json(invoice)).into_response())
 }

@@ -41,10 +41,11 @@ pub async fn finalize_problems(pool: &PgPool, org: OrgId, id: Uuid) -> sqlx::Res
     if !enabled(&mut tx, org).await? {
         return Ok(FieldErrors::new());
     }
-    let problems = match lifecycle::apply(&mut tx, org, id, Action::Finalize).await? {
-        Moved::Now => problems_of(&mut tx, org, id).await?,
-        _ => FieldErrors::new(),
-    };
+    let problems =
+        match lifecycle::apply(&mut tx, org, model::InvoiceId::from(id), Action::Finalize).await? {
+            Moved::Now => problems_of(&mut tx, org, id).await?,
+            _ => FieldErrors::new(),
+        };
     tx.rollback().await?;
     Ok(problems)
 }

@@ -178,7 +178,7 @@ pub fn page_query<'a>(
         return q;
     };
     let text = text.to_lowercase();
-    let range = crate::PrefixRange::new(&text);
+    let range = crate::search::PrefixRange::new(&text);
     q.push("with probe as materialized (select count(*) as matches from (");
     for (i, expr) in ["lower(number_text)", "lower(customer_name)"]
         .into_iter()
@@ -211,7 +211,7 @@ pub fn page_query<'a>(
 /// How one branch of a search finds its matches.
 enum Search<'r> {
     /// By the prefix indexes, when the probe counted few matches.
-    Sorted(&'r crate::PrefixRange),
+    Sorted(&'r crate::search::PrefixRange),
     /// Filtered along the list's index (`starts_with` bounds no index scan), when it counted many.
     Walked(&'r str),
 }

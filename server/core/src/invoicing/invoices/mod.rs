@@ -2,6 +2,7 @@
 //! functions take an open connection or transaction and do not know which surface called them.
 
 use chrono::{DateTime, NaiveDate, Utc};
+use model::InvoiceId;
 use model::OrgId;
 
 use crate::invoicing::error::InvoiceError;
@@ -155,7 +156,7 @@ pub(crate) fn discount_columns(discount: Option<Discount>) -> (Option<i32>, Opti
 /// customer page's URL.
 #[derive(Debug, Clone, Copy)]
 pub struct NewInvoice<'a> {
-    pub id: Uuid,
+    pub id: InvoiceId,
     pub org: OrgId,
     pub source_key: Option<&'a str>,
     pub public_base: &'a str,
@@ -163,7 +164,7 @@ pub struct NewInvoice<'a> {
 
 impl NewInvoice<'static> {
     /// Invoice `id` of `org` under no business key, with no customer page base (seed data).
-    pub fn new(id: Uuid, org: OrgId) -> Self {
+    pub fn new(id: InvoiceId, org: OrgId) -> Self {
         NewInvoice {
             id,
             org,
@@ -188,7 +189,7 @@ pub async fn create(
     let taxes = crate::invoicing::input::settle(tx, new.org, &mut input).await?;
     let (invoice, einvoicing) = write(tx, &new, &input, &taxes).await?;
     if !input.draft && einvoicing {
-        let problems = crate::documents::einvoice::problems_of(tx, new.org, new.id).await?;
+        let problems = crate::documents::einvoice::problems_of(tx, new.org, new.id.uuid()).await?;
         if !problems.is_empty() {
             return Err(InvoiceError::Invalid(problems));
         }
@@ -222,7 +223,14 @@ async fn write(
                 ..Default::default()
             };
             let source_key = format!("invoice:{id}");
-            crate::customers::create(tx, customer, org, Some(&source_key), &details).await?;
+            crate::customers::create(
+                tx,
+                model::CustomerId::from(customer),
+                org,
+                Some(&source_key),
+                &details,
+            )
+            .await?;
             Some(customer)
         }
         (_, picked) => picked,
@@ -288,7 +296,7 @@ async fn write(
                org.einvoicing as "einvoicing!"
         from invoice, org
         "#,
-        id,
+        id as _,
         org as _,
         token,
         Json(&c.header) as _,
@@ -316,7 +324,7 @@ async fn write(
 /// The invoice `input` would be if it were issued now, priced with `taxes` (the rates its lines
 /// name, [`crate::invoicing::tax_rates::of_lines`]): what a quote shows its customer. Nothing is written.
 pub fn preview(
-    id: Uuid,
+    id: InvoiceId,
     input: &InvoiceInput,
     taxes: &[Option<AppliedTax>],
     due_date: NaiveDate,
@@ -325,7 +333,7 @@ pub fn preview(
     let totals = input.totals(taxes);
     let c = Content::of(input, taxes, &totals, input.customer_id, None);
     Invoice {
-        id,
+        id: id.uuid(),
         number: None,
         status: InvoiceStatus::Draft,
         version: 1,
@@ -371,7 +379,7 @@ pub fn preview(
 pub async fn issue_keyed(
     tx: &mut PgConnection,
     org: OrgId,
-    id: Uuid,
+    id: InvoiceId,
     source_key: &str,
     input: &InvoiceInput,
     action: model::RunAction,
@@ -430,7 +438,7 @@ pub async fn issue_keyed(
                 crate::outbox::enqueue_email(
                     tx,
                     permit,
-                    Some(id),
+                    Some(id.uuid()),
                     crate::outbox::MailKind::InvoiceEmail,
                     serde_json::json!({ "invoice_id": id }),
                 )
@@ -442,21 +450,21 @@ pub async fn issue_keyed(
             }
         }
     }
-    Ok((id, action))
+    Ok((id.uuid(), action))
 }
 
 /// Replaces the content of draft `id` with `input`'s, priced with `taxes`: the lines, and the invoice's totals,
 /// discount, notes and terms (the caller's update has checked it is a draft at the right version).
 pub async fn replace_content(
     tx: &mut PgConnection,
-    id: Uuid,
+    id: InvoiceId,
     input: &InvoiceInput,
     taxes: &[Option<AppliedTax>],
 ) -> sqlx::Result<()> {
     let totals = input.totals(taxes);
     let c = Content::of(input, taxes, &totals, None, None);
     // language=PostgreSQL
-    sqlx::query!("delete from invoice_lines where invoice_id = $1", id)
+    sqlx::query!("delete from invoice_lines where invoice_id = $1", id as _)
         .execute(&mut *tx)
         .await?;
     // language=PostgreSQL
@@ -481,7 +489,7 @@ pub async fn replace_content(
         from orgs o, jsonb_populate_record(null::invoices, $2::jsonb) h
         where i.id = $1 and o.id = i.org_id
         "#,
-        id,
+        id as _,
         Json(&c.header) as _,
         Json(&c.lines) as _,
     )

@@ -2,6 +2,7 @@
 //! facts other modules look up (whether it exists, its recipient, its id by business key).
 
 use chrono::{DateTime, NaiveDate, Utc};
+use model::InvoiceId;
 use model::OrgId;
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
@@ -33,12 +34,12 @@ pub async fn numbers(
 pub async fn currency(
     executor: impl PgExecutor<'_>,
     org: OrgId,
-    id: Uuid,
+    id: InvoiceId,
 ) -> sqlx::Result<Option<String>> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         "select currency from invoices where id = $1 and org_id = $2",
-        id,
+        id as _,
         org as _
     )
     .fetch_optional(executor)
@@ -46,11 +47,11 @@ pub async fn currency(
 }
 
 /// Whether invoice `id` belongs to `org`.
-pub async fn exists(conn: &mut PgConnection, org: OrgId, id: Uuid) -> sqlx::Result<bool> {
+pub async fn exists(conn: &mut PgConnection, org: OrgId, id: InvoiceId) -> sqlx::Result<bool> {
     // language=PostgreSQL
     let found = sqlx::query_scalar!(
         r#"select true as "found!" from invoices where id = $1 and org_id = $2"#,
-        id,
+        id as _,
         org as _
     )
     .fetch_optional(&mut *conn)
@@ -62,12 +63,12 @@ pub async fn exists(conn: &mut PgConnection, org: OrgId, id: Uuid) -> sqlx::Resu
 pub async fn recipient(
     conn: &mut PgConnection,
     org: OrgId,
-    id: Uuid,
+    id: InvoiceId,
 ) -> sqlx::Result<Option<String>> {
     // language=PostgreSQL
     sqlx::query_scalar!(
         "select customer_email from invoices where id = $1 and org_id = $2",
-        id,
+        id as _,
         org as _
     )
     .fetch_optional(&mut *conn)
@@ -94,10 +95,10 @@ pub async fn id_by_source_key(
 pub async fn get(
     conn: &mut PgConnection,
     org: OrgId,
-    id: Uuid,
+    id: InvoiceId,
     public_base: &str,
 ) -> sqlx::Result<Option<Invoice>> {
-    Ok(get_many(conn, org, &[id], public_base).await?.pop())
+    Ok(get_many(conn, org, &[id.uuid()], public_base).await?.pop())
 }
 
 struct InvoiceRow {

@@ -175,7 +175,7 @@ async fn issue(
     let (invoice, _) = invoices::issue_keyed(
         tx,
         org,
-        invoice,
+        model::InvoiceId::from(invoice),
         &source_key,
         &input,
         action,
@@ -203,7 +203,7 @@ async fn record_run(
         schedule,
         period as _,
         index as i32,
-        invoice,
+        invoice as _,
         if invoice.is_some() {
             "issued"
         } else {

@@ -1,6 +1,7 @@
 //! A local stand-in for Stripe (its CLI cannot be fetched here, and people work offline): builds
 //! Stripe-shaped events, signs them with the configured secret and delivers them to the real route.
 
+use model::InvoiceId;
 use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -58,7 +59,7 @@ fn stripe_amount(amount: i64, code: &str) -> i64 {
 pub struct Session<'a> {
     pub kind: &'a str,
     pub payment_intent: &'a str,
-    pub invoice: Uuid,
+    pub invoice: model::InvoiceId,
     pub amount: i64,
     pub currency: &'a str,
     pub payment_status: &'a str,
@@ -88,8 +89,8 @@ impl Session<'_> {
 }
 
 /// The session the stand-in's events of `invoice` name: the one [`open_simulated_session`] records.
-pub fn simulated_session_id(invoice: Uuid) -> String {
-    format!("cs_test_sim_{}", invoice.simple())
+pub fn simulated_session_id(invoice: InvoiceId) -> String {
+    format!("cs_test_sim_{}", invoice.uuid().simple())
 }
 
 /// Records the session the stand-in's events of `invoice` pay through, as if the app had created it
@@ -97,7 +98,7 @@ pub fn simulated_session_id(invoice: Uuid) -> String {
 /// button, `server stripe trigger` and tests pay through it. Nothing when the invoice does not exist.
 pub async fn open_simulated_session(
     db: impl sqlx::PgExecutor<'_>,
-    invoice: Uuid,
+    invoice: InvoiceId,
 ) -> sqlx::Result<String> {
     let id = simulated_session_id(invoice);
     // language=PostgreSQL
@@ -111,7 +112,7 @@ pub async fn open_simulated_session(
         on conflict (id) do nothing
         "#,
         id,
-        invoice
+        invoice as _
     )
     .execute(db)
     .await?;
@@ -119,7 +120,11 @@ pub async fn open_simulated_session(
 }
 
 /// `checkout.session.completed` (paid) of `amount_cents` of `invoice` through a fresh payment intent.
-pub fn checkout_completed(invoice: Uuid, amount_cents: i64, currency: &str) -> (String, String) {
+pub fn checkout_completed(
+    invoice: InvoiceId,
+    amount_cents: i64,
+    currency: &str,
+) -> (String, String) {
     let id = stripe_id("evt");
     let body = checkout_event(&id, &payment_intent_id(), invoice, amount_cents, currency);
     (id, body)
@@ -130,14 +135,14 @@ pub fn checkout_completed(invoice: Uuid, amount_cents: i64, currency: &str) -> (
 pub fn checkout_event(
     event_id: &str,
     payment_intent: &str,
-    invoice: Uuid,
+    invoice: InvoiceId,
     amount_cents: i64,
     currency: &str,
 ) -> String {
     Session {
         kind: "checkout.session.completed",
         payment_intent,
-        invoice,
+        invoice: model::InvoiceId::from(invoice.uuid()),
         amount: amount_cents,
         currency,
         payment_status: "paid",
@@ -218,11 +223,11 @@ pub fn dispute_id() -> String {
 }
 
 /// What is still due on an invoice, and its currency: the defaults for a simulated payment.
-pub async fn amount_due(pool: &PgPool, invoice: Uuid) -> sqlx::Result<Option<(i64, String)>> {
+pub async fn amount_due(pool: &PgPool, invoice: InvoiceId) -> sqlx::Result<Option<(i64, String)>> {
     // language=PostgreSQL
     let row = sqlx::query!(
         "select total_cents - amount_credited_cents - amount_paid_cents as \"due!\", currency from invoices where id = $1",
-        invoice
+        invoice as _
     )
     .fetch_optional(pool)
     .await?;
