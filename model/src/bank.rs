@@ -105,11 +105,7 @@ impl BankDetails {
         ] {
             super::text::refuse_control_chars(&mut out, field, value);
         }
-        if out.is_empty() {
-            Ok(())
-        } else {
-            Err(out)
-        }
+        crate::error::fields_ok(out)
     }
 
     /// Whether there is anything to pay to.

@@ -90,11 +90,7 @@ impl CreditNoteInput {
             out.insert("reason".into(), "Say why in 1 to 500 characters.".into());
         }
         super::text::refuse_control_chars(&mut out, "reason", reason);
-        if out.is_empty() {
-            Ok(())
-        } else {
-            Err(out)
-        }
+        crate::error::fields_ok(out)
     }
 }
 

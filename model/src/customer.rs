@@ -182,11 +182,7 @@ impl CustomerInput {
                 out.insert(field.into(), message);
             }
         }
-        if out.is_empty() {
-            Ok(())
-        } else {
-            Err(out)
-        }
+        crate::error::fields_ok(out)
     }
 }
 

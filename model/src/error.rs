@@ -11,6 +11,15 @@ use server_fn::error::{FromServerFnError, ServerFnErrorErr};
 /// Field path (`customer_email`, `lines[2].quantity`) → message shown next to that field.
 pub type FieldErrors = BTreeMap<String, String>;
 
+/// Ok when no field has an error; else the errors.
+pub fn fields_ok(errors: FieldErrors) -> Result<(), FieldErrors> {
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
 /// A keyed form's submission that was refused before anything was written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rejected {

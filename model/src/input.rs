@@ -251,11 +251,7 @@ impl InvoiceInput {
                 fields.remove("customer_email");
             }
         }
-        if fields.is_empty() {
-            Ok(())
-        } else {
-            Err(fields)
-        }
+        crate::error::fields_ok(fields)
     }
 
     /// Runs the validator rules and flattens them to `field path → message`.
@@ -309,11 +305,7 @@ impl InvoiceInput {
             }
             _ => {}
         }
-        if out.is_empty() {
-            Ok(())
-        } else {
-            Err(out)
-        }
+        crate::error::fields_ok(out)
     }
 
     /// The sum of the lines before discount and tax.

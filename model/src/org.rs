@@ -76,11 +76,7 @@ impl OrgSettings {
                 out.insert("number_reset".into(), "Choose never or yearly.".into());
             }
         }
-        if out.is_empty() {
-            Ok(())
-        } else {
-            Err(out)
-        }
+        crate::error::fields_ok(out)
     }
 
     /// The number the format gives to `seq` in `year`, as Postgres' `invoice_number_text` does.
@@ -187,11 +183,7 @@ impl OrgDetails {
                 );
             }
         }
-        if out.is_empty() {
-            Ok(())
-        } else {
-            Err(out)
-        }
+        crate::error::fields_ok(out)
     }
 }
 

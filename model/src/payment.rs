@@ -126,11 +126,7 @@ impl PaymentInput {
                 format!("Enter a date from 2000-01-01 to today ({today})."),
             );
         }
-        if out.is_empty() {
-            Ok(())
-        } else {
-            Err(out)
-        }
+        crate::error::fields_ok(out)
     }
 }
 

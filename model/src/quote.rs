@@ -93,11 +93,7 @@ impl QuoteInput {
                 "Save the customer first and name it with customer_id.".into(),
             );
         }
-        if out.is_empty() {
-            Ok(())
-        } else {
-            Err(out)
-        }
+        crate::error::fields_ok(out)
     }
 }
 

@@ -173,11 +173,7 @@ impl ScheduleFields {
                 "The first run is today or later.".into(),
             );
         }
-        if out.is_empty() {
-            Ok(())
-        } else {
-            Err(out)
-        }
+        crate::error::fields_ok(out)
     }
 }
 
@@ -303,11 +299,7 @@ impl ScheduleInput {
                 "Save the customer first and name it with customer_id.".into(),
             );
         }
-        if out.is_empty() {
-            Ok(())
-        } else {
-            Err(out)
-        }
+        crate::error::fields_ok(out)
     }
 }
 
@@ -509,11 +501,7 @@ pub fn check_reminder_steps(steps: &[ReminderStep]) -> Result<(), FieldErrors> {
         }
         super::text::refuse_control_chars(&mut out, &format!("steps[{i}].message"), &s.message);
     }
-    if out.is_empty() {
-        Ok(())
-    } else {
-        Err(out)
-    }
+    crate::error::fields_ok(out)
 }
 
 /// The reminders form: a row per step as typed (rows with no days are left out).

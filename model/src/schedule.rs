@@ -197,11 +197,7 @@ pub fn check(cadence: &Cadence, end: &End) -> Result<(), FieldErrors> {
             "The end date is before the start.".into(),
         );
     }
-    if out.is_empty() {
-        Ok(())
-    } else {
-        Err(out)
-    }
+    crate::error::fields_ok(out)
 }
 
 #[cfg(test)]

@@ -181,11 +181,7 @@ impl TaxRateInput {
                 "Say why the supply is exempt: it is printed on the invoice.".into(),
             );
         }
-        if out.is_empty() {
-            Ok(())
-        } else {
-            Err(out)
-        }
+        crate::error::fields_ok(out)
     }
 
     /// The category given, or the one its percent implies.

@@ -68,11 +68,7 @@ impl WebhookEndpointInput {
         }
         super::text::refuse_control_chars(&mut out, "url", &self.url);
         super::text::refuse_control_chars(&mut out, "description", &self.description);
-        if out.is_empty() {
-            Ok(())
-        } else {
-            Err(out)
-        }
+        crate::error::fields_ok(out)
     }
 
     /// The event types once each, in [`EVENT_TYPES`] order.

@@ -179,14 +179,7 @@ async fn the_dashboard_adds_up_as_the_rows_do(pool: PgPool) {
     assert_eq!(d["debtors"][1]["owed_cents"], 50_000);
 
     // The page itself.
-    let html = browser
-        .get(format!("{}/dashboard", app.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = crate::common::pages::text(&browser, format!("{}/dashboard", app.base)).await;
     assert!(html.contains("<svg"), "a server-rendered chart: {html}");
     assert!(html.contains("revenue-table"), "a table beside it");
 }

@@ -66,14 +66,7 @@ fn page_path(quote: &Value) -> String {
 
 /// The page's Accept and Decline keys, as a browser would find them in the HTML.
 async fn keys(http: &reqwest::Client, base: &str, path: &str) -> (String, String) {
-    let html = http
-        .get(format!("{base}{path}"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = crate::common::pages::text(http, format!("{base}{path}")).await;
     let key_after = |marker: &str| {
         let at = html
             .find(marker)
@@ -159,14 +152,7 @@ async fn accepting_twice_at_once_makes_one_invoice(pool: sqlx::PgPool) {
     let read = app.get(&key, &format!("/api/v1/quotes/{id}")).await.json();
     assert_eq!(read["status"], "accepted");
     assert_eq!(read["invoice_id"], invoice.to_string());
-    let html = browser
-        .get(format!("{}{path}", app.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = crate::common::pages::text(&browser, format!("{}{path}", app.base)).await;
     assert!(html.contains("Accepted"), "{html}");
     assert!(
         !html.contains("/accept\""),
@@ -248,14 +234,7 @@ async fn an_expired_or_declined_quote_accepts_nothing(pool: sqlx::PgPool) {
     let (status, location, _) =
         post_key(&browser, format!("{}{path}/accept", app.base), &accept).await;
     assert_eq!((status, location.as_str()), (303, path.as_str()));
-    let html = browser
-        .get(format!("{}{path}", app.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = crate::common::pages::text(&browser, format!("{}{path}", app.base)).await;
     assert!(html.contains("Declined"), "{html}");
     assert_eq!(
         rows::count_rows(&app.pool, "invoices where org_id = $1", org).await,

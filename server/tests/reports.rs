@@ -433,14 +433,7 @@ async fn the_tax_summary_adds_up_per_rate_and_splits_credit_notes_back_into_net_
         )
     );
     // The page shows the rows.
-    let page = browser
-        .get(format!("{}/reports/tax", app.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = crate::common::pages::text(&browser, format!("{}/reports/tax", app.base)).await;
     assert!(page.contains("VAT 19% 19 % (S)"), "{page}");
     assert!(page.contains("No tax rate"));
 }

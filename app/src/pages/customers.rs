@@ -1,12 +1,11 @@
 //! Customers: the list (searched by the start of a name or email), a new one, one to edit.
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
 
 use super::filters::{query_param, ExportLink, FilterSearch};
 use uuid::Uuid;
 
-use super::layout::{error_banner, field_error, field_errors, Head, NotFound};
+use super::layout::{error_banner, field_error, field_errors, route_resource, Head, NotFound};
 use crate::rpc::customers::{get_customer, list_customers, CustomerAction, SaveCustomer};
 use model::error::AppError;
 use model::Customer;
@@ -73,18 +72,9 @@ pub fn NewCustomerPage() -> impl IntoView {
 
 #[component]
 pub fn CustomerPage() -> impl IntoView {
-    let params = use_params_map();
     let act = ServerAction::<CustomerAction>::new();
     // Refetched after each button, so the page shows the link and the archive as they are now.
-    let page = Resource::new(
-        move || {
-            (
-                params.with(|p| p.get("id").unwrap_or_default()),
-                act.version().get(),
-            )
-        },
-        |(id, _)| get_customer(id),
-    );
+    let page = route_resource(move || act.version().get(), get_customer);
     view! {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {

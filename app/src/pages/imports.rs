@@ -4,9 +4,8 @@
 
 use leptos::prelude::*;
 use leptos_meta::Meta;
-use leptos_router::hooks::use_params_map;
 
-use crate::pages::layout::{error_banner, NotFound};
+use crate::pages::layout::{error_banner, route_resource, NotFound};
 use crate::rpc::imports::{get_customer_import, import_form, ApplyCustomerImport};
 use model::error::AppError;
 use model::imports::{ImportView, COLUMNS, MAX_BYTES, MAX_ROWS};
@@ -45,17 +44,8 @@ pub fn CustomerImportPage() -> impl IntoView {
 
 #[component]
 pub fn CustomerImportStatusPage() -> impl IntoView {
-    let params = use_params_map();
     let apply = ServerAction::<ApplyCustomerImport>::new();
-    let import = Resource::new(
-        move || {
-            (
-                params.with(|p| p.get("id").unwrap_or_default()),
-                apply.version().get(),
-            )
-        },
-        |(id, _)| get_customer_import(id),
-    );
+    let import = route_resource(move || apply.version().get(), get_customer_import);
     view! {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {

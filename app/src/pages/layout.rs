@@ -107,6 +107,23 @@ fn set_not_found_status() {
 #[cfg(not(feature = "ssr"))]
 fn set_not_found_status() {}
 
+/// What a page shows for the route's `id`, as `read` answers it; read again when the id changes and
+/// when `after` does (the versions of the page's actions: each completed action counts one).
+pub fn route_resource<T, Fut>(
+    after: impl Fn() -> usize + Send + Sync + 'static,
+    read: impl Fn(String) -> Fut + Send + Sync + 'static,
+) -> Resource<Result<T, AppError>>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<T, AppError>> + Send + 'static,
+{
+    let params = leptos_router::hooks::use_params_map();
+    Resource::new(
+        move || (params.with(|p| p.get("id").unwrap_or_default()), after()),
+        move |(id, _)| read(id),
+    )
+}
+
 /// The field errors of the latest answer of a form's action (`action.value()`), none before it.
 pub fn field_errors<T: Clone + Send + Sync + 'static>(
     value: impl Get<Value = Option<Result<T, AppError>>> + Send + Sync + 'static,

@@ -4,11 +4,10 @@
 //! draft's edit form (`/quotes/{id}/edit`).
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
 
 use crate::pages::invoices::form::InvoiceFields;
 use crate::pages::invoices::{line_rows, totals_rows};
-use crate::pages::layout::{error_banner, field_error, Head, NotFound};
+use crate::pages::layout::{error_banner, field_error, route_resource, Head, NotFound};
 use crate::rpc::quotes::{
     edit_quote_form, get_quote, list_quotes, new_quote_form, CreateQuote, SendQuote, UpdateQuote,
 };
@@ -120,17 +119,8 @@ pub fn NewQuotePage() -> impl IntoView {
 
 #[component]
 pub fn QuotePage() -> impl IntoView {
-    let params = use_params_map();
     let send = ServerAction::<SendQuote>::new();
-    let page = Resource::new(
-        move || {
-            (
-                params.with(|p| p.get("id").unwrap_or_default()),
-                send.version().get(),
-            )
-        },
-        |(id, _)| get_quote(id),
-    );
+    let page = route_resource(move || send.version().get(), get_quote);
     view! {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
@@ -240,12 +230,8 @@ fn quote_fields(
 /// A draft quote's edit form: its key comes with the draft; a double submit saves once.
 #[component]
 pub fn EditQuotePage() -> impl IntoView {
-    let params = use_params_map();
     let action = ServerAction::<UpdateQuote>::new();
-    let draft = Resource::new(
-        move || params.with(|p| p.get("id").unwrap_or_default()),
-        edit_quote_form,
-    );
+    let draft = route_resource(|| 0, edit_quote_form);
     let errors = Signal::derive(move || match action.value().get() {
         Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
         _ => FieldErrors::new(),

@@ -4,10 +4,9 @@
 //! (`/schedules/{id}/edit`: later runs issue the edited invoice).
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
 
 use crate::pages::invoices::form::InvoiceFields;
-use crate::pages::layout::{error_banner, field_error, field_errors, NotFound};
+use crate::pages::layout::{error_banner, field_error, field_errors, route_resource, NotFound};
 use crate::rpc::schedules::{
     edit_schedule_form, get_schedule, list_schedules, new_schedule_form, CreateSchedule,
     PauseSchedule, UpdateSchedule,
@@ -191,17 +190,8 @@ pub fn NewSchedulePage() -> impl IntoView {
 
 #[component]
 pub fn SchedulePage() -> impl IntoView {
-    let params = use_params_map();
     let toggle = ServerAction::<PauseSchedule>::new();
-    let page = Resource::new(
-        move || {
-            (
-                params.with(|p| p.get("id").unwrap_or_default()),
-                toggle.version().get(),
-            )
-        },
-        |(id, _)| get_schedule(id),
-    );
+    let page = route_resource(move || toggle.version().get(), get_schedule);
     view! {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
@@ -270,12 +260,8 @@ pub fn SchedulePage() -> impl IntoView {
 /// is its terms after it). Its key comes with the template: a double click saves once.
 #[component]
 pub fn EditSchedulePage() -> impl IntoView {
-    let params = use_params_map();
     let action = ServerAction::<UpdateSchedule>::new();
-    let edit = Resource::new(
-        move || params.with(|p| p.get("id").unwrap_or_default()),
-        edit_schedule_form,
-    );
+    let edit = route_resource(|| 0, edit_schedule_form);
     let errors = Signal::derive(move || match action.value().get() {
         Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
         _ => FieldErrors::new(),

@@ -3,9 +3,8 @@
 //! log with "Deliver again").
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
 
-use crate::pages::layout::{error_banner, field_error, field_errors, NotFound};
+use crate::pages::layout::{error_banner, field_error, field_errors, route_resource, NotFound};
 use crate::rpc::webhooks::{
     get_webhook_endpoint, webhooks_page, CreateWebhookEndpoint, DeleteWebhookEndpoint,
     EnableWebhookEndpoint, RedeliverWebhook, RotateWebhookSecret,
@@ -102,21 +101,13 @@ pub fn WebhooksPage() -> impl IntoView {
 
 #[component]
 pub fn WebhookEndpointPageView() -> impl IntoView {
-    let params = use_params_map();
     let rotate = ServerAction::<RotateWebhookSecret>::new();
     let delete = ServerAction::<DeleteWebhookEndpoint>::new();
     let redeliver = ServerAction::<RedeliverWebhook>::new();
     let enable = ServerAction::<EnableWebhookEndpoint>::new();
-    let page = Resource::new(
-        move || {
-            (
-                params.with(|p| p.get("id").unwrap_or_default()),
-                rotate.version().get(),
-                redeliver.version().get(),
-                enable.version().get(),
-            )
-        },
-        |(id, _, _, _)| get_webhook_endpoint(id),
+    let page = route_resource(
+        move || rotate.version().get() + redeliver.version().get() + enable.version().get(),
+        get_webhook_endpoint,
     );
     Effect::new(move || {
         if let Some(Ok(())) = delete.value().get() {

@@ -123,15 +123,8 @@ pub async fn save_org_details(
     let details = details.normalized();
     let user = super::require(model::Action::ManageOrg).await?;
     let now = invoicer_core::accounts::orgs::details(&state()?.pool, user.org_id).await?;
-    if !invoicer_core::accounts::orgs::identity_changes(&now, &details).is_empty() {
-        super::form::recently_authenticated(
-            model::Action::ManageOrg,
-            &idempotency_key,
-            password.as_deref(),
-            "changing where you are paid, or who you are on your e-invoices,",
-        )
-        .await?;
-    }
+    let changed = !invoicer_core::accounts::orgs::identity_changes(&now, &details).is_empty();
+    password_again_if(changed, &idempotency_key, password.as_deref()).await?;
     SettingsForm {
         form: Form::EditOrgDetails,
         action: model::Action::ManageOrg,
@@ -160,15 +153,8 @@ pub async fn save_bank_details(
     let bank = bank.normalized();
     let user = super::require(model::Action::ManageOrg).await?;
     let now = invoicer_core::accounts::orgs::bank_details(&state()?.pool, user.org_id).await?;
-    if !invoicer_core::accounts::orgs::bank_changes(&now, &bank).is_empty() {
-        super::form::recently_authenticated(
-            model::Action::ManageOrg,
-            &idempotency_key,
-            password.as_deref(),
-            "changing where you are paid, or who you are on your e-invoices,",
-        )
-        .await?;
-    }
+    let changed = !invoicer_core::accounts::orgs::bank_changes(&now, &bank).is_empty();
+    password_again_if(changed, &idempotency_key, password.as_deref()).await?;
     SettingsForm {
         form: Form::EditBankDetails,
         action: model::Action::ManageOrg,
@@ -257,4 +243,24 @@ pub async fn list_tax_rates(archived: bool) -> Result<Vec<model::TaxRate>, AppEr
     let user = super::require(model::Action::Read).await?;
     let state = state()?;
     Ok(invoicer_core::invoicing::tax_rates::list(&state.pool, user.org_id, archived).await?)
+}
+
+/// A change of where the org is paid, or of who it is on its e-invoices, asks for the password
+/// again 10 minutes after the last login.
+#[cfg(feature = "ssr")]
+async fn password_again_if(
+    changed: bool,
+    idempotency_key: &Option<String>,
+    password: Option<&str>,
+) -> Result<(), AppError> {
+    if !changed {
+        return Ok(());
+    }
+    super::form::recently_authenticated(
+        model::Action::ManageOrg,
+        idempotency_key,
+        password,
+        "changing where you are paid, or who you are on your e-invoices,",
+    )
+    .await
 }

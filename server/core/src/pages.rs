@@ -7,6 +7,8 @@ use crate::accounts::auth::SessionUser;
 use crate::AppState;
 use model::error::AppError;
 use model::{form_key, Action, CustomerId, InvoiceForm, InvoiceId, QuoteForm};
+use sqlx::pool::PoolConnection;
+use sqlx::Postgres;
 use uuid::Uuid;
 
 /// An invoice with what happened to it: emails, payments, history, credit notes, and the keys of
@@ -132,11 +134,7 @@ pub async fn quote(
     id: Uuid,
 ) -> Result<model::QuotePage, AppError> {
     let org = user.org_id;
-    let mut conn = state.reads.acquire().await?;
-    let quote = crate::invoicing::quotes::get(&mut conn, org, id, &state.settings.public_url)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    let today = crate::jobs::schedules::org_today(&mut conn, org, chrono::Utc::now()).await?;
+    let (mut conn, quote, today) = quote_of(state, org, id).await?;
     let preview = crate::invoicing::quotes::preview(&mut conn, org, &quote, today).await?;
     let invoice_number = match quote.invoice_id {
         Some(invoice) => crate::invoicing::invoices::numbers(&mut conn, org, &[invoice])
@@ -160,11 +158,7 @@ pub async fn quote_edit(
     id: Uuid,
 ) -> Result<model::QuoteEdit, AppError> {
     let org = user.org_id;
-    let mut conn = state.reads.acquire().await?;
-    let quote = crate::invoicing::quotes::get(&mut conn, org, id, &state.settings.public_url)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    let today = crate::jobs::schedules::org_today(&mut conn, org, chrono::Utc::now()).await?;
+    let (_, quote, today) = quote_of(state, org, id).await?;
     Ok(model::QuoteEdit {
         id,
         key: form_key(org),
@@ -175,6 +169,20 @@ pub async fn quote_edit(
         },
         today,
     })
+}
+
+/// `org`'s quote `id` and the org's today, read on one connection (handed on for more reads).
+async fn quote_of(
+    state: &AppState,
+    org: model::OrgId,
+    id: Uuid,
+) -> Result<(PoolConnection<Postgres>, model::Quote, chrono::NaiveDate), AppError> {
+    let mut conn = state.reads.acquire().await?;
+    let quote = crate::invoicing::quotes::get(&mut conn, org, id, &state.settings.public_url)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let today = crate::jobs::schedules::org_today(&mut conn, org, chrono::Utc::now()).await?;
+    Ok((conn, quote, today))
 }
 
 /// The new-quote form: its key and the org's today (the default expiry counts from it).

@@ -2,11 +2,10 @@
 //! state allows.
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
 use uuid::Uuid;
 
 use super::{due_text, line_rows, totals_rows};
-use crate::pages::layout::{error_banner, Head, NotFound};
+use crate::pages::layout::{error_banner, route_resource, Head, NotFound};
 use crate::rpc::invoice_actions::{
     DuplicateInvoice, InvoiceAction, RetryEmail, SendInvoice, SimulatePayment,
 };
@@ -19,7 +18,6 @@ use super::payments::Payments;
 
 #[component]
 pub fn InvoicePage() -> impl IntoView {
-    let params = use_params_map();
     let simulate = ServerAction::<SimulatePayment>::new();
     let send = ServerAction::<SendInvoice>::new();
     let retry = ServerAction::<RetryEmail>::new();
@@ -30,21 +28,18 @@ pub fn InvoicePage() -> impl IntoView {
     let credit = ServerAction::<CreditInvoice>::new();
     let apply = ServerAction::<ApplyCredit>::new();
     // Refetched after each action on the page.
-    let invoice = Resource::new(
+    let invoice = route_resource(
         move || {
-            (
-                params.with(|p| p.get("id").unwrap_or_default()),
-                simulate.version().get()
-                    + send.version().get()
-                    + retry.version().get()
-                    + act.version().get()
-                    + record.version().get()
-                    + delete_payment.version().get()
-                    + credit.version().get()
-                    + apply.version().get(),
-            )
+            simulate.version().get()
+                + send.version().get()
+                + retry.version().get()
+                + act.version().get()
+                + record.version().get()
+                + delete_payment.version().get()
+                + credit.version().get()
+                + apply.version().get()
         },
-        |(id, _)| get_invoice(id),
+        get_invoice,
     );
     view! {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>

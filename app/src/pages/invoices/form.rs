@@ -1,9 +1,9 @@
 //! The new-invoice and edit-draft forms and the fields they share.
 
 use leptos::prelude::*;
-use leptos_router::hooks::{use_params_map, use_query_map};
+use leptos_router::hooks::use_query_map;
 
-use crate::pages::layout::{error_banner, Head, NotFound};
+use crate::pages::layout::{error_banner, route_resource, Head, NotFound};
 use crate::rpc::customers::list_customers;
 use crate::rpc::invoices::{get_draft, CreateInvoice, UpdateDraft};
 use crate::rpc::settings::list_tax_rates;
@@ -61,12 +61,8 @@ pub fn NewInvoicePage() -> impl IntoView {
 /// kept on the page.
 #[component]
 pub fn EditInvoicePage() -> impl IntoView {
-    let params = use_params_map();
     let action = ServerAction::<UpdateDraft>::new();
-    let draft = Resource::new(
-        move || params.with(|p| p.get("id").unwrap_or_default()),
-        get_draft,
-    );
+    let draft = route_resource(|| 0, get_draft);
     // Without JavaScript a refused save comes back through the URL with its key and values.
     let rejected = match action.value().get_untracked() {
         Some(Err(e)) => Some(e),

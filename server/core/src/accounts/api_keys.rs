@@ -114,11 +114,7 @@ impl<'a> KeyForm<'a> {
                 "Enter a number of days from 1 to 3650, or leave it empty.".into(),
             );
         }
-        if fields.is_empty() {
-            Ok(())
-        } else {
-            Err(fields)
-        }
+        model::error::fields_ok(fields)
     }
 
     /// What a creator whose role is `own` asks for with this form (the role asked, or member if
