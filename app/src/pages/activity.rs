@@ -1,7 +1,7 @@
 //! `/activity`: every attempt of the org, what became of it, and proof (stored payloads/responses).
 
 use super::filters::{query_params, FilterSearch, FilterSelect, NextPage};
-use super::layout::{error_banner, Head};
+use super::layout::{loaded, Head};
 use crate::rpc::activity::activity;
 use leptos::prelude::*;
 use model::ActivityRow;
@@ -32,10 +32,7 @@ pub fn ActivityPage() -> impl IntoView {
                 <FilterSearch label="Key, event id or number" placeholder="key, event id or INV-…" />
                 <button type="submit">"Filter"</button>
             </form>
-            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match page.await {
-                        Ok(p) => {
+            {loaded(page, move |p| {
                             let next = p.next_cursor.clone();
                             view! {
                                 <p class="counters">
@@ -64,11 +61,7 @@ pub fn ActivityPage() -> impl IntoView {
                                 {next.map(|cursor| view! { <NextPage path="/activity" cursor label="Older →" /> })}
                             }
                                 .into_any()
-                        }
-                        Err(e) => error_banner(&e).into_any(),
-                    }
-                })}
-            </Suspense>
+                        })}
         </section>
     }
 }

@@ -5,9 +5,8 @@ use leptos::prelude::*;
 use super::filters::{query_param, ExportLink, FilterSearch};
 use uuid::Uuid;
 
-use super::layout::{error_banner, field_error, field_errors, route_resource, Head, NotFound};
+use super::layout::{error_banner, field_error, field_errors, loaded, route_resource, Head};
 use crate::rpc::customers::{get_customer, list_customers, CustomerAction, SaveCustomer};
-use model::error::AppError;
 use model::Customer;
 
 #[component]
@@ -29,11 +28,10 @@ pub fn CustomersPage() -> impl IntoView {
                 " · "
                 <a href="/customers/import">"Import from a CSV file"</a>
             </p>
-            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match customers.await {
-                        Ok(list) if list.is_empty() => view! { <p class="empty">"No customers match."</p> }.into_any(),
-                        Ok(list) => view! {
+            {loaded(customers, move |list| if list.is_empty() {
+                    view! { <p class="empty">"No customers match."</p> }.into_any()
+                } else {
+                    view! {
                             <div class="table-scroll">
                                 <table class="customers">
                                     <Head cols=&["Name", "Email", "Tax id"]/>
@@ -48,11 +46,8 @@ pub fn CustomersPage() -> impl IntoView {
                                     </tbody>
                                 </table>
                             </div>
-                        }.into_any(),
-                        Err(e) => error_banner(&e).into_any(),
-                    }
+                        }.into_any()
                 })}
-            </Suspense>
         </section>
     }
 }
@@ -76,10 +71,7 @@ pub fn CustomerPage() -> impl IntoView {
     // Refetched after each button, so the page shows the link and the archive as they are now.
     let page = route_resource(move || act.version().get(), get_customer);
     view! {
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match page.await {
-                    Ok(p) => view! {
+        {loaded(page, move |p| view! {
                         <section class="card">
                             <h1 class="customer-name">{p.customer.name.clone()}</h1>
                             <p>
@@ -105,12 +97,7 @@ pub fn CustomerPage() -> impl IntoView {
                             <CustomerForm key=p.key customer=Some(p.customer) />
                             <crate::pages::invoices::CreditNotes notes=p.credit_notes />
                         </section>
-                    }.into_any(),
-                    Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
-                    Err(e) => error_banner(&e).into_any(),
-                }
-            })}
-        </Suspense>
+                    }.into_any())}
     }
 }
 

@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-use crate::pages::layout::error_banner;
+use crate::pages::layout::loaded;
 use crate::rpc::dashboard::get_dashboard;
 use model::dashboard::{Dashboard, MonthRevenue, AGING};
 use model::format_money;
@@ -13,14 +13,7 @@ use model::format_money;
 pub fn DashboardPage() -> impl IntoView {
     let page = Resource::new(|| (), |_| get_dashboard());
     view! {
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match page.await {
-                    Ok(d) => view! { <DashboardView d /> }.into_any(),
-                    Err(e) => error_banner(&e).into_any(),
-                }
-            })}
-        </Suspense>
+        {loaded(page, move |d| view! { <DashboardView d /> }.into_any())}
     }
 }
 

@@ -5,9 +5,8 @@
 use leptos::prelude::*;
 use leptos_meta::Meta;
 
-use crate::pages::layout::{error_banner, route_resource, NotFound};
+use crate::pages::layout::{loaded, route_resource};
 use crate::rpc::imports::{get_customer_import, import_form, ApplyCustomerImport};
-use model::error::AppError;
 use model::imports::{ImportView, COLUMNS, MAX_BYTES, MAX_ROWS};
 
 #[component]
@@ -24,20 +23,13 @@ pub fn CustomerImportPage() -> impl IntoView {
                 <code>{COLUMNS.join(", ")}</code>
                 ". Name and email are required. You see every row that cannot be imported before anything is added; the same file uploaded twice is the same import."
             </p>
-            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match key.await {
-                        Ok(key) => view! {
+            {loaded(key, move |key| view! {
                             <form method="post" action="/customers/import" enctype="multipart/form-data" class="import-form">
                                 <input type="hidden" name="idempotency_key" value=key.to_string() />
                                 <label>"CSV file" <input type="file" name="file" accept=".csv,text/csv" required /></label>
                                 <button type="submit" class="primary">"Check the file"</button>
                             </form>
-                        }.into_any(),
-                        Err(e) => error_banner(&e).into_any(),
-                    }
-                })}
-            </Suspense>
+                        }.into_any())}
         </section>
     }
 }
@@ -47,15 +39,7 @@ pub fn CustomerImportStatusPage() -> impl IntoView {
     let apply = ServerAction::<ApplyCustomerImport>::new();
     let import = route_resource(move || apply.version().get(), get_customer_import);
     view! {
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match import.await {
-                    Ok(i) => import_view(i, apply).into_any(),
-                    Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
-                    Err(e) => error_banner(&e).into_any(),
-                }
-            })}
-        </Suspense>
+        {loaded(import, move |i| import_view(i, apply).into_any())}
     }
 }
 

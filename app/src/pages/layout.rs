@@ -148,6 +148,32 @@ pub fn field_error(
     }
 }
 
+/// What `resource` reads, drawn by `draw` once it is there ("Loading…" until then); a read that
+/// found nothing (or another org's) is the not-found page, another failure its error's banner.
+pub fn loaded<T, V>(
+    resource: Resource<Result<T, AppError>>,
+    draw: impl Fn(T) -> V + Clone + Send + Sync + 'static,
+) -> impl IntoView
+where
+    T: Clone + serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+    V: IntoView + 'static,
+{
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || {
+                let draw = draw.clone();
+                Suspend::new(async move {
+                    match resource.await {
+                        Ok(found) => draw(found).into_any(),
+                        Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
+                        Err(e) => error_banner(&e).into_any(),
+                    }
+                })
+            }}
+        </Suspense>
+    }
+}
+
 /// A message for errors that are not about one field.
 pub fn error_banner(error: &AppError) -> Option<AnyView> {
     match error {

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 
 use crate::pages::invoices::form::InvoiceFields;
 use crate::pages::invoices::{line_rows, totals_rows};
-use crate::pages::layout::{error_banner, field_error, route_resource, Head, NotFound};
+use crate::pages::layout::{error_banner, field_error, loaded, route_resource, Head, NotFound};
 use crate::rpc::quotes::{
     edit_quote_form, get_quote, list_quotes, new_quote_form, CreateQuote, SendQuote, UpdateQuote,
 };
@@ -33,11 +33,10 @@ pub fn QuotesPage() -> impl IntoView {
                 <h1>"Quotes"</h1>
                 <a class="button" href="/quotes/new">"New quote"</a>
             </div>
-            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match list.await {
-                        Ok(rows) if rows.is_empty() => view! { <p class="empty">"No quotes yet."</p> }.into_any(),
-                        Ok(rows) => view! {
+            {loaded(list, move |rows| if rows.is_empty() {
+                    view! { <p class="empty">"No quotes yet."</p> }.into_any()
+                } else {
+                    view! {
                             <div class="table-scroll">
                                 <table class="quotes">
                                     <Head cols=&["Number", "Customer", "Total", "Expires", "Status"] num=&["Total"]/>
@@ -54,11 +53,8 @@ pub fn QuotesPage() -> impl IntoView {
                                     </tbody>
                                 </table>
                             </div>
-                        }.into_any(),
-                        Err(e) => error_banner(&e).into_any(),
-                    }
+                        }.into_any()
                 })}
-            </Suspense>
         </section>
     }
 }
@@ -122,10 +118,7 @@ pub fn QuotePage() -> impl IntoView {
     let send = ServerAction::<SendQuote>::new();
     let page = route_resource(move || send.version().get(), get_quote);
     view! {
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match page.await {
-                    Ok(p) => {
+        {loaded(page, move |p| {
                         let q = p.quote;
                         let inv = p.preview;
                         let sendable = p.can_edit && matches!(q.status, QuoteStatus::Draft | QuoteStatus::Open);
@@ -184,12 +177,7 @@ pub fn QuotePage() -> impl IntoView {
                             </section>
                         }
                             .into_any()
-                    }
-                    Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
-                    Err(e) => error_banner(&e).into_any(),
-                }
-            })}
-        </Suspense>
+                    })}
     }
 }
 

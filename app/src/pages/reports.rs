@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use crate::pages::layout::error_banner;
+use crate::pages::layout::{error_banner, loaded};
 use crate::rpc::reports::{get_aging_report, get_tax_report};
 use model::format_money;
 use model::reports::{TaxDocuments, TaxRow};
@@ -33,11 +33,10 @@ pub fn AgingReportPage() -> impl IntoView {
                 <a class="button download-csv" href="/reports/aging.csv" download>"Download CSV"</a>
             </div>
             {report_links()}
-            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match report.await {
-                        Ok(r) if r.data.is_empty() => view! { <p class="empty">"Nobody owes you anything."</p> }.into_any(),
-                        Ok(r) => view! {
+            {loaded(report, move |r| if r.data.is_empty() {
+                    view! { <p class="empty">"Nobody owes you anything."</p> }.into_any()
+                } else {
+                    view! {
                             <p class="hint">{format!("On {}: days past each invoice's due date.", r.today)}</p>
                             <div class="table-scroll" tabindex="0" role="region" aria-label="Aging by customer">
                                 <table class="aging-report">
@@ -74,11 +73,8 @@ pub fn AgingReportPage() -> impl IntoView {
                                     </tbody>
                                 </table>
                             </div>
-                        }.into_any(),
-                        Err(e) => error_banner(&e).into_any(),
-                    }
+                        }.into_any()
                 })}
-            </Suspense>
         </section>
     }
 }

@@ -6,7 +6,9 @@
 use leptos::prelude::*;
 
 use crate::pages::invoices::form::InvoiceFields;
-use crate::pages::layout::{error_banner, field_error, field_errors, route_resource, NotFound};
+use crate::pages::layout::{
+    error_banner, field_error, field_errors, loaded, route_resource, NotFound,
+};
 use crate::rpc::schedules::{
     edit_schedule_form, get_schedule, list_schedules, new_schedule_form, CreateSchedule,
     PauseSchedule, UpdateSchedule,
@@ -49,11 +51,10 @@ pub fn SchedulesPage() -> impl IntoView {
                 <h1>"Recurring invoices"</h1>
                 <a class="button" href="/schedules/new">"New schedule"</a>
             </div>
-            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match list.await {
-                        Ok(rows) if rows.is_empty() => view! { <p class="empty">"No schedules yet."</p> }.into_any(),
-                        Ok(rows) => view! {
+            {loaded(list, move |rows| if rows.is_empty() {
+                    view! { <p class="empty">"No schedules yet."</p> }.into_any()
+                } else {
+                    view! {
                             <div class="table-scroll">
                                 <table class="schedules">
                                     <thead>
@@ -78,11 +79,8 @@ pub fn SchedulesPage() -> impl IntoView {
                                     </tbody>
                                 </table>
                             </div>
-                        }.into_any(),
-                        Err(e) => error_banner(&e).into_any(),
-                    }
+                        }.into_any()
                 })}
-            </Suspense>
         </section>
     }
 }
@@ -96,10 +94,7 @@ pub fn NewSchedulePage() -> impl IntoView {
     view! {
         <section class="card">
             <h1>"New schedule"</h1>
-            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match form.await {
-                        Ok(p) => view! {
+            {loaded(form, move |p| view! {
                             {move || create.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
                             <ActionForm action=create attr:class="new-schedule" attr:aria-label="New schedule">
                                 <input type="hidden" name="idempotency_key" value=p.key.to_string() />
@@ -179,11 +174,7 @@ pub fn NewSchedulePage() -> impl IntoView {
                                 </fieldset>
                                 <button type="submit" class="primary create-schedule" disabled=move || create.pending().get()>"Create schedule"</button>
                             </ActionForm>
-                        }.into_any(),
-                        Err(e) => error_banner(&e).into_any(),
-                    }
-                })}
-            </Suspense>
+                        }.into_any())}
         </section>
     }
 }
@@ -193,10 +184,7 @@ pub fn SchedulePage() -> impl IntoView {
     let toggle = ServerAction::<PauseSchedule>::new();
     let page = route_resource(move || toggle.version().get(), get_schedule);
     view! {
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match page.await {
-                    Ok(p) => {
+        {loaded(page, move |p| {
                         let s = p.schedule;
                         let pausing = s.status == "active";
                         let numbers = p.numbers;
@@ -247,12 +235,7 @@ pub fn SchedulePage() -> impl IntoView {
                                 }}
                             </section>
                         }.into_any()
-                    }
-                    Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
-                    Err(e) => error_banner(&e).into_any(),
-                }
-            })}
-        </Suspense>
+                    })}
     }
 }
 

@@ -4,9 +4,8 @@
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-use crate::pages::layout::{error_banner, NotFound};
+use crate::pages::layout::loaded;
 use crate::rpc::customers::get_statement;
-use model::error::AppError;
 use model::Statement;
 
 #[component]
@@ -24,10 +23,7 @@ pub fn StatementPage() -> impl IntoView {
         |(id, from, to)| get_statement(id, from, to),
     );
     view! {
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match page.await {
-                    Ok(p) => view! {
+        {loaded(page, move |p| view! {
                         <section class="card statement">
                             <h1>{format!("Statement of {}", p.statement.customer_name)}</h1>
                             <form method="get" class="period" aria-label="Period">
@@ -54,12 +50,7 @@ pub fn StatementPage() -> impl IntoView {
                             </p>
                             {statement_tables(p.statement, &model::English)}
                         </section>
-                    }.into_any(),
-                    Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
-                    Err(e) => error_banner(&e).into_any(),
-                }
-            })}
-        </Suspense>
+                    }.into_any())}
     }
 }
 

@@ -4,12 +4,11 @@
 
 use leptos::prelude::*;
 
-use crate::pages::layout::{error_banner, field_error, field_errors, route_resource, NotFound};
+use crate::pages::layout::{error_banner, field_error, field_errors, loaded, route_resource};
 use crate::rpc::webhooks::{
     get_webhook_endpoint, webhooks_page, CreateWebhookEndpoint, DeleteWebhookEndpoint,
     EnableWebhookEndpoint, RedeliverWebhook, RotateWebhookSecret,
 };
-use model::error::AppError;
 use model::webhooks::{WebhookEndpointPage, EVENT_TYPES};
 
 fn when(t: chrono::DateTime<chrono::Utc>) -> String {
@@ -30,10 +29,7 @@ pub fn WebhooksPage() -> impl IntoView {
                 " specification says (" <code>"webhook-id"</code> ", " <code>"webhook-timestamp"</code> ", "
                 <code>"webhook-signature"</code> "), and retried for three days until your endpoint answers 2xx."
             </p>
-            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match page.await {
-                        Ok(view) => {
+            {loaded(page, move |view| {
                             let form_key = view.form_key.to_string();
                             let list = if view.endpoints.is_empty() {
                                 view! { <p class="empty">"No endpoints yet."</p> }.into_any()
@@ -86,11 +82,7 @@ pub fn WebhooksPage() -> impl IntoView {
                                     </ActionForm>
                                 })}
                             }.into_any()
-                        }
-                        Err(e) => error_banner(&e).into_any(),
-                    }
-                })}
-            </Suspense>
+                        })}
             {move || match create.value().get() {
                 Some(Err(e)) => error_banner(&e),
                 _ => None,
@@ -116,15 +108,7 @@ pub fn WebhookEndpointPageView() -> impl IntoView {
         }
     });
     view! {
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match page.await {
-                    Ok(p) => endpoint_view(p, Actions { rotate, delete, redeliver, enable }).into_any(),
-                    Err(AppError::NotFound) => view! { <NotFound /> }.into_any(),
-                    Err(e) => error_banner(&e).into_any(),
-                }
-            })}
-        </Suspense>
+        {loaded(page, move |p| endpoint_view(p, Actions { rotate, delete, redeliver, enable }).into_any())}
         {move || [rotate.value().get(), delete.value().get(), redeliver.value().get(), enable.value().get()]
             .into_iter()
             .flatten()

@@ -242,7 +242,7 @@ pub async fn fill_invoice(
     let Some(id) = customer else {
         return Ok(());
     };
-    match get(db, org, model::CustomerId::from(id)).await? {
+    match get(db, org, CustomerId::from(id)).await? {
         Some(c) => {
             *name = c.name;
             *email = c.email;

@@ -192,7 +192,7 @@ async fn run_one(
         .await?;
         record(
             tx,
-            model::InvoiceId::from(due.id),
+            InvoiceId::from(due.id),
             due.org_id.into(),
             due.offset_days,
             email,
@@ -236,7 +236,7 @@ async fn run_one(
             // A lost reminder row with its claim left: write the row so the step is not found again.
             record(
                 &mut tx,
-                model::InvoiceId::from(due.id),
+                InvoiceId::from(due.id),
                 due.org_id.into(),
                 due.offset_days,
                 None,

@@ -189,7 +189,7 @@ pub async fn apply(
         )
         .execute(&mut *tx)
         .await?;
-        derive(tx, model::InvoiceId::from(from)).await?;
+        derive(tx, InvoiceId::from(from)).await?;
         rest -= part;
     }
     Ok((applied, derive(tx, invoice).await?))

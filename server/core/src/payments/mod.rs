@@ -195,8 +195,7 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
             format!("unknown invoice {invoice_id}"),
         ));
     };
-    let on_invoice =
-        |e: Effect| e.on_invoice(invoice.org_id.into(), model::InvoiceId::from(invoice_id));
+    let on_invoice = |e: Effect| e.on_invoice(invoice.org_id.into(), InvoiceId::from(invoice_id));
     // Money is believed only through a session the app created, for this invoice, in this mode and
     // currency; anything else is kept for the owner to review and changes nothing. One statement
     // checks the binding and marks the session used (the next Pay makes a new one).
@@ -217,13 +216,7 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
     .fetch_optional(&mut *tx)
     .await?;
     if bound.is_none() {
-        let why = unbound(
-            tx,
-            p,
-            invoice.org_id.into(),
-            model::InvoiceId::from(invoice_id),
-        )
-        .await?;
+        let why = unbound(tx, p, invoice.org_id.into(), InvoiceId::from(invoice_id)).await?;
         return Ok(on_invoice(Effect::new(EffectKind::Anomaly, why)));
     }
     if !invoice.currency.eq_ignore_ascii_case(p.currency) {
@@ -305,7 +298,7 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
             format!("payment {} belongs to another invoice", p.payment_intent),
         )));
     }
-    let money = derive(tx, model::InvoiceId::from(invoice_id)).await?;
+    let money = derive(tx, InvoiceId::from(invoice_id)).await?;
     let what = match p.status {
         PaymentStatus::Pending => "processing",
         PaymentStatus::Failed => "failed",
@@ -441,19 +434,15 @@ async fn after_fact(
             format!("{payment_intent} {what}: kept until its payment arrives"),
         ));
     };
-    let on_invoice = |e: Effect| {
-        e.on_invoice(
-            payment.org_id.into(),
-            model::InvoiceId::from(payment.invoice_id),
-        )
-    };
+    let on_invoice =
+        |e: Effect| e.on_invoice(payment.org_id.into(), InvoiceId::from(payment.invoice_id));
     if !changed {
         return Ok(on_invoice(Effect::new(
             EffectKind::Ignored,
             format!("{payment_intent} {what}: already known"),
         )));
     }
-    let money = derive(tx, model::InvoiceId::from(payment.invoice_id)).await?;
+    let money = derive(tx, InvoiceId::from(payment.invoice_id)).await?;
     let mut effect = on_invoice(Effect::new(
         EffectKind::Applied,
         format!(

@@ -39,7 +39,7 @@ pub async fn customer_from_form(
         async |tx| {
             match customers::create(
                 tx,
-                model::CustomerId::from(customer_id),
+                CustomerId::from(customer_id),
                 org,
                 Some(&source_key),
                 input,

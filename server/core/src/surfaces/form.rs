@@ -82,7 +82,7 @@ pub async fn invoice_from_form(
     let ran = once(pool, attempt, &key, &terms, || {
         async |tx| {
             let new = invoices::NewInvoice {
-                id: model::InvoiceId::from(invoice_id),
+                id: InvoiceId::from(invoice_id),
                 org,
                 source_key: Some(&source_key),
                 public_base: "",

@@ -142,7 +142,7 @@ pub fn checkout_event(
     Session {
         kind: "checkout.session.completed",
         payment_intent,
-        invoice: model::InvoiceId::from(invoice.uuid()),
+        invoice: InvoiceId::from(invoice.uuid()),
         amount: amount_cents,
         currency,
         payment_status: "paid",
