@@ -568,17 +568,9 @@ async fn a_payment_a_manual_refund_depends_on_cannot_be_deleted(pool: PgPool) {
     )
     .await;
     assert_eq!(back.json()["refunded_cents"], 900);
-    let mut tx = app.pool.begin().await.unwrap();
-    let actor = invoicer_core::accounts::audit::Actor::operator();
-    let err = invoicer_core::payments::manual::delete(
-        &mut tx,
-        org,
-        model::InvoiceId::from(invoice),
-        payment,
-        &actor,
-    )
-    .await
-    .unwrap_err();
+    let err = crate::common::rows::delete_payment(&app.pool, org, invoice, payment)
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, invoicer_core::payments::manual::PaymentError::Refunded),
         "{err}"

@@ -355,17 +355,9 @@ async fn members_record_but_only_owners_delete_and_a_refunded_payment_stays(pool
     .execute(&app.pool)
     .await
     .unwrap();
-    let mut tx = app.pool.begin().await.unwrap();
-    let actor = invoicer_core::accounts::audit::Actor::operator();
-    let err = invoicer_core::payments::manual::delete(
-        &mut tx,
-        org,
-        model::InvoiceId::from(invoice),
-        payment,
-        &actor,
-    )
-    .await
-    .unwrap_err();
+    let err = crate::common::rows::delete_payment(&app.pool, org, invoice, payment)
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, invoicer_core::payments::manual::PaymentError::Refunded),
         "{err}"

@@ -136,6 +136,22 @@ pub async fn owners_key(pool: &PgPool, account: &invoicer_core::accounts::NewAcc
         .plaintext
 }
 
+/// Deletes `payment` of `invoice` as the operator, in a transaction of its own (committed if it
+/// went through).
+pub async fn delete_payment(
+    pool: &PgPool,
+    org: model::OrgId,
+    invoice: Uuid,
+    payment: Uuid,
+) -> Result<(), invoicer_core::payments::manual::PaymentError> {
+    let mut tx = pool.begin().await.unwrap();
+    let actor = invoicer_core::accounts::audit::Actor::operator();
+    let invoice = model::InvoiceId::from(invoice);
+    invoicer_core::payments::manual::delete(&mut tx, org, invoice, payment, &actor).await?;
+    tx.commit().await.unwrap();
+    Ok(())
+}
+
 /// How many `rows` there are: `rows` is what follows `select count(*) from`, with `$1` bound to `arg`.
 pub async fn count_rows(pool: &PgPool, rows: &str, arg: impl Into<Uuid>) -> i64 {
     let sql = format!("select count(*) from {rows}");

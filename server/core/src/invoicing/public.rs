@@ -67,17 +67,7 @@ pub async fn open(
     )
     .fetch_optional(&mut *conn)
     .await?;
-    let Some(found) = found else {
-        return Ok(None);
-    };
-    let invoice = invoices::get(
-        &mut conn,
-        found.org_id.into(),
-        model::InvoiceId::from(found.id),
-        public_base,
-    )
-    .await?;
-    Ok(invoice.map(|invoice| found.with(invoice)))
+    with_invoice(&mut conn, found, public_base).await
 }
 
 /// Invoice `id` as its customer's page shows it, without counting a view (for its email's PDF).
@@ -105,17 +95,7 @@ pub async fn by_id(
     )
     .fetch_optional(&mut *conn)
     .await?;
-    let Some(found) = found else {
-        return Ok(None);
-    };
-    let invoice = invoices::get(
-        &mut conn,
-        found.org_id.into(),
-        model::InvoiceId::from(found.id),
-        public_base,
-    )
-    .await?;
-    Ok(invoice.map(|invoice| found.with(invoice)))
+    with_invoice(&mut conn, found, public_base).await
 }
 
 /// What the customer's page reads of the invoice's org.
@@ -174,4 +154,18 @@ impl Row {
             },
         }
     }
+}
+
+/// The page's row with the invoice it names (none when either is gone).
+async fn with_invoice(
+    conn: &mut sqlx::PgConnection,
+    found: Option<Row>,
+    public_base: &str,
+) -> sqlx::Result<Option<PublicInvoice>> {
+    let Some(found) = found else {
+        return Ok(None);
+    };
+    let id = model::InvoiceId::from(found.id);
+    let invoice = invoices::get(conn, found.org_id.into(), id, public_base).await?;
+    Ok(invoice.map(|invoice| found.with(invoice)))
 }
