@@ -1,7 +1,7 @@
 //! `/activity`: every attempt of the org, what became of it, and proof (stored payloads/responses).
 
 use super::filters::{query_params, FilterSearch, FilterSelect, NextPage};
-use super::layout::{loaded, Head};
+use super::layout::{loaded, Table};
 use crate::rpc::activity::activity;
 use leptos::prelude::*;
 use model::ActivityRow;
@@ -15,6 +15,21 @@ const OUTCOMES: &[&str] = &[
     "rejected",
     "failed",
 ];
+
+const ATTEMPTS: Table = Table {
+    class: "activity",
+    label: "Attempts",
+    cols: &[
+        "When (UTC)",
+        "Surface",
+        "Outcome",
+        "Key / event",
+        "Invoice",
+        "ms",
+    ],
+    num: &["ms"],
+    empty: "No attempts match.",
+};
 
 #[component]
 pub fn ActivityPage() -> impl IntoView {
@@ -47,17 +62,7 @@ pub fn ActivityPage() -> impl IntoView {
                                             .join(" · ")
                                     }}
                                 </p>
-                                {if p.rows.is_empty() {
-                                    view! { <p class="empty">"No attempts match."</p> }.into_any()
-                                } else {
-                                    view! {
-                                        <table class="activity">
-                                            <Head cols=&["When (UTC)", "Surface", "Outcome", "Key / event", "Invoice", "ms"] num=&["ms"]/>
-                                            <tbody>{p.rows.into_iter().map(activity_row).collect_view()}</tbody>
-                                        </table>
-                                    }
-                                        .into_any()
-                                }}
+                                {ATTEMPTS.rows(p.rows, activity_row)}
                                 {next.map(|cursor| view! { <NextPage path="/activity" cursor label="Older →" /> })}
                             }
                                 .into_any()

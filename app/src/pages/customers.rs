@@ -5,9 +5,17 @@ use leptos::prelude::*;
 use super::filters::{query_param, ExportLink, FilterSearch};
 use uuid::Uuid;
 
-use super::layout::{error_banner, field_error, field_errors, loaded, route_resource, Head};
+use super::layout::{error_banner, field_error, field_errors, loaded, route_resource, Table};
 use crate::rpc::customers::{get_customer, list_customers, CustomerAction, SaveCustomer};
 use model::Customer;
+
+const CUSTOMERS: Table = Table {
+    class: "customers",
+    label: "Customers",
+    cols: &["Name", "Email", "Tax id"],
+    num: &[],
+    empty: "No customers match.",
+};
 
 #[component]
 pub fn CustomersPage() -> impl IntoView {
@@ -28,26 +36,13 @@ pub fn CustomersPage() -> impl IntoView {
                 " · "
                 <a href="/customers/import">"Import from a CSV file"</a>
             </p>
-            {loaded(customers, move |list| if list.is_empty() {
-                    view! { <p class="empty">"No customers match."</p> }.into_any()
-                } else {
-                    view! {
-                            <div class="table-scroll">
-                                <table class="customers">
-                                    <Head cols=&["Name", "Email", "Tax id"]/>
-                                    <tbody>
-                                        {list.into_iter().map(|c| view! {
-                                            <tr class="customer-row">
-                                                <td><a href=format!("/customers/{}", c.id)>{c.name}</a></td>
-                                                <td>{c.email}</td>
-                                                <td>{c.vat_id.unwrap_or_default()}</td>
-                                            </tr>
-                                        }).collect_view()}
-                                    </tbody>
-                                </table>
-                            </div>
-                        }.into_any()
-                })}
+            {loaded(customers, move |list| CUSTOMERS.rows(list, |c| view! {
+                <tr class="customer-row">
+                    <td><a href=format!("/customers/{}", c.id)>{c.name}</a></td>
+                    <td>{c.email}</td>
+                    <td>{c.vat_id.unwrap_or_default()}</td>
+                </tr>
+            }))}
         </section>
     }
 }

@@ -4,10 +4,34 @@
 
 use leptos::prelude::*;
 
-use crate::pages::layout::loaded;
+use crate::pages::layout::{customer_link, loaded, Table};
 use crate::rpc::dashboard::get_dashboard;
 use model::dashboard::{Dashboard, MonthRevenue, AGING};
 use model::format_money;
+
+const HOW_LATE: Table = Table {
+    class: "aging",
+    label: "How late",
+    cols: &["Currency", AGING[0], AGING[1], AGING[2], AGING[3], AGING[4]],
+    num: &AGING,
+    empty: "No open invoices.",
+};
+
+const DEBTORS: Table = Table {
+    class: "debtors",
+    label: "Who owes the most",
+    cols: &["Customer", "Owed", "Overdue", "Oldest due"],
+    num: &["Owed", "Overdue"],
+    empty: "Nobody owes you anything.",
+};
+
+const MONTHS: Table = Table {
+    class: "revenue-table",
+    label: "Invoiced per month",
+    cols: &["Month", "Invoiced", "Credited"],
+    num: &["Invoiced", "Credited"],
+    empty: "",
+};
 
 #[component]
 pub fn DashboardPage() -> impl IntoView {
@@ -44,66 +68,25 @@ fn DashboardView(d: Dashboard) -> impl IntoView {
         </section>
         <section class="card" aria-labelledby="aging-heading">
             <h2 id="aging-heading">"How late"</h2>
-            {if nothing_owed {
-                view! { <p class="empty">"No open invoices."</p> }.into_any()
-            } else {
-                view! {
-                    <div class="table-scroll" tabindex="0" role="region" aria-labelledby="aging-heading">
-                        <table class="aging">
-                            <thead>
-                                <tr>
-                                    <th scope="col">"Currency"</th>
-                                    {AGING.iter().map(|b| view! { <th scope="col" class="num">{*b}</th> }).collect_view()}
-                                </tr>
-                            </thead>
-                            <tbody>
-                                {d.owed.iter().map(|o| view! {
-                                    <tr>
-                                        <th scope="row">{o.currency.to_uppercase()}</th>
-                                        {o.aging_cents.iter().map(|c| view! { <td class="num">{format_money(*c, &o.currency)}</td> }).collect_view()}
-                                    </tr>
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                    </div>
-                    <p><a href="/reports/aging">"Aging by customer"</a></p>
-                }.into_any()
-            }}
+            {HOW_LATE.rows(d.owed.iter(), |o| view! {
+                <tr>
+                    <th scope="row">{o.currency.to_uppercase()}</th>
+                    {o.aging_cents.iter().map(|c| view! { <td class="num">{format_money(*c, &o.currency)}</td> }).collect_view()}
+                </tr>
+            })}
+            {(!nothing_owed).then(|| view! { <p><a href="/reports/aging">"Aging by customer"</a></p> })}
         </section>
         <RevenueChart revenue=d.revenue.clone() />
         <section class="card" aria-labelledby="debtors-heading">
             <h2 id="debtors-heading">"Who owes the most"</h2>
-            {if d.debtors.is_empty() {
-                view! { <p class="empty">"Nobody owes you anything."</p> }.into_any()
-            } else {
-                view! {
-                    <div class="table-scroll" tabindex="0" role="region" aria-labelledby="debtors-heading">
-                        <table class="debtors">
-                            <thead>
-                                <tr>
-                                    <th scope="col">"Customer"</th>
-                                    <th scope="col" class="num">"Owed"</th>
-                                    <th scope="col" class="num">"Overdue"</th>
-                                    <th scope="col">"Oldest due"</th>
-                                </tr>
-                            </thead>
-                            <tbody>
-                                {d.debtors.iter().map(|x| view! {
-                                    <tr class="debtor">
-                                        <td>{match x.customer_id {
-                                            Some(id) => view! { <a href=format!("/customers/{id}")>{x.name.clone()}</a> }.into_any(),
-                                            None => x.name.clone().into_any(),
-                                        }}</td>
-                                        <td class="num owed">{format_money(x.owed_cents, &x.currency)}</td>
-                                        <td class="num">{format_money(x.overdue_cents, &x.currency)}</td>
-                                        <td>{x.oldest_due.to_string()}</td>
-                                    </tr>
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                    </div>
-                }.into_any()
-            }}
+            {DEBTORS.rows(d.debtors.iter(), |x| view! {
+                <tr class="debtor">
+                    <td>{customer_link(x.customer_id, x.name.clone())}</td>
+                    <td class="num owed">{format_money(x.owed_cents, &x.currency)}</td>
+                    <td class="num">{format_money(x.overdue_cents, &x.currency)}</td>
+                    <td>{x.oldest_due.to_string()}</td>
+                </tr>
+            })}
         </section>
     }
 }
@@ -158,26 +141,13 @@ fn RevenueChart(revenue: Vec<MonthRevenue>) -> impl IntoView {
                     preserveAspectRatio="none">
                     {bars}
                 </svg>
-                <div class="table-scroll" tabindex="0" role="region" aria-label=title>
-                    <table class="revenue-table">
-                        <thead>
-                            <tr>
-                                <th scope="col">"Month"</th>
-                                <th scope="col" class="num">"Invoiced"</th>
-                                <th scope="col" class="num">"Credited"</th>
-                            </tr>
-                        </thead>
-                        <tbody>
-                            {months.iter().map(|r| view! {
-                                <tr class="month-row">
-                                    <th scope="row">{r.month.format("%Y-%m").to_string()}</th>
-                                    <td class="num invoiced">{format_money(r.invoiced_cents, &r.currency)}</td>
-                                    <td class="num">{format_money(r.credited_cents, &r.currency)}</td>
-                                </tr>
-                            }).collect_view()}
-                        </tbody>
-                    </table>
-                </div>
+                {MONTHS.rows(months.iter(), |r| view! {
+                    <tr class="month-row">
+                        <th scope="row">{r.month.format("%Y-%m").to_string()}</th>
+                        <td class="num invoiced">{format_money(r.invoiced_cents, &r.currency)}</td>
+                        <td class="num">{format_money(r.credited_cents, &r.currency)}</td>
+                    </tr>
+                })}
             </div>
         </section>
     }

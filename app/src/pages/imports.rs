@@ -5,9 +5,25 @@
 use leptos::prelude::*;
 use leptos_meta::Meta;
 
-use crate::pages::layout::{loaded, route_resource};
+use crate::pages::layout::{loaded, route_resource, Table};
 use crate::rpc::imports::{get_customer_import, import_form, ApplyCustomerImport};
 use model::imports::{ImportView, COLUMNS, MAX_BYTES, MAX_ROWS};
+
+const REFUSED: Table = Table {
+    class: "import-errors",
+    label: "Rows that cannot be imported",
+    cols: &["Line", "Field", "Why"],
+    num: &["Line"],
+    empty: "",
+};
+
+const SAMPLE: Table = Table {
+    class: "import-sample",
+    label: "The first customers it adds",
+    cols: &["Line", "Name", "Email"],
+    num: &["Line"],
+    empty: "",
+};
 
 #[component]
 pub fn CustomerImportPage() -> impl IntoView {
@@ -85,35 +101,17 @@ fn import_view(i: ImportView, apply: ServerAction<ApplyCustomerImport>) -> impl 
             <h1>"Import customers"</h1>
             <p class="import-summary">{summary}</p>
             {state}
-            {(!i.errors.is_empty()).then(|| view! {
-                <h2>"Rows that cannot be imported"</h2>
-                <div class="table-scroll" tabindex="0" role="region" aria-label="Rows that cannot be imported">
-                    <table class="import-errors">
-                        <thead><tr><th scope="col" class="num">"Line"</th><th scope="col">"Field"</th><th scope="col">"Why"</th></tr></thead>
-                        <tbody>
-                            {i.errors.iter().map(|e| view! {
-                                <tr class="import-error-row">
-                                    <td class="num">{e.row}</td>
-                                    <td>{e.field.clone()}</td>
-                                    <td>{e.message.clone()}</td>
-                                </tr>
-                            }).collect_view()}
-                        </tbody>
-                    </table>
-                </div>
+            {(!i.errors.is_empty()).then(|| view! { <h2>"Rows that cannot be imported"</h2> })}
+            {REFUSED.rows(i.errors.iter(), |e| view! {
+                <tr class="import-error-row">
+                    <td class="num">{e.row}</td>
+                    <td>{e.field.clone()}</td>
+                    <td>{e.message.clone()}</td>
+                </tr>
             })}
-            {(!i.sample.is_empty()).then(|| view! {
-                <h2>"The first customers it adds"</h2>
-                <div class="table-scroll" tabindex="0" role="region" aria-label="The first customers it adds">
-                    <table class="import-sample">
-                        <thead><tr><th scope="col" class="num">"Line"</th><th scope="col">"Name"</th><th scope="col">"Email"</th></tr></thead>
-                        <tbody>
-                            {i.sample.iter().map(|(line, name, email)| view! {
-                                <tr><td class="num">{*line}</td><td>{name.clone()}</td><td>{email.clone()}</td></tr>
-                            }).collect_view()}
-                        </tbody>
-                    </table>
-                </div>
+            {(!i.sample.is_empty()).then(|| view! { <h2>"The first customers it adds"</h2> })}
+            {SAMPLE.rows(i.sample.iter(), |(line, name, email)| view! {
+                <tr><td class="num">{*line}</td><td>{name.clone()}</td><td>{email.clone()}</td></tr>
             })}
             <p><a href="/customers/import">"Import another file"</a></p>
         </section>

@@ -200,7 +200,7 @@ pub fn error_banner(error: &AppError) -> Option<AnyView> {
 }
 
 /// A table's header row, one heading per column; the headings also named in `num` are right-aligned like
-/// the numbers under them.
+/// the numbers under them, and an empty heading is the rows' buttons, named for screen readers only.
 #[component]
 pub fn Head(
     cols: &'static [&'static str],
@@ -208,7 +208,57 @@ pub fn Head(
 ) -> impl IntoView {
     view! {
         <thead>
-            <tr>{cols.iter().map(|col| view! { <th class=num.contains(col).then_some("num")>{*col}</th> }).collect_view()}</tr>
+            <tr>{cols.iter().map(|col| view! {
+                <th scope="col" class=num.contains(col).then_some("num")>
+                    {if col.is_empty() { view! { <span class="sr-only">"Actions"</span> }.into_any() } else { col.into_any() }}
+                </th>
+            }).collect_view()}</tr>
         </thead>
+    }
+}
+
+/// A list drawn as a table, or the sentence that stands in for an empty one. The table scrolls sideways
+/// on a narrow screen, so it is a region the keyboard can reach, named by `label`.
+#[derive(Clone, Copy, Default)]
+pub struct Table {
+    pub class: &'static str,
+    pub label: &'static str,
+    pub cols: &'static [&'static str],
+    /// The headings whose columns hold numbers.
+    pub num: &'static [&'static str],
+    /// What the page says when there is nothing to list (where it says nothing, an empty table is left out).
+    pub empty: &'static str,
+}
+
+impl Table {
+    /// The table, one row drawn by `row` for each of `rows`.
+    pub fn rows<T, V: IntoView + 'static>(
+        self,
+        rows: impl IntoIterator<Item = T>,
+        row: impl FnMut(T) -> V,
+    ) -> AnyView {
+        let mut rows = rows.into_iter().peekable();
+        if rows.peek().is_none() {
+            return (!self.empty.is_empty())
+                .then(|| view! { <p class="empty">{self.empty}</p> })
+                .into_any();
+        }
+        view! {
+            <div class="table-scroll" tabindex="0" role="region" aria-label=self.label>
+                <table class=self.class>
+                    <Head cols=self.cols num=self.num/>
+                    <tbody>{rows.map(row).collect_view()}</tbody>
+                </table>
+            </div>
+        }
+        .into_any()
+    }
+}
+
+/// A customer's name, linking to their page where they still have one.
+pub fn customer_link(id: Option<impl std::fmt::Display>, name: String) -> AnyView {
+    match id {
+        Some(id) => view! { <a href=format!("/customers/{id}")>{name}</a> }.into_any(),
+        None => name.into_any(),
     }
 }

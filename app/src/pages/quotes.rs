@@ -7,7 +7,9 @@ use leptos::prelude::*;
 
 use crate::pages::invoices::form::InvoiceFields;
 use crate::pages::invoices::{line_rows, totals_rows};
-use crate::pages::layout::{error_banner, field_error, loaded, route_resource, Head, NotFound};
+use crate::pages::layout::{
+    error_banner, field_error, loaded, route_resource, Head, NotFound, Table,
+};
 use crate::rpc::quotes::{
     edit_quote_form, get_quote, list_quotes, new_quote_form, CreateQuote, SendQuote, UpdateQuote,
 };
@@ -24,6 +26,14 @@ fn status_label(status: QuoteStatus) -> &'static str {
     }
 }
 
+const QUOTES: Table = Table {
+    class: "quotes",
+    label: "Quotes",
+    cols: &["Number", "Customer", "Total", "Expires", "Status"],
+    num: &["Total"],
+    empty: "No quotes yet.",
+};
+
 #[component]
 pub fn QuotesPage() -> impl IntoView {
     let list = Resource::new(|| (), |_| list_quotes());
@@ -33,28 +43,15 @@ pub fn QuotesPage() -> impl IntoView {
                 <h1>"Quotes"</h1>
                 <a class="button" href="/quotes/new">"New quote"</a>
             </div>
-            {loaded(list, move |rows| if rows.is_empty() {
-                    view! { <p class="empty">"No quotes yet."</p> }.into_any()
-                } else {
-                    view! {
-                            <div class="table-scroll">
-                                <table class="quotes">
-                                    <Head cols=&["Number", "Customer", "Total", "Expires", "Status"] num=&["Total"]/>
-                                    <tbody>
-                                        {rows.into_iter().map(|q: Quote| view! {
-                                            <tr class="quote-row">
-                                                <td><a href=format!("/quotes/{}", q.id)>{q.number.clone().unwrap_or_else(|| "Draft".into())}</a></td>
-                                                <td>{q.customer_name.clone()}</td>
-                                                <td class="num">{format_money(q.total_cents, &q.currency)}</td>
-                                                <td>{q.expires_on.to_string()}</td>
-                                                <td class=format!("status {}", q.status.as_str())>{status_label(q.status)}</td>
-                                            </tr>
-                                        }).collect_view()}
-                                    </tbody>
-                                </table>
-                            </div>
-                        }.into_any()
-                })}
+            {loaded(list, move |rows| QUOTES.rows(rows, |q: Quote| view! {
+                <tr class="quote-row">
+                    <td><a href=format!("/quotes/{}", q.id)>{q.number.clone().unwrap_or_else(|| "Draft".into())}</a></td>
+                    <td>{q.customer_name.clone()}</td>
+                    <td class="num">{format_money(q.total_cents, &q.currency)}</td>
+                    <td>{q.expires_on.to_string()}</td>
+                    <td class=format!("status {}", q.status.as_str())>{status_label(q.status)}</td>
+                </tr>
+            }))}
         </section>
     }
 }

@@ -5,10 +5,28 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use crate::pages::layout::{error_banner, loaded};
+use crate::pages::layout::{customer_link, error_banner, loaded, Table};
 use crate::rpc::reports::{get_aging_report, get_tax_report};
 use model::format_money;
 use model::reports::{TaxDocuments, TaxRow};
+
+const AGING: Table = Table {
+    class: "aging-report",
+    label: "Aging by customer",
+    cols: &[
+        "Customer", "Current", "1–30", "31–60", "61–90", "Over 90", "Total",
+    ],
+    num: &["Current", "1–30", "31–60", "61–90", "Over 90", "Total"],
+    empty: "Nobody owes you anything.",
+};
+
+const NET: Table = Table {
+    class: "tax-net",
+    label: "Invoices less credit notes, per currency",
+    cols: &["Currency", "Taxable", "Tax"],
+    num: &["Taxable", "Tax"],
+    empty: "Nothing was invoiced or credited in this period.",
+};
 
 /// The reports' own links: each report and its file.
 fn report_links() -> impl IntoView {
@@ -33,48 +51,24 @@ pub fn AgingReportPage() -> impl IntoView {
                 <a class="button download-csv" href="/reports/aging.csv" download>"Download CSV"</a>
             </div>
             {report_links()}
-            {loaded(report, move |r| if r.data.is_empty() {
-                    view! { <p class="empty">"Nobody owes you anything."</p> }.into_any()
-                } else {
+            {loaded(report, move |r| view! {
+                <p class="hint">{format!("On {}: days past each invoice's due date.", r.today)}</p>
+                {AGING.rows(r.data, |row| {
+                    let c = row.currency.clone();
+                    let money = move |cents: i64| format_money(cents, &c);
                     view! {
-                            <p class="hint">{format!("On {}: days past each invoice's due date.", r.today)}</p>
-                            <div class="table-scroll" tabindex="0" role="region" aria-label="Aging by customer">
-                                <table class="aging-report">
-                                    <thead>
-                                        <tr>
-                                            <th scope="col">"Customer"</th>
-                                            <th scope="col" class="num">"Current"</th>
-                                            <th scope="col" class="num">"1–30"</th>
-                                            <th scope="col" class="num">"31–60"</th>
-                                            <th scope="col" class="num">"61–90"</th>
-                                            <th scope="col" class="num">"Over 90"</th>
-                                            <th scope="col" class="num">"Total"</th>
-                                        </tr>
-                                    </thead>
-                                    <tbody>
-                                        {r.data.into_iter().map(|row| {
-                                            let c = row.currency.clone();
-                                            let money = move |cents: i64| format_money(cents, &c);
-                                            view! {
-                                                <tr class="aging-row">
-                                                    <th scope="row">{match row.customer_id {
-                                                        Some(id) => view! { <a href=format!("/customers/{id}")>{row.name.clone()}</a> }.into_any(),
-                                                        None => row.name.clone().into_any(),
-                                                    }}</th>
-                                                    <td class="num">{money(row.current_cents)}</td>
-                                                    <td class="num">{money(row.days_1_30_cents)}</td>
-                                                    <td class="num">{money(row.days_31_60_cents)}</td>
-                                                    <td class="num">{money(row.days_61_90_cents)}</td>
-                                                    <td class="num">{money(row.over_90_cents)}</td>
-                                                    <td class="num total">{money(row.total_cents)}</td>
-                                                </tr>
-                                            }
-                                        }).collect_view()}
-                                    </tbody>
-                                </table>
-                            </div>
-                        }.into_any()
+                        <tr class="aging-row">
+                            <th scope="row">{customer_link(row.customer_id, row.name.clone())}</th>
+                            <td class="num">{money(row.current_cents)}</td>
+                            <td class="num">{money(row.days_1_30_cents)}</td>
+                            <td class="num">{money(row.days_31_60_cents)}</td>
+                            <td class="num">{money(row.days_61_90_cents)}</td>
+                            <td class="num">{money(row.over_90_cents)}</td>
+                            <td class="num total">{money(row.total_cents)}</td>
+                        </tr>
+                    }
                 })}
+            })}
         </section>
     }
 }
@@ -104,31 +98,13 @@ pub fn TaxReportPage() -> impl IntoView {
                                 {tax_table("Invoices", "Invoices finalized in the period (void ones left out)", invoices)}
                                 {tax_table("Credit notes", "Credit notes issued in the period", credits)}
                                 <h2>"Net"</h2>
-                                {if r.net.is_empty() {
-                                    view! { <p class="empty">"Nothing was invoiced or credited in this period."</p> }.into_any()
-                                } else {
-                                    view! {
-                                        <table class="tax-net">
-                                            <caption class="sr-only">"Invoices less credit notes, per currency"</caption>
-                                            <thead>
-                                                <tr>
-                                                    <th scope="col">"Currency"</th>
-                                                    <th scope="col" class="num">"Taxable"</th>
-                                                    <th scope="col" class="num">"Tax"</th>
-                                                </tr>
-                                            </thead>
-                                            <tbody>
-                                                {r.net.into_iter().map(|n| view! {
-                                                    <tr class="tax-net-row">
-                                                        <th scope="row">{n.currency.to_uppercase()}</th>
-                                                        <td class="num">{format_money(n.taxable_cents, &n.currency)}</td>
-                                                        <td class="num">{format_money(n.tax_cents, &n.currency)}</td>
-                                                    </tr>
-                                                }).collect_view()}
-                                            </tbody>
-                                        </table>
-                                    }.into_any()
-                                }}
+                                {NET.rows(r.net, |n| view! {
+                                    <tr class="tax-net-row">
+                                        <th scope="row">{n.currency.to_uppercase()}</th>
+                                        <td class="num">{format_money(n.taxable_cents, &n.currency)}</td>
+                                        <td class="num">{format_money(n.tax_cents, &n.currency)}</td>
+                                    </tr>
+                                })}
                             }.into_any()
                         }
                         Err(e) => view! {
@@ -152,50 +128,35 @@ fn period_form(from: String, to: String) -> impl IntoView {
     }
 }
 
-fn tax_table(title: &'static str, caption: &'static str, rows: Vec<TaxRow>) -> impl IntoView {
+fn tax_table(title: &'static str, label: &'static str, rows: Vec<TaxRow>) -> impl IntoView {
+    let table = Table {
+        class: "tax-report",
+        label,
+        cols: &["Rate", "Currency", "Taxable", "Tax", "Documents"],
+        num: &["Taxable", "Tax", "Documents"],
+        empty: "None in this period.",
+    };
     view! {
         <h2>{title}</h2>
-        {if rows.is_empty() {
-            view! { <p class="empty">"None in this period."</p> }.into_any()
-        } else {
+        {table.rows(rows, |row| {
+            let rate = match &row.category {
+                Some(category) => format!(
+                    "{} {} % ({category})",
+                    row.names.join(", "),
+                    model::Thousandths(row.percent_milli),
+                ),
+                None => "No tax rate".to_owned(),
+            };
             view! {
-                <div class="table-scroll" tabindex="0" role="region" aria-label=title>
-                    <table class="tax-report">
-                        <caption class="sr-only">{caption}</caption>
-                        <thead>
-                            <tr>
-                                <th scope="col">"Rate"</th>
-                                <th scope="col">"Currency"</th>
-                                <th scope="col" class="num">"Taxable"</th>
-                                <th scope="col" class="num">"Tax"</th>
-                                <th scope="col" class="num">"Documents"</th>
-                            </tr>
-                        </thead>
-                        <tbody>
-                            {rows.into_iter().map(|row| {
-                                let rate = match &row.category {
-                                    Some(category) => format!(
-                                        "{} {} % ({category})",
-                                        row.names.join(", "),
-                                        model::Thousandths(row.percent_milli),
-                                    ),
-                                    None => "No tax rate".to_owned(),
-                                };
-                                view! {
-                                    <tr class="tax-row">
-                                        <th scope="row">{rate}</th>
-                                        <td>{row.currency.to_uppercase()}</td>
-                                        <td class="num">{format_money(row.taxable_cents, &row.currency)}</td>
-                                        <td class="num">{format_money(row.tax_cents, &row.currency)}</td>
-                                        <td class="num">{row.count}</td>
-                                    </tr>
-                                }
-                            }).collect_view()}
-                        </tbody>
-                    </table>
-                </div>
-            }.into_any()
-        }}
+                <tr class="tax-row">
+                    <th scope="row">{rate}</th>
+                    <td>{row.currency.to_uppercase()}</td>
+                    <td class="num">{format_money(row.taxable_cents, &row.currency)}</td>
+                    <td class="num">{format_money(row.tax_cents, &row.currency)}</td>
+                    <td class="num">{row.count}</td>
+                </tr>
+            }
+        })}
     }
 }
 

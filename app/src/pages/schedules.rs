@@ -7,7 +7,7 @@ use leptos::prelude::*;
 
 use crate::pages::invoices::form::InvoiceFields;
 use crate::pages::layout::{
-    error_banner, field_error, field_errors, loaded, route_resource, NotFound,
+    error_banner, field_error, field_errors, loaded, route_resource, NotFound, Table,
 };
 use crate::rpc::schedules::{
     edit_schedule_form, get_schedule, list_schedules, new_schedule_form, CreateSchedule,
@@ -42,6 +42,22 @@ fn amount(s: &Schedule) -> String {
     format_money(sum, &s.template.currency)
 }
 
+const RUNS: Table = Table {
+    class: "runs",
+    label: "Runs",
+    cols: &["Period", "Outcome", "Invoice"],
+    num: &[],
+    empty: "None yet.",
+};
+
+const SCHEDULES: Table = Table {
+    class: "schedules",
+    label: "Recurring invoices",
+    cols: &["Customer", "When", "Amount", "Next", "Status"],
+    num: &["Amount"],
+    empty: "No schedules yet.",
+};
+
 #[component]
 pub fn SchedulesPage() -> impl IntoView {
     let list = Resource::new(|| (), |_| list_schedules());
@@ -51,36 +67,15 @@ pub fn SchedulesPage() -> impl IntoView {
                 <h1>"Recurring invoices"</h1>
                 <a class="button" href="/schedules/new">"New schedule"</a>
             </div>
-            {loaded(list, move |rows| if rows.is_empty() {
-                    view! { <p class="empty">"No schedules yet."</p> }.into_any()
-                } else {
-                    view! {
-                            <div class="table-scroll">
-                                <table class="schedules">
-                                    <thead>
-                                        <tr>
-                                            <th scope="col">"Customer"</th>
-                                            <th scope="col">"When"</th>
-                                            <th scope="col" class="num">"Amount"</th>
-                                            <th scope="col">"Next"</th>
-                                            <th scope="col">"Status"</th>
-                                        </tr>
-                                    </thead>
-                                    <tbody>
-                                        {rows.into_iter().map(|s| view! {
-                                            <tr class="schedule-row">
-                                                <td><a href=format!("/schedules/{}", s.id)>{s.template.customer_name.clone()}</a></td>
-                                                <td>{cadence(&s)}</td>
-                                                <td class="num">{amount(&s)}</td>
-                                                <td>{s.next_run_on.map(|d| d.to_string()).unwrap_or_else(|| "—".into())}</td>
-                                                <td class="status">{s.status.clone()}</td>
-                                            </tr>
-                                        }).collect_view()}
-                                    </tbody>
-                                </table>
-                            </div>
-                        }.into_any()
-                })}
+            {loaded(list, move |rows| SCHEDULES.rows(rows, |s| view! {
+                <tr class="schedule-row">
+                    <td><a href=format!("/schedules/{}", s.id)>{s.template.customer_name.clone()}</a></td>
+                    <td>{cadence(&s)}</td>
+                    <td class="num">{amount(&s)}</td>
+                    <td>{s.next_run_on.map(|d| d.to_string()).unwrap_or_else(|| "—".into())}</td>
+                    <td class="status">{s.status.clone()}</td>
+                </tr>
+            }))}
         </section>
     }
 }
@@ -215,24 +210,13 @@ pub fn SchedulePage() -> impl IntoView {
                                     {s.next_runs.iter().map(|d| view! { <li>{d.to_string()}</li> }).collect_view()}
                                 </ul>
                                 <h2>"Runs"</h2>
-                                {if s.runs.is_empty() {
-                                    view! { <p class="empty">"None yet."</p> }.into_any()
-                                } else {
-                                    view! {
-                                        <table class="runs">
-                                            <thead><tr><th scope="col">"Period"</th><th scope="col">"Outcome"</th><th scope="col">"Invoice"</th></tr></thead>
-                                            <tbody>
-                                                {s.runs.iter().map(|r| view! {
-                                                    <tr class=format!("run {}", r.outcome)>
-                                                        <td>{r.period.to_string()}</td>
-                                                        <td>{r.outcome.clone()}</td>
-                                                        <td>{r.invoice_id.map(|id| view! { <a href=format!("/invoices/{id}")>{number(id)}</a> })}</td>
-                                                    </tr>
-                                                }).collect_view()}
-                                            </tbody>
-                                        </table>
-                                    }.into_any()
-                                }}
+                                {RUNS.rows(s.runs.iter(), |r| view! {
+                                    <tr class=format!("run {}", r.outcome)>
+                                        <td>{r.period.to_string()}</td>
+                                        <td>{r.outcome.clone()}</td>
+                                        <td>{r.invoice_id.map(|id| view! { <a href=format!("/invoices/{id}")>{number(id)}</a> })}</td>
+                                    </tr>
+                                })}
                             </section>
                         }.into_any()
                     })}

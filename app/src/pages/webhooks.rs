@@ -4,7 +4,9 @@
 
 use leptos::prelude::*;
 
-use crate::pages::layout::{error_banner, field_error, field_errors, loaded, route_resource};
+use crate::pages::layout::{
+    error_banner, field_error, field_errors, loaded, route_resource, Table,
+};
 use crate::rpc::webhooks::{
     get_webhook_endpoint, webhooks_page, CreateWebhookEndpoint, DeleteWebhookEndpoint,
     EnableWebhookEndpoint, RedeliverWebhook, RotateWebhookSecret,
@@ -136,6 +138,17 @@ fn endpoint_view(p: WebhookEndpointPage, actions: Actions) -> impl IntoView {
     let e = p.endpoint;
     let (id, key) = (e.id, p.form_key);
     let owner = e.secret.is_some();
+    let log = Table {
+        class: "attempts",
+        label: "Delivery log",
+        cols: if owner {
+            &["When", "Event", "Answer", "ms", "Response", ""]
+        } else {
+            &["When", "Event", "Answer", "ms", "Response"]
+        },
+        num: &["ms"],
+        empty: "Nothing delivered yet.",
+    };
     view! {
         <section class="card endpoint-page">
             <h1>"Webhook endpoint"</h1>
@@ -170,54 +183,32 @@ fn endpoint_view(p: WebhookEndpointPage, actions: Actions) -> impl IntoView {
                 </div>
             })}
             <h2>"Delivery log"</h2>
-            {if p.attempts.is_empty() {
-                view! { <p class="empty">"Nothing delivered yet."</p> }.into_any()
-            } else {
+            {log.rows(p.attempts.into_iter().zip(p.redeliver_keys), |(a, key)| {
+                let answer = match a.status_code {
+                    Some(s) => s.to_string(),
+                    None => a.error.clone().unwrap_or_default(),
+                };
+                let ok = a.status_code.is_some_and(|s| (200..300).contains(&s));
                 view! {
-                    <div class="table-scroll" tabindex="0" role="region" aria-label="Delivery log">
-                        <table class="attempts">
-                            <thead>
-                                <tr>
-                                    <th scope="col">"When"</th>
-                                    <th scope="col">"Event"</th>
-                                    <th scope="col">"Answer"</th>
-                                    <th scope="col" class="num">"ms"</th>
-                                    <th scope="col">"Response"</th>
-                                    {owner.then(|| view! { <th scope="col"><span class="sr-only">"Actions"</span></th> })}
-                                </tr>
-                            </thead>
-                            <tbody>
-                                {p.attempts.into_iter().zip(p.redeliver_keys).map(|(a, key)| {
-                                    let answer = match a.status_code {
-                                        Some(s) => s.to_string(),
-                                        None => a.error.clone().unwrap_or_default(),
-                                    };
-                                    let ok = a.status_code.is_some_and(|s| (200..300).contains(&s));
-                                    view! {
-                                        <tr class=if ok { "attempt ok" } else { "attempt failed" }>
-                                            <td>{when(a.attempted_at)}</td>
-                                            <td><code>{a.event_type.clone()}</code></td>
-                                            <td>{answer}</td>
-                                            <td class="num">{a.latency_ms}</td>
-                                            <td><code class="response">{a.response.clone()}</code></td>
-                                            {owner.then(|| view! {
-                                                <td>
-                                                    <ActionForm action=redeliver>
-                                                        <input type="hidden" name="idempotency_key" value=key.to_string() />
-                                                        <input type="hidden" name="endpoint_id" value=id.to_string() />
-                                                        <input type="hidden" name="event_id" value=a.event_id.to_string() />
-                                                        <button type="submit" class="secondary">"Deliver again"</button>
-                                                    </ActionForm>
-                                                </td>
-                                            })}
-                                        </tr>
-                                    }
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                    </div>
-                }.into_any()
-            }}
+                    <tr class=if ok { "attempt ok" } else { "attempt failed" }>
+                        <td>{when(a.attempted_at)}</td>
+                        <td><code>{a.event_type.clone()}</code></td>
+                        <td>{answer}</td>
+                        <td class="num">{a.latency_ms}</td>
+                        <td><code class="response">{a.response.clone()}</code></td>
+                        {owner.then(|| view! {
+                            <td>
+                                <ActionForm action=redeliver>
+                                    <input type="hidden" name="idempotency_key" value=key.to_string() />
+                                    <input type="hidden" name="endpoint_id" value=id.to_string() />
+                                    <input type="hidden" name="event_id" value=a.event_id.to_string() />
+                                    <button type="submit" class="secondary">"Deliver again"</button>
+                                </ActionForm>
+                            </td>
+                        })}
+                    </tr>
+                }
+            })}
             <p><a href="/settings/webhooks">"All endpoints"</a></p>
         </section>
     }

@@ -3,7 +3,7 @@
 use crate::pages::filters::{
     query_param, query_params, ExportLink, FilterSearch, FilterSelect, NextPage,
 };
-use crate::pages::layout::{error_banner, Head};
+use crate::pages::layout::{error_banner, Table};
 use crate::rpc::invoices::list_invoices;
 use leptos::prelude::*;
 use model::format_money;
@@ -26,6 +26,14 @@ const PAYMENT_STATES: &[&str] = &[
     "refunded",
     "disputed",
 ];
+
+const INVOICES: Table = Table {
+    class: "invoices",
+    label: "Invoices",
+    cols: &["Number", "Customer", "Due", "Status", "Total", "Paid"],
+    num: &["Total", "Paid"],
+    empty: "No invoices yet.",
+};
 
 #[component]
 pub fn InvoiceListPage() -> impl IntoView {
@@ -55,51 +63,28 @@ pub fn InvoiceListPage() -> impl IntoView {
             <Suspense fallback=|| view! { <p>"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match invoices.await {
-                        Ok(page) if page.rows.is_empty() => {
+                        Ok(page) => {
                             let filtered = ["status", "payment_state", "q", "before"]
                                 .into_iter()
                                 .any(|name| param(name).is_some());
-                            let text = if filtered { "No invoices match." } else { "No invoices yet." };
-                            view! { <p class="empty">{text}</p> }.into_any()
-                        }
-                        Ok(page) => {
+                            let empty = if filtered { "No invoices match." } else { "No invoices yet." };
                             let next = page.next_cursor.clone();
                             view! {
-                                <div class="table-scroll">
-                                <table class="invoices">
-                                    <Head cols=&["Number", "Customer", "Due", "Status", "Total", "Paid"] num=&["Total", "Paid"]/>
-                                    <tbody>
-                                        {page
-                                            .rows
-                                            .into_iter()
-                                            .map(|inv| {
-                                                view! {
-                                                    <tr class="invoice-row">
-                                                        <td>
-                                                            <a href=format!("/invoices/{}", inv.id)>{inv.number.unwrap_or_else(|| "Draft".to_owned())}</a>
-                                                        </td>
-                                                        <td>{inv.customer_name}</td>
-                                                        <td>{inv.due_date.to_string()}</td>
-                                                        <td>
-                                                            <span class=format!(
-                                                                "status {}",
-                                                                inv.status.as_str(),
-                                                            )>{inv.status.as_str()}</span>
-                                                            {inv.overdue.then(|| view! { " " <span class="status overdue">"overdue"</span> })}
-                                                        </td>
-                                                        <td class="num">
-                                                            {format_money(inv.total_cents, &inv.currency)}
-                                                        </td>
-                                                        <td class="num">
-                                                            {format_money(inv.amount_paid_cents, &inv.currency)}
-                                                        </td>
-                                                    </tr>
-                                                }
-                                            })
-                                            .collect_view()}
-                                    </tbody>
-                                </table>
-                                </div>
+                                {Table { empty, ..INVOICES }.rows(page.rows, |inv| view! {
+                                    <tr class="invoice-row">
+                                        <td>
+                                            <a href=format!("/invoices/{}", inv.id)>{inv.number.unwrap_or_else(|| "Draft".to_owned())}</a>
+                                        </td>
+                                        <td>{inv.customer_name}</td>
+                                        <td>{inv.due_date.to_string()}</td>
+                                        <td>
+                                            <span class=format!("status {}", inv.status.as_str())>{inv.status.as_str()}</span>
+                                            {inv.overdue.then(|| view! { " " <span class="status overdue">"overdue"</span> })}
+                                        </td>
+                                        <td class="num">{format_money(inv.total_cents, &inv.currency)}</td>
+                                        <td class="num">{format_money(inv.amount_paid_cents, &inv.currency)}</td>
+                                    </tr>
+                                })}
                                 {next.map(|cursor| {
                                     // The overdue list runs most overdue first, not newest first.
                                     let label = if param("status").as_deref() == Some("overdue") {

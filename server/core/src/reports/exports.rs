@@ -216,11 +216,18 @@ fn row_cursor(after: Option<Cursor>) -> (Option<DateTime<Utc>>, Option<Uuid>) {
 }
 
 /// The next cursor: the last row's, when the page was full.
-fn next_row(count: usize, last: Option<(DateTime<Utc>, Uuid)>) -> Option<Cursor> {
-    (count as i64 == PAGE)
-        .then_some(last)
+/// One page of records (each row drawn by `record`), and where the next page starts: after the last
+/// row, when the page is full.
+fn row_page<R>(
+    rows: Vec<R>,
+    key: impl Fn(&R) -> (DateTime<Utc>, Uuid),
+    record: impl FnMut(R) -> Vec<String>,
+) -> (Vec<Vec<String>>, Option<Cursor>) {
+    let next = (rows.len() as i64 == PAGE)
+        .then(|| rows.last().map(&key))
         .flatten()
-        .map(|(at, id)| Cursor::Row(at, id))
+        .map(|(at, id)| Cursor::Row(at, id));
+    (rows.into_iter().map(record).collect(), next)
 }
 
 async fn invoice_records(
@@ -366,11 +373,10 @@ async fn payment_records(
     )
     .fetch_all(&mut *conn)
     .await?;
-    let last = rows.last().map(|r| (r.created_at, r.id));
-    let count = rows.len();
-    let records = rows
-        .into_iter()
-        .map(|r| {
+    Ok(row_page(
+        rows,
+        |r| (r.created_at, r.id),
+        |r| {
             let c = &r.currency;
             vec![
                 r.id.to_string(),
@@ -387,9 +393,8 @@ async fn payment_records(
                 r.paid_on.to_string(),
                 time(r.created_at),
             ]
-        })
-        .collect();
-    Ok((records, next_row(count, last)))
+        },
+    ))
 }
 
 async fn credit_note_records(
@@ -424,11 +429,10 @@ async fn credit_note_records(
     )
     .fetch_all(&mut *conn)
     .await?;
-    let last = rows.last().map(|r| (r.created_at, r.id));
-    let count = rows.len();
-    let records = rows
-        .into_iter()
-        .map(|r| {
+    Ok(row_page(
+        rows,
+        |r| (r.created_at, r.id),
+        |r| {
             let c = &r.currency;
             vec![
                 r.id.to_string(),
@@ -444,9 +448,8 @@ async fn credit_note_records(
                 r.issued_on.to_string(),
                 time(r.created_at),
             ]
-        })
-        .collect();
-    Ok((records, next_row(count, last)))
+        },
+    ))
 }
 
 async fn customer_records(
@@ -483,11 +486,10 @@ async fn customer_records(
     )
     .fetch_all(&mut *conn)
     .await?;
-    let last = rows.last().map(|r| (r.created_at, r.id));
-    let count = rows.len();
-    let records = rows
-        .into_iter()
-        .map(|r| {
+    Ok(row_page(
+        rows,
+        |r| (r.created_at, r.id),
+        |r| {
             vec![
                 r.id.to_string(),
                 r.name,
@@ -503,9 +505,8 @@ async fn customer_records(
                 r.locale,
                 time(r.created_at),
             ]
-        })
-        .collect();
-    Ok((records, next_row(count, last)))
+        },
+    ))
 }
 
 #[cfg(test)]
