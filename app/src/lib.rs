@@ -11,7 +11,7 @@ pub use pages::invoices::{due_text, line_rows, totals_rows};
 pub use pages::statement::{pdf_url as statement_pdf_url, statement_tables};
 
 use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_meta::{provide_meta_context, HashedStylesheet, MetaTags, Title};
 use leptos_router::components::{Redirect, Route, Router, Routes};
 use leptos_router::{path, SsrMode};
 
@@ -41,6 +41,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8" />
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <AutoReload options=options.clone() />
+                <HashedStylesheet options=options.clone() id="leptos" />
                 <HydrationScripts options />
                 <MetaTags />
             </head>
@@ -77,7 +78,6 @@ pub fn App() -> impl IntoView {
         }
     });
     view! {
-        <Stylesheet id="leptos" href="/pkg/invoicer.css" />
         <Title text="invoicer" />
         <Router>
             <Nav />

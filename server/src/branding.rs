@@ -106,10 +106,11 @@ pub fn public_routes() -> Router<AppState> {
 
 /// A page saying why the upload was refused, with the way back; nothing was stored.
 fn refused(status: StatusCode, why: &str) -> Response {
+    let css = crate::assets::stylesheet();
     let body = format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>Logo not saved</title><link rel=\"stylesheet\" href=\"/pkg/invoicer.css\"></head>\
+         <title>Logo not saved</title><link rel=\"stylesheet\" href=\"{css}\"></head>\
          <body><main class=\"card\"><h1>Logo not saved</h1><p class=\"error logo-error\">{}</p>\
          <p><a href=\"/settings/org\">Back to the settings</a></p></main></body></html>",
         html_escape(why)

@@ -122,7 +122,9 @@ pub fn download(state: AppState, org: model::OrgId, kind: Kind, filter: Filter) 
             ),
             (header::CACHE_CONTROL, "private, no-store".to_owned()),
         ],
-        Body::from_stream(pages),
+        // Fused: a reader may poll again after the end (the compression layer does), and `unfold`
+        // would panic.
+        Body::from_stream(futures::StreamExt::fuse(pages)),
     )
         .into_response()
 }

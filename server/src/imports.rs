@@ -25,10 +25,11 @@ fn refused(status: StatusCode, why: &str) -> Response {
         .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;");
+    let css = crate::assets::stylesheet();
     let body = format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>File not imported</title><link rel=\"stylesheet\" href=\"/pkg/invoicer.css\"></head>\
+         <title>File not imported</title><link rel=\"stylesheet\" href=\"{css}\"></head>\
          <body><main class=\"card\"><h1>File not imported</h1><p class=\"error import-error\">{why}</p>\
          <p><a href=\"/customers/import\">Back to the import</a></p></main></body></html>"
     );

@@ -2,6 +2,7 @@
 //! webhook route and the command line.
 
 pub mod api;
+pub mod assets;
 pub mod branding;
 pub mod cli;
 pub mod config;

@@ -15,7 +15,7 @@ pub async fn serve(config: Checked) -> anyhow::Result<()> {
     failpoint::init(config.dev_mode);
     let pool = db::connect_and_migrate(&config.database).await?;
     let conf = leptos::config::get_configuration(None)?;
-    let leptos_options = conf.leptos_options;
+    let leptos_options = crate::assets::site(conf.leptos_options);
     let addr = leptos_options.site_addr;
     if config.dev_mode && config.stripe.secret_is_default() {
         tracing::info!(

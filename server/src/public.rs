@@ -241,11 +241,12 @@ fn document_styled(title: &str, body: String, style: Option<&str>, lang: &str) -
     let style = style
         .map(|s| format!("<style>{s}</style>"))
         .unwrap_or_default();
+    let css = crate::assets::stylesheet();
     format!(
         "<!DOCTYPE html><html lang=\"{lang}\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <meta name=\"robots\" content=\"noindex, nofollow\">{title}\
-         <link rel=\"stylesheet\" href=\"/pkg/invoicer.css\">{style}</head><body>{body}</body></html>"
+         <link rel=\"stylesheet\" href=\"{css}\">{style}</head><body>{body}</body></html>"
     )
 }
 

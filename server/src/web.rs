@@ -101,6 +101,7 @@ pub async fn router(
         .settings
         .dev_mode
         .then(|| format!("ws://{}:{}", site.site_addr.ip(), site.reload_port));
+    let assets = crate::assets::routes(&site);
     let pages = Pages {
         state: state.clone(),
         options: site,
@@ -161,7 +162,8 @@ pub async fn router(
             guard.clone(),
             crate::security::same_origin_posts,
         ))
-        // Added after the session layers: webhooks carry no cookies and need no session.
+        // Added after the session layers: webhooks and the site's files need no session.
+        .merge(assets)
         .merge(crate::webhook::routes().with_state(state.clone()))
         .merge(crate::api::routes().with_state(state.clone()))
         .merge(crate::public::routes().with_state(state.clone()))
@@ -171,6 +173,7 @@ pub async fn router(
             guard,
             crate::security::response_headers,
         ))
+        .layer(crate::assets::compression())
         // Every request gets an id (or keeps the caller's x-request-id), carried by the span all its
         // log events are in, and sent back in the response.
         .layer(PropagateRequestIdLayer::x_request_id())

@@ -8,6 +8,7 @@ mod account_links;
 mod api;
 mod api_crash;
 mod api_keys;
+mod assets;
 mod attack_costs;
 mod bank_details;
 mod branding;

@@ -1,7 +1,7 @@
 //! `lab bench http`: each surface driven over real HTTP by 1, 16 and 64 clients for a bounded
 //! time, and in the same run pgbench executing the same SQL (bench/pgbench/*.sql: the statements the
 //! surface sends, in its transaction) with as many clients. Prints events/s, p50/p99 and the ratio
-//! surface/pgbench, then the server's peak RSS and the hydrate wasm size.
+//! surface/pgbench, then the server's peak RSS and the owner's wasm, script and style sheet as sent.
 
 mod drive;
 mod sql;
@@ -9,7 +9,7 @@ mod workload;
 
 pub(crate) use sql::settle;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,9 +41,6 @@ pub struct HttpBenchArgs {
     /// Events delivered before the run, resent by the duplicate workloads.
     #[arg(long, default_value_t = 2000)]
     pub dup_events: usize,
-    /// The release hydrate bundle, measured raw and gzipped when present.
-    #[arg(long, default_value = "target/site/pkg/invoicer.wasm")]
-    pub wasm: PathBuf,
     /// Where the pgbench scripts and logs and the server log go (a fresh temporary folder if unset).
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
@@ -352,16 +349,22 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
         Some(kib) => println!("server peak RSS (VmHWM): {:.1} MiB", kib as f64 / 1024.0),
         None => println!("server peak RSS: unavailable (no /proc)"),
     }
-    server.kill().await?;
-    match wasm_sizes(&args.wasm) {
-        Ok((raw, gz)) => println!(
-            "hydrate wasm {}: {:.0} KiB raw, {:.0} KiB gzip -9",
-            args.wasm.display(),
-            raw as f64 / 1024.0,
-            gz as f64 / 1024.0
-        ),
-        Err(e) => println!("hydrate wasm: not measured ({e:#})"),
+    match transferred(&server.base).await {
+        Ok(files) => {
+            for f in files {
+                println!(
+                    "owner's {} as transferred (Accept-Encoding: br, gzip): {:.1} KiB {} ({:.1} KiB raw), {}",
+                    f.path,
+                    f.sent as f64 / 1024.0,
+                    f.encoding,
+                    f.raw as f64 / 1024.0,
+                    f.cache
+                )
+            }
+        }
+        Err(e) => println!("owner's wasm: not measured ({e:#})"),
     }
+    server.kill().await?;
     println!("\n{}", markdown.join("\n"));
     println!("\nper statement, pgbench's average latency in ms (-r):");
     for line in &statement_lines {
@@ -376,21 +379,67 @@ pub async fn run(lab: &Lab, args: HttpBenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Raw and `gzip -9` sizes of a file.
-fn wasm_sizes(path: &Path) -> anyhow::Result<(u64, u64)> {
-    let raw = std::fs::metadata(path)
-        .with_context(|| {
-            format!(
-                "no {} (build it with cargo leptos build --release)",
-                path.display()
-            )
-        })?
-        .len();
-    let out = std::process::Command::new("gzip")
-        .args(["-9", "-c"])
-        .arg(path)
-        .output()
-        .context("cannot run gzip")?;
-    anyhow::ensure!(out.status.success(), "gzip failed");
-    Ok((raw, out.stdout.len() as u64))
+/// One of the files the owner's pages load, as the server sends it.
+struct Sent {
+    path: String,
+    encoding: String,
+    sent: usize,
+    raw: usize,
+    cache: String,
+}
+
+/// The script and wasm a page loads (named in the login page's head, hashed names and all) and its
+/// style sheet, fetched as a browser does (`Accept-Encoding: br, gzip`) and as they are.
+async fn transferred(base: &str) -> anyhow::Result<Vec<Sent>> {
+    let http = reqwest::Client::new();
+    let page = http
+        .get(format!("{base}/login"))
+        .send()
+        .await?
+        .text()
+        .await?;
+    let mut paths: Vec<String> = page
+        .split(['"', '\''])
+        .filter(|s| {
+            s.starts_with("/pkg/") && [".wasm", ".js", ".css"].iter().any(|e| s.ends_with(e))
+        })
+        .map(str::to_owned)
+        .collect();
+    paths.sort();
+    paths.dedup();
+    anyhow::ensure!(
+        paths.iter().any(|p| p.ends_with(".wasm")),
+        "the login page names no wasm"
+    );
+    let mut files = Vec::new();
+    for path in paths {
+        let get = |encoding: &'static str| {
+            http.get(format!("{base}{path}"))
+                .header("accept-encoding", encoding)
+                .send()
+        };
+        let res = get("br, gzip").await?.error_for_status()?;
+        let header = |name: &str| {
+            (res.headers().get(name))
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("none")
+                .to_owned()
+        };
+        let (encoding, cache) = (header("content-encoding"), header("cache-control"));
+        let sent = res.bytes().await?.len();
+        let raw = get("identity")
+            .await?
+            .error_for_status()?
+            .bytes()
+            .await?
+            .len();
+        files.push(Sent {
+            path,
+            encoding,
+            sent,
+            raw,
+            cache,
+        });
+    }
+    Ok(files)
 }

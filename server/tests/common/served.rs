@@ -25,6 +25,20 @@ impl TestApp {
 
     /// The router with the tests' settings, changed by `tweak` (limits, for instance).
     pub async fn spawn_with(pool: PgPool, tweak: impl FnOnce(&mut Settings)) -> TestApp {
+        Self::spawn_site(
+            pool,
+            tweak,
+            LeptosOptions::builder().output_name("invoicer").build(),
+        )
+        .await
+    }
+
+    /// The router serving the site's files as `site` says (where they are, whether names are hashed).
+    pub async fn spawn_site(
+        pool: PgPool,
+        tweak: impl FnOnce(&mut Settings),
+        site: LeptosOptions,
+    ) -> TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let mut settings = Settings {
@@ -44,14 +58,9 @@ impl TestApp {
             ));
         let state = AppState::new(pool.clone(), reads.clone(), settings);
         let guard = server::security::Guard::new(&format!("http://{addr}"), false);
-        let router = server::web::router(
-            state,
-            LeptosOptions::builder().output_name("invoicer").build(),
-            guard,
-            server::web::MetricsAccess::Open,
-        )
-        .await
-        .unwrap();
+        let router = server::web::router(state, site, guard, server::web::MetricsAccess::Open)
+            .await
+            .unwrap();
         tokio::spawn(async move {
             axum::serve(
                 listener,
