@@ -16,7 +16,7 @@ use axum::response::Response;
 use axum::Router;
 use leptos::config::LeptosOptions;
 use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
-use tower_http::compression::CompressionLayer;
+use tower_http::compression::{CompressionLayer, CompressionLevel};
 use tower_http::services::ServeDir;
 
 /// The style sheet's address, as the site's build named it ([`site`]).
@@ -111,5 +111,10 @@ pub fn compression() -> CompressionLayer<impl Predicate> {
         .and(NotForContentType::const_new("application/pdf"))
         .and(NotForContentType::const_new("application/wasm"))
         .and(NotForContentType::const_new("application/zip"));
-    CompressionLayer::new().compress_when(predicate)
+    // Brotli's default quality (11) is meant for files compressed once, as the release build does
+    // with `/pkg`, and is many times slower than quality 4, which is meant for answers compressed as
+    // they go (gzip at 4 as well).
+    CompressionLayer::new()
+        .quality(CompressionLevel::Precise(4))
+        .compress_when(predicate)
 }
