@@ -101,11 +101,10 @@ async fn cached_for(cache: &'static str, req: Request, next: Next) -> Response {
     response
 }
 
-/// Compression of the server's own answers for a client that accepts brotli or gzip (the two
-/// encodings built in) (with `Vary:
-/// Accept-Encoding`): pages, JSON and CSV shrink five- to tenfold. Left as they are: what is already
-/// compressed (PDFs, whose streams are deflated; images; the precompressed `/pkg` files, which carry
-/// their own `Content-Encoding`), event streams, and bodies too small to gain.
+/// Compression of the server's own answers (pages, JSON, CSV) for a client that accepts brotli or
+/// gzip, with `Vary: Accept-Encoding`. Left as they are: what is already compressed (PDFs, whose
+/// streams are deflated; images; the precompressed `/pkg` files, which carry their own
+/// `Content-Encoding`), event streams, and bodies too small to gain.
 pub fn compression() -> CompressionLayer<impl Predicate> {
     let predicate = DefaultPredicate::new()
         .and(NotForContentType::const_new("application/pdf"))

@@ -215,7 +215,6 @@ fn row_cursor(after: Option<Cursor>) -> (Option<DateTime<Utc>>, Option<Uuid>) {
     }
 }
 
-/// The next cursor: the last row's, when the page was full.
 /// One page of records (each row drawn by `record`), and where the next page starts: after the last
 /// row, when the page is full.
 fn row_page<R>(
