@@ -42,11 +42,12 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <AutoReload options=options.clone() />
                 <HashedStylesheet options=options.clone() id="leptos" />
-                <HydrationScripts options />
+                <HydrationScripts options islands=true />
                 <MetaTags />
             </head>
             <body>
                 <App />
+                <HydrationMarker />
             </body>
         </html>
     }
@@ -65,18 +66,23 @@ pub const VISITOR_PAGES: &[&str] = &[
     "/reset-password/:token",
 ];
 
-#[component]
-pub fn App() -> impl IntoView {
-    provide_meta_context();
-    // Every route renders with SsrMode::Async: the whole page, data included, arrives as plain HTML, so
-    // it works without JavaScript and a 404 can set its status before anything is sent.
-    // Effects run only in the browser: this marks the moment the page became interactive (tests wait
-    // for it instead of guessing with sleeps).
+/// Marks `<body data-hydrated>` once the page's islands are interactive: the browser hydrates
+/// islands in document order, and this one is last (tests wait for it instead of guessing with
+/// sleeps).
+#[island]
+fn HydrationMarker() -> impl IntoView {
     Effect::new(|_| {
         if let Some(body) = document().body() {
             let _ = body.set_attribute("data-hydrated", "true");
         }
     });
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    // Every route renders with SsrMode::Async: the whole page, data included, arrives as plain HTML, so
+    // it works without JavaScript and a 404 can set its status before anything is sent.
     view! {
         <Title text="invoicer" />
         <Router>

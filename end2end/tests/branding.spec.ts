@@ -33,10 +33,12 @@ test("the org's logo, colour, footer and language reach the customer's page on a
   const branding = page.locator("form.branding-form");
   await branding.locator('input[name="branding[accent_color]"]').fill("#0b7a75");
   await branding.locator('textarea[name="branding[footer_text]"]').fill("Bakkerij Jansen B.V. · KvK 12345678");
-  await Promise.all([
-    page.waitForResponse((r) => r.url().includes("/rpc/get_org_settings")),
+  // A plain form post: the server saves, then sends the browser back to the page.
+  const [saved] = await Promise.all([
+    page.waitForResponse((r) => r.url().includes("/rpc/save_branding")),
     branding.getByRole("button", { name: "Save branding" }).click(),
   ]);
+  expect(saved.status()).toBe(302);
   // Saved: a fresh page shows it.
   await page.goto("/settings/org");
   await hydrated(page);
@@ -44,10 +46,11 @@ test("the org's logo, colour, footer and language reach the customer's page on a
 
   const details = page.locator("form.org-details");
   await details.locator('select[name="details[locale]"]').selectOption("de");
-  await Promise.all([
-    page.waitForResponse((r) => r.url().includes("/rpc/get_org_settings")),
+  const [detailsSaved] = await Promise.all([
+    page.waitForResponse((r) => r.url().includes("/rpc/save_org_details")),
     details.getByRole("button", { name: "Save business details" }).click(),
   ]);
+  expect(detailsSaved.status()).toBe(302);
   await page.goto("/settings/org");
   await hydrated(page);
   await expect(details.locator('select[name="details[locale]"]')).toHaveValue("de");

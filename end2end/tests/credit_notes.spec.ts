@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fillInvoice, hydrated, INVOICE_URL, openForm, reloadAndRead, reloadUntilPaid, signUp } from "./helpers";
+import { fillInvoice, hydrated, INVOICE_URL, openForm, reloadAndRead, reloadUntilPaid, signUp, unfold } from "./helpers";
 
 // scripts/test runs the local Stripe on this port; the server's worker makes refunds there.
 const STRIPE = process.env.STRIPE_API_BASE ?? "http://127.0.0.1:12111";
@@ -55,6 +55,7 @@ test("a paid card invoice credited in full with a refund: one refund at Stripe, 
   await hydrated(page);
   await expect(page.locator(".heading .status")).toHaveText("paid");
   await noAxeViolations(page);
+  await unfold(page, "credit");
   const form = page.locator("form.credit-invoice");
   await form.locator('input[name="reason"]').fill("Order cancelled");
   await form.locator('select[name="refund"]').selectOption("stripe");
@@ -83,6 +84,7 @@ test("a customer's statement: the balance on the owner's page, the customer's pa
   await record.locator("button.record").click();
   await expect(page.locator(".heading .payment-state")).toHaveText("partially paid");
   await hydrated(page);
+  await unfold(page, "credit");
   const credit = page.locator("form.credit-invoice");
   await credit.locator('input[name="amount"]').fill("10.00");
   await credit.locator('input[name="reason"]').fill("Late delivery");

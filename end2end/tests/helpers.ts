@@ -93,6 +93,15 @@ export async function hydrated(page: Page): Promise<void> {
   await expect(page.locator("body")).toHaveAttribute("data-hydrated", "true");
 }
 
+/** Unfolds one of the invoice page's disclosures (`more-actions`, or a form's: `credit`, `record`,
+ * `apply`): what is folded is not on screen, so a test finds its buttons only after this. Works
+ * without JavaScript (a native `<details>`). */
+export async function unfold(page: Page, which = "more-actions"): Promise<void> {
+  const details = page.locator(`details.${which}`);
+  if ((await details.getAttribute("open")) === null) await details.locator("> summary").click();
+  await expect(details).toHaveAttribute("open", "");
+}
+
 export async function openForm(page: Page, js = true): Promise<void> {
   await page.goto("/invoices/new");
   if (js) await hydrated(page);
@@ -140,25 +149,45 @@ export function recordCreateRequests(page: Page): string[] {
 }
 
 /**
- * Submits the form of `button` twice in one go, the way a double click that got past the button
- * disabling itself would, and requires both requests to leave the browser: a plain `dblclick()` on a
- * button that disables itself may send one, and a test of "twice makes one" would then check nothing.
- * Returns the two request bodies (they carry the same rendered key).
+ * Submits the form of `button` twice, the way a double click does on a plain HTML form: the first
+ * POST reaches the server, the browser abandons its answer and follows the second. Deterministic:
+ * the first answer is held until the second request has left the browser (so the page cannot move
+ * on in between), then handed back and dropped with the abandoned navigation. Requires both
+ * requests to be sent (a test of "twice makes one" that sent one would check nothing). Returns the
+ * two request bodies (they carry the same rendered key) and the server's two answers.
  */
-export async function submitTwice(page: Page, button: Locator, rpcPath: string): Promise<string[]> {
+export async function submitTwice(
+  page: Page,
+  button: Locator,
+  rpcPath: string,
+): Promise<{ bodies: string[]; answers: { status: number; location?: string }[] }> {
   const sent: string[] = [];
-  const record = (req: Request) => {
-    if (req.method() === "POST" && req.url().includes(rpcPath)) sent.push(req.postData() ?? "");
-  };
-  page.on("request", record);
+  const answers: { status: number; location?: string }[] = [];
+  let secondSent!: () => void;
+  const second = new Promise<void>((resolve) => (secondSent = resolve));
+  const matches = (url: URL) => url.pathname.includes(rpcPath);
+  await page.route(matches, async (route) => {
+    const index = sent.push(route.request().postData() ?? "");
+    if (index === 2) secondSent();
+    const response = await route.fetch({ maxRedirects: 0 });
+    answers[index - 1] = { status: response.status(), location: response.headers()["location"] };
+    if (index === 1) await second;
+    // The browser has given up on the first navigation by now: its answer may have nowhere to go.
+    await route.fulfill({ response }).catch(() => {});
+  });
+  // The second press a double click's interval after the first, from the page itself (Playwright's
+  // own calls into the page wait while a navigation is pending). Had the browser not sent the first
+  // by then, one POST would leave and the poll below would fail, not pass.
   await button.evaluate((b: HTMLButtonElement) => {
     b.form!.requestSubmit(b);
-    b.form!.requestSubmit(b);
+    setTimeout(() => b.form!.requestSubmit(b), 100);
   });
   await expect.poll(() => sent.length, { message: `two POSTs to ${rpcPath}` }).toBe(2);
-  page.off("request", record);
+  await expect.poll(() => answers.filter(Boolean).length, { message: "both answered" }).toBe(2);
+  await page.waitForLoadState();
+  await page.unroute(matches);
   expect(sent[0], "both submits carry the same form").toBe(sent[1]);
-  return sent;
+  return { bodies: sent, answers };
 }
 
 /**

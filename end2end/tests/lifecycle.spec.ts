@@ -1,6 +1,6 @@
 import { test, expect, Page, devices } from "@playwright/test";
 import AxeBuilder from "@axe-core/playwright";
-import { signUp, openForm, fillInvoice, hydrated, INVOICE_URL, submitTwice } from "./helpers";
+import { signUp, openForm, fillInvoice, hydrated, INVOICE_URL, submitTwice, unfold } from "./helpers";
 
 /** Fills the new-invoice form and saves it as a draft; returns the draft's page URL. */
 async function saveDraft(page: Page, customer = "Ada Lovelace", js = true): Promise<string> {
@@ -110,15 +110,19 @@ test.describe("the invoice workflow with JavaScript", () => {
     await page.getByRole("button", { name: "Create invoice" }).click();
     await expect(page.locator("h1.number")).toHaveText("INV-000001");
     await hydrated(page);
+    await unfold(page);
     await submitTwice(page, page.getByRole("button", { name: "Void" }), "/rpc/invoice_action");
     await expect(page.locator(".status.void")).toBeVisible();
     await expect(page.locator(".public-link")).toHaveCount(0);
+    await unfold(page);
+    await expect(page.getByRole("button", { name: "Duplicate" })).toBeVisible();
     await expect(page.getByRole("button", { name: "Void" })).toHaveCount(0);
 
     await submitTwice(page, page.getByRole("button", { name: "Duplicate" }), "/rpc/duplicate_invoice");
     await expect(page.locator("h1.number")).toHaveText("Draft");
     await expect(page.locator(".customer")).toHaveText("Void Me");
     await hydrated(page);
+    await unfold(page);
     await page.getByRole("button", { name: "Delete draft" }).click();
     await expect(page).toHaveURL(/\/invoices$/);
     await expect(page.locator("tr.invoice-row")).toHaveCount(1);
@@ -139,6 +143,7 @@ test.describe("the invoice workflow without JavaScript", () => {
     await expect(page.locator(".customer")).toHaveText("Plain Form Edited");
     await page.getByRole("button", { name: "Finalize" }).click();
     await expect(page.locator("h1.number")).toHaveText("INV-000001");
+    await unfold(page);
     await page.getByRole("button", { name: "Void" }).click();
     await expect(page.locator(".status.void")).toBeVisible();
     // A second finalize of the same rendered button would be a replay; the page now offers none.

@@ -46,6 +46,8 @@ test.describe("line items, taxes, discounts and settings", () => {
     await expect(page.locator("span.error")).toContainText("Unknown time zone");
 
     await openForm(page);
+    // A business in Rotterdam invoices in euros unless told otherwise.
+    await expect(page.locator('select[name="input[currency]"]')).toHaveValue("eur");
     await fillInvoice(page, { quantity: "1.5", price: "150.00" });
     await page.selectOption('select[name="input[lines][0][tax_rate_id]"]', { label: "VAT 20%" });
     await page.fill('input[name="input[discount]"]', "10");
@@ -58,12 +60,12 @@ test.describe("line items, taxes, discounts and settings", () => {
 
     // 1.5 × 150.00 = 225.00; 10 % off: 22.50; VAT 20 % of 202.50 = 40.50; total 243.00.
     await expect(page.locator("h1.number")).toHaveText(`INV-${year}-0001`);
-    await expect(page.locator("tr.subtotal")).toContainText("$225.00");
+    await expect(page.locator("tr.subtotal")).toContainText("€225.00");
     await expect(page.locator("tr.discount")).toContainText("Discount (10%)");
-    await expect(page.locator("tr.discount")).toContainText("$22.50");
+    await expect(page.locator("tr.discount")).toContainText("€22.50");
     await expect(page.locator("tr.tax-total")).toContainText("VAT 20%");
-    await expect(page.locator("tr.tax-total")).toContainText("$40.50");
-    await expect(page.locator("td.total")).toHaveText("$243.00");
+    await expect(page.locator("tr.tax-total")).toContainText("€40.50");
+    await expect(page.locator("td.total")).toHaveText("€243.00");
     await expect(page.locator("p.notes")).toHaveText("Thank you!");
     await expect(page.locator("dd", { hasText: "(net 30)" })).toBeVisible();
 
@@ -77,8 +79,8 @@ test.describe("line items, taxes, discounts and settings", () => {
     const fresh = await browser.newContext();
     const customer = await fresh.newPage();
     await customer.goto(link!);
-    await expect(customer.locator("td.total")).toHaveText("$243.00");
-    await expect(customer.locator("tr.tax-total")).toContainText("$40.50");
+    await expect(customer.locator("td.total")).toHaveText("€243.00");
+    await expect(customer.locator("tr.tax-total")).toContainText("€40.50");
     await expect(customer.locator(".from .address")).toContainText("Rotterdam");
     await accessible(customer);
     await fresh.close();

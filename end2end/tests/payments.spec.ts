@@ -1,14 +1,17 @@
 import { test, expect } from "@playwright/test";
 import { execFileSync } from "node:child_process";
 import path from "node:path";
-import { signUpAndCreateInvoice, listRows } from "./helpers";
+import { signUpAndCreateInvoice, listRows, unfold } from "./helpers";
 
 test("Simulate payment sends a signed event through the webhook and the invoice is paid", async ({ page }) => {
   await signUpAndCreateInvoice(page, "pay", { quantity: "2", price: "21.00" });
   await expect(page.locator(".heading .status")).toHaveText("open");
 
+  await unfold(page);
   await page.getByRole("button", { name: "Simulate payment (dev)" }).click();
   await expect(page.locator(".heading .status")).toHaveText("paid");
+  await unfold(page);
+  await expect(page.getByRole("button", { name: "Duplicate" })).toBeVisible();
   await expect(page.getByRole("button", { name: "Simulate payment (dev)" })).toHaveCount(0);
   // It went through the webhook route: the invoice's history holds the webhook's won attempt, with
   // the signed event it applied (a button that updated the invoice directly would have neither).

@@ -47,6 +47,35 @@ pub struct InvoiceForm {
     pub notes: String,
 }
 
+/// The currency a new invoice's form starts with: the org's (from its country), or, once a
+/// customer is picked, the currency of that customer's latest invoice.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CurrencyDefaults {
+    /// The org's currency, lower case.
+    pub org: String,
+    /// (customer id, the currency of their latest invoice), for the customers the form offers.
+    pub by_customer: Vec<(String, String)>,
+}
+
+impl CurrencyDefaults {
+    /// The currency for a form with this customer picked (an empty id for none).
+    pub fn for_customer(&self, customer: &str) -> &str {
+        (self.by_customer.iter())
+            .find(|(id, _)| id == customer)
+            .map_or(self.org.as_str(), |(_, currency)| currency.as_str())
+    }
+}
+
+/// What the invoice, quote and schedule forms offer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InvoiceFormOptions {
+    /// The org's newest customers, to pick from.
+    pub customers: Vec<crate::Customer>,
+    /// Archived rates too: a draft saved with one keeps it; new picks see only the active ones.
+    pub tax_rates: Vec<crate::TaxRate>,
+    pub currencies: CurrencyDefaults,
+}
+
 /// The payment terms the form offers (days; 0 is "due on receipt").
 pub const PAYMENT_TERMS: &[u16] = &[0, 7, 14, 15, 30, 45, 60, 90];
 

@@ -37,14 +37,14 @@ pub use credit_note::{
 };
 pub use customer::{Customer, CustomerInput};
 pub use decimal::Thousandths;
-pub use form::{InvoiceForm, LineForm, PAYMENT_TERMS};
+pub use form::{CurrencyDefaults, InvoiceForm, InvoiceFormOptions, LineForm, PAYMENT_TERMS};
 pub use form_key::{form_key, form_key_fits};
 pub use ids::{CustomerId, InvoiceId, OrgId};
 pub use input::{InvoiceInput, LineInput, MAX_LINES, QUANTITY_RANGE};
 pub use locale::{fill, English, Locale, Words};
 pub use money::{
-    currency, currency_exponent, format_money, parse_amount, plain_amount, Currency,
-    COMMON_CURRENCIES, CURRENCIES,
+    country_currency, currency, currency_exponent, format_money, parse_amount, plain_amount,
+    Currency, COMMON_CURRENCIES, CURRENCIES,
 };
 pub use org::{
     Branding, BrandingForm, Logo, OrgDetails, OrgSettings, OrgSettingsPage,

@@ -137,6 +137,43 @@ impl Currency {
 /// Currencies offered first in the form's picker.
 pub const COMMON_CURRENCIES: &[&str] = &["usd", "eur", "gbp", "cad", "aud", "chf", "jpy", "sek"];
 
+/// The currency a business in this country (ISO 3166 alpha-2) invoices in by default, when
+/// invoicer supports it: the euro area's members, then the currencies of the countries our users
+/// are in. `None` for a country not listed; the form falls back to US dollars.
+pub fn country_currency(country: &str) -> Option<&'static str> {
+    const EURO: &[&str] = &[
+        "AD", "AT", "BE", "BG", "CY", "DE", "EE", "ES", "FI", "FR", "GR", "HR", "IE", "IT", "LT",
+        "LU", "LV", "MC", "ME", "MT", "NL", "PT", "SI", "SK", "SM", "VA", "XK",
+    ];
+    const OTHERS: &[(&str, &str)] = &[
+        ("AU", "aud"),
+        ("CA", "cad"),
+        ("CH", "chf"),
+        ("CZ", "czk"),
+        ("DK", "dkk"),
+        ("GB", "gbp"),
+        ("HU", "huf"),
+        ("IS", "isk"),
+        ("JP", "jpy"),
+        ("LI", "chf"),
+        ("NO", "nok"),
+        ("NZ", "nzd"),
+        ("PL", "pln"),
+        ("RO", "ron"),
+        ("SE", "sek"),
+        ("US", "usd"),
+    ];
+    let country = country.trim().to_ascii_uppercase();
+    if EURO.contains(&country.as_str()) {
+        return Some("eur");
+    }
+    OTHERS
+        .iter()
+        .find(|(c, _)| *c == country)
+        .map(|(_, code)| *code)
+        .filter(|code| currency(code).is_some())
+}
+
 /// `1234550, "usd"` → `12345.50`: the amount as a person types it into a form (no symbol, no
 /// grouping), which `parse_amount` reads back to the same minor units.
 pub fn plain_amount(minor: i64, currency: &str) -> String {
@@ -189,6 +226,22 @@ pub fn format_money(minor: i64, currency: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_country_names_its_currency_and_every_named_one_is_supported() {
+        assert_eq!(super::country_currency("FR"), Some("eur"));
+        assert_eq!(super::country_currency("fr"), Some("eur"));
+        assert_eq!(super::country_currency("GB"), Some("gbp"));
+        assert_eq!(super::country_currency("CH"), Some("chf"));
+        assert_eq!(super::country_currency(""), None);
+        assert_eq!(super::country_currency("ZZ"), None);
+        for country in [
+            "AU", "CA", "CZ", "DK", "HU", "IS", "JP", "NO", "NZ", "PL", "RO", "SE", "US",
+        ] {
+            let code = super::country_currency(country).expect(country);
+            assert!(super::currency(code).is_some(), "{country} → {code}");
+        }
+    }
+
     use super::*;
 
     #[test]

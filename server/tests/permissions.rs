@@ -31,7 +31,7 @@ const READS: [&str; 32] = [
     "list_api_keys",
     "get_draft",
     "list_customers",
-    "list_tax_rates",
+    "invoice_form_options",
     "get_customer",
     "get_statement",
     "list_schedules",

@@ -46,7 +46,7 @@ pub fn BrandingSettings(
                 <ActionForm action=remove attr:class="remove-logo">
                     <fieldset disabled=!can_manage class="plain">
                         <input type="hidden" name="idempotency_key" value=remove_key.to_string() />
-                        <button type="submit" class="link" disabled=move || remove.pending().get()>"Remove the logo"</button>
+                        <button type="submit" class="link">"Remove the logo"</button>
                     </fieldset>
                 </ActionForm>
             })}
@@ -67,7 +67,7 @@ pub fn BrandingSettings(
                         <span class="hint">"Company registration, a thank-you: at most 300 characters."</span>
                         {field_error(errors, "footer_text")}
                     </label>
-                    <button type="submit" class="primary save-branding" disabled=move || save.pending().get()>"Save branding"</button>
+                    <button type="submit" class="primary save-branding">"Save branding"</button>
                 </fieldset>
             </ActionForm>
         </section>

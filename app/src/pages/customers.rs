@@ -49,9 +49,8 @@ pub fn CustomersPage() -> impl IntoView {
 
 #[component]
 pub fn NewCustomerPage() -> impl IntoView {
-    // Minted on the server at render and carried through hydration: every submit of this rendered
-    // form is the same attempt.
-    let minted = SharedValue::new_str(super::rendered_form_key).into_inner();
+    // Minted on the server at render: every submit of this rendered form is the same attempt.
+    let minted = super::rendered_form_key();
     view! {
         <section class="card">
             <h1>"New customer"</h1>
@@ -140,7 +139,7 @@ fn statement_link(p: &model::CustomerPage, act: ServerAction<CustomerAction>) ->
                                 <input type="hidden" name="customer_id" value=id.to_string() />
                                 <input type="hidden" name="action" value=action />
                                 <input type="hidden" name="idempotency_key" value=key.to_string() />
-                                <button type="submit" class=format!("action {action}") disabled=move || act.pending().get()>
+                                <button type="submit" class=format!("action {action}")>
                                     {label}
                                 </button>
                             </ActionForm>
@@ -175,7 +174,6 @@ fn CustomerForm(key: Uuid, customer: Option<Customer>) -> impl IntoView {
     let action = ServerAction::<SaveCustomer>::new();
     let errors = field_errors(action.value());
     let error_for = move |field: &'static str| field_error(errors, field);
-    let pending = action.pending();
     let id = customer
         .as_ref()
         .map(|c| c.id.to_string())
@@ -230,7 +228,7 @@ fn CustomerForm(key: Uuid, customer: Option<Customer>) -> impl IntoView {
                 <textarea name="input[notes]" rows="2" maxlength="2000">{c.notes}</textarea>
                 {error_for("notes")}
             </label>
-            <button type="submit" class="primary" disabled=move || pending.get()>{label}</button>
+            <button type="submit" class="primary">{label}</button>
         </ActionForm>
     }
 }

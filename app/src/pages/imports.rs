@@ -77,7 +77,7 @@ fn import_view(i: ImportView, apply: ServerAction<ApplyCustomerImport>) -> impl 
             <ActionForm action=apply>
                 <input type="hidden" name="idempotency_key" value=i.form_key.to_string() />
                 <input type="hidden" name="id" value=i.id.to_string() />
-                <button type="submit" class="primary import-apply" disabled=move || apply.pending().get()>
+                <button type="submit" class="primary import-apply">
                     {format!("Add {} customers", i.valid)}
                 </button>
             </ActionForm>

@@ -20,7 +20,7 @@ pub mod team;
 pub mod webhooks;
 
 /// A key for a form rendered now: on the server, for the org the session acts for (see
-/// [`model::form_key`]); the browser reads the rendered value back through `SharedValue`.
+/// [`model::form_key`]); the page is server HTML, so the browser submits what was rendered.
 pub fn rendered_form_key() -> uuid::Uuid {
     #[cfg(feature = "ssr")]
     {

@@ -126,7 +126,7 @@ pub fn OrgDetailsForm(
                         <span class="hint">"Needed to change the legal name, tax ids, email or e-invoicing when you signed in more than 10 minutes ago."</span>
                         {error_of("password")}
                     </label>
-                    <button type="submit" class="primary save-details" disabled=move || action.pending().get()>
+                    <button type="submit" class="primary save-details">
                         "Save business details"
                     </button>
                 </fieldset>

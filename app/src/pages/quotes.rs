@@ -69,7 +69,6 @@ pub fn NewQuotePage() -> impl IntoView {
         Some(Err(e)) => e.error.field_errors().cloned().unwrap_or_default(),
         _ => FieldErrors::new(),
     });
-    let pending = create.pending();
     view! {
         <section class="card">
             <h1>"New quote"</h1>
@@ -90,11 +89,11 @@ pub fn NewQuotePage() -> impl IntoView {
                                         <input type="hidden" name="idempotency_key" value=key />
                                         <InvoiceFields values errors more_lines="/quotes/new".to_owned() />
                                         {quote_fields(expires, "finalize", p.today, errors)}
-                                        <button type="submit" class="primary create-quote" disabled=move || pending.get()>
-                                            {move || if pending.get() { "Creating…" } else { "Create quote" }}
+                                        <button type="submit" class="primary create-quote" data-pending="Creating…">
+                                            "Create quote"
                                         </button>
                                         " "
-                                        <button type="submit" class="secondary save-draft" name="input[draft]" value="true" disabled=move || pending.get()>
+                                        <button type="submit" class="secondary save-draft" name="input[draft]" value="true" data-pending="Saving…">
                                             "Save draft"
                                         </button>
                                     </ActionForm>
@@ -158,7 +157,7 @@ pub fn QuotePage() -> impl IntoView {
                                     <ActionForm action=send attr:class="send-quote">
                                         <input type="hidden" name="id" value=q.id.to_string() />
                                         <input type="hidden" name="idempotency_key" value=p.send_key.to_string() />
-                                        <button type="submit" class="primary" disabled=move || send.pending().get()>
+                                        <button type="submit" class="primary">
                                             {if q.status == QuoteStatus::Draft { "Open and send" } else { "Send again" }}
                                         </button>
                                     </ActionForm>
@@ -221,7 +220,6 @@ pub fn EditQuotePage() -> impl IntoView {
         Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
         _ => FieldErrors::new(),
     });
-    let pending = action.pending();
     view! {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
@@ -235,8 +233,8 @@ pub fn EditQuotePage() -> impl IntoView {
                                 <input type="hidden" name="idempotency_key" value=key.to_string() />
                                 <InvoiceFields values=form errors more_lines=format!("/quotes/{id}/edit") />
                                 {quote_fields(quote.expires_on.clone(), &quote.on_accept, today, errors)}
-                                <button type="submit" class="primary save-quote" disabled=move || pending.get()>
-                                    {move || if pending.get() { "Saving…" } else { "Save draft" }}
+                                <button type="submit" class="primary save-quote" data-pending="Saving…">
+                                    "Save draft"
                                 </button>
                                 " "
                                 <a href=format!("/quotes/{id}")>"Cancel"</a>

@@ -18,6 +18,7 @@ pub fn ReminderSettings(
 ) -> impl IntoView {
     let save = ServerAction::<SaveReminders>::new();
     let errors = field_errors(save.value());
+    let saved = crate::pages::filters::query_param()("saved").as_deref() == Some("reminders");
     let rows = (0..ROWS.max(steps.len()))
         .map(|i| {
             let step = steps.get(i);
@@ -49,7 +50,8 @@ pub fn ReminderSettings(
                 "days after the due date (-3 is three days before). Leave the days empty to drop a step."
             </p>
             {move || save.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
-            {move || matches!(save.value().get(), Some(Ok(()))).then(|| view! { <p class="saved" role="status">"Reminders saved."</p> })}
+            // The save sends the browser back here with `?saved=reminders`.
+            {saved.then(|| view! { <p class="saved" role="status">"Reminders saved."</p> })}
             <ActionForm action=save attr:class="reminders">
                 <fieldset disabled=!can_manage class="plain">
                     <input type="hidden" name="idempotency_key" value=key.to_string() />
@@ -58,7 +60,7 @@ pub fn ReminderSettings(
                         <tbody>{rows}</tbody>
                     </table>
                     {field_error(errors, "steps")}
-                    <button type="submit" class="primary save-reminders" disabled=move || save.pending().get()>
+                    <button type="submit" class="primary save-reminders">
                         "Save reminders"
                     </button>
                 </fieldset>
@@ -76,21 +78,17 @@ pub fn RemindersToggle(
     key: uuid::Uuid,
 ) -> impl IntoView {
     let toggle = ServerAction::<crate::rpc::schedules::SetReminders>::new();
-    // After a click the page shows the other button (its state flips; a reload mints a new key).
-    let now_off = Signal::derive(move || match toggle.value().get() {
-        Some(Ok(())) => !off,
-        _ => off,
-    });
+    // After a click the server sends the browser back here, and the page shows the other button.
     view! {
         {move || toggle.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
         <ActionForm action=toggle attr:class=format!("reminders-toggle {what}")>
             <input type="hidden" name="what" value=what />
             <input type="hidden" name="id" value=id.to_string() />
             <input type="hidden" name="idempotency_key" value=key.to_string() />
-            <input type="hidden" name="off" value=move || (!now_off.get()).to_string() />
-            <span class="reminders-state">{move || if now_off.get() { "Payment reminders: off. " } else { "Payment reminders: on. " }}</span>
-            <button type="submit" class="secondary" disabled=move || toggle.pending().get() || toggle.value().get().is_some()>
-                {move || if now_off.get() { "Send reminders again" } else { "Stop reminders" }}
+            <input type="hidden" name="off" value=(!off).to_string() />
+            <span class="reminders-state">{if off { "Payment reminders: off. " } else { "Payment reminders: on. " }}</span>
+            <button type="submit" class="secondary">
+                {if off { "Send reminders again" } else { "Stop reminders" }}
             </button>
         </ActionForm>
     }

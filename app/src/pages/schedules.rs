@@ -167,7 +167,7 @@ pub fn NewSchedulePage() -> impl IntoView {
                                         </label>
                                     </div>
                                 </fieldset>
-                                <button type="submit" class="primary create-schedule" disabled=move || create.pending().get()>"Create schedule"</button>
+                                <button type="submit" class="primary create-schedule">"Create schedule"</button>
                             </ActionForm>
                         }.into_any())}
         </section>
@@ -200,7 +200,7 @@ pub fn SchedulePage() -> impl IntoView {
                                         <input type="hidden" name="id" value=s.id.to_string() />
                                         <input type="hidden" name="idempotency_key" value=p.toggle_key.to_string() />
                                         <input type="hidden" name="pause" value=pausing.to_string() />
-                                        <button type="submit" class="secondary" disabled=move || toggle.pending().get()>
+                                        <button type="submit" class="secondary">
                                             {if pausing { "Pause" } else { "Resume" }}
                                         </button>
                                     </ActionForm>
@@ -233,7 +233,6 @@ pub fn EditSchedulePage() -> impl IntoView {
         Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
         _ => FieldErrors::new(),
     });
-    let pending = action.pending();
     view! {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
@@ -247,8 +246,8 @@ pub fn EditSchedulePage() -> impl IntoView {
                                 <input type="hidden" name="schedule_id" value=id.to_string() />
                                 <input type="hidden" name="idempotency_key" value=key.to_string() />
                                 <InvoiceFields values=form errors more_lines=format!("/schedules/{id}/edit") recurring=true />
-                                <button type="submit" class="primary save" disabled=move || pending.get()>
-                                    {move || if pending.get() { "Saving…" } else { "Save" }}
+                                <button type="submit" class="primary save" data-pending="Saving…">
+                                    "Save"
                                 </button>
                                 " "
                                 <a href=format!("/schedules/{id}")>"Cancel"</a>

@@ -97,7 +97,7 @@ pub fn OrgSettingsPage() -> impl IntoView {
                                             {error_of(save_errors, "number_reset")}
                                         </label>
                                     </div>
-                                    <button type="submit" class="primary save-settings" disabled=move || save.pending().get()>
+                                    <button type="submit" class="primary save-settings">
                                         "Save settings"
                                     </button>
                                     </fieldset>
@@ -145,7 +145,7 @@ pub fn OrgSettingsPage() -> impl IntoView {
                                         <span class="hint">"Needed to change where you are paid when you signed in more than 10 minutes ago."</span>
                                         {error_of(bank_errors, "password")}
                                     </label>
-                                    <button type="submit" class="primary save-bank" disabled=move || bank.pending().get()>
+                                    <button type="submit" class="primary save-bank">
                                         "Save bank details"
                                     </button>
                                     </fieldset>
@@ -231,7 +231,7 @@ pub fn OrgSettingsPage() -> impl IntoView {
                                             {error_of(add_errors, "exemption_reason")}
                                         </label>
                                     </div>
-                                    <button type="submit" class="primary add-tax-rate" disabled=move || add.pending().get()>
+                                    <button type="submit" class="primary add-tax-rate">
                                         "Add tax rate"
                                     </button>
                                 </ActionForm>
@@ -255,14 +255,50 @@ fn new_key_notice(key: String) -> impl IntoView {
     }
 }
 
+/// `/settings/api-keys`: server HTML around the [`ApiKeys`] island, which shows a new key once to
+/// the submit that made it.
 #[component]
 pub fn ApiKeysPage() -> impl IntoView {
+    let me = Resource::new(|| (), |_| current_user());
+    let keys = Resource::new(|| (), |_| list_api_keys());
+    view! {
+        <section class="card">
+            <h1>"API keys"</h1>
+            <p>
+                "Use a key as " <code>"Authorization: Bearer ik_..."</code>
+                " with the JSON API; see " <a href="/api/v1/openapi.json">"the OpenAPI document"</a> "."
+            </p>
+            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    let viewer = me.await.ok().flatten();
+                    match keys.await {
+                        Ok(keys) => view! { <ApiKeys viewer keys /> }.into_any(),
+                        Err(e) => error_banner(&e).into_any(),
+                    }
+                })}
+            </Suspense>
+        </section>
+    }
+}
+
+/// The island of the API keys page: the creation form, the new key shown once (a plain page
+/// reload could not show it: it is stored hashed), and the list with its "Revoke" buttons, read
+/// again after each of them.
+#[island]
+fn ApiKeys(viewer: Option<model::Viewer>, keys: model::ApiKeysView) -> impl IntoView {
     let create = ServerAction::<CreateApiKey>::new();
     let revoke = ServerAction::<RevokeApiKey>::new();
-    let me = Resource::new(|| (), |_| current_user());
-    let keys = Resource::new(
+    let keys = RwSignal::new(keys);
+    Effect::watch(
         move || (create.version().get(), revoke.version().get()),
-        |_| list_api_keys(),
+        move |_, _, _| {
+            leptos::task::spawn_local(async move {
+                if let Ok(now) = list_api_keys().await {
+                    keys.set(now);
+                }
+            })
+        },
+        false,
     );
     let revealed = RwSignal::new(None::<(uuid::Uuid, String)>);
     let create_errors = field_errors(create.value());
@@ -273,151 +309,134 @@ pub fn ApiKeysPage() -> impl IntoView {
             }
         }
     });
+    let may_create = viewer
+        .as_ref()
+        .is_some_and(|v| v.role.may(Action::ManageOwnApiKeys));
+    // Owners revoke any key, members their own; the server decides either way.
+    let may_revoke = move |creator: Option<&String>| {
+        viewer.as_ref().is_some_and(|v| {
+            v.role.may(Action::ManageAllApiKeys)
+                || (v.role.may(Action::ManageOwnApiKeys) && creator == Some(&v.email))
+        })
+    };
     view! {
-        <section class="card">
-            <h1>"API keys"</h1>
-            <p>
-                "Use a key as " <code>"Authorization: Bearer ik_..."</code>
-                " with the JSON API; see " <a href="/api/v1/openapi.json">"the OpenAPI document"</a> "."
-            </p>
-            <Transition fallback=|| ()>
-                {move || Suspend::new(async move {
-                    let may = me.await.ok().flatten().is_some_and(|v| v.role.may(Action::ManageOwnApiKeys));
-                    // A new form key with every list: after a key is made, the next submit is a new key.
-                    let form_key = keys.await.ok().map(|k| k.form_key.to_string());
-                    may.then(|| view! {
+        {may_create.then(|| view! {
             <ActionForm action=create>
-                        <input type="hidden" name="idempotency_key" value=form_key />
-                        <div class="grid">
-                            <label>
-                                "Name" <input type="text" name="name" maxlength="100" placeholder="e.g. billing script" />
-                            </label>
-                            <label>
-                                "Role"
-                                <select name="role">
-                                    <option value="member" selected>"member (read and write)"</option>
-                                    <option value="viewer">"viewer (read only)"</option>
-                                    <option value="owner">"owner"</option>
-                                </select>
-                                <span class="hint">"No higher than your own role; it drops with yours."</span>
-                            </label>
-                            <label>
-                                "Expires after (days)"
-                                <input type="text" inputmode="numeric" name="expires_in_days" placeholder="never" />
-                            </label>
-                            <label>
-                                "Your password"
-                                <input type="password" name="password" autocomplete="current-password" maxlength="1024" />
-                                <span class="hint">"Needed when you signed in more than 10 minutes ago."</span>
-                                {field_error(create_errors, "password")}
-                            </label>
-                        </div>
-                        <button type="submit" class="primary" disabled=move || create.pending().get()>
-                            "Create key"
-                        </button>
-                    </ActionForm>
-                    })
-                })}
-            </Transition>
-            {move || {
-                // Tracked: the effect above may store the key after this view first ran.
-                let revealed = revealed.get();
-                match create.value().get() {
-                    Some(Ok(made)) => {
-                        // A repeated submit of the form that made this key answers without the key:
-                        // keep showing it if this page received it.
-                        let shown = made.plaintext.or_else(|| {
-                            revealed.filter(|(id, _)| *id == made.id).map(|(_, k)| k)
-                        });
-                        match shown {
-                            Some(key) => new_key_notice(key).into_any(),
-                            None => view! {
-                                <div class="new-key" role="status">
-                                    <p>
-                                        "This form already created the key " <code>{made.prefix} "…"</code>
-                                        "; it was shown once, to the submit that made it. If it was not copied, revoke it and create another."
-                                    </p>
-                                </div>
-                            }
-                                .into_any(),
+                // A new form key with every list: after a key is made, the next submit is a new key.
+                <input type="hidden" name="idempotency_key" value=move || keys.with(|k| k.form_key.to_string()) />
+                <div class="grid">
+                    <label>
+                        "Name" <input type="text" name="name" maxlength="100" placeholder="e.g. billing script" />
+                    </label>
+                    <label>
+                        "Role"
+                        <select name="role">
+                            <option value="member" selected>"member (read and write)"</option>
+                            <option value="viewer">"viewer (read only)"</option>
+                            <option value="owner">"owner"</option>
+                        </select>
+                        <span class="hint">"No higher than your own role; it drops with yours."</span>
+                    </label>
+                    <label>
+                        "Expires after (days)"
+                        <input type="text" inputmode="numeric" name="expires_in_days" placeholder="never" />
+                    </label>
+                    <label>
+                        "Your password"
+                        <input type="password" name="password" autocomplete="current-password" maxlength="1024" />
+                        <span class="hint">"Needed when you signed in more than 10 minutes ago."</span>
+                        {field_error(create_errors, "password")}
+                    </label>
+                </div>
+                <button type="submit" class="primary">"Create key"</button>
+                <noscript><p class="hint">"Creating a key needs JavaScript: the key is shown once, on this page."</p></noscript>
+            </ActionForm>
+        })}
+        {move || {
+            // Tracked: the effect above may store the key after this view first ran.
+            let revealed = revealed.get();
+            match create.value().get() {
+                Some(Ok(made)) => {
+                    // A repeated submit of the form that made this key answers without the key:
+                    // keep showing it if this page received it.
+                    let shown = made.plaintext.or_else(|| {
+                        revealed.filter(|(id, _)| *id == made.id).map(|(_, k)| k)
+                    });
+                    match shown {
+                        Some(key) => new_key_notice(key).into_any(),
+                        None => view! {
+                            <div class="new-key" role="status">
+                                <p>
+                                    "This form already created the key " <code>{made.prefix} "…"</code>
+                                    "; it was shown once, to the submit that made it. If it was not copied, revoke it and create another."
+                                </p>
+                            </div>
                         }
+                            .into_any(),
                     }
-                    // An error for a later submit does not hide a key this page was given.
-                    Some(Err(e)) => view! {
-                        {error_banner(&e)}
-                        {revealed.map(|(_, key)| new_key_notice(key))}
-                    }
-                        .into_any(),
-                    None => ().into_any(),
                 }
-            }}
-            <Transition fallback=|| view! { <p>"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    let viewer = me.await.ok().flatten();
-                    // Owners revoke any key, members their own; the server decides either way.
-                    let may_revoke = move |creator: Option<&String>| {
-                        viewer.as_ref().is_some_and(|v| {
-                            v.role.may(Action::ManageAllApiKeys)
-                                || (v.role.may(Action::ManageOwnApiKeys) && creator == Some(&v.email))
-                        })
-                    };
-                    match keys.await.map(|k| k.keys) {
-                        Ok(list) if list.is_empty() => view! { <p class="empty">"No API keys yet."</p> }.into_any(),
-                        Ok(list) => {
-                            view! {
-                                <table class="api-keys">
-                                    <Head cols=&["Name", "Key", "Role", "Created by", "Expires", "Created", "Last used", ""]/>
-                                    <tbody>
-                                        {list
-                                            .into_iter()
-                                            .map(|k| {
-                                                let id = k.id.to_string();
-                                                let revocable = may_revoke(k.creator_email.as_ref());
-                                                view! {
-                                                    <tr class="api-key">
-                                                        <td>{k.name}</td>
-                                                        <td><code>{k.prefix} "…"</code></td>
-                                                        <td class="key-role">{k.role.as_str()}</td>
-                                                        <td>{k.creator_email.unwrap_or_else(|| "—".into())}</td>
-                                                        <td>
-                                                            {k.expires_at
-                                                                .map(|t| t.format("%Y-%m-%d").to_string())
-                                                                .unwrap_or_else(|| "never".into())}
-                                                        </td>
-                                                        <td>{k.created_at.format("%Y-%m-%d %H:%M UTC").to_string()}</td>
-                                                        <td>
-                                                            {k.last_used_at
-                                                                .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
-                                                                .unwrap_or_else(|| "never".into())}
-                                                        </td>
-                                                        <td>
-                                                            {match k.revoked_at {
-                                                                Some(_) => view! { <span class="status void">"revoked"</span> }.into_any(),
-                                                                None if !revocable => ().into_any(),
-                                                                None => {
-                                                                    view! {
-                                                                        <ActionForm action=revoke>
-                                                                            <input type="hidden" name="id" value=id />
-                                                                            <button type="submit" class="link">"Revoke"</button>
-                                                                        </ActionForm>
-                                                                    }
-                                                                        .into_any()
-                                                                }
-                                                            }}
-                                                        </td>
-                                                    </tr>
+                // An error for a later submit does not hide a key this page was given.
+                Some(Err(e)) => view! {
+                    {error_banner(&e)}
+                    {revealed.map(|(_, key)| new_key_notice(key))}
+                }
+                    .into_any(),
+                None => ().into_any(),
+            }
+        }}
+        {move || revoke.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+        {move || {
+            let list = keys.with(|k| k.keys.clone());
+            if list.is_empty() {
+                return view! { <p class="empty">"No API keys yet."</p> }.into_any();
+            }
+            view! {
+                <table class="api-keys">
+                    <Head cols=&["Name", "Key", "Role", "Created by", "Expires", "Created", "Last used", ""]/>
+                    <tbody>
+                        {list
+                            .into_iter()
+                            .map(|k| {
+                                let id = k.id.to_string();
+                                let revocable = may_revoke(k.creator_email.as_ref());
+                                view! {
+                                    <tr class="api-key">
+                                        <td>{k.name}</td>
+                                        <td><code>{k.prefix} "…"</code></td>
+                                        <td class="key-role">{k.role.as_str()}</td>
+                                        <td>{k.creator_email.unwrap_or_else(|| "—".into())}</td>
+                                        <td>
+                                            {k.expires_at
+                                                .map(|t| t.format("%Y-%m-%d").to_string())
+                                                .unwrap_or_else(|| "never".into())}
+                                        </td>
+                                        <td>{k.created_at.format("%Y-%m-%d %H:%M UTC").to_string()}</td>
+                                        <td>
+                                            {k.last_used_at
+                                                .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+                                                .unwrap_or_else(|| "never".into())}
+                                        </td>
+                                        <td>
+                                            {match k.revoked_at {
+                                                Some(_) => view! { <span class="status void">"revoked"</span> }.into_any(),
+                                                None if !revocable => ().into_any(),
+                                                None => view! {
+                                                    <ActionForm action=revoke>
+                                                        <input type="hidden" name="id" value=id />
+                                                        <button type="submit" class="link">"Revoke"</button>
+                                                    </ActionForm>
                                                 }
-                                            })
-                                            .collect_view()}
-                                    </tbody>
-                                </table>
-                            }
-                                .into_any()
-                        }
-                        Err(e) => error_banner(&e).into_any(),
-                    }
-                })}
-            </Transition>
-        </section>
+                                                    .into_any(),
+                                            }}
+                                        </td>
+                                    </tr>
+                                }
+                            })
+                            .collect_view()}
+                    </tbody>
+                </table>
+            }
+                .into_any()
+        }}
     }
 }

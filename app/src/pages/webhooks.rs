@@ -80,7 +80,7 @@ pub fn WebhooksPage() -> impl IntoView {
                                             <span class="hint">"Needed when you signed in more than 10 minutes ago."</span>
                                             {field_error(errors, "password")}
                                         </label>
-                                        <button type="submit" class="primary" disabled=move || create.pending().get()>"Add endpoint"</button>
+                                        <button type="submit" class="primary">"Add endpoint"</button>
                                     </ActionForm>
                                 })}
                             }.into_any()
@@ -103,12 +103,6 @@ pub fn WebhookEndpointPageView() -> impl IntoView {
         move || rotate.version().get() + redeliver.version().get() + enable.version().get(),
         get_webhook_endpoint,
     );
-    Effect::new(move || {
-        if let Some(Ok(())) = delete.value().get() {
-            let navigate = leptos_router::hooks::use_navigate();
-            navigate("/settings/webhooks", Default::default());
-        }
-    });
     view! {
         {loaded(page, move |p| endpoint_view(p, Actions { rotate, delete, redeliver, enable }).into_any())}
         {move || [rotate.value().get(), delete.value().get(), redeliver.value().get(), enable.value().get()]

@@ -121,6 +121,15 @@ pub(super) async fn own_invoice(
     .ok_or_else(|| AppError::NotFound.respond())
 }
 
+/// What the invoice, quote and schedule forms offer: customers, tax rates, starting currencies.
+#[server(prefix = "/rpc", endpoint = "invoice_form_options")]
+pub async fn invoice_form_options() -> Result<model::InvoiceFormOptions, AppError> {
+    let user = super::require(model::Action::Read).await?;
+    invoicer_core::pages::invoice_form(&state()?, &user)
+        .await
+        .map_err(AppError::respond)
+}
+
 /// A draft's edit page: its content, its version, and the key this rendering's save is named by.
 #[server(prefix = "/rpc", endpoint = "get_draft")]
 pub async fn get_draft(id: String) -> Result<model::DraftEdit, AppError> {

@@ -76,7 +76,7 @@ pub async fn save_reminders(
     SettingsForm {
         form: Form::EditReminders,
         action: model::Action::ManageOrg,
-        back: "/settings/org",
+        back: "/settings/org?saved=reminders",
         idempotency_key,
         content: &rows,
         check: parsed.as_ref().map(|_| ()).map_err(Clone::clone),
@@ -235,14 +235,6 @@ pub async fn archive_tax_rate(idempotency_key: Option<String>, id: String) -> Re
         }
     })
     .await
-}
-
-/// The session org's tax rates (archived ones too when `archived`), oldest first.
-#[server(prefix = "/rpc", endpoint = "list_tax_rates")]
-pub async fn list_tax_rates(archived: bool) -> Result<Vec<model::TaxRate>, AppError> {
-    let user = super::require(model::Action::Read).await?;
-    let state = state()?;
-    Ok(invoicer_core::invoicing::tax_rates::list(&state.pool, user.org_id, archived).await?)
 }
 
 /// A change of where the org is paid, or of who it is on its e-invoices, asks for the password

@@ -11,6 +11,26 @@ use sqlx::pool::PoolConnection;
 use sqlx::Postgres;
 use uuid::Uuid;
 
+/// What the invoice, quote and schedule forms offer: the org's newest customers, its tax rates
+/// (archived ones too: a draft saved with one keeps it) and the currency a form starts with.
+pub async fn invoice_form(
+    state: &AppState,
+    user: &SessionUser,
+) -> Result<model::InvoiceFormOptions, AppError> {
+    let org = user.org_id;
+    let (customers, tax_rates) = tokio::try_join!(
+        crate::customers::list(&state.reads, org, None, 100),
+        crate::invoicing::tax_rates::list(&state.reads, org, true),
+    )?;
+    let ids: Vec<Uuid> = customers.iter().map(|c| c.id).collect();
+    let currencies = crate::customers::currency_defaults(&state.reads, org, &ids).await?;
+    Ok(model::InvoiceFormOptions {
+        customers,
+        tax_rates,
+        currencies,
+    })
+}
+
 /// An invoice with what happened to it: emails, payments, history, credit notes, and the keys of
 /// its buttons.
 pub async fn invoice(

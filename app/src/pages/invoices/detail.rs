@@ -51,7 +51,30 @@ pub fn InvoicePage() -> impl IntoView {
                         let can_send = can_edit && !matches!(inv.status, InvoiceStatus::Draft | InvoiceStatus::Void);
                         let invoice_id = inv.id.to_string();
                         let (simulate_id, send_id) = (invoice_id.clone(), invoice_id.clone());
-                        let buttons = lifecycle_buttons(&inv, action_key, act, duplicate);
+                        // Sending is the next step of an invoice never emailed; sending again waits under "More actions".
+                        let sent = emails.iter().any(|e| e.kind == "invoice");
+                        let to = inv.customer_email.clone();
+                        let send_form = can_send.then(|| view! {
+                            <ActionForm action=send>
+                                <input type="hidden" name="invoice_id" value=send_id.clone() />
+                                <input type="hidden" name="idempotency_key" value=send_key.to_string() />
+                                <button type="submit" class=if sent { "send" } else { "primary send" }>
+                                    {if sent { "Send again to " } else { "Send invoice to " }} {to}
+                                </button>
+                            </ActionForm>
+                        }.into_any());
+                        let (send_first, send_later) = if sent { (None, send_form) } else { (send_form, None) };
+                        let simulate_form = can_simulate.then(|| view! {
+                            <ActionForm action=simulate attr:class="simulate">
+                                <input type="hidden" name="invoice_id" value=simulate_id.clone() />
+                                <button type="submit" class="simulate">"Simulate payment (dev)"</button>
+                                " A signed Stripe checkout.session.completed, sent to /webhooks/stripe."
+                            </ActionForm>
+                        });
+                        let more = (send_later.is_some() || simulate_form.is_some())
+                            .then(|| view! { {send_later} {simulate_form} }.into_any());
+                        let record_first = can_edit && inv.status == InvoiceStatus::Open && inv.amount_due_cents > 0;
+                        let buttons = lifecycle_buttons(&inv, action_key, act, duplicate, send_first, more);
                         view! {
                             <section class="card invoice">
                                 <div class="heading">
@@ -66,6 +89,7 @@ pub fn InvoicePage() -> impl IntoView {
                                 {can_edit.then_some(buttons)}
                                 {move || act.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
                                 {move || duplicate.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+                                {move || simulate.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
                                 {inv.public_url.clone().map(|url| view! {
                                     <p class="public-link">
                                         "Customer's page: " <a href=url.clone()>{url.clone()}</a>
@@ -142,35 +166,8 @@ pub fn InvoicePage() -> impl IntoView {
                                     apply
                                     creditable_cents=inv.total_cents - inv.amount_credited_cents
                                     lines=inv.lines.clone()
+                                    record_first
                                 />
-                                {can_simulate
-                                    .then(|| {
-                                        view! {
-                                            <ActionForm action=simulate>
-                                                <input type="hidden" name="invoice_id" value=simulate_id.clone() />
-                                                <button type="submit" class="simulate" disabled=move || simulate.pending().get()>
-                                                    "Simulate payment (dev)"
-                                                </button>
-                                                " A signed Stripe checkout.session.completed, sent to /webhooks/stripe."
-                                            </ActionForm>
-                                        }
-                                    })}
-                                {move || {
-                                    simulate
-                                        .value()
-                                        .get()
-                                        .and_then(|r| r.err())
-                                        .and_then(|e| error_banner(&e))
-                                }}
-                                {can_send.then(|| view! {
-                                    <ActionForm action=send>
-                                        <input type="hidden" name="invoice_id" value=send_id.clone() />
-                                        <input type="hidden" name="idempotency_key" value=send_key.to_string() />
-                                        <button type="submit" class="send" disabled=move || send.pending().get()>
-                                            "Send invoice to " {inv.customer_email.clone()}
-                                        </button>
-                                    </ActionForm>
-                                })}
                                 {move || send.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
                                 {(!emails.is_empty())
                                     .then(|| {
@@ -232,16 +229,20 @@ pub fn InvoicePage() -> impl IntoView {
     }
 }
 
-/// The lifecycle buttons this invoice's state allows. One key, minted when the page was rendered,
-/// names every button's attempt (each claims it in its own namespace); a double click applies once.
+/// The buttons this invoice's state allows, the next step first (finalize a draft, send an open
+/// invoice not sent yet) and the rest behind "More actions". One key, minted when the page was
+/// rendered, names every button's attempt (each claims it in its own namespace); a double click
+/// applies once.
 fn lifecycle_buttons(
     inv: &model::Invoice,
     key: Uuid,
     act: ServerAction<InvoiceAction>,
     duplicate: ServerAction<DuplicateInvoice>,
+    send: Option<AnyView>,
+    more: Option<AnyView>,
 ) -> impl IntoView {
     let unpaid = inv.payment_state == model::PaymentState::Unpaid;
-    let allowed: Vec<(&str, &str)> = match inv.status {
+    let mut allowed: Vec<(&'static str, &'static str)> = match inv.status {
         InvoiceStatus::Draft => vec![("finalize", "Finalize"), ("delete", "Delete draft")],
         InvoiceStatus::Open if unpaid => vec![
             ("void", "Void"),
@@ -252,37 +253,46 @@ fn lifecycle_buttons(
         _ => vec![],
     };
     // Any finalized invoice's customer link can be replaced (the old one stops at once).
-    let mut allowed = allowed;
     if !matches!(inv.status, InvoiceStatus::Draft | InvoiceStatus::Void) {
         allowed.push(("new_link", "New customer link"));
     }
     let id = inv.id;
     let draft = inv.status == InvoiceStatus::Draft;
+    let button = move |(action, label): (&'static str, &'static str)| {
+        let class = if action == "finalize" {
+            "action primary finalize".to_owned()
+        } else {
+            format!("action {action}")
+        };
+        view! {
+            <ActionForm action=act>
+                <input type="hidden" name="invoice_id" value=id.to_string() />
+                <input type="hidden" name="action" value=action />
+                <input type="hidden" name="idempotency_key" value=key.to_string() />
+                <button type="submit" class=class>{label}</button>
+            </ActionForm>
+        }
+    };
+    let (first, rest): (Vec<_>, Vec<_>) = allowed
+        .into_iter()
+        .partition(|(action, _)| *action == "finalize");
     view! {
         <div class="actions">
+            {first.into_iter().map(button).collect_view()}
             {draft.then(|| view! { <a class="button edit" href=format!("/invoices/{id}/edit")>"Edit"</a> })}
-            {allowed
-                .into_iter()
-                .map(|(action, label)| {
-                    view! {
-                        <ActionForm action=act>
-                            <input type="hidden" name="invoice_id" value=id.to_string() />
-                            <input type="hidden" name="action" value=action />
-                            <input type="hidden" name="idempotency_key" value=key.to_string() />
-                            <button type="submit" class=format!("action {action}") disabled=move || act.pending().get()>
-                                {label}
-                            </button>
-                        </ActionForm>
-                    }
-                })
-                .collect_view()}
-            <ActionForm action=duplicate>
-                <input type="hidden" name="invoice_id" value=id.to_string() />
-                <input type="hidden" name="idempotency_key" value=key.to_string() />
-                <button type="submit" class="action duplicate" disabled=move || duplicate.pending().get()>
-                    "Duplicate"
-                </button>
-            </ActionForm>
+            {send}
+            <details class="more-actions">
+                <summary>"More actions"</summary>
+                <div class="actions">
+                    {rest.into_iter().map(button).collect_view()}
+                    <ActionForm action=duplicate>
+                        <input type="hidden" name="invoice_id" value=id.to_string() />
+                        <input type="hidden" name="idempotency_key" value=key.to_string() />
+                        <button type="submit" class="action duplicate">"Duplicate"</button>
+                    </ActionForm>
+                </div>
+                {more}
+            </details>
         </div>
     }
 }

@@ -31,6 +31,9 @@ pub fn Payments(
     creditable_cents: i64,
     /// The invoice's lines (the Credit form credits some of them).
     lines: Vec<InvoiceLine>,
+    /// Recording a payment is the invoice's next step (it is open, sent and not paid): its form
+    /// and the credit that could pay it are unfolded; the rest stays behind a disclosure.
+    record_first: bool,
 ) -> impl IntoView {
     // Each line with what is left uncredited of its quantity.
     let credit_lines: Vec<(i16, String, Thousandths)> = lines
@@ -76,17 +79,17 @@ pub fn Payments(
             </table>
         })}
         {takes_payments.then(|| view! {
-            <RecordForm invoice currency=currency.clone() due_cents forms=forms.clone() record />
+            <RecordForm invoice currency=currency.clone() due_cents forms=forms.clone() record open=record_first />
         })}
         {(takes_payments && forms.credit_available > 0).then(|| view! {
-            <ApplyCreditForm invoice currency=currency.clone() available=forms.credit_available key=forms.apply_key apply />
+            <ApplyCreditForm invoice currency=currency.clone() available=forms.credit_available key=forms.apply_key apply open=record_first />
         })}
         {takes_payments.then(|| view! {
             <crate::pages::reminders::RemindersToggle what="invoice" id=invoice off=forms.reminders_off key=forms.reminders_key />
         })}
         <CreditNotes notes=forms.credit_notes.clone() />
         {(takes_payments && creditable_cents > 0).then(|| view! {
-            <CreditForm invoice currency=currency.clone() creditable_cents lines=credit_lines key=forms.credit_key credit />
+            <CreditForm invoice currency=currency.clone() creditable_cents lines=credit_lines key=forms.credit_key credit open=false />
         })}
     }
 }
@@ -125,12 +128,16 @@ fn ApplyCreditForm(
     available: i64,
     key: Uuid,
     apply: ServerAction<ApplyCredit>,
+    /// Shown unfolded: the invoice's next step (a refused submit unfolds too).
+    open: bool,
 ) -> impl IntoView {
+    let open = open || apply.value().get_untracked().is_some_and(|r| r.is_err());
     let errors = field_errors(apply.value());
     let error_for = move |field: &'static str| field_error(errors, field);
     let shown = format_money(available, &currency);
     view! {
-        <h2 id="apply-credit">"The customer's credit"</h2>
+        <details class="invoice-action apply" open=open>
+            <summary><h2 id="apply-credit">"The customer's credit"</h2></summary>
         <p>{format!("The customer has credit that can pay {shown} of this invoice.")}</p>
         {move || apply.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
         <ActionForm action=apply attr:class="apply-credit" attr:aria-labelledby="apply-credit">
@@ -141,10 +148,11 @@ fn ApplyCreditForm(
                 <input type="text" inputmode="decimal" name="amount" />
                 {error_for("amount_cents")}
             </label>
-            <button type="submit" class="apply" disabled=move || apply.pending().get()>
+            <button type="submit" class="apply">
                 "Apply credit"
             </button>
         </ActionForm>
+        </details>
     }
 }
 
@@ -159,7 +167,10 @@ fn CreditForm(
     lines: Vec<(i16, String, Thousandths)>,
     key: Uuid,
     credit: ServerAction<CreditInvoice>,
+    /// Shown unfolded: the invoice's next step (a refused submit unfolds too).
+    open: bool,
 ) -> impl IntoView {
+    let open = open || credit.value().get_untracked().is_some_and(|r| r.is_err());
     let line_rows = lines
         .into_iter()
         .enumerate()
@@ -181,7 +192,8 @@ fn CreditForm(
     let error_for = move |field: &'static str| field_error(errors, field);
     let most = model::plain_amount(creditable_cents, &currency);
     view! {
-        <h2 id="credit-invoice">"Credit this invoice"</h2>
+        <details class="invoice-action credit" open=open>
+            <summary><h2 id="credit-invoice">"Credit this invoice"</h2></summary>
         {move || credit.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
         <ActionForm action=credit attr:class="credit-invoice" attr:aria-labelledby="credit-invoice">
             <input type="hidden" name="invoice_id" value=invoice.to_string() />
@@ -216,10 +228,11 @@ fn CreditForm(
                     <option value="stripe">"Refund it through Stripe (card payments)"</option>
                 </select>
             </label>
-            <button type="submit" class="credit" disabled=move || credit.pending().get()>
+            <button type="submit" class="credit">
                 "Issue credit note"
             </button>
         </ActionForm>
+        </details>
     }
 }
 
@@ -281,13 +294,17 @@ fn RecordForm(
     due_cents: i64,
     forms: PaymentForms,
     record: ServerAction<RecordPayment>,
+    /// Shown unfolded: the invoice's next step (a refused submit unfolds too).
+    open: bool,
 ) -> impl IntoView {
+    let open = open || record.value().get_untracked().is_some_and(|r| r.is_err());
     let errors = field_errors(record.value());
     let error_for = move |field: &'static str| field_error(errors, field);
     let due = model::plain_amount(due_cents.max(0), &currency);
     let today = forms.today.to_string();
     view! {
-        <h2 id="record-payment">"Record a payment"</h2>
+        <details class="invoice-action record" open=open>
+            <summary><h2 id="record-payment">"Record a payment"</h2></summary>
         {move || record.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
         <ActionForm action=record attr:class="record-payment" attr:aria-labelledby="record-payment">
             <input type="hidden" name="invoice_id" value=invoice.to_string() />
@@ -319,9 +336,10 @@ fn RecordForm(
                     {error_for("reference")}
                 </label>
             </div>
-            <button type="submit" class="primary record" disabled=move || record.pending().get()>
+            <button type="submit" class="primary record">
                 "Record payment"
             </button>
         </ActionForm>
+        </details>
     }
 }

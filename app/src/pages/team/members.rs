@@ -138,7 +138,7 @@ pub fn MembersSettingsPage() -> impl IntoView {
                                                 </select>
                                             </label>
                                         </div>
-                                        <button type="submit" class="primary send-invitation" disabled=move || invite.pending().get()>
+                                        <button type="submit" class="primary send-invitation">
                                             "Send invitation"
                                         </button>
                                     </ActionForm>

@@ -30,8 +30,8 @@ pub fn VerifyEmailPage() -> impl IntoView {
 pub fn ForgotPasswordPage() -> impl IntoView {
     let forgot = ServerAction::<ForgotPassword>::new();
     let sent = query_flag("sent");
-    // Minted where the page is rendered and carried through hydration: a resubmit is one email.
-    let key = SharedValue::new_str(uuid::Uuid::now_v7).into_inner();
+    // Minted where the page is rendered: a resubmit is one email.
+    let key = uuid::Uuid::now_v7();
     view! {
         <section class="card narrow">
             <h1>"Forgot your password?"</h1>

@@ -229,6 +229,48 @@ pub async fn list(
     Ok(rows.into_iter().map(Into::into).collect())
 }
 
+/// What a new invoice's currency starts as: the org's (from its country, US dollars when it has
+/// none we know), and for each of `customers` the currency of their latest invoice.
+pub async fn currency_defaults(
+    pool: &PgPool,
+    org: OrgId,
+    customers: &[Uuid],
+) -> sqlx::Result<model::CurrencyDefaults> {
+    // language=PostgreSQL
+    let country = sqlx::query_scalar!(
+        r#"select coalesce(country, '') as "country!" from orgs where id = $1"#,
+        org as _
+    )
+    .fetch_optional(pool)
+    .await?
+    .unwrap_or_default();
+    // language=PostgreSQL
+    let latest = sqlx::query!(
+        r#"
+        select c.id as "id!", last.currency
+        from unnest($2::uuid[]) as c(id)
+        cross join lateral (
+            select currency from invoices i
+            where i.customer_id = c.id and i.org_id = $1
+            order by i.created_at desc
+            limit 1
+        ) last
+        "#,
+        org as _,
+        customers
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(model::CurrencyDefaults {
+        org: model::country_currency(&country)
+            .unwrap_or("usd")
+            .to_owned(),
+        by_customer: (latest.into_iter())
+            .map(|r| (r.id.to_string(), r.currency))
+            .collect(),
+    })
+}
+
 /// An invoice that names one of `org`'s customers takes that customer's name and email (the rest
 /// is copied at finalization). A customer of another org, or none, is a field error (the write's
 /// transaction rolls back with its claim).
