@@ -6,7 +6,10 @@ strips them), so run it on the module cargo builds, before wasm-bindgen and wasm
 
     python3 scripts/wasm_size.py target/front/wasm32-unknown-unknown/wasm-release/invoicer.wasm [N]
 
-Prints the code and data section sizes, the N (default 30) largest crates and the largest functions.
+Prints the code and data section sizes, the N (default 30) largest crates, the largest functions, and
+each island's own share: the bodies of the functions whose names (or generic arguments) name its
+module, `ISLANDS` below; what the islands share (the reactive runtime, tachys, serde, `model`'s
+money and totals) is counted under its crates only.
 A function is counted under the crate its path starts with; an impl under its type's crate, or its
 trait's for a generic type: `<T as tachys::..>` under `tachys`, `<&mut serde_json::Deserializer as
 serde_core::..>` under `serde_json`.
@@ -104,6 +107,24 @@ def crate_of(name):
     return name.split("::")[0][:40]
 
 
+# Each island and the module path that names its own code (its view's monomorphized instances
+# carry its closures' paths).
+ISLANDS = {
+    "InvoiceLines (the invoice forms)": "app::pages::invoices::form",
+    "ApiKeys (the API keys page)": "app::pages::settings",
+    "HydrationMarker (every page)": "HydrationMarker",
+}
+
+
+def names_path(name, path):
+    """Whether a mangled name (legacy or v0), or one of its generic arguments, names `path`: its
+    segments after the crate appear length-prefixed one after another in both manglings
+    (`5pages8invoices4form`), and `..`-separated in legacy generic arguments."""
+    segments = path.split("::")
+    encoded = "".join(f"{len(p)}{p}" for p in segments[1:]) if len(segments) > 1 else path
+    return encoded in name or "..".join(segments) in name
+
+
 def main():
     data = open(sys.argv[1], "rb").read()
     top_n = int(sys.argv[2]) if len(sys.argv) > 2 else 30
@@ -133,6 +154,10 @@ def main():
     print(f"file {len(data):,} B, code {code:,} B, data {data_bytes:,} B")
     for crate, size in by_crate.most_common(top_n):
         print(f"{size:>10,} {100 * size / code:5.1f} %  {crate}")
+    print("each island's own code:")
+    for island, path in ISLANDS.items():
+        own = sum(size for size, name in functions if names_path(name, path))
+        print(f"{own:>10,} {100 * own / code:5.1f} %  {island}")
     print("largest functions:")
     for size, name in sorted(functions, reverse=True)[:15]:
         print(f"{size:>10,}  {name[:140]}")
