@@ -40,6 +40,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
             <head>
                 <meta charset="utf-8" />
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
+                // No icon: the browser does not ask for /favicon.ico (a 404 in every page's console).
+                <link rel="icon" href="data:," />
                 <AutoReload options=options.clone() />
                 <HashedStylesheet options=options.clone() id="leptos" />
                 <HydrationScripts options islands=true />

@@ -110,6 +110,7 @@ fn refused(status: StatusCode, why: &str) -> Response {
     let body = format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <link rel=\"icon\" href=\"data:,\">\
          <title>Logo not saved</title><link rel=\"stylesheet\" href=\"{css}\"></head>\
          <body><main class=\"card\"><h1>Logo not saved</h1><p class=\"error logo-error\">{}</p>\
          <p><a href=\"/settings/org\">Back to the settings</a></p></main></body></html>",

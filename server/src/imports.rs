@@ -29,6 +29,7 @@ fn refused(status: StatusCode, why: &str) -> Response {
     let body = format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <link rel=\"icon\" href=\"data:,\">\
          <title>File not imported</title><link rel=\"stylesheet\" href=\"{css}\"></head>\
          <body><main class=\"card\"><h1>File not imported</h1><p class=\"error import-error\">{why}</p>\
          <p><a href=\"/customers/import\">Back to the import</a></p></main></body></html>"

@@ -245,6 +245,7 @@ fn document_styled(title: &str, body: String, style: Option<&str>, lang: &str) -
     format!(
         "<!DOCTYPE html><html lang=\"{lang}\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <link rel=\"icon\" href=\"data:,\">\
          <meta name=\"robots\" content=\"noindex, nofollow\">{title}\
          <link rel=\"stylesheet\" href=\"{css}\">{style}</head><body>{body}</body></html>"
     )
