@@ -18,16 +18,21 @@ pub async fn invoice_form(
     user: &SessionUser,
 ) -> Result<model::InvoiceFormOptions, AppError> {
     let org = user.org_id;
-    let (customers, tax_rates) = tokio::try_join!(
+    let (customers, tax_rates, org_currency) = tokio::try_join!(
         crate::customers::list(&state.reads, org, None, 100),
         crate::invoicing::tax_rates::list(&state.reads, org, true),
+        crate::customers::org_currency(&state.reads, org),
     )?;
+    // The customers' latest invoices, for the customers the form offers.
     let ids: Vec<Uuid> = customers.iter().map(|c| c.id).collect();
-    let currencies = crate::customers::currency_defaults(&state.reads, org, &ids).await?;
+    let by_customer = crate::customers::latest_currencies(&state.reads, org, &ids).await?;
     Ok(model::InvoiceFormOptions {
         customers,
         tax_rates,
-        currencies,
+        currencies: model::CurrencyDefaults {
+            org: org_currency,
+            by_customer,
+        },
     })
 }
 

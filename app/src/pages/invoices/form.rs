@@ -331,15 +331,15 @@ fn InvoiceLines(
             );
         }
     });
-    // Back on a page the browser kept: its buttons work again.
+    // Back on a page the browser kept: the buttons this island disabled work again.
     let _ = window_event_listener(leptos::ev::pageshow, move |_| {
         if let Ok(forms) = document().query_selector_all("form") {
             for i in 0..forms.length() {
                 use leptos::wasm_bindgen::JsCast;
-                if let Some(form) = forms
-                    .get(i)
+                let form = (forms.get(i))
                     .and_then(|f| f.dyn_into::<leptos::web_sys::HtmlFormElement>().ok())
-                {
+                    .filter(|f| f.query_selector("[data-pending]").ok().flatten().is_some());
+                if let Some(form) = form {
                     busy(&form, None, false);
                 }
             }

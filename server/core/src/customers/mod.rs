@@ -229,13 +229,9 @@ pub async fn list(
     Ok(rows.into_iter().map(Into::into).collect())
 }
 
-/// What a new invoice's currency starts as: the org's (from its country, US dollars when it has
-/// none we know), and for each of `customers` the currency of their latest invoice.
-pub async fn currency_defaults(
-    pool: &PgPool,
-    org: OrgId,
-    customers: &[Uuid],
-) -> sqlx::Result<model::CurrencyDefaults> {
+/// The currency `org` invoices in unless told otherwise: its country's, US dollars when it has
+/// none we know.
+pub async fn org_currency(pool: &PgPool, org: OrgId) -> sqlx::Result<String> {
     // language=PostgreSQL
     let country = sqlx::query_scalar!(
         r#"select coalesce(country, '') as "country!" from orgs where id = $1"#,
@@ -244,6 +240,18 @@ pub async fn currency_defaults(
     .fetch_optional(pool)
     .await?
     .unwrap_or_default();
+    Ok(model::country_currency(&country)
+        .unwrap_or("usd")
+        .to_owned())
+}
+
+/// For each of `customers` (of `org`), the currency of their latest invoice; none for a customer
+/// never invoiced.
+pub async fn latest_currencies(
+    pool: &PgPool,
+    org: OrgId,
+    customers: &[Uuid],
+) -> sqlx::Result<Vec<(String, String)>> {
     // language=PostgreSQL
     let latest = sqlx::query!(
         r#"
@@ -261,14 +269,9 @@ pub async fn currency_defaults(
     )
     .fetch_all(pool)
     .await?;
-    Ok(model::CurrencyDefaults {
-        org: model::country_currency(&country)
-            .unwrap_or("usd")
-            .to_owned(),
-        by_customer: (latest.into_iter())
-            .map(|r| (r.id.to_string(), r.currency))
-            .collect(),
-    })
+    Ok((latest.into_iter())
+        .map(|r| (r.id.to_string(), r.currency))
+        .collect())
 }
 
 /// An invoice that names one of `org`'s customers takes that customer's name and email (the rest
