@@ -62,8 +62,7 @@ pub fn NewCustomerPage() -> impl IntoView {
 #[component]
 pub fn CustomerPage() -> impl IntoView {
     let act = ServerAction::<CustomerAction>::new();
-    // Refetched after each button, so the page shows the link and the archive as they are now.
-    let page = route_resource(move || act.version().get(), get_customer);
+    let page = route_resource(get_customer);
     view! {
         {loaded(page, move |p| view! {
                         <section class="card">

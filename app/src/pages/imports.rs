@@ -53,7 +53,7 @@ pub fn CustomerImportPage() -> impl IntoView {
 #[component]
 pub fn CustomerImportStatusPage() -> impl IntoView {
     let apply = ServerAction::<ApplyCustomerImport>::new();
-    let import = route_resource(move || apply.version().get(), get_customer_import);
+    let import = route_resource(get_customer_import);
     view! {
         {loaded(import, move |i| import_view(i, apply).into_any())}
     }

@@ -107,10 +107,9 @@ fn set_not_found_status() {
 #[cfg(not(feature = "ssr"))]
 fn set_not_found_status() {}
 
-/// What a page shows for the route's `id`, as `read` answers it; read again when the id changes and
-/// when `after` does (the versions of the page's actions: each completed action counts one).
+/// What a page shows for the route's `id`, as `read` answers it. Read once per rendering: the pages
+/// are server HTML, and an action's form post brings the browser back to a fresh rendering.
 pub fn route_resource<T, Fut>(
-    after: impl Fn() -> usize + Send + Sync + 'static,
     read: impl Fn(String) -> Fut + Send + Sync + 'static,
 ) -> Resource<Result<T, AppError>>
 where
@@ -119,8 +118,8 @@ where
 {
     let params = leptos_router::hooks::use_params_map();
     Resource::new(
-        move || (params.with(|p| p.get("id").unwrap_or_default()), after()),
-        move |(id, _)| read(id),
+        move || params.with(|p| p.get("id").unwrap_or_default()),
+        read,
     )
 }
 

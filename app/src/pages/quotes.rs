@@ -112,7 +112,7 @@ pub fn NewQuotePage() -> impl IntoView {
 #[component]
 pub fn QuotePage() -> impl IntoView {
     let send = ServerAction::<SendQuote>::new();
-    let page = route_resource(move || send.version().get(), get_quote);
+    let page = route_resource(get_quote);
     view! {
         {loaded(page, move |p| {
                         let q = p.quote;
@@ -215,7 +215,7 @@ fn quote_fields(
 #[component]
 pub fn EditQuotePage() -> impl IntoView {
     let action = ServerAction::<UpdateQuote>::new();
-    let draft = route_resource(|| 0, edit_quote_form);
+    let draft = route_resource(edit_quote_form);
     let errors = Signal::derive(move || match action.value().get() {
         Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
         _ => FieldErrors::new(),

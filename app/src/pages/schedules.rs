@@ -177,7 +177,7 @@ pub fn NewSchedulePage() -> impl IntoView {
 #[component]
 pub fn SchedulePage() -> impl IntoView {
     let toggle = ServerAction::<PauseSchedule>::new();
-    let page = route_resource(move || toggle.version().get(), get_schedule);
+    let page = route_resource(get_schedule);
     view! {
         {loaded(page, move |p| {
                         let s = p.schedule;
@@ -228,7 +228,7 @@ pub fn SchedulePage() -> impl IntoView {
 #[component]
 pub fn EditSchedulePage() -> impl IntoView {
     let action = ServerAction::<UpdateSchedule>::new();
-    let edit = route_resource(|| 0, edit_schedule_form);
+    let edit = route_resource(edit_schedule_form);
     let errors = Signal::derive(move || match action.value().get() {
         Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
         _ => FieldErrors::new(),

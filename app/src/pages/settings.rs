@@ -24,29 +24,7 @@ pub fn OrgSettingsPage() -> impl IntoView {
     let details = ServerAction::<SaveOrgDetails>::new();
     let branding = ServerAction::<SaveBranding>::new();
     let remove_logo = ServerAction::<RemoveLogo>::new();
-    // Reloaded after each successful save only: a refused one keeps what was typed on the page.
-    let saved = Memo::new(move |before: Option<&usize>| {
-        let ok = |v: Option<Result<(), model::error::AppError>>| matches!(v, Some(Ok(())));
-        let succeeded = ok(save.value().get())
-            || ok(add.value().get())
-            || ok(archive.value().get())
-            || ok(bank.value().get())
-            || ok(details.value().get())
-            || ok(branding.value().get())
-            || ok(remove_logo.value().get());
-        let now = save.version().get()
-            + branding.version().get()
-            + remove_logo.version().get()
-            + add.version().get()
-            + archive.version().get()
-            + bank.version().get()
-            + details.version().get();
-        match (succeeded, before) {
-            (false, Some(before)) => *before,
-            _ => now,
-        }
-    });
-    let page = Resource::new(move || saved.get(), |_| get_org_settings());
+    let page = Resource::new(|| (), |_| get_org_settings());
     let save_errors = field_errors(save.value());
     let add_errors = field_errors(add.value());
     let bank_errors = field_errors(bank.value());

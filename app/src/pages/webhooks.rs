@@ -20,7 +20,7 @@ fn when(t: chrono::DateTime<chrono::Utc>) -> String {
 #[component]
 pub fn WebhooksPage() -> impl IntoView {
     let create = ServerAction::<CreateWebhookEndpoint>::new();
-    let page = Resource::new(move || create.version().get(), |_| webhooks_page());
+    let page = Resource::new(|| (), |_| webhooks_page());
     let errors = field_errors(create.value());
     view! {
         <section class="card">
@@ -99,10 +99,7 @@ pub fn WebhookEndpointPageView() -> impl IntoView {
     let delete = ServerAction::<DeleteWebhookEndpoint>::new();
     let redeliver = ServerAction::<RedeliverWebhook>::new();
     let enable = ServerAction::<EnableWebhookEndpoint>::new();
-    let page = route_resource(
-        move || rotate.version().get() + redeliver.version().get() + enable.version().get(),
-        get_webhook_endpoint,
-    );
+    let page = route_resource(get_webhook_endpoint);
     view! {
         {loaded(page, move |p| endpoint_view(p, Actions { rotate, delete, redeliver, enable }).into_any())}
         {move || [rotate.value().get(), delete.value().get(), redeliver.value().get(), enable.value().get()]

@@ -27,20 +27,7 @@ pub fn InvoicePage() -> impl IntoView {
     let delete_payment = ServerAction::<DeletePayment>::new();
     let credit = ServerAction::<CreditInvoice>::new();
     let apply = ServerAction::<ApplyCredit>::new();
-    // Refetched after each action on the page.
-    let invoice = route_resource(
-        move || {
-            simulate.version().get()
-                + send.version().get()
-                + retry.version().get()
-                + act.version().get()
-                + record.version().get()
-                + delete_payment.version().get()
-                + credit.version().get()
-                + apply.version().get()
-        },
-        get_invoice,
-    );
+    let invoice = route_resource(get_invoice);
     view! {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {

@@ -58,7 +58,7 @@ pub fn NewInvoicePage() -> impl IntoView {
 #[component]
 pub fn EditInvoicePage() -> impl IntoView {
     let action = ServerAction::<UpdateDraft>::new();
-    let draft = route_resource(|| 0, get_draft);
+    let draft = route_resource(get_draft);
     // Without JavaScript a refused save comes back through the URL with its key and values.
     let rejected = match action.value().get_untracked() {
         Some(Err(e)) => Some(e),

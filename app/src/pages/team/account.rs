@@ -19,7 +19,7 @@ pub fn AccountSettingsPage() -> impl IntoView {
     let email = ServerAction::<ChangeEmail>::new();
     let resend = ServerAction::<ResendVerification>::new();
     let revoke_keys = ServerAction::<RevokeOwnApiKeys>::new();
-    let page = Resource::new(move || revoke_keys.version().get(), |_| account_page());
+    let page = Resource::new(|| (), |_| account_page());
     let (verified, changed, asked, sent) = (
         query_flag("verified"),
         query_flag("password"),
@@ -120,10 +120,7 @@ pub fn AccountSettingsPage() -> impl IntoView {
 pub fn SessionsPage() -> impl IntoView {
     let end = ServerAction::<EndSession>::new();
     let others = ServerAction::<EndOtherSessions>::new();
-    let list = Resource::new(
-        move || (end.version().get(), others.version().get()),
-        |_| list_sessions(),
-    );
+    let list = Resource::new(|| (), |_| list_sessions());
     view! {
         <section class="card">
             <h1>"Your sessions"</h1>

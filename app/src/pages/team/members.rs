@@ -21,16 +21,7 @@ pub fn MembersSettingsPage() -> impl IntoView {
     let remove = ServerAction::<RemoveMember>::new();
     let resend = ServerAction::<ResendInvitation>::new();
     let revoke = ServerAction::<RevokeInvitation>::new();
-    let page = Resource::new(
-        move || {
-            invite.version().get()
-                + role.version().get()
-                + remove.version().get()
-                + resend.version().get()
-                + revoke.version().get()
-        },
-        |_| team_page(),
-    );
+    let page = Resource::new(|| (), |_| team_page());
     let banner = move || {
         [
             invite.value().get(),
