@@ -39,6 +39,16 @@ export async function mailed(to: string, subject: string): Promise<string> {
 }
 
 /**
+ * Clicks a plain form's button and waits for the page the server answers with (a full load): a
+ * reload or a navigation started before it would cancel the post or fail ("not attached").
+ */
+export async function submitAndLoad(page: Page, button: Locator): Promise<void> {
+  const loaded = page.waitForEvent("load");
+  await button.click();
+  await loaded;
+}
+
+/**
  * Reloads `page` and reads the text of every element matching `selector`, without waiting for any:
  * the read of a poll (`expect.poll(() => reloadAndRead(...)).toEqual(...)`), whose one deadline is
  * the only wait, for what a worker or a webhook changes behind the page.
@@ -88,9 +98,16 @@ export async function signUp(page: Page, tag: string, opts: { verify?: boolean }
   return email;
 }
 
-/** The app marks <body data-hydrated> once the browser crate has taken over the page. */
+/**
+ * The page is settled: <body data-hydrated> is set by the last island once the page's islands are
+ * live, or by the server on a page without one (app::ISLAND_PAGES). A page with an island the server
+ * did not list would be marked settled with its island dead: that fails here.
+ */
 export async function hydrated(page: Page): Promise<void> {
   await expect(page.locator("body")).toHaveAttribute("data-hydrated", "true");
+  if ((await page.locator("leptos-island").count()) > 0) {
+    expect(await page.locator("script[type=module]").count(), "a page with an island loads its script").toBeGreaterThan(0);
+  }
 }
 
 /** Unfolds one of the invoice page's disclosures (`more-actions`, or a form's: `credit`, `record`,
@@ -178,13 +195,15 @@ export async function submitTwice(
   // The second press a double click's interval after the first, from the page itself (Playwright's
   // own calls into the page wait while a navigation is pending). Had the browser not sent the first
   // by then, one POST would leave and the poll below would fail, not pass.
+  const loaded = page.waitForEvent("load");
   await button.evaluate((b: HTMLButtonElement) => {
     b.form!.requestSubmit(b);
     setTimeout(() => b.form!.requestSubmit(b), 100);
   });
   await expect.poll(() => sent.length, { message: `two POSTs to ${rpcPath}` }).toBe(2);
   await expect.poll(() => answers.filter(Boolean).length, { message: "both answered" }).toBe(2);
-  await page.waitForLoadState();
+  // The page the second answer leads to (not the one the submits left).
+  await loaded;
   await page.unroute(matches);
   expect(sent[0], "both submits carry the same form").toBe(sent[1]);
   return { bodies: sent, answers };

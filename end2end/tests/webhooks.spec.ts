@@ -2,7 +2,7 @@ import { test, expect } from "@playwright/test";
 import AxeBuilder from "@axe-core/playwright";
 import * as http from "node:http";
 import { AddressInfo } from "node:net";
-import { hydrated, reloadAndRead, signUp } from "./helpers";
+import { hydrated, reloadAndRead, signUp, submitAndLoad } from "./helpers";
 
 async function accessible(page: import("@playwright/test").Page) {
   const results = await new AxeBuilder({ page }).analyze();
@@ -66,7 +66,7 @@ test("an owner registers an endpoint, sees its deliveries and delivers one again
     await expect(row).toContainText("200");
     await accessible(page);
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
-    await row.getByRole("button", { name: "Deliver again" }).click();
+    await submitAndLoad(page, row.getByRole("button", { name: "Deliver again" }));
     await expect.poll(() => hook.got.length, { timeout: 15_000 }).toBe(2);
     expect(hook.got[1].id).toBe(first.id);
     expect(hook.got[1].body).toBe(first.body);
