@@ -13,6 +13,7 @@ pub use pages::statement::{pdf_url as statement_pdf_url, statement_tables};
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, HashedStylesheet, MetaTags, Title};
 use leptos_router::components::{Redirect, Route, Router, Routes};
+use leptos_router::location::RequestUrl;
 use leptos_router::{path, SsrMode};
 
 use pages::activity::ActivityPage;
@@ -34,6 +35,14 @@ use pages::team::{
 use pages::webhooks::{WebhookEndpointPageView, WebhooksPage};
 
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    // Nothing outside an island is hydrated, so nothing outside one is sent along for it: the pages'
+    // resources stay on the server (an island turns this back on for what it creates itself).
+    if let Some(shared) = Owner::current_shared_context() {
+        shared.set_is_hydrating(false);
+    }
+    let islands = use_context::<RequestUrl>()
+        .and_then(|url| url.parse().ok())
+        .is_some_and(|url| has_islands(url.path()));
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -44,12 +53,13 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <link rel="icon" href="data:," />
                 <AutoReload options=options.clone() />
                 <HashedStylesheet options=options.clone() id="leptos" />
-                <HydrationScripts options islands=true />
+                {islands.then(|| view! { <HydrationScripts options islands=true /> })}
                 <MetaTags />
             </head>
-            <body>
+            // A page without an island is settled as it arrives: nothing on it waits for script.
+            <body data-hydrated=(!islands).then_some("true")>
                 <App />
-                <HydrationMarker />
+                {islands.then(|| view! { <HydrationMarker /> })}
             </body>
         </html>
     }
@@ -67,6 +77,31 @@ pub const VISITOR_PAGES: &[&str] = &[
     "/forgot-password",
     "/reset-password/:token",
 ];
+
+/// The pages that carry an island, as the route table writes them: the invoice form's (an invoice,
+/// a quote and a schedule's template, new and edited) and the API keys'. Only these load the
+/// hydration script and the wasm module; every other page is HTML and CSS alone.
+pub const ISLAND_PAGES: &[&str] = &[
+    "/invoices/new",
+    "/invoices/:id/edit",
+    "/quotes/new",
+    "/quotes/:id/edit",
+    "/schedules/new",
+    "/schedules/:id/edit",
+    "/settings/api-keys",
+];
+
+/// Whether the request path `path` is one of [`ISLAND_PAGES`] (`:id` stands for any one segment).
+pub fn has_islands(path: &str) -> bool {
+    ISLAND_PAGES.iter().any(|page| {
+        let mut written = page.split('/');
+        path.split('/').all(|segment| {
+            written
+                .next()
+                .is_some_and(|w| w == segment || (w.starts_with(':') && !segment.is_empty()))
+        }) && written.next().is_none()
+    })
+}
 
 /// Marks `<body data-hydrated>` once the page's islands are interactive: the browser hydrates
 /// islands in document order, and this one is last (tests wait for it instead of guessing with
@@ -133,5 +168,38 @@ pub fn App() -> impl IntoView {
                 </Routes>
             </main>
         </Router>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_islands;
+
+    #[test]
+    fn the_island_pages_are_matched_by_their_route() {
+        for path in [
+            "/invoices/new",
+            "/invoices/0194f3a2-7b1c-7d00-8000-000000000001/edit",
+            "/quotes/new",
+            "/quotes/abc/edit",
+            "/schedules/new",
+            "/schedules/abc/edit",
+            "/settings/api-keys",
+        ] {
+            assert!(has_islands(path), "{path}");
+        }
+        for path in [
+            "/",
+            "/invoices",
+            "/invoices/abc",
+            "/invoices//edit",
+            "/invoices/abc/edit/more",
+            "/invoices/new/",
+            "/settings/org",
+            "/settings/api-keys/x",
+            "/customers/new",
+        ] {
+            assert!(!has_islands(path), "{path}");
+        }
     }
 }

@@ -232,3 +232,53 @@ async fn pages_json_and_csv_are_compressed_for_a_client_that_accepts_it_and_pdfs
     assert_eq!(header(&headers, "content-encoding"), None);
     assert!(body.starts_with(b"%PDF-"));
 }
+
+/// Only the pages with an island (`app::ISLAND_PAGES`) load the hydration script and the wasm
+/// module; every other page is HTML and CSS alone, settled as it arrives (`<body data-hydrated>`).
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn only_the_pages_with_an_island_load_script(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let http = crate::common::client();
+    crate::common::signup_and_login(&app, &http).await;
+    let page = |path: &'static str| {
+        let req = http.get(format!("{}{path}", app.base)).send();
+        async move {
+            let res = req.await.unwrap();
+            assert_eq!(res.status(), 200, "{path}");
+            res.text().await.unwrap()
+        }
+    };
+    for path in [
+        "/invoices",
+        "/dashboard",
+        "/customers",
+        "/customers/new",
+        "/quotes",
+        "/activity",
+        "/settings/org",
+        "/settings/webhooks",
+    ] {
+        let html = page(path).await;
+        assert!(!html.contains("type=\"module\""), "{path} loads a script");
+        // What the page read is not sent along as JSON for a hydration that never comes.
+        assert!(!html.contains("__RESOLVED_RESOURCES["), "{path}: {html}");
+        assert!(!html.contains(".wasm"), "{path} names the wasm module");
+        assert!(!html.contains("<leptos-island"), "{path} has an island");
+        assert!(html.contains("<body data-hydrated=\"true\""), "{path}");
+    }
+    for path in [
+        "/invoices/new",
+        "/quotes/new",
+        "/schedules/new",
+        "/settings/api-keys",
+    ] {
+        let html = page(path).await;
+        assert!(html.contains("<leptos-island"), "{path} has no island");
+        assert!(html.contains("type=\"module\""), "{path} loads no script");
+        assert!(html.contains(".wasm"), "{path} does not load the module");
+        assert!(
+            !html.contains("data-hydrated"),
+            "{path} is marked before it is"
+        );
+    }
+}
