@@ -43,7 +43,7 @@ export async function mailed(to: string, subject: string): Promise<string> {
  * reload or a navigation started before it would cancel the post or fail ("not attached").
  */
 export async function submitAndLoad(page: Page, button: Locator): Promise<void> {
-  const loaded = page.waitForEvent("load");
+  const loaded = page.waitForEvent("load", { timeout: 15_000 });
   await button.click();
   await loaded;
 }
