@@ -47,8 +47,16 @@ for (const js of [true, false]) {
 
       await test.step("settings: save settings, bank details, a tax rate added and archived, reminders", async () => {
         await open(page, "/settings/org", js);
+        // Refused: the page comes back with the message and what was typed, the rest kept.
+        await page.fill('input[name="settings[number_format]"]', "WALK-{seq:4}");
+        await page.fill('input[name="settings[time_zone]"]', "Mars/Olympus");
+        await press(page, page.locator("button.save-settings"));
+        await expect(page.locator('input[name="settings[time_zone]"] ~ .error')).toBeVisible();
+        await expect(page.locator('input[name="settings[time_zone]"]')).toHaveValue("Mars/Olympus");
+        await expect(page.locator('input[name="settings[number_format]"]')).toHaveValue("WALK-{seq:4}");
         await page.fill('input[name="settings[time_zone]"]', "Europe/Amsterdam");
         await press(page, page.locator("button.save-settings"));
+        await expect(page.locator('input[name="settings[number_format]"]')).toHaveValue("WALK-{seq:4}");
         await expect(page.locator('input[name="settings[time_zone]"]')).toHaveValue("Europe/Amsterdam");
         const bank = page.locator("form.bank-details");
         await bank.locator('input[name="bank[holder]"]').fill("Walk B.V.");
@@ -56,6 +64,11 @@ for (const js of [true, false]) {
         await press(page, bank.locator("button.save-bank"));
         await expect(page.locator('form.bank-details input[name="bank[iban]"]')).toHaveValue("NL91 ABNA 0417 1643 00");
         await page.fill('input[name="name"]', "VAT");
+        await page.fill('input[name="percent"]', "twenty-one");
+        await press(page, page.locator("button.add-tax-rate"));
+        await expect(page.locator('input[name="percent"] ~ .error')).toBeVisible();
+        await expect(page.locator('input[name="name"]')).toHaveValue("VAT");
+        await expect(page.locator('input[name="percent"]')).toHaveValue("twenty-one");
         await page.fill('input[name="percent"]', "21");
         await press(page, page.locator("button.add-tax-rate"));
         await expect(page.locator("tr.tax-rate", { hasText: "VAT" })).toContainText("21%");
@@ -185,6 +198,12 @@ for (const js of [true, false]) {
       await test.step("webhooks: an endpoint added, its secret rotated, deleted", async () => {
         await open(page, "/settings/webhooks", js);
         await page.fill('input[name="url"]', "http://127.0.0.1:9/walk");
+        await page.fill('input[name="description"]', "walked");
+        // Refused (no event chosen): back with what was typed.
+        await press(page, page.getByRole("button", { name: "Add endpoint" }));
+        await expect(page.locator("form.webhook-form .error")).toHaveText("Choose at least one event.");
+        await expect(page.locator('input[name="url"]')).toHaveValue("http://127.0.0.1:9/walk");
+        await expect(page.locator('input[name="description"]')).toHaveValue("walked");
         await page.getByLabel("customer.created").check();
         await press(page, page.getByRole("button", { name: "Add endpoint" }));
         await page.locator("a", { hasText: "http://127.0.0.1:9/walk" }).click();

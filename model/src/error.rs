@@ -48,6 +48,20 @@ impl<V: Clone> FormError<V> {
     }
 }
 
+/// A form's error is its [`AppError`] where only the error matters (banners, field messages).
+impl<V> std::ops::Deref for FormError<V> {
+    type Target = AppError;
+    fn deref(&self) -> &AppError {
+        &self.error
+    }
+}
+
+impl<V> std::borrow::Borrow<AppError> for FormError<V> {
+    fn borrow(&self) -> &AppError {
+        &self.error
+    }
+}
+
 impl<V> From<AppError> for FormError<V> {
     fn from(error: AppError) -> Self {
         FormError {

@@ -3,9 +3,9 @@
 
 use leptos::prelude::*;
 
-use super::layout::{error_banner, field_error};
+use super::layout::{error_banner, field_error, refused};
 use crate::rpc::settings::{RemoveLogo, SaveBranding};
-use model::error::{AppError, FieldErrors};
+use model::error::FieldErrors;
 use model::Branding;
 
 #[component]
@@ -19,10 +19,17 @@ pub fn BrandingSettings(
     remove: ServerAction<RemoveLogo>,
     errors: Signal<FieldErrors>,
 ) -> impl IntoView {
-    let colour = branding
-        .accent_color
-        .clone()
-        .unwrap_or_else(|| "#1d4ed8".to_owned());
+    // Without JavaScript a refused save comes back through the URL: its key and what was typed.
+    let (typed_key, typed) = refused(save.value().get_untracked());
+    let key = typed_key.unwrap_or_else(|| key.to_string());
+    let colour = match &typed {
+        Some(t) if !t.accent_color.is_empty() => t.accent_color.clone(),
+        _ => branding
+            .accent_color
+            .clone()
+            .unwrap_or_else(|| "#1d4ed8".to_owned()),
+    };
+    let footer = typed.map_or_else(|| branding.footer_text.clone(), |t| t.footer_text);
     view! {
         <section class="card branding" aria-labelledby="branding-heading">
             <h2 id="branding-heading">"Branding"</h2>
@@ -50,10 +57,10 @@ pub fn BrandingSettings(
                     </fieldset>
                 </ActionForm>
             })}
-            {move || save.value().get().and_then(|r: Result<(), AppError>| r.err()).and_then(|e| error_banner(&e))}
+            {move || save.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
             <ActionForm action=save attr:class="branding-form">
                 <fieldset disabled=!can_manage class="plain">
-                    <input type="hidden" name="idempotency_key" value=key.to_string() />
+                    <input type="hidden" name="idempotency_key" value=key />
                     <div class="grid">
                         <label>
                             "Accent colour"
@@ -63,7 +70,7 @@ pub fn BrandingSettings(
                     </div>
                     <label>
                         "Footer"
-                        <textarea name="branding[footer_text]" rows="2" maxlength="300">{branding.footer_text.clone()}</textarea>
+                        <textarea name="branding[footer_text]" rows="2" maxlength="300">{footer}</textarea>
                         <span class="hint">"Company registration, a thank-you: at most 300 characters."</span>
                         {field_error(errors, "footer_text")}
                     </label>

@@ -124,13 +124,31 @@ where
 }
 
 /// The field errors of the latest answer of a form's action (`action.value()`), none before it.
-pub fn field_errors<T: Clone + Send + Sync + 'static>(
-    value: impl Get<Value = Option<Result<T, AppError>>> + Send + Sync + 'static,
-) -> Signal<model::error::FieldErrors> {
+pub fn field_errors<T, E>(
+    value: impl Get<Value = Option<Result<T, E>>> + Send + Sync + 'static,
+) -> Signal<model::error::FieldErrors>
+where
+    T: Clone + Send + Sync + 'static,
+    E: std::borrow::Borrow<AppError> + Clone + Send + Sync + 'static,
+{
     Signal::derive(move || match value.get() {
-        Some(Err(e)) => e.field_errors().cloned().unwrap_or_default(),
+        Some(Err(e)) => e.borrow().field_errors().cloned().unwrap_or_default(),
         _ => Default::default(),
     })
+}
+
+/// A refused submit sent back to its page (without JavaScript, through the URL): the key it was
+/// made with, so the corrected resubmit is the same attempt, and what was typed, so nothing is lost.
+pub fn refused<T, V>(
+    answer: Option<Result<T, model::error::FormError<V>>>,
+) -> (Option<String>, Option<V>) {
+    match answer {
+        Some(Err(e)) => (
+            e.error.attempt().and_then(|r| r.idempotency_key.clone()),
+            e.values,
+        ),
+        _ => (None, None),
+    }
 }
 
 /// The message of `errors` about `field`, next to it.

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use super::layout::{error_banner, field_error};
+use super::layout::{error_banner, field_error, refused};
 use crate::rpc::settings::SaveOrgDetails;
 use model::error::FieldErrors;
 use model::{Address, OrgDetails};
@@ -69,6 +69,10 @@ pub fn OrgDetailsForm(
     errors: Signal<FieldErrors>,
 ) -> impl IntoView {
     let error_of = move |field: &'static str| field_error(errors, field);
+    // Without JavaScript a refused save comes back through the URL: its key and what was typed.
+    let (typed_key, typed) = refused(action.value().get_untracked());
+    let details = typed.unwrap_or(details);
+    let key = typed_key.unwrap_or_else(|| key.to_string());
     view! {
         <section class="card" aria-labelledby="details-heading">
             <h2 id="details-heading">"Business details"</h2>
@@ -76,7 +80,7 @@ pub fn OrgDetailsForm(
             {move || action.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
             <ActionForm action attr:class="org-details">
                 <fieldset disabled=!can_manage class="plain">
-                    <input type="hidden" name="idempotency_key" value=key.to_string() />
+                    <input type="hidden" name="idempotency_key" value=key />
                     <div class="grid">
                         <label>
                             "Legal name"

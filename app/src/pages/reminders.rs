@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::pages::layout::{error_banner, field_error, field_errors};
+use crate::pages::layout::{error_banner, field_error, field_errors, refused};
 use crate::rpc::settings::SaveReminders;
 use model::ReminderStep;
 
@@ -19,11 +19,22 @@ pub fn ReminderSettings(
     let save = ServerAction::<SaveReminders>::new();
     let errors = field_errors(save.value());
     let saved = crate::pages::filters::query_param()("saved").as_deref() == Some("reminders");
+    // Without JavaScript a refused save comes back through the URL: its key and what was typed.
+    let (typed_key, typed) = refused(save.value().get_untracked());
+    let key = typed_key.unwrap_or_else(|| key.to_string());
+    let steps: Vec<(String, String)> = match typed {
+        Some(rows) => rows
+            .into_iter()
+            .map(|r| (r.offset_days, r.message))
+            .collect(),
+        None => steps
+            .into_iter()
+            .map(|s| (s.offset_days.to_string(), s.message))
+            .collect(),
+    };
     let rows = (0..ROWS.max(steps.len()))
         .map(|i| {
-            let step = steps.get(i);
-            let days = step.map(|s| s.offset_days.to_string()).unwrap_or_default();
-            let message = step.map(|s| s.message.clone()).unwrap_or_default();
+            let (days, message) = steps.get(i).cloned().unwrap_or_default();
             let days_error = format!("steps[{i}].offset_days");
             let message_error = format!("steps[{i}].message");
             view! {

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use super::layout::{error_banner, field_error, field_errors, Head};
+use super::layout::{error_banner, field_error, field_errors, refused, Head};
 use crate::rpc::api_keys::{list_api_keys, CreateApiKey, RevokeApiKey};
 use crate::rpc::auth::current_user;
 use crate::rpc::settings::{
@@ -38,7 +38,14 @@ pub fn OrgSettingsPage() -> impl IntoView {
                 match page.await {
                     Ok(p) => {
                         let can_manage = p.can_manage;
-                        let s = p.settings;
+                        // Without JavaScript a refused form comes back through the URL: its key
+                        // and what was typed.
+                        let (save_key, save_typed) = refused(save.value().get_untracked());
+                        let (bank_key, bank_typed) = refused(bank.value().get_untracked());
+                        let (add_key, add_typed) = refused(add.value().get_untracked());
+                        let s = save_typed.unwrap_or(p.settings);
+                        let b = bank_typed.unwrap_or(p.bank);
+                        let (name, percent, category, reason) = add_typed.unwrap_or_default();
                         view! {
                             <section class="card">
                                 <h1>"Settings"</h1>
@@ -46,7 +53,7 @@ pub fn OrgSettingsPage() -> impl IntoView {
                                 {(!can_manage).then(|| view! { <p class="hint only-owners">"Only the org's owners can change its settings."</p> })}
                                 <ActionForm action=save>
                                     <fieldset disabled=!can_manage class="plain">
-                                    <input type="hidden" name="idempotency_key" value=p.settings_key.to_string() />
+                                    <input type="hidden" name="idempotency_key" value=save_key.unwrap_or_else(|| p.settings_key.to_string()) />
                                     <div class="grid">
                                         <label>
                                             "Time zone"
@@ -88,33 +95,33 @@ pub fn OrgSettingsPage() -> impl IntoView {
                                 {move || bank.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
                                 <ActionForm action=bank attr:class="bank-details">
                                     <fieldset disabled=!can_manage class="plain">
-                                    <input type="hidden" name="idempotency_key" value=p.bank_key.to_string() />
+                                    <input type="hidden" name="idempotency_key" value=bank_key.unwrap_or_else(|| p.bank_key.to_string()) />
                                     <div class="grid">
                                         <label>
                                             "Account holder"
-                                            <input type="text" name="bank[holder]" value=p.bank.holder.clone() maxlength="200" />
+                                            <input type="text" name="bank[holder]" value=b.holder.clone() maxlength="200" />
                                             {error_of(bank_errors, "holder")}
                                         </label>
                                         <label>
                                             "IBAN"
-                                            <input type="text" name="bank[iban]" value=p.bank.iban_printed() maxlength="50" autocomplete="off" />
+                                            <input type="text" name="bank[iban]" value=b.iban_printed() maxlength="50" autocomplete="off" />
                                             {error_of(bank_errors, "iban")}
                                         </label>
                                         <label>
                                             "BIC"
-                                            <input type="text" name="bank[bic]" value=p.bank.bic.clone() maxlength="11" />
+                                            <input type="text" name="bank[bic]" value=b.bic.clone() maxlength="11" />
                                             {error_of(bank_errors, "bic")}
                                         </label>
                                         <label>
                                             "Payment reference"
-                                            <input type="text" name="bank[reference]" value=p.bank.reference.clone() maxlength="60" />
+                                            <input type="text" name="bank[reference]" value=b.reference.clone() maxlength="60" />
                                             <span class="hint">"{number} is the invoice's number."</span>
                                             {error_of(bank_errors, "reference")}
                                         </label>
                                     </div>
                                     <label>
                                         "Other account details (another scheme: routing and account number, sort code…)"
-                                        <textarea name="bank[other]" rows="2" maxlength="500">{p.bank.other.clone()}</textarea>
+                                        <textarea name="bank[other]" rows="2" maxlength="500">{b.other.clone()}</textarea>
                                         {error_of(bank_errors, "other")}
                                     </label>
                                     <label>
@@ -182,29 +189,29 @@ pub fn OrgSettingsPage() -> impl IntoView {
                                     </tbody>
                                 </table>
                                 <ActionForm action=add attr:hidden=!can_manage>
-                                    <input type="hidden" name="idempotency_key" value=p.tax_rate_key.to_string() />
+                                    <input type="hidden" name="idempotency_key" value=add_key.unwrap_or_else(|| p.tax_rate_key.to_string()) />
                                     <div class="grid">
                                         <label>
                                             "Name"
-                                            <input type="text" name="name" maxlength="100" placeholder="VAT" />
+                                            <input type="text" name="name" maxlength="100" placeholder="VAT" value=name />
                                             {error_of(add_errors, "name")}
                                         </label>
                                         <label>
                                             "Percent"
-                                            <input type="text" inputmode="decimal" name="percent" placeholder="20" />
+                                            <input type="text" inputmode="decimal" name="percent" placeholder="20" value=percent />
                                             {error_of(add_errors, "percent")}
                                         </label>
                                         <label>
                                             "VAT category"
                                             <select name="category">
                                                 <option value="">"Standard rate, or zero rated at 0 %"</option>
-                                                {TaxCategory::ALL.into_iter().map(|c| view! { <option value=c.code()>{format!("{} ({})", c.label(), c.code())}</option> }).collect_view()}
+                                                {TaxCategory::ALL.into_iter().map(|c| view! { <option value=c.code() selected=c.code() == category>{format!("{} ({})", c.label(), c.code())}</option> }).collect_view()}
                                             </select>
                                             {error_of(add_errors, "category")}
                                         </label>
                                         <label>
                                             "Exemption reason"
-                                            <input type="text" name="exemption_reason" maxlength="300" />
+                                            <input type="text" name="exemption_reason" maxlength="300" value=reason />
                                             <span class="hint">"For an exempt rate: printed on the invoice."</span>
                                             {error_of(add_errors, "exemption_reason")}
                                         </label>

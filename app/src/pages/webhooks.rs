@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use crate::pages::layout::{
-    error_banner, field_error, field_errors, loaded, route_resource, Table,
+    error_banner, field_error, field_errors, loaded, refused, route_resource, Table,
 };
 use crate::rpc::webhooks::{
     get_webhook_endpoint, webhooks_page, CreateWebhookEndpoint, DeleteWebhookEndpoint,
@@ -22,6 +22,8 @@ pub fn WebhooksPage() -> impl IntoView {
     let create = ServerAction::<CreateWebhookEndpoint>::new();
     let page = Resource::new(|| (), |_| webhooks_page());
     let errors = field_errors(create.value());
+    // Without JavaScript a refused form comes back through the URL: its key and what was typed.
+    let (typed_key, typed) = refused(create.value().get_untracked());
     view! {
         <section class="card">
             <h1>"Webhooks"</h1>
@@ -32,7 +34,12 @@ pub fn WebhooksPage() -> impl IntoView {
                 <code>"webhook-signature"</code> "), and retried for three days until your endpoint answers 2xx."
             </p>
             {loaded(page, move |view| {
-                            let form_key = view.form_key.to_string();
+                            let form_key = typed_key.clone().unwrap_or_else(|| view.form_key.to_string());
+                            let typed = typed.clone().unwrap_or_else(|| model::webhooks::WebhookEndpointInput {
+                                url: String::new(),
+                                events: Vec::new(),
+                                description: String::new(),
+                            });
                             let list = if view.endpoints.is_empty() {
                                 view! { <p class="empty">"No endpoints yet."</p> }.into_any()
                             } else {
@@ -57,14 +64,14 @@ pub fn WebhooksPage() -> impl IntoView {
                                         <input type="hidden" name="idempotency_key" value=form_key />
                                         <label>
                                             "URL"
-                                            <input type="url" name="url" required maxlength="2048" placeholder="https://example.com/webhooks/invoicer" />
+                                            <input type="url" name="url" required maxlength="2048" placeholder="https://example.com/webhooks/invoicer" value=typed.url />
                                             {field_error(errors, "url")}
                                         </label>
                                         <fieldset>
                                             <legend>"Events"</legend>
                                             {EVENT_TYPES.iter().map(|t| view! {
                                                 <label class="check">
-                                                    <input type="checkbox" name="events[]" value=*t />
+                                                    <input type="checkbox" name="events[]" value=*t checked=typed.events.iter().any(|e| e == t) />
                                                     <code>{*t}</code>
                                                 </label>
                                             }).collect_view()}
@@ -72,7 +79,7 @@ pub fn WebhooksPage() -> impl IntoView {
                                         </fieldset>
                                         <label>
                                             "Description"
-                                            <input type="text" name="description" maxlength="500" placeholder="optional" />
+                                            <input type="text" name="description" maxlength="500" placeholder="optional" value=typed.description />
                                         </label>
                                         <label>
                                             "Your password"

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use invoicer_core::accounts::auth::SessionUser;
 use invoicer_core::surfaces::forms::Form;
-use model::error::{AppError, FieldErrors};
+use model::error::{AppError, FieldErrors, FormError};
 use model::Action;
 
 use super::{request_id, state};
@@ -156,6 +156,21 @@ impl<C: serde::Serialize + Sync> SettingsForm<'_, C> {
         save: impl AsyncFnOnce(&mut PgConnection, &SessionUser) -> Result<Uuid, AppError> + Clone,
     ) -> Result<(), AppError> {
         self.saved(save).await.map(|_| ())
+    }
+
+    /// [`Self::run`], and a refusal carries what was submitted back to the form (a page sent back
+    /// without JavaScript refills it).
+    pub async fn run_refilling(
+        self,
+        save: impl AsyncFnOnce(&mut PgConnection, &SessionUser) -> Result<Uuid, AppError> + Clone,
+    ) -> Result<(), FormError<C>>
+    where
+        C: Clone,
+    {
+        let content = self.content;
+        self.run(save)
+            .await
+            .map_err(|e| FormError::refilling(e, content))
     }
 
     /// [`Self::run`], naming what the form saved.

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 #[cfg(feature = "ssr")]
 use uuid::Uuid;
 
-use model::error::AppError;
+use model::error::{AppError, FormError};
 
 #[cfg(feature = "ssr")]
 use super::{form::SettingsForm, state};
@@ -25,7 +25,7 @@ pub async fn get_org_settings() -> Result<model::OrgSettingsPage, AppError> {
 pub async fn save_branding(
     idempotency_key: Option<String>,
     branding: model::BrandingForm,
-) -> Result<(), AppError> {
+) -> Result<(), FormError<model::BrandingForm>> {
     use invoicer_core::surfaces::forms::Form;
     let parsed = branding.parse();
     SettingsForm {
@@ -36,7 +36,7 @@ pub async fn save_branding(
         content: &branding,
         check: parsed.as_ref().map(|_| ()).map_err(Clone::clone),
     }
-    .run(async |tx, user| {
+    .run_refilling(async |tx, user| {
         let (colour, footer) = parsed.clone().map_err(AppError::invalid)?;
         invoicer_core::documents::branding::save(tx, user.org_id, colour.as_deref(), &footer)
             .await?;
@@ -69,7 +69,7 @@ pub async fn remove_logo(idempotency_key: Option<String>) -> Result<(), AppError
 pub async fn save_reminders(
     idempotency_key: Option<String>,
     steps: Option<Vec<model::ReminderStepForm>>,
-) -> Result<(), AppError> {
+) -> Result<(), FormError<Vec<model::ReminderStepForm>>> {
     use invoicer_core::surfaces::forms::Form;
     let rows = steps.unwrap_or_default();
     let parsed = model::ReminderStepForm::parse(&rows);
@@ -81,7 +81,7 @@ pub async fn save_reminders(
         content: &rows,
         check: parsed.as_ref().map(|_| ()).map_err(Clone::clone),
     }
-    .run(async |tx, user| {
+    .run_refilling(async |tx, user| {
         let steps = parsed.clone().map_err(AppError::invalid)?;
         invoicer_core::jobs::reminders::save_steps(tx, user.org_id, &steps).await?;
         Ok(user.org_id.uuid())
@@ -94,7 +94,7 @@ pub async fn save_reminders(
 pub async fn save_org_settings(
     idempotency_key: Option<String>,
     settings: model::OrgSettings,
-) -> Result<(), AppError> {
+) -> Result<(), FormError<model::OrgSettings>> {
     use invoicer_core::surfaces::forms::Form;
     SettingsForm {
         form: Form::EditOrgSettings,
@@ -104,7 +104,7 @@ pub async fn save_org_settings(
         content: &settings,
         check: settings.check(),
     }
-    .run(async |tx, user| {
+    .run_refilling(async |tx, user| {
         invoicer_core::accounts::orgs::save_settings(tx, user.org_id, &settings).await?;
         Ok(user.org_id.uuid())
     })
@@ -118,13 +118,17 @@ pub async fn save_org_details(
     idempotency_key: Option<String>,
     details: model::OrgDetails,
     password: Option<String>,
-) -> Result<(), AppError> {
+) -> Result<(), FormError<model::OrgDetails>> {
     use invoicer_core::surfaces::forms::Form;
     let details = details.normalized();
     let user = super::require(model::Action::ManageOrg).await?;
-    let now = invoicer_core::accounts::orgs::details(&state()?.pool, user.org_id).await?;
+    let now = invoicer_core::accounts::orgs::details(&state()?.pool, user.org_id)
+        .await
+        .map_err(AppError::from)?;
     let changed = !invoicer_core::accounts::orgs::identity_changes(&now, &details).is_empty();
-    password_again_if(changed, &idempotency_key, password.as_deref()).await?;
+    password_again_if(changed, &idempotency_key, password.as_deref())
+        .await
+        .map_err(|e| FormError::refilling(e, &details))?;
     SettingsForm {
         form: Form::EditOrgDetails,
         action: model::Action::ManageOrg,
@@ -133,7 +137,7 @@ pub async fn save_org_details(
         content: &details,
         check: details.check(),
     }
-    .run(async |tx, user| {
+    .run_refilling(async |tx, user| {
         let actor = super::actor(user);
         invoicer_core::accounts::orgs::save_details(tx, user.org_id, &actor, &details).await?;
         Ok(user.org_id.uuid())
@@ -148,13 +152,17 @@ pub async fn save_bank_details(
     idempotency_key: Option<String>,
     bank: model::BankDetails,
     password: Option<String>,
-) -> Result<(), AppError> {
+) -> Result<(), FormError<model::BankDetails>> {
     use invoicer_core::surfaces::forms::Form;
     let bank = bank.normalized();
     let user = super::require(model::Action::ManageOrg).await?;
-    let now = invoicer_core::accounts::orgs::bank_details(&state()?.pool, user.org_id).await?;
+    let now = invoicer_core::accounts::orgs::bank_details(&state()?.pool, user.org_id)
+        .await
+        .map_err(AppError::from)?;
     let changed = !invoicer_core::accounts::orgs::bank_changes(&now, &bank).is_empty();
-    password_again_if(changed, &idempotency_key, password.as_deref()).await?;
+    password_again_if(changed, &idempotency_key, password.as_deref())
+        .await
+        .map_err(|e| FormError::refilling(e, &bank))?;
     SettingsForm {
         form: Form::EditBankDetails,
         action: model::Action::ManageOrg,
@@ -163,7 +171,7 @@ pub async fn save_bank_details(
         content: &bank,
         check: bank.check(),
     }
-    .run(async |tx, user| {
+    .run_refilling(async |tx, user| {
         let actor = super::actor(user);
         invoicer_core::accounts::orgs::save_bank_details(tx, user.org_id, &actor, &bank).await?;
         Ok(user.org_id.uuid())
@@ -179,7 +187,7 @@ pub async fn add_tax_rate(
     percent: String,
     category: Option<String>,
     exemption_reason: Option<String>,
-) -> Result<(), AppError> {
+) -> Result<(), FormError<(String, String, String, String)>> {
     use invoicer_core::surfaces::forms::Form;
     let (category, reason) = (
         category.unwrap_or_default(),
@@ -187,7 +195,12 @@ pub async fn add_tax_rate(
     );
     let parsed = model::TaxRateInput::parse(&name, &percent, &category, &reason);
     let check = || parsed.clone().map(|_| ());
-    let content = (&name, &percent, &category, &reason);
+    let content = (
+        name.clone(),
+        percent.clone(),
+        category.clone(),
+        reason.clone(),
+    );
     let source_key = format!(
         "form:{}",
         idempotency_key.as_deref().unwrap_or_default().trim()
@@ -200,7 +213,7 @@ pub async fn add_tax_rate(
         content: &content,
         check: check(),
     }
-    .run(async |tx, user| {
+    .run_refilling(async |tx, user| {
         let input = parsed.as_ref().map_err(|f| AppError::invalid(f.clone()))?;
         let rate = invoicer_core::invoicing::tax_rates::add(
             tx,

@@ -8,7 +8,7 @@ use leptos::prelude::*;
 #[cfg(feature = "ssr")]
 use uuid::Uuid;
 
-use model::error::AppError;
+use model::error::{AppError, FormError};
 use model::MembersPage;
 
 #[cfg(feature = "ssr")]
@@ -55,7 +55,7 @@ pub async fn invite_member(
     idempotency_key: Option<String>,
     email: String,
     role: String,
-) -> Result<(), AppError> {
+) -> Result<(), FormError<(String, String)>> {
     use invoicer_core::surfaces::forms::Form;
     let state = state()?;
     let parsed_role = parse_role(&role)?;
@@ -63,7 +63,7 @@ pub async fn invite_member(
         "form:{}",
         idempotency_key.as_deref().unwrap_or_default().trim()
     );
-    let content = (email.trim().to_lowercase(), parsed_role.as_str());
+    let content = (email.trim().to_lowercase(), parsed_role.as_str().to_owned());
     let address = super::client_address(&state);
     SettingsForm {
         form: Form::InviteMember,
@@ -73,7 +73,7 @@ pub async fn invite_member(
         content: &content,
         check: Ok(()),
     }
-    .run(async |tx, user| {
+    .run_refilling(async |tx, user| {
         // An invitation is an email sent in the org's name: through the mail gate (a verified
         // address, the org's and the recipient's hourly allowance).
         state.throttle.account_email(&email, address)?.waive();

@@ -8,7 +8,7 @@ use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use model::error::AppError;
+use model::error::{AppError, FormError};
 use model::webhooks::{WebhookEndpoint, WebhookEndpointPage};
 
 #[cfg(feature = "ssr")]
@@ -56,24 +56,25 @@ pub async fn create_webhook_endpoint(
     events: Option<Vec<String>>,
     description: Option<String>,
     password: Option<String>,
-) -> Result<(), AppError> {
+) -> Result<(), FormError<model::webhooks::WebhookEndpointInput>> {
     use invoicer_core::webhooks_out::{self, guard, CreateError};
     use model::webhooks::WebhookEndpointInput;
 
     // The role first: nobody else gets the URL looked up. An endpoint receives the org's data as
     // it changes: a session that proved the password lately registers one.
+    let input = WebhookEndpointInput {
+        url: url.trim().to_owned(),
+        events: events.unwrap_or_default(),
+        description: description.unwrap_or_default().trim().to_owned(),
+    };
     super::form::recently_authenticated(
         Action::ManageOrg,
         &idempotency_key,
         password.as_deref(),
         "registering a webhook endpoint",
     )
-    .await?;
-    let input = WebhookEndpointInput {
-        url: url.trim().to_owned(),
-        events: events.unwrap_or_default(),
-        description: description.unwrap_or_default().trim().to_owned(),
-    };
+    .await
+    .map_err(|e| FormError::refilling(e, &input))?;
     let mut check = input.check();
     if check.is_ok() {
         if let Err(why) = guard::check_reachable(&input.url, state()?.settings.webhooks).await {
@@ -89,7 +90,7 @@ pub async fn create_webhook_endpoint(
         content: &input,
         check,
     }
-    .run(async |tx, user| {
+    .run_refilling(async |tx, user| {
         let source = format!("form:{endpoint}");
         let by = webhooks_out::RegisteredBy::User(user.id);
         match webhooks_out::create(tx, endpoint, user.org_id, &source, &input, by).await {

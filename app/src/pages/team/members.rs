@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 
 use super::{token_param, when};
-use crate::pages::layout::{error_banner, Head};
+use crate::pages::layout::{error_banner, refused, Head};
 use crate::rpc::team::{
     invitation, team_page, AcceptInvitation, ChangeRole, InviteMember, LeaveOrg, RemoveMember,
     ResendInvitation, RevokeInvitation,
@@ -24,7 +24,7 @@ pub fn MembersSettingsPage() -> impl IntoView {
     let page = Resource::new(|| (), |_| team_page());
     let banner = move || {
         [
-            invite.value().get(),
+            invite.value().get().map(|r| r.map_err(|e| e.error)),
             role.value().get(),
             remove.value().get(),
             resend.value().get(),
@@ -41,6 +41,11 @@ pub fn MembersSettingsPage() -> impl IntoView {
                 match page.await {
                     Ok(p) => {
                         let owner = p.my_role.may(Action::ManageMembers);
+                        // Without JavaScript a refused invitation comes back through the URL: its
+                        // key and what was typed.
+                        let (typed_key, typed) = refused(invite.value().get_untracked());
+                        let (typed_email, typed_role) =
+                            typed.unwrap_or_else(|| (String::new(), "member".to_owned()));
                         let me = p.me;
                         view! {
                             <section class="card">
@@ -117,15 +122,15 @@ pub fn MembersSettingsPage() -> impl IntoView {
                                 <section class="card">
                                     <h2>"Invite someone"</h2>
                                     <ActionForm action=invite>
-                                        <input type="hidden" name="idempotency_key" value=p.invite_key.to_string() />
+                                        <input type="hidden" name="idempotency_key" value=typed_key.unwrap_or_else(|| p.invite_key.to_string()) />
                                         <div class="grid">
-                                            <label>"Email" <input type="email" name="email" required maxlength="254" /></label>
+                                            <label>"Email" <input type="email" name="email" required maxlength="254" value=typed_email.clone() /></label>
                                             <label>
                                                 "Role"
                                                 <select name="role">
-                                                    <option value="member" selected>"Member"</option>
-                                                    <option value="viewer">"Viewer"</option>
-                                                    <option value="owner">"Owner"</option>
+                                                    <option value="member" selected=typed_role == "member">"Member"</option>
+                                                    <option value="viewer" selected=typed_role == "viewer">"Viewer"</option>
+                                                    <option value="owner" selected=typed_role == "owner">"Owner"</option>
                                                 </select>
                                             </label>
                                         </div>
