@@ -188,6 +188,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             chaos,
             fail_first: 0,
             hold: None,
+            ..Default::default()
         };
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
         let stripe = lab::stripe_local::LocalStripe::start(addr, config).await?;

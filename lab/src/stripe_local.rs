@@ -22,6 +22,17 @@
 //!   object.
 //! - `POST /v1/test_helpers/checkout/sessions/{id}/hold_settlement` keeps that session's delayed
 //!   settlement until `.../release_settlement` sends it, so a test can see a payment processing.
+//! - Saving a way to pay (`setup`): `POST /v1/customers`, a checkout session with `mode=setup` and
+//!   `customer` whose page saves one of Stripe's test numbers (card 4242 succeeds, 0341 declines
+//!   later, 3155 needs authentication; IBAN DE89…3000 debits succeed, DE62…3001 fail), making a
+//!   SetupIntent, a PaymentMethod (a Mandate for SEPA) and sending `checkout.session.completed` and
+//!   `setup_intent.succeeded`; `GET` of each, `POST /v1/payment_methods/{id}/detach`.
+//! - `POST /v1/payment_intents` (`confirm=true`, `off_session=true`, Idempotency-Key) charges a
+//!   saved method as Stripe answers it: succeeded; 402 `card_declined`; 402
+//!   `authentication_required` with the intent `requires_action` and a page `/authenticate/{id}` to
+//!   complete it; or a debit `processing`, settled (`payment_intent.succeeded` / `.payment_failed`)
+//!   after `debit_settles_after` or when `/v1/test_helpers/payment_intents/{id}/release_settlement`
+//!   is posted. `GET /v1/payment_intents[/{id}]`.
 //!
 //! Ids, event envelopes and signatures come from the shipped stand-in (`invoicer_core::payments::stripe::standin`,
 //! which `server stripe trigger` uses), so both send the same shapes.
@@ -43,8 +54,10 @@ use sessions::{create_session, expire_session, get_session, list_sessions};
 mod answers;
 mod checkout;
 mod delivery;
+mod intents;
 mod refunds;
 mod sessions;
+pub mod setup;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -61,6 +74,9 @@ pub struct Config {
     /// With it, each session creation waits for one permit of this semaphore before it is answered
     /// (tests hold Stripe's answer to look at the app meanwhile).
     pub hold: Option<Arc<tokio::sync::Semaphore>>,
+    /// How long a SEPA debit stays processing before its settlement is sent (none: until a test
+    /// releases it with `release_settlement`).
+    pub debit_settles_after: Option<Duration>,
 }
 
 impl Default for Config {
@@ -72,6 +88,7 @@ impl Default for Config {
             chaos: false,
             fail_first: 0,
             hold: None,
+            debit_settles_after: Some(Duration::from_secs(3)),
         }
     }
 }
@@ -103,6 +120,15 @@ struct Store {
     /// Sessions whose delayed settlement waits for `release_settlement` (tests that must see a
     /// payment processing): the settlement events once the session is paid.
     held: HashMap<String, Vec<Value>>,
+    /// Customers, saved payment methods, the SetupIntents and SEPA mandates that saved them.
+    customers: HashMap<String, Value>,
+    payment_methods: HashMap<String, Value>,
+    setup_intents: HashMap<String, Value>,
+    mandates: HashMap<String, Value>,
+    /// PaymentIntents by id, in the order they were made; creations asked for (replays included).
+    intents: HashMap<String, Value>,
+    intent_order: Vec<String>,
+    intent_calls: u64,
 }
 
 #[derive(Clone)]
@@ -158,6 +184,20 @@ impl LocalStripe {
                 "/v1/test_helpers/idempotency_keys/forget",
                 post(forget_keys),
             )
+            .route("/v1/customers", post(setup::create_customer))
+            .route("/v1/customers/{id}", get(setup::get_customer))
+            .route("/v1/setup_intents/{id}", get(setup::get_setup_intent))
+            .route("/v1/payment_methods/{id}", get(setup::get_payment_method))
+            .route(
+                "/v1/payment_methods/{id}/detach",
+                post(setup::detach_payment_method),
+            )
+            .route("/v1/mandates/{id}", get(setup::get_mandate))
+            .route(
+                "/v1/payment_intents",
+                post(intents::create_intent).get(intents::list_intents),
+            )
+            .route("/v1/payment_intents/{id}", get(intents::get_intent))
             .route_layer(axum::middleware::from_fn_with_state(
                 shared.clone(),
                 require_key,
@@ -165,6 +205,15 @@ impl LocalStripe {
         let router = api
             .route("/checkout/{id}", get(checkout_page))
             .route("/checkout/{id}/pay", post(pay))
+            .route("/checkout/{id}/save", post(setup::save))
+            .route(
+                "/authenticate/{id}",
+                get(intents::authenticate_page).post(intents::authenticate),
+            )
+            .route(
+                "/v1/test_helpers/payment_intents/{id}/{helper}",
+                post(settlement),
+            )
             .route(
                 "/v1/test_helpers/checkout/sessions/{id}/{helper}",
                 post(settlement),
@@ -224,6 +273,51 @@ impl LocalStripe {
     /// The events sent so far (each once, whatever the deliveries).
     pub fn events(&self) -> Vec<Value> {
         self.shared.store.lock().unwrap().events.clone()
+    }
+
+    /// The PaymentIntents made (replays of an Idempotency-Key make none), oldest first.
+    pub fn payment_intents(&self) -> Vec<Value> {
+        let store = self.shared.store.lock().unwrap();
+        store
+            .intent_order
+            .iter()
+            .map(|id| store.intents[id].clone())
+            .collect()
+    }
+
+    /// PaymentIntent creations asked for (replays and refusals included).
+    pub fn intent_calls(&self) -> u64 {
+        self.shared.store.lock().unwrap().intent_calls
+    }
+
+    /// Saves a method on setup session `id` as its page would (a value of [`setup::SAVABLE`]).
+    pub async fn save(&self, id: &str, method: &str) -> anyhow::Result<()> {
+        self.post_page(&format!("/checkout/{id}/save"), &[("method", method)])
+            .await
+    }
+
+    /// Completes (`complete`) or fails (`fail`) the authentication a PaymentIntent waits for.
+    pub async fn authenticate(&self, intent: &str, outcome: &str) -> anyhow::Result<()> {
+        self.post_page(&format!("/authenticate/{intent}"), &[("outcome", outcome)])
+            .await
+    }
+
+    /// Posts one of the local Stripe's pages' forms, without following where it sends the browser.
+    async fn post_page(&self, path: &str, form: &[(&str, &str)]) -> anyhow::Result<()> {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        let res = http
+            .post(format!("{}{path}", self.base))
+            .form(form)
+            .send()
+            .await?;
+        anyhow::ensure!(
+            res.status().is_success() || res.status().is_redirection(),
+            "{path}: {}",
+            res.status()
+        );
+        Ok(())
     }
 
     /// Pays session `id` as its page would (`card`, `bank`, `bank_fail`, `decline`).

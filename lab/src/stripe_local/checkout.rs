@@ -35,7 +35,9 @@ pub(super) async fn checkout_page(
         .unwrap_or("")
         .to_ascii_uppercase();
     let open = session["status"] == "open";
-    let buttons = if open {
+    let buttons = if open && session["mode"] == "setup" {
+        super::setup::setup_buttons(&escape(&id))
+    } else if open {
         let id = escape(&id);
         [
             ("card", "Pay by card"),
@@ -79,7 +81,7 @@ pub(super) async fn pay(
         let Some(session) = store.sessions.get_mut(&id) else {
             return no_such_session();
         };
-        if session["status"] != "open" {
+        if session["status"] != "open" || session["mode"] != "payment" {
             return Html(CLOSED).into_response();
         }
         if form.method == "decline" {

@@ -85,21 +85,32 @@ pub(super) async fn settlement(
     if let Some(denied) = unauthorised(&shared, &headers) {
         return denied;
     }
-    let mut store = shared.store.lock().unwrap();
-    let events = match helper.as_str() {
-        "hold_settlement" if store.sessions.contains_key(&id) => {
-            store.held.entry(id.clone()).or_default();
-            return Json(json!({ "id": id, "settlement": "held" })).into_response();
+    if helper == "hold_settlement" {
+        let mut store = shared.store.lock().unwrap();
+        if !store.sessions.contains_key(&id) && !store.intents.contains_key(&id) {
+            return no_such_session();
         }
-        "release_settlement" => store.held.remove(&id),
-        _ => None,
+        store.held.entry(id.clone()).or_default();
+        return Json(json!({ "id": id, "settlement": "held" })).into_response();
+    }
+    match (helper.as_str(), release(&shared, &id)) {
+        ("release_settlement", Some(released)) => {
+            Json(json!({ "id": id, "released": released })).into_response()
+        }
+        _ => no_such_session(),
+    }
+}
+
+/// Sends what was held for session or PaymentIntent `id` and stops holding it; how many events,
+/// or none if nothing was held.
+pub(super) fn release(shared: &Shared, id: &str) -> Option<usize> {
+    let events = {
+        let mut store = shared.store.lock().unwrap();
+        let events = store.held.remove(id)?;
+        store.events.extend(events.iter().cloned());
+        events
     };
-    let Some(events) = events else {
-        return no_such_session();
-    };
-    store.events.extend(events.iter().cloned());
-    drop(store);
     let released = events.len();
-    deliver_all(shared, events);
-    Json(json!({ "id": id, "released": released })).into_response()
+    deliver_all(shared.clone(), events);
+    Some(released)
 }

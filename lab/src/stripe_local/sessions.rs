@@ -45,6 +45,9 @@ fn new_session(store: &mut Store, base: &str, params: &[(String, String)]) -> (u
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
+    if p.get("mode") == Some(&"setup") {
+        return super::setup::new_setup_session(store, base, params);
+    }
     let missing = [
         "mode",
         "success_url",
