@@ -1,5 +1,6 @@
 //! Types both sides compile: what a user types, what the server checks, what pages show.
 
+pub mod collection;
 pub mod error;
 
 mod bank;
