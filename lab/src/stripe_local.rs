@@ -320,24 +320,11 @@ impl LocalStripe {
         Ok(())
     }
 
-    /// Pays session `id` as its page would (`card`, `bank`, `bank_fail`, `decline`).
+    /// Pays session `id` as its page would (`card`, `bank`, `bank_fail`, `decline`), without
+    /// following the customer back to the app.
     pub async fn pay(&self, id: &str, method: &str) -> anyhow::Result<()> {
-        let form = [("method", method)];
-        // As the page's form would, without following the customer back to the app.
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
-        let res = http
-            .post(format!("{}/checkout/{id}/pay", self.base))
-            .form(&form)
-            .send()
-            .await?;
-        anyhow::ensure!(
-            res.status().is_success() || res.status().is_redirection(),
-            "paying {id}: {}",
-            res.status()
-        );
-        Ok(())
+        self.post_page(&format!("/checkout/{id}/pay"), &[("method", method)])
+            .await
     }
 }
 

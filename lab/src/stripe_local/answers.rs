@@ -80,6 +80,25 @@ pub(super) async fn forget_keys(State(shared): State<Shared>) -> Json<Value> {
     Json(json!({ "forgotten": forget(&shared) }))
 }
 
+/// The `metadata[...]` fields of a request's form as an object.
+pub(super) fn metadata(params: &[(String, String)]) -> serde_json::Map<String, Value> {
+    params
+        .iter()
+        .filter_map(|(k, v)| {
+            let name = k.strip_prefix("metadata[")?.strip_suffix(']')?;
+            Some((name.to_owned(), Value::from(v.as_str())))
+        })
+        .collect()
+}
+
+/// Stripe's 400 for a parameter the request lacks.
+pub(super) fn missing_param(name: &str) -> (u16, Value) {
+    let message = format!("Missing required param: {name}.");
+    let mut body = error_body("invalid_request_error", Some("parameter_missing"), &message);
+    body["error"]["param"] = name.into();
+    (400, body)
+}
+
 /// Stripe's error object: `{"error": {"type", "code"?, "message"}}`.
 pub(super) fn error_body(kind: &str, code: Option<&str>, message: &str) -> Value {
     let mut error = json!({ "type": kind, "message": message });

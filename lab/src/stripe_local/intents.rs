@@ -10,9 +10,10 @@ use axum::{Form, Json};
 use invoicer_core::payments::stripe::standin;
 use serde_json::{json, Value};
 
+use super::answers::metadata;
 use super::answers::{error_body, once, stripe_error};
 use super::delivery::{deliver_all, event};
-use super::setup::{metadata, Behaviour};
+use super::setup::Behaviour;
 use super::{Shared, Store};
 
 /// `POST /v1/payment_intents`: a PaymentIntent confirmed at once with a saved method of the
@@ -568,6 +569,69 @@ mod tests {
         assert_eq!(
             kinds(&stripe),
             ["payment_intent.processing", "payment_intent.payment_failed"]
+        );
+    }
+
+    /// Without a test holding it, a debit settles by itself after the configured delay.
+    #[tokio::test]
+    async fn a_sepa_debit_settles_by_itself_after_the_delay() {
+        let config = Config {
+            debit_settles_after: Some(std::time::Duration::from_millis(50)),
+            ..Config::default()
+        };
+        let stripe = LocalStripe::start("127.0.0.1:0".parse().unwrap(), config)
+            .await
+            .unwrap();
+        let (_, _, customer) = post(
+            &stripe,
+            "/v1/customers",
+            None,
+            &[("email", "a@example.com")],
+        )
+        .await;
+        let customer = customer["id"].as_str().unwrap().to_owned();
+        let (_, _, session) = post(
+            &stripe,
+            "/v1/checkout/sessions",
+            None,
+            &[
+                ("mode", "setup"),
+                ("customer", &customer),
+                ("success_url", "http://example.com/"),
+            ],
+        )
+        .await;
+        stripe
+            .save(session["id"].as_str().unwrap(), "sepa_3000")
+            .await
+            .unwrap();
+        let pm = stripe.events()[1]["data"]["object"]["payment_method"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let (status, _, intent) = post(
+            &stripe,
+            "/v1/payment_intents",
+            None,
+            &charge(&customer, &pm, "1"),
+        )
+        .await;
+        assert_eq!(
+            (status, intent["status"].as_str()),
+            (200, Some("processing"))
+        );
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        while kinds(&stripe).len() < 2 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "never settled: {:?}",
+                kinds(&stripe)
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(
+            kinds(&stripe),
+            ["payment_intent.processing", "payment_intent.succeeded"]
         );
     }
 

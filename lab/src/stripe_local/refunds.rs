@@ -133,13 +133,7 @@ fn refund(store: &mut Store, params: &[(String, String)], events: &mut Vec<Value
     }
     let refunded = before + amount;
     store.refunded.insert(intent.to_owned(), refunded);
-    let metadata: serde_json::Map<String, Value> = params
-        .iter()
-        .filter_map(|(k, v)| {
-            let name = k.strip_prefix("metadata[")?.strip_suffix(']')?;
-            Some((name.to_owned(), Value::from(v.as_str())))
-        })
-        .collect();
+    let metadata = super::answers::metadata(params);
     let currency = session["currency"].clone();
     events.push(event(
         "charge.refunded",

@@ -10,7 +10,7 @@ use axum::{Form, Json};
 use invoicer_core::payments::stripe::standin;
 use serde_json::{json, Value};
 
-use super::answers::{error_body, once, stripe_error};
+use super::answers::{error_body, metadata, missing_param, once, stripe_error};
 use super::{Shared, Store};
 
 pub(super) async fn create_session(
@@ -57,12 +57,7 @@ fn new_session(store: &mut Store, base: &str, params: &[(String, String)]) -> (u
     .into_iter()
     .find(|name| !p.contains_key(name));
     match missing {
-        Some(name) => {
-            let message = format!("Missing required param: {name}.");
-            let mut body = error_body("invalid_request_error", Some("parameter_missing"), &message);
-            body["error"]["param"] = name.into();
-            (400, body)
-        }
+        Some(name) => missing_param(name),
         None => {
             let unit: i64 = p["line_items[0][price_data][unit_amount]"]
                 .parse()
@@ -81,13 +76,7 @@ fn new_session(store: &mut Store, base: &str, params: &[(String, String)]) -> (u
                     .get("expires_at")
                     .and_then(|e| e.parse::<i64>().ok())
                     .unwrap_or(now + 24 * 3600);
-                let metadata: serde_json::Map<String, Value> = params
-                    .iter()
-                    .filter_map(|(k, v)| {
-                        let name = k.strip_prefix("metadata[")?.strip_suffix(']')?;
-                        Some((name.to_owned(), Value::from(v.as_str())))
-                    })
-                    .collect();
+                let metadata = metadata(params);
                 let session = json!({
                     "id": id,
                     "object": "checkout.session",

@@ -14,7 +14,7 @@ use axum::{Form, Json};
 use invoicer_core::payments::stripe::standin;
 use serde_json::{json, Value};
 
-use super::answers::{error_body, no_such_session, once, stripe_error};
+use super::answers::{error_body, metadata, missing_param, no_such_session, once, stripe_error};
 use super::delivery::{deliver_all, event};
 use super::{Shared, Store};
 
@@ -96,15 +96,10 @@ impl Behaviour {
     }
 
     pub(super) fn from_name(name: &str) -> Option<Behaviour> {
-        [
-            Behaviour::Succeeds,
-            Behaviour::Declines,
-            Behaviour::NeedsAuthentication,
-            Behaviour::DebitSucceeds,
-            Behaviour::DebitFails,
-        ]
-        .into_iter()
-        .find(|b| b.name() == name)
+        SAVABLE
+            .iter()
+            .map(|(_, _, b)| *b)
+            .find(|b| b.name() == name)
     }
 }
 
@@ -113,24 +108,6 @@ fn lookup(params: &[(String, String)]) -> HashMap<&str, &str> {
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect()
-}
-
-/// The `metadata[...]` fields of `params` as an object.
-pub(super) fn metadata(params: &[(String, String)]) -> serde_json::Map<String, Value> {
-    params
-        .iter()
-        .filter_map(|(k, v)| {
-            let name = k.strip_prefix("metadata[")?.strip_suffix(']')?;
-            Some((name.to_owned(), Value::from(v.as_str())))
-        })
-        .collect()
-}
-
-fn missing(name: &str) -> (u16, Value) {
-    let message = format!("Missing required param: {name}.");
-    let mut body = error_body("invalid_request_error", Some("parameter_missing"), &message);
-    body["error"]["param"] = name.into();
-    (400, body)
 }
 
 fn resource_missing(kind: &str, id: &str) -> Response {
@@ -184,10 +161,10 @@ pub(super) fn new_setup_session(
 ) -> (u16, Value) {
     let p = lookup(params);
     let Some(customer) = p.get("customer") else {
-        return missing("customer");
+        return missing_param("customer");
     };
     if !p.contains_key("success_url") {
-        return missing("success_url");
+        return missing_param("success_url");
     }
     if !store.customers.contains_key(*customer) {
         let message = format!("No such customer: '{customer}'");
