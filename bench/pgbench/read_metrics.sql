@@ -27,7 +27,7 @@ select count(*) as "due!" from (
         order by st.offset_days desc
         limit 1
     ) s on true
-    where i.status = 'open' and not i.reminders_off
+    where i.status = 'open' and not i.reminders_off and i.collection_method = 'send_invoice'
       and i.due_date <= (now()::timestamptz at time zone o.time_zone)::date - p.first
       and i.due_date >= (now()::timestamptz at time zone o.time_zone)::date - p.last - 30::int
       and i.payment_state in ('unpaid', 'partially_paid')

@@ -29,7 +29,7 @@ from schedules where id = :id::uuid and org_id = :org::uuid;
 select id from invoices where org_id = :org::uuid and source_key = 'schedule:' || :id::text || ':' || :today::date::text;
 savepoint issue;
 -- include: parts/invoice_insert_head.sql
-    from jsonb_populate_record(null::invoices, ('{"customer_id": null,"customer_name": "Retainer Client","customer_email": "billing@example.com","currency": "usd","due_date": null,"payment_terms_days": 30,"subtotal_cents": 30000,"discount_percent_milli": null,"discount_amount_cents": null,"discount_cents": 0,"tax_cents": 0,"total_cents": 30000,"notes": "","source_key": "schedule:' || :id::text || ':' || :today::date::text || '"}')::jsonb) h
+    from jsonb_populate_record(null::invoices, ('{"customer_id": null,"customer_name": "Retainer Client","customer_email": "billing@example.com","currency": "usd","due_date": null,"payment_terms_days": 30,"subtotal_cents": 30000,"discount_percent_milli": null,"discount_amount_cents": null,"discount_cents": 0,"tax_cents": 0,"total_cents": 30000,"notes": "","source_key": "schedule:' || :id::text || ':' || :today::date::text || '","collection_method": "send_invoice"}')::jsonb) h
 -- include: parts/invoice_insert_tail.sql
 insert into schedule_runs (schedule_id, period, run_index, invoice_id, outcome)
 values (:id::uuid, :today::date, 0, :inv::uuid, 'issued')

@@ -320,6 +320,25 @@ impl LocalStripe {
         Ok(())
     }
 
+    /// Sends the held settlement of debit `intent` (its `payment_intent.succeeded` or
+    /// `payment_failed`), as the bank's days passing would.
+    pub async fn release_settlement(&self, intent: &str) -> anyhow::Result<()> {
+        let res = reqwest::Client::new()
+            .post(format!(
+                "{}/v1/test_helpers/payment_intents/{intent}/release_settlement",
+                self.base
+            ))
+            .bearer_auth(&self.shared.config.api_key)
+            .send()
+            .await?;
+        anyhow::ensure!(
+            res.status().is_success(),
+            "release {intent}: {}",
+            res.status()
+        );
+        Ok(())
+    }
+
     /// Pays session `id` as its page would (`card`, `bank`, `bank_fail`, `decline`), without
     /// following the customer back to the app.
     pub async fn pay(&self, id: &str, method: &str) -> anyhow::Result<()> {

@@ -8,7 +8,7 @@ use crate::decimal::Thousandths;
 use crate::error::FieldErrors;
 
 /// How an invoice (and a quote's invoice, a schedule's) is collected.
-#[cfg_attr(feature = "server", derive(sqlx::Type))]
+#[cfg_attr(feature = "server", derive(sqlx::Type, utoipa::ToSchema))]
 #[cfg_attr(
     feature = "server",
     sqlx(type_name = "text", rename_all = "snake_case")
@@ -31,6 +31,11 @@ impl CollectionMethod {
         }
     }
 
+    /// Whether this is the default (left out of what is sent back).
+    pub fn is_default(&self) -> bool {
+        *self == CollectionMethod::SendInvoice
+    }
+
     /// The stored or sent word; `None` for anything else.
     pub fn parse(text: &str) -> Option<Self> {
         match text.trim() {
@@ -46,7 +51,7 @@ impl CollectionMethod {
 /// `failed` < `succeeded`), so a late `processing` never hides the outcome, and an authentication
 /// completed after `requires_action` (or a debit settled after `processing`) moves it on. One
 /// attempt is one PaymentIntent: a retry is a new attempt, never a new state of this one.
-#[cfg_attr(feature = "server", derive(sqlx::Type))]
+#[cfg_attr(feature = "server", derive(sqlx::Type, utoipa::ToSchema))]
 #[cfg_attr(
     feature = "server",
     sqlx(type_name = "text", rename_all = "snake_case")
@@ -92,6 +97,49 @@ impl ChargeState {
     pub fn is_final(self) -> bool {
         matches!(self, ChargeState::Failed | ChargeState::Succeeded)
     }
+}
+
+impl ChargeState {
+    /// The stored word; `None` for a state no provider reports (scheduled, canceled).
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "processing" => Some(ChargeState::Processing),
+            "requires_action" => Some(ChargeState::RequiresAction),
+            "failed" => Some(ChargeState::Failed),
+            "succeeded" => Some(ChargeState::Succeeded),
+            _ => None,
+        }
+    }
+}
+
+/// One try to charge an invoice, as its output lists it.
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChargeAttempt {
+    /// 1 for the first, then each retry.
+    pub n: i16,
+    pub state: ChargeState,
+    /// Why it failed or waits (the provider's words, e.g. "Your card was declined.").
+    pub reason: Option<String>,
+    /// When it was sent to the provider.
+    pub at: chrono::DateTime<chrono::Utc>,
+}
+
+/// A payment method a customer saved, as the owner sees it (`GET /api/v1/customers/{id}/payment_methods`).
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedMethod {
+    pub id: uuid::Uuid,
+    /// `card` or `sepa_debit`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// A card's brand (`visa`); none for a debit.
+    pub brand: Option<String>,
+    pub last4: Option<String>,
+    /// A SEPA mandate's reference, which the customer's bank statement shows.
+    pub mandate_reference: Option<String>,
+    /// The one charged automatically.
+    pub default: bool,
 }
 
 /// The most retries an org may ask for, and the furthest a retry may be from the first attempt.

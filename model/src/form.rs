@@ -45,6 +45,9 @@ pub struct InvoiceForm {
     pub discount: String,
     #[serde(default)]
     pub notes: String,
+    /// `send_invoice` (empty) or `charge_automatically`.
+    #[serde(default)]
+    pub collection_method: String,
 }
 
 /// The currency a new invoice's form starts with: the org's (from its country), or, once a
@@ -136,6 +139,7 @@ impl InvoiceForm {
                 })
                 .collect(),
             customer_id: invoice.customer_id.map(|id| id.to_string()),
+            collection_method: invoice.collection_method.as_str().to_owned(),
             ..InvoiceForm::of(
                 &invoice.customer_name,
                 &invoice.customer_email,
@@ -166,6 +170,7 @@ impl InvoiceForm {
                 })
                 .collect(),
             customer_id: input.customer_id.map(|id| id.to_string()),
+            collection_method: input.collection_method.as_str().to_owned(),
             ..InvoiceForm::of(
                 &input.customer_name,
                 &input.customer_email,
@@ -349,7 +354,18 @@ impl InvoiceForm {
                 }
             },
         };
+        let collection_method = match self.collection_method.trim() {
+            "" => crate::collection::CollectionMethod::SendInvoice,
+            text => crate::collection::CollectionMethod::parse(text).unwrap_or_else(|| {
+                errors.insert(
+                    "collection_method".into(),
+                    "Choose how the invoice is collected.".into(),
+                );
+                crate::collection::CollectionMethod::SendInvoice
+            }),
+        };
         let input = InvoiceInput {
+            collection_method,
             customer_name: self.customer_name.trim().to_owned(),
             customer_email: self.customer_email.trim().to_owned(),
             currency,

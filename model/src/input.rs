@@ -8,6 +8,7 @@ use super::decimal::Thousandths;
 use super::money::currency_exponent;
 use super::text::no_control_chars;
 use super::totals::{self, Discount, LineBasis};
+use crate::collection::CollectionMethod;
 use crate::error::FieldErrors;
 
 pub const MAX_LINES: usize = 100;
@@ -101,6 +102,10 @@ pub struct InvoiceInput {
         )
     )]
     pub notes: String,
+    /// `send_invoice` (the customer pays it) or `charge_automatically` (charged to the customer's
+    /// default saved method when it is finalized).
+    #[serde(default, skip_serializing_if = "CollectionMethod::is_default")]
+    pub collection_method: CollectionMethod,
 }
 
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
@@ -233,6 +238,7 @@ impl InvoiceInput {
             draft: invoice.status == super::InvoiceStatus::Draft,
             discount: invoice.discount,
             notes: invoice.notes.clone(),
+            collection_method: invoice.collection_method,
         }
     }
 

@@ -237,6 +237,11 @@ pub struct Invoice {
     /// When the customer first opened the public page.
     pub viewed_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
+    #[serde(default)]
+    pub collection_method: crate::collection::CollectionMethod,
+    /// Each try to charge it automatically, first first.
+    #[serde(default)]
+    pub charge_attempts: Vec<crate::collection::ChargeAttempt>,
 }
 impl Invoice {
     /// What the invoice must say for its lines' VAT categories (reverse charge, exemption, ...),
@@ -378,6 +383,12 @@ pub struct CustomerPage {
     pub action_key: Uuid,
     /// The session's role may press them.
     pub can_edit: bool,
+    /// The payment methods the customer saved, and the key of the button that emails them a link
+    /// to save one.
+    #[serde(default)]
+    pub payment_methods: Vec<crate::collection::SavedMethod>,
+    #[serde(default)]
+    pub link_key: Uuid,
 }
 
 /// One page of the invoice list.

@@ -92,6 +92,11 @@ pub fn routes() -> Router<AppState> {
         .route("/i/{token}", get(invoice::page))
         .route("/i/{token}/pdf", get(pdf))
         .route("/i/{token}/pay", axum::routing::post(pay))
+        .route("/i/{token}/save_method", axum::routing::post(save_method))
+        .route(
+            "/i/{token}/methods/{method}/remove",
+            axum::routing::post(remove_method),
+        )
         .route("/i/{token}/einvoice.xml", get(einvoice::invoice))
         .route("/c/{token}/einvoice.xml", get(einvoice::credit_note))
         .route("/c/{token}", get(credit_note::page))
@@ -101,6 +106,33 @@ pub fn routes() -> Router<AppState> {
         .route("/q/{token}/decline", axum::routing::post(quote::decline))
         .route("/s/{token}", get(statement::page))
         .route("/s/{token}/pdf", get(statement::pdf))
+        .route("/saved", get(saved))
+}
+
+/// Where the provider's setup page sends the customer back: what happened, in plain words.
+async fn saved(
+    axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    let (title, text) = if q.get("saved").map(String::as_str) == Some("1") {
+        (
+            "Payment method saved",
+            "Your payment method is saved: your invoices will be charged to it automatically \
+             when they are issued. You can close this page.",
+        )
+    } else {
+        (
+            "Nothing saved",
+            "No payment method was saved. You can close this page, or open the link you were \
+             sent again.",
+        )
+    };
+    let html = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{title}</title></head><body><main><h1>{title}</h1><p class=\"saved\">{text}</p>\
+         </main></body></html>"
+    );
+    private(axum::response::Html(html).into_response())
 }
 
 /// Headers of every answer under `/i/`: not indexed, not cached by anyone but the browser, the
@@ -189,6 +221,126 @@ async fn pay(State(state): State<AppState>, PageToken(token, ceiling): PageToken
         }
         Err(CheckoutError::Stripe(e)) => payment_unavailable("creating a checkout session", e),
         Err(CheckoutError::Db(e)) => unavailable("public pay", e),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct SaveMethodForm {
+    key: String,
+}
+
+/// The invoice of `token` with its org and customer (none without a customer record).
+async fn invoice_customer(
+    pool: &sqlx::PgPool,
+    token: &str,
+) -> sqlx::Result<Option<(model::OrgId, uuid::Uuid, Option<uuid::Uuid>, String)>> {
+    if !invoicer_core::invoicing::link_token::well_formed(token) {
+        return Ok(None);
+    }
+    // language=PostgreSQL
+    let row = sqlx::query!(
+        "select org_id, id, customer_id, currency from invoices where public_token = $1",
+        token
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|r| {
+        (
+            model::OrgId::from(r.org_id),
+            r.id,
+            r.customer_id,
+            r.currency,
+        )
+    }))
+}
+
+/// "Pay automatically next time": the provider's setup page for the invoice's customer. The form's
+/// key, minted when the page was drawn, names the attempt: a double submit gets the same page.
+async fn save_method(
+    State(state): State<AppState>,
+    PageToken(token, ceiling): PageToken,
+    axum::Form(form): axum::Form<SaveMethodForm>,
+) -> Response {
+    use invoicer_core::payments::saved::{self, LinkError, SetupUrls};
+    let Ok(key) = uuid::Uuid::try_parse(&form.key) else {
+        return private((StatusCode::BAD_REQUEST, "invalid form key").into_response());
+    };
+    let found = match drawn(
+        ceiling,
+        "public save method",
+        invoice_customer(&state.pool, &token).await,
+    ) {
+        Ok(found) => found,
+        Err(answer) => return answer,
+    };
+    let (org, invoice, Some(customer), currency) = found else {
+        return not_found();
+    };
+    let page = format!("{}/i/{token}", state.settings.public_url);
+    let urls = SetupUrls {
+        success: format!("{page}?saved=1"),
+        cancel: page,
+    };
+    let made = saved::setup_link(
+        &state.pool,
+        &state.stripe,
+        org,
+        customer.into(),
+        &currency,
+        &format!("page:{invoice}/{key}"),
+        &urls,
+    )
+    .await;
+    match made {
+        Ok(Some(url)) => {
+            private((StatusCode::SEE_OTHER, [(header::LOCATION, url)]).into_response())
+        }
+        Ok(None) => not_found(),
+        Err(LinkError::Db(e)) => unavailable("public save method", e),
+        Err(e) => payment_unavailable("creating a setup session", e),
+    }
+}
+
+/// The customer removes a method they saved: it is charged no more.
+async fn remove_method(
+    State(state): State<AppState>,
+    Client(client): Client,
+    Path((token, method)): Path<(String, String)>,
+) -> Response {
+    let ceiling = match state.throttle.public_page(&token, client) {
+        Ok(ceiling) => ceiling,
+        Err(t) => return throttled(t),
+    };
+    let Ok(method) = uuid::Uuid::try_parse(&method) else {
+        return not_found();
+    };
+    let found = match drawn(
+        ceiling,
+        "public remove method",
+        invoice_customer(&state.pool, &token).await,
+    ) {
+        Ok(found) => found,
+        Err(answer) => return answer,
+    };
+    let (org, _, Some(customer), _) = found else {
+        return not_found();
+    };
+    let removed = async {
+        let mut tx = state.pool.begin().await?;
+        let removed =
+            invoicer_core::payments::saved::remove(&mut tx, org, customer.into(), method).await?;
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(removed)
+    };
+    match removed.await {
+        Ok(_) => private(
+            (
+                StatusCode::SEE_OTHER,
+                [(header::LOCATION, format!("/i/{token}"))],
+            )
+                .into_response(),
+        ),
+        Err(e) => unavailable("public remove method", e),
     }
 }
 

@@ -65,7 +65,18 @@ async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bytes)
             .rekey(&event.id)
             .identify(format!("stripe/{}", event.account()), None);
         let livemode = settings.stripe_livemode;
-        Ok(webhook::apply_delivery(&state.pool, &attempt, &event, payload, livemode).await?)
+        // A method an event saves is described by the provider, read before anything is claimed.
+        let method = webhook::method_details(&state.stripe, &event)
+            .await
+            .map_err(Refusal::Provider)?;
+        let context = webhook::Context {
+            allowance: invoicer_core::mail::gate::Allowance::of(&settings.limits),
+            method,
+        };
+        Ok(
+            webhook::apply_delivery(&state.pool, &attempt, &event, payload, livemode, &context)
+                .await?,
+        )
     })
     .await;
     match delivery {
@@ -104,6 +115,15 @@ async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bytes)
             )
                 .into_response()
         }
+        Err(Refusal::Provider(e)) => {
+            tracing::warn!(error = %e, "stripe webhook: the saved method could not be read; Stripe will retry");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, "30")],
+                "the provider could not be reached; retry",
+            )
+                .into_response()
+        }
         Err(Refusal::Delivery(e)) => {
             tracing::error!(error = %e, "stripe webhook failed; Stripe will retry");
             plain(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
@@ -120,6 +140,8 @@ enum Refusal {
     Unreadable,
     #[error(transparent)]
     Delivery(#[from] DeliveryError),
+    #[error("the provider could not describe the saved method: {0}")]
+    Provider(invoicer_core::payments::stripe::client::StripeError),
 }
 
 impl Tracked for Refusal {
@@ -127,6 +149,7 @@ impl Tracked for Refusal {
         match self {
             Refusal::Signature(_) | Refusal::Unreadable => AttemptOutcome::Rejected,
             Refusal::Delivery(e) => e.outcome(),
+            Refusal::Provider(_) => AttemptOutcome::Failed,
         }
     }
 }

@@ -15,6 +15,7 @@ mod branding;
 mod ceilings;
 mod checkout;
 mod cli;
+mod collection;
 mod control_characters;
 mod credit_balance;
 mod credit_notes;

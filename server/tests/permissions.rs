@@ -245,6 +245,13 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
             ]),
         ),
         (
+            "send_payment_method_link",
+            form(&[
+                ("customer_id", Uuid::now_v7().to_string()),
+                ("idempotency_key", key()),
+            ]),
+        ),
+        (
             "pause_schedule",
             form(&[
                 ("id", Uuid::now_v7().to_string()),

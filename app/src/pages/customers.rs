@@ -6,7 +6,9 @@ use super::filters::{query_param, ExportLink, FilterSearch};
 use uuid::Uuid;
 
 use super::layout::{error_banner, field_error, field_errors, loaded, route_resource, Table};
-use crate::rpc::customers::{get_customer, list_customers, CustomerAction, SaveCustomer};
+use crate::rpc::customers::{
+    get_customer, list_customers, CustomerAction, SaveCustomer, SendPaymentMethodLink,
+};
 use model::Customer;
 
 const CUSTOMERS: Table = Table {
@@ -86,6 +88,7 @@ pub fn CustomerPage() -> impl IntoView {
                                 }
                             })}
                             {statement_link(&p, act)}
+                            {payment_methods(&p)}
                             <crate::pages::reminders::RemindersToggle what="customer" id=p.customer.id off=p.reminders_off key=p.reminders_key />
                             <CustomerForm key=p.key customer=Some(p.customer) />
                             <crate::pages::invoices::CreditNotes notes=p.credit_notes />
@@ -152,6 +155,52 @@ fn statement_link(p: &model::CustomerPage, act: ServerAction<CustomerAction>) ->
         {state}
         {buttons}
         {move || act.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+    }
+}
+
+/// What the customer saved for automatic charges (brand and last four digits, or the mandate's
+/// reference), and the button that emails them a link to save one.
+fn payment_methods(p: &model::CustomerPage) -> impl IntoView {
+    let send = ServerAction::<SendPaymentMethodLink>::new();
+    let rows = p
+        .payment_methods
+        .iter()
+        .map(|m| {
+            let what = match m.kind.as_str() {
+                "card" => format!(
+                    "{} card ending {}",
+                    m.brand.as_deref().unwrap_or("A"),
+                    m.last4.as_deref().unwrap_or("")
+                ),
+                _ => format!(
+                    "SEPA Direct Debit, mandate {}",
+                    m.mandate_reference.as_deref().unwrap_or("")
+                ),
+            };
+            view! {
+                <li class="payment-method">
+                    {what}
+                    {m.default.then_some(" (default: charged automatically)")}
+                </li>
+            }
+        })
+        .collect_view();
+    let empty = p.payment_methods.is_empty();
+    let (id, key) = (p.customer.id, p.link_key);
+    view! {
+        <section class="payment-methods" aria-labelledby="methods-heading">
+            <h2 id="methods-heading">"Payment methods"</h2>
+            {empty.then(|| view! { <p class="none">"None saved: invoices collected automatically fall back to being sent."</p> })}
+            <ul>{rows}</ul>
+            {p.can_edit.then(|| view! {
+                <ActionForm action=send>
+                    <input type="hidden" name="customer_id" value=id.to_string() />
+                    <input type="hidden" name="idempotency_key" value=key.to_string() />
+                    <button type="submit" class="action send-method-link">"Email a link to save a payment method"</button>
+                </ActionForm>
+            })}
+            {move || send.value().get().and_then(|r| r.err()).and_then(|e| error_banner(&e))}
+        </section>
     }
 }
 

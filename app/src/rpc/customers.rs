@@ -86,6 +86,63 @@ pub async fn customer_action(
     Ok(())
 }
 
+/// "Send a payment method link": the customer is emailed a page where they save a card or a SEPA
+/// Direct Debit mandate, once per rendered button (`idempotency_key` names both the page at the
+/// provider and the email).
+#[server(prefix = "/rpc", endpoint = "send_payment_method_link")]
+pub async fn send_payment_method_link(
+    customer_id: String,
+    idempotency_key: String,
+) -> Result<(), AppError> {
+    use invoicer_core::mail::gate::{Allowance, Gate, Sender};
+    use invoicer_core::payments::saved::{self, LinkError, SetupUrls};
+
+    let state = state()?;
+    let user = super::require(model::Action::SendEmail).await?;
+    let customer = Uuid::try_parse(&customer_id).map_err(|_| AppError::NotFound.respond())?;
+    let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
+    let base = &state.settings.public_url;
+    let urls = SetupUrls {
+        success: format!("{base}/saved?saved=1"),
+        cancel: format!("{base}/saved"),
+    };
+    let gate = Gate::new(
+        Allowance::of(&state.settings.limits),
+        Sender::Member {
+            verified: user.email_verified,
+        },
+    );
+    let sent = saved::email_link(
+        &state.pool,
+        &state.stripe,
+        user.org_id,
+        model::CustomerId::from(customer),
+        &format!("form:{key}"),
+        &urls,
+        gate,
+    )
+    .await;
+    match sent {
+        Ok(Some(())) => {}
+        Ok(None) => return Err(AppError::NotFound.respond()),
+        Err(LinkError::Refused(refused)) => {
+            return Err(AppError::BadRequest(refused.to_string()).respond())
+        }
+        Err(LinkError::Db(e)) => return Err(AppError::from(e).respond()),
+        Err(e) => {
+            tracing::error!(error = %e, "sending a payment method link");
+            return Err(AppError::BadRequest(
+                "The payment provider could not be reached. Nothing was sent: try again in a \
+                 minute."
+                    .into(),
+            )
+            .respond());
+        }
+    }
+    leptos_axum::redirect(&format!("/customers/{customer}?link=sent"));
+    Ok(())
+}
+
 /// A customer's statement over `from`..=`to` (`YYYY-MM-DD`; left out: the year up to today), with
 /// the link to the customer's page of it.
 #[server(prefix = "/rpc", endpoint = "get_statement")]

@@ -1,7 +1,7 @@
 BEGIN;
 -- include: parts/claim_done.sql serialize=false scope='form' owner=:org::text||'/create_invoice' key=:form_key::uuid::text fingerprint=sha256(convert_to('form-'||:r::text,'UTF8'))::bytea result=:inv::uuid
 -- include: parts/invoice_insert_head.sql
-    from jsonb_populate_record(null::invoices, ('{"customer_id": null,"customer_name": "Load Client","customer_email": "billing@example.com","currency": "usd","due_date": "2030-01-31","payment_terms_days": null,"subtotal_cents": 30000,"discount_percent_milli": null,"discount_amount_cents": null,"discount_cents": 0,"tax_cents": 0,"total_cents": 30000,"notes": "","source_key": "form:' || :form_key::uuid::text || '"}')::jsonb) h
+    from jsonb_populate_record(null::invoices, ('{"customer_id": null,"customer_name": "Load Client","customer_email": "billing@example.com","currency": "usd","due_date": "2030-01-31","payment_terms_days": null,"subtotal_cents": 30000,"discount_percent_milli": null,"discount_amount_cents": null,"discount_cents": 0,"tax_cents": 0,"total_cents": 30000,"notes": "","source_key": "form:' || :form_key::uuid::text || '","collection_method": "send_invoice"}')::jsonb) h
 -- include: parts/invoice_insert_tail.sql
 with finished as (
     update claims

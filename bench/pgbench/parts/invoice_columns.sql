@@ -9,4 +9,11 @@ select i.id, i.number_text, i.status as "status: InvoiceStatus", i.version, i.cu
        invoice_overdue(i.status, i.due_date, o.time_zone) as "overdue!",
        i.public_token, i.finalized_at as "finalized_at: DateTime<Utc>",
        i.first_viewed_at as "first_viewed_at: DateTime<Utc>",
-       i.created_at as "created_at: DateTime<Utc>"
+       i.created_at as "created_at: DateTime<Utc>",
+       i.collection_method as "collection_method: CollectionMethod",
+       coalesce((select jsonb_agg(jsonb_build_object(
+                        'n', a.n, 'state', a.state, 'reason', a.reason,
+                        'at', coalesce(a.sent_at, a.updated_at)) order by a.n)
+                 from charge_attempts a
+                 where a.invoice_id = i.id and a.state not in ('scheduled', 'canceled')),
+                '[]') as "charge_attempts!: sqlx::types::Json<Vec<ChargeAttempt>>"

@@ -16,7 +16,7 @@ with org as (
                           customer_address, customer_tax_id, currency, due_date, total_cents,
                           source_key, subtotal_cents, discount_percent_milli,
                           discount_amount_cents, discount_cents, tax_cents, notes,
-                          payment_terms_days, seller, buyer)
+                          payment_terms_days, seller, buyer, collection_method)
     select :inv::uuid, :org::uuid, case when c.last_number is null then 'draft' else 'open' end,
            c.last_number, c.period, invoice_number_text(org.number_format, c.last_number, org.yr),
            (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::int8), 12, '0') || '7' || substr(md5(random()::text), 1, 19) || md5(random()::text))::text,
@@ -25,4 +25,5 @@ with org as (
            h.currency, coalesce(org.today + h.payment_terms_days, h.due_date), h.total_cents,
            h.source_key, h.subtotal_cents, h.discount_percent_milli, h.discount_amount_cents,
            h.discount_cents, h.tax_cents, h.notes, h.payment_terms_days,
-           case when c.last_number is not null then org.seller end, customer_party(cu)
+           case when c.last_number is not null then org.seller end, customer_party(cu),
+           h.collection_method

@@ -124,9 +124,10 @@ pub(crate) async fn check(
     // API keys and form keys: exactly one invoice each, the one every answer named.
     // language=PostgreSQL
     let invoices: HashMap<Uuid, Option<String>> = sqlx::query!(
-        // The schedules phase's invoices are checked by its own checker.
+        // The schedules and charges phases' invoices are checked by their own checkers.
         "select id, source_key from invoices where org_id = $1 and number > $2 \
-         and coalesce(source_key, '') not like 'schedule:%'",
+         and coalesce(source_key, '') not like 'schedule:%' \
+         and coalesce(source_key, '') not like 'api:%/faults-charge-%'",
         org as _,
         fixture.invoices.len() as i32
     )

@@ -7,6 +7,7 @@
 //! Clients behave as the real ones do: an attempt is retried with the same key until it gets a
 //! definitive answer. Everything runs on loopback, and every loop is bounded in count and time.
 
+mod charges;
 mod check;
 mod load;
 mod process;
@@ -64,14 +65,16 @@ pub struct FaultArgs {
 }
 
 /// The failpoints, in the order they are visited: after claim before commit, after commit before
-/// the response, and in the worker between the SMTP send and marking the row sent.
-const FAILPOINTS: [&str; 6] = [
+/// the response, in the worker between the SMTP send and marking the row sent, and between
+/// Stripe's answer to a charge and recording it.
+const FAILPOINTS: [&str; 7] = [
     "webhook.after_claim",
     "webhook.after_commit",
     "api.after_claim",
     "api.after_commit",
     "form.after_claim",
     "worker.after_send",
+    "charge.after_stripe",
 ];
 
 const WEBHOOK_SECRET: &str = "whsec_faults_invoicer";
@@ -82,8 +85,13 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
     let mut pool = lab.connect().await?;
     let fixture = Arc::new(harness::seed(&pool, 50).await?);
     let port = harness::free_port()?;
+    // The charges phase's Stripe: its events reach whichever server is up on the port.
+    let stripe = charges::stripe(WEBHOOK_SECRET).await?;
+    stripe.send_events_to(&format!("http://127.0.0.1:{port}/webhooks/stripe"));
     let env = vec![
         ("STRIPE_WEBHOOK_SECRET", WEBHOOK_SECRET.to_owned()),
+        ("STRIPE_API_BASE", stripe.base.clone()),
+        ("STRIPE_SECRET_KEY", "sk_test_local".to_owned()),
         ("SMTP_URL", args.smtp_url.clone()),
         // One worker per process: a process crash is at most one worker crash between send and mark.
         ("WORKERS", "1".into()),
@@ -112,6 +120,10 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
     target.login(&fixture.email, &fixture.password).await?;
 
     let mut load = Load::start(args.clients, &target, &fixture);
+    // Customers with saved methods, and invoices collected automatically all through the run.
+    let customers = charges::seed(&pool, &server.base, &fixture.api_token, &stripe).await?;
+    let (stop_charging, charging) = tokio::sync::watch::channel(false);
+    let charging = charges::run(&server.base, &fixture.api_token, customers, charging);
 
     let phase = Duration::from_secs(args.phase_secs);
     let mut crashes: BTreeMap<String, u32> = BTreeMap::new();
@@ -164,6 +176,8 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
 
     // Drain: every open attempt is retried until answered (60 s at most).
     let unanswered = load.drain(Duration::from_secs(60)).await?;
+    stop_charging.send(true)?;
+    let charged_invoices = charging.await??;
     // The clock stops: the workers catch up with every period and reminder it made due.
     let behind = schedules::settle(&pool, fixture.org, Duration::from_secs(180)).await?;
     // The outbox drains too: every email row sent. One worker sends the backlog the load left; the
@@ -176,6 +190,8 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
         Duration::from_secs(30),
     )
     .await?;
+    let charged =
+        charges::check(&pool, &stripe, &charged_invoices, Duration::from_secs(120)).await?;
     server.terminate().await?;
 
     let report = check(&pool, &fixture, &load.ledger, &args.sink_dir, unanswered).await?;
@@ -206,9 +222,23 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
         scheduled.missing_reminders,
         scheduled.unsent_reminders,
     );
+    println!(
+        "charges: {} invoices collected automatically, {} payment intents, charged twice {}, \
+         paid twice {}, never charged {}, unpaid {}",
+        charged.invoices,
+        charged.intents,
+        charged.charged_twice,
+        charged.paid_twice,
+        charged.not_charged,
+        charged.unpaid,
+    );
     args.receiver
         .check(&pool, fixture.org, endpoint.as_ref())
         .await?;
+    anyhow::ensure!(
+        charged.ok(),
+        "the charges phase charged twice or lost a charge: {charged:?}"
+    );
     pool.close().await;
     anyhow::ensure!(
         scheduled.ok(),

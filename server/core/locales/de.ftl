@@ -130,3 +130,11 @@ mail-quote-body = Hallo { $customer },
     { $org } hat Ihnen das Angebot { $number } über { $total } gesendet, gültig bis { $date }.
 
     Hier können Sie es annehmen oder ablehnen:
+pay-automatically = Nächstes Mal automatisch bezahlen
+pay-automatically-hint = Speichern Sie eine Karte oder ein SEPA-Lastschriftmandat: Ihre nächsten Rechnungen werden bei Ausstellung damit bezahlt.
+saved-methods = Ihre gespeicherten Zahlungsmittel
+method-card = { $brand }-Karte mit Endziffern { $last4 }
+method-debit = SEPA-Lastschrift, Mandat { $reference }
+method-default = wird automatisch belastet
+remove-method = Entfernen
+method-saved = Ihr Zahlungsmittel ist gespeichert.

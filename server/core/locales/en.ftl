@@ -131,3 +131,11 @@ mail-quote-body = Hello { $customer },
     { $org } has sent you quote { $number } for { $total }, valid until { $date }.
 
     Accept or decline it here:
+pay-automatically = Pay automatically next time
+pay-automatically-hint = Save a card or a SEPA Direct Debit mandate: your next invoices are charged to it when they are issued.
+saved-methods = Your saved payment methods
+method-card = { $brand } card ending { $last4 }
+method-debit = SEPA Direct Debit, mandate { $reference }
+method-default = charged automatically
+remove-method = Remove
+method-saved = Your payment method is saved.

@@ -130,3 +130,11 @@ mail-quote-body = Hola { $customer }:
     { $org } le ha enviado el presupuesto { $number } por { $total }, válido hasta el { $date }.
 
     Acéptelo o rechácelo aquí:
+pay-automatically = Pagar automáticamente la próxima vez
+pay-automatically-hint = Guarde una tarjeta o un mandato de adeudo directo SEPA: sus próximas facturas se cobrarán al emitirse.
+saved-methods = Sus medios de pago guardados
+method-card = Tarjeta { $brand } terminada en { $last4 }
+method-debit = Adeudo directo SEPA, mandato { $reference }
+method-default = se cobra automáticamente
+remove-method = Eliminar
+method-saved = Su medio de pago está guardado.

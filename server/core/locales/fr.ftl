@@ -130,3 +130,11 @@ mail-quote-body = Bonjour { $customer },
     { $org } vous a envoyé le devis { $number } d'un montant de { $total }, valable jusqu'au { $date }.
 
     Acceptez-le ou refusez-le ici :
+pay-automatically = Payer automatiquement la prochaine fois
+pay-automatically-hint = Enregistrez une carte ou un mandat de prélèvement SEPA : vos prochaines factures seront débitées dès leur émission.
+saved-methods = Vos moyens de paiement enregistrés
+method-card = Carte { $brand } se terminant par { $last4 }
+method-debit = Prélèvement SEPA, mandat { $reference }
+method-default = débité automatiquement
+remove-method = Supprimer
+method-saved = Votre moyen de paiement est enregistré.

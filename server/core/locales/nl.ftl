@@ -130,3 +130,11 @@ mail-quote-body = Beste { $customer },
     { $org } heeft u offerte { $number } gestuurd van { $total }, geldig tot { $date }.
 
     Accepteer of wijs ze hier af:
+pay-automatically = Volgende keer automatisch betalen
+pay-automatically-hint = Bewaar een kaart of een SEPA-incassomachtiging: uw volgende facturen worden ermee betaald zodra ze worden uitgegeven.
+saved-methods = Uw opgeslagen betaalmethoden
+method-card = { $brand }-kaart eindigend op { $last4 }
+method-debit = SEPA-incasso, machtiging { $reference }
+method-default = wordt automatisch afgeschreven
+remove-method = Verwijderen
+method-saved = Uw betaalmethode is opgeslagen.

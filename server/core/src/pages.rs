@@ -135,7 +135,12 @@ pub async fn customer(
     let link = crate::customers::statements::link(&mut conn, org, id)
         .await?
         .ok_or(AppError::NotFound)?;
+    let payment_methods = crate::payments::saved::list(&mut conn, org, id)
+        .await?
+        .unwrap_or_default();
     Ok(model::CustomerPage {
+        payment_methods,
+        link_key: form_key(org),
         customer,
         key: form_key(org),
         credit_notes,

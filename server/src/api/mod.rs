@@ -2,6 +2,7 @@
 //! Errors are RFC 9457 problem+json and never carry internal text.
 
 mod client;
+mod collection;
 mod credit_notes;
 mod customers;
 mod documented;
@@ -80,6 +81,7 @@ fn api() -> Api {
             invoices::duplicate_invoice,
         )
         .post("/api/v1/invoices/{id}/checkout", invoices::checkout_invoice)
+        .post("/api/v1/invoices/{id}/charge", collection::charge_invoice)
         .post(
             "/api/v1/invoices/{id}/mark_uncollectible",
             invoices::mark_uncollectible,
@@ -174,6 +176,14 @@ fn api() -> Api {
                 to(M::GET, customers::get_customer),
                 to(M::PATCH, customers::patch_customer),
             ],
+        )
+        .post(
+            "/api/v1/customers/{id}/payment_method_link",
+            collection::post_payment_method_link,
+        )
+        .route(
+            "/api/v1/customers/{id}/payment_methods",
+            [to(M::GET, collection::list_payment_methods)],
         )
         .route(
             TAX_RATES_PATH,

@@ -11,6 +11,7 @@ use model::{
 };
 use utoipa::OpenApi;
 
+use super::collection::{self, ChargeQueued, LinkInput, PaymentMethodLink, PaymentMethodList};
 use super::credit_notes;
 use super::customers::{self, CustomerList};
 use super::einvoice;
@@ -40,6 +41,9 @@ use super::webhook_endpoints;
         invoices::void_invoice,
         invoices::mark_uncollectible,
         invoices::checkout_invoice,
+        collection::charge_invoice,
+        collection::post_payment_method_link,
+        collection::list_payment_methods,
         invoices::post_payment,
         invoices::list_payments,
         invoices::get_payment,
@@ -83,6 +87,14 @@ use super::webhook_endpoints;
         PaymentState,
         InvoiceList,
         CheckoutSession,
+        ChargeQueued,
+        LinkInput,
+        PaymentMethodLink,
+        PaymentMethodList,
+        model::collection::SavedMethod,
+        model::collection::ChargeAttempt,
+        model::collection::ChargeState,
+        model::collection::CollectionMethod,
         CreditNote,
         CreditNoteInput,
         CreditLineInput,

@@ -5,8 +5,10 @@
 use axum::extract::State;
 use axum::response::Response;
 use axum::Json;
+use invoicer_core::payments::charges;
 use invoicer_core::surfaces::api;
 use invoicer_core::{accounts::orgs, AppState};
+use model::collection::{LateFees, RetryDays};
 use model::{Address, BankDetails, OrgDetails};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -58,6 +60,15 @@ pub struct OrgEditable {
     /// The language of its customers' pages, PDFs and emails, unless a customer has its own.
     #[serde(default)]
     pub locale: model::Locale,
+    /// Days after a declined automatic charge's first attempt on which it is retried (at most 6,
+    /// increasing, 1 to 60); then the invoice is sent for the customer to pay.
+    #[serde(default)]
+    #[schema(value_type = Vec<u32>)]
+    pub retry_days: RetryDays,
+    /// `{"kind": "none"|"fixed"|"percent", "amount_cents"|"percent", "after_days": [...]}`.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub late_fees: LateFees,
 }
 
 /// The org as the API shows it: its id, name and time zone, and what `PATCH` changes.
@@ -75,6 +86,10 @@ pub struct Org {
     pub bank: OrgBank,
     pub einvoicing: bool,
     pub locale: model::Locale,
+    #[schema(value_type = Vec<u32>)]
+    pub retry_days: RetryDays,
+    #[schema(value_type = Object)]
+    pub late_fees: LateFees,
 }
 
 impl Org {
@@ -92,6 +107,8 @@ impl Org {
             bank: s.bank,
             einvoicing: s.einvoicing,
             locale: s.locale,
+            retry_days: s.retry_days,
+            late_fees: s.late_fees,
         }
     }
 
@@ -106,13 +123,21 @@ impl Org {
             bank: self.bank.clone(),
             einvoicing: self.einvoicing,
             locale: self.locale,
+            retry_days: self.retry_days.clone(),
+            late_fees: self.late_fees.clone(),
         }
     }
 }
 
 impl OrgEditable {
-    fn of(details: OrgDetails, bank: BankDetails) -> OrgEditable {
+    fn of(
+        details: OrgDetails,
+        bank: BankDetails,
+        (retry_days, late_fees): (RetryDays, LateFees),
+    ) -> OrgEditable {
         OrgEditable {
+            retry_days,
+            late_fees,
             legal_name: details.legal_name,
             address: details.address,
             vat_id: details.vat_id,
@@ -157,11 +182,12 @@ async fn current(state: &AppState, org: model::OrgId) -> Result<Org, ProblemResp
     let (name, time_zone) = name_and_zone(&mut *state.pool.acquire().await?, org).await?;
     let details = orgs::details(&state.pool, org).await?;
     let bank = orgs::bank_details(&state.pool, org).await?;
+    let collection = charges::settings(&mut *state.pool.acquire().await?, org).await?;
     Ok(Org::new(
         org.uuid(),
         name,
         time_zone,
-        OrgEditable::of(details, bank),
+        OrgEditable::of(details, bank, collection),
     ))
 }
 
@@ -214,17 +240,25 @@ pub(super) async fn patch_org(write: Write) -> Result<Response, ProblemResponse>
                     (format!("bank.{f}"), m)
                 }));
             }
+            if let Err(bad) = edited.retry_days.check() {
+                fields.extend(bad);
+            }
+            if let Err(bad) = edited.late_fees.check() {
+                fields.extend(bad.into_iter().map(|(f, m)| (format!("late_fees.{f}"), m)));
+            }
             if !fields.is_empty() {
                 return Err(write::invalid("org", fields));
             }
+            let collection = (edited.retry_days.clone(), edited.late_fees.clone());
             let key = req.client().key_id;
             req.once(&patch, || {
                 async |tx| {
                     let actor = invoicer_core::accounts::api_keys::actor(tx, key).await?;
                     orgs::save_details(tx, org, &actor, &details).await?;
                     orgs::save_bank_details(tx, org, &actor, &bank).await?;
+                    charges::save_settings(tx, org, &collection.0, &collection.1).await?;
                     let (name, time_zone) = name_and_zone(tx, org).await?;
-                    let saved = OrgEditable::of(details.clone(), bank.clone());
+                    let saved = OrgEditable::of(details.clone(), bank.clone(), collection.clone());
                     let body = Org::new(org.uuid(), name, time_zone, saved);
                     Ok((api::ok(&body), None))
                 }

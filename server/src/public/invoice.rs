@@ -17,7 +17,14 @@ pub(super) async fn page(
 ) -> Response {
     let opened = public::open(&state.pool, &token, &state.settings.public_url).await;
     match drawn(ceiling, "public invoice page", opened) {
-        Ok(found) => {
+        Ok(mut found) => {
+            if found.invoice.customer_id.is_some() {
+                let id = found.invoice.id;
+                match invoicer_core::payments::saved::of_invoice(&state.pool, id).await {
+                    Ok(methods) => found.saved_methods = methods,
+                    Err(e) => return super::unavailable("public invoice page", e),
+                }
+            }
             let tr = Tr::new(found.locale);
             let number = found.invoice.number.clone().unwrap_or_default();
             let title = tr.t_args(
@@ -58,6 +65,7 @@ fn render(found: PublicInvoice, token: &str, tr: &Tr) -> String {
         bank,
         einvoicing,
         branding,
+        saved_methods,
         ..
     } = found;
     let currency = inv.currency.clone();
@@ -72,6 +80,53 @@ fn render(found: PublicInvoice, token: &str, tr: &Tr) -> String {
             InvoiceStatus::Open | InvoiceStatus::Uncollectible
         );
     let lines = app::line_rows(&inv, tr);
+    // A customer on record may save a method for the next invoices; what they saved they see and
+    // can remove here. The form's key is minted now: a double submit asks for one setup page.
+    let may_save = inv.customer_id.is_some()
+        && payments_enabled
+        && !matches!(inv.status, InvoiceStatus::Void | InvoiceStatus::Draft);
+    let saving = (may_save || !saved_methods.is_empty()).then(|| {
+        let methods = saved_methods
+            .into_iter()
+            .map(|m| {
+                let label = match m.kind.as_str() {
+                    "card" => tr.t_args(
+                        "method-card",
+                        &[
+                            ("brand", m.brand.as_deref().unwrap_or("")),
+                            ("last4", m.last4.as_deref().unwrap_or("")),
+                        ],
+                    ),
+                    _ => tr.t_args(
+                        "method-debit",
+                        &[("reference", m.mandate_reference.as_deref().unwrap_or(""))],
+                    ),
+                };
+                view! {
+                    <li class="saved-method">
+                        <span class="method">{label}</span>
+                        {m.default.then(|| view! { " " <span class="default">{format!("({})", tr.t("method-default"))}</span> })}
+                        <form method="post" action=format!("/i/{token}/methods/{}/remove", m.id) class="remove-method">
+                            <button type="submit" class="button remove">{tr.t("remove-method")}</button>
+                        </form>
+                    </li>
+                }
+            })
+            .collect_view();
+        view! {
+            <section class="saved-methods" aria-labelledby="saved-heading">
+                <h2 id="saved-heading">{tr.t("saved-methods")}</h2>
+                <ul>{methods}</ul>
+                {may_save.then(|| view! {
+                    <form method="post" action=format!("/i/{token}/save_method") class="save-method">
+                        <input type="hidden" name="key" value=uuid::Uuid::new_v4().to_string()/>
+                        <button type="submit" class="button save-method">{tr.t("pay-automatically")}</button>
+                        <p class="hint">{tr.t("pay-automatically-hint")}</p>
+                    </form>
+                })}
+            </section>
+        }
+    });
     // How to pay by transfer, while something is due on an invoice that takes payments.
     let transfer = (due > 0
         && bank.is_set()
@@ -130,6 +185,7 @@ fn render(found: PublicInvoice, token: &str, tr: &Tr) -> String {
                         </form>
                     }
                 })}
+            {saving}
             {transfer
                 .map(|lines| {
                     view! {

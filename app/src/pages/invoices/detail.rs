@@ -128,6 +128,7 @@ pub fn InvoicePage() -> impl IntoView {
                                     </tfoot>
                                 </table>
                                 {(!inv.notes.is_empty()).then(|| view! { <p class="notes">{inv.notes.clone()}</p> })}
+                                {collection(&inv)}
                                 {(!anomalies.is_empty())
                                     .then(|| {
                                         view! {
@@ -216,6 +217,47 @@ pub fn InvoicePage() -> impl IntoView {
     }
 }
 
+/// How the invoice is collected and each automatic charge's outcome, first first.
+fn collection(inv: &model::Invoice) -> Option<impl IntoView> {
+    use model::collection::CollectionMethod;
+    let automatic = inv.collection_method == CollectionMethod::ChargeAutomatically;
+    if !automatic && inv.charge_attempts.is_empty() {
+        return None;
+    }
+    let rows = inv
+        .charge_attempts
+        .iter()
+        .map(|a| {
+            view! {
+                <tr class=format!("charge-attempt {}", a.state.as_str())>
+                    <td class="num">{a.n}</td>
+                    <td class="state">{a.state.as_str().replace('_', " ")}</td>
+                    <td class="reason">{a.reason.clone().unwrap_or_default()}</td>
+                    <td>{a.at.format("%Y-%m-%d %H:%M UTC").to_string()}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    Some(view! {
+        <section class="collection" aria-labelledby="collection-heading">
+            <h2 id="collection-heading">"Automatic charges"</h2>
+            <p class="collection-method">
+                {if automatic {
+                    "Charged automatically to the customer's saved payment method, retried on your retry days."
+                } else {
+                    "Sent for the customer to pay."
+                }}
+            </p>
+            {(!inv.charge_attempts.is_empty()).then(|| view! {
+                <table class="charge-attempts">
+                    <Head cols=&["Attempt", "State", "Reason", "When"] num=&["Attempt"]/>
+                    <tbody>{rows}</tbody>
+                </table>
+            })}
+        </section>
+    })
+}
+
 /// The buttons this invoice's state allows, the next step first (finalize a draft, send an open
 /// invoice not sent yet) and the rest behind "More actions". One key, minted when the page was
 /// rendered, names every button's attempt (each claims it in its own namespace); a double click
@@ -239,6 +281,14 @@ fn lifecycle_buttons(
         InvoiceStatus::Uncollectible if unpaid => vec![("void", "Void")],
         _ => vec![],
     };
+    if inv.collection_method == model::collection::CollectionMethod::ChargeAutomatically
+        && matches!(
+            inv.status,
+            InvoiceStatus::Open | InvoiceStatus::Uncollectible
+        )
+    {
+        allowed.push(("stop_retries", "Stop automatic charges"));
+    }
     // Any finalized invoice's customer link can be replaced (the old one stops at once).
     if !matches!(inv.status, InvoiceStatus::Draft | InvoiceStatus::Void) {
         allowed.push(("new_link", "New customer link"));

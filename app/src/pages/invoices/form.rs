@@ -252,6 +252,19 @@ fn form_fields(
             <textarea name="input[notes]" maxlength="2000" rows="3">{values.notes}</textarea>
             {error_for("notes")}
         </label>
+        <label>
+            "Collection"
+            <select name="input[collection_method]">
+                <option value="send_invoice" selected=values.collection_method != "charge_automatically">
+                    "Send it: the customer pays from its page"
+                </option>
+                <option value="charge_automatically" selected=values.collection_method == "charge_automatically">
+                    "Charge the customer's saved payment method automatically"
+                </option>
+            </select>
+            <span class="hint">"An automatic charge needs a customer who saved a card or a SEPA mandate; without one the invoice is sent."</span>
+            {error_for("collection_method")}
+        </label>
     }
 }
 

@@ -22,6 +22,8 @@ pub enum Action {
     /// Replaces the customer's link `/i/{token}` of a finalized invoice (paid ones too): the old
     /// link stops at once, the new one is shown to the owner.
     NewLink,
+    /// No more automatic charges of this invoice (nor retries): it is collected by sending it.
+    StopRetries,
 }
 
 impl Action {
@@ -32,6 +34,7 @@ impl Action {
             Action::MarkUncollectible => "mark_uncollectible",
             Action::DeleteDraft => "delete",
             Action::NewLink => "new_link",
+            Action::StopRetries => "stop_retries",
         }
     }
 
@@ -43,6 +46,7 @@ impl Action {
             Action::MarkUncollectible => "mark_uncollectible",
             Action::DeleteDraft => "delete_draft",
             Action::NewLink => "new_customer_link",
+            Action::StopRetries => "stop_retries",
         }
     }
 
@@ -53,6 +57,7 @@ impl Action {
             Action::MarkUncollectible,
             Action::DeleteDraft,
             Action::NewLink,
+            Action::StopRetries,
         ]
         .into_iter()
         .find(|a| a.as_str() == text)
@@ -80,6 +85,9 @@ impl Action {
                 "Only a finalized invoice has a customer link; this one is {}.",
                 status.as_str()
             ),
+            Action::StopRetries => {
+                "Only an invoice collected automatically has charges to stop.".to_owned()
+            }
         }
     }
 }
@@ -126,6 +134,20 @@ pub async fn apply(
                 r#"
                 update invoices set status = 'uncollectible', updated_at = now()
                 where id = $1 and org_id = $2 and status = 'open'
+                "#,
+                id as _,
+                org as _
+            ))
+        }
+        Action::StopRetries => {
+            // language=PostgreSQL
+            // A scheduled attempt finds nothing to charge and is canceled by its worker.
+            Some(sqlx::query!(
+                r#"
+                update invoices
+                set collection_method = 'send_invoice', charge_retries_stopped_at = now(),
+                    updated_at = now()
+                where id = $1 and org_id = $2 and collection_method = 'charge_automatically'
                 "#,
                 id as _,
                 org as _
@@ -188,7 +210,7 @@ pub async fn apply(
         Action::Finalize => status != InvoiceStatus::Draft,
         Action::Void => status == InvoiceStatus::Void,
         Action::MarkUncollectible => status == InvoiceStatus::Uncollectible,
-        Action::DeleteDraft | Action::NewLink => false,
+        Action::DeleteDraft | Action::NewLink | Action::StopRetries => false,
     };
     Ok(if already {
         Moved::Already

@@ -23,6 +23,9 @@ pub struct PublicInvoice {
     pub branding: model::Branding,
     /// The language of the customer's page and PDF: the customer's, else the org's.
     pub locale: model::Locale,
+    /// The payment methods the invoice's customer saved (none without a customer record; read
+    /// only for the page, [`crate::payments::saved::of_invoice`]).
+    pub saved_methods: Vec<model::collection::SavedMethod>,
 }
 
 /// Views closer together than this count once (a reload, a crawler of the customer's mail client):
@@ -152,6 +155,7 @@ impl Row {
                     _ => None,
                 },
             },
+            saved_methods: Vec::new(),
         }
     }
 }

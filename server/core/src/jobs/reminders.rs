@@ -139,7 +139,8 @@ async fn run_one(
             order by st.offset_days desc
             limit 1
         ) s on true
-        where i.status = 'open' and not i.reminders_off
+        -- Not while it is collected automatically: its retries come first, then it is sent.
+        where i.status = 'open' and not i.reminders_off and i.collection_method = 'send_invoice'
           and i.due_date <= ($1::timestamptz at time zone o.time_zone)::date - p.first
           and i.due_date >= ($1::timestamptz at time zone o.time_zone)::date - p.last - $4::int
           and i.payment_state in ('unpaid', 'partially_paid')
@@ -336,7 +337,8 @@ pub async fn backlog(pool: &PgPool, now: DateTime<Utc>) -> sqlx::Result<i64> {
                 order by st.offset_days desc
                 limit 1
             ) s on true
-            where i.status = 'open' and not i.reminders_off
+        -- Not while it is collected automatically: its retries come first, then it is sent.
+        where i.status = 'open' and not i.reminders_off and i.collection_method = 'send_invoice'
               and i.due_date <= ($1::timestamptz at time zone o.time_zone)::date - p.first
               and i.due_date >= ($1::timestamptz at time zone o.time_zone)::date - p.last - $3::int
               and i.payment_state in ('unpaid', 'partially_paid')

@@ -103,6 +103,33 @@ fn account_message(row: &Leased, public_url: &str) -> Result<Option<AccountMail>
                 ),
             }
         }
+        "payment_method_link" => {
+            let org = field("org_name")?.chars().take(60).collect::<String>();
+            AccountMail {
+                to: field("to")?,
+                subject: format!("{org}: save a payment method for your invoices"),
+                text: format!(
+                    "Hello,\n\n{org} invites you to save a card or a SEPA Direct Debit mandate, \
+                     so that your next invoices are paid automatically when they are issued:\n{}\n\n\
+                     You can remove it at any time from any of your invoice pages.\n",
+                    field("url")?
+                ),
+            }
+        }
+        "charge_action" => {
+            let org = field("org_name")?.chars().take(60).collect::<String>();
+            AccountMail {
+                to: field("to")?,
+                subject: format!("{org}: please confirm your payment"),
+                text: format!(
+                    "Hello,\n\nYour bank asks you to confirm the payment of invoice {} ({}) to \
+                     {org}. Confirm it here:\n{}\n\nUntil you do, nothing is charged.\n",
+                    field("number")?,
+                    field("amount")?,
+                    field("url")?
+                ),
+            }
+        }
         "verify_email" => {
             let link = format!("{base}/verify-email/{}", field("token")?);
             AccountMail {

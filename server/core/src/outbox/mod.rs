@@ -51,6 +51,10 @@ pub enum Kind {
     CredentialsNotice,
     /// Where the org is paid, or who it is on its e-invoices, changed: every owner is told.
     OrgChangeNotice,
+    /// The owner's link for a customer to save a payment method.
+    PaymentMethodLink,
+    /// A charge waits for the customer to confirm it (3-D Secure): the link to do so.
+    ChargeAction,
 }
 
 impl Kind {
@@ -73,6 +77,8 @@ impl Kind {
             Kind::CustomerImport => "customer_import",
             Kind::CredentialsNotice => "credentials_notice",
             Kind::OrgChangeNotice => "org_change_notice",
+            Kind::PaymentMethodLink => "payment_method_link",
+            Kind::ChargeAction => "charge_action",
         }
     }
 }
@@ -118,11 +124,15 @@ pub enum MailKind {
     QuoteEmail,
     Reminder,
     Invitation,
+    PaymentMethodLink,
+    ChargeAction,
 }
 
 impl From<MailKind> for Kind {
     fn from(kind: MailKind) -> Kind {
         match kind {
+            MailKind::PaymentMethodLink => Kind::PaymentMethodLink,
+            MailKind::ChargeAction => Kind::ChargeAction,
             MailKind::InvoiceEmail => Kind::InvoiceEmail,
             MailKind::QuoteEmail => Kind::QuoteEmail,
             MailKind::Reminder => Kind::Reminder,

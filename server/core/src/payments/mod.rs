@@ -5,10 +5,12 @@
 //! one SQL rule (`invoice_money()`, migration 20261203000001), in the same transaction. So the final
 //! state is a function of the set of events, whatever their order or repetition.
 
+pub mod charges;
 pub mod checkout;
 pub mod credit_balance;
 pub mod manual;
 pub mod refunds;
+pub mod saved;
 pub mod stripe;
 
 use model::InvoiceId;
@@ -239,8 +241,49 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
         Err(why) => return Ok(on_invoice(Effect::new(EffectKind::Anomaly, why))),
     };
 
+    settle(
+        tx,
+        &Settled {
+            org: invoice.org_id.into(),
+            invoice: InvoiceId::from(invoice_id),
+            currency: &invoice.currency,
+            status: invoice.status,
+            provider: p.provider,
+            payment_intent: p.payment_intent,
+            amount,
+            payment: p.status,
+            failure: p.failure,
+            event_id: p.event_id,
+        },
+    )
+    .await
+}
+
+/// A provider's payment of an invoice, bound to it and in its currency (in our minor units), ready
+/// to be written.
+pub(crate) struct Settled<'a> {
+    pub org: OrgId,
+    pub invoice: InvoiceId,
+    /// The invoice's.
+    pub currency: &'a str,
+    /// The invoice's, as locked by the caller.
+    pub status: InvoiceStatus,
+    pub provider: &'a str,
+    pub payment_intent: &'a str,
+    pub amount: i64,
+    pub payment: PaymentStatus,
+    pub failure: Option<&'a str>,
+    pub event_id: &'a str,
+}
+
+/// Writes payment `p` (its status only moving up its ranking) with its receipt, and derives the
+/// invoice again. The caller holds the payment's lock and then the invoice's row lock.
+pub(crate) async fn settle(tx: &mut PgConnection, p: &Settled<'_>) -> sqlx::Result<Effect> {
+    let invoice_id = p.invoice.uuid();
+    let on_invoice = |e: Effect| e.on_invoice(p.org, p.invoice);
+    let amount = p.amount;
     // Money for a void invoice or a draft (never sent, no number) keeps its status: the owner reviews it.
-    let void = matches!(invoice.status, InvoiceStatus::Void | InvoiceStatus::Draft);
+    let void = matches!(p.status, InvoiceStatus::Void | InvoiceStatus::Draft);
     // The payment and, for money received, its receipt in the outbox: one statement. The status only
     // moves up its ranking (a late `pending` never undoes a `succeeded`); a receipt is written once
     // per payment (outbox_receipt_once), never for a void invoice or a draft, nor for a payment
@@ -267,18 +310,18 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
         select id as "id!", invoice_id as "invoice_id!" from payment
         "#,
         Uuid::now_v7(),
-        invoice.org_id as _,
+        p.org as _,
         invoice_id as _,
         p.provider,
         p.payment_intent,
         amount,
-        invoice.currency,
+        p.currency,
         p.event_id,
-        p.status.as_str(),
+        p.payment.as_str(),
         p.failure,
         Uuid::now_v7(),
         outbox::Kind::PaymentReceipt.as_str(),
-        p.status == PaymentStatus::Succeeded && !void,
+        p.payment == PaymentStatus::Succeeded && !void,
     )
     .fetch_optional(&mut *tx)
     .await?;
@@ -288,7 +331,7 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
             format!(
                 "payment {} is already {} or further",
                 p.payment_intent,
-                p.status.as_str()
+                p.payment.as_str()
             ),
         )));
     };
@@ -299,7 +342,7 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
         )));
     }
     let money = derive(tx, InvoiceId::from(invoice_id)).await?;
-    let what = match p.status {
+    let what = match p.payment {
         PaymentStatus::Pending => "processing",
         PaymentStatus::Failed => "failed",
         PaymentStatus::Succeeded => "received",
@@ -307,22 +350,22 @@ pub async fn record_session(tx: &mut PgConnection, p: &SessionFact<'_>) -> sqlx:
     let mut detail = format!(
         "payment {} {what} ({}); invoice {}, {}",
         p.payment_intent,
-        format_money(amount, &invoice.currency),
+        format_money(amount, p.currency),
         money.status,
         money.payment_state
     );
     let mut outcome = EffectKind::Applied;
-    if void && p.status == PaymentStatus::Succeeded {
+    if void && p.payment == PaymentStatus::Succeeded {
         outcome = EffectKind::Anomaly;
         detail.push_str(&format!(
             "; money received for a {} invoice: refund it or re-open the invoice",
-            invoice.status
+            p.status
         ));
     } else if money.overpaid > 0 {
         outcome = EffectKind::Anomaly;
         detail.push_str(&format!(
             "; overpaid by {}",
-            format_money(money.overpaid, &invoice.currency)
+            format_money(money.overpaid, p.currency)
         ));
     }
     let mut effect = on_invoice(Effect::new(outcome, detail));

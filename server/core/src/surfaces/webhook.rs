@@ -8,9 +8,14 @@ use serde_json::Value as JsonValue;
 use sqlx::PgPool;
 
 use crate::claim::{ClaimKey, Outcome, Terms};
+use crate::mail::gate::Allowance;
 use crate::observe::{Attempt, AttemptOutcome, Concerns, Tracked};
+use crate::payments::charges::{self, ChargeFact};
+use crate::payments::saved::{self, SetupFact};
+use crate::payments::stripe::client::{Stripe, StripeError};
 use crate::payments::{self, DisputeFact, Effect, EffectKind, RefundFact, SessionFact};
 use crate::surfaces::{once, Once, Work};
+use model::collection::ChargeState;
 use model::{DisputeStatus, PaymentStatus};
 
 pub const PROVIDER: &str = "stripe";
@@ -45,6 +50,9 @@ impl Event {
 #[derive(Debug, Deserialize)]
 struct CheckoutSession {
     id: Option<String>,
+    /// `payment` (an invoice paid) or `setup` (a method saved: its setup intent's event says which).
+    #[serde(default)]
+    mode: Option<String>,
     client_reference_id: Option<String>,
     amount_total: Option<i64>,
     currency: Option<String>,
@@ -71,6 +79,81 @@ struct Dispute {
     amount: i64,
     currency: String,
     status: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct SetupIntent {
+    customer: Option<String>,
+    payment_method: Option<String>,
+    #[serde(default)]
+    payment_method_types: Vec<String>,
+    mandate: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PaymentIntent {
+    id: String,
+    amount: i64,
+    currency: String,
+    #[serde(default)]
+    metadata: std::collections::HashMap<String, String>,
+    #[serde(default)]
+    last_payment_error: Option<JsonValue>,
+    #[serde(default)]
+    next_action: Option<JsonValue>,
+}
+
+/// What a delivery needs besides its event: the mail allowance (a failed charge may send the
+/// invoice), and what the provider says about a method an event saves (the event names it only).
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    pub allowance: Allowance,
+    pub method: Option<MethodDetails>,
+}
+
+/// A saved method as the provider describes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MethodDetails {
+    pub kind: String,
+    pub brand: Option<String>,
+    pub last4: Option<String>,
+    pub mandate_reference: Option<String>,
+}
+
+/// For an event that saves a method: the method (and its mandate) read from the provider, before
+/// anything is claimed (a read, repeated harmlessly by a redelivery). `None` for any other event,
+/// or when no provider is configured (the method is saved with its type only).
+pub async fn method_details(
+    stripe: &Stripe,
+    event: &Event,
+) -> Result<Option<MethodDetails>, StripeError> {
+    if EventType::parse(&event.kind) != EventType::SetupSucceeded || !stripe.configured() {
+        return Ok(None);
+    }
+    let Ok(intent) = serde_json::from_value::<SetupIntent>(event.data.object.clone()) else {
+        return Ok(None);
+    };
+    let Some(id) = intent.payment_method.as_deref() else {
+        return Ok(None);
+    };
+    let method = stripe.retrieve_payment_method(id).await?;
+    let mandate_reference = match intent.mandate.as_deref() {
+        Some(mandate) if method.kind == "sepa_debit" => {
+            stripe.retrieve_mandate(mandate).await?.reference()
+        }
+        _ => None,
+    };
+    let (brand, last4) = match (&method.card, &method.sepa_debit) {
+        (Some(card), _) => (card.brand.clone(), card.last4.clone()),
+        (None, Some(debit)) => (None, debit.last4.clone()),
+        (None, None) => (None, None),
+    };
+    Ok(Some(MethodDetails {
+        kind: method.kind,
+        brand,
+        last4,
+        mandate_reference,
+    }))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,10 +206,11 @@ pub async fn apply_delivery(
     event: &Event,
     payload: &str,
     livemode: bool,
+    context: &Context,
 ) -> Result<Delivery, DeliveryError> {
     let key = ClaimKey::webhook(event.account(), &event.id);
     let ran = once(pool, attempt, &key, &Terms::default(), || async |tx| {
-        let effect = apply(tx, event, livemode).await?;
+        let effect = apply(tx, event, livemode, context).await?;
         // language=PostgreSQL
         let stored = sqlx::query!(
             r#"
@@ -195,6 +279,9 @@ enum EventType {
     ChargeRefunded,
     DisputeCreated,
     DisputeClosed,
+    SetupSucceeded,
+    /// `payment_intent.*`: a charge's outcome, by rank.
+    Charge(ChargeState),
     Other,
 }
 
@@ -207,14 +294,20 @@ impl EventType {
             "charge.refunded" => EventType::ChargeRefunded,
             "charge.dispute.created" => EventType::DisputeCreated,
             "charge.dispute.closed" => EventType::DisputeClosed,
-            _ => EventType::Other,
+            "setup_intent.succeeded" => EventType::SetupSucceeded,
+            other => ChargeState::of_event(other).map_or(EventType::Other, EventType::Charge),
         }
     }
 }
 
 /// What an event means for invoices; every event is keyed by its payment intent, whose facts are
 /// merged without regard to order (see `payments`).
-async fn apply(tx: &mut sqlx::PgConnection, event: &Event, livemode: bool) -> sqlx::Result<Effect> {
+async fn apply(
+    tx: &mut sqlx::PgConnection,
+    event: &Event,
+    livemode: bool,
+    context: &Context,
+) -> sqlx::Result<Effect> {
     // A test-mode event at a live deployment (or the reverse) is answered and stored, never applied:
     // a test card must not pay a real invoice.
     if event.livemode.is_some_and(|mode| mode != livemode) {
@@ -236,6 +329,13 @@ async fn apply(tx: &mut sqlx::PgConnection, event: &Event, livemode: bool) -> sq
             let Ok(session) = serde_json::from_value::<CheckoutSession>(object()) else {
                 return anomaly("unreadable checkout session");
             };
+            if session.mode.as_deref() == Some("setup") {
+                return Ok(Effect::new(
+                    EffectKind::Ignored,
+                    "a setup session completed: its setup intent's event saves the method"
+                        .to_owned(),
+                ));
+            }
             let status = match (kind, session.payment_status.as_deref()) {
                 (EventType::CheckoutAsyncSucceeded, _) => PaymentStatus::Succeeded,
                 (EventType::CheckoutAsyncFailed, _) => PaymentStatus::Failed,
@@ -324,6 +424,72 @@ async fn apply(tx: &mut sqlx::PgConnection, event: &Event, livemode: bool) -> sq
                     status,
                     event_id: &event.id,
                 },
+            )
+            .await
+        }
+        EventType::SetupSucceeded => {
+            let Ok(intent) = serde_json::from_value::<SetupIntent>(object()) else {
+                return anomaly("unreadable setup intent");
+            };
+            let (Some(customer), Some(method)) =
+                (intent.customer.as_deref(), intent.payment_method.as_deref())
+            else {
+                return anomaly("setup intent without customer or payment_method");
+            };
+            let details = context.method.clone().unwrap_or_default();
+            let kind = match details.kind.as_str() {
+                "" => intent
+                    .payment_method_types
+                    .first()
+                    .map(String::as_str)
+                    .unwrap_or("card"),
+                kind => kind,
+            };
+            saved::record_setup(
+                tx,
+                &SetupFact {
+                    provider: PROVIDER,
+                    provider_customer: customer,
+                    provider_method: method,
+                    kind,
+                    brand: details.brand.as_deref(),
+                    last4: details.last4.as_deref(),
+                    mandate: intent.mandate.as_deref(),
+                    mandate_reference: details.mandate_reference.as_deref(),
+                    event_id: &event.id,
+                },
+            )
+            .await
+        }
+        EventType::Charge(state) => {
+            let Ok(intent) = serde_json::from_value::<PaymentIntent>(object()) else {
+                return anomaly("unreadable payment intent");
+            };
+            let reason = intent
+                .last_payment_error
+                .as_ref()
+                .and_then(|e| e["message"].as_str().or_else(|| e["code"].as_str()))
+                .filter(|_| state != ChargeState::Succeeded);
+            let action_url = intent
+                .next_action
+                .as_ref()
+                .and_then(|a| a["redirect_to_url"]["url"].as_str())
+                .filter(|_| state == ChargeState::RequiresAction);
+            charges::record_charge(
+                tx,
+                &ChargeFact {
+                    provider: PROVIDER,
+                    payment_intent: &intent.id,
+                    invoice_ref: intent.metadata.get("invoice_id").map(String::as_str),
+                    attempt_ref: intent.metadata.get("attempt").map(String::as_str),
+                    amount: intent.amount,
+                    currency: &intent.currency,
+                    state,
+                    reason,
+                    action_url,
+                    event_id: &event.id,
+                },
+                context.allowance,
             )
             .await
         }

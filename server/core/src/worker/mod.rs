@@ -278,6 +278,19 @@ async fn scheduled_work(pool: &PgPool, config: &WorkerConfig) -> usize {
         tracing::warn!(worker = %config.id, error = %e, "scheduler: run failed; will retry");
         0
     });
+    let charges = crate::payments::charges::run_due(
+        pool,
+        config.stripe.as_ref(),
+        now,
+        BATCH as i64,
+        config.lease,
+        config.mail,
+    )
+    .await
+    .unwrap_or_else(|e| {
+        tracing::warn!(worker = %config.id, error = %e, "charges: run failed; will retry");
+        0
+    });
     let reminders = crate::jobs::reminders::run_due(pool, now, BATCH, config.mail)
         .await
         .unwrap_or_else(|e| {
@@ -292,7 +305,7 @@ async fn scheduled_work(pool: &PgPool, config: &WorkerConfig) -> usize {
             tracing::warn!(worker = %config.id, error = %e, "webhooks: overdue scan failed; will retry");
             0
         });
-    runs + reminders + usize::from(overdue > 0)
+    runs + charges + reminders + usize::from(overdue > 0)
 }
 
 /// Leases one batch and processes it; returns how many rows it held.

@@ -51,6 +51,7 @@ struct Header<'a> {
     total_cents: i64,
     notes: &'a str,
     source_key: Option<&'a str>,
+    collection_method: &'static str,
 }
 
 #[derive(Serialize)]
@@ -96,6 +97,7 @@ impl<'a> Content<'a> {
                 total_cents: totals.total_cents,
                 notes: &input.notes,
                 source_key,
+                collection_method: input.collection_method.as_str(),
             },
             lines: (1..)
                 .zip(lines)
@@ -265,7 +267,8 @@ async fn write(
                                   customer_email, customer_address, customer_tax_id,
                                   currency, due_date, total_cents, source_key, subtotal_cents,
                                   discount_percent_milli, discount_amount_cents, discount_cents,
-                                  tax_cents, notes, payment_terms_days, seller, buyer)
+                                  tax_cents, notes, payment_terms_days, seller, buyer,
+                                  collection_method)
             select $1::uuid, $2::uuid, case when c.last_number is null then 'draft' else 'open' end,
                    c.last_number, c.period, invoice_number_text(org.number_format, c.last_number, org.yr),
                    $3::text, case when c.last_number is not null then now() end,
@@ -273,7 +276,8 @@ async fn write(
                    h.currency, coalesce(org.today + h.payment_terms_days, h.due_date), h.total_cents,
                    h.source_key, h.subtotal_cents, h.discount_percent_milli, h.discount_amount_cents,
                    h.discount_cents, h.tax_cents, h.notes, h.payment_terms_days,
-                   case when c.last_number is not null then org.seller end, customer_party(cu)
+                   case when c.last_number is not null then org.seller end, customer_party(cu),
+                   h.collection_method
             from jsonb_populate_record(null::invoices, $4::jsonb) h
             left join counter c on true left join org on true
             left join customers cu on cu.id = h.customer_id and cu.org_id = $2::uuid
@@ -363,6 +367,8 @@ pub fn preview(
         finalized_at: None,
         viewed_at: None,
         created_at,
+        collection_method: input.collection_method,
+        charge_attempts: Vec::new(),
     }
 }
 
@@ -483,7 +489,7 @@ pub async fn replace_content(
         set subtotal_cents = h.subtotal_cents, discount_percent_milli = h.discount_percent_milli,
             discount_amount_cents = h.discount_amount_cents, discount_cents = h.discount_cents,
             tax_cents = h.tax_cents, total_cents = h.total_cents, notes = h.notes,
-            payment_terms_days = h.payment_terms_days,
+            payment_terms_days = h.payment_terms_days, collection_method = h.collection_method,
             due_date = coalesce((now() at time zone o.time_zone)::date + h.payment_terms_days,
                                 h.due_date)
         from orgs o, jsonb_populate_record(null::invoices, $2::jsonb) h

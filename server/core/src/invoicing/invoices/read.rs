@@ -2,6 +2,7 @@
 //! facts other modules look up (whether it exists, its recipient, its id by business key).
 
 use chrono::{DateTime, NaiveDate, Utc};
+use model::collection::{ChargeAttempt, CollectionMethod};
 use model::InvoiceId;
 use model::OrgId;
 use sqlx::{PgConnection, PgExecutor};
@@ -130,6 +131,8 @@ struct InvoiceRow {
     finalized_at: Option<DateTime<Utc>>,
     first_viewed_at: Option<DateTime<Utc>>,
     created_at: DateTime<Utc>,
+    collection_method: CollectionMethod,
+    charge_attempts: sqlx::types::Json<Vec<ChargeAttempt>>,
 }
 
 /// The invoices of `rows` with their lines, in `rows`' order: one query for all the lines.
@@ -209,6 +212,8 @@ async fn with_lines(
                 finalized_at: r.finalized_at,
                 viewed_at: r.first_viewed_at,
                 created_at: r.created_at,
+                collection_method: r.collection_method,
+                charge_attempts: r.charge_attempts.0,
             }
         })
         .collect())
@@ -261,7 +266,14 @@ pub async fn get_many(
                invoice_overdue(i.status, i.due_date, o.time_zone) as "overdue!",
                i.public_token, i.finalized_at as "finalized_at: DateTime<Utc>",
                i.first_viewed_at as "first_viewed_at: DateTime<Utc>",
-               i.created_at as "created_at: DateTime<Utc>"
+               i.created_at as "created_at: DateTime<Utc>",
+               i.collection_method as "collection_method: CollectionMethod",
+               coalesce((select jsonb_agg(jsonb_build_object(
+                                'n', a.n, 'state', a.state, 'reason', a.reason,
+                                'at', coalesce(a.sent_at, a.updated_at)) order by a.n)
+                         from charge_attempts a
+                         where a.invoice_id = i.id and a.state not in ('scheduled', 'canceled')),
+                        '[]') as "charge_attempts!: sqlx::types::Json<Vec<ChargeAttempt>>"
         -- Each id by the primary key, the org a filter. Not `i.id = any($2) and i.org_id = $1`:
         -- sent prepared, its generic plan (planned without the values) ANDed a bitmap of the whole
         -- org's invoices with the ids' (4.4 ms at 100,000 invoices, against 0.2 ms).

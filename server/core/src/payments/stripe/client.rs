@@ -62,6 +62,124 @@ pub struct Refund {
     pub metadata: std::collections::HashMap<String, String>,
 }
 
+/// A customer as Stripe answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Customer {
+    pub id: String,
+    #[serde(default)]
+    pub livemode: bool,
+}
+
+/// What a setup session asks for: a page where `customer` saves a method.
+#[derive(Debug, Clone)]
+pub struct NewSetupSession<'a> {
+    pub org: model::OrgId,
+    pub customer_id: uuid::Uuid,
+    /// Stripe's customer.
+    pub customer: &'a str,
+    /// The currency the methods will be charged in (Stripe asks it of a setup session that offers a
+    /// SEPA debit).
+    pub currency: &'a str,
+    pub success_url: &'a str,
+    pub cancel_url: &'a str,
+}
+
+/// An off-session charge of a saved method.
+#[derive(Debug, Clone)]
+pub struct NewCharge<'a> {
+    pub org: model::OrgId,
+    pub invoice: uuid::Uuid,
+    pub attempt: i16,
+    /// Stripe's units.
+    pub amount: i64,
+    pub currency: &'a str,
+    pub customer: &'a str,
+    pub payment_method: &'a str,
+    pub description: &'a str,
+}
+
+/// A PaymentIntent as Stripe answers it (the fields invoicer reads).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Intent {
+    pub id: String,
+    /// `processing`, `requires_action`, `requires_payment_method` (declined), `succeeded`, ...
+    pub status: String,
+    #[serde(default)]
+    pub last_payment_error: Option<IntentError>,
+    #[serde(default)]
+    pub next_action: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct IntentError {
+    #[serde(default)]
+    pub code: Option<String>,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+impl Intent {
+    /// Where the customer confirms it, when it needs them.
+    pub fn action_url(&self) -> Option<String> {
+        let action = self.next_action.as_ref()?;
+        action["redirect_to_url"]["url"]
+            .as_str()
+            .or_else(|| action["use_stripe_sdk"]["stripe_js"].as_str())
+            .map(str::to_owned)
+    }
+
+    /// The provider's words for a failure, when there was one.
+    pub fn failure(&self) -> Option<String> {
+        let e = self.last_payment_error.as_ref()?;
+        e.message.clone().or_else(|| e.code.clone())
+    }
+}
+
+/// A PaymentMethod as Stripe answers it (the fields invoicer shows).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Method {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub customer: Option<String>,
+    #[serde(default)]
+    pub card: Option<MethodCard>,
+    #[serde(default)]
+    pub sepa_debit: Option<MethodDebit>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct MethodCard {
+    #[serde(default)]
+    pub brand: Option<String>,
+    #[serde(default)]
+    pub last4: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct MethodDebit {
+    #[serde(default)]
+    pub last4: Option<String>,
+}
+
+/// A SEPA mandate as Stripe answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Mandate {
+    pub id: String,
+    #[serde(default)]
+    pub payment_method_details: serde_json::Value,
+}
+
+impl Mandate {
+    /// The reference the customer's bank statement shows.
+    pub fn reference(&self) -> Option<String> {
+        self.payment_method_details["sepa_debit"]["reference"]
+            .as_str()
+            .map(str::to_owned)
+    }
+}
+
 /// A page of one of Stripe's lists.
 #[derive(Debug, Deserialize)]
 struct List<T> {
@@ -140,6 +258,9 @@ pub enum StripeError {
         code: String,
         message: String,
     },
+    /// A charge the customer's bank or card refused (402), with the intent it made.
+    #[error("Stripe declined the charge: {code}")]
+    Declined { code: String, intent: Box<Intent> },
     #[error("Stripe could not be reached: {0}")]
     Network(String),
     #[error("Stripe's answer could not be read: {0}")]
@@ -154,7 +275,9 @@ impl StripeError {
         match self {
             StripeError::Network(_) => true,
             StripeError::Api { status, .. } => *status == 409 || *status == 429 || *status >= 500,
-            StripeError::NotConfigured | StripeError::Unreadable(_) => false,
+            StripeError::NotConfigured
+            | StripeError::Unreadable(_)
+            | StripeError::Declined { .. } => false,
         }
     }
 }
@@ -168,6 +291,9 @@ struct ErrorBody {
 struct ErrorObject {
     #[serde(rename = "type", default)]
     kind: String,
+    /// A declined charge's intent.
+    #[serde(default)]
+    payment_intent: Option<Intent>,
     #[serde(default)]
     code: Option<String>,
     #[serde(default)]
@@ -309,6 +435,153 @@ impl Stripe {
         )))
     }
 
+    /// `POST /v1/customers` under `idempotency_key` (named by our customer: a repeat finds the same
+    /// one while Stripe remembers the key).
+    pub async fn create_customer(
+        &self,
+        email: &str,
+        name: &str,
+        metadata: &[(&str, String)],
+        idempotency_key: &str,
+    ) -> Result<Customer, StripeError> {
+        let mut form = vec![
+            ("email".to_owned(), email.to_owned()),
+            ("name".to_owned(), name.to_owned()),
+        ];
+        form.extend(
+            metadata
+                .iter()
+                .map(|(k, v)| (format!("metadata[{k}]"), v.clone())),
+        );
+        let url = format!("{}/v1/customers", self.base);
+        self.call(|http, key| {
+            http.post(&url)
+                .bearer_auth(key)
+                .header("Idempotency-Key", idempotency_key)
+                .form(&form)
+        })
+        .await
+    }
+
+    /// `POST /v1/checkout/sessions` in `setup` mode for `customer` (Stripe's id): the page where
+    /// they save a card or a SEPA Direct Debit mandate for later charges.
+    pub async fn create_setup_session(
+        &self,
+        new: &NewSetupSession<'_>,
+        idempotency_key: &str,
+    ) -> Result<Session, StripeError> {
+        let mut form = vec![
+            ("mode".to_owned(), "setup".to_owned()),
+            ("customer".to_owned(), new.customer.to_owned()),
+            ("currency".to_owned(), new.currency.to_owned()),
+            ("payment_method_types[0]".to_owned(), "card".to_owned()),
+            (
+                "payment_method_types[1]".to_owned(),
+                "sepa_debit".to_owned(),
+            ),
+            ("success_url".to_owned(), new.success_url.to_owned()),
+            ("cancel_url".to_owned(), new.cancel_url.to_owned()),
+            (
+                "setup_intent_data[metadata][org_id]".to_owned(),
+                new.org.to_string(),
+            ),
+            (
+                "setup_intent_data[metadata][customer_id]".to_owned(),
+                new.customer_id.to_string(),
+            ),
+            ("metadata[org_id]".to_owned(), new.org.to_string()),
+            (
+                "metadata[customer_id]".to_owned(),
+                new.customer_id.to_string(),
+            ),
+        ];
+        form.sort();
+        let url = format!("{}/v1/checkout/sessions", self.base);
+        self.call(|http, key| {
+            http.post(&url)
+                .bearer_auth(key)
+                .header("Idempotency-Key", idempotency_key)
+                .form(&form)
+        })
+        .await
+    }
+
+    /// `POST /v1/payment_intents`, confirmed off-session with a saved method, under
+    /// `idempotency_key`: a repeat of the key gets the same intent back (a 402 for a declined one
+    /// carries the intent too), never a second charge.
+    pub async fn create_charge(
+        &self,
+        charge: &NewCharge<'_>,
+        idempotency_key: &str,
+    ) -> Result<Intent, StripeError> {
+        let form = vec![
+            ("amount".to_owned(), charge.amount.to_string()),
+            ("currency".to_owned(), charge.currency.to_owned()),
+            ("customer".to_owned(), charge.customer.to_owned()),
+            (
+                "payment_method".to_owned(),
+                charge.payment_method.to_owned(),
+            ),
+            ("confirm".to_owned(), "true".to_owned()),
+            ("off_session".to_owned(), "true".to_owned()),
+            ("description".to_owned(), charge.description.to_owned()),
+            (
+                "metadata[invoice_id]".to_owned(),
+                charge.invoice.to_string(),
+            ),
+            ("metadata[org_id]".to_owned(), charge.org.to_string()),
+            ("metadata[attempt]".to_owned(), charge.attempt.to_string()),
+        ];
+        let url = format!("{}/v1/payment_intents", self.base);
+        let answered = self
+            .call::<Intent>(|http, key| {
+                http.post(&url)
+                    .bearer_auth(key)
+                    .header("Idempotency-Key", idempotency_key)
+                    .form(&form)
+            })
+            .await;
+        match answered {
+            // A declined or unauthenticated charge is a 402 whose error names the intent: that is
+            // an answer about the charge, not a failed call.
+            Err(StripeError::Declined { intent, .. }) => Ok(*intent),
+            other => other,
+        }
+    }
+
+    /// `GET /v1/payment_methods/{id}`.
+    pub async fn retrieve_payment_method(&self, id: &str) -> Result<Method, StripeError> {
+        let id: String =
+            percent_encoding::utf8_percent_encode(id, percent_encoding::NON_ALPHANUMERIC).collect();
+        let url = format!("{}/v1/payment_methods/{id}", self.base);
+        self.call(|http, key| http.get(&url).bearer_auth(key)).await
+    }
+
+    /// `GET /v1/mandates/{id}`.
+    pub async fn retrieve_mandate(&self, id: &str) -> Result<Mandate, StripeError> {
+        let id: String =
+            percent_encoding::utf8_percent_encode(id, percent_encoding::NON_ALPHANUMERIC).collect();
+        let url = format!("{}/v1/mandates/{id}", self.base);
+        self.call(|http, key| http.get(&url).bearer_auth(key)).await
+    }
+
+    /// `POST /v1/payment_methods/{id}/detach` under `idempotency_key`: it can be charged no more.
+    pub async fn detach_payment_method(
+        &self,
+        id: &str,
+        idempotency_key: &str,
+    ) -> Result<Method, StripeError> {
+        let id: String =
+            percent_encoding::utf8_percent_encode(id, percent_encoding::NON_ALPHANUMERIC).collect();
+        let url = format!("{}/v1/payment_methods/{id}/detach", self.base);
+        self.call(|http, key| {
+            http.post(&url)
+                .bearer_auth(key)
+                .header("Idempotency-Key", idempotency_key)
+        })
+        .await
+    }
+
     /// `GET /v1/checkout/sessions/{id}`.
     pub async fn retrieve_checkout_session(&self, id: &str) -> Result<Session, StripeError> {
         let id: String =
@@ -375,7 +648,19 @@ async fn read<T: serde::de::DeserializeOwned>(
     if (200..300).contains(&status) {
         return serde_json::from_slice(&body).map_err(|e| StripeError::Unreadable(e.to_string()));
     }
-    let error = serde_json::from_slice::<ErrorBody>(&body).ok();
+    let mut error = serde_json::from_slice::<ErrorBody>(&body).ok();
+    if status == 402 {
+        if let Some(intent) = error.as_mut().and_then(|e| e.error.payment_intent.take()) {
+            let code = error
+                .as_ref()
+                .and_then(|e| e.error.code.clone())
+                .unwrap_or_default();
+            return Err(StripeError::Declined {
+                code,
+                intent: Box::new(intent),
+            });
+        }
+    }
     let (kind, code, message) = match error {
         Some(ErrorBody { error: e }) => (
             e.kind,

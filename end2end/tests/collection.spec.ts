@@ -1,0 +1,154 @@
+import { test, expect, Page, Browser } from "@playwright/test";
+import { execFileSync } from "node:child_process";
+import path from "node:path";
+import { hydrated, MAIL_DIR, mailTo, reloadAndRead, signUp, openForm, INVOICE_URL } from "./helpers";
+
+// scripts/test runs the local Stripe with --chaos (every event two or three times, out of order)
+// and debits that settle after a few seconds.
+const STRIPE = process.env.STRIPE_API_BASE ?? "http://127.0.0.1:12111";
+
+/** `server admin advance-clock` (dev only): the workers' time passes. */
+function advanceClock(days: number, hours = 0) {
+  const server = path.resolve(__dirname, "../../target/debug/server");
+  execFileSync(server, ["admin", "advance-clock", "--days", `${days}`, "--hours", `${hours}`], {
+    env: { ...process.env, LEPTOS_ENV: "DEV", RUST_LOG: "warn" },
+    encoding: "utf8",
+  });
+}
+
+/** An invoice for a new customer `email`, saved as a customer of the org, collected as `method`;
+ * returns its id and its customer's page. */
+async function invoiceFor(page: Page, email: string, method: "send_invoice" | "charge_automatically") {
+  await openForm(page);
+  await page.fill('input[name="input[customer_name]"]', "Ada Lovelace");
+  await page.fill('input[name="input[customer_email]"]', email);
+  await page.check('input[name="input[save_customer]"]');
+  await page.fill('input[name="input[due_date]"]', "2031-01-31");
+  await page.fill('input[name="input[lines][0][description]"]', "Plan");
+  await page.fill('input[name="input[lines][0][quantity]"]', "1");
+  await page.fill('input[name="input[lines][0][unit_amount]"]', "125.00");
+  await page.selectOption('select[name="input[collection_method]"]', method);
+  await page.getByRole("button", { name: "Create invoice" }).click();
+  await expect(page).toHaveURL(INVOICE_URL);
+  await hydrated(page);
+  const id = page.url().split("/").pop()!;
+  const link = (await page.locator("p.public-link a").first().getAttribute("href"))!;
+  return { id, link };
+}
+
+/** The customer, in a browser of their own, presses "Pay automatically next time" twice at once:
+ * both presses land on one setup page, where they save `label`. */
+async function saveTwice(browser: Browser, link: string, label: string) {
+  const context = await browser.newContext();
+  const customer = await context.newPage();
+  await customer.goto(link);
+  const form = customer.locator("form.save-method");
+  const action = new URL((await form.getAttribute("action"))!, customer.url()).href;
+  const key = (await form.locator('input[name="key"]').getAttribute("value"))!;
+  const [other] = await Promise.all([
+    customer.request.post(action, { form: { key }, maxRedirects: 0 }),
+    form.locator("button.save-method").click(),
+  ]);
+  await expect(customer).toHaveURL(/\/checkout\/cs_test_/);
+  expect(other.status(), "the other press was answered").toBe(303);
+  expect(other.headers()["location"], "both presses land on one setup page").toBe(customer.url());
+  await customer.getByRole("button", { name: label }).click();
+  await expect(customer).toHaveURL(/saved=1/);
+  return { context, customer };
+}
+
+/** The intents the local Stripe made for `invoice`. */
+async function intentsAtStripe(page: Page, invoice: string): Promise<{ id: string; status: string }[]> {
+  const res = await page.request.get(`${STRIPE}/v1/payment_intents`, { headers: { authorization: "Bearer sk_test_local" } });
+  const list = await res.json();
+  return list.data.filter((i: { metadata: { invoice_id: string } }) => i.metadata.invoice_id === invoice);
+}
+
+test.describe("collection without asking", () => {
+  test("the customer saves a card from their invoice page: two presses, one saved method, the owner sees it", async ({ page, browser }) => {
+    await signUp(page, "save-card");
+    const { link } = await invoiceFor(page, `save-${Date.now()}@example.com`, "send_invoice");
+    const { context, customer } = await saveTwice(browser, link, "Save card 4242 (succeeds)");
+    await customer.goto(link);
+    await expect
+      .poll(async () => reloadAndRead(customer, "li.saved-method .method"), { message: "the card is saved", timeout: 30_000 })
+      .toEqual(["visa card ending 4242"]);
+    await context.close();
+    await page.goto("/customers");
+    await page.locator("tr.customer-row a").first().click();
+    await expect(page.locator("li.payment-method")).toHaveText(["visa card ending 4242 (default: charged automatically)"]);
+  });
+
+  test("an invoice collected automatically is charged once and paid; a SEPA debit shows processing first", async ({ page, browser }) => {
+    await signUp(page, "charge-card");
+    const email = `charge-${Date.now()}@example.com`;
+    // Saved from a first invoice's page; the second is charged when it is issued.
+    const first = await invoiceFor(page, email, "send_invoice");
+    const { context } = await saveTwice(browser, first.link, "Save IBAN DE89…3000 (debits succeed)");
+    await context.close();
+    await expect
+      .poll(async () => {
+        await page.goto("/customers");
+        await page.locator("tr.customer-row a").first().click();
+        return page.locator("li.payment-method").count();
+      }, { message: "the mandate is saved", timeout: 30_000 })
+      .toBe(1);
+    await openForm(page);
+    await page.selectOption('select[name="input[customer_id]"]', { label: `Ada Lovelace <${email}>` });
+    await page.fill('input[name="input[due_date]"]', "2031-01-31");
+    await page.fill('input[name="input[lines][0][description]"]', "Plan");
+    await page.fill('input[name="input[lines][0][quantity]"]', "1");
+    await page.fill('input[name="input[lines][0][unit_amount]"]', "80.00");
+    await page.selectOption('select[name="input[collection_method]"]', "charge_automatically");
+    await page.getByRole("button", { name: "Create invoice" }).click();
+    await expect(page).toHaveURL(INVOICE_URL);
+    const id = page.url().split("/").pop()!;
+    await expect
+      .poll(async () => (await reloadAndRead(page, "tr.charge-attempt td.state")).join(","), { message: "charged, processing then paid", timeout: 60_000 })
+      .toMatch(/^(processing|succeeded)$/);
+    await expect
+      .poll(async () => (await reloadAndRead(page, ".payment-state")).join(","), { message: "paid once the debit settles", timeout: 60_000 })
+      .toBe("paid");
+    expect(await intentsAtStripe(page, id), "one charge at Stripe").toHaveLength(1);
+  });
+
+  test("a declined card is retried on the org's days, then the customer gets the invoice with its Pay link", async ({ page, browser }) => {
+    test.skip(!MAIL_DIR, "needs the SMTP sink of scripts/test");
+    await signUp(page, "charge-decline", { verify: true });
+    const email = `decline-${Date.now()}@example.com`;
+    const first = await invoiceFor(page, email, "send_invoice");
+    const { context } = await saveTwice(browser, first.link, "Save card 0341 (declines later)");
+    await context.close();
+    await expect
+      .poll(async () => {
+        await page.goto("/customers");
+        await page.locator("tr.customer-row a").first().click();
+        return page.locator("li.payment-method").count();
+      }, { message: "the card is saved", timeout: 30_000 })
+      .toBe(1);
+    await openForm(page);
+    await page.selectOption('select[name="input[customer_id]"]', { label: `Ada Lovelace <${email}>` });
+    await page.fill('input[name="input[due_date]"]', "2031-01-31");
+    await page.fill('input[name="input[lines][0][description]"]', "Plan");
+    await page.fill('input[name="input[lines][0][quantity]"]', "1");
+    await page.fill('input[name="input[lines][0][unit_amount]"]', "40.00");
+    await page.selectOption('select[name="input[collection_method]"]', "charge_automatically");
+    await page.getByRole("button", { name: "Create invoice" }).click();
+    await expect(page).toHaveURL(INVOICE_URL);
+    const id = page.url().split("/").pop()!;
+    const states = async () => (await reloadAndRead(page, "tr.charge-attempt td.state")).join(",");
+    await expect.poll(states, { message: "the first attempt declined", timeout: 30_000 }).toBe("failed");
+    // The default days: 3, 5 and 7 after the first.
+    for (const [days, seen] of [[3, "failed,failed"], [2, "failed,failed,failed"], [2, "failed,failed,failed,failed"]] as const) {
+      advanceClock(days, 1);
+      await expect.poll(states, { message: `retried: ${seen}`, timeout: 30_000 }).toBe(seen);
+    }
+    await expect(page.locator("p.collection-method")).toHaveText("Sent for the customer to pay.");
+    expect(await intentsAtStripe(page, id), "one intent per attempt").toHaveLength(4);
+    await expect
+      .poll(() => mailTo(email).filter((m) => m.includes("Subject: Invoice")).length, { message: "the invoice mailed once", timeout: 30_000 })
+      .toBe(1);
+    const mail = mailTo(email).find((m) => m.includes("Subject: Invoice"))!;
+    expect(mail).toMatch(/\/i\/[0-9a-f]{64}/);
+  });
+});

@@ -1,0 +1,642 @@
+//! Collecting without asking, against the local Stripe: a customer saves a method on the setup
+//! page (the event saves it once), an invoice collected automatically is charged when it is
+//! finalized (each attempt a leased claim with its own Idempotency-Key), a declined card is retried
+//! on the org's days and then sent, a SEPA debit is processing until it settles, and a worker killed
+//! after Stripe answered charges once.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use invoicer_core::mail::gate::Allowance;
+use invoicer_core::payments::charges;
+use invoicer_core::payments::stripe::client::Stripe;
+use lab::stripe_local::{Config, LocalStripe};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::checkout::with_stripe;
+use crate::common::served::TestApp;
+use crate::common::{cli, create_org, rows, wait_until, Server, TestDb};
+
+fn client(stripe: &LocalStripe) -> Stripe {
+    Stripe::new(&stripe.base, Some("sk_test_local".into())).with_backoff(Duration::from_millis(5))
+}
+
+/// A customer of the key's org; returns its id.
+async fn customer(app: &TestApp, token: &str, name: &str) -> String {
+    let made = app
+        .call_ok(
+            "POST",
+            "/api/v1/customers",
+            token,
+            &json!({"name": name, "email": format!("{}@example.com", name.to_lowercase())}),
+        )
+        .await;
+    made["id"].as_str().unwrap().to_owned()
+}
+
+/// The setup page's session id, from its url.
+fn session_of(url: &str) -> String {
+    url.rsplit('/').next().unwrap().to_owned()
+}
+
+/// The customer saves `method` on a new setup page; waits until the event saved it.
+async fn save(app: &TestApp, stripe: &LocalStripe, token: &str, customer: &str, method: &str) {
+    let before: i64 = rows::scalar(&app.pool, "select count(*) from payment_methods").await;
+    let link = app
+        .call_ok(
+            "POST",
+            &format!("/api/v1/customers/{customer}/payment_method_link"),
+            token,
+            &Value::Null,
+        )
+        .await;
+    stripe
+        .save(&session_of(link["url"].as_str().unwrap()), method)
+        .await
+        .unwrap();
+    wait_until(
+        &app.pool,
+        "select count(*) from payment_methods",
+        before + 1,
+        Duration::from_secs(20),
+    )
+    .await;
+}
+
+/// An invoice of `customer` for 125.00, collected automatically and finalized; returns its id.
+async fn charged_invoice(app: &TestApp, token: &str, customer: &str) -> Uuid {
+    let made = app
+        .call_ok(
+            "POST",
+            "/api/v1/invoices",
+            token,
+            &json!({
+                "customer_id": customer,
+                "currency": "eur",
+                "due_date": "2031-01-31",
+                "lines": [{"description": "Plan", "quantity": 1, "unit_amount_cents": 12_500}],
+                "collection_method": "charge_automatically",
+            }),
+        )
+        .await;
+    assert_eq!(made["collection_method"], "charge_automatically");
+    made["id"].as_str().unwrap().parse().unwrap()
+}
+
+/// One round of the charge job at `now`; returns how many attempts it handled.
+async fn charge_round(pool: &PgPool, stripe: &LocalStripe, now: chrono::DateTime<Utc>) -> usize {
+    charges::run_due(
+        pool,
+        Some(&client(stripe)),
+        now,
+        10,
+        Duration::from_secs(30),
+        Allowance::DEFAULT,
+    )
+    .await
+    .unwrap()
+}
+
+async fn attempts(app: &TestApp, token: &str, invoice: Uuid) -> Vec<Value> {
+    let got = app.get(token, &format!("/api/v1/invoices/{invoice}")).await;
+    assert_eq!(got.status, 200);
+    got.json()["charge_attempts"].as_array().unwrap().clone()
+}
+
+fn local() -> Config {
+    Config {
+        debit_settles_after: None,
+        ..Config::default()
+    }
+}
+
+/// The link is made once per key (a replay is the same page); the page saves one method, which the
+/// owner sees with its brand and last four digits as the default; another org sees no such customer.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn a_customer_saves_a_card_once_and_the_owner_sees_it(pool: PgPool) {
+    let (app, stripe) = with_stripe(pool, local()).await;
+    let (_, token) = app.api_client().await;
+    let ada = customer(&app, &token, "Ada").await;
+    let path = format!("/api/v1/customers/{ada}/payment_method_link");
+    let first = app.post_to(&path, Some(&token), Some("link-1"), "").await;
+    assert_eq!(
+        first.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&first.body)
+    );
+    let again = app.post_to(&path, Some(&token), Some("link-1"), "").await;
+    assert_eq!(again.status, 201);
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    assert_eq!(first.json()["url"], again.json()["url"]);
+    let url = first.json()["url"].as_str().unwrap().to_owned();
+    assert!(url.starts_with(&stripe.base), "{url}");
+
+    stripe.save(&session_of(&url), "card_4242").await.unwrap();
+    wait_until(
+        &app.pool,
+        "select count(*) from payment_methods",
+        1,
+        Duration::from_secs(20),
+    )
+    .await;
+    // Stripe delivers again: the same event and the same method save nothing more.
+    for event in stripe.events() {
+        let (status, _) = app.deliver(&event.to_string()).await;
+        assert_eq!(status, 200);
+    }
+    let listed = app
+        .get(&token, &format!("/api/v1/customers/{ada}/payment_methods"))
+        .await;
+    assert_eq!(listed.status, 200);
+    let data = listed.json()["data"].as_array().unwrap().clone();
+    assert_eq!(data.len(), 1, "{data:?}");
+    assert_eq!(data[0]["type"], "card");
+    assert_eq!(data[0]["brand"], "visa");
+    assert_eq!(data[0]["last4"], "4242");
+    assert_eq!(data[0]["default"], true);
+
+    // A debit saved later is the default; both are listed.
+    save(&app, &stripe, &token, &ada, "sepa_3000").await;
+    let data = app
+        .get(&token, &format!("/api/v1/customers/{ada}/payment_methods"))
+        .await
+        .json()["data"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(data.len(), 2);
+    assert_eq!(data[1]["type"], "sepa_debit");
+    assert!(data[1]["mandate_reference"]
+        .as_str()
+        .is_some_and(|r| !r.is_empty()));
+    assert_eq!(
+        (data[0]["default"].clone(), data[1]["default"].clone()),
+        (json!(false), json!(true))
+    );
+
+    let (_, other) = app.api_client().await;
+    assert_eq!(
+        app.get(&other, &format!("/api/v1/customers/{ada}/payment_methods"))
+            .await
+            .status,
+        404
+    );
+    let theirs = app.post_to(&path, Some(&other), Some("link-2"), "").await;
+    assert_eq!(theirs.status, 404);
+}
+
+/// Finalized with `charge_automatically`, the invoice is charged once to the saved card: one
+/// PaymentIntent under the attempt's key, one payment, the invoice paid; another round charges
+/// nothing more.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn an_invoice_collected_automatically_is_charged_once(pool: PgPool) {
+    let (app, stripe) = with_stripe(pool, local()).await;
+    let (_, token) = app.api_client().await;
+    let ada = customer(&app, &token, "Ada").await;
+    save(&app, &stripe, &token, &ada, "card_4242").await;
+    let invoice = charged_invoice(&app, &token, &ada).await;
+
+    // Two workers at once: one holds the attempt, the other finds it busy.
+    let (a, b) = tokio::join!(
+        charge_round(&app.pool, &stripe, Utc::now()),
+        charge_round(&app.pool, &stripe, Utc::now())
+    );
+    assert_eq!(a + b, 1, "one worker charged the attempt");
+    let paid = format!("select count(*) from invoices where id = '{invoice}' and status = 'paid'");
+    wait_until(&app.pool, &paid, 1, Duration::from_secs(20)).await;
+    assert_eq!(charge_round(&app.pool, &stripe, Utc::now()).await, 0);
+
+    let intents = stripe.payment_intents();
+    assert_eq!(intents.len(), 1);
+    assert_eq!(intents[0]["metadata"]["invoice_id"], invoice.to_string());
+    assert_eq!(intents[0]["metadata"]["attempt"], "1");
+    assert_eq!(intents[0]["amount"], 12_500);
+    let tried = attempts(&app, &token, invoice).await;
+    assert_eq!(tried.len(), 1);
+    assert_eq!(tried[0]["n"], 1);
+    assert_eq!(tried[0]["state"], "succeeded");
+    let payments: i64 = rows::scalar(
+        &app.pool,
+        &format!(
+            "select count(*) from payments where invoice_id = '{invoice}' and status = 'succeeded'"
+        ),
+    )
+    .await;
+    assert_eq!(payments, 1);
+    // The key names the attempt.
+    let key: i64 = rows::scalar(
+        &app.pool,
+        &format!("select count(*) from claims where scope = 'job' and owner = 'charge:{invoice}' and key = '1' and status = 'done'"),
+    )
+    .await;
+    assert_eq!(key, 1);
+}
+
+/// A declined card is retried once on each of the org's days, then the invoice falls back to being
+/// sent (its email queued once) and is no longer charged; reminders wait until then.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn a_declined_card_is_retried_on_the_org_days_then_sent(pool: PgPool) {
+    let (app, stripe) = with_stripe(pool, local()).await;
+    let (org, token) = app.api_client().await;
+    sqlx::query("update users set email_verified_at = now() where id in (select user_id from memberships where org_id = $1)")
+        .bind(org.uuid())
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let set = app
+        .call_ok(
+            "PATCH",
+            "/api/v1/org",
+            &token,
+            &json!({"retry_days": [2, 4]}),
+        )
+        .await;
+    assert_eq!(set["retry_days"], json!([2, 4]));
+    let bad = app
+        .call(
+            "PATCH",
+            "/api/v1/org",
+            &token,
+            &json!({"retry_days": [4, 2]}),
+        )
+        .await;
+    assert_eq!(bad.status, 422);
+    let ada = customer(&app, &token, "Ada").await;
+    save(&app, &stripe, &token, &ada, "card_0341").await;
+    let invoice = charged_invoice(&app, &token, &ada).await;
+    let start = Utc::now();
+
+    assert_eq!(charge_round(&app.pool, &stripe, start).await, 1);
+    let failed = |n: i64| {
+        format!("select count(*) from charge_attempts where invoice_id = '{invoice}' and state = 'failed' and n <= {n}")
+    };
+    wait_until(&app.pool, &failed(1), 1, Duration::from_secs(20)).await;
+    // The retry waits for its day.
+    assert_eq!(
+        charge_round(&app.pool, &stripe, start + chrono::TimeDelta::days(1)).await,
+        0
+    );
+    assert_eq!(
+        charge_round(&app.pool, &stripe, start + chrono::TimeDelta::days(2)).await,
+        1
+    );
+    wait_until(&app.pool, &failed(2), 2, Duration::from_secs(20)).await;
+    assert_eq!(
+        charge_round(&app.pool, &stripe, start + chrono::TimeDelta::days(4)).await,
+        1
+    );
+    wait_until(&app.pool, &failed(3), 3, Duration::from_secs(20)).await;
+    assert_eq!(
+        charge_round(&app.pool, &stripe, start + chrono::TimeDelta::days(30)).await,
+        0
+    );
+
+    let tried = attempts(&app, &token, invoice).await;
+    let states: Vec<_> = tried
+        .iter()
+        .map(|a| (a["n"].clone(), a["state"].clone()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            (json!(1), json!("failed")),
+            (json!(2), json!("failed")),
+            (json!(3), json!("failed"))
+        ]
+    );
+    assert_eq!(tried[0]["reason"], "Your card was declined.");
+    assert_eq!(stripe.payment_intents().len(), 3, "one intent per attempt");
+    let got = app
+        .get(&token, &format!("/api/v1/invoices/{invoice}"))
+        .await
+        .json();
+    assert_eq!(got["collection_method"], "send_invoice");
+    assert_eq!(got["status"], "open");
+    let emails: i64 = rows::scalar(
+        &app.pool,
+        &format!(
+            "select count(*) from outbox where invoice_id = '{invoice}' and kind = 'invoice_email'"
+        ),
+    )
+    .await;
+    assert_eq!(emails, 1, "the invoice is sent once, with its Pay link");
+}
+
+/// A SEPA debit is processing for the days it takes (no second attempt meanwhile), then paid.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn a_sepa_debit_is_processing_then_paid(pool: PgPool) {
+    let (app, stripe) = with_stripe(pool, local()).await;
+    let (_, token) = app.api_client().await;
+    let ada = customer(&app, &token, "Ada").await;
+    save(&app, &stripe, &token, &ada, "sepa_3000").await;
+    let invoice = charged_invoice(&app, &token, &ada).await;
+    assert_eq!(charge_round(&app.pool, &stripe, Utc::now()).await, 1);
+    let processing = format!(
+        "select count(*) from invoices where id = '{invoice}' and payment_state = 'processing'"
+    );
+    wait_until(&app.pool, &processing, 1, Duration::from_secs(20)).await;
+    assert_eq!(
+        attempts(&app, &token, invoice).await[0]["state"],
+        "processing"
+    );
+    let now = app
+        .call(
+            "POST",
+            &format!("/api/v1/invoices/{invoice}/charge"),
+            &token,
+            &Value::Null,
+        )
+        .await;
+    assert_eq!(now.status, 409, "no second attempt while one is processing");
+
+    let intent = stripe.payment_intents()[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    stripe.release_settlement(&intent).await.unwrap();
+    let paid = format!("select count(*) from invoices where id = '{invoice}' and status = 'paid'");
+    wait_until(&app.pool, &paid, 1, Duration::from_secs(20)).await;
+    assert_eq!(
+        attempts(&app, &token, invoice).await[0]["state"],
+        "succeeded"
+    );
+}
+
+/// "Charge now": 202 with the attempt's number, a replay the same answer; refused (409) when the
+/// customer saved nothing.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn charge_now_queues_one_attempt_per_key(pool: PgPool) {
+    let (app, stripe) = with_stripe(pool, local()).await;
+    let (_, token) = app.api_client().await;
+    let ada = customer(&app, &token, "Ada").await;
+    let made = app
+        .call_ok(
+            "POST",
+            "/api/v1/invoices",
+            &token,
+            &json!({
+                "customer_id": ada, "currency": "eur", "due_date": "2031-01-31",
+                "lines": [{"description": "Plan", "quantity": 1, "unit_amount_cents": 5_000}],
+            }),
+        )
+        .await;
+    assert_eq!(made["collection_method"], "send_invoice");
+    let id = made["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/v1/invoices/{id}/charge");
+    let none = app.post_to(&path, Some(&token), Some("c-0"), "").await;
+    assert_eq!(none.status, 409);
+    assert_eq!(
+        none.json()["type"]
+            .as_str()
+            .map(|t| t.ends_with("no-payment-method")),
+        Some(true)
+    );
+
+    save(&app, &stripe, &token, &ada, "card_4242").await;
+    let first = app.post_to(&path, Some(&token), Some("c-1"), "").await;
+    assert_eq!(
+        first.status,
+        202,
+        "{}",
+        String::from_utf8_lossy(&first.body)
+    );
+    assert_eq!(first.json()["attempt"], 1);
+    let again = app.post_to(&path, Some(&token), Some("c-1"), "").await;
+    assert_eq!(again.status, 202);
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    let other = app.post_to(&path, Some(&token), Some("c-2"), "").await;
+    assert_eq!(other.status, 409, "one attempt is scheduled already");
+    assert_eq!(charge_round(&app.pool, &stripe, Utc::now()).await, 1);
+    let paid = format!("select count(*) from invoices where id = '{id}' and status = 'paid'");
+    wait_until(&app.pool, &paid, 1, Duration::from_secs(20)).await;
+    assert_eq!(stripe.payment_intents().len(), 1);
+}
+
+/// The worker dies after Stripe made the PaymentIntent and before it was recorded. The next worker,
+/// once the lease is stale, sends the same key: Stripe answers with the intent it made. One
+/// PaymentIntent, one payment, the invoice paid once.
+#[tokio::test]
+async fn a_crash_after_stripe_charges_once() {
+    let db = TestDb::new("charge_crash").await;
+    create_org(&db, "Acme", "charge@example.com").await;
+    let key = cli(
+        &db,
+        &["admin", "create-api-key", "--email", "charge@example.com"],
+    )
+    .await;
+    let key = key.trim().to_owned();
+    let pool = db.pool().await;
+    let stripe = LocalStripe::start(
+        "127.0.0.1:0".parse().unwrap(),
+        Config {
+            webhook_secret: invoicer_core::state::DEV_WEBHOOK_SECRET.to_owned(),
+            ..local()
+        },
+    )
+    .await
+    .unwrap();
+    let env = [
+        ("STRIPE_API_BASE", stripe.base.clone()),
+        ("INVOICER_PUBLIC_URL", "http://invoicer.test".to_owned()),
+        ("WORKER_LEASE_SECS", "2".to_owned()),
+        ("SMTP_TIMEOUT_MS", "500".to_owned()),
+    ];
+    let server = Server::start_with(&db, "charge.after_stripe", &env).await;
+    stripe.send_events_to(&format!("{}/webhooks/stripe", server.base));
+    let http = reqwest::Client::new();
+    let call = |path: &str, idem: &str, body: Value| {
+        http.post(format!("{}{path}", server.base))
+            .bearer_auth(&key)
+            .header("idempotency-key", idem.to_owned())
+            .json(&body)
+            .send()
+    };
+    let ada: Value = call(
+        "/api/v1/customers",
+        "cust",
+        json!({"name": "Ada", "email": "ada@example.com"}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let ada = ada["id"].as_str().unwrap().to_owned();
+    let link: Value = call(
+        &format!("/api/v1/customers/{ada}/payment_method_link"),
+        "link",
+        json!({}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    stripe
+        .save(&session_of(link["url"].as_str().unwrap()), "card_4242")
+        .await
+        .unwrap();
+    wait_until(
+        &pool,
+        "select count(*) from payment_methods",
+        1,
+        Duration::from_secs(30),
+    )
+    .await;
+    let created = call(
+        "/api/v1/invoices",
+        "inv",
+        json!({
+            "customer_id": ada, "currency": "eur", "due_date": "2031-01-31",
+            "lines": [{"description": "Plan", "quantity": 1, "unit_amount_cents": 12_500}],
+            "collection_method": "charge_automatically",
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(created.status(), 201);
+    let invoice: Value = created.json().await.unwrap();
+    let invoice = invoice["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        server.exit_code().await,
+        Some(70),
+        "died at charge.after_stripe"
+    );
+    assert_eq!(stripe.payment_intents().len(), 1, "Stripe made the intent");
+    let recorded: i64 = rows::scalar(
+        &pool,
+        &format!("select count(*) from charge_attempts where invoice_id = '{invoice}' and payment_intent is not null and sent_at is not null and state <> 'succeeded'"),
+    )
+    .await;
+    assert_eq!(recorded, 0, "we never recorded it");
+
+    let server = Server::start_with(&db, "", &env).await;
+    stripe.send_events_to(&format!("{}/webhooks/stripe", server.base));
+    let paid = format!("select count(*) from invoices where id = '{invoice}' and status = 'paid'");
+    wait_until(&pool, &paid, 1, Duration::from_secs(60)).await;
+    let done =
+        format!("select count(*) from claims where owner = 'charge:{invoice}' and status = 'done'");
+    wait_until(&pool, &done, 1, Duration::from_secs(60)).await;
+    assert!(stripe.intent_calls() >= 2, "the same key asked again");
+    assert_eq!(
+        stripe.payment_intents().len(),
+        1,
+        "and charged nothing more"
+    );
+    let stored: String = rows::scalar(
+        &pool,
+        &format!("select payment_intent from charge_attempts where invoice_id = '{invoice}'"),
+    )
+    .await;
+    assert_eq!(stored, stripe.payment_intents()[0]["id"].as_str().unwrap());
+    let payments: (i64, i64) = sqlx::query_as(
+        "select count(*), sum(amount_cents)::bigint from payments where invoice_id = $1::uuid",
+    )
+    .bind(&invoice)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(payments, (1, 12_500));
+    server.stop().await;
+    db.finish(pool).await;
+}
+
+/// The customer's own invoice page: "Pay automatically next time" under one rendered key is one
+/// setup page however often it is pressed; what they saved is listed there, and removed from there.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn the_customer_saves_and_removes_a_method_from_their_invoice_page(pool: PgPool) {
+    let (app, stripe) = with_stripe(pool, local()).await;
+    let (_, token) = app.api_client().await;
+    let ada = customer(&app, &token, "Ada").await;
+    let made = app
+        .call_ok(
+            "POST",
+            "/api/v1/invoices",
+            &token,
+            &json!({
+                "customer_id": ada, "currency": "eur", "due_date": "2031-01-31",
+                "lines": [{"description": "Plan", "quantity": 1, "unit_amount_cents": 5_000}],
+            }),
+        )
+        .await;
+    let page = made["public_url"].as_str().unwrap().to_owned();
+    let http = crate::checkout::no_redirects();
+    let html = http.get(&page).send().await.unwrap().text().await.unwrap();
+    let key = html
+        .split("name=\"key\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the page offers to save a method")
+        .to_owned();
+    let press = || {
+        http.post(format!("{page}/save_method"))
+            .form(&[("key", key.as_str())])
+            .send()
+    };
+    let (a, b) = tokio::join!(press(), press());
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!((a.status().as_u16(), b.status().as_u16()), (303, 303));
+    let location = |r: &reqwest::Response| r.headers()["location"].to_str().unwrap().to_owned();
+    assert_eq!(
+        location(&a),
+        location(&b),
+        "both presses land on one setup page"
+    );
+    assert!(location(&a).starts_with(&stripe.base));
+    let bad = http
+        .post(format!("{page}/save_method"))
+        .form(&[("key", "not-a-key")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+
+    stripe
+        .save(&session_of(&location(&a)), "card_4242")
+        .await
+        .unwrap();
+    wait_until(
+        &app.pool,
+        "select count(*) from payment_methods",
+        1,
+        Duration::from_secs(20),
+    )
+    .await;
+    let html = http.get(&page).send().await.unwrap().text().await.unwrap();
+    assert!(html.contains("visa card ending 4242"), "{html}");
+    let remove = html
+        .split("action=\"")
+        .filter_map(|rest| rest.split('"').next())
+        .find(|action| action.ends_with("/remove"))
+        .expect("a remove button")
+        .to_owned();
+    // Another invoice's page cannot remove it.
+    let other = http
+        .post(format!(
+            "{}/i/{}/methods/{}/remove",
+            app.base,
+            "0".repeat(64),
+            Uuid::new_v4()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 404);
+    let removed = http
+        .post(format!("{}{remove}", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(removed.status(), 303);
+    let left: i64 = rows::scalar(
+        &app.pool,
+        "select count(*) from payment_methods where removed_at is null",
+    )
+    .await;
+    assert_eq!(left, 0);
+    let html = http.get(&page).send().await.unwrap().text().await.unwrap();
+    assert!(!html.contains("visa card ending 4242"));
+}
