@@ -189,7 +189,7 @@ pub struct ScheduleInput {
 }
 
 /// The invoice input's field names (a schedule's body is strict: any other name is an error).
-pub const INVOICE_FIELDS: [&str; 11] = [
+pub const INVOICE_FIELDS: [&str; 12] = [
     "customer_name",
     "customer_email",
     "currency",
@@ -201,6 +201,7 @@ pub const INVOICE_FIELDS: [&str; 11] = [
     "draft",
     "discount",
     "notes",
+    "collection_method",
 ];
 
 /// Why a JSON body did not read: the field at fault when one value is (`interval`,

@@ -242,6 +242,16 @@ pub struct Invoice {
     /// Each try to charge it automatically, first first.
     #[serde(default)]
     pub charge_attempts: Vec<crate::collection::ChargeAttempt>,
+    /// `standard`, or `late_fee` for a fee charged on an overdue invoice (`fee_for`).
+    #[serde(default = "standard_kind")]
+    pub kind: String,
+    /// The overdue invoice a late fee is charged on.
+    #[serde(default)]
+    pub fee_for: Option<Uuid>,
+}
+
+fn standard_kind() -> String {
+    "standard".to_owned()
 }
 impl Invoice {
     /// What the invoice must say for its lines' VAT categories (reverse charge, exemption, ...),

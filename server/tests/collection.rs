@@ -640,3 +640,405 @@ async fn the_customer_saves_and_removes_a_method_from_their_invoice_page(pool: P
     let html = http.get(&page).send().await.unwrap().text().await.unwrap();
     assert!(!html.contains("visa card ending 4242"));
 }
+
+/// Late fees: once an invoice is overdue by each of the org's steps, one fee invoice per step (kind
+/// `late_fee`, naming the overdue invoice), sent like any invoice; another round issues nothing
+/// more; none for a paid invoice, nor for a step long past when it is first looked at.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn late_fees_are_issued_once_per_step(pool: PgPool) {
+    use invoicer_core::jobs::late_fees;
+    let app = TestApp::spawn(pool).await;
+    let (org, token) = app.api_client().await;
+    sqlx::query("update users set email_verified_at = now() where id in (select user_id from memberships where org_id = $1)")
+        .bind(org.uuid())
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let bad = app
+        .call(
+            "PATCH",
+            "/api/v1/org",
+            &token,
+            &json!({"late_fees": {"kind": "percent", "percent": 0, "after_days": [7]}}),
+        )
+        .await;
+    assert_eq!(bad.status, 422);
+    let set = app
+        .call_ok(
+            "PATCH",
+            "/api/v1/org",
+            &token,
+            &json!({"late_fees": {"kind": "fixed", "amount_cents": 500, "after_days": [7, 14]}}),
+        )
+        .await;
+    assert_eq!(set["late_fees"]["after_days"], json!([7, 14]));
+    let invoice = |due: &str| {
+        json!({
+            "customer_name": "Late Co", "customer_email": "late@example.com", "currency": "eur",
+            "due_date": due,
+            "lines": [{"description": "Work", "quantity": 1, "unit_amount_cents": 10_000}],
+        })
+    };
+    let late = app
+        .call_ok("POST", "/api/v1/invoices", &token, &invoice("2030-01-10"))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let paid = app
+        .call_ok("POST", "/api/v1/invoices", &token, &invoice("2030-01-10"))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.call_ok(
+        "POST",
+        &format!("/api/v1/invoices/{paid}/payments"),
+        &token,
+        &json!({"amount_cents": 10_000, "method": "bank_transfer", "paid_on": chrono::Utc::now().date_naive().to_string()}),
+    )
+    .await;
+    let at = |day: &str| {
+        format!("{day}T12:00:00Z")
+            .parse::<chrono::DateTime<Utc>>()
+            .unwrap()
+    };
+    let round = |day: &'static str| {
+        let pool = app.pool.clone();
+        async move {
+            late_fees::run_due(
+                &pool,
+                at(day),
+                10,
+                "http://invoicer.test",
+                Allowance::DEFAULT,
+            )
+            .await
+            .unwrap()
+        }
+    };
+    assert_eq!(round("2030-01-16").await, 0, "not yet a week overdue");
+    assert_eq!(
+        round("2030-01-17").await,
+        1,
+        "the first step, for the unpaid one only"
+    );
+    assert_eq!(round("2030-01-17").await, 0, "once");
+    assert_eq!(round("2030-01-24").await, 1, "the second step");
+    assert_eq!(round("2030-03-01").await, 0, "no third");
+    let fees: Vec<(String, i16, i64, String)> = sqlx::query_as(
+        "select fee_for::text, fee_step, total_cents, status from invoices where kind = 'late_fee' order by fee_step",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        fees,
+        [
+            (late.clone(), 1, 500, "open".to_owned()),
+            (late.clone(), 2, 500, "open".to_owned())
+        ]
+    );
+    let emails: i64 = rows::scalar(
+        &app.pool,
+        "select count(*) from outbox o join invoices i on i.id = o.invoice_id where i.kind = 'late_fee' and o.kind = 'invoice_email'",
+    )
+    .await;
+    assert_eq!(emails, 2, "each fee is sent");
+    let fee = app.get(&token, "/api/v1/invoices?limit=1").await.json()["data"][0].clone();
+    assert_eq!(fee["kind"], "late_fee");
+    assert_eq!(fee["fee_for"], late.as_str());
+
+    // Set while an invoice is long overdue: its passed steps are not charged late.
+    let old = app
+        .call_ok("POST", "/api/v1/invoices", &token, &invoice("2030-01-01"))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(round("2030-03-01").await, 0, "{old}: both steps long past");
+}
+
+/// Stripe's events about one charge (processing, requires_action, payment_failed, succeeded, any
+/// subset), each delivered one to three times, shuffled, two at a time at once, end where the same
+/// set delivered once each in rank order ends on a second invoice (a differential oracle): the
+/// attempt in the highest state reported, one payment at most, the invoice the same.
+/// `CHARGE_ORDER_CASES` sets the number of cases (default 40); `CHARGE_ORDER_SEED` replays a run.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn charge_events_in_any_order_and_repeated_end_the_same(pool: PgPool) {
+    use invoicer_core::payments::stripe::standin;
+    use model::collection::ChargeState;
+    use proptest::prelude::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::{Config as RunnerConfig, TestRng, TestRunner};
+
+    const STATES: [ChargeState; 4] = [
+        ChargeState::Processing,
+        ChargeState::RequiresAction,
+        ChargeState::Failed,
+        ChargeState::Succeeded,
+    ];
+    let cases: u32 = std::env::var("CHARGE_ORDER_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(40);
+    let seed: u64 = std::env::var("CHARGE_ORDER_SEED")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| u64::from(Uuid::new_v4().as_u128() as u32));
+    eprintln!("charge events: {cases} cases, CHARGE_ORDER_SEED={seed} replays them");
+    let mut bytes = [0u8; 32];
+    for chunk in bytes.chunks_mut(8) {
+        chunk.copy_from_slice(&seed.to_le_bytes());
+    }
+    let rng = TestRng::from_seed(proptest::test_runner::RngAlgorithm::ChaCha, &bytes);
+    let mut runner = TestRunner::new_with_rng(RunnerConfig::default(), rng);
+    // Which states are reported, how many times each is delivered, and the delivery order.
+    let strategy = (
+        proptest::sample::subsequence(STATES.to_vec(), 1..=4),
+        proptest::collection::vec(1..=3usize, 4),
+        Just(()).prop_perturb(|_, mut rng| rng.next_u64()),
+    );
+    let app = TestApp::spawn(pool).await;
+    let (_, token) = app.api_client().await;
+    let invoice = || async {
+        let made = app
+            .call_ok(
+                "POST",
+                "/api/v1/invoices",
+                &token,
+                &json!({
+                    "customer_name": "Order Co", "customer_email": "order@example.com",
+                    "currency": "eur", "due_date": "2031-01-31",
+                    "lines": [{"description": "Plan", "quantity": 1, "unit_amount_cents": 10_000}],
+                }),
+            )
+            .await;
+        let id: Uuid = made["id"].as_str().unwrap().parse().unwrap();
+        sqlx::query(
+            "insert into charge_attempts (invoice_id, n, org_id, due_at) \
+             select id, 1, org_id, now() from invoices where id = $1",
+        )
+        .bind(id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+        id
+    };
+    let event = |invoice: Uuid, intent: &str, state: ChargeState, id: &str| {
+        let kind = match state {
+            ChargeState::Processing => "payment_intent.processing",
+            ChargeState::RequiresAction => "payment_intent.requires_action",
+            ChargeState::Failed => "payment_intent.payment_failed",
+            ChargeState::Succeeded => "payment_intent.succeeded",
+        };
+        let object = json!({
+            "id": intent, "object": "payment_intent", "amount": 10_000, "currency": "eur",
+            "metadata": {"invoice_id": invoice.to_string(), "attempt": "1"},
+            "last_payment_error": (state == ChargeState::Failed)
+                .then(|| json!({"code": "card_declined", "message": "Your card was declined."})),
+            "next_action": (state == ChargeState::RequiresAction)
+                .then(|| json!({"type": "redirect_to_url", "redirect_to_url": {"url": "https://stripe.test/authenticate"}})),
+        });
+        standin::event(id, kind, false, object).to_string()
+    };
+    let state_of = |invoice: Uuid| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_as::<_, (String, String, String, i64, i64)>(
+                "select a.state, i.status, i.payment_state, i.amount_paid_cents, \
+                        (select count(*) from payments p where p.invoice_id = i.id) \
+                 from invoices i join charge_attempts a on a.invoice_id = i.id and a.n = 1 \
+                 where i.id = $1",
+            )
+            .bind(invoice)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    for case in 0..cases {
+        let (reported, copies, shuffle) = strategy.new_tree(&mut runner).unwrap().current();
+        let (chaos, oracle) = (invoice().await, invoice().await);
+        let (chaos_intent, oracle_intent) =
+            (standin::payment_intent_id(), standin::payment_intent_id());
+        let mut deliveries = Vec::new();
+        for (i, state) in reported.iter().enumerate() {
+            let payload = event(chaos, &chaos_intent, *state, &standin::event_id());
+            deliveries.extend(std::iter::repeat_n(payload, copies[i]));
+        }
+        // Fisher-Yates with a xorshift of the case's seed.
+        let mut x = shuffle | 1;
+        for i in (1..deliveries.len()).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            deliveries.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        for pair in deliveries.chunks(2) {
+            let answers = futures::future::join_all(pair.iter().map(|p| app.deliver(p))).await;
+            for (status, body) in answers {
+                assert_eq!(status, 200, "case {case} (seed {seed}): {body}");
+            }
+        }
+        let mut ranked = reported.clone();
+        ranked.sort();
+        for state in ranked {
+            let (status, body) = app
+                .deliver(&event(oracle, &oracle_intent, state, &standin::event_id()))
+                .await;
+            assert_eq!(status, 200, "{body}");
+        }
+        let highest = reported.iter().max().unwrap().as_str().to_owned();
+        let (got, want) = (state_of(chaos).await, state_of(oracle).await);
+        assert_eq!(
+            got, want,
+            "case {case} (seed {seed}): {reported:?} × {copies:?}"
+        );
+        assert_eq!(
+            got.0, highest,
+            "case {case} (seed {seed}): the highest state wins"
+        );
+        assert!(got.4 <= 1, "case {case} (seed {seed}): one payment at most");
+    }
+}
+
+/// A card that needs its customer: the attempt waits (`requires_action`), the customer is emailed
+/// Stripe's page to confirm it, once; confirmed there, the invoice is paid.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn a_charge_that_needs_the_customer_emails_them_and_is_paid_once_confirmed(pool: PgPool) {
+    let (app, stripe) = with_stripe(pool, local()).await;
+    let (org, token) = app.api_client().await;
+    sqlx::query("update users set email_verified_at = now() where id in (select user_id from memberships where org_id = $1)")
+        .bind(org.uuid())
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let ada = customer(&app, &token, "Ada").await;
+    save(&app, &stripe, &token, &ada, "card_3155").await;
+    let invoice = charged_invoice(&app, &token, &ada).await;
+    assert_eq!(charge_round(&app.pool, &stripe, Utc::now()).await, 1);
+    let waiting = format!(
+        "select count(*) from charge_attempts where invoice_id = '{invoice}' and state = 'requires_action'"
+    );
+    wait_until(&app.pool, &waiting, 1, Duration::from_secs(20)).await;
+    let asks: Vec<Value> = sqlx::query_scalar(
+        "select payload from outbox where invoice_id = $1 and kind = 'charge_action'",
+    )
+    .bind(invoice)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(asks.len(), 1, "the customer is asked once: {asks:?}");
+    let intent = stripe.payment_intents()[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        asks[0]["url"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/authenticate/{intent}")),
+        "{asks:?}"
+    );
+    assert_eq!(asks[0]["to"], "ada@example.com");
+    stripe.authenticate(&intent, "complete").await.unwrap();
+    let paid = format!("select count(*) from invoices where id = '{invoice}' and status = 'paid'");
+    wait_until(&app.pool, &paid, 1, Duration::from_secs(20)).await;
+    assert_eq!(
+        attempts(&app, &token, invoice).await[0]["state"],
+        "succeeded"
+    );
+    assert_eq!(stripe.payment_intents().len(), 1);
+}
+
+/// A schedule whose template is collected automatically: each run's invoice is charged.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn a_schedule_collected_automatically_charges_each_run(pool: PgPool) {
+    let (app, stripe) = with_stripe(pool, local()).await;
+    let (_, token) = app.api_client().await;
+    let ada = customer(&app, &token, "Ada").await;
+    save(&app, &stripe, &token, &ada, "card_4242").await;
+    let schedule = app
+        .call_ok(
+            "POST",
+            "/api/v1/schedules",
+            &token,
+            &json!({
+                "customer_id": ada, "currency": "eur", "payment_terms_days": 14,
+                "lines": [{"description": "Retainer", "quantity": 1, "unit_amount_cents": 20_000}],
+                "collection_method": "charge_automatically",
+                "interval": "month", "start_date": Utc::now().date_naive().to_string(),
+                "action": "finalize",
+            }),
+        )
+        .await;
+    assert_eq!(
+        schedule["template"]["collection_method"],
+        "charge_automatically"
+    );
+    let ran = invoicer_core::jobs::schedules::run::run_due(
+        &app.pool,
+        Utc::now() + chrono::TimeDelta::hours(1),
+        10,
+        "http://invoicer.test",
+        Allowance::DEFAULT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(ran, 1);
+    let invoice: Uuid = rows::scalar(
+        &app.pool,
+        "select id from invoices where source_key like 'schedule:%'",
+    )
+    .await;
+    assert_eq!(charge_round(&app.pool, &stripe, Utc::now()).await, 1);
+    let paid = format!("select count(*) from invoices where id = '{invoice}' and status = 'paid'");
+    wait_until(&app.pool, &paid, 1, Duration::from_secs(20)).await;
+}
+
+/// The owner stops the charges of one invoice: its scheduled retry is canceled by the worker that
+/// picks it, nothing more is charged, and the invoice is collected by sending it.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn stopping_the_charges_cancels_the_retries(pool: PgPool) {
+    let (app, stripe) = with_stripe(pool, local()).await;
+    let (_, token) = app.api_client().await;
+    let ada = customer(&app, &token, "Ada").await;
+    save(&app, &stripe, &token, &ada, "card_0341").await;
+    let invoice = charged_invoice(&app, &token, &ada).await;
+    let start = Utc::now();
+    assert_eq!(charge_round(&app.pool, &stripe, start).await, 1);
+    let retry = format!(
+        "select count(*) from charge_attempts where invoice_id = '{invoice}' and n = 2 and state = 'scheduled'"
+    );
+    wait_until(&app.pool, &retry, 1, Duration::from_secs(20)).await;
+    let stopped = app
+        .call_ok(
+            "POST",
+            &format!("/api/v1/invoices/{invoice}/stop_charges"),
+            &token,
+            &Value::Null,
+        )
+        .await;
+    assert_eq!(stopped["collection_method"], "send_invoice");
+    let again = app
+        .call(
+            "POST",
+            &format!("/api/v1/invoices/{invoice}/stop_charges"),
+            &token,
+            &Value::Null,
+        )
+        .await;
+    assert_eq!(again.status, 409, "nothing left to stop");
+    // The retry's day comes: the worker cancels it instead of charging.
+    assert_eq!(
+        charge_round(&app.pool, &stripe, start + chrono::TimeDelta::days(30)).await,
+        1
+    );
+    let canceled = format!(
+        "select count(*) from charge_attempts where invoice_id = '{invoice}' and n = 2 and state = 'canceled'"
+    );
+    wait_until(&app.pool, &canceled, 1, Duration::from_secs(5)).await;
+    assert_eq!(stripe.payment_intents().len(), 1, "nothing more charged");
+    assert_eq!(attempts(&app, &token, invoice).await.len(), 1);
+}

@@ -16,4 +16,5 @@ select i.id, i.number_text, i.status as "status: InvoiceStatus", i.version, i.cu
                         'at', coalesce(a.sent_at, a.updated_at)) order by a.n)
                  from charge_attempts a
                  where a.invoice_id = i.id and a.state not in ('scheduled', 'canceled')),
-                '[]') as "charge_attempts!: sqlx::types::Json<Vec<ChargeAttempt>>"
+                '[]') as "charge_attempts!: sqlx::types::Json<Vec<ChargeAttempt>>",
+       i.kind, i.fee_for

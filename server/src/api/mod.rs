@@ -82,6 +82,7 @@ fn api() -> Api {
         )
         .post("/api/v1/invoices/{id}/checkout", invoices::checkout_invoice)
         .post("/api/v1/invoices/{id}/charge", collection::charge_invoice)
+        .post("/api/v1/invoices/{id}/stop_charges", invoices::stop_charges)
         .post(
             "/api/v1/invoices/{id}/mark_uncollectible",
             invoices::mark_uncollectible,

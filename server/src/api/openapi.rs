@@ -40,6 +40,7 @@ use super::webhook_endpoints;
         invoices::finalize_invoice,
         invoices::void_invoice,
         invoices::mark_uncollectible,
+        invoices::stop_charges,
         invoices::checkout_invoice,
         collection::charge_invoice,
         collection::post_payment_method_link,

@@ -291,6 +291,12 @@ async fn scheduled_work(pool: &PgPool, config: &WorkerConfig) -> usize {
         tracing::warn!(worker = %config.id, error = %e, "charges: run failed; will retry");
         0
     });
+    let fees = crate::jobs::late_fees::run_due(pool, now, BATCH, &config.public_url, config.mail)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(worker = %config.id, error = %e, "late fees: run failed; will retry");
+            0
+        });
     let reminders = crate::jobs::reminders::run_due(pool, now, BATCH, config.mail)
         .await
         .unwrap_or_else(|e| {
@@ -305,7 +311,7 @@ async fn scheduled_work(pool: &PgPool, config: &WorkerConfig) -> usize {
             tracing::warn!(worker = %config.id, error = %e, "webhooks: overdue scan failed; will retry");
             0
         });
-    runs + charges + reminders + usize::from(overdue > 0)
+    runs + charges + fees + reminders + usize::from(overdue > 0)
 }
 
 /// Leases one batch and processes it; returns how many rows it held.

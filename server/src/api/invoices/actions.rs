@@ -119,6 +119,12 @@ action_route!(
     "Void an open or uncollectible invoice with no payment; its public page stops working."
 );
 action_route!(
+    stop_charges,
+    Action::StopRetries,
+    "/api/v1/invoices/{id}/stop_charges",
+    "Stop charging an invoice collected automatically (its retries too): it is collected by sending it from now on."
+);
+action_route!(
     mark_uncollectible,
     Action::MarkUncollectible,
     "/api/v1/invoices/{id}/mark_uncollectible",

@@ -2,7 +2,7 @@
 //! the order the Factur-X schema sets.
 
 use super::xml::Xml;
-use super::{exemption, milli, Document, Kind, Party};
+use super::{exemption, milli, Document, Party};
 
 const RSM: &str = "urn:un:unece:uncefact:data:standard:CrossIndustryInvoice:100";
 const RAM: &str =
@@ -252,7 +252,7 @@ pub fn write(d: &Document) -> Vec<u8> {
     x.text("ram:TotalPrepaidAmount", &d.amount(d.prepaid));
     x.text("ram:DuePayableAmount", &d.amount(d.due_amount()));
     x.close("ram:SpecifiedTradeSettlementHeaderMonetarySummation");
-    if let (Kind::CreditNote, Some((number, issued))) = (d.kind, &d.preceding) {
+    if let Some((number, issued)) = &d.preceding {
         x.open("ram:InvoiceReferencedDocument", &[]);
         x.text("ram:IssuerAssignedID", number);
         x.open("ram:FormattedIssueDateTime", &[]);

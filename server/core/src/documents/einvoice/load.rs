@@ -97,8 +97,11 @@ pub async fn invoice_document(
         select i.status, i.number_text, (i.finalized_at at time zone o.time_zone)::date as "issued: NaiveDate",
                i.due_date as "due_date: NaiveDate", i.currency, i.notes, i.payment_terms_days,
                least(i.amount_paid_cents, i.total_cents) as "prepaid!", i.seller, i.buyer,
-               i.customer_name, i.customer_email
+               i.customer_name, i.customer_email, f.number_text as "fee_for_number?",
+               (f.finalized_at at time zone o.time_zone)::date as "fee_for_issued?: NaiveDate"
         from invoices i join orgs o on o.id = i.org_id
+        -- A late fee names the overdue invoice it is charged on (BG-3).
+        left join invoices f on f.id = i.fee_for and f.org_id = i.org_id
         where i.id = $1 and i.org_id = $2
         "#,
         id,
@@ -199,7 +202,7 @@ pub async fn invoice_document(
         groups,
         prepaid: r.prepaid,
         transfer,
-        preceding: None,
+        preceding: r.fee_for_number.zip(r.fee_for_issued),
         untaxed_lines: untaxed,
         number,
     })

@@ -369,6 +369,8 @@ pub fn preview(
         created_at,
         collection_method: input.collection_method,
         charge_attempts: Vec::new(),
+        kind: "standard".to_owned(),
+        fee_for: None,
     }
 }
 

@@ -133,6 +133,8 @@ struct InvoiceRow {
     created_at: DateTime<Utc>,
     collection_method: CollectionMethod,
     charge_attempts: sqlx::types::Json<Vec<ChargeAttempt>>,
+    kind: String,
+    fee_for: Option<Uuid>,
 }
 
 /// The invoices of `rows` with their lines, in `rows`' order: one query for all the lines.
@@ -214,6 +216,8 @@ async fn with_lines(
                 created_at: r.created_at,
                 collection_method: r.collection_method,
                 charge_attempts: r.charge_attempts.0,
+                kind: r.kind,
+                fee_for: r.fee_for,
             }
         })
         .collect())
@@ -273,7 +277,8 @@ pub async fn get_many(
                                 'at', coalesce(a.sent_at, a.updated_at)) order by a.n)
                          from charge_attempts a
                          where a.invoice_id = i.id and a.state not in ('scheduled', 'canceled')),
-                        '[]') as "charge_attempts!: sqlx::types::Json<Vec<ChargeAttempt>>"
+                        '[]') as "charge_attempts!: sqlx::types::Json<Vec<ChargeAttempt>>",
+               i.kind, i.fee_for
         -- Each id by the primary key, the org a filter. Not `i.id = any($2) and i.org_id = $1`:
         -- sent prepared, its generic plan (planned without the values) ANDed a bitmap of the whole
         -- org's invoices with the ids' (4.4 ms at 100,000 invoices, against 0.2 ms).
