@@ -254,7 +254,7 @@ async fn charge(
     let (invoice_ref, attempt_ref) = (invoice.to_string(), n.to_string());
     let answered_as = format!("answer:{}", intent.id);
     let fact = ChargeFact {
-        provider: crate::surfaces::webhook::PROVIDER,
+        provider: crate::payments::stripe::PROVIDER,
         payment_intent: &intent.id,
         invoice_ref: Some(&invoice_ref),
         attempt_ref: Some(&attempt_ref),

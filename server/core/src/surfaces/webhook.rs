@@ -18,7 +18,7 @@ use crate::surfaces::{once, Once, Work};
 use model::collection::ChargeState;
 use model::{DisputeStatus, PaymentStatus};
 
-pub const PROVIDER: &str = "stripe";
+pub use crate::payments::stripe::PROVIDER;
 /// Events of the platform account itself (no Connect `account` field).
 pub const DEFAULT_ACCOUNT: &str = "default";
 
