@@ -11,7 +11,8 @@
 -- include: parts/public_open.sql
 -- The customer's saved payment methods (server/src/public/invoice.rs page ->
 -- payments::saved::of_invoice), for an invoice with a customer record.
-select m.id, m.type as kind, m.brand, m.last4, m.mandate_reference, m.is_default
+select m.id, m.type as kind, m.brand, m.last4, m.mandate_reference, m.mandate_status,
+       m.is_default
 from invoices i
 join payment_methods m on m.customer_id = i.customer_id and m.org_id = i.org_id
 where i.id = :pub_id::uuid and m.removed_at is null

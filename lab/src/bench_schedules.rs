@@ -154,23 +154,40 @@ async fn seed(pool: &PgPool, orgs: usize, each: usize) -> anyhow::Result<Vec<Uui
 /// `workers` tasks running the scheduler until nothing is due: (seconds until the last run
 /// committed, each run's latency in µs).
 async fn scheduler(pool: &PgPool, workers: usize) -> anyhow::Result<(f64, Vec<u64>)> {
+    let pool = pool.clone();
+    until_idle(workers, move || {
+        let pool = pool.clone();
+        async move {
+            let handled = invoicer_core::jobs::schedules::run::run_due(
+                &pool,
+                chrono::Utc::now(),
+                1,
+                "",
+                invoicer_core::mail::gate::Allowance::DEFAULT,
+            )
+            .await?;
+            Ok(handled)
+        }
+    })
+    .await
+}
+
+/// `workers` tasks each calling `step` (one unit of work; returns how many it handled) until it
+/// handles none: (seconds until the last task ended, each handled step's latency in µs).
+pub(crate) async fn until_idle<F, Fut>(workers: usize, step: F) -> anyhow::Result<(f64, Vec<u64>)>
+where
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = anyhow::Result<usize>> + Send + 'static,
+{
     let started = Instant::now();
     let tasks: Vec<_> = (0..workers)
         .map(|_| {
-            let pool = pool.clone();
+            let step = step.clone();
             tokio::spawn(async move {
                 let mut latencies = Vec::new();
                 loop {
                     let at = Instant::now();
-                    let handled = invoicer_core::jobs::schedules::run::run_due(
-                        &pool,
-                        chrono::Utc::now(),
-                        1,
-                        "",
-                        invoicer_core::mail::gate::Allowance::DEFAULT,
-                    )
-                    .await?;
-                    if handled == 0 {
+                    if step().await? == 0 {
                         return anyhow::Ok(latencies);
                     }
                     latencies.push(at.elapsed().as_micros() as u64);
@@ -206,7 +223,7 @@ async fn check(pool: &PgPool, orgs: &[Uuid], schedules: usize) -> anyhow::Result
     Ok(())
 }
 
-fn quantile_ms(sorted_us: &[u64], q: f64) -> f64 {
+pub(crate) fn quantile_ms(sorted_us: &[u64], q: f64) -> f64 {
     if sorted_us.is_empty() {
         return f64::NAN;
     }

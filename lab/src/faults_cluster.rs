@@ -255,10 +255,11 @@ pub async fn run(lab: &crate::Lab, args: ClusterFaultArgs) -> anyhow::Result<()>
     pool.close().await;
     pool = lab.connect().await?;
     let behind = schedules::settle(&pool, fixture.org, Duration::from_secs(180)).await?;
+    // Until empty, or no progress for 45 s (stuck), or half an hour.
     outbox_drained(
         &pool,
         fixture.org,
-        Duration::from_secs(300),
+        Duration::from_secs(1800),
         Duration::from_secs(45),
     )
     .await?;

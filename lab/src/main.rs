@@ -1,6 +1,7 @@
 //! `lab bench http|outbox` and `lab faults`: they drive a built `server` binary as a process
 //! (scripts/bench and scripts/faults set up Postgres, SMTP and the build).
 
+mod bench_charges;
 mod bench_export;
 mod bench_http;
 mod bench_outbox;
@@ -117,6 +118,9 @@ enum BenchCommand {
     Http(bench_http::HttpBenchArgs),
     /// Many schedules due at once: the scheduler's runs against pgbench running the same SQL.
     Schedules(bench_schedules::SchedulesBenchArgs),
+    /// Many invoices due for charging at once: the workers' charges at a local Stripe against
+    /// pgbench running the same SQL.
+    Charges(bench_charges::ChargesBenchArgs),
     /// The CSV exports of the generated big org through a running server, its memory sampled, each
     /// file read back by Python's csv module and compared with the database.
     Export(bench_export::ExportBenchArgs),
@@ -237,6 +241,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Bench {
             command: BenchCommand::Schedules(args),
         } => bench_schedules::run(&lab, args).await,
+        Command::Bench {
+            command: BenchCommand::Charges(args),
+        } => bench_charges::run(&lab, args).await,
         Command::Bench {
             command: BenchCommand::Read(args),
         } => bench_read::run(&lab.connect().await?, args).await,

@@ -138,6 +138,8 @@ pub struct SavedMethod {
     pub last4: Option<String>,
     /// A SEPA mandate's reference, which the customer's bank statement shows.
     pub mandate_reference: Option<String>,
+    /// A SEPA mandate's status as the provider last told it (`active`, `pending`, `inactive`).
+    pub mandate_status: Option<String>,
     /// The one charged automatically.
     pub default: bool,
 }
@@ -210,6 +212,11 @@ pub struct LateFees {
     pub amount: LateFeeAmount,
     #[serde(default)]
     pub after_days: Vec<u32>,
+    /// The org's tax rate a fee's line takes (its VAT category in an e-invoice: often an exempt
+    /// rate whose reason says late-payment interest is outside VAT); none: an untaxed line, which
+    /// an e-invoicing org's fee cannot have (it is then left a draft).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tax_rate_id: Option<uuid::Uuid>,
 }
 
 impl Default for LateFees {
@@ -217,6 +224,7 @@ impl Default for LateFees {
         LateFees {
             amount: LateFeeAmount::None,
             after_days: Vec::new(),
+            tax_rate_id: None,
         }
     }
 }
@@ -387,10 +395,12 @@ mod tests {
                 percent: Thousandths::parse(p).unwrap(),
             },
             after_days: days,
+            tax_rate_id: None,
         };
         let fixed = LateFees {
             amount: LateFeeAmount::Fixed { amount_cents: 1500 },
             after_days: vec![7, 30],
+            tax_rate_id: None,
         };
         assert!(fixed.check().is_ok());
         assert_eq!(fixed.fee_cents(10_000), 1500);
@@ -416,6 +426,7 @@ mod tests {
                 LateFees {
                     amount: LateFeeAmount::Fixed { amount_cents: 0 },
                     after_days: vec![3],
+                    tax_rate_id: None,
                 },
                 "amount_cents",
             ),
@@ -423,6 +434,7 @@ mod tests {
                 LateFees {
                     amount: LateFeeAmount::None,
                     after_days: vec![3],
+                    tax_rate_id: None,
                 },
                 "after_days",
             ),

@@ -141,7 +141,7 @@ enum Refusal {
     #[error(transparent)]
     Delivery(#[from] DeliveryError),
     #[error("the provider could not describe the saved method: {0}")]
-    Provider(invoicer_core::payments::stripe::client::StripeError),
+    Provider(invoicer_core::payments::provider::ProviderError),
 }
 
 impl Tracked for Refusal {

@@ -173,6 +173,10 @@ async fn a_customer_saves_a_card_once_and_the_owner_sees_it(pool: PgPool) {
         .as_str()
         .is_some_and(|r| !r.is_empty()));
     assert_eq!(
+        data[1]["mandate_status"], "active",
+        "as Stripe's mandate says"
+    );
+    assert_eq!(
         (data[0]["default"].clone(), data[1]["default"].clone()),
         (json!(false), json!(true))
     );
@@ -639,6 +643,81 @@ async fn the_customer_saves_and_removes_a_method_from_their_invoice_page(pool: P
     assert_eq!(left, 0);
     let html = http.get(&page).send().await.unwrap().text().await.unwrap();
     assert!(!html.contains("visa card ending 4242"));
+
+    // Removed here, it is let go at Stripe too: one call by a worker, then it is no longer the
+    // customer's there, and a second drain calls nothing.
+    let (pm, queued): (String, i64) = sqlx::query_as(
+        "select m.provider_method, (select count(*) from outbox where kind = 'detach_payment_method') \
+         from payment_methods m",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(queued, 1);
+    let stripe_client = client(&stripe);
+    let before = stripe_client.retrieve_payment_method(&pm).await.unwrap();
+    assert!(before.customer.is_some(), "attached until the worker runs");
+    crate::checkout::drain_calls(&app, &stripe).await;
+    let after = stripe_client.retrieve_payment_method(&pm).await.unwrap();
+    assert_eq!(after.customer, None, "detached at Stripe");
+    let detached: i64 = rows::scalar(
+        &app.pool,
+        "select count(*) from payment_methods where detached_at is not null",
+    )
+    .await;
+    assert_eq!(detached, 1);
+    let sent: i64 = rows::scalar(
+        &app.pool,
+        "select count(*) from outbox where kind = 'detach_payment_method' and sent_at is not null",
+    )
+    .await;
+    assert_eq!(sent, 1);
+}
+
+/// The owner's "Email a link to save a payment method": two presses of one rendered button, sent at
+/// once, are one claim and one email with one setup page; a new rendering's press is another.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn the_owners_link_button_emails_once_per_rendered_button(pool: PgPool) {
+    use crate::common::team;
+
+    let (app, stripe) = with_stripe(pool, local()).await;
+    let org = team::org(&app.pool).await;
+    let http = team::browser(&app, &org.owner_email).await;
+    let ada = Uuid::now_v7();
+    sqlx::query(
+        "insert into customers (id, org_id, name, email) values ($1, $2, 'Ada', 'ada@example.com')",
+    )
+    .bind(ada)
+    .bind(org.id)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let press = |key: Uuid| {
+        let form = team::form(&[
+            ("customer_id", ada.to_string()),
+            ("idempotency_key", key.to_string()),
+        ]);
+        let (http, app) = (&http, &app);
+        async move { team::rpc(http, app, "send_payment_method_link", &form).await }
+    };
+    let key = model::form_key(org.id);
+    let (a, b) = tokio::join!(press(key), press(key));
+    assert!(a < 400 && b < 400, "{a} {b}");
+    let emails = "select count(*) from outbox where kind = 'payment_method_link'";
+    assert_eq!(rows::scalar::<i64>(&app.pool, emails).await, 1);
+    let claims: i64 = rows::scalar(
+        &app.pool,
+        "select count(*) from claims where scope = 'form' and owner like '%send_payment_method_link%'",
+    )
+    .await;
+    assert_eq!(claims, 1);
+    assert_eq!(stripe.session_count(), 1, "one setup page for the button");
+    assert!(press(model::form_key(org.id)).await < 400);
+    assert_eq!(rows::scalar::<i64>(&app.pool, emails).await, 2);
+    // A key rendered for another org is refused before anything is asked of Stripe.
+    let other = team::org(&app.pool).await;
+    assert_eq!(press(model::form_key(other.id)).await, 400);
+    assert_eq!(stripe.session_count(), 2);
 }
 
 /// Late fees: once an invoice is overdue by each of the org's steps, one fee invoice per step (kind

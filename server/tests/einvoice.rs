@@ -708,23 +708,9 @@ async fn tabs_line_breaks_and_any_script_still_make_well_formed_e_invoices(pool:
     let made = created(&app, "/api/v1/invoices", &s.token, body).await;
     assert_eq!(made["lines"][0]["description"], description);
     let id = made["id"].as_str().unwrap();
-    let dir = std::env::temp_dir().join(format!("einvoice-text-{}", Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut files = Vec::new();
-    for syntax in ["cii", "ubl"] {
-        let res = app
-            .get(
-                &s.token,
-                &format!("/api/v1/invoices/{id}/einvoice?syntax={syntax}"),
-            )
-            .await;
-        assert_eq!(res.status, 200, "{syntax}");
-        let file = dir.join(format!("{syntax}.xml"));
-        std::fs::write(&file, &res.body).unwrap();
-        files.push(file);
-    }
+    let files = both_syntaxes(&app, &s.token, id, "einvoice-text").await;
     // A parser reads each document (it refuses ill-formed XML) and finds both texts whole.
-    let expected = dir.join("expected.json");
+    let expected = files[0].with_file_name("expected.json");
     let wanted = [description.replace("\r\n", "\n"), notes.to_owned()];
     std::fs::write(&expected, serde_json::to_vec(&wanted).unwrap()).unwrap();
     let check = r#"
@@ -799,4 +785,121 @@ async fn factur_x_metadata_is_found_whatever_bytes_the_text_holds(pool: PgPool) 
             .any(|l| l.starts_with("Title:") && l.ends_with(&format!("Acme {markers}"))),
         "{info}"
     );
+}
+
+/// A late fee of an e-invoicing org: without a tax rate for fees its line would be untaxed, so the
+/// fee is left a draft; with the org's exempt rate named in `late_fees.tax_rate_id` it is issued,
+/// and its e-invoice, naming the overdue invoice as the preceding one (BG-3), passes the official
+/// rules in both syntaxes. A rate that is not the org's is refused.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn a_late_fee_is_a_valid_e_invoice_naming_the_overdue_invoice(pool: PgPool) {
+    use invoicer_core::jobs::late_fees;
+
+    let app = TestApp::spawn(pool).await;
+    let s = seller(&app).await;
+    let (_, other) = app.api_client().await;
+    let theirs = created(
+        &app,
+        "/api/v1/tax_rates",
+        &other,
+        json!({"name": "Theirs", "percent": 5}),
+    )
+    .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let fees = |rate: Option<&str>| json!({"late_fees": {"kind": "fixed", "amount_cents": 4_000, "after_days": [7], "tax_rate_id": rate}});
+    let refused = send(&app, "PATCH", "/api/v1/org", &s.token, fees(Some(&theirs))).await;
+    assert_eq!(refused.status, 422);
+    assert!(refused.json()["errors"]["late_fees.tax_rate_id"].is_string());
+    let overdue = |lines| created(&app, "/api/v1/invoices", &s.token, lines);
+    let lines = invoice(&s.domestic, "eur", &[("Beratung", "1", 50_000, "S19")], &s);
+    let untaxed = overdue(lines.clone()).await;
+    let set = send(&app, "PATCH", "/api/v1/org", &s.token, fees(None)).await;
+    assert_eq!(set.status, 200);
+    let later = chrono::Utc::now() + chrono::TimeDelta::days(38);
+    let round = || {
+        late_fees::run_due(
+            &app.pool,
+            later,
+            10,
+            "http://invoicer.test",
+            Default::default(),
+        )
+    };
+    assert_eq!(round().await.unwrap(), 1);
+    let (status,): (String,) = sqlx::query_as("select status from invoices where fee_for = $1")
+        .bind(untaxed["id"].as_str().unwrap().parse::<Uuid>().unwrap())
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(status, "draft", "an untaxed line cannot be an e-invoice");
+
+    let interest = created(
+        &app,
+        "/api/v1/tax_rates",
+        &s.token,
+        json!({"name": "Verzugszinsen", "percent": 0, "category": "E",
+               "exemption_reason": "Verzugszinsen sind kein Entgelt für eine Leistung"}),
+    )
+    .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let set = send(
+        &app,
+        "PATCH",
+        "/api/v1/org",
+        &s.token,
+        fees(Some(&interest)),
+    )
+    .await;
+    assert_eq!(set.status, 200, "{}", String::from_utf8_lossy(&set.body));
+    assert_eq!(set.json()["late_fees"]["tax_rate_id"], interest.as_str());
+    let late = overdue(lines).await;
+    assert_eq!(round().await.unwrap(), 1);
+    let (fee, status, total): (Uuid, String, i64) =
+        sqlx::query_as("select id, status, total_cents from invoices where fee_for = $1")
+            .bind(late["id"].as_str().unwrap().parse::<Uuid>().unwrap())
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!((status.as_str(), total), ("open", 4_000));
+    let files = both_syntaxes(&app, &s.token, &fee.to_string(), "late-fee").await;
+    for file in &files {
+        let xml = std::fs::read_to_string(file).unwrap();
+        let overdue = late["number"].as_str().unwrap();
+        assert!(
+            xml.contains(overdue),
+            "{}: the overdue invoice is named",
+            file.display()
+        );
+    }
+    assert_valid_en16931(&files);
+}
+
+/// Invoice `id`'s e-invoice in CII and in UBL, each written to a file of a fresh folder named for
+/// `what`; the files.
+async fn both_syntaxes(app: &TestApp, token: &str, id: &str, what: &str) -> Vec<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("{what}-{}", Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut files = Vec::new();
+    for syntax in ["cii", "ubl"] {
+        let res = app
+            .get(
+                token,
+                &format!("/api/v1/invoices/{id}/einvoice?syntax={syntax}"),
+            )
+            .await;
+        assert_eq!(
+            res.status,
+            200,
+            "{syntax}: {}",
+            String::from_utf8_lossy(&res.body)
+        );
+        let file = dir.join(format!("{syntax}.xml"));
+        std::fs::write(&file, &res.body).unwrap();
+        files.push(file);
+    }
+    files
 }

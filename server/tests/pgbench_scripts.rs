@@ -286,6 +286,8 @@ enum Step {
     FormCreate,
     /// A schedule due today, made first, then one scheduler run.
     ScheduleRun,
+    /// An invoice due for charging (the fixture's next), made first, then one charger's run.
+    ChargeRun,
 }
 
 #[derive(Clone, Copy)]
@@ -360,6 +362,7 @@ async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
         ("form_create.sql", Step::FormCreate),
         ("form_create_one_org.sql", Step::FormCreate),
         ("schedule_run.sql", Step::ScheduleRun),
+        ("charge_run.sql", Step::ChargeRun),
         (
             "read_list_first.sql",
             Step::Get("/invoices".into(), Auth::Session),
@@ -433,6 +436,17 @@ async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
             "{name} is compared with nothing: add its workload here"
         );
     }
+    let local = lab::stripe_local::LocalStripe::start(
+        "127.0.0.1:0".parse().unwrap(),
+        lab::stripe_local::Config::default(),
+    )
+    .await
+    .unwrap();
+    let stripe = invoicer_core::payments::stripe::client::Stripe::new(
+        &local.base,
+        Some("sk_test_local".to_owned().into()),
+    );
+    let mut to_charge = fixture.invoices[1..].iter();
     let mut failures = Vec::new();
     for (script, step) in &workloads {
         for round in 0..2 {
@@ -476,6 +490,24 @@ async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
                         now,
                         1,
                         "",
+                        invoicer_core::mail::gate::Allowance::DEFAULT,
+                    )
+                    .await
+                    .unwrap()
+                        == 1
+                }
+                Step::ChargeRun => {
+                    let next = *to_charge.next().expect("a fixture invoice per round");
+                    lab::harness::charges::due(&pool, &stripe, &local, fixture.org, &[next])
+                        .await
+                        .unwrap();
+                    capture.take();
+                    invoicer_core::payments::charges::run_due(
+                        &pool,
+                        Some(&stripe),
+                        chrono::Utc::now(),
+                        1,
+                        std::time::Duration::from_secs(60),
                         invoicer_core::mail::gate::Allowance::DEFAULT,
                     )
                     .await

@@ -173,8 +173,9 @@ fn payment_methods(p: &model::CustomerPage) -> impl IntoView {
                     m.last4.as_deref().unwrap_or("")
                 ),
                 _ => format!(
-                    "SEPA Direct Debit, mandate {}",
-                    m.mandate_reference.as_deref().unwrap_or("")
+                    "SEPA Direct Debit, mandate {} ({})",
+                    m.mandate_reference.as_deref().unwrap_or(""),
+                    m.mandate_status.as_deref().unwrap_or("status unknown")
                 ),
             };
             view! {

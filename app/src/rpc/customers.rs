@@ -11,7 +11,7 @@ use model::error::AppError;
 #[cfg(feature = "ssr")]
 use super::{
     form::{for_this_org, form_attempt, open_form, parse_button_key},
-    state,
+    request_id, state,
 };
 
 /// The session org's customers, newest first, or those whose name or email starts with `q`.
@@ -51,7 +51,7 @@ pub async fn customer_action(
     use invoicer_core::surfaces::track;
 
     let state = state()?;
-    let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), super::request_id());
+    let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
     let customer = Uuid::try_parse(&customer_id).map_err(|_| AppError::NotFound.respond())?;
     let action = CustomerChange::parse(&action)
         .ok_or_else(|| AppError::BadRequest("Unknown action.".into()).respond())?;
@@ -95,50 +95,45 @@ pub async fn send_payment_method_link(
     idempotency_key: String,
 ) -> Result<(), AppError> {
     use invoicer_core::mail::gate::{Allowance, Gate, Sender};
-    use invoicer_core::payments::saved::{self, LinkError, SetupUrls};
+    use invoicer_core::observe::{Attempt, Surface};
+    use invoicer_core::payments::saved::SetupUrls;
+    use invoicer_core::surfaces::track;
 
     let state = state()?;
-    let user = super::require(model::Action::SendEmail).await?;
+    let attempt = Attempt::new(Surface::Form, idempotency_key.clone(), request_id());
     let customer = Uuid::try_parse(&customer_id).map_err(|_| AppError::NotFound.respond())?;
-    let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
     let base = &state.settings.public_url;
     let urls = SetupUrls {
         success: format!("{base}/saved?saved=1"),
         cancel: format!("{base}/saved"),
     };
-    let gate = Gate::new(
-        Allowance::of(&state.settings.limits),
-        Sender::Member {
-            verified: user.email_verified,
-        },
-    );
-    let sent = saved::email_link(
-        &state.pool,
-        &state.stripe,
-        user.org_id,
-        model::CustomerId::from(customer),
-        &format!("form:{key}"),
-        &urls,
-        gate,
-    )
-    .await;
-    match sent {
-        Ok(Some(())) => {}
-        Ok(None) => return Err(AppError::NotFound.respond()),
-        Err(LinkError::Refused(refused)) => {
-            return Err(AppError::BadRequest(refused.to_string()).respond())
-        }
-        Err(LinkError::Db(e)) => return Err(AppError::from(e).respond()),
-        Err(e) => {
-            tracing::error!(error = %e, "sending a payment method link");
-            return Err(AppError::BadRequest(
-                "The payment provider could not be reached. Nothing was sent: try again in a \
-                 minute."
-                    .into(),
-            )
-            .respond());
-        }
-    }
+    track(&state.pool, attempt, async |attempt| {
+        let user = super::require(model::Action::SendEmail).await?;
+        attempt.identify(user.org_id.to_string(), Some(user.org_id));
+        let key = for_this_org(parse_button_key(&idempotency_key)?, &user)?;
+        let gate = Gate::new(
+            Allowance::of(&state.settings.limits),
+            Sender::Member {
+                verified: user.email_verified,
+            },
+        );
+        let link = invoicer_core::surfaces::customer_forms::MethodLink {
+            customer: model::CustomerId::from(customer),
+            provider: &state.stripe,
+            urls: &urls,
+            gate,
+        };
+        invoicer_core::surfaces::customer_forms::send_method_link(
+            &state.pool,
+            &attempt,
+            user.org_id,
+            key,
+            link,
+        )
+        .await
+    })
+    .await
+    .map_err(AppError::respond)?;
     leptos_axum::redirect(&format!("/customers/{customer}?link=sent"));
     Ok(())
 }

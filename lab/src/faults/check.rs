@@ -15,26 +15,53 @@ use super::load::{Ledger, Op};
 use super::report::Report;
 
 /// Waits until `org`'s outbox has no unsent row, it made no progress for `idle`, or `within` passed
-/// (then the check reports what is unsent).
+/// (then the check reports what is unsent). Prints how the wait ended and, when rows are left, what
+/// they are (lane, kind, how many, their attempts, when the next is due).
 pub(crate) async fn outbox_drained(
     pool: &PgPool,
     org: model::OrgId,
     within: Duration,
     idle: Duration,
 ) -> sqlx::Result<()> {
-    let deadline = Instant::now() + within;
+    let started = Instant::now();
+    let deadline = started + within;
     // Progress is a row sent or an attempt made: a last row that keeps failing (the receiver's
     // random 500s) is still being worked on, not stuck.
     let (mut last, mut progressed) = ((i64::MAX, -1), Instant::now());
-    while Instant::now() < deadline && progressed.elapsed() < idle {
+    let ended = loop {
         let (left, attempts) = unsent(pool, org).await?;
         if left == 0 {
-            break;
+            break "empty";
         }
         if left < last.0 || attempts > last.1 {
             (last, progressed) = ((left, attempts), Instant::now());
         }
+        if Instant::now() >= deadline {
+            break "deadline";
+        }
+        if progressed.elapsed() >= idle {
+            break "idle";
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    println!(
+        "outbox drain: {ended} after {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    if ended != "empty" {
+        // language=PostgreSQL
+        let rows: Vec<(String, String, i64, i64, Option<f64>)> = sqlx::query_as(
+            "select lane, kind, count(*), max(attempts)::int8,                     extract(epoch from min(next_attempt_at) - now())::float8              from outbox where org_id = $1 and sent_at is null and dead_at is null              group by lane, kind order by lane, kind",
+        )
+        .bind(org)
+        .fetch_all(pool)
+        .await?;
+        for (lane, kind, n, attempts, next) in rows {
+            println!(
+                "  left in lane {lane}: {n} {kind}, at most {attempts} attempts, next due in {:.1} s",
+                next.unwrap_or(0.0)
+            );
+        }
     }
     Ok(())
 }
@@ -203,7 +230,8 @@ pub(crate) async fn check(
         select id, kind, sent_at is not null as "sent!", dead_at is not null as "dead!"
         from outbox
         where (org_id = $1 or org_id is null)
-          and kind not in ('webhook', 'expire_checkout', 'stripe_refund', 'customer_import')
+          and kind not in ('webhook', 'expire_checkout', 'stripe_refund', 'customer_import',
+                           'detach_payment_method')
         "#,
         org as _
     )

@@ -180,13 +180,14 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
     let charged_invoices = charging.await??;
     // The clock stops: the workers catch up with every period and reminder it made due.
     let behind = schedules::settle(&pool, fixture.org, Duration::from_secs(180)).await?;
-    // The outbox drains too: every email row sent. One worker sends the backlog the load left; the
-    // wait ends when it is empty, when no row was sent and no attempt made for 30 s, or after 10
-    // minutes (then the check reports what is unsent).
+    // The outbox drains too: every email row sent. One worker sends the backlog the load left (the
+    // webhooks one at a time to the one endpoint, in order: minutes of them after a full run); the
+    // wait ends when it is empty, when no row was sent and no attempt made for 30 s (stuck: the
+    // check reports what is unsent), or after half an hour.
     outbox_drained(
         &pool,
         fixture.org,
-        Duration::from_secs(600),
+        Duration::from_secs(1800),
         Duration::from_secs(30),
     )
     .await?;

@@ -85,7 +85,11 @@ impl Receiver {
             h.unknown,
             h.missing,
         );
-        anyhow::ensure!(h.ok(), "webhooks out lost or changed deliveries: {h:?}");
+        anyhow::ensure!(
+            h.ok(),
+            "webhooks out lost or changed deliveries (the first lost: {:?})",
+            &h.lost[..h.lost.len().min(10)]
+        );
         Ok(())
     }
 }

@@ -5,7 +5,6 @@
 use axum::extract::State;
 use axum::response::Response;
 use axum::Json;
-use invoicer_core::payments::charges;
 use invoicer_core::surfaces::api;
 use invoicer_core::{accounts::orgs, AppState};
 use model::collection::{LateFees, RetryDays};
@@ -182,7 +181,7 @@ async fn current(state: &AppState, org: model::OrgId) -> Result<Org, ProblemResp
     let (name, time_zone) = name_and_zone(&mut *state.pool.acquire().await?, org).await?;
     let details = orgs::details(&state.pool, org).await?;
     let bank = orgs::bank_details(&state.pool, org).await?;
-    let collection = charges::settings(&mut *state.pool.acquire().await?, org).await?;
+    let collection = orgs::collection(&mut *state.pool.acquire().await?, org).await?;
     Ok(Org::new(
         org.uuid(),
         name,
@@ -246,6 +245,13 @@ pub(super) async fn patch_org(write: Write) -> Result<Response, ProblemResponse>
             if let Err(bad) = edited.late_fees.check() {
                 fields.extend(bad.into_iter().map(|(f, m)| (format!("late_fees.{f}"), m)));
             }
+            if let Some(rate) = edited.late_fees.tax_rate_id {
+                let pool = &req.state().pool;
+                if !invoicer_core::invoicing::tax_rates::is_active(pool, org, rate).await? {
+                    let why = "Choose one of your tax rates that is not archived.".to_owned();
+                    fields.insert("late_fees.tax_rate_id".into(), why);
+                }
+            }
             if !fields.is_empty() {
                 return Err(write::invalid("org", fields));
             }
@@ -256,7 +262,7 @@ pub(super) async fn patch_org(write: Write) -> Result<Response, ProblemResponse>
                     let actor = invoicer_core::accounts::api_keys::actor(tx, key).await?;
                     orgs::save_details(tx, org, &actor, &details).await?;
                     orgs::save_bank_details(tx, org, &actor, &bank).await?;
-                    charges::save_settings(tx, org, &collection.0, &collection.1).await?;
+                    orgs::save_collection(tx, org, &collection.0, &collection.1).await?;
                     let (name, time_zone) = name_and_zone(tx, org).await?;
                     let saved = OrgEditable::of(details.clone(), bank.clone(), collection.clone());
                     let body = Org::new(org.uuid(), name, time_zone, saved);

@@ -302,3 +302,41 @@ pub async fn save_bank_details(
     let changes = bank_changes(&before, bank);
     record_changes(tx, org, actor, "org.bank_details_changed", &changes).await
 }
+
+/// The org's retry days and late fees.
+pub async fn collection(
+    conn: &mut PgConnection,
+    org: OrgId,
+) -> sqlx::Result<(model::collection::RetryDays, model::collection::LateFees)> {
+    // language=PostgreSQL
+    let row = sqlx::query!(
+        r#"select retry_days as "retry_days!: Vec<i16>", late_fees from orgs where id = $1"#,
+        org as _
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    let days = model::collection::RetryDays(row.retry_days.iter().map(|d| *d as u32).collect());
+    // Written only through `save_settings`, checked: anything else reads as no fee.
+    let fees = serde_json::from_value(row.late_fees).unwrap_or_default();
+    Ok((days, fees))
+}
+
+/// Saves the org's retry days and late fees (checked by the caller).
+pub async fn save_collection(
+    tx: &mut PgConnection,
+    org: OrgId,
+    days: &model::collection::RetryDays,
+    fees: &model::collection::LateFees,
+) -> sqlx::Result<()> {
+    let days: Vec<i16> = days.0.iter().map(|d| *d as i16).collect();
+    // language=PostgreSQL
+    sqlx::query!(
+        "update orgs set retry_days = $2, late_fees = $3 where id = $1",
+        org as _,
+        &days,
+        serde_json::to_value(fees).expect("late fees serialise")
+    )
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}

@@ -132,6 +132,19 @@ pub async fn archive(tx: &mut PgConnection, org: OrgId, id: Uuid) -> sqlx::Resul
     Ok(found.is_some())
 }
 
+/// Whether `id` is one of `org`'s rates, not archived.
+pub async fn is_active(db: impl PgExecutor<'_>, org: OrgId, id: Uuid) -> sqlx::Result<bool> {
+    // language=PostgreSQL
+    let found = sqlx::query_scalar!(
+        r#"select true as "found!" from tax_rates where id = $1 and org_id = $2 and archived_at is null"#,
+        id,
+        org as _
+    )
+    .fetch_optional(db)
+    .await?;
+    Ok(found.is_some())
+}
+
 /// `org`'s rates among those `input`'s lines name (archived ones too: a draft saved with a rate keeps
 /// it). One query, and none when no line is taxed.
 async fn named(

@@ -103,7 +103,7 @@ async fn run_one(
             description: format!("Late fee for invoice {number} (step {})", due.step),
             quantity: Thousandths::whole(1),
             unit_amount_cents: fee,
-            tax_rate_id: None,
+            tax_rate_id: fees.tax_rate_id,
         }],
         ..InvoiceInput::default()
     };

@@ -55,6 +55,8 @@ pub enum Kind {
     PaymentMethodLink,
     /// A charge waits for the customer to confirm it (3-D Secure): the link to do so.
     ChargeAction,
+    /// Let a removed saved method go at its provider: a call, not an email.
+    DetachPaymentMethod,
 }
 
 impl Kind {
@@ -79,6 +81,7 @@ impl Kind {
             Kind::OrgChangeNotice => "org_change_notice",
             Kind::PaymentMethodLink => "payment_method_link",
             Kind::ChargeAction => "charge_action",
+            Kind::DetachPaymentMethod => "detach_payment_method",
         }
     }
 }
@@ -147,6 +150,7 @@ pub enum JobKind {
     ExpireCheckout,
     StripeRefund,
     CustomerImport,
+    DetachPaymentMethod,
 }
 
 impl From<JobKind> for Kind {
@@ -155,6 +159,7 @@ impl From<JobKind> for Kind {
             JobKind::ExpireCheckout => Kind::ExpireCheckout,
             JobKind::StripeRefund => Kind::StripeRefund,
             JobKind::CustomerImport => Kind::CustomerImport,
+            JobKind::DetachPaymentMethod => Kind::DetachPaymentMethod,
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod charges;
 pub mod checkout;
 pub mod credit_balance;
 pub mod manual;
+pub mod provider;
 pub mod refunds;
 pub mod saved;
 pub mod stripe;
@@ -539,7 +540,7 @@ pub async fn derive(tx: &mut PgConnection, invoice: InvoiceId) -> sqlx::Result<M
 /// Events of one payment take different claims (different event ids), so they could run
 /// concurrently and miss each other's uncommitted rows. This transaction-scoped lock on the payment
 /// makes them take turns; it is the first lock any of them takes (the invoice row comes second).
-async fn lock_payment(
+pub(crate) async fn lock_payment(
     tx: &mut PgConnection,
     provider: &str,
     provider_payment_id: &str,

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use crate::payments::stripe::client::{NewSetupSession, Stripe, StripeError};
+use crate::payments::provider::{NewCustomer, NewSetup, Provider, ProviderError};
 use crate::payments::{Effect, EffectKind};
 
 #[derive(Debug, thiserror::Error)]
@@ -22,8 +22,8 @@ pub enum LinkError {
     #[error(transparent)]
     Db(#[from] sqlx::Error),
     #[error(transparent)]
-    Stripe(#[from] StripeError),
-    #[error("Stripe calls are saturated")]
+    Provider(#[from] ProviderError),
+    #[error("the payment provider's calls are saturated")]
     Saturated,
     #[error("the email was refused: {0:?}")]
     Refused(crate::mail::gate::Refused),
@@ -39,7 +39,7 @@ pub struct SetupUrls {
 /// repeat finds the same one); `None` when `customer` is not one of `org`'s.
 pub async fn provider_customer(
     pool: &PgPool,
-    stripe: &Stripe,
+    provider: &impl Provider,
     org: OrgId,
     customer: CustomerId,
 ) -> Result<Option<String>, LinkError> {
@@ -48,11 +48,12 @@ pub async fn provider_customer(
         r#"
         select c.name, c.email, p.provider_customer as "provider_customer?"
         from customers c
-        left join provider_customers p on p.customer_id = c.id and p.provider = 'stripe'
+        left join provider_customers p on p.customer_id = c.id and p.provider = $3
         where c.id = $1 and c.org_id = $2
         "#,
         customer as _,
-        org as _
+        org as _,
+        provider.name()
     )
     .fetch_optional(pool)
     .await?;
@@ -62,16 +63,14 @@ pub async fn provider_customer(
     if let Some(id) = known.provider_customer {
         return Ok(Some(id));
     }
-    let made = stripe
-        .create_customer(
-            &known.email,
-            &known.name,
-            &[
-                ("org_id", org.to_string()),
-                ("customer_id", customer.to_string()),
-            ],
-            &format!("invoicer-customer-{customer}"),
-        )
+    let new = NewCustomer {
+        org,
+        customer: customer.uuid(),
+        email: &known.email,
+        name: &known.name,
+    };
+    let made = provider
+        .create_customer(&new, &format!("invoicer-customer-{customer}"))
         .await?;
     // A concurrent first use made the same one (same key) or, past the provider's memory of the
     // key, another: the first stored wins and is the one used from now on. (Its row is read by a
@@ -80,20 +79,22 @@ pub async fn provider_customer(
     sqlx::query!(
         r#"
         insert into provider_customers (customer_id, provider, org_id, provider_customer, livemode)
-        values ($1, 'stripe', $2, $3, $4)
+        values ($1, $5, $2, $3, $4)
         on conflict do nothing
         "#,
         customer as _,
         org as _,
         made.id,
-        made.livemode
+        made.livemode,
+        provider.name()
     )
     .execute(pool)
     .await?;
     // language=PostgreSQL
     let stored = sqlx::query_scalar!(
-        "select provider_customer from provider_customers where customer_id = $1 and provider = 'stripe'",
-        customer as _
+        "select provider_customer from provider_customers where customer_id = $1 and provider = $2",
+        customer as _,
+        provider.name()
     )
     .fetch_one(pool)
     .await?;
@@ -105,20 +106,20 @@ pub async fn provider_customer(
 /// `customer` is not one of `org`'s.
 pub async fn setup_link(
     pool: &PgPool,
-    stripe: &Stripe,
+    provider: &impl Provider,
     org: OrgId,
     customer: CustomerId,
     currency: &str,
     attempt: &str,
     urls: &SetupUrls,
 ) -> Result<Option<String>, LinkError> {
-    let Some(_slot) = stripe.call_slot() else {
+    let Some(_slot) = provider.call_slot() else {
         return Err(LinkError::Saturated);
     };
-    let Some(at_provider) = provider_customer(pool, stripe, org, customer).await? else {
+    let Some(at_provider) = provider_customer(pool, provider, org, customer).await? else {
         return Ok(None);
     };
-    let new = NewSetupSession {
+    let new = NewSetup {
         org,
         customer_id: customer.uuid(),
         customer: &at_provider,
@@ -128,55 +129,7 @@ pub async fn setup_link(
     };
     let digest = Sha256::digest(attempt.as_bytes());
     let key = format!("invoicer-setup-{}", hex::encode(&digest[..16]));
-    let session = stripe.create_setup_session(&new, &key).await?;
-    session.url.map(Some).ok_or_else(|| {
-        StripeError::Unreadable(format!("setup session {} has no url", session.id)).into()
-    })
-}
-
-/// The owner sends `customer` of `org` a setup page by email, once per `attempt` (the rendered
-/// button's key names both the page and the email). `None` when `customer` is not one of `org`'s.
-pub async fn email_link(
-    pool: &PgPool,
-    stripe: &Stripe,
-    org: OrgId,
-    customer: CustomerId,
-    attempt: &str,
-    urls: &SetupUrls,
-    gate: crate::mail::gate::Gate,
-) -> Result<Option<()>, LinkError> {
-    let Some(url) = setup_link(pool, stripe, org, customer, "eur", attempt, urls).await? else {
-        return Ok(None);
-    };
-    let mut tx = pool.begin().await?;
-    // language=PostgreSQL
-    let to = sqlx::query!(
-        r#"select c.email, o.name as org_name from customers c join orgs o on o.id = c.org_id
-           where c.id = $1 and c.org_id = $2"#,
-        customer as _,
-        org as _
-    )
-    .fetch_one(&mut *tx)
-    .await?;
-    let permit = gate
-        .permit(&mut tx, org, &to.email)
-        .await?
-        .map_err(LinkError::Refused)?;
-    crate::outbox::enqueue_email(
-        &mut tx,
-        permit,
-        None,
-        crate::outbox::MailKind::PaymentMethodLink,
-        serde_json::json!({
-            "to": to.email,
-            "org_name": to.org_name,
-            "url": url,
-            "dedupe": format!("payment-method-link/{attempt}"),
-        }),
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(Some(()))
+    Ok(Some(provider.setup_page(&new, &key).await?))
 }
 
 /// The methods `customer` of `org` saved and did not remove, oldest first; `None` when the customer
@@ -200,7 +153,7 @@ pub async fn list(
     // language=PostgreSQL
     let rows = sqlx::query!(
         r#"
-        select id, type as kind, brand, last4, mandate_reference, is_default
+        select id, type as kind, brand, last4, mandate_reference, mandate_status, is_default
         from payment_methods
         where customer_id = $1 and org_id = $2 and removed_at is null
         order by created_at, id
@@ -218,6 +171,7 @@ pub async fn list(
                 brand: r.brand,
                 last4: r.last4,
                 mandate_reference: r.mandate_reference,
+                mandate_status: r.mandate_status,
                 default: r.is_default,
             })
             .collect(),
@@ -230,7 +184,8 @@ pub async fn of_invoice(pool: &PgPool, invoice: Uuid) -> sqlx::Result<Vec<SavedM
     // language=PostgreSQL
     let rows = sqlx::query!(
         r#"
-        select m.id, m.type as kind, m.brand, m.last4, m.mandate_reference, m.is_default
+        select m.id, m.type as kind, m.brand, m.last4, m.mandate_reference, m.mandate_status,
+               m.is_default
         from invoices i
         join payment_methods m on m.customer_id = i.customer_id and m.org_id = i.org_id
         where i.id = $1 and m.removed_at is null
@@ -248,6 +203,7 @@ pub async fn of_invoice(pool: &PgPool, invoice: Uuid) -> sqlx::Result<Vec<SavedM
             brand: r.brand,
             last4: r.last4,
             mandate_reference: r.mandate_reference,
+            mandate_status: r.mandate_status,
             default: r.is_default,
         })
         .collect())
@@ -265,6 +221,7 @@ pub struct SetupFact<'a> {
     pub last4: Option<&'a str>,
     pub mandate: Option<&'a str>,
     pub mandate_reference: Option<&'a str>,
+    pub mandate_status: Option<&'a str>,
     pub event_id: &'a str,
 }
 
@@ -310,8 +267,9 @@ pub async fn record_setup(tx: &mut PgConnection, f: &SetupFact<'_>) -> sqlx::Res
         r#"
         with new as (
             insert into payment_methods (id, org_id, customer_id, provider, provider_method, type,
-                                         brand, last4, mandate, mandate_reference, event_id)
-            values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                                         brand, last4, mandate, mandate_reference, mandate_status,
+                                         event_id)
+            values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $11)
             on conflict (provider, provider_method) do nothing
             returning id
         ), others as (
@@ -331,6 +289,7 @@ pub async fn record_setup(tx: &mut PgConnection, f: &SetupFact<'_>) -> sqlx::Res
         short(f.mandate, 100),
         short(f.mandate_reference, 100),
         f.event_id,
+        short(f.mandate_status, 20),
     )
     .fetch_optional(&mut *tx)
     .await?;
@@ -367,8 +326,9 @@ pub async fn record_setup(tx: &mut PgConnection, f: &SetupFact<'_>) -> sqlx::Res
     Ok(effect)
 }
 
-/// Removes saved method `method` of `org`'s customer (their default passes to the newest left).
-/// Returns the provider's id to detach there, or `None` when there is no such method.
+/// Removes saved method `method` of `org`'s customer (their default passes to the newest left), and
+/// queues its detaching at the provider in the same transaction (a worker makes the call). Returns
+/// the provider's id, or `None` when there is no such method.
 pub async fn remove(
     tx: &mut PgConnection,
     org: OrgId,
@@ -405,5 +365,68 @@ pub async fn remove(
     )
     .execute(&mut *tx)
     .await?;
+    crate::outbox::enqueue_job(
+        tx,
+        org,
+        crate::outbox::JobKind::DetachPaymentMethod,
+        serde_json::json!({ "method_id": method }),
+    )
+    .await?;
     Ok(Some(removed.provider_method))
+}
+
+/// A worker's call for a `detach_payment_method` row it holds: the removed method is let go at its
+/// provider under a key named by the method (a repeat is the same call), then marked detached.
+/// Err: (shown, detail, permanent).
+pub async fn detach_at_provider(
+    pool: &PgPool,
+    provider: Option<&impl Provider>,
+    payload: &serde_json::Value,
+) -> Result<(), (String, String, bool)> {
+    let db = |e: sqlx::Error| {
+        let shown = "temporary error while detaching a payment method";
+        (shown.to_owned(), e.to_string(), false)
+    };
+    let Some(method) = payload["method_id"]
+        .as_str()
+        .and_then(|s| s.parse::<Uuid>().ok())
+    else {
+        let detail = "payload has no method_id".to_owned();
+        return Err(("no payment method to detach".into(), detail, true));
+    };
+    let Some(provider) = provider.filter(|p| p.configured()) else {
+        // Without a provider nothing was saved there.
+        return Ok(());
+    };
+    // language=PostgreSQL
+    let found = sqlx::query_scalar!(
+        r#"
+        select provider_method from payment_methods
+        where id = $1 and provider = $2 and removed_at is not null and detached_at is null
+        "#,
+        method,
+        provider.name()
+    )
+    .fetch_optional(pool)
+    .await
+    .map_err(db)?;
+    let Some(at_provider) = found else {
+        return Ok(());
+    };
+    provider
+        .detach(&at_provider, &format!("invoicer-detach-{method}"))
+        .await
+        .map_err(|e| {
+            let shown = "the payment provider could not detach the method";
+            (shown.to_owned(), e.to_string(), !e.retryable())
+        })?;
+    // language=PostgreSQL
+    sqlx::query!(
+        "update payment_methods set detached_at = coalesce(detached_at, now()) where id = $1",
+        method
+    )
+    .execute(pool)
+    .await
+    .map_err(db)?;
+    Ok(())
 }

@@ -172,3 +172,113 @@ pub async fn customer_action(
         }
     }
 }
+
+/// Whether the owner's link email was queued by this press or an earlier one of the same button.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkSent {
+    Now,
+    Already,
+}
+
+impl crate::observe::Tracked for LinkSent {
+    fn outcome(&self) -> crate::observe::AttemptOutcome {
+        match self {
+            LinkSent::Now => crate::observe::AttemptOutcome::Won,
+            LinkSent::Already => crate::observe::AttemptOutcome::Replay,
+        }
+    }
+}
+
+/// What the owner's link email is: to whom, through which provider, back to where, by which gate.
+pub struct MethodLink<'a, P> {
+    pub customer: CustomerId,
+    pub provider: &'a P,
+    pub urls: &'a crate::payments::saved::SetupUrls,
+    pub gate: crate::mail::gate::Gate,
+}
+
+/// "Email a link to save a payment method" on a customer's page: the setup page is asked of the
+/// provider under a key named by the rendered button (a repeat gets the same page; the call leaves
+/// the database, so it comes before the claim), then the claim `(form, send_payment_method_link)`
+/// and the email's outbox row commit together: one email per rendered button, however often it is
+/// pressed.
+pub async fn send_method_link<P: crate::payments::provider::Provider>(
+    pool: &PgPool,
+    attempt: &Attempt,
+    org: OrgId,
+    form_key: Uuid,
+    link: MethodLink<'_, P>,
+) -> Result<LinkSent, AppError> {
+    let MethodLink {
+        customer,
+        provider,
+        urls,
+        gate,
+    } = link;
+    use crate::payments::saved::{setup_link, LinkError};
+
+    let attempt_name = format!("form:{form_key}");
+    let page = setup_link(pool, provider, org, customer, "eur", &attempt_name, urls);
+    let url = match page.await {
+        Ok(Some(url)) => url,
+        Ok(None) => return Err(AppError::NotFound),
+        Err(LinkError::Db(e)) => return Err(e.into()),
+        Err(LinkError::Refused(refused)) => return Err(AppError::BadRequest(refused.to_string())),
+        Err(e) => {
+            tracing::warn!(error = %e, "a setup page for the owner's link");
+            return Err(AppError::BadRequest(
+                "The payment provider could not be reached. Nothing was sent: try again in a \
+                 minute."
+                    .into(),
+            ));
+        }
+    };
+    let key = Form::CustomerAction("send_payment_method_link").claim_key(org, form_key);
+    let terms = Terms {
+        result_id: Some(customer.uuid()),
+        ..Terms::default()
+    };
+    let ran = once(pool, attempt, &key, &terms, || {
+        let url = url.clone();
+        async move |tx| {
+            // language=PostgreSQL
+            let to = sqlx::query!(
+                r#"select c.email, o.name as org_name from customers c join orgs o on o.id = c.org_id
+                   where c.id = $1 and c.org_id = $2"#,
+                customer as _,
+                org as _
+            )
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(AppError::NotFound)?;
+            let permit = gate.permit(tx, org, &to.email).await??;
+            crate::outbox::enqueue_email(
+                tx,
+                permit,
+                None,
+                crate::outbox::MailKind::PaymentMethodLink,
+                serde_json::json!({
+                    "to": to.email,
+                    "org_name": to.org_name,
+                    "url": url,
+                    "dedupe": format!("payment-method-link/{form_key}"),
+                }),
+            )
+            .await?;
+            Ok::<_, AppError>(Work::Commit {
+                answer: LinkSent::Now,
+                outcome: Outcome::result(customer.uuid()),
+                concerns: Concerns {
+                    org: Some(org),
+                    invoice: None,
+                },
+            })
+        }
+    })
+    .await?;
+    match ran {
+        Once::Ran(sent) => Ok(sent),
+        Once::Done(_) | Once::Mismatch => Ok(LinkSent::Already),
+        Once::Busy { retry_after } => Err(busy("This link is being sent.", retry_after)),
+    }
+}

@@ -11,8 +11,8 @@ use crate::claim::{ClaimKey, Outcome, Terms};
 use crate::mail::gate::Allowance;
 use crate::observe::{Attempt, AttemptOutcome, Concerns, Tracked};
 use crate::payments::charges::{self, ChargeFact};
+use crate::payments::provider::{MethodDetails, Provider, ProviderError};
 use crate::payments::saved::{self, SetupFact};
-use crate::payments::stripe::client::{Stripe, StripeError};
 use crate::payments::{self, DisputeFact, Effect, EffectKind, RefundFact, SessionFact};
 use crate::surfaces::{once, Once, Work};
 use model::collection::ChargeState;
@@ -111,23 +111,14 @@ pub struct Context {
     pub method: Option<MethodDetails>,
 }
 
-/// A saved method as the provider describes it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MethodDetails {
-    pub kind: String,
-    pub brand: Option<String>,
-    pub last4: Option<String>,
-    pub mandate_reference: Option<String>,
-}
-
 /// For an event that saves a method: the method (and its mandate) read from the provider, before
 /// anything is claimed (a read, repeated harmlessly by a redelivery). `None` for any other event,
 /// or when no provider is configured (the method is saved with its type only).
 pub async fn method_details(
-    stripe: &Stripe,
+    provider: &impl Provider,
     event: &Event,
-) -> Result<Option<MethodDetails>, StripeError> {
-    if EventType::parse(&event.kind) != EventType::SetupSucceeded || !stripe.configured() {
+) -> Result<Option<MethodDetails>, ProviderError> {
+    if EventType::parse(&event.kind) != EventType::SetupSucceeded || !provider.configured() {
         return Ok(None);
     }
     let Ok(intent) = serde_json::from_value::<SetupIntent>(event.data.object.clone()) else {
@@ -136,24 +127,11 @@ pub async fn method_details(
     let Some(id) = intent.payment_method.as_deref() else {
         return Ok(None);
     };
-    let method = stripe.retrieve_payment_method(id).await?;
-    let mandate_reference = match intent.mandate.as_deref() {
-        Some(mandate) if method.kind == "sepa_debit" => {
-            stripe.retrieve_mandate(mandate).await?.reference()
-        }
-        _ => None,
-    };
-    let (brand, last4) = match (&method.card, &method.sepa_debit) {
-        (Some(card), _) => (card.brand.clone(), card.last4.clone()),
-        (None, Some(debit)) => (None, debit.last4.clone()),
-        (None, None) => (None, None),
-    };
-    Ok(Some(MethodDetails {
-        kind: method.kind,
-        brand,
-        last4,
-        mandate_reference,
-    }))
+    Ok(Some(
+        provider
+            .describe_method(id, intent.mandate.as_deref())
+            .await?,
+    ))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -456,6 +434,7 @@ async fn apply(
                     last4: details.last4.as_deref(),
                     mandate: intent.mandate.as_deref(),
                     mandate_reference: details.mandate_reference.as_deref(),
+                    mandate_status: details.mandate_status.as_deref(),
                     event_id: &event.id,
                 },
             )

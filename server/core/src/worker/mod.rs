@@ -347,6 +347,10 @@ pub async fn process(
         } else if row.kind == outbox::Kind::StripeRefund.as_str() {
             failpoint::hit("worker.before_send");
             crate::payments::refunds::at_stripe(pool, config.stripe.as_ref(), &row).await
+        } else if row.kind == outbox::Kind::DetachPaymentMethod.as_str() {
+            failpoint::hit("worker.before_send");
+            let provider = config.stripe.as_ref();
+            crate::payments::saved::detach_at_provider(pool, provider, &row.payload).await
         } else if row.kind == outbox::Kind::CustomerImport.as_str() {
             crate::customers::imports::apply(pool, &row.payload).await
         } else if row.kind == outbox::Kind::Webhook.as_str() {

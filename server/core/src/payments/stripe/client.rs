@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::payments::provider::NewCharge;
+
 /// The API version the requests and the parsing are written against.
 pub const STRIPE_VERSION: &str = "2024-06-20";
 /// Stripe's public API (`STRIPE_API_BASE` points the app elsewhere: the local Stripe in dev and tests).
@@ -84,20 +86,6 @@ pub struct NewSetupSession<'a> {
     pub cancel_url: &'a str,
 }
 
-/// An off-session charge of a saved method.
-#[derive(Debug, Clone)]
-pub struct NewCharge<'a> {
-    pub org: model::OrgId,
-    pub invoice: uuid::Uuid,
-    pub attempt: i16,
-    /// Stripe's units.
-    pub amount: i64,
-    pub currency: &'a str,
-    pub customer: &'a str,
-    pub payment_method: &'a str,
-    pub description: &'a str,
-}
-
 /// A PaymentIntent as Stripe answers it (the fields invoicer reads).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Intent {
@@ -167,6 +155,9 @@ pub struct MethodDebit {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Mandate {
     pub id: String,
+    /// `active`, `pending` or `inactive`.
+    #[serde(default)]
+    pub status: Option<String>,
     #[serde(default)]
     pub payment_method_details: serde_json::Value,
 }
@@ -282,6 +273,11 @@ impl StripeError {
     }
 }
 
+/// `id` as one segment of a URL's path or one value of its query, whatever it holds.
+fn path_segment(id: &str) -> String {
+    percent_encoding::utf8_percent_encode(id, percent_encoding::NON_ALPHANUMERIC).collect()
+}
+
 #[derive(Deserialize)]
 struct ErrorBody {
     error: ErrorObject,
@@ -363,8 +359,7 @@ impl Stripe {
         id: &str,
         idempotency_key: &str,
     ) -> Result<Session, StripeError> {
-        let id: String =
-            percent_encoding::utf8_percent_encode(id, percent_encoding::NON_ALPHANUMERIC).collect();
+        let id = path_segment(id);
         let url = format!("{}/v1/checkout/sessions/{id}/expire", self.base);
         self.call(|http, key| {
             http.post(&url)
@@ -406,14 +401,10 @@ impl Stripe {
     /// `GET /v1/refunds?payment_intent=...`: every refund of `payment_intent`, newest first, read
     /// page by page.
     pub async fn list_refunds(&self, payment_intent: &str) -> Result<Vec<Refund>, StripeError> {
-        let encode = |text: &str| -> String {
-            percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC)
-                .collect()
-        };
         let first = format!(
             "{}/v1/refunds?payment_intent={}&limit={LIST_LIMIT}",
             self.base,
-            encode(payment_intent)
+            path_segment(payment_intent)
         );
         let mut url = first.clone();
         let mut refunds = Vec::new();
@@ -425,7 +416,9 @@ impl Stripe {
             let last = page.data.last().map(|r| r.id.clone());
             refunds.extend(page.data);
             match last {
-                Some(last) if more => url = format!("{first}&starting_after={}", encode(&last)),
+                Some(last) if more => {
+                    url = format!("{first}&starting_after={}", path_segment(&last))
+                }
                 _ => return Ok(refunds),
             }
         }
@@ -551,16 +544,14 @@ impl Stripe {
 
     /// `GET /v1/payment_methods/{id}`.
     pub async fn retrieve_payment_method(&self, id: &str) -> Result<Method, StripeError> {
-        let id: String =
-            percent_encoding::utf8_percent_encode(id, percent_encoding::NON_ALPHANUMERIC).collect();
+        let id = path_segment(id);
         let url = format!("{}/v1/payment_methods/{id}", self.base);
         self.call(|http, key| http.get(&url).bearer_auth(key)).await
     }
 
     /// `GET /v1/mandates/{id}`.
     pub async fn retrieve_mandate(&self, id: &str) -> Result<Mandate, StripeError> {
-        let id: String =
-            percent_encoding::utf8_percent_encode(id, percent_encoding::NON_ALPHANUMERIC).collect();
+        let id = path_segment(id);
         let url = format!("{}/v1/mandates/{id}", self.base);
         self.call(|http, key| http.get(&url).bearer_auth(key)).await
     }
@@ -571,8 +562,7 @@ impl Stripe {
         id: &str,
         idempotency_key: &str,
     ) -> Result<Method, StripeError> {
-        let id: String =
-            percent_encoding::utf8_percent_encode(id, percent_encoding::NON_ALPHANUMERIC).collect();
+        let id = path_segment(id);
         let url = format!("{}/v1/payment_methods/{id}/detach", self.base);
         self.call(|http, key| {
             http.post(&url)
@@ -584,8 +574,7 @@ impl Stripe {
 
     /// `GET /v1/checkout/sessions/{id}`.
     pub async fn retrieve_checkout_session(&self, id: &str) -> Result<Session, StripeError> {
-        let id: String =
-            percent_encoding::utf8_percent_encode(id, percent_encoding::NON_ALPHANUMERIC).collect();
+        let id = path_segment(id);
         let url = format!("{}/v1/checkout/sessions/{id}", self.base);
         self.call(|http, key| http.get(&url).bearer_auth(key)).await
     }

@@ -5,5 +5,6 @@
 pub const PROVIDER: &str = "stripe";
 
 pub mod client;
+pub mod collect;
 pub mod signature;
 pub mod standin;
