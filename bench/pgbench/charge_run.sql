@@ -1,11 +1,12 @@
--- One automatic charge (invoicer_core::payments::charges::run_due and charge), as the database sees
+-- One automatic charge (invoicer_core::jobs::charges::run_due and charge), as the database sees
 -- it, without the call to Stripe between its two transactions: the next due attempt nobody holds
 -- (FOR UPDATE SKIP LOCKED, passing over attempts under a fresh lease) and its lease, the claim
 -- (job, charge:<invoice>, <n>) mirrored on the attempt's row, committed; what to charge (the invoice, the customer's default
 -- method and Stripe customer) and the amount and method fixed on the attempt; then the answer
 -- recorded by the rule the payment_intent.* events follow (payments::charges::record_charge: the
 -- payment's lock, the invoice and attempt rows, the attempt's state moved up, the payment and its
--- receipt in one statement, the invoice derived from its payments) with the lease's completion.
+-- receipt in one statement, the invoice derived from its payments) with the lease's completion and
+-- the charge's row on the activity page (surfaces::record::finish).
 -- The benchmark's attempts are first attempts of open invoices due now, each charged in full by a
 -- card that succeeds; each transaction takes one, so a run is `-t <invoices / clients>`.
 -- The PaymentIntent id Stripe would answer with is minted here; the server's minted UUIDs are
@@ -97,4 +98,15 @@ returning i.status as "status: InvoiceStatus", i.payment_state as "payment_state
 update claims
 set status = 'done', completed_at = now(), locked_until = null, result_id = null::uuid
 where scope = 'job' and owner = 'charge:' || :invoice_id::text and key = :n::text and status = 'in_progress' and claimed_at = :token::timestamptz;
+with finished as (
+    update claims
+    set result_id = null::uuid, response_status = null::int2, response_headers = null::jsonb, response_body = null::bytea
+    where false and scope = 'job' and owner = 'charge:' || :invoice_id::text and key = :n::text and status = 'done'
+    returning 1
+)
+insert into attempts (org_id, surface, owner, key, outcome, invoice_id, request_id, duration_ms)
+select a.org_id, a.surface, a.owner, a.key, 'won', a.invoice_id, a.request_id, a.duration_ms
+from jsonb_populate_record(null::attempts, jsonb_build_object('org_id', :org_id::uuid, 'surface', 'job', 'owner', 'charge:' || :invoice_id::text,
+        'key', :n::text, 'invoice_id', :invoice_id::uuid, 'request_id', null::text, 'duration_ms', 1.0)) a
+returning (select count(*) from finished) as "finished!";
 COMMIT;

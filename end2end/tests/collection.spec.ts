@@ -151,4 +151,40 @@ test.describe("collection without asking", () => {
     const mail = mailTo(email).find((m) => m.includes("Subject: Invoice"))!;
     expect(mail).toMatch(/\/i\/[0-9a-f]{64}/);
   });
+  test("a schedule collected automatically issues its invoice and charges the saved card once", async ({ page, browser }) => {
+    await signUp(page, "charge-schedule");
+    const email = `schedule-${Date.now()}@example.com`;
+    const first = await invoiceFor(page, email, "send_invoice");
+    const { context } = await saveTwice(browser, first.link, "Save card 4242 (succeeds)");
+    await context.close();
+    await expect
+      .poll(async () => {
+        await page.goto("/customers");
+        await page.locator("tr.customer-row a").first().click();
+        return page.locator("li.payment-method").count();
+      }, { message: "the card is saved", timeout: 30_000 })
+      .toBe(1);
+    await page.goto("/schedules/new");
+    await hydrated(page);
+    const form = page.locator("form.new-schedule");
+    await form.locator('select[name="input[customer_id]"]').selectOption({ label: "Ada Lovelace" });
+    await form.locator('input[name="input[lines][0][description]"]').fill("Monthly plan");
+    await form.locator('input[name="input[lines][0][unit_amount]"]').fill("60.00");
+    await form.locator('select[name="input[collection_method]"]').selectOption("charge_automatically");
+    await form.locator('select[name="schedule[action]"]').selectOption("finalize");
+    await form.locator("button.create-schedule").click();
+    await expect(page).toHaveURL(/\/schedules\/[0-9a-f-]{36}$/);
+    // Today's run is due now: a worker issues the invoice, and its first attempt charges the card.
+    await expect
+      .poll(async () => (await reloadAndRead(page, "table.runs tr.run.issued")).length, { message: "today's run issued", timeout: 30_000 })
+      .toBe(1);
+    await page.locator("table.runs tr.run.issued a").first().click();
+    await expect(page).toHaveURL(INVOICE_URL);
+    const id = page.url().split("/").pop()!;
+    await expect
+      .poll(async () => (await reloadAndRead(page, ".payment-state")).join(","), { message: "charged and paid", timeout: 60_000 })
+      .toBe("paid");
+    expect(await reloadAndRead(page, "tr.charge-attempt td.state")).toEqual(["succeeded"]);
+    expect(await intentsAtStripe(page, id), "one charge at Stripe").toHaveLength(1);
+  });
 });

@@ -1,5 +1,5 @@
 //! `lab bench charges`: many invoices due for charging at the same moment, charged by the workers'
-//! own code (`invoicer_core::payments::charges::run_due`, one attempt per call, as the worker calls
+//! own code (`invoicer_core::jobs::charges::run_due`, one attempt per call, as the worker calls
 //! it) at a local Stripe, from `--workers` tasks at once, against pgbench running the same SQL
 //! (`bench/pgbench/charge_run.sql`: the lease, the read, the amount fixed, the answer recorded; the
 //! Stripe call left out) with as many clients over a fresh set of as many invoices. Each side must
@@ -120,7 +120,7 @@ async fn charge(pool: &PgPool, stripe: &Stripe, workers: usize) -> anyhow::Resul
     until_idle(workers, move || {
         let (pool, stripe) = (pool.clone(), stripe.clone());
         async move {
-            let handled = invoicer_core::payments::charges::run_due(
+            let handled = invoicer_core::jobs::charges::run_due(
                 &pool,
                 Some(&stripe),
                 chrono::Utc::now(),

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use chrono::Utc;
+use invoicer_core::jobs::charges;
 use invoicer_core::mail::gate::Allowance;
-use invoicer_core::payments::charges;
 use invoicer_core::payments::stripe::client::Stripe;
 use lab::stripe_local::{Config, LocalStripe};
 use serde_json::{json, Value};
@@ -237,6 +237,23 @@ async fn an_invoice_collected_automatically_is_charged_once(pool: PgPool) {
     )
     .await;
     assert_eq!(key, 1);
+    // The charge is on the activity page and the invoice's history: one row, the job's.
+    let activity: Vec<(String, String, String, String)> = sqlx::query_as(
+        "select surface, owner, key, outcome from attempts where invoice_id = $1 and surface = 'job'",
+    )
+    .bind(invoice)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        activity,
+        [(
+            "job".to_owned(),
+            format!("charge:{invoice}"),
+            "1".to_owned(),
+            "won".to_owned()
+        )]
+    );
 }
 
 /// A declined card is retried once on each of the org's days, then the invoice falls back to being

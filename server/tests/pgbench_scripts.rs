@@ -502,7 +502,7 @@ async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
                         .await
                         .unwrap();
                     capture.take();
-                    invoicer_core::payments::charges::run_due(
+                    invoicer_core::jobs::charges::run_due(
                         &pool,
                         Some(&stripe),
                         chrono::Utc::now(),

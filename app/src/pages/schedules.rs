@@ -5,7 +5,7 @@
 
 use leptos::prelude::*;
 
-use crate::pages::invoices::form::InvoiceFields;
+use crate::pages::invoices::form::{CollectionMethod, InvoiceFields};
 use crate::pages::layout::{
     error_banner, field_error, field_errors, loaded, route_resource, NotFound, Table,
 };
@@ -118,6 +118,8 @@ pub fn NewSchedulePage() -> impl IntoView {
                                             </select>
                                             {error_for("payment_terms_days")}
                                         </label>
+                                        <CollectionMethod chosen=String::new() error=None />
+                                        {error_for("collection_method")}
                                     </div>
                                     <div class="grid">
                                         <label>"Description" <input type="text" name="input[lines][0][description]" maxlength="500" />{error_for("lines[0].description")}</label>

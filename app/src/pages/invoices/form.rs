@@ -252,19 +252,7 @@ fn form_fields(
             <textarea name="input[notes]" maxlength="2000" rows="3">{values.notes}</textarea>
             {error_for("notes")}
         </label>
-        <label>
-            "Collection"
-            <select name="input[collection_method]">
-                <option value="send_invoice" selected=values.collection_method != "charge_automatically">
-                    "Send it: the customer pays from its page"
-                </option>
-                <option value="charge_automatically" selected=values.collection_method == "charge_automatically">
-                    "Charge the customer's saved payment method automatically"
-                </option>
-            </select>
-            <span class="hint">"An automatic charge needs a customer who saved a card or a SEPA mandate; without one the invoice is sent."</span>
-            {error_for("collection_method")}
-        </label>
+        <CollectionMethod chosen=values.collection_method.clone() error=errors.get("collection_method").cloned() />
     }
 }
 
@@ -581,5 +569,27 @@ fn LiveTotals(totals: Signal<Option<model::Totals>>, currency: RwSignal<String>)
                 }}
             </tbody>
         </table>
+    }
+}
+
+/// How an invoice (a schedule's, a quote's) is collected: sent for the customer to pay, or charged
+/// to their saved method.
+#[component]
+pub fn CollectionMethod(chosen: String, error: Option<String>) -> impl IntoView {
+    let automatic = chosen == "charge_automatically";
+    view! {
+        <label>
+            "Collection"
+            <select name="input[collection_method]">
+                <option value="send_invoice" selected=!automatic>
+                    "Send it: the customer pays from its page"
+                </option>
+                <option value="charge_automatically" selected=automatic>
+                    "Charge the customer's saved payment method automatically"
+                </option>
+            </select>
+            <span class="hint">"An automatic charge needs a customer who saved a card or a SEPA mandate; without one the invoice is sent."</span>
+            {error.map(|m| view! { <span class="error">{m}</span> })}
+        </label>
     }
 }

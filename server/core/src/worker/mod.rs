@@ -278,7 +278,7 @@ async fn scheduled_work(pool: &PgPool, config: &WorkerConfig) -> usize {
         tracing::warn!(worker = %config.id, error = %e, "scheduler: run failed; will retry");
         0
     });
-    let charges = crate::payments::charges::run_due(
+    let charges = crate::jobs::charges::run_due(
         pool,
         config.stripe.as_ref(),
         now,

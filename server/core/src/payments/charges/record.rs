@@ -15,7 +15,7 @@ use crate::payments::{Effect, EffectKind, Settled};
 
 /// Moves attempt `n` of `invoice` up to `state` (never down: see [`ChargeState`]); true when it
 /// moved. The reason and the confirmation page go with the state that brought them.
-pub(super) async fn set_state(
+pub(crate) async fn set_state(
     tx: &mut PgConnection,
     invoice: Uuid,
     n: i16,
@@ -51,7 +51,7 @@ pub(super) async fn set_state(
 }
 
 /// Nothing to charge any more (paid, void, sent instead, retries stopped).
-pub(super) async fn cancel(tx: &mut PgConnection, invoice: Uuid, n: i16) -> sqlx::Result<()> {
+pub(crate) async fn cancel(tx: &mut PgConnection, invoice: Uuid, n: i16) -> sqlx::Result<()> {
     // language=PostgreSQL
     sqlx::query!(
         r#"
@@ -136,7 +136,7 @@ async fn ask_customer(
 
 /// After attempt `n` failed: the next retry on the org's days, or, once they are spent (or the
 /// owner stopped them), the invoice is sent for the customer to pay. The caller holds the attempt.
-pub(super) async fn after_failure(
+pub(crate) async fn after_failure(
     tx: &mut PgConnection,
     org: OrgId,
     invoice: Uuid,
@@ -198,7 +198,7 @@ pub(super) async fn after_failure(
 
 /// The invoice is no longer collected automatically: it is sent, with its Pay link, as any invoice
 /// is (once: the email's dedupe names the invoice's fallback).
-pub(super) async fn fall_back(
+pub(crate) async fn fall_back(
     tx: &mut PgConnection,
     org: OrgId,
     invoice: Uuid,
