@@ -1,7 +1,7 @@
 import { test, expect, Page, Browser } from "@playwright/test";
 import { execFileSync } from "node:child_process";
 import path from "node:path";
-import { hydrated, MAIL_DIR, mailTo, reloadAndRead, signUp, openForm, INVOICE_URL } from "./helpers";
+import { hydrated, MAIL_DIR, mailTo, reloadAndRead, signUp, openForm, INVOICE_URL, submitTwice } from "./helpers";
 
 // scripts/test runs the local Stripe with --chaos (every event two or three times, out of order)
 // and debits that settle after a few seconds.
@@ -64,6 +64,35 @@ async function intentsAtStripe(page: Page, invoice: string): Promise<{ id: strin
   return list.data.filter((i: { metadata: { invoice_id: string } }) => i.metadata.invoice_id === invoice);
 }
 
+/** A customer `email` saves `label` from a first invoice's page (two presses at once); returns
+ * once the owner sees the saved method on the customer's page. */
+async function savedMethod(page: Page, browser: Browser, email: string, label: string) {
+  const first = await invoiceFor(page, email, "send_invoice");
+  const { context } = await saveTwice(browser, first.link, label);
+  await context.close();
+  await expect
+    .poll(async () => {
+      await page.goto("/customers");
+      await page.locator("tr.customer-row a").first().click();
+      return page.locator("li.payment-method").count();
+    }, { message: "the owner sees the saved method", timeout: 30_000 })
+    .toBe(1);
+}
+
+/** An invoice of `amount` for the saved customer `email`, collected automatically; returns its id. */
+async function chargedInvoice(page: Page, email: string, amount: string) {
+  await openForm(page);
+  await page.selectOption('select[name="input[customer_id]"]', { label: `Ada Lovelace <${email}>` });
+  await page.fill('input[name="input[due_date]"]', "2031-01-31");
+  await page.fill('input[name="input[lines][0][description]"]', "Plan");
+  await page.fill('input[name="input[lines][0][quantity]"]', "1");
+  await page.fill('input[name="input[lines][0][unit_amount]"]', amount);
+  await page.selectOption('select[name="input[collection_method]"]', "charge_automatically");
+  await page.getByRole("button", { name: "Create invoice" }).click();
+  await expect(page).toHaveURL(INVOICE_URL);
+  return page.url().split("/").pop()!;
+}
+
 test.describe("collection without asking", () => {
   test("the customer saves a card from their invoice page: two presses, one saved method, the owner sees it", async ({ page, browser }) => {
     await signUp(page, "save-card");
@@ -83,26 +112,8 @@ test.describe("collection without asking", () => {
     await signUp(page, "charge-card");
     const email = `charge-${Date.now()}@example.com`;
     // Saved from a first invoice's page; the second is charged when it is issued.
-    const first = await invoiceFor(page, email, "send_invoice");
-    const { context } = await saveTwice(browser, first.link, "Save IBAN DE89…3000 (debits succeed)");
-    await context.close();
-    await expect
-      .poll(async () => {
-        await page.goto("/customers");
-        await page.locator("tr.customer-row a").first().click();
-        return page.locator("li.payment-method").count();
-      }, { message: "the mandate is saved", timeout: 30_000 })
-      .toBe(1);
-    await openForm(page);
-    await page.selectOption('select[name="input[customer_id]"]', { label: `Ada Lovelace <${email}>` });
-    await page.fill('input[name="input[due_date]"]', "2031-01-31");
-    await page.fill('input[name="input[lines][0][description]"]', "Plan");
-    await page.fill('input[name="input[lines][0][quantity]"]', "1");
-    await page.fill('input[name="input[lines][0][unit_amount]"]', "80.00");
-    await page.selectOption('select[name="input[collection_method]"]', "charge_automatically");
-    await page.getByRole("button", { name: "Create invoice" }).click();
-    await expect(page).toHaveURL(INVOICE_URL);
-    const id = page.url().split("/").pop()!;
+    await savedMethod(page, browser, email, "Save IBAN DE89…3000 (debits succeed)");
+    const id = await chargedInvoice(page, email, "80.00");
     await expect
       .poll(async () => (await reloadAndRead(page, "tr.charge-attempt td.state")).join(","), { message: "charged, processing then paid", timeout: 60_000 })
       .toMatch(/^(processing|succeeded)$/);
@@ -112,39 +123,41 @@ test.describe("collection without asking", () => {
     expect(await intentsAtStripe(page, id), "one charge at Stripe").toHaveLength(1);
   });
 
-  test("a declined card is retried on the org's days, then the customer gets the invoice with its Pay link", async ({ page, browser }) => {
+  test("the owner sets the retry days (two presses: one save); a declined card is retried on them, then the customer gets the invoice with its Pay link", async ({ page, browser }) => {
     expect(MAIL_DIR, "needs the SMTP sink of scripts/test: the invoice email is checked").not.toBe("");
     await signUp(page, "charge-decline", { verify: true });
+    await page.goto("/settings/org");
+    await hydrated(page);
+    const settings = page.locator("form.collection-settings");
+    await expect(settings.locator('input[name="collection[retry_days]"]'), "the default days").toHaveValue("3, 5, 7");
+    await settings.locator('input[name="collection[retry_days]"]').fill("2, 4");
+    await settings.locator('select[name="collection[fee_kind]"]').selectOption("fixed");
+    await settings.locator('input[name="collection[fee]"]').fill("7.50");
+    await settings.locator('input[name="collection[fee_after_days]"]').fill("14, 28");
+    const { answers } = await submitTwice(page, settings.locator("button.save-collection"), "/rpc/save_collection");
+    expect(answers.map((a) => [a.status, a.location]), "both presses answered as the one save").toEqual([
+      [302, "/settings/org?saved=collection"],
+      [302, "/settings/org?saved=collection"],
+    ]);
+    await expect(page.locator("section[aria-labelledby=\"collection-heading\"] p.saved")).toHaveText("Collection settings saved.");
+    await page.goto("/settings/org");
+    await expect(settings.locator('input[name="collection[retry_days]"]')).toHaveValue("2, 4");
+    await expect(settings.locator('select[name="collection[fee_kind]"]')).toHaveValue("fixed");
+    await expect(settings.locator('input[name="collection[fee]"]')).toHaveValue("7.50");
+    await expect(settings.locator('input[name="collection[fee_after_days]"]')).toHaveValue("14, 28");
+
     const email = `decline-${Date.now()}@example.com`;
-    const first = await invoiceFor(page, email, "send_invoice");
-    const { context } = await saveTwice(browser, first.link, "Save card 0341 (declines later)");
-    await context.close();
-    await expect
-      .poll(async () => {
-        await page.goto("/customers");
-        await page.locator("tr.customer-row a").first().click();
-        return page.locator("li.payment-method").count();
-      }, { message: "the card is saved", timeout: 30_000 })
-      .toBe(1);
-    await openForm(page);
-    await page.selectOption('select[name="input[customer_id]"]', { label: `Ada Lovelace <${email}>` });
-    await page.fill('input[name="input[due_date]"]', "2031-01-31");
-    await page.fill('input[name="input[lines][0][description]"]', "Plan");
-    await page.fill('input[name="input[lines][0][quantity]"]', "1");
-    await page.fill('input[name="input[lines][0][unit_amount]"]', "40.00");
-    await page.selectOption('select[name="input[collection_method]"]', "charge_automatically");
-    await page.getByRole("button", { name: "Create invoice" }).click();
-    await expect(page).toHaveURL(INVOICE_URL);
-    const id = page.url().split("/").pop()!;
+    await savedMethod(page, browser, email, "Save card 0341 (declines later)");
+    const id = await chargedInvoice(page, email, "40.00");
     const states = async () => (await reloadAndRead(page, "tr.charge-attempt td.state")).join(",");
     await expect.poll(states, { message: "the first attempt declined", timeout: 30_000 }).toBe("failed");
-    // The default days: 3, 5 and 7 after the first.
-    for (const [days, seen] of [[3, "failed,failed"], [2, "failed,failed,failed"], [2, "failed,failed,failed,failed"]] as const) {
-      advanceClock(days, 1);
+    // The org's days: 2 and 4 after the first.
+    for (const seen of ["failed,failed", "failed,failed,failed"]) {
+      advanceClock(2, 1);
       await expect.poll(states, { message: `retried: ${seen}`, timeout: 30_000 }).toBe(seen);
     }
     await expect(page.locator("p.collection-method")).toHaveText("Sent for the customer to pay.");
-    expect(await intentsAtStripe(page, id), "one intent per attempt").toHaveLength(4);
+    expect(await intentsAtStripe(page, id), "one intent per attempt").toHaveLength(3);
     await expect
       .poll(() => mailTo(email).filter((m) => m.includes("Subject: Invoice")).length, { message: "the invoice mailed once", timeout: 30_000 })
       .toBe(1);
@@ -154,16 +167,7 @@ test.describe("collection without asking", () => {
   test("a schedule collected automatically issues its invoice and charges the saved card once", async ({ page, browser }) => {
     await signUp(page, "charge-schedule");
     const email = `schedule-${Date.now()}@example.com`;
-    const first = await invoiceFor(page, email, "send_invoice");
-    const { context } = await saveTwice(browser, first.link, "Save card 4242 (succeeds)");
-    await context.close();
-    await expect
-      .poll(async () => {
-        await page.goto("/customers");
-        await page.locator("tr.customer-row a").first().click();
-        return page.locator("li.payment-method").count();
-      }, { message: "the card is saved", timeout: 30_000 })
-      .toBe(1);
+    await savedMethod(page, browser, email, "Save card 4242 (succeeds)");
     await page.goto("/schedules/new");
     await hydrated(page);
     const form = page.locator("form.new-schedule");

@@ -300,8 +300,197 @@ impl LateFees {
     }
 }
 
+/// The settings page's "Collecting automatically" form as typed: day lists as text (`"3, 5, 7"`),
+/// the fee's kind (`none`, `fixed`, `percent`), its amount (`5.00`, in the invoice's currency, or
+/// a percent such as `1.5`) and the fee line's tax rate (a rate's id, or empty).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CollectionForm {
+    #[serde(default)]
+    pub retry_days: String,
+    #[serde(default)]
+    pub fee_kind: String,
+    #[serde(default)]
+    pub fee: String,
+    #[serde(default)]
+    pub fee_after_days: String,
+    #[serde(default)]
+    pub fee_tax_rate_id: String,
+}
+
+/// The most characters a day list may be typed in (six two-digit days and their commas fit).
+const DAY_LIST_CHARS: usize = 100;
+
+/// `"3, 5 7"` → `[3, 5, 7]` (commas or spaces between whole numbers); `None` for anything else.
+fn day_list(text: &str) -> Option<Vec<u32>> {
+    if text.len() > DAY_LIST_CHARS {
+        return None;
+    }
+    text.split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|d| !d.is_empty())
+        .map(|d| d.parse::<u32>().ok())
+        .collect()
+}
+
+fn print_days(days: &[u32]) -> String {
+    days.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl CollectionForm {
+    /// The form filled with what is saved.
+    pub fn of(days: &RetryDays, fees: &LateFees) -> CollectionForm {
+        let (fee_kind, fee) = match fees.amount {
+            LateFeeAmount::None => ("none", String::new()),
+            LateFeeAmount::Fixed { amount_cents } => {
+                ("fixed", crate::money::plain_amount(amount_cents, "EUR"))
+            }
+            LateFeeAmount::Percent { percent } => ("percent", percent.to_string()),
+        };
+        CollectionForm {
+            retry_days: print_days(&days.0),
+            fee_kind: fee_kind.to_owned(),
+            fee,
+            fee_after_days: print_days(&fees.after_days),
+            fee_tax_rate_id: fees
+                .tax_rate_id
+                .map(|id| id.to_string())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The retry days and late fees typed, checked as the API checks them; errors by this form's
+    /// field names. Whether the tax rate is one of the org's is for the caller to ask.
+    pub fn parse(&self) -> Result<(RetryDays, LateFees), FieldErrors> {
+        let mut errors = FieldErrors::new();
+        let days = match day_list(&self.retry_days) {
+            Some(d) => RetryDays(d),
+            None => {
+                let why = "Days as whole numbers separated by commas, e.g. 3, 5, 7.";
+                errors.insert("retry_days".into(), why.into());
+                RetryDays(Vec::new())
+            }
+        };
+        if let Err(bad) = days.check() {
+            errors.extend(bad);
+        }
+        let after_days = day_list(&self.fee_after_days).unwrap_or_else(|| {
+            let why = "Days as whole numbers separated by commas, e.g. 15, 30.";
+            errors.insert("fee_after_days".into(), why.into());
+            Vec::new()
+        });
+        let amount = match self.fee_kind.trim() {
+            "" | "none" => LateFeeAmount::None,
+            "fixed" => match crate::money::parse_amount(&self.fee, "EUR") {
+                Ok(amount_cents) => LateFeeAmount::Fixed { amount_cents },
+                Err(why) => {
+                    errors.insert("fee".into(), why);
+                    LateFeeAmount::Fixed { amount_cents: 1 }
+                }
+            },
+            "percent" => match Thousandths::parse(self.fee.trim_end_matches('%')) {
+                Some(percent) => LateFeeAmount::Percent { percent },
+                None => {
+                    errors.insert("fee".into(), "A percent such as 1.5.".into());
+                    LateFeeAmount::Percent {
+                        percent: Thousandths(1),
+                    }
+                }
+            },
+            _ => {
+                errors.insert(
+                    "fee_kind".into(),
+                    "No fee, a fixed fee or a percent.".into(),
+                );
+                LateFeeAmount::None
+            }
+        };
+        let none = matches!(amount, LateFeeAmount::None);
+        let tax_rate_id = match self.fee_tax_rate_id.trim() {
+            "" => None,
+            _ if none => None,
+            id => match uuid::Uuid::try_parse(id) {
+                Ok(id) => Some(id),
+                Err(_) => {
+                    errors.insert(
+                        "fee_tax_rate_id".into(),
+                        "Choose one of your tax rates.".into(),
+                    );
+                    None
+                }
+            },
+        };
+        let fees = LateFees {
+            amount,
+            // With no fee the steps typed are kept out: nothing to charge them with.
+            after_days: if none { Vec::new() } else { after_days },
+            tax_rate_id,
+        };
+        if let Err(bad) = fees.check() {
+            for (field, why) in bad {
+                let field = match field.as_str() {
+                    "after_days" => "fee_after_days",
+                    _ => "fee",
+                };
+                errors.entry(field.to_owned()).or_insert(why);
+            }
+        }
+        if errors.is_empty() {
+            Ok((days, fees))
+        } else {
+            Err(errors)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_settings_form_reads_what_the_api_stores_and_names_its_fields() {
+        let form = |days: &str, kind: &str, fee: &str, after: &str| CollectionForm {
+            retry_days: days.into(),
+            fee_kind: kind.into(),
+            fee: fee.into(),
+            fee_after_days: after.into(),
+            fee_tax_rate_id: String::new(),
+        };
+        let (days, fees) = form("2, 4 9", "fixed", "5.50", "7,14").parse().unwrap();
+        assert_eq!(days, RetryDays(vec![2, 4, 9]));
+        assert_eq!(fees.amount, LateFeeAmount::Fixed { amount_cents: 550 });
+        assert_eq!(fees.after_days, vec![7, 14]);
+        assert_eq!(CollectionForm::of(&days, &fees).parse(), Ok((days, fees)));
+        let (_, fees) = form("", "percent", "1.5%", "30").parse().unwrap();
+        assert_eq!(
+            fees.amount,
+            LateFeeAmount::Percent {
+                percent: Thousandths(1500)
+            }
+        );
+        let (none_days, none) = form("", "none", "", "7").parse().unwrap();
+        assert_eq!((none_days.0, none), (Vec::new(), LateFees::default()));
+        for (bad, field) in [
+            (form("3, x", "none", "", ""), "retry_days"),
+            (form("5, 3", "none", "", ""), "retry_days"),
+            (form("", "fixed", "-1", "7"), "fee"),
+            (form("", "fixed", "0", "7"), "fee"),
+            (form("", "percent", "101", "7"), "fee"),
+            (form("", "fixed", "5", ""), "fee_after_days"),
+            (form("", "fixed", "5", "30, 7"), "fee_after_days"),
+            (form("", "daily", "5", "7"), "fee_kind"),
+            (form(&"1,".repeat(60), "none", "", ""), "retry_days"),
+        ] {
+            let errors = bad.parse().unwrap_err();
+            assert!(errors.contains_key(field), "{bad:?}: {errors:?}");
+        }
+        let mut bad_rate = form("", "fixed", "5", "7");
+        bad_rate.fee_tax_rate_id = "not-an-id".into();
+        assert!(bad_rate
+            .parse()
+            .unwrap_err()
+            .contains_key("fee_tax_rate_id"));
+    }
+
     use super::*;
 
     #[test]

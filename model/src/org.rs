@@ -214,6 +214,9 @@ pub struct OrgSettingsPage {
     pub branding_key: uuid::Uuid,
     pub logo_key: uuid::Uuid,
     pub remove_logo_key: uuid::Uuid,
+    /// The retry days and late fees as the form shows them, and the key of this rendering's form.
+    pub collection: super::collection::CollectionForm,
+    pub collection_key: uuid::Uuid,
 }
 
 /// What the org's customers see of its own look.

@@ -1138,3 +1138,103 @@ async fn stopping_the_charges_cancels_the_retries(pool: PgPool) {
     assert_eq!(stripe.payment_intents().len(), 1, "nothing more charged");
     assert_eq!(attempts(&app, &token, invoice).await.len(), 1);
 }
+
+/// The settings page's "Collecting automatically": retry days and late fees saved once per
+/// rendered form (two presses at once: one claim), shown again as saved; a fee's tax rate must be
+/// one of the org's that is not archived, and a refused save changes nothing.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn the_owner_sets_retry_days_and_late_fees_once_per_form(pool: PgPool) {
+    use crate::common::{pages, team};
+
+    let app = TestApp::spawn(pool).await;
+    let org = team::org(&app.pool).await;
+    let http = team::browser(&app, &org.owner_email).await;
+    let rate = |name: &'static str, archived: bool| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, Uuid>(
+                "insert into tax_rates (id, org_id, name, percent_milli, category, exemption_reason, archived_at)
+                 values (gen_random_uuid(), $1, $2, 0, 'O', 'Outside the scope of VAT',
+                         case when $3 then now() end) returning id",
+            )
+            .bind(org.id)
+            .bind(name)
+            .bind(archived)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    let (outside, archived) = (rate("Interest", false).await, rate("Old", true).await);
+    let settings = format!("{}/settings/org", app.base);
+    let html = pages::text(&http, settings.clone()).await;
+    let form_at = html
+        .find("collection-settings")
+        .expect("the collection form");
+    let marker = "name=\"idempotency_key\" value=\"";
+    let at = form_at + html[form_at..].find(marker).unwrap() + marker.len();
+    let key = html[at..at + 36].to_owned();
+    assert!(
+        html[form_at..].contains("value=\"3, 5, 7\""),
+        "the default days are shown"
+    );
+    assert!(
+        !html[form_at..].contains(&archived.to_string()),
+        "no archived rate offered"
+    );
+    let submit = |rate: Uuid, fee: &'static str| {
+        let form = team::form(&[
+            ("idempotency_key", key.clone()),
+            ("collection[retry_days]", "2, 4".into()),
+            ("collection[fee_kind]", "fixed".into()),
+            ("collection[fee]", fee.into()),
+            ("collection[fee_after_days]", "10, 20".into()),
+            ("collection[fee_tax_rate_id]", rate.to_string()),
+        ]);
+        let (http, app) = (&http, &app);
+        async move { team::rpc(http, app, "save_collection", &form).await }
+    };
+    let saved = || async {
+        invoicer_core::accounts::orgs::collection(&mut app.pool.acquire().await.unwrap(), org.id)
+            .await
+            .unwrap()
+    };
+    let before = saved().await;
+
+    // Refused, nothing saved: an archived rate, a fee that is not an amount.
+    assert_eq!(submit(archived, "5.00").await, 422);
+    assert_eq!(submit(outside, "five").await, 422);
+    assert_eq!(saved().await, before);
+
+    let (a, b) = tokio::join!(submit(outside, "5.00"), submit(outside, "5.00"));
+    assert!(a < 400 && b < 400, "{a} {b}");
+    let (days, fees) = saved().await;
+    assert_eq!(days.0, vec![2, 4]);
+    assert_eq!(
+        fees.amount,
+        model::collection::LateFeeAmount::Fixed { amount_cents: 500 }
+    );
+    assert_eq!(
+        (fees.after_days, fees.tax_rate_id),
+        (vec![10, 20], Some(outside))
+    );
+    let claims: i64 = rows::scalar(
+        &app.pool,
+        "select count(*) from claims where scope = 'form' and owner like '%/edit_collection'",
+    )
+    .await;
+    assert_eq!(claims, 1);
+    // The same rendered form again is the same attempt: its answer, not a second save; changed,
+    // it is refused (a new rendering is a new attempt).
+    assert!(submit(outside, "5.00").await < 400);
+    assert_eq!(submit(outside, "9.00").await, 400);
+    assert_eq!(saved().await.1.amount, fees.amount);
+
+    let html = pages::text(&http, settings).await;
+    let form = &html[html.find("collection-settings").unwrap()..];
+    assert!(form.contains("value=\"2, 4\"") && form.contains("value=\"5.00\""));
+    assert!(
+        form.contains(&format!("value=\"{outside}\" selected")),
+        "{form}"
+    );
+}

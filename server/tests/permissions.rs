@@ -277,6 +277,16 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
             ]),
         ),
         (
+            "save_collection",
+            form(&[
+                ("idempotency_key", key()),
+                ("collection[retry_days]", "2, 4".into()),
+                ("collection[fee_kind]", "fixed".into()),
+                ("collection[fee]", "5.00".into()),
+                ("collection[fee_after_days]", "7".into()),
+            ]),
+        ),
+        (
             "apply_credit",
             form(&[
                 ("invoice_id", invoice.clone()),

@@ -3,6 +3,7 @@
 pub mod activity;
 pub mod auth;
 pub mod branding;
+pub mod collecting;
 pub mod customers;
 pub mod dashboard;
 pub mod filters;

@@ -147,6 +147,7 @@ pub fn OrgSettingsPage() -> impl IntoView {
                                 errors=branding_errors
                             />
                             <super::reminders::ReminderSettings steps=p.reminders.clone() key=p.reminders_key can_manage />
+                            <super::collecting::CollectionSettings saved=p.collection.clone() tax_rates=p.tax_rates.clone() key=p.collection_key can_manage />
                             <section class="card">
                                 <h2>"Tax rates"</h2>
                                 <p class="hint">"A rate's percent never changes: archive it and add another. Invoices keep the rate they were saved with."</p>

@@ -89,6 +89,39 @@ pub async fn save_reminders(
     .await
 }
 
+/// Saves the org's retry days and late fees, once per rendered form; the fee's tax rate must be
+/// one of the org's that is not archived.
+#[server(prefix = "/rpc", endpoint = "save_collection")]
+pub async fn save_collection(
+    idempotency_key: Option<String>,
+    collection: model::collection::CollectionForm,
+) -> Result<(), FormError<model::collection::CollectionForm>> {
+    use invoicer_core::surfaces::forms::Form;
+    let parsed = collection.parse();
+    SettingsForm {
+        form: Form::EditCollection,
+        action: model::Action::ManageOrg,
+        back: "/settings/org?saved=collection",
+        idempotency_key,
+        content: &collection,
+        check: parsed.as_ref().map(|_| ()).map_err(Clone::clone),
+    }
+    .run_refilling(async |tx, user| {
+        let (days, fees) = parsed.clone().map_err(AppError::invalid)?;
+        if let Some(rate) = fees.tax_rate_id {
+            if !invoicer_core::invoicing::tax_rates::is_active(&mut *tx, user.org_id, rate).await? {
+                let why = "Choose one of your tax rates that is not archived.";
+                return Err(AppError::invalid(
+                    [("fee_tax_rate_id".to_owned(), why.to_owned())].into(),
+                ));
+            }
+        }
+        invoicer_core::accounts::orgs::save_collection(tx, user.org_id, &days, &fees).await?;
+        Ok(user.org_id.uuid())
+    })
+    .await
+}
+
 /// Saves the org's settings, once per rendered form.
 #[server(prefix = "/rpc", endpoint = "save_org_settings")]
 pub async fn save_org_settings(

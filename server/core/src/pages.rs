@@ -287,6 +287,7 @@ pub async fn org_settings(
     let mut conn = state.reads.acquire().await?;
     let reminders = crate::jobs::reminders::steps(&mut conn, org).await?;
     let branding = crate::documents::branding::of(&mut conn, org).await?;
+    let (retry_days, late_fees) = crate::accounts::orgs::collection(&mut conn, org).await?;
     let year = chrono::Datelike::year(&chrono::Utc::now());
     Ok(model::OrgSettingsPage {
         next_number: settings.preview(1, year),
@@ -306,6 +307,8 @@ pub async fn org_settings(
         branding_key: form_key(org),
         logo_key: form_key(org),
         remove_logo_key: form_key(org),
+        collection: model::collection::CollectionForm::of(&retry_days, &late_fees),
+        collection_key: form_key(org),
     })
 }
 

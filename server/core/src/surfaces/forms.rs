@@ -43,6 +43,8 @@ pub enum Form {
     PauseSchedule,
     EditSchedule,
     EditReminders,
+    /// The org's retry days and late fees.
+    EditCollection,
     ToggleReminders,
     CreateQuote,
     EditQuote,
@@ -93,6 +95,7 @@ impl Form {
             Form::PauseSchedule => "pause_schedule",
             Form::EditSchedule => "edit_schedule",
             Form::EditReminders => "edit_reminders",
+            Form::EditCollection => "edit_collection",
             Form::ToggleReminders => "toggle_reminders",
             Form::CreateQuote => "create_quote",
             Form::EditQuote => "edit_quote",
