@@ -34,6 +34,11 @@ ensure_rust() {
     step "installing poppler-utils (pdftotext, for the PDF tests)"
     apt_install poppler-utils
   fi
+  # zbarimg reads the payment QR codes back in tests (a decoder nobody here wrote).
+  if ! command -v zbarimg >/dev/null; then
+    step "installing zbar-tools (zbarimg, for the payment QR code tests)"
+    apt_install zbar-tools
+  fi
 }
 
 ensure_cargo_leptos() {

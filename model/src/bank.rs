@@ -128,8 +128,14 @@ impl BankDetails {
         self.reference.replace("{number}", number)
     }
 
-    /// What the customer reads, line by line, for the invoice numbered `number`: (label, value).
-    pub fn lines(&self, number: &str, w: &dyn super::Words) -> Vec<(String, String)> {
+    /// What the customer reads, line by line, for the invoice numbered `number` whose ISO 11649
+    /// reference is `creditor_reference`: (label, value).
+    pub fn lines(
+        &self,
+        number: &str,
+        creditor_reference: Option<&str>,
+        w: &dyn super::Words,
+    ) -> Vec<(String, String)> {
         let mut lines = Vec::new();
         if !self.holder.is_empty() {
             lines.push((
@@ -150,8 +156,38 @@ impl BankDetails {
             w.label("bank-reference", "Reference"),
             self.reference_for(number),
         ));
+        // The structured reference banks carry unchanged to the statement: for a SEPA transfer.
+        if let (false, Some(rf)) = (self.iban.is_empty(), creditor_reference) {
+            lines.push((
+                w.label("bank-creditor-reference", "Structured reference"),
+                crate::payment_reference::printed(rf),
+            ));
+        }
         lines
     }
+}
+
+/// The org's other accounts as typed: each a valid IBAN, stored compact and upper case, each once,
+/// at most 20.
+pub fn check_bank_accounts(accounts: &[String]) -> Result<Vec<String>, FieldErrors> {
+    let mut out: Vec<String> = Vec::new();
+    let mut errors = FieldErrors::new();
+    if accounts.len() > 20 {
+        errors.insert("bank_accounts".into(), "At most 20 accounts.".into());
+        return Err(errors);
+    }
+    for (i, typed) in accounts.iter().enumerate() {
+        let iban = compact(typed);
+        if !iban_ok(&iban) {
+            errors.insert(
+                format!("bank_accounts[{i}]"),
+                "This is not a valid IBAN: check its country code, length and check digits.".into(),
+            );
+        } else if !out.contains(&iban) {
+            out.push(iban);
+        }
+    }
+    crate::error::fields_ok(errors).map(|()| out)
 }
 
 #[cfg(feature = "server")]
@@ -185,7 +221,7 @@ mod tests {
         assert_eq!(b.bic, "ABNANL2A");
         assert_eq!(b.iban_printed(), "NL91 ABNA 0417 1643 00");
         assert_eq!(b.reference_for("INV-0007"), "INV-0007");
-        let lines = b.lines("INV-7", &crate::English);
+        let lines = b.lines("INV-7", None, &crate::English);
         let lines: Vec<(&str, &str)> = lines
             .iter()
             .map(|(l, v)| (l.as_str(), v.as_str()))

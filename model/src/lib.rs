@@ -8,6 +8,7 @@ mod credit_note;
 mod customer;
 pub mod dashboard;
 mod decimal;
+pub mod epc_qr;
 mod form;
 mod form_key;
 mod ids;
@@ -18,6 +19,7 @@ mod money;
 mod org;
 mod party;
 mod payment;
+pub mod payment_reference;
 mod quote;
 mod recurring;
 pub mod reports;
@@ -31,7 +33,7 @@ pub mod totals;
 mod views;
 pub mod webhooks;
 
-pub use bank::BankDetails;
+pub use bank::{check_bank_accounts, BankDetails};
 pub use credit_note::{
     ApplyCreditInput, CreditLineForm, CreditLineInput, CreditNote, CreditNoteInput, CreditNoteLine,
     CreditRefund,

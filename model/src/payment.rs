@@ -73,6 +73,8 @@ pub enum PaymentSource {
     Stripe,
     /// Recorded by hand, on the invoice's page or through the API.
     Manual,
+    /// A credit on the org's bank statement, matched to the invoice (its reference is the bank's).
+    Bank,
 }
 
 /// What a client sends to record a payment: `POST /api/v1/invoices/{id}/payments`.

@@ -248,6 +248,10 @@ pub struct Invoice {
     /// The overdue invoice a late fee is charged on.
     #[serde(default)]
     pub fee_for: Option<Uuid>,
+    /// Its ISO 11649 creditor reference (`RF` + check digits + the number's letters and digits),
+    /// once finalized: what a transfer quotes, and what a bank statement's entries are matched by.
+    #[serde(default)]
+    pub payment_reference: Option<String>,
 }
 
 fn standard_kind() -> String {

@@ -11,6 +11,7 @@ pub mod db;
 pub mod exports;
 pub mod imports;
 pub mod logging;
+pub mod payment_qr;
 pub mod pdf;
 pub mod process;
 pub mod public;

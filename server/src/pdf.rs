@@ -221,7 +221,8 @@ pub fn render(found: &PublicInvoice, paper: Paper, cii: Option<Vec<u8>>, brand: 
         w.room(2.0 * LINE);
         w.text(MARGIN, &tr.t("pay-by-transfer"), BODY, true);
         w.y += LINE;
-        for (label, value) in found.bank.lines(&number, &tr) {
+        let rf = inv.payment_reference.as_deref();
+        for (label, value) in found.bank.lines(&number, rf, &tr) {
             for (n, part) in wrap(&value, width - 2.0 * MARGIN - 110.0, BODY)
                 .iter()
                 .enumerate()
@@ -233,6 +234,21 @@ pub fn render(found: &PublicInvoice, paper: Paper, cii: Option<Vec<u8>>, brand: 
                 w.text(MARGIN + 110.0, part, BODY, false);
                 w.y += LINE;
             }
+        }
+        // A euro invoice: the EPC QR code a banking app reads, beside the text that says it.
+        let code = found
+            .transfer_qr()
+            .and_then(|payload| crate::payment_qr::modules(&payload));
+        if let Some(code) = code {
+            const MODULE: f32 = 1.6;
+            let side = code.side + 2 * crate::payment_qr::QUIET;
+            w.room(side as f32 * MODULE + 2.0 * LINE);
+            w.y += LINE / 2.0;
+            let quiet = crate::payment_qr::QUIET;
+            let at = code.dark.into_iter().map(|(x, y)| (x + quiet, y + quiet));
+            w.squares(MARGIN + 110.0, MODULE, side, at.collect());
+            w.grey(MARGIN + 110.0, &tr.t("payment-qr"), 9.0);
+            w.y += LINE;
         }
     }
 

@@ -17,4 +17,4 @@ select i.id, i.number_text, i.status as "status: InvoiceStatus", i.version, i.cu
                  from charge_attempts a
                  where a.invoice_id = i.id and a.state not in ('scheduled', 'canceled')),
                 '[]') as "charge_attempts!: sqlx::types::Json<Vec<ChargeAttempt>>",
-       i.kind, i.fee_for
+       i.kind, i.fee_for, i.payment_reference

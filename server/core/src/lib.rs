@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod activity;
+pub mod bank;
 pub mod claim;
 pub mod customers;
 pub mod demo;

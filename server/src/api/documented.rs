@@ -137,6 +137,10 @@ params! {
     EndpointId [id("Webhook endpoint id (UUID)")]
     /// A write to one webhook endpoint.
     EndpointWrite [id("Webhook endpoint id (UUID)"), key(AS_FOR_CREATION)]
+    /// A write to one bank entry.
+    BankEntryWrite [id("Bank entry id (UUID)"), key(AS_FOR_CREATION)]
+    /// An action on one bank entry that is its own repeat (no key).
+    BankEntryId [id("Bank entry id (UUID)")]
     /// Reading one payment of an invoice.
     PaymentId [id("Invoice id (UUID)"), path("payment_id", "Payment id (UUID)")]
 }

@@ -1,6 +1,7 @@
 //! The public JSON API (`/api/v1`), authenticated by API keys, with `Idempotency-Key` on create.
 //! Errors are RFC 9457 problem+json and never carry internal text.
 
+mod bank;
 mod client;
 mod collection;
 mod credit_notes;
@@ -197,6 +198,19 @@ fn api() -> Api {
             "/api/v1/org",
             [to(M::GET, org::get_org), to(M::PATCH, org::patch_org)],
         )
+        .route(
+            "/api/v1/bank_statements",
+            // A statement file may be larger than any JSON body: up to 10 MB (the route's own limit
+            // overrides the API's 1 MiB).
+            [To(
+                M::POST,
+                on(MethodFilter::POST, bank::post_statement)
+                    .layer(DefaultBodyLimit::max(invoicer_core::bank::MAX_FILE_BYTES)),
+            )],
+        )
+        .route("/api/v1/bank_entries", [to(M::GET, bank::list_entries)])
+        .post("/api/v1/bank_entries/{id}/match", bank::match_entry)
+        .post("/api/v1/bank_entries/{id}/ignore", bank::ignore_entry)
         .route("/api/v1/openapi.json", [to(M::GET, openapi::openapi)])
 }
 

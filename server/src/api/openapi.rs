@@ -11,6 +11,7 @@ use model::{
 };
 use utoipa::OpenApi;
 
+use super::bank::{self, BankEntry, BankEntryList, BankStatement, MatchInput};
 use super::collection::{self, ChargeQueued, LinkInput, PaymentMethodLink, PaymentMethodList};
 use super::credit_notes;
 use super::customers::{self, CustomerList};
@@ -45,6 +46,10 @@ use super::webhook_endpoints;
         collection::charge_invoice,
         collection::post_payment_method_link,
         collection::list_payment_methods,
+        bank::post_statement,
+        bank::list_entries,
+        bank::match_entry,
+        bank::ignore_entry,
         invoices::post_payment,
         invoices::list_payments,
         invoices::get_payment,
@@ -92,6 +97,10 @@ use super::webhook_endpoints;
         LinkInput,
         PaymentMethodLink,
         PaymentMethodList,
+        BankStatement,
+        BankEntry,
+        BankEntryList,
+        MatchInput,
         model::collection::SavedMethod,
         model::collection::ChargeAttempt,
         model::collection::ChargeState,

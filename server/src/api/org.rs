@@ -68,6 +68,9 @@ pub struct OrgEditable {
     #[serde(default)]
     #[schema(value_type = Object)]
     pub late_fees: LateFees,
+    /// The org's other accounts (IBANs) whose bank statements it imports, beside `bank.iban`.
+    #[serde(default)]
+    pub bank_accounts: Vec<String>,
 }
 
 /// The org as the API shows it: its id, name and time zone, and what `PATCH` changes.
@@ -89,6 +92,7 @@ pub struct Org {
     pub retry_days: RetryDays,
     #[schema(value_type = Object)]
     pub late_fees: LateFees,
+    pub bank_accounts: Vec<String>,
 }
 
 impl Org {
@@ -108,6 +112,7 @@ impl Org {
             locale: s.locale,
             retry_days: s.retry_days,
             late_fees: s.late_fees,
+            bank_accounts: s.bank_accounts,
         }
     }
 
@@ -124,6 +129,7 @@ impl Org {
             locale: self.locale,
             retry_days: self.retry_days.clone(),
             late_fees: self.late_fees.clone(),
+            bank_accounts: self.bank_accounts.clone(),
         }
     }
 }
@@ -133,10 +139,12 @@ impl OrgEditable {
         details: OrgDetails,
         bank: BankDetails,
         (retry_days, late_fees): (RetryDays, LateFees),
+        bank_accounts: Vec<String>,
     ) -> OrgEditable {
         OrgEditable {
             retry_days,
             late_fees,
+            bank_accounts,
             legal_name: details.legal_name,
             address: details.address,
             vat_id: details.vat_id,
@@ -181,12 +189,14 @@ async fn current(state: &AppState, org: model::OrgId) -> Result<Org, ProblemResp
     let (name, time_zone) = name_and_zone(&mut *state.pool.acquire().await?, org).await?;
     let details = orgs::details(&state.pool, org).await?;
     let bank = orgs::bank_details(&state.pool, org).await?;
-    let collection = orgs::collection(&mut *state.pool.acquire().await?, org).await?;
+    let mut conn = state.pool.acquire().await?;
+    let collection = orgs::collection(&mut conn, org).await?;
+    let accounts = orgs::bank_accounts(&mut conn, org).await?;
     Ok(Org::new(
         org.uuid(),
         name,
         time_zone,
-        OrgEditable::of(details, bank, collection),
+        OrgEditable::of(details, bank, collection, accounts),
     ))
 }
 
@@ -245,6 +255,13 @@ pub(super) async fn patch_org(write: Write) -> Result<Response, ProblemResponse>
             if let Err(bad) = edited.late_fees.check() {
                 fields.extend(bad.into_iter().map(|(f, m)| (format!("late_fees.{f}"), m)));
             }
+            let accounts = match model::check_bank_accounts(&edited.bank_accounts) {
+                Ok(accounts) => accounts,
+                Err(bad) => {
+                    fields.extend(bad);
+                    Vec::new()
+                }
+            };
             if let Some(rate) = edited.late_fees.tax_rate_id {
                 let pool = &req.state().pool;
                 if !invoicer_core::invoicing::tax_rates::is_active(pool, org, rate).await? {
@@ -263,8 +280,14 @@ pub(super) async fn patch_org(write: Write) -> Result<Response, ProblemResponse>
                     orgs::save_details(tx, org, &actor, &details).await?;
                     orgs::save_bank_details(tx, org, &actor, &bank).await?;
                     orgs::save_collection(tx, org, &collection.0, &collection.1).await?;
+                    orgs::save_bank_accounts(tx, org, &accounts).await?;
                     let (name, time_zone) = name_and_zone(tx, org).await?;
-                    let saved = OrgEditable::of(details.clone(), bank.clone(), collection.clone());
+                    let saved = OrgEditable::of(
+                        details.clone(),
+                        bank.clone(),
+                        collection.clone(),
+                        accounts.clone(),
+                    );
                     let body = Org::new(org.uuid(), name, time_zone, saved);
                     Ok((api::ok(&body), None))
                 }

@@ -169,6 +169,13 @@ enum Op {
         height: f32,
         image: krilla::image::Image,
     },
+    /// Black squares of side `size` at (x + column × size, y + row × size): a QR code, as vectors.
+    Squares {
+        x: f32,
+        y: f32,
+        size: f32,
+        at: Vec<(usize, usize)>,
+    },
 }
 
 impl Writer<'_> {
@@ -238,6 +245,19 @@ impl Writer<'_> {
             });
             self.y += height + 8.0;
         }
+    }
+
+    /// A QR code's dark modules, `module` points each, its top left corner at (`x`, this line);
+    /// the text goes on below it.
+    pub(super) fn squares(&mut self, x: f32, module: f32, side: usize, at: Vec<(usize, usize)>) {
+        let y = self.y;
+        self.push(Op::Squares {
+            x,
+            y,
+            size: module,
+            at,
+        });
+        self.y += side as f32 * module;
     }
 
     pub(super) fn grey(&mut self, x: f32, text: &str, size: f32) {
@@ -365,6 +385,27 @@ fn draw(surface: &mut Surface<'_>, op: Op, width: f32) {
                 surface.push_transform(&krilla::geom::Transform::from_translate(x, y));
                 surface.draw_image(image, size);
                 surface.pop();
+            }
+        }
+        Op::Squares { x, y, size, at } => {
+            let mut path = PathBuilder::new();
+            for (column, row) in at {
+                if let Some(square) = krilla::geom::Rect::from_xywh(
+                    x + column as f32 * size,
+                    y + row as f32 * size,
+                    size,
+                    size,
+                ) {
+                    path.push_rect(square);
+                }
+            }
+            if let Some(path) = path.finish() {
+                surface.set_stroke(None);
+                surface.set_fill(Some(Fill {
+                    paint: rgb::Color::new(0, 0, 0).into(),
+                    ..Fill::default()
+                }));
+                surface.draw_path(&path);
             }
         }
         Op::Rule { y, weight, colour } => {

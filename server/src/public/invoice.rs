@@ -57,6 +57,10 @@ fn status_text(found: &PublicInvoice, tr: &Tr) -> String {
 
 fn render(found: PublicInvoice, token: &str, tr: &Tr) -> String {
     let status = status_text(&found, tr);
+    // A euro invoice with money due: the EPC QR code a banking app reads, drawn here as SVG.
+    let qr = found
+        .transfer_qr()
+        .and_then(|payload| crate::payment_qr::svg(&payload, &tr.t("payment-qr")));
     let PublicInvoice {
         org_name,
         org_address,
@@ -134,7 +138,10 @@ fn render(found: PublicInvoice, token: &str, tr: &Tr) -> String {
             inv.status,
             InvoiceStatus::Open | InvoiceStatus::Uncollectible
         ))
-    .then(|| bank.lines(inv.number.as_deref().unwrap_or_default(), tr));
+    .then(|| {
+        let rf = inv.payment_reference.as_deref();
+        bank.lines(inv.number.as_deref().unwrap_or_default(), rf, tr)
+    });
     view! {
         <main class="public invoice">
             {look::header(&org_name, &org_address, &branding)}
@@ -197,6 +204,12 @@ fn render(found: PublicInvoice, token: &str, tr: &Tr) -> String {
                                     .map(|(label, value)| view! { <dt>{label}</dt> <dd>{value}</dd> })
                                     .collect_view()}
                             </dl>
+                            {qr.map(|svg| view! {
+                                <figure class="payment-qr">
+                                    <div class="qr" inner_html=svg></div>
+                                    <figcaption>{tr.t("payment-qr")}</figcaption>
+                                </figure>
+                            })}
                         </section>
                     }
                 })}

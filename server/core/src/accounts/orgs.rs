@@ -321,6 +321,31 @@ pub async fn collection(
     Ok((days, fees))
 }
 
+/// The org's other accounts whose statements it imports (beside its IBAN).
+pub async fn bank_accounts(conn: &mut PgConnection, org: OrgId) -> sqlx::Result<Vec<String>> {
+    // language=PostgreSQL
+    sqlx::query_scalar!("select bank_accounts from orgs where id = $1", org as _)
+        .fetch_one(&mut *conn)
+        .await
+}
+
+/// Saves the org's other accounts ([`model::check_bank_accounts`] by the caller).
+pub async fn save_bank_accounts(
+    tx: &mut PgConnection,
+    org: OrgId,
+    accounts: &[String],
+) -> sqlx::Result<()> {
+    // language=PostgreSQL
+    sqlx::query!(
+        "update orgs set bank_accounts = $2 where id = $1",
+        org as _,
+        accounts
+    )
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
 /// Saves the org's retry days and late fees (checked by the caller).
 pub async fn save_collection(
     tx: &mut PgConnection,

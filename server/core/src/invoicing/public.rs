@@ -28,6 +28,33 @@ pub struct PublicInvoice {
     pub saved_methods: Vec<model::collection::SavedMethod>,
 }
 
+impl PublicInvoice {
+    /// The payment QR code's text (EPC069-12) for what is still due: only for a euro invoice that
+    /// is open (or uncollectible) with money due, no debit under way, and an org IBAN to pay to.
+    pub fn transfer_qr(&self) -> Option<String> {
+        let inv = &self.invoice;
+        let payable = matches!(
+            inv.status,
+            model::InvoiceStatus::Open | model::InvoiceStatus::Uncollectible
+        ) && inv.payment_state != model::PaymentState::Processing;
+        if !payable || !inv.currency.eq_ignore_ascii_case("eur") || self.bank.iban.is_empty() {
+            return None;
+        }
+        let name = match self.bank.holder.as_str() {
+            "" => self.org_name.as_str(),
+            holder => holder,
+        };
+        model::epc_qr::Transfer {
+            bic: &self.bank.bic,
+            name,
+            iban: &self.bank.iban,
+            amount_cents: inv.amount_due_cents,
+            reference: inv.payment_reference.as_deref().unwrap_or_default(),
+        }
+        .payload()
+    }
+}
+
 /// Views closer together than this count once (a reload, a crawler of the customer's mail client):
 /// bounds the writes a token can cause.
 const VIEW_GAP_SECS: f64 = 60.0;

@@ -82,6 +82,7 @@ pub(super) async fn render(
                i.total_cents, i.amount_paid_cents, i.amount_credited_cents,
                i.due_date as "due_date: chrono::NaiveDate", o.name as org_name,
                o.bank_account_holder, o.bank_iban, o.bank_bic, o.bank_other, o.payment_reference,
+               i.payment_reference as creditor_reference,
                coalesce(cu.locale, o.locale) as "locale!"
         from invoices i join orgs o on o.id = i.org_id
         left join customers cu on cu.id = i.customer_id
@@ -113,7 +114,7 @@ pub(super) async fn render(
     let transfer =
         if bank.is_set() && inv.total_cents > inv.amount_credited_cents + inv.amount_paid_cents {
             let lines: Vec<String> = bank
-                .lines(&number, &tr)
+                .lines(&number, inv.creditor_reference.as_deref(), &tr)
                 .into_iter()
                 .map(|(label, value)| format!("  {label}: {value}"))
                 .collect();

@@ -230,13 +230,13 @@ async fn list_on(
     Ok(rows
         .into_iter()
         .map(|r| {
-            let source = if r.provider == "manual" {
-                PaymentSource::Manual
-            } else {
-                PaymentSource::Stripe
+            let source = match r.provider.as_str() {
+                "manual" => PaymentSource::Manual,
+                "bank" => PaymentSource::Bank,
+                _ => PaymentSource::Stripe,
             };
             let reference = match source {
-                PaymentSource::Manual => r.reference,
+                PaymentSource::Manual | PaymentSource::Bank => r.reference,
                 PaymentSource::Stripe => r.provider_payment_id.clone(),
             };
             Named {

@@ -98,6 +98,7 @@ pub async fn invoice_document(
                i.due_date as "due_date: NaiveDate", i.currency, i.notes, i.payment_terms_days,
                least(i.amount_paid_cents, i.total_cents) as "prepaid!", i.seller, i.buyer,
                i.customer_name, i.customer_email, f.number_text as "fee_for_number?",
+               i.payment_reference,
                (f.finalized_at at time zone o.time_zone)::date as "fee_for_issued?: NaiveDate"
         from invoices i join orgs o on o.id = i.org_id
         -- A late fee names the overdue invoice it is charged on (BG-3).
@@ -191,10 +192,12 @@ pub async fn invoice_document(
         buyer_reference: buyer_value
             .map(|b| text(b, "buyer_reference"))
             .unwrap_or_default(),
-        payment_reference: if reference.is_empty() {
-            number.clone()
-        } else {
-            reference
+        // The structured reference a bank statement is matched by; the org's own words for an
+        // invoice numbered before there was one.
+        payment_reference: match r.payment_reference {
+            Some(rf) => rf,
+            None if reference.is_empty() => number.clone(),
+            None => reference,
         },
         seller: seller_party,
         buyer: buyer(buyer_value, &r.customer_name, &r.customer_email),

@@ -371,6 +371,7 @@ pub fn preview(
         charge_attempts: Vec::new(),
         kind: "standard".to_owned(),
         fee_for: None,
+        payment_reference: None,
     }
 }
 

@@ -1,0 +1,413 @@
+//! Bank statements in, through `POST /api/v1/bank_statements`: each entry recorded once however
+//! often and however overlapping the files, credits that name an invoice (its RF reference or its
+//! number) recorded as its payment once, the rest listed to match or ignore; hostile files refused
+//! with nothing recorded.
+
+use std::fmt::Write as _;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::common::rows::{insert_invoice, one_line_input, owners_key, scalar_for};
+use crate::common::served::TestApp;
+
+const IBAN: &str = "NL91ABNA0417164300";
+
+/// One booked entry: date, signed cents, remittance, the bank's reference.
+struct E<'a>(&'a str, i64, &'a str, Option<&'a str>);
+
+/// A CAMT.053 (version 001.08) statement of `account` with `entries`.
+fn camt(account: &str, entries: &[E]) -> String {
+    let mut xml = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<Document xmlns="urn:iso:std:iso:20022:tech:xsd:camt.053.001.08"><BkToCstmrStmt>
+<GrpHdr><MsgId>M1</MsgId><CreDtTm>2026-12-03T18:00:00+01:00</CreDtTm></GrpHdr>
+<Stmt><Id>S1</Id><Acct><Id><IBAN>{account}</IBAN></Id><Ccy>EUR</Ccy></Acct>"#
+    );
+    for E(date, cents, remittance, reference) in entries {
+        let side = if *cents > 0 { "CRDT" } else { "DBIT" };
+        let amount = format!("{}.{:02}", cents.abs() / 100, cents.abs() % 100);
+        let reference = reference
+            .map(|r| format!("<AcctSvcrRef>{r}</AcctSvcrRef>"))
+            .unwrap_or_default();
+        let _ = write!(
+            xml,
+            "<Ntry><Amt Ccy=\"EUR\">{amount}</Amt><CdtDbtInd>{side}</CdtDbtInd><Sts><Cd>BOOK</Cd></Sts>\
+             <BookgDt><Dt>{date}</Dt></BookgDt>{reference}<NtryDtls><TxDtls><RltdPties><Dbtr><Pty><Nm>Ada Lovelace</Nm></Pty></Dbtr></RltdPties>\
+             <RmtInf><Ustrd>{remittance}</Ustrd></RmtInf></TxDtls></NtryDtls></Ntry>"
+        );
+    }
+    xml.push_str("</Stmt></BkToCstmrStmt></Document>");
+    xml
+}
+
+struct Bank {
+    app: TestApp,
+    key: String,
+    org: model::OrgId,
+}
+
+impl Bank {
+    async fn new(pool: PgPool) -> Bank {
+        let app = TestApp::spawn(pool).await;
+        let owner = format!("{}@example.com", Uuid::new_v4().simple());
+        let account = invoicer_core::accounts::create_org_with_owner(
+            &app.pool,
+            "Acme",
+            &owner,
+            "correct horse",
+        )
+        .await
+        .unwrap();
+        sqlx::query("update orgs set bank_iban = $2 where id = $1")
+            .bind(account.org_id)
+            .bind(IBAN)
+            .execute(&app.pool)
+            .await
+            .unwrap();
+        let key = owners_key(&app.pool, &account).await;
+        Bank {
+            app,
+            key,
+            org: account.org_id,
+        }
+    }
+
+    async fn import(&self, key: &str, file: &str) -> (StatusCode, Value) {
+        let res = reqwest::Client::new()
+            .post(format!("{}/api/v1/bank_statements", self.app.base))
+            .bearer_auth(&self.key)
+            .header("idempotency-key", key)
+            .header("content-type", "application/xml")
+            .body(file.to_owned())
+            .send()
+            .await
+            .unwrap();
+        let status = res.status();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn post(&self, path: &str, key: Option<&str>, body: Value) -> (StatusCode, Value) {
+        let mut req = reqwest::Client::new()
+            .post(format!("{}{path}", self.app.base))
+            .bearer_auth(&self.key)
+            .json(&body);
+        if let Some(key) = key {
+            req = req.header("idempotency-key", key);
+        }
+        let res = req.send().await.unwrap();
+        let status = res.status();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        reqwest::Client::new()
+            .get(format!("{}{path}", self.app.base))
+            .bearer_auth(&self.key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    async fn invoice(&self, cents: i64) -> (Uuid, String, String) {
+        let id = insert_invoice(
+            &self.app.pool,
+            self.org,
+            &one_line_input("eur", "2031-01-31", cents, false),
+        )
+        .await;
+        let (number, rf): (String, String) =
+            sqlx::query_as("select number_text, payment_reference from invoices where id = $1")
+                .bind(id)
+                .fetch_one(&self.app.pool)
+                .await
+                .unwrap();
+        (id, number, rf)
+    }
+
+    async fn paid(&self, invoice: Uuid) -> (i64, String) {
+        sqlx::query_as("select amount_paid_cents, status::text from invoices where id = $1")
+            .bind(invoice)
+            .fetch_one(&self.app.pool)
+            .await
+            .unwrap()
+    }
+
+    async fn count(&self, table: &str) -> i64 {
+        scalar_for(
+            &self.app.pool,
+            &format!("select count(*) from {table} where org_id = $1"),
+            self.org,
+        )
+        .await
+    }
+}
+
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn a_statement_is_recorded_once_and_its_credits_pay_the_invoices_they_name(pool: PgPool) {
+    let bank = Bank::new(pool).await;
+    let (a, _, a_rf) = bank.invoice(10_000).await;
+    let (b, b_number, _) = bank.invoice(5_000).await;
+    let (c, _, _) = bank.invoice(3_000).await;
+    let printed = model::payment_reference::printed(&a_rf);
+    let file = camt(
+        IBAN,
+        &[
+            E("2026-12-01", 10_000, &format!("Payment {printed}"), None),
+            E(
+                "2026-12-01",
+                2_000,
+                &format!("Invoice {b_number} part 1"),
+                Some("BANK-7"),
+            ),
+            E("2026-12-02", 4_500, "a gift", None),
+            E("2026-12-02", 4_500, "a gift", None),
+            E("2026-12-02", -1_200, "Bank fees", None),
+        ],
+    );
+    let (status, first) = bank.import("k1", &file).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    assert_eq!(
+        (
+            &first["format"],
+            &first["account_iban"],
+            &first["entries"],
+            &first["new_entries"],
+            &first["matched"]
+        ),
+        (
+            &json!("camt.053"),
+            &json!(IBAN),
+            &json!(5),
+            &json!(5),
+            &json!(2)
+        )
+    );
+    assert_eq!(bank.paid(a).await, (10_000, "paid".to_owned()));
+    assert_eq!(bank.paid(b).await.0, 2_000);
+    // Two identical gifts on one day are two entries; the same file again adds nothing, under
+    // another key or the same one (a replay).
+    assert_eq!(bank.count("bank_entries").await, 5);
+    let (status, again) = bank.import("k2", &file).await;
+    assert_eq!(
+        (status, &again["new_entries"], &again["matched"]),
+        (StatusCode::CREATED, &json!(0), &json!(0))
+    );
+    let (_, replay) = bank.import("k1", &file).await;
+    assert_eq!(replay, first);
+    assert_eq!(bank.count("bank_entries").await, 5);
+    assert_eq!(bank.count("payments").await, 2);
+    // An overlapping statement (day 2 again, and day 3) adds day 3 only.
+    let next = camt(
+        IBAN,
+        &[
+            E("2026-12-02", 4_500, "a gift", None),
+            E("2026-12-02", 4_500, "a gift", None),
+            E("2026-12-02", -1_200, "Bank fees", None),
+            E(
+                "2026-12-03",
+                3_000,
+                &format!("Invoice {b_number} rest"),
+                Some("BANK-9"),
+            ),
+        ],
+    );
+    let (_, overlap) = bank.import("k3", &next).await;
+    assert_eq!(
+        (&overlap["new_entries"], &overlap["matched"]),
+        (&json!(1), &json!(1))
+    );
+    assert_eq!(bank.paid(b).await, (5_000, "paid".to_owned()));
+
+    // The invoice's payments show the bank's: its source, booking date and reference.
+    let payments = bank.get(&format!("/api/v1/invoices/{b}/payments")).await;
+    let sources: Vec<(&Value, &Value, &Value)> = payments["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (&p["source"], &p["paid_on"], &p["reference"]))
+        .collect();
+    assert_eq!(
+        sources,
+        [
+            (&json!("bank"), &json!("2026-12-01"), &json!("BANK-7")),
+            (&json!("bank"), &json!("2026-12-03"), &json!("BANK-9"))
+        ]
+    );
+
+    // What is left: two gifts and the fees, matched or ignored by hand.
+    let open = bank.get("/api/v1/bank_entries?state=unmatched").await;
+    let open = open["data"].as_array().unwrap().clone();
+    assert_eq!(open.len(), 3);
+    let gift = open.iter().find(|e| e["amount_cents"] == 4_500).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let fees = open.iter().find(|e| e["amount_cents"] == -1_200).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let matching = format!("/api/v1/bank_entries/{gift}/match");
+    let (status, matched) = bank
+        .post(&matching, Some("m1"), json!({"invoice_id": c}))
+        .await;
+    assert_eq!(
+        (status, &matched["state"], &matched["invoice_id"]),
+        (StatusCode::OK, &json!("matched"), &json!(c))
+    );
+    // Overpaid: 45.00 on a 30.00 invoice, recorded as it is (the money rules make it credit).
+    assert_eq!(bank.paid(c).await.0, 4_500);
+    let (status, replay) = bank
+        .post(&matching, Some("m1"), json!({"invoice_id": c}))
+        .await;
+    assert_eq!((status, replay), (StatusCode::OK, matched.clone()));
+    let (status, _) = bank
+        .post(&matching, Some("m2"), json!({"invoice_id": c}))
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "matched again to the same invoice: a no-op"
+    );
+    let (status, _) = bank
+        .post(&matching, Some("m3"), json!({"invoice_id": a}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (status, _) = bank
+        .post(
+            &format!("/api/v1/bank_entries/{fees}/match"),
+            Some("m4"),
+            json!({"invoice_id": a}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "a debit pays nothing");
+    assert_eq!(bank.count("payments").await, 4);
+    let ignoring = format!("/api/v1/bank_entries/{fees}/ignore");
+    for _ in 0..2 {
+        let (status, ignored) = bank.post(&ignoring, None, Value::Null).await;
+        assert_eq!(
+            (status, &ignored["state"]),
+            (StatusCode::OK, &json!("ignored"))
+        );
+    }
+    let (status, _) = bank
+        .post(
+            &format!("/api/v1/bank_entries/{gift}/ignore"),
+            None,
+            Value::Null,
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::CONFLICT,
+        "a matched entry stays matched"
+    );
+    assert_eq!(
+        bank.get("/api/v1/bank_entries?state=ignored").await["data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // Another org sees none of it.
+    let other = Bank::new(bank.app.pool.clone()).await;
+    let other = Bank {
+        app: bank.app,
+        ..other
+    };
+    let (status, _) = other
+        .post(&matching, Some("x1"), json!({"invoice_id": c}))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        other.get("/api/v1/bank_entries?state=matched").await["data"],
+        json!([])
+    );
+}
+
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn the_same_file_imported_twice_at_once_is_recorded_once(pool: PgPool) {
+    let bank = Bank::new(pool).await;
+    let (a, _, a_rf) = bank.invoice(10_000).await;
+    let entries: Vec<String> = (0..200).map(|i| format!("transfer {i}")).collect();
+    let mut rows: Vec<E> = entries
+        .iter()
+        .map(|t| E("2026-12-01", 100, t, None))
+        .collect();
+    rows.push(E("2026-12-01", 10_000, &a_rf, None));
+    let file = camt(IBAN, &rows);
+    let (one, two) = tokio::join!(bank.import("p1", &file), bank.import("p2", &file));
+    assert_eq!((one.0, two.0), (StatusCode::CREATED, StatusCode::CREATED));
+    let new = one.1["new_entries"].as_i64().unwrap() + two.1["new_entries"].as_i64().unwrap();
+    let matched = one.1["matched"].as_i64().unwrap() + two.1["matched"].as_i64().unwrap();
+    assert_eq!((new, matched), (201, 1));
+    assert_eq!(bank.count("bank_entries").await, 201);
+    assert_eq!(bank.paid(a).await, (10_000, "paid".to_owned()));
+}
+
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn hostile_or_foreign_files_are_refused_and_record_nothing(pool: PgPool) {
+    let bank = Bank::new(pool).await;
+    let good = camt(IBAN, &[E("2026-12-01", 100, "x", None)]);
+    let laughs = r#"<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;"><!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">]><Document xmlns="urn:iso:std:iso:20022:tech:xsd:camt.053.001.02">&lol3;</Document>"#;
+    let truncated = &good[..good.len() / 2];
+    let broken_mt940 = ":20:STARTUMSE\n:25:NL91ABNA0417164300\n:28C:00001/001\n:60F:C261201EUR1000,00\n:61:26AB011201C125,50NTRFNONREF\n:62F:C261202EUR1085,50\n";
+    let foreign = camt("DE89370400440532013000", &[E("2026-12-01", 100, "x", None)]);
+    for (name, file, words) in [
+        ("billion laughs", laughs.to_owned(), "DTD"),
+        ("truncated", truncated.to_owned(), "line"),
+        ("broken MT940", broken_mt940.to_owned(), "MT940"),
+        ("another account", foreign, "DE89370400440532013000"),
+    ] {
+        let (status, problem) = bank
+            .import(&format!("bad-{}", name.replace(' ', "-")), &file)
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{name}: {problem}"
+        );
+        let detail = problem["detail"].as_str().unwrap_or_default();
+        assert!(detail.contains(words), "{name}: {detail}");
+        assert!(
+            !detail.contains("sqlx") && !detail.contains("panicked"),
+            "{detail}"
+        );
+    }
+    // 11 MB: refused by its size before it is read.
+    let big = format!("{good}{}", " ".repeat(11 * 1024 * 1024));
+    let (status, _) = bank.import("big", &big).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(bank.count("bank_entries").await, 0);
+    assert_eq!(bank.count("bank_statements").await, 0);
+    // The key of a refused file stays usable.
+    let (status, _) = bank.import("bad-truncated", &good).await;
+    assert_eq!(status, StatusCode::CREATED);
+    // Another of the org's accounts, added through PATCH /api/v1/org, is taken.
+    let other = camt("DE89370400440532013000", &[E("2026-12-01", 100, "y", None)]);
+    let res = reqwest::Client::new()
+        .patch(format!("{}/api/v1/org", bank.app.base))
+        .bearer_auth(&bank.key)
+        .header("idempotency-key", "accounts")
+        .header("content-type", "application/merge-patch+json")
+        .body(json!({"bank_accounts": ["de89 3704 0044 0532 0130 00"]}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(
+        res.json::<Value>().await.unwrap()["bank_accounts"],
+        json!(["DE89370400440532013000"])
+    );
+    let (status, done) = bank.import("other-account", &other).await;
+    assert_eq!(
+        (status, &done["account_iban"]),
+        (StatusCode::CREATED, &json!("DE89370400440532013000"))
+    );
+}
