@@ -167,6 +167,25 @@ impl BankDetails {
     }
 }
 
+/// One entry of an imported bank statement, as the API and the pages show it.
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BankEntry {
+    pub id: uuid::Uuid,
+    pub booked_on: chrono::NaiveDate,
+    /// Credits positive, debits negative, in minor units.
+    pub amount_cents: i64,
+    /// Upper case (ISO 4217), as the bank writes it.
+    pub currency: String,
+    pub counterparty: String,
+    pub remittance: String,
+    /// The bank's own reference, when it gives one.
+    pub bank_reference: Option<String>,
+    /// `unmatched`, `matched` or `ignored`.
+    pub state: String,
+    pub invoice_id: Option<uuid::Uuid>,
+}
+
 /// The org's other accounts as typed: each a valid IBAN, stored compact and upper case, each once,
 /// at most 20.
 pub fn check_bank_accounts(accounts: &[String]) -> Result<Vec<String>, FieldErrors> {

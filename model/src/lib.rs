@@ -33,7 +33,7 @@ pub mod totals;
 mod views;
 pub mod webhooks;
 
-pub use bank::{check_bank_accounts, BankDetails};
+pub use bank::{check_bank_accounts, BankDetails, BankEntry};
 pub use credit_note::{
     ApplyCreditInput, CreditLineForm, CreditLineInput, CreditNote, CreditNoteInput, CreditNoteLine,
     CreditRefund,

@@ -6,10 +6,10 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
-use chrono::NaiveDate;
 use invoicer_core::bank::{self, import};
 use invoicer_core::surfaces::api;
 use invoicer_core::AppState;
+use model::BankEntry;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
@@ -35,24 +35,6 @@ pub struct BankStatement {
     pub new_entries: usize,
     /// Of the new ones, matched to an invoice and recorded as its payment.
     pub matched: usize,
-}
-
-/// One entry of a statement.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct BankEntry {
-    pub id: Uuid,
-    pub booked_on: NaiveDate,
-    /// Credits positive, debits negative, in minor units.
-    pub amount_cents: i64,
-    /// Upper case (ISO 4217), as the bank writes it.
-    pub currency: String,
-    pub counterparty: String,
-    pub remittance: String,
-    /// The bank's own reference, when it gives one.
-    pub bank_reference: Option<String>,
-    /// `unmatched`, `matched` or `ignored`.
-    pub state: String,
-    pub invoice_id: Option<Uuid>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -181,23 +163,7 @@ pub(super) async fn list_entries(
         ));
     }
     let rows = invoicer_core::bank::entries::list(&state.pool, client.org_id, &wanted, 500).await?;
-    Ok(Json(BankEntryList {
-        data: rows.into_iter().map(view).collect(),
-    }))
-}
-
-fn view(e: invoicer_core::bank::entries::Row) -> BankEntry {
-    BankEntry {
-        id: e.id,
-        booked_on: e.booked_on,
-        amount_cents: e.amount_cents,
-        currency: e.currency,
-        counterparty: e.counterparty,
-        remittance: e.remittance,
-        bank_reference: e.bank_reference,
-        state: e.state,
-        invoice_id: e.invoice_id,
-    }
+    Ok(Json(BankEntryList { data: rows }))
 }
 
 /// Match an unmatched credit to an invoice of the org, once per `Idempotency-Key`: it is recorded
@@ -228,7 +194,7 @@ pub(super) async fn match_entry(write: Write) -> Result<Response, ProblemRespons
                         return Ok((stored_problem(entry_not_found()), None));
                     };
                     if before.state == "matched" && before.invoice_id == Some(input.invoice_id) {
-                        return Ok((api::ok(&view(before)), None));
+                        return Ok((api::ok(&before), None));
                     }
                     if !invoicer_core::invoicing::invoices::exists(
                         &mut *tx,
@@ -252,7 +218,7 @@ pub(super) async fn match_entry(write: Write) -> Result<Response, ProblemRespons
                     let after = invoicer_core::bank::entries::get(&mut *tx, org, id).await?.ok_or_else(|| {
                         write::Failed::Refused(entry_not_found())
                     })?;
-                    Ok((api::ok(&view(after)), Some(input.invoice_id)))
+                    Ok((api::ok(&after), Some(input.invoice_id)))
                 }
             })
             .await
@@ -294,5 +260,5 @@ pub(super) async fn ignore_entry(
             "The entry is matched to an invoice.",
         ));
     }
-    Ok(Json(view(entry)))
+    Ok(Json(entry))
 }

@@ -11,7 +11,7 @@ use model::{
 };
 use utoipa::OpenApi;
 
-use super::bank::{self, BankEntry, BankEntryList, BankStatement, MatchInput};
+use super::bank::{self, BankEntryList, BankStatement, MatchInput};
 use super::collection::{self, ChargeQueued, LinkInput, PaymentMethodLink, PaymentMethodList};
 use super::credit_notes;
 use super::customers::{self, CustomerList};
@@ -98,7 +98,7 @@ use super::webhook_endpoints;
         PaymentMethodLink,
         PaymentMethodList,
         BankStatement,
-        BankEntry,
+        model::BankEntry,
         BankEntryList,
         MatchInput,
         model::collection::SavedMethod,

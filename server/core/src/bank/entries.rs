@@ -5,18 +5,8 @@ use model::OrgId;
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Row {
-    pub id: Uuid,
-    pub booked_on: NaiveDate,
-    pub amount_cents: i64,
-    pub currency: String,
-    pub counterparty: String,
-    pub remittance: String,
-    pub bank_reference: Option<String>,
-    pub state: String,
-    pub invoice_id: Option<Uuid>,
-}
+/// An entry as the API and the pages show it.
+pub type Row = model::BankEntry;
 
 /// `org`'s entries in `state`, newest booking first, at most `limit`.
 pub async fn list(
