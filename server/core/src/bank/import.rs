@@ -86,7 +86,7 @@ pub async fn import(
                    remittance, bank_reference)
         where n.amount_cents <> 0
         on conflict (org_id, account, entry_key) do nothing
-        returning id
+        returning id, amount_cents, remittance
         "#,
         org as _,
         id,
@@ -104,8 +104,13 @@ pub async fn import(
     )
     .fetch_all(&mut *tx)
     .await?;
-    let new: Vec<Uuid> = new.into_iter().map(|r| r.id).collect();
-    let matched = match_new(tx, org, &new).await?;
+    // The new credits, as the insert returned them: what matching reads.
+    let credits: Vec<(Uuid, String)> = new
+        .iter()
+        .filter(|r| r.amount_cents > 0)
+        .map(|r| (r.id, r.remittance.clone()))
+        .collect();
+    let matched = match_new(tx, org, &credits).await?;
     // language=PostgreSQL
     sqlx::query!(
         "update bank_statements set new_entries = $2, matched = $3 where id = $1",
@@ -127,29 +132,26 @@ pub async fn import(
 
 /// The invoice each new credit names, if exactly one invoice of the org (numbered, in the credit's
 /// currency, taking payments) is named by its best kind of token: an RF reference before a number.
-async fn match_new(tx: &mut PgConnection, org: OrgId, new: &[Uuid]) -> sqlx::Result<usize> {
-    if new.is_empty() {
+async fn match_new(
+    tx: &mut PgConnection,
+    org: OrgId,
+    credits: &[(Uuid, String)],
+) -> sqlx::Result<usize> {
+    if credits.is_empty() {
         return Ok(0);
     }
-    // language=PostgreSQL
-    let credits = sqlx::query!(
-        "select id, remittance from bank_entries where id = any($1) and amount_cents > 0",
-        new
-    )
-    .fetch_all(&mut *tx)
-    .await?;
     // (entry, token, kind): 0 an RF reference whose check digits hold, 1 a word that may be a number.
     let (mut entry, mut token, mut kind) = (Vec::new(), Vec::new(), Vec::new());
-    for c in &credits {
-        for rf in model::payment_reference::candidates(&c.remittance) {
-            entry.push(c.id);
+    for (id, remittance) in credits {
+        for rf in model::payment_reference::candidates(remittance) {
+            entry.push(*id);
             token.push(rf);
             kind.push(0);
         }
-        for word in c.remittance.split_whitespace() {
+        for word in remittance.split_whitespace() {
             let word = word.trim_matches(|ch: char| !ch.is_alphanumeric());
             if word.len() >= 2 && word.len() <= 60 && word.bytes().any(|b| b.is_ascii_digit()) {
-                entry.push(c.id);
+                entry.push(*id);
                 token.push(word.to_lowercase());
                 kind.push(1);
             }
