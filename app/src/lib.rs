@@ -18,6 +18,7 @@ use leptos_router::{path, SsrMode};
 
 use pages::activity::ActivityPage;
 use pages::auth::{LoginPage, SignupPage};
+use pages::bank::BankStatementsPage;
 use pages::customers::{CustomerPage, CustomersPage, NewCustomerPage};
 use pages::dashboard::DashboardPage;
 use pages::imports::{CustomerImportPage, CustomerImportStatusPage};
@@ -141,6 +142,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/quotes/new") view=NewQuotePage ssr=SsrMode::Async />
                     <Route path=path!("/quotes/:id") view=QuotePage ssr=SsrMode::Async />
                     <Route path=path!("/quotes/:id/edit") view=EditQuotePage ssr=SsrMode::Async />
+                    <Route path=path!("/payments/bank") view=BankStatementsPage ssr=SsrMode::Async />
                     <Route path=path!("/schedules") view=SchedulesPage ssr=SsrMode::Async />
                     <Route path=path!("/schedules/new") view=NewSchedulePage ssr=SsrMode::Async />
                     <Route path=path!("/schedules/:id") view=SchedulePage ssr=SsrMode::Async />

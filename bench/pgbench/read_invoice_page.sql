@@ -21,7 +21,7 @@ where org_id = :org::uuid and invoice_id = :invoice::uuid
 order by created_at;
 -- include: parts/activity_page.sql
 where a.org_id = :org::uuid and a.invoice_id = :invoice::uuid order by a.created_at desc, a.id desc limit 51;
-select p.id, p.provider_payment_id, p.amount_cents, p.status as "status: PaymentStatus", p.failure,
+select p.id, p.provider, p.provider_payment_id, p.amount_cents, p.status as "status: PaymentStatus", p.failure,
        p.method as "method: PaymentMethod", p.paid_on as "paid_on: chrono::NaiveDate", p.reference,
        coalesce(case when r.provider is null then 0
                      when r.full_refund then p.amount_cents

@@ -1,6 +1,7 @@
 //! `lab bench http|outbox` and `lab faults`: they drive a built `server` binary as a process
 //! (scripts/bench and scripts/faults set up Postgres, SMTP and the build).
 
+mod bench_bank;
 mod bench_charges;
 mod bench_export;
 mod bench_http;
@@ -121,6 +122,9 @@ enum BenchCommand {
     /// Many invoices due for charging at once: the workers' charges at a local Stripe against
     /// pgbench running the same SQL.
     Charges(bench_charges::ChargesBenchArgs),
+    /// A bank statement of 10,000 entries imported and imported again (every entry a duplicate):
+    /// entries/s and peak RSS, against pgbench running the same SQL.
+    Bank(bench_bank::BankBenchArgs),
     /// The CSV exports of the generated big org through a running server, its memory sampled, each
     /// file read back by Python's csv module and compared with the database.
     Export(bench_export::ExportBenchArgs),
@@ -244,6 +248,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Bench {
             command: BenchCommand::Charges(args),
         } => bench_charges::run(&lab, args).await,
+        Command::Bench {
+            command: BenchCommand::Bank(args),
+        } => bench_bank::run(&lab, args).await,
         Command::Bench {
             command: BenchCommand::Read(args),
         } => bench_read::run(&lab.connect().await?, args).await,

@@ -186,6 +186,53 @@ pub struct BankEntry {
     pub invoice_id: Option<uuid::Uuid>,
 }
 
+/// An invoice an unmatched credit may pay, and why it is suggested.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BankSuggestion {
+    pub invoice_id: uuid::Uuid,
+    pub number: String,
+    pub customer_name: String,
+    /// What the invoice still asks for, in its currency's minor units.
+    pub due_cents: i64,
+    /// The credit is exactly what is due.
+    pub same_amount: bool,
+    /// The payer's name on the statement is the invoice's customer's.
+    pub same_name: bool,
+}
+
+/// An unmatched entry on the owner's bank page: what the bank said, the invoices it may pay, and
+/// the key its row's buttons were rendered with (the entry is decided once per rendering).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnmatchedEntry {
+    pub entry: BankEntry,
+    pub suggestions: Vec<BankSuggestion>,
+    pub key: uuid::Uuid,
+}
+
+/// What one import of a statement did, as its page says it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BankImportSummary {
+    pub id: uuid::Uuid,
+    pub format: String,
+    pub account_iban: String,
+    pub entries: i32,
+    pub new_entries: i32,
+    pub matched: i32,
+}
+
+/// The owner's `/payments/bank`: the upload form's key, the import just made (when the page was
+/// sent back to after one), the org's accounts and its unmatched entries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BankPage {
+    pub upload_key: uuid::Uuid,
+    pub imported: Option<BankImportSummary>,
+    pub accounts: Vec<String>,
+    pub unmatched: Vec<UnmatchedEntry>,
+    /// More unmatched entries than the page lists.
+    pub more: bool,
+    pub can_edit: bool,
+}
+
 /// The org's other accounts as typed: each a valid IBAN, stored compact and upper case, each once,
 /// at most 20.
 pub fn check_bank_accounts(accounts: &[String]) -> Result<Vec<String>, FieldErrors> {

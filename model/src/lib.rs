@@ -33,7 +33,10 @@ pub mod totals;
 mod views;
 pub mod webhooks;
 
-pub use bank::{check_bank_accounts, BankDetails, BankEntry};
+pub use bank::{
+    check_bank_accounts, BankDetails, BankEntry, BankImportSummary, BankPage, BankSuggestion,
+    UnmatchedEntry,
+};
 pub use credit_note::{
     ApplyCreditInput, CreditLineForm, CreditLineInput, CreditNote, CreditNoteInput, CreditNoteLine,
     CreditRefund,

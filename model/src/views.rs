@@ -166,6 +166,8 @@ shown_as_stored!(
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PaymentRow {
     pub id: Uuid,
+    /// Stripe's, recorded by hand, or a credit on the org's bank statement.
+    pub source: super::PaymentSource,
     /// How a payment recorded by hand arrived; None for Stripe's.
     pub manual: Option<ManualDetail>,
     /// Stripe's payment intent, or the attempt that recorded it by hand.
@@ -178,7 +180,8 @@ pub struct PaymentRow {
     pub dispute: Option<DisputeStatus>,
 }
 
-/// What was recorded with a payment taken by hand.
+/// What was recorded with a payment taken by hand, or read from the bank's statement (the booking
+/// date and the bank's reference).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ManualDetail {
     pub method: super::PaymentMethod,

@@ -1,7 +1,12 @@
-//! `POST /customers/import`: a CSV file of customers (multipart, a plain form: works without
-//! JavaScript), read no further than its limit, checked row by row and stored as a preview keyed by
-//! the file's SHA-256 within the org; the answer is a redirect to the import's page
-//! (`/customers/import/{id}`), the same one for the same file.
+//! Files imported through a plain multipart form (works without JavaScript), each read no further
+//! than its limit and refused with a page that says why:
+//!
+//! - `POST /customers/import`: a CSV file of customers, checked row by row and stored as a preview
+//!   keyed by the file's SHA-256 within the org; the answer is a redirect to the import's page
+//!   (`/customers/import/{id}`), the same one for the same file.
+//! - `POST /payments/bank`: a bank statement (CAMT.053, CAMT.054 or MT940), imported once per
+//!   rendered form (the form's claim and the import commit together); each entry is recorded once
+//!   whatever imports it. The answer is a redirect to `/payments/bank?imported={id}`.
 
 use axum::extract::{DefaultBodyLimit, Multipart, State};
 use axum::http::{header, StatusCode};
@@ -9,18 +14,60 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use invoicer_core::accounts::auth::AuthSession;
+use invoicer_core::bank::{self, import};
 use invoicer_core::customers::imports::{self, MAX_BYTES};
+use invoicer_core::observe::{Attempt, Surface};
+use invoicer_core::surfaces::form::{setting_once, Saved};
+use invoicer_core::surfaces::forms::Form;
+use invoicer_core::surfaces::track;
 use invoicer_core::AppState;
+use model::error::AppError;
+use sha2::{Digest, Sha256};
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route(
-        "/customers/import",
-        post(upload).layer(DefaultBodyLimit::max(MAX_BYTES + 16 * 1024)),
-    )
+    Router::new()
+        .route(
+            "/customers/import",
+            post(upload).layer(DefaultBodyLimit::max(MAX_BYTES + 16 * 1024)),
+        )
+        .route(
+            "/payments/bank",
+            post(upload_statement).layer(DefaultBodyLimit::max(bank::MAX_FILE_BYTES + 16 * 1024)),
+        )
+}
+
+/// Where a refused file of each kind goes back to.
+#[derive(Clone, Copy)]
+enum Upload {
+    Customers,
+    Statement,
+}
+
+impl Upload {
+    fn back(self) -> &'static str {
+        match self {
+            Upload::Customers => "/customers/import",
+            Upload::Statement => "/payments/bank",
+        }
+    }
+
+    fn limit(self) -> usize {
+        match self {
+            Upload::Customers => MAX_BYTES,
+            Upload::Statement => bank::MAX_FILE_BYTES,
+        }
+    }
+
+    fn missing(self) -> &'static str {
+        match self {
+            Upload::Customers => "Choose a CSV file to import.",
+            Upload::Statement => "Choose a statement file (CAMT.053, CAMT.054 or MT940) to import.",
+        }
+    }
 }
 
 /// A page saying why the file was refused, with the way back; nothing was stored.
-fn refused(status: StatusCode, why: &str) -> Response {
+fn refused(upload: Upload, status: StatusCode, why: &str) -> Response {
     let why = why
         .replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -32,17 +79,24 @@ fn refused(status: StatusCode, why: &str) -> Response {
          <link rel=\"icon\" href=\"data:,\">\
          <title>File not imported</title><link rel=\"stylesheet\" href=\"{css}\"></head>\
          <body><main class=\"card\"><h1>File not imported</h1><p class=\"error import-error\">{why}</p>\
-         <p><a href=\"/customers/import\">Back to the import</a></p></main></body></html>"
+         <p><a href=\"{back}\">Back to the import</a></p></main></body></html>",
+        back = upload.back()
     );
     (status, axum::response::Html(body)).into_response()
 }
 
-/// The form's key and file (its name and bytes), the file read no further than [`MAX_BYTES`] + 1.
-async fn read_form(mut form: Multipart) -> Result<(String, String, Vec<u8>), (StatusCode, String)> {
+/// The form's key and file (its name and bytes), the file read no further than its limit + 1.
+async fn read_form(
+    upload: Upload,
+    mut form: Multipart,
+) -> Result<(String, String, Vec<u8>), (StatusCode, String)> {
     let too_large = || {
         (
             StatusCode::PAYLOAD_TOO_LARGE,
-            format!("The file is larger than {} MB.", MAX_BYTES / 1024 / 1024),
+            format!(
+                "The file is larger than {} MB.",
+                upload.limit() / 1024 / 1024
+            ),
         )
     };
     let broken = |e: axum::extract::multipart::MultipartError| {
@@ -70,7 +124,7 @@ async fn read_form(mut form: Multipart) -> Result<(String, String, Vec<u8>), (St
             Some("file") => {
                 name = field.file_name().unwrap_or("").chars().take(200).collect();
                 while let Some(chunk) = field.chunk().await.map_err(broken)? {
-                    if file.len() + chunk.len() > MAX_BYTES {
+                    if file.len() + chunk.len() > upload.limit() {
                         return Err(too_large());
                     }
                     file.extend_from_slice(&chunk);
@@ -80,36 +134,67 @@ async fn read_form(mut form: Multipart) -> Result<(String, String, Vec<u8>), (St
         }
     }
     if file.is_empty() {
-        return Err((
-            StatusCode::BAD_REQUEST,
-            "Choose a CSV file to import.".into(),
-        ));
+        return Err((StatusCode::BAD_REQUEST, upload.missing().into()));
     }
     Ok((key, name, file))
 }
 
-async fn upload(State(state): State<AppState>, session: AuthSession, form: Multipart) -> Response {
+/// The signed-in user, if their role may import: asked before the body is read.
+fn importer(
+    upload: Upload,
+    session: &AuthSession,
+) -> Result<invoicer_core::accounts::auth::SessionUser, Response> {
     let Some(user) = session.user.clone() else {
-        return refused(StatusCode::UNAUTHORIZED, "Please log in.");
+        return Err(refused(upload, StatusCode::UNAUTHORIZED, "Please log in."));
     };
-    let user = match user.allowed(model::Action::EditInvoices) {
-        Ok(user) => user,
-        Err(e) => return refused(StatusCode::FORBIDDEN, &e.to_string()),
-    };
-    let (key, name, file) = match read_form(form).await {
-        Ok(read) => read,
-        Err((status, why)) => return refused(status, &why),
-    };
-    // The form's key names the org it was rendered for: a post from elsewhere has none that fits.
-    if !uuid::Uuid::try_parse(key.trim()).is_ok_and(|k| model::form_key_fits(k, user.org_id)) {
-        return refused(
+    user.allowed(model::Action::EditInvoices)
+        .map_err(|e| refused(upload, StatusCode::FORBIDDEN, &e.to_string()))
+}
+
+/// The form's key, if it was rendered for the user's org: a post from elsewhere has none that fits.
+fn form_key(
+    upload: Upload,
+    user: &invoicer_core::accounts::auth::SessionUser,
+    key: &str,
+) -> Result<uuid::Uuid, Response> {
+    match uuid::Uuid::try_parse(key.trim()) {
+        Ok(k) if model::form_key_fits(k, user.org_id) => Ok(k),
+        _ => Err(refused(
+            upload,
             StatusCode::BAD_REQUEST,
             "This form has expired, or was opened for another organisation. Reload the page and try again.",
-        );
+        )),
+    }
+}
+
+/// The answer when the database did not take the file: nothing was stored, the same form may be
+/// sent again.
+fn not_stored(what: &str, e: impl std::fmt::Display) -> Response {
+    tracing::error!(error = %e, "{what}");
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::RETRY_AFTER, "5")],
+        "The file could not be stored. Try again in a moment.",
+    )
+        .into_response()
+}
+
+async fn upload(State(state): State<AppState>, session: AuthSession, form: Multipart) -> Response {
+    let up = Upload::Customers;
+    let user = match importer(up, &session) {
+        Ok(user) => user,
+        Err(refusal) => return refusal,
+    };
+    let (key, name, file) = match read_form(up, form).await {
+        Ok(read) => read,
+        Err((status, why)) => return refused(up, status, &why),
+    };
+    if let Err(refusal) = form_key(up, &user, &key) {
+        return refusal;
     }
     let parsed = match imports::parse(&file) {
         Ok(parsed) => parsed,
-        Err(why) => return refused(StatusCode::UNPROCESSABLE_ENTITY, &why),
+        Err(why) => return refused(up, StatusCode::UNPROCESSABLE_ENTITY, &why),
     };
     match imports::store(&state.pool, user.org_id, Some(user.id), &name, &parsed).await {
         Ok(id) => (
@@ -117,14 +202,77 @@ async fn upload(State(state): State<AppState>, session: AuthSession, form: Multi
             [(header::LOCATION, format!("/customers/import/{id}"))],
         )
             .into_response(),
-        Err(e) => {
-            tracing::error!(error = %e, "customer import");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                [(header::RETRY_AFTER, "5")],
-                "The file could not be stored. Try again in a moment.",
-            )
-                .into_response()
-        }
+        Err(e) => not_stored("customer import", e),
+    }
+}
+
+async fn upload_statement(
+    State(state): State<AppState>,
+    session: AuthSession,
+    form: Multipart,
+) -> Response {
+    let up = Upload::Statement;
+    let user = match importer(up, &session) {
+        Ok(user) => user,
+        Err(refusal) => return refusal,
+    };
+    let (key, _, file) = match read_form(up, form).await {
+        Ok(read) => read,
+        Err((status, why)) => return refused(up, status, &why),
+    };
+    let form_key = match form_key(up, &user, &key) {
+        Ok(key) => key,
+        Err(refusal) => return refusal,
+    };
+    let parsed = match bank::parse(&file) {
+        Ok(parsed) => parsed,
+        Err(why) => return refused(up, StatusCode::UNPROCESSABLE_ENTITY, &why.to_string()),
+    };
+    let org = user.org_id;
+    let attempt = Attempt::new(Surface::Form, form_key.to_string(), None);
+    let fingerprint = hex::encode(Sha256::digest(&file));
+    let saved = track(&state.pool, attempt, async |attempt| {
+        attempt.identify(org.to_string(), Some(org));
+        setting_once(
+            &state.pool,
+            &attempt,
+            org,
+            Form::ImportBankStatement,
+            form_key,
+            &fingerprint,
+            || {
+                let parsed = &parsed;
+                async move |tx: &mut sqlx::PgConnection| {
+                    let id = uuid::Uuid::now_v7();
+                    match import::import(tx, org, id, parsed).await {
+                        Ok(done) => Ok(done.id),
+                        Err(import::ImportError::Db(e)) => Err(e.into()),
+                        Err(e @ import::ImportError::NotOurs(_)) => {
+                            Err(AppError::BadRequest(e.to_string()))
+                        }
+                    }
+                }
+            },
+        )
+        .await
+    })
+    .await;
+    match saved {
+        Ok(Saved::Created(id) | Saved::Replayed(id)) => (
+            StatusCode::SEE_OTHER,
+            [(header::LOCATION, format!("/payments/bank?imported={id}"))],
+        )
+            .into_response(),
+        Ok(Saved::KeyReused) => refused(
+            up,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "This form was already used for another file. Reload the page and try again.",
+        ),
+        Err(AppError::BadRequest(why)) => refused(
+            up,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &format!("{why}. Add the account on Settings (or check the file) and try again."),
+        ),
+        Err(e) => not_stored("bank statement upload", e),
     }
 }

@@ -47,6 +47,7 @@ struct Bank {
     app: TestApp,
     key: String,
     org: model::OrgId,
+    owner: String,
 }
 
 impl Bank {
@@ -72,6 +73,7 @@ impl Bank {
             app,
             key,
             org: account.org_id,
+            owner,
         }
     }
 
@@ -380,10 +382,12 @@ async fn hostile_or_foreign_files_are_refused_and_record_nothing(pool: PgPool) {
             "{detail}"
         );
     }
-    // 11 MB: refused by its size before it is read.
-    let big = format!("{good}{}", " ".repeat(11 * 1024 * 1024));
-    let (status, _) = bank.import("big", &big).await;
-    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    // 11 MB and 50 MB: refused by their size before they are read.
+    for mb in [11, 50] {
+        let big = format!("{good}{}", " ".repeat(mb * 1024 * 1024));
+        let (status, _) = bank.import(&format!("big-{mb}"), &big).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{mb} MB");
+    }
     assert_eq!(bank.count("bank_entries").await, 0);
     assert_eq!(bank.count("bank_statements").await, 0);
     // The key of a refused file stays usable.
@@ -499,4 +503,289 @@ async fn overlapping_statements_in_any_order_record_each_payment_once(pool: PgPo
     .unwrap();
     recorded.sort();
     assert_eq!(recorded, expected, "seed {seed} (BANK_SEED replays it)");
+}
+
+/// Uploads `file` on the bank page with the form's `key`: the status and where it sends the browser.
+async fn upload(bank: &Bank, http: &reqwest::Client, key: Uuid, file: &str) -> (u16, String) {
+    let form = reqwest::multipart::Form::new()
+        .text("idempotency_key", key.to_string())
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(file.as_bytes().to_vec()).file_name("statement.xml"),
+        );
+    let res = http
+        .post(format!("{}/payments/bank", bank.app.base))
+        .header("origin", &bank.app.base)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    (status, crate::common::pages::location(&res))
+}
+
+/// The owner's page: a statement uploaded twice at once with one rendered form is imported once;
+/// the page says what it did and lists the unmatched entries, a credit with the invoice of its
+/// amount and payer suggested; "Confirm" pressed twice records one payment, "Dismiss" sets a debit
+/// aside, each once per rendered row and never with a key rendered for another org; the invoice's
+/// page and the customer's statement show the payment's booking date and the bank's reference.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn the_bank_page_imports_once_and_confirms_each_suggestion_once(pool: PgPool) {
+    use crate::common::{pages, team};
+
+    let bank = Bank::new(pool).await;
+    let http = team::browser(&bank.app, &bank.owner).await;
+    let ada = Uuid::now_v7();
+    let token = hex::encode(Uuid::now_v7().as_bytes()).repeat(2);
+    sqlx::query(
+        "insert into customers (id, org_id, name, email, statement_token) values ($1, $2, 'Ada', 'ada@example.com', $3)",
+    )
+    .bind(ada)
+    .bind(bank.org)
+    .bind(&token)
+    .execute(&bank.app.pool)
+    .await
+    .unwrap();
+    let invoice = |cents| {
+        let input = model::InvoiceInput {
+            customer_id: Some(ada),
+            ..one_line_input("eur", "2031-01-31", cents, false)
+        };
+        let pool = bank.app.pool.clone();
+        async move {
+            let id = insert_invoice(&pool, bank.org, &input).await;
+            let number: String =
+                scalar_for(&pool, "select number_text from invoices where id = $1", id).await;
+            (id, number)
+        }
+    };
+    let (a, a_number) = invoice(1_000).await;
+    let (b, b_number) = invoice(2_500).await;
+    let (_c, c_number) = invoice(4_000).await;
+    let file = camt(
+        IBAN,
+        &[
+            E(
+                "2026-12-01",
+                1_000,
+                &format!("Invoice {a_number}"),
+                Some("BR-1"),
+            ),
+            E("2026-12-02", 2_500, "thanks", Some("BR-2")),
+            E("2026-12-02", -500, "fees", Some("BR-3")),
+        ],
+    );
+
+    let key = model::form_key(bank.org);
+    let (one, two) = tokio::join!(
+        upload(&bank, &http, key, &file),
+        upload(&bank, &http, key, &file)
+    );
+    assert_eq!((one.0, two.0), (303, 303));
+    assert_eq!(one.1, two.1, "the same import for the same rendered form");
+    assert!(one.1.starts_with("/payments/bank?imported="), "{}", one.1);
+    assert_eq!(bank.count("bank_statements").await, 1);
+    assert_eq!(bank.paid(a).await.0, 1_000, "the credit naming A paid it");
+
+    let html = pages::text(&http, format!("{}{}", bank.app.base, one.1)).await;
+    assert!(html.contains("3 entries, 3 new, 1 matched"), "{html}");
+    assert!(
+        html.contains(&format!(
+            "Confirm {b_number} (Ada, €25.00 due; same amount and payer)"
+        )),
+        "{html}"
+    );
+    assert!(
+        html.contains(&format!("Confirm {c_number} (Ada, €40.00 due; same payer)")),
+        "{html}"
+    );
+    assert!(
+        !html.contains(&format!("Confirm {a_number}")),
+        "A asks for nothing more"
+    );
+
+    let entry = |reference: &'static str| {
+        let pool = bank.app.pool.clone();
+        async move {
+            scalar_for::<Uuid>(
+                &pool,
+                "select id from bank_entries where bank_reference = $1",
+                reference,
+            )
+            .await
+        }
+    };
+    let (credit, debit) = (entry("BR-2").await, entry("BR-3").await);
+    let confirm = |key: Uuid, invoice: Uuid| {
+        let form = team::form(&[
+            ("idempotency_key", key.to_string()),
+            ("entry_id", credit.to_string()),
+            ("invoice_id", invoice.to_string()),
+        ]);
+        let (http, app) = (&http, &bank.app);
+        async move { team::rpc(http, app, "match_bank_entry", &form).await }
+    };
+    // A key rendered for another org is refused before anything is claimed.
+    let other = team::org(&bank.app.pool).await;
+    assert_eq!(confirm(model::form_key(other.id), b).await, 400);
+    let row = model::form_key(bank.org);
+    let (x, y) = tokio::join!(confirm(row, b), confirm(row, b));
+    assert!(x < 300 && y < 300, "{x} {y}");
+    // The row's other suggestion, pressed with the same rendered key, is refused.
+    let (c, _) = invoice(7_000).await;
+    assert_eq!(confirm(row, c).await, 400);
+    assert_eq!(bank.paid(b).await, (2_500, "paid".to_owned()));
+    assert_eq!(
+        scalar_for::<i64>(
+            &bank.app.pool,
+            "select count(*) from payments where invoice_id = $1",
+            b
+        )
+        .await,
+        1
+    );
+    // A matched credit is not dismissed: it stays matched.
+    let dismiss = |key: Uuid, entry: Uuid| {
+        let form = team::form(&[
+            ("idempotency_key", key.to_string()),
+            ("entry_id", entry.to_string()),
+        ]);
+        let (http, app) = (&http, &bank.app);
+        async move { team::rpc(http, app, "ignore_bank_entry", &form).await }
+    };
+    assert_eq!(dismiss(row, credit).await, 400);
+    assert!(dismiss(model::form_key(bank.org), debit).await < 300);
+    let states: Vec<String> = sqlx::query_scalar(
+        "select state from bank_entries where org_id = $1 order by bank_reference",
+    )
+    .bind(bank.org)
+    .fetch_all(&bank.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(states, ["matched", "matched", "ignored"]);
+    let html = pages::text(&http, format!("{}/payments/bank", bank.app.base)).await;
+    assert!(html.contains("Nothing to match"), "{html}");
+
+    // The invoice's page and the customer's statement: booked on the 2nd, the bank's reference.
+    let page = pages::text(&http, format!("{}/invoices/{b}", bank.app.base)).await;
+    assert!(
+        page.contains("Bank statement")
+            && page.contains("booked 2026-12-02")
+            && page.contains("BR-2"),
+        "{page}"
+    );
+    assert!(
+        !page.contains("delete-payment"),
+        "a bank payment is not deleted by hand"
+    );
+    let statement = pages::text(
+        &http,
+        format!("{}/s/{token}?from=2026-11-01&to=2031-12-31", bank.app.base),
+    )
+    .await;
+    assert!(
+        statement.contains("2026-12-02") && statement.contains("Payment, bank transfer (BR-2)"),
+        "{statement}"
+    );
+
+    // The same file through a new rendering of the form: a new import that adds nothing.
+    let again = upload(&bank, &http, model::form_key(bank.org), &file).await;
+    assert_eq!(again.0, 303);
+    assert_ne!(again.1, one.1);
+    let html = pages::text(&http, format!("{}{}", bank.app.base, again.1)).await;
+    assert!(html.contains("3 entries, 0 new, 0 matched"), "{html}");
+    assert_eq!(bank.count("bank_entries").await, 3);
+}
+
+/// Files refused on the page: another org's IBAN, a broken file, a form rendered for another org;
+/// each a page that says why, nothing recorded.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn the_bank_page_refuses_what_it_cannot_import(pool: PgPool) {
+    use crate::common::team;
+
+    let bank = Bank::new(pool).await;
+    let http = team::browser(&bank.app, &bank.owner).await;
+    let foreign = camt("DE89370400440532013000", &[E("2026-12-01", 100, "x", None)]);
+    let key = model::form_key(bank.org);
+    assert_eq!(upload(&bank, &http, key, &foreign).await.0, 422);
+    let broken = "<Document><BkToCstmrStmt><Stmt>";
+    assert_eq!(
+        upload(&bank, &http, model::form_key(bank.org), broken)
+            .await
+            .0,
+        422
+    );
+    let ours = camt(IBAN, &[E("2026-12-01", 100, "x", None)]);
+    let other = team::org(&bank.app.pool).await;
+    assert_eq!(
+        upload(&bank, &http, model::form_key(other.id), &ours)
+            .await
+            .0,
+        400
+    );
+    assert_eq!(bank.count("bank_statements").await, 0);
+    assert_eq!(bank.count("bank_entries").await, 0);
+    // The key of the refused foreign file is still free: it imports ours.
+    assert_eq!(upload(&bank, &http, key, &ours).await.0, 303);
+    assert_eq!(bank.count("bank_entries").await, 1);
+}
+
+/// The other two formats through the API: an MT940 statement and a CAMT.054 notification each
+/// record their entries once and pay the invoice their credit names (by RF reference in one, by
+/// number in the other); a second import of each adds nothing.
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn mt940_and_camt054_files_import_through_the_api(pool: PgPool) {
+    let bank = Bank::new(pool).await;
+    let (a, _, a_rf) = bank.invoice(12_550).await;
+    let (b, b_number, _) = bank.invoice(3_000).await;
+    let mt940 = format!(
+        ":20:STARTUMSE\n:25:ABNANL2A/{IBAN}\n:28C:00001/001\n:60F:C261201EUR1000,00\n\
+         :61:2612011201C125,50NTRFNONREF//BANKREF-1\n:86:Payment {a_rf} from Ada\n\
+         :61:2612021202D40,00NTRFNONREF\n:86:Office rent\n:62F:C261202EUR1085,50\n"
+    );
+    let camt054 = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<Document xmlns="urn:iso:std:iso:20022:tech:xsd:camt.054.001.02"><BkToCstmrDbtCdtNtfctn>
+<GrpHdr><MsgId>N1</MsgId><CreDtTm>2026-12-03T09:00:00+01:00</CreDtTm></GrpHdr>
+<Ntfctn><Id>N1</Id><Acct><Id><IBAN>{IBAN}</IBAN></Id></Acct>
+<Ntry><Amt Ccy="EUR">30.00</Amt><CdtDbtInd>CRDT</CdtDbtInd><Sts>BOOK</Sts><BookgDt><Dt>2026-12-03</Dt></BookgDt>
+<AcctSvcrRef>NTF-1</AcctSvcrRef><NtryDtls><TxDtls><RmtInf><Ustrd>Invoice {b_number}, thanks</Ustrd></RmtInf></TxDtls></NtryDtls></Ntry>
+</Ntfctn></BkToCstmrDbtCdtNtfctn></Document>"#
+    );
+    for (file, format, entries, key) in [
+        (&mt940, "mt940", 2, "mt940"),
+        (&camt054, "camt.054", 1, "camt054"),
+    ] {
+        let (status, done) = bank.import(key, file).await;
+        assert_eq!(status, StatusCode::CREATED, "{format}: {done}");
+        assert_eq!(
+            (
+                done["format"].as_str(),
+                done["account_iban"].as_str(),
+                done["entries"].as_i64(),
+                done["new_entries"].as_i64(),
+                done["matched"].as_i64()
+            ),
+            (
+                Some(format),
+                Some(IBAN),
+                Some(entries),
+                Some(entries),
+                Some(1)
+            ),
+            "{format}: {done}"
+        );
+        let (status, again) = bank.import(&format!("{key}-again"), file).await;
+        assert_eq!(status, StatusCode::CREATED);
+        assert_eq!(
+            (again["new_entries"].as_i64(), again["matched"].as_i64()),
+            (Some(0), Some(0))
+        );
+    }
+    assert_eq!(bank.paid(a).await, (12_550, "paid".to_owned()));
+    assert_eq!(bank.paid(b).await, (3_000, "paid".to_owned()));
+    let payments = bank.get(&format!("/api/v1/invoices/{a}/payments")).await;
+    assert_eq!(payments["data"][0]["source"], "bank", "{payments}");
+    assert_eq!(payments["data"][0]["reference"], "BANKREF-1", "{payments}");
+    assert_eq!(bank.count("bank_entries").await, 3);
 }

@@ -24,7 +24,8 @@ const PUBLIC: [&str; 8] = [
     "reset_password",
 ];
 /// Server functions that only read the session's org.
-const READS: [&str; 32] = [
+const READS: [&str; 33] = [
+    "get_bank_page",
     "current_user",
     "list_invoices",
     "get_invoice",
@@ -333,6 +334,18 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
                 ("idempotency_key", key()),
                 ("id", ids.invitation.to_string()),
             ]),
+        ),
+        (
+            "match_bank_entry",
+            form(&[
+                ("idempotency_key", key()),
+                ("entry_id", key()),
+                ("invoice_id", invoice.clone()),
+            ]),
+        ),
+        (
+            "ignore_bank_entry",
+            form(&[("idempotency_key", key()), ("entry_id", key())]),
         ),
         (
             "apply_customer_import",

@@ -288,6 +288,10 @@ enum Step {
     ScheduleRun,
     /// An invoice due for charging (the fixture's next), made first, then one charger's run.
     ChargeRun,
+    /// A new bank statement imported (`bank::import::import`, as the API runs it in its claim).
+    BankImport,
+    /// The same bank statement imported again: every entry a duplicate.
+    BankReimport,
 }
 
 #[derive(Clone, Copy)]
@@ -363,6 +367,8 @@ async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
         ("form_create_one_org.sql", Step::FormCreate),
         ("schedule_run.sql", Step::ScheduleRun),
         ("charge_run.sql", Step::ChargeRun),
+        ("bank_import.sql", Step::BankImport),
+        ("bank_reimport.sql", Step::BankReimport),
         (
             "read_list_first.sql",
             Step::Get("/invoices".into(), Auth::Session),
@@ -447,6 +453,24 @@ async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
         Some("sk_test_local".to_owned().into()),
     );
     let mut to_charge = fixture.invoices[1..].iter();
+    lab::harness::bank::own_account(&pool, fixture.org)
+        .await
+        .unwrap();
+    let today = chrono::Utc::now().date_naive();
+    let same_statement = lab::harness::bank::statement(20, &Uuid::now_v7().to_string(), today);
+    let import = |file: String| {
+        let pool = pool.clone();
+        async move {
+            let parsed = invoicer_core::bank::parse(file.as_bytes()).unwrap();
+            let mut tx = pool.begin().await.unwrap();
+            let done =
+                invoicer_core::bank::import::import(&mut tx, fixture.org, Uuid::now_v7(), &parsed)
+                    .await
+                    .unwrap();
+            tx.commit().await.unwrap();
+            done.entries == 20
+        }
+    };
     let mut failures = Vec::new();
     for (script, step) in &workloads {
         for round in 0..2 {
@@ -496,6 +520,15 @@ async fn each_pgbench_script_sends_what_the_server_sends(pool: PgPool) {
                     .unwrap()
                         == 1
                 }
+                Step::BankImport => {
+                    import(lab::harness::bank::statement(
+                        20,
+                        &Uuid::now_v7().to_string(),
+                        today,
+                    ))
+                    .await
+                }
+                Step::BankReimport => import(same_statement.clone()).await,
                 Step::ChargeRun => {
                     let next = *to_charge.next().expect("a fixture invoice per round");
                     lab::harness::charges::due(&pool, &stripe, &local, fixture.org, &[next])

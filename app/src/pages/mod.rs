@@ -2,6 +2,7 @@
 
 pub mod activity;
 pub mod auth;
+pub mod bank;
 pub mod branding;
 pub mod collecting;
 pub mod customers;

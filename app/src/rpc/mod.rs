@@ -6,6 +6,7 @@ pub mod account;
 pub mod activity;
 pub mod api_keys;
 pub mod auth;
+pub mod bank;
 pub mod customers;
 pub mod dashboard;
 #[cfg(feature = "ssr")]

@@ -1,6 +1,7 @@
 //! What the benchmarks, the fault harness and the server's integration tests share: the built
 //! `server` binary as a process, a seeded org, and HTTP clients of each surface.
 
+pub mod bank;
 pub mod charges;
 pub mod client;
 pub mod fixture;

@@ -9,7 +9,7 @@ use crate::pages::layout::{error_banner, field_error, field_errors};
 use crate::rpc::payments::{ApplyCredit, CreditInvoice, DeletePayment, RecordPayment};
 use model::{
     format_money, InvoiceLine, InvoiceStatus, PaymentForms, PaymentMethod, PaymentRow,
-    PaymentStatus, Thousandths,
+    PaymentSource, PaymentStatus, Thousandths,
 };
 
 /// The payments table and, for a finalized invoice that is not void, the form that records one.
@@ -65,7 +65,8 @@ pub fn Payments(
                 .chain(std::iter::repeat(Uuid::nil())),
         )
         .map(|(p, key)| {
-            let deletable = forms.can_delete && p.manual.is_some();
+            // A bank payment is the statement's: it goes with its entry, not by hand.
+            let deletable = forms.can_delete && p.source == PaymentSource::Manual;
             payment_row(p, &currency, invoice, deletable.then_some(key), delete)
         })
         .collect::<Vec<_>>();
@@ -247,18 +248,23 @@ fn payment_row(
         PaymentStatus::Pending => "processing",
         other => other.as_str(),
     };
-    let (what, when, reference) = match &p.manual {
-        Some(m) => (
+    let (what, when, reference) = match (&p.manual, p.source) {
+        (Some(m), PaymentSource::Bank) => (
+            "Bank statement".to_owned(),
+            format!("booked {}", m.paid_on),
+            m.reference.clone(),
+        ),
+        (Some(m), _) => (
             m.method.label().to_owned(),
             m.paid_on.to_string(),
             m.reference.clone(),
         ),
-        None => ("Stripe".to_owned(), String::new(), p.payment_intent.clone()),
+        (None, _) => ("Stripe".to_owned(), String::new(), p.payment_intent.clone()),
     };
-    let source = if p.manual.is_some() {
-        "manual"
-    } else {
-        "stripe"
+    let source = match p.source {
+        PaymentSource::Manual => "manual",
+        PaymentSource::Bank => "bank",
+        PaymentSource::Stripe => "stripe",
     };
     view! {
         <tr class=format!("payment {} {source}", p.status)>

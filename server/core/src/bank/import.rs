@@ -157,16 +157,25 @@ async fn match_new(
             }
         }
     }
+    // Each kind of token by its own index (invoices_payment_reference_idx,
+    // invoices_org_number_prefix_idx).
     // language=PostgreSQL
     let found = sqlx::query!(
         r#"
-        select distinct c.entry as "entry!", c.kind as "kind!", i.id as "invoice!"
-        from unnest($2::uuid[], $3::text[], $4::int[]) as c (entry, token, kind)
-        join bank_entries e on e.id = c.entry
-        join invoices i on i.org_id = $1
-             and (case when c.kind = 0 then i.payment_reference = c.token
-                       else lower(i.number_text) = c.token end)
-        where i.status not in ('draft', 'void') and upper(i.currency) = e.currency
+        with c as (select * from unnest($2::uuid[], $3::text[], $4::int[]) as c (entry, token, kind)),
+        named as (
+            select c.entry, 0 as kind, i.id, i.status, i.currency
+            from c join invoices i on i.org_id = $1 and i.payment_reference = c.token
+            where c.kind = 0
+            union all
+            select c.entry, 1, i.id, i.status, i.currency
+            from c join invoices i on i.org_id = $1 and lower(i.number_text) = c.token
+                                   and i.number_text is not null
+            where c.kind = 1
+        )
+        select distinct n.entry as "entry!", n.kind as "kind!", n.id as "invoice!"
+        from named n join bank_entries e on e.id = n.entry
+        where n.status not in ('draft', 'void') and upper(n.currency) = e.currency
         "#,
         org as _,
         &entry,
@@ -235,7 +244,7 @@ pub async fn record(
             where e.id = $1 and e.org_id = $2 and e.state = 'unmatched' and e.amount_cents > 0
               and i.id = $3 and upper(i.currency) = e.currency
             returning e.id, e.amount_cents, e.booked_on, i.currency,
-                      left(coalesce(e.bank_reference, e.entry_key), 200) as reference
+                      left(coalesce(e.bank_reference, ''), 200) as reference
         )
         insert into payments (id, org_id, invoice_id, provider, provider_payment_id, amount_cents,
                               currency, event_id, status, method, paid_on, reference)

@@ -566,7 +566,7 @@ pub async fn for_invoice(
     // language=PostgreSQL
     let payments = sqlx::query!(
         r#"
-        select p.id, p.provider_payment_id, p.amount_cents, p.status as "status: PaymentStatus", p.failure,
+        select p.id, p.provider, p.provider_payment_id, p.amount_cents, p.status as "status: PaymentStatus", p.failure,
                p.method as "method: PaymentMethod", p.paid_on as "paid_on: chrono::NaiveDate", p.reference,
                coalesce(case when r.provider is null then 0
                              when r.full_refund then p.amount_cents
@@ -587,6 +587,11 @@ pub async fn for_invoice(
     .into_iter()
     .map(|r| model::PaymentRow {
         id: r.id,
+        source: match r.provider.as_str() {
+            "manual" => model::PaymentSource::Manual,
+            "bank" => model::PaymentSource::Bank,
+            _ => model::PaymentSource::Stripe,
+        },
         manual: r.method.map(|method| model::ManualDetail {
             method,
             paid_on: r.paid_on.unwrap_or_default(),

@@ -62,6 +62,12 @@ pub enum Form {
     EnableWebhookEndpoint,
     RedeliverWebhook,
     ApplyCustomerImport,
+    /// A bank statement uploaded on `/payments/bank`.
+    ImportBankStatement,
+    /// "Confirm" of a suggested invoice on an unmatched bank entry.
+    MatchBankEntry,
+    /// "Dismiss" of an unmatched bank entry.
+    IgnoreBankEntry,
 }
 
 impl Form {
@@ -111,6 +117,9 @@ impl Form {
             Form::EnableWebhookEndpoint => "enable_webhook_endpoint",
             Form::RedeliverWebhook => "redeliver_webhook",
             Form::ApplyCustomerImport => "apply_customer_import",
+            Form::ImportBankStatement => "import_bank_statement",
+            Form::MatchBankEntry => "match_bank_entry",
+            Form::IgnoreBankEntry => "ignore_bank_entry",
         }
     }
 }
