@@ -141,28 +141,26 @@ async fn read_form(
 
 /// The signed-in user, if their role may import: asked before the body is read.
 fn importer(
-    upload: Upload,
     session: &AuthSession,
-) -> Result<invoicer_core::accounts::auth::SessionUser, Response> {
+) -> Result<invoicer_core::accounts::auth::SessionUser, (StatusCode, String)> {
     let Some(user) = session.user.clone() else {
-        return Err(refused(upload, StatusCode::UNAUTHORIZED, "Please log in."));
+        return Err((StatusCode::UNAUTHORIZED, "Please log in.".into()));
     };
     user.allowed(model::Action::EditInvoices)
-        .map_err(|e| refused(upload, StatusCode::FORBIDDEN, &e.to_string()))
+        .map_err(|e| (StatusCode::FORBIDDEN, e.to_string()))
 }
 
 /// The form's key, if it was rendered for the user's org: a post from elsewhere has none that fits.
 fn form_key(
-    upload: Upload,
     user: &invoicer_core::accounts::auth::SessionUser,
     key: &str,
-) -> Result<uuid::Uuid, Response> {
+) -> Result<uuid::Uuid, (StatusCode, String)> {
     match uuid::Uuid::try_parse(key.trim()) {
         Ok(k) if model::form_key_fits(k, user.org_id) => Ok(k),
-        _ => Err(refused(
-            upload,
+        _ => Err((
             StatusCode::BAD_REQUEST,
-            "This form has expired, or was opened for another organisation. Reload the page and try again.",
+            "This form has expired, or was opened for another organisation. Reload the page and try again."
+                .into(),
         )),
     }
 }
@@ -181,16 +179,16 @@ fn not_stored(what: &str, e: impl std::fmt::Display) -> Response {
 
 async fn upload(State(state): State<AppState>, session: AuthSession, form: Multipart) -> Response {
     let up = Upload::Customers;
-    let user = match importer(up, &session) {
+    let user = match importer(&session) {
         Ok(user) => user,
-        Err(refusal) => return refusal,
+        Err((status, why)) => return refused(up, status, &why),
     };
     let (key, name, file) = match read_form(up, form).await {
         Ok(read) => read,
         Err((status, why)) => return refused(up, status, &why),
     };
-    if let Err(refusal) = form_key(up, &user, &key) {
-        return refusal;
+    if let Err((status, why)) = form_key(&user, &key) {
+        return refused(up, status, &why);
     }
     let parsed = match imports::parse(&file) {
         Ok(parsed) => parsed,
@@ -212,17 +210,17 @@ async fn upload_statement(
     form: Multipart,
 ) -> Response {
     let up = Upload::Statement;
-    let user = match importer(up, &session) {
+    let user = match importer(&session) {
         Ok(user) => user,
-        Err(refusal) => return refusal,
+        Err((status, why)) => return refused(up, status, &why),
     };
     let (key, _, file) = match read_form(up, form).await {
         Ok(read) => read,
         Err((status, why)) => return refused(up, status, &why),
     };
-    let form_key = match form_key(up, &user, &key) {
+    let form_key = match form_key(&user, &key) {
         Ok(key) => key,
-        Err(refusal) => return refusal,
+        Err((status, why)) => return refused(up, status, &why),
     };
     let parsed = match bank::parse(&file) {
         Ok(parsed) => parsed,

@@ -24,8 +24,8 @@ pub async fn get_bank_page(imported: Option<String>) -> Result<BankPage, AppErro
         Some(Ok(id)) => entries::import_summary(&mut *db, org, id).await?,
         _ => None,
     };
-    let accounts = import::accounts(&mut *db, org).await?;
-    let (rows, more) = entries::unmatched(&mut *db, org).await?;
+    let accounts = import::accounts(&mut db, org).await?;
+    let (rows, more) = entries::unmatched(&mut db, org).await?;
     let unmatched = rows
         .into_iter()
         .map(|(entry, suggestions)| model::UnmatchedEntry {
