@@ -89,12 +89,15 @@ pub async fn run(lab: &crate::Lab, args: BankBenchArgs) -> anyhow::Result<()> {
     );
 
     let vars = |tag: &str| {
-        vec![
+        let mut vars = vec![
             ("org", fixture.org.to_string()),
             ("iban", IBAN.to_owned()),
             ("n", args.entries.to_string()),
-            ("tag", tag.to_owned()),
-        ]
+        ];
+        if !tag.is_empty() {
+            vars.push(("tag", tag.to_owned()));
+        }
+        vars
     };
     let script = |name: &str, text: &str| -> anyhow::Result<PathBuf> {
         let path = work.join(name);

@@ -1,7 +1,7 @@
 //! Bank statements as the benchmark and the pgbench comparison make them: one CAMT.053 file of `n`
 //! booked entries whose values follow the formulas `bench/pgbench/bank_import.sql` computes, so
 //! both sides insert rows of the same shape. Entry `g` (1-based) is a debit when `g % 10 == 0`,
-//! else a credit; it carries the bank's reference `pgb-<tag>-<g>` and the remittance
+//! else a credit; it carries the bank's reference `lab-<tag>-<g>` (pgbench's are `pgb-…`) and the remittance
 //! `Transfer <g>` (a number token that names no invoice, so the match query runs and finds none).
 
 use std::fmt::Write as _;
@@ -42,7 +42,7 @@ pub fn statement(n: u64, tag: &str, today: NaiveDate) -> String {
         let _ = writeln!(
             xml,
             "<Ntry><Amt Ccy=\"EUR\">{}.{:02}</Amt><CdtDbtInd>{side}</CdtDbtInd><Sts><Cd>BOOK</Cd></Sts>\
-             <BookgDt><Dt>{}</Dt></BookgDt><AcctSvcrRef>pgb-{tag}-{g}</AcctSvcrRef><NtryDtls><TxDtls>\
+             <BookgDt><Dt>{}</Dt></BookgDt><AcctSvcrRef>lab-{tag}-{g}</AcctSvcrRef><NtryDtls><TxDtls>\
              <RltdPties><Dbtr><Pty><Nm>Payer {g}</Nm></Pty></Dbtr></RltdPties>\
              <RmtInf><Ustrd>Transfer {g}</Ustrd></RmtInf></TxDtls></NtryDtls></Ntry>",
             cents.abs() / 100,

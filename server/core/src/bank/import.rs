@@ -86,7 +86,7 @@ pub async fn import(
                    remittance, bank_reference)
         where n.amount_cents <> 0
         on conflict (org_id, account, entry_key) do nothing
-        returning id, amount_cents, remittance
+        returning id, amount_cents, remittance, currency
         "#,
         org as _,
         id,
@@ -105,10 +105,14 @@ pub async fn import(
     .fetch_all(&mut *tx)
     .await?;
     // The new credits, as the insert returned them: what matching reads.
-    let credits: Vec<(Uuid, String)> = new
+    let credits: Vec<Credit> = new
         .iter()
         .filter(|r| r.amount_cents > 0)
-        .map(|r| (r.id, r.remittance.clone()))
+        .map(|r| Credit {
+            entry: r.id,
+            remittance: &r.remittance,
+            currency: &r.currency,
+        })
         .collect();
     let matched = match_new(tx, org, &credits).await?;
     // language=PostgreSQL
@@ -130,76 +134,115 @@ pub async fn import(
     })
 }
 
+/// A new credit, as the import's insert returned it.
+struct Credit<'a> {
+    entry: Uuid,
+    remittance: &'a str,
+    currency: &'a str,
+}
+
+/// What a word of a remittance text may be: an RF reference whose check digits hold (the better
+/// kind), or a word with a digit that may be an invoice's number.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Kind {
+    Reference,
+    Number,
+}
+
+/// The tokens of `remittance` that may name an invoice.
+fn tokens(remittance: &str) -> Vec<(Kind, String)> {
+    let mut out: Vec<(Kind, String)> = model::payment_reference::candidates(remittance)
+        .into_iter()
+        .map(|rf| (Kind::Reference, rf))
+        .collect();
+    for word in remittance.split_whitespace() {
+        let word = word.trim_matches(|ch: char| !ch.is_alphanumeric());
+        if word.len() >= 2 && word.len() <= 60 && word.bytes().any(|b| b.is_ascii_digit()) {
+            out.push((Kind::Number, word.to_lowercase()));
+        }
+    }
+    out
+}
+
 /// The invoice each new credit names, if exactly one invoice of the org (numbered, in the credit's
 /// currency, taking payments) is named by its best kind of token: an RF reference before a number.
 async fn match_new(
     tx: &mut PgConnection,
     org: OrgId,
-    credits: &[(Uuid, String)],
+    credits: &[Credit<'_>],
 ) -> sqlx::Result<usize> {
     if credits.is_empty() {
         return Ok(0);
     }
-    // (entry, token, kind): 0 an RF reference whose check digits hold, 1 a word that may be a number.
-    let (mut entry, mut token, mut kind) = (Vec::new(), Vec::new(), Vec::new());
-    for (id, remittance) in credits {
-        for rf in model::payment_reference::candidates(remittance) {
-            entry.push(*id);
-            token.push(rf);
-            kind.push(0);
-        }
-        for word in remittance.split_whitespace() {
-            let word = word.trim_matches(|ch: char| !ch.is_alphanumeric());
-            if word.len() >= 2 && word.len() <= 60 && word.bytes().any(|b| b.is_ascii_digit()) {
-                entry.push(*id);
-                token.push(word.to_lowercase());
-                kind.push(1);
-            }
-        }
-    }
-    // Each kind of token by its own index (invoices_payment_reference_idx,
-    // invoices_org_number_prefix_idx).
+    let tokens: Vec<Vec<(Kind, String)>> = credits.iter().map(|c| tokens(c.remittance)).collect();
+    let wanted = |kind: Kind| -> Vec<String> {
+        let set: std::collections::BTreeSet<&String> = tokens
+            .iter()
+            .flatten()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, t)| t)
+            .collect();
+        set.into_iter().cloned().collect()
+    };
+    // The invoices any token names, each kind by its own index (invoices_payment_reference_idx,
+    // invoices_org_number_prefix_idx) as one array lookup: the credits are paired with them here,
+    // not by a join whose size the planner cannot see.
     // language=PostgreSQL
     let found = sqlx::query!(
         r#"
-        with c as (select * from unnest($2::uuid[], $3::text[], $4::int[]) as c (entry, token, kind)),
-        named as (
-            select c.entry, 0 as kind, i.id, i.status, i.currency
-            from c join invoices i on i.org_id = $1 and i.payment_reference = c.token
-            where c.kind = 0
-            union all
-            select c.entry, 1, i.id, i.status, i.currency
-            from c join invoices i on i.org_id = $1 and lower(i.number_text) = c.token
-                                   and i.number_text is not null
-            where c.kind = 1
-        )
-        select distinct n.entry as "entry!", n.kind as "kind!", n.id as "invoice!"
-        from named n join bank_entries e on e.id = n.entry
-        where n.status not in ('draft', 'void') and upper(n.currency) = e.currency
+        select i.id as "id!", 0 as "kind!", i.payment_reference as "token!", upper(i.currency) as "currency!"
+        from invoices i
+        where i.org_id = $1 and i.payment_reference = any($2::text[])
+          and i.status not in ('draft', 'void')
+        union all
+        select i.id, 1, lower(i.number_text), upper(i.currency)
+        from invoices i
+        where i.org_id = $1 and lower(i.number_text) = any($3::text[]) and i.number_text is not null
+          and i.status not in ('draft', 'void')
         "#,
         org as _,
-        &entry,
-        &token,
-        &kind
+        &wanted(Kind::Reference),
+        &wanted(Kind::Number)
     )
     .fetch_all(&mut *tx)
     .await?;
-    let mut best: HashMap<Uuid, (i32, Vec<Uuid>)> = HashMap::new();
-    for f in found {
-        let slot = best.entry(f.entry).or_insert((f.kind, Vec::new()));
-        if f.kind < slot.0 {
-            *slot = (f.kind, Vec::new());
-        }
-        if f.kind == slot.0 && !slot.1.contains(&f.invoice) {
-            slot.1.push(f.invoice);
-        }
+    let mut named: HashMap<(Kind, &str), Vec<(Uuid, &str)>> = HashMap::new();
+    for f in &found {
+        let kind = if f.kind == 0 {
+            Kind::Reference
+        } else {
+            Kind::Number
+        };
+        named
+            .entry((kind, f.token.as_str()))
+            .or_default()
+            .push((f.id, f.currency.as_str()));
     }
     // One invoice each; locked in invoice order, so that two imports never wait on each other in
     // a circle.
     let mut chosen: BTreeMap<Uuid, Vec<Uuid>> = BTreeMap::new();
-    for (entry, (_, invoices)) in best {
-        if let [invoice] = invoices.as_slice() {
-            chosen.entry(*invoice).or_default().push(entry);
+    for (credit, tokens) in credits.iter().zip(&tokens) {
+        let mut best: Option<(Kind, Vec<Uuid>)> = None;
+        for (kind, token) in tokens {
+            for (invoice, currency) in named.get(&(*kind, token.as_str())).into_iter().flatten() {
+                if *currency != credit.currency {
+                    continue;
+                }
+                match &mut best {
+                    Some((k, _)) if *kind > *k => {}
+                    Some((k, list)) if *kind == *k => {
+                        if !list.contains(invoice) {
+                            list.push(*invoice);
+                        }
+                    }
+                    _ => best = Some((*kind, vec![*invoice])),
+                }
+            }
+        }
+        if let Some((_, list)) = best {
+            if let [invoice] = list.as_slice() {
+                chosen.entry(*invoice).or_default().push(credit.entry);
+            }
         }
     }
     let mut matched = 0;
