@@ -22,7 +22,6 @@ use invoicer_core::surfaces::forms::Form;
 use invoicer_core::surfaces::track;
 use invoicer_core::AppState;
 use model::error::AppError;
-use sha2::{Digest, Sha256};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -222,13 +221,24 @@ async fn upload_statement(
         Ok(key) => key,
         Err((status, why)) => return refused(up, status, &why),
     };
-    let parsed = match bank::parse(&file) {
+    let read = match bank::read(file).await {
+        Ok(read) => read,
+        Err(_) => {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, "5")],
+                "Other statements are being read. Send the file again in a moment.",
+            )
+                .into_response()
+        }
+    };
+    let parsed = match read.parsed {
         Ok(parsed) => parsed,
         Err(why) => return refused(up, StatusCode::UNPROCESSABLE_ENTITY, &why.to_string()),
     };
     let org = user.org_id;
     let attempt = Attempt::new(Surface::Form, form_key.to_string(), None);
-    let fingerprint = hex::encode(Sha256::digest(&file));
+    let fingerprint = hex::encode(read.sha256);
     let saved = track(&state.pool, attempt, async |attempt| {
         attempt.identify(org.to_string(), Some(org));
         setting_once(

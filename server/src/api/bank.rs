@@ -11,7 +11,6 @@ use invoicer_core::surfaces::api;
 use invoicer_core::AppState;
 use model::BankEntry;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -66,6 +65,17 @@ fn entry_not_found() -> ProblemResponse {
     )
 }
 
+/// Every slot that reads statements stayed taken: nothing was claimed, the same key may be sent again.
+fn busy() -> ProblemResponse {
+    problem(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "busy",
+        "Busy",
+        "Other statements are being read; nothing was saved. Retry with the same Idempotency-Key after Retry-After seconds.",
+    )
+    .retry_after(bank::READ_WAIT)
+}
+
 fn invalid_statement(detail: String) -> ProblemResponse {
     problem(
         StatusCode::UNPROCESSABLE_ENTITY,
@@ -90,15 +100,15 @@ fn invalid_statement(detail: String) -> ProblemResponse {
         InFlight,
         (status = 413, description = "A file over 10 MB", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Not a statement we read (the reason names the line or element), a statement for an account that is not the org's, or the key was used with a different file", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The database is switching to another server: retry with the same key after Retry-After seconds", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is switching to another server, or every slot that reads statements is taken: retry with the same key after Retry-After seconds", body = Problem, content_type = "application/problem+json"),
     ),
 )]
 pub(super) async fn post_statement(write: Write) -> Result<Response, ProblemResponse> {
     write.require(model::Action::EditInvoices)?;
     write
         .run(async |req, body| {
-            let bytes = body?;
-            let parsed = bank::parse(&bytes).map_err(|e| invalid_statement(e.to_string()))?;
+            let read = bank::read(body?).await.map_err(|_| busy())?;
+            let parsed = read.parsed.map_err(|e| invalid_statement(e.to_string()))?;
             let org = req.org();
             // An account that is not the org's is refused before anything is claimed.
             let ours = import::accounts(&mut *req.state().pool.acquire().await?, org).await?;
@@ -108,7 +118,7 @@ pub(super) async fn post_statement(write: Write) -> Result<Response, ProblemResp
                      (its IBAN and bank_accounts in PATCH /api/v1/org)."
                 )));
             }
-            let fingerprint = serde_json::json!({ "sha256": hex::encode(Sha256::digest(&bytes)) });
+            let fingerprint = serde_json::json!({ "sha256": hex::encode(read.sha256) });
             req.once(&fingerprint, || {
                 let parsed = &parsed;
                 async move |tx| {

@@ -6,8 +6,14 @@ pub mod entries;
 pub mod import;
 pub mod mt940;
 
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
 use chrono::NaiveDate;
 use sha2::{Digest, Sha256};
+use tokio::sync::Semaphore;
+
+use crate::throttle::Bounded;
 
 /// The most bytes a statement file may have (checked before it is read).
 pub const MAX_FILE_BYTES: usize = 10 * 1024 * 1024;
@@ -99,6 +105,43 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, ParseError> {
     } else {
         mt940::parse(text)
     }
+}
+
+/// Statement files read at once: one per core, each on the blocking pool (a 10 MB file is a few
+/// hundred milliseconds of CPU that must not stall the request workers).
+static READS: LazyLock<Arc<Semaphore>> = LazyLock::new(|| {
+    Arc::new(Semaphore::new(
+        std::thread::available_parallelism().map_or(2, |n| n.get()),
+    ))
+});
+
+/// How long an upload waits for a free [`READS`] slot before it is answered "busy".
+pub const READ_WAIT: Duration = Duration::from_secs(5);
+
+/// A statement file read: its parse and its SHA-256 (what an upload's claim is fingerprinted by).
+pub struct Read {
+    pub parsed: Result<Parsed, ParseError>,
+    pub sha256: [u8; 32],
+}
+
+/// [`parse`] and the digest of `file`, off the request's thread and at most one per core at once;
+/// `Busy` when no slot frees within [`READ_WAIT`].
+pub async fn read(file: impl AsRef<[u8]> + Send + 'static) -> Result<Read, Bounded> {
+    read_within(file, READ_WAIT).await
+}
+
+async fn read_within(
+    file: impl AsRef<[u8]> + Send + 'static,
+    wait: Duration,
+) -> Result<Read, Bounded> {
+    crate::throttle::bounded(&READS, wait, move || {
+        let bytes = file.as_ref();
+        Read {
+            parsed: parse(bytes),
+            sha256: Sha256::digest(bytes).into(),
+        }
+    })
+    .await
 }
 
 /// `text` with its whitespace runs made single spaces, trimmed, at most [`MAX_TEXT`] characters.
@@ -196,6 +239,22 @@ pub fn keyed(entries: &[Entry]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reads take one slot each, one slot per core: with every slot held, a read waits, then is refused
+    /// (nothing parsed); once one frees, it runs and gives the parse and the digest.
+    #[tokio::test]
+    async fn reads_wait_for_a_slot_and_are_busy_when_none_frees() {
+        let slots = READS.available_permits() as u32;
+        let held = READS.clone().acquire_many_owned(slots).await.unwrap();
+        let refused = read_within(b":20:X".to_vec(), Duration::from_millis(50)).await;
+        assert!(matches!(refused, Err(Bounded::Busy)));
+        drop(held);
+        let read = read_within(b":20:X".to_vec(), Duration::from_secs(5))
+            .await
+            .unwrap_or_else(|_| panic!("a free slot"));
+        assert!(read.parsed.is_err(), "not a whole MT940 statement");
+        assert_eq!(read.sha256, <[u8; 32]>::from(Sha256::digest(b":20:X")));
+    }
 
     #[test]
     fn amounts_in_minor_units() {
