@@ -22,6 +22,10 @@ const PARTS: &[(&str, &str)] = &[
         include_str!("../../bench/pgbench/parts/activity_page.sql"),
     ),
     (
+        "parts/bank_import_head.sql",
+        include_str!("../../bench/pgbench/parts/bank_import_head.sql"),
+    ),
+    (
         "parts/claim_done.sql",
         include_str!("../../bench/pgbench/parts/claim_done.sql"),
     ),
