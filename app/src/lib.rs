@@ -22,6 +22,7 @@ use pages::bank::BankStatementsPage;
 use pages::customers::{CustomerPage, CustomersPage, NewCustomerPage};
 use pages::dashboard::DashboardPage;
 use pages::imports::{CustomerImportPage, CustomerImportStatusPage};
+use pages::inbox::{InboxPageView, ReceivedDocumentView};
 use pages::invoices::{EditInvoicePage, InvoiceListPage, InvoicePage, NewInvoicePage};
 use pages::layout::{Nav, NotFound};
 use pages::quotes::{EditQuotePage, NewQuotePage, QuotePage, QuotesPage};
@@ -143,6 +144,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/quotes/:id") view=QuotePage ssr=SsrMode::Async />
                     <Route path=path!("/quotes/:id/edit") view=EditQuotePage ssr=SsrMode::Async />
                     <Route path=path!("/payments/bank") view=BankStatementsPage ssr=SsrMode::Async />
+                    <Route path=path!("/inbox") view=InboxPageView ssr=SsrMode::Async />
+                    <Route path=path!("/inbox/:id") view=ReceivedDocumentView ssr=SsrMode::Async />
                     <Route path=path!("/schedules") view=SchedulesPage ssr=SsrMode::Async />
                     <Route path=path!("/schedules/new") view=NewSchedulePage ssr=SsrMode::Async />
                     <Route path=path!("/schedules/:id") view=SchedulePage ssr=SsrMode::Async />

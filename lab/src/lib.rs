@@ -3,5 +3,6 @@
 
 pub mod datagen;
 pub mod harness;
+pub mod peppol_local;
 pub mod pgbench_script;
 pub mod stripe_local;

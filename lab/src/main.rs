@@ -90,6 +90,31 @@ enum Command {
         #[arg(long)]
         chaos: bool,
     },
+    /// The local Peppol access point of dev and tests (scripts/peppol-local): phoss-ap's submit and
+    /// status API, a ledger by SBDH instance id, failures on request, inbound deliveries.
+    PeppolLocal {
+        #[arg(long, default_value_t = 12112)]
+        port: u16,
+        /// The token requests must carry (the app's PEPPOL_AP_TOKEN).
+        #[arg(
+            long,
+            env = "PEPPOL_AP_TOKEN",
+            default_value = "peppol-local-token",
+            hide_env_values = true
+        )]
+        token: String,
+        /// The share of submissions that fail (0 to 1).
+        #[arg(long, default_value_t = 0.0)]
+        fail_rate: f64,
+        /// Signs deliveries to the app's inbound webhook (the app's PEPPOL_INBOUND_SECRET).
+        #[arg(
+            long,
+            env = "PEPPOL_INBOUND_SECRET",
+            default_value = invoicer_core::peppol::DEV_INBOUND_SECRET,
+            hide_env_values = true
+        )]
+        inbound_secret: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -208,6 +233,28 @@ async fn run(args: Args) -> anyhow::Result<()> {
         tokio::signal::ctrl_c().await?;
         return Ok(());
     }
+    if let Command::PeppolLocal {
+        port,
+        token,
+        fail_rate,
+        inbound_secret,
+    } = args.command
+    {
+        let config = lab::peppol_local::Config {
+            token,
+            fail_rate,
+            inbound_secret,
+        };
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let ap = lab::peppol_local::LocalAccessPoint::start(addr, config).await?;
+        eprintln!(
+            "local Peppol access point on {} (failing {:.0} % of submissions)",
+            ap.base,
+            fail_rate * 100.0
+        );
+        tokio::signal::ctrl_c().await?;
+        return Ok(());
+    }
     let lab = Lab {
         database_url: args.database_url.context("DATABASE_URL must be set")?,
         server: args.server,
@@ -257,7 +304,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Bench {
             command: BenchCommand::Export(args),
         } => bench_export::run(&lab.connect().await?, args).await,
-        Command::StripeLocal { .. } => unreachable!("served above"),
+        Command::StripeLocal { .. } | Command::PeppolLocal { .. } => {
+            unreachable!("served above")
+        }
     }
 }
 

@@ -7,6 +7,7 @@ use validator::Validate;
 
 use super::input::not_blank;
 use super::party::{check_vat_id, normalize_vat_id, Address};
+use super::peppol::{normalize_participant_id, parse_participant_id, EinvoiceChannel};
 use super::text::{no_control_chars, refuse_control_chars};
 
 use crate::error::FieldErrors;
@@ -69,6 +70,16 @@ pub struct CustomerInput {
         )
     )]
     pub buyer_reference: String,
+    /// Its Peppol participant id, `scheme:value` (`0208:0123456749`).
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "server",
+        schema(max_length = 60, example = "0208:0123456749")
+    )]
+    pub peppol_id: Option<String>,
+    /// How it receives its invoices: `email` (default) or `peppol` (needs `peppol_id`).
+    #[serde(default)]
+    pub einvoice_channel: EinvoiceChannel,
     /// The language of the customer's pages, PDFs and emails (`en`, `de`, `fr`, `es`, `nl`);
     /// none: the org's.
     #[serde(default, deserialize_with = "super::locale::optional")]
@@ -98,6 +109,8 @@ pub struct Customer {
     pub address: Address,
     pub vat_id: Option<String>,
     pub buyer_reference: String,
+    pub peppol_id: Option<String>,
+    pub einvoice_channel: EinvoiceChannel,
     /// The language of its documents; none: the org's.
     pub locale: Option<super::Locale>,
     pub notes: String,
@@ -119,6 +132,8 @@ impl Customer {
             vat_id: self.vat_id.clone(),
             tax_id: None,
             buyer_reference: self.buyer_reference.clone(),
+            peppol_id: self.peppol_id.clone(),
+            einvoice_channel: self.einvoice_channel,
             locale: self.locale,
             notes: self.notes.clone(),
         }
@@ -152,6 +167,12 @@ impl CustomerInput {
             vat_id,
             tax_id: None,
             buyer_reference: self.buyer_reference.trim().to_owned(),
+            peppol_id: self
+                .peppol_id
+                .as_deref()
+                .map(normalize_participant_id)
+                .filter(|p| !p.is_empty()),
+            einvoice_channel: self.einvoice_channel,
             locale: self.locale,
             notes: self.notes.clone(),
         }
@@ -182,6 +203,23 @@ impl CustomerInput {
                 out.insert(field.into(), message);
             }
         }
+        match &resolved.peppol_id {
+            Some(id) if id.len() > 60 => {
+                out.insert("peppol_id".into(), "Enter at most 60 characters.".into());
+            }
+            Some(id) => {
+                if let Err(message) = parse_participant_id(id) {
+                    out.insert("peppol_id".into(), message);
+                }
+            }
+            None if self.einvoice_channel == EinvoiceChannel::Peppol => {
+                out.insert(
+                    "peppol_id".into(),
+                    "A customer who receives by Peppol needs its Peppol id.".into(),
+                );
+            }
+            None => {}
+        }
         crate::error::fields_ok(out)
     }
 }
@@ -199,6 +237,8 @@ mod tests {
             vat_id: None,
             tax_id: Some("GB123456789".into()),
             buyer_reference: String::new(),
+            peppol_id: None,
+            einvoice_channel: EinvoiceChannel::Email,
             locale: None,
             notes: String::new(),
         }
@@ -220,5 +260,16 @@ mod tests {
         for field in ["name", "email", "tax_id", "notes", "address.country"] {
             assert!(errors.contains_key(field), "{field}: {errors:?}");
         }
+        let mut peppol = ada();
+        peppol.einvoice_channel = EinvoiceChannel::Peppol;
+        assert!(peppol.check().unwrap_err().contains_key("peppol_id"));
+        peppol.peppol_id = Some(" 0208:0123456789".into());
+        assert!(peppol.check().unwrap_err().contains_key("peppol_id"));
+        peppol.peppol_id = Some("0208 : 0123456749 ".into());
+        peppol.check().unwrap();
+        assert_eq!(
+            peppol.resolved().peppol_id.as_deref(),
+            Some("0208:0123456749")
+        );
     }
 }

@@ -20,6 +20,7 @@ mod org;
 mod party;
 mod payment;
 pub mod payment_reference;
+pub mod peppol;
 mod quote;
 mod recurring;
 pub mod reports;

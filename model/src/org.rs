@@ -116,6 +116,13 @@ pub struct OrgDetails {
     #[serde(default)]
     #[cfg_attr(feature = "server", schema(max_length = 50))]
     pub phone: String,
+    /// Its Peppol participant id, `scheme:value` (`0208:0123456749`); empty: none.
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "server",
+        schema(max_length = 60, example = "0208:0123456749")
+    )]
+    pub peppol_id: String,
     /// Invoices are finalized only as valid EN 16931 e-invoices, and PDFs carry `factur-x.xml`.
     #[serde(default)]
     pub einvoicing: bool,
@@ -134,6 +141,7 @@ impl OrgDetails {
             tax_registration_id: self.tax_registration_id.trim().to_owned(),
             email: self.email.trim().to_owned(),
             phone: self.phone.trim().to_owned(),
+            peppol_id: crate::peppol::normalize_participant_id(&self.peppol_id),
             einvoicing: self.einvoicing,
             locale: self.locale,
         }
@@ -158,6 +166,13 @@ impl OrgDetails {
         if !self.vat_id.is_empty() {
             if let Err(message) = check_vat_id(&self.vat_id) {
                 out.insert("vat_id".into(), message);
+            }
+        }
+        if self.peppol_id.len() > 60 {
+            out.insert("peppol_id".into(), "Enter at most 60 characters.".into());
+        } else if !self.peppol_id.is_empty() {
+            if let Err(message) = crate::peppol::parse_participant_id(&self.peppol_id) {
+                out.insert("peppol_id".into(), message);
             }
         }
         if !self.email.is_empty() && !validator::ValidateEmail::validate_email(&self.email) {

@@ -245,6 +245,9 @@ pub struct Invoice {
     /// Each try to charge it automatically, first first.
     #[serde(default)]
     pub charge_attempts: Vec<crate::collection::ChargeAttempt>,
+    /// Each transmission of it (and of its credit notes) over Peppol, oldest first.
+    #[serde(default)]
+    pub transmissions: Vec<crate::peppol::Transmission>,
     /// `standard`, or `late_fee` for a fee charged on an overdue invoice (`fee_for`).
     #[serde(default = "standard_kind")]
     pub kind: String,

@@ -7,16 +7,20 @@
 //! - `POST /payments/bank`: a bank statement (CAMT.053, CAMT.054 or MT940), imported once per
 //!   rendered form (the form's claim and the import commit together); each entry is recorded once
 //!   whatever imports it. The answer is a redirect to `/payments/bank?imported={id}`.
+//! - `POST /inbox`: a received e-invoice (UBL, CII or a Factur-X PDF), kept once per rendered form
+//!   and once per file (the same bytes are one document); the answer is a redirect to its page,
+//!   `/inbox/{id}`.
 
 use axum::extract::{DefaultBodyLimit, Multipart, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::Router;
 use invoicer_core::accounts::auth::AuthSession;
 use invoicer_core::bank::{self, import};
 use invoicer_core::customers::imports::{self, MAX_BYTES};
 use invoicer_core::observe::{Attempt, Surface};
+use invoicer_core::peppol::inbox;
 use invoicer_core::surfaces::form::{setting_once, Saved};
 use invoicer_core::surfaces::forms::Form;
 use invoicer_core::surfaces::track;
@@ -33,6 +37,61 @@ pub fn routes() -> Router<AppState> {
             "/payments/bank",
             post(upload_statement).layer(DefaultBodyLimit::max(bank::MAX_FILE_BYTES + 16 * 1024)),
         )
+        .route(
+            "/inbox",
+            post(upload_received).layer(DefaultBodyLimit::max(inbox::MAX_FILE_BYTES + 16 * 1024)),
+        )
+        .route("/inbox/{id}/file", get(received_file))
+        .route("/inbox.csv", get(received_csv))
+}
+
+/// The signed-in user's org, for the inbox's downloads (any role reads them).
+fn reader(session: &AuthSession) -> Option<model::OrgId> {
+    session.user.as_ref().map(|u| u.org_id)
+}
+
+fn log_in() -> Response {
+    (StatusCode::UNAUTHORIZED, "Please log in.").into_response()
+}
+
+/// `/inbox/{id}/file`: a received document's file as it came.
+async fn received_file(
+    State(state): State<AppState>,
+    session: AuthSession,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    let Some(org) = reader(&session) else {
+        return log_in();
+    };
+    let Ok(id) = uuid::Uuid::try_parse(&id) else {
+        return (StatusCode::NOT_FOUND, "No such document.").into_response();
+    };
+    match inbox::original(&state.reads, org, id).await {
+        Ok(Some((bytes, kind, number))) => crate::api::received_file(bytes, &kind, &number),
+        Ok(None) => (StatusCode::NOT_FOUND, "No such document.").into_response(),
+        Err(e) => not_stored("received file", e),
+    }
+}
+
+/// `/inbox.csv`: the inbox as a spreadsheet.
+async fn received_csv(State(state): State<AppState>, session: AuthSession) -> Response {
+    let Some(org) = reader(&session) else {
+        return log_in();
+    };
+    match inbox::list(&state.reads, org, 10_000).await {
+        Ok(documents) => (
+            [
+                (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+                (
+                    header::CONTENT_DISPOSITION,
+                    "attachment; filename=\"received-documents.csv\"",
+                ),
+            ],
+            inbox::csv(&documents),
+        )
+            .into_response(),
+        Err(e) => not_stored("received csv", e),
+    }
 }
 
 /// Where a refused file of each kind goes back to.
@@ -40,6 +99,7 @@ pub fn routes() -> Router<AppState> {
 enum Upload {
     Customers,
     Statement,
+    Received,
 }
 
 impl Upload {
@@ -47,6 +107,7 @@ impl Upload {
         match self {
             Upload::Customers => "/customers/import",
             Upload::Statement => "/payments/bank",
+            Upload::Received => "/inbox",
         }
     }
 
@@ -54,6 +115,7 @@ impl Upload {
         match self {
             Upload::Customers => MAX_BYTES,
             Upload::Statement => bank::MAX_FILE_BYTES,
+            Upload::Received => inbox::MAX_FILE_BYTES,
         }
     }
 
@@ -61,6 +123,7 @@ impl Upload {
         match self {
             Upload::Customers => "Choose a CSV file to import.",
             Upload::Statement => "Choose a statement file (CAMT.053, CAMT.054 or MT940) to import.",
+            Upload::Received => "Choose an e-invoice (UBL or CII XML, or a Factur-X PDF).",
         }
     }
 }
@@ -282,5 +345,73 @@ async fn upload_statement(
             &format!("{why}. Add the account on Settings (or check the file) and try again."),
         ),
         Err(e) => not_stored("bank statement upload", e),
+    }
+}
+
+async fn upload_received(
+    State(state): State<AppState>,
+    session: AuthSession,
+    form: Multipart,
+) -> Response {
+    let up = Upload::Received;
+    let user = match importer(&session) {
+        Ok(user) => user,
+        Err((status, why)) => return refused(up, status, &why),
+    };
+    let (key, _, file) = match read_form(up, form).await {
+        Ok(read) => read,
+        Err((status, why)) => return refused(up, status, &why),
+    };
+    let form_key = match form_key(&user, &key) {
+        Ok(key) => key,
+        Err((status, why)) => return refused(up, status, &why),
+    };
+    let opened = match inbox::open_bounded(file).await {
+        Ok(Ok(opened)) => opened,
+        Ok(Err(why)) => return refused(up, StatusCode::UNPROCESSABLE_ENTITY, &why.to_string()),
+        Err(_) => {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, "5")],
+                "Other files are being read. Send the file again in a moment.",
+            )
+                .into_response()
+        }
+    };
+    let org = user.org_id;
+    let attempt = Attempt::new(Surface::Form, form_key.to_string(), None);
+    let fingerprint = hex::encode(opened.sha256);
+    let saved = track(&state.pool, attempt, async |attempt| {
+        attempt.identify(org.to_string(), Some(org));
+        setting_once(
+            &state.pool,
+            &attempt,
+            org,
+            Form::ReceiveDocument,
+            form_key,
+            &fingerprint,
+            || {
+                let opened = &opened;
+                async move |tx: &mut sqlx::PgConnection| {
+                    let (detail, _) = inbox::store(tx, org, opened, "upload", None).await?;
+                    Ok(detail.document.id)
+                }
+            },
+        )
+        .await
+    })
+    .await;
+    match saved {
+        Ok(Saved::Created(id) | Saved::Replayed(id)) => (
+            StatusCode::SEE_OTHER,
+            [(header::LOCATION, format!("/inbox/{id}"))],
+        )
+            .into_response(),
+        Ok(Saved::KeyReused) => refused(
+            up,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "This form was already used for another file. Reload the page and try again.",
+        ),
+        Err(e) => not_stored("e-invoice upload", e),
     }
 }

@@ -13,6 +13,7 @@ pub mod imports;
 pub mod logging;
 pub mod payment_qr;
 pub mod pdf;
+pub mod peppol_webhook;
 pub mod process;
 pub mod public;
 pub mod reports;

@@ -165,6 +165,7 @@ pub async fn router(
         // Added after the session layers: webhooks and the site's files need no session.
         .merge(assets)
         .merge(crate::webhook::routes().with_state(state.clone()))
+        .merge(crate::peppol_webhook::routes().with_state(state.clone()))
         .merge(crate::api::routes().with_state(state.clone()))
         .merge(crate::public::routes().with_state(state.clone()))
         .merge(crate::branding::public_routes().with_state(state.clone()))

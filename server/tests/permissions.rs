@@ -24,8 +24,10 @@ const PUBLIC: [&str; 8] = [
     "reset_password",
 ];
 /// Server functions that only read the session's org.
-const READS: [&str; 33] = [
+const READS: [&str; 35] = [
     "get_bank_page",
+    "get_inbox_page",
+    "get_received_page",
     "current_user",
     "list_invoices",
     "get_invoice",
@@ -346,6 +348,10 @@ fn org_changes(ids: &Ids) -> Vec<(&'static str, Vec<(String, String)>)> {
         (
             "ignore_bank_entry",
             form(&[("idempotency_key", key()), ("entry_id", key())]),
+        ),
+        (
+            "mark_received_paid",
+            form(&[("idempotency_key", key()), ("document_id", key())]),
         ),
         (
             "apply_customer_import",

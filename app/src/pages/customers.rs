@@ -261,6 +261,20 @@ fn CustomerForm(key: Uuid, customer: Option<Customer>) -> impl IntoView {
                     {error_for("buyer_reference")}
                 </label>
                 <label>
+                    "Peppol id"
+                    <input type="text" name="input[peppol_id]" value=c.peppol_id.unwrap_or_default() maxlength="60" placeholder="0208:0123456749" />
+                    <span class="hint">"Scheme, colon, value: 0208 Belgian enterprise number, 0088 GLN, 9930 German VAT number, 0204 Leitweg-ID…"</span>
+                    {error_for("peppol_id")}
+                </label>
+                <label>
+                    "Invoices reach them by"
+                    <select name="input[einvoice_channel]">
+                        <option value="email" selected=c.einvoice_channel == model::peppol::EinvoiceChannel::Email>"Email"</option>
+                        <option value="peppol" selected=c.einvoice_channel == model::peppol::EinvoiceChannel::Peppol>"Peppol (sent when finalized)"</option>
+                    </select>
+                    {error_for("einvoice_channel")}
+                </label>
+                <label>
                     "Language"
                     <select name="input[locale]">
                         <option value="" selected=c.locale.is_none()>"The organisation's"</option>

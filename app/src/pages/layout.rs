@@ -30,6 +30,7 @@ pub fn Nav() -> impl IntoView {
                                     <a href="/customers">"Customers"</a>
                                     <a href="/schedules">"Recurring"</a>
                                     <a href="/payments/bank">"Bank"</a>
+                                    <a href="/inbox">"Inbox"</a>
                                     <a href="/activity">"Activity"</a>
                                     <a href="/settings/org">"Settings"</a>
                                     {edits.then(|| view! { <a href="/invoices/new" class="button new-invoice">"New invoice"</a> })}

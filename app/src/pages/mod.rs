@@ -9,6 +9,7 @@ pub mod customers;
 pub mod dashboard;
 pub mod filters;
 pub mod imports;
+pub mod inbox;
 pub mod invoices;
 pub mod layout;
 pub mod party;

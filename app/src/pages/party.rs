@@ -109,6 +109,12 @@ pub fn OrgDetailsForm(
                             {error_of("phone")}
                         </label>
                         <label>
+                            "Peppol id"
+                            <input type="text" name="details[peppol_id]" value=details.peppol_id maxlength="60" placeholder="0208:0123456749" />
+                            <span class="hint">"Scheme, colon, value: how customers on Peppol reach you."</span>
+                            {error_of("peppol_id")}
+                        </label>
+                        <label>
                             "Customers' language"
                             <select name="details[locale]">
                                 {model::Locale::ALL.into_iter().map(|l| view! {
@@ -127,7 +133,7 @@ pub fn OrgDetailsForm(
                     <label>
                         "Your password"
                         <input type="password" name="password" autocomplete="current-password" maxlength="1024" />
-                        <span class="hint">"Needed to change the legal name, tax ids, email or e-invoicing when you signed in more than 10 minutes ago."</span>
+                        <span class="hint">"Needed to change the legal name, tax ids, email, Peppol id or e-invoicing when you signed in more than 10 minutes ago."</span>
                         {error_of("password")}
                     </label>
                     <button type="submit" class="primary save-details">

@@ -12,6 +12,7 @@ pub mod dashboard;
 #[cfg(feature = "ssr")]
 mod form;
 pub mod imports;
+pub mod inbox;
 pub mod invoice_actions;
 pub mod invoices;
 pub mod payments;

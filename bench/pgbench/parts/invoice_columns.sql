@@ -17,4 +17,11 @@ select i.id, i.number_text, i.status as "status: InvoiceStatus", i.version, i.cu
                  from charge_attempts a
                  where a.invoice_id = i.id and a.state not in ('scheduled', 'canceled')),
                 '[]') as "charge_attempts!: sqlx::types::Json<Vec<ChargeAttempt>>",
+       coalesce((select jsonb_agg(jsonb_build_object(
+                        'network', 'peppol', 'state', t.state, 'instance_id', t.instance_id,
+                        'reason', t.reason, 'profile', t.profile, 'at', t.updated_at,
+                        'document', case when t.credit_note_id is null then 'invoice'
+                                         else 'credit_note' end) order by t.created_at, t.id)
+                 from peppol_transmissions t where t.invoice_id = i.id),
+                '[]') as "transmissions!: sqlx::types::Json<Vec<Transmission>>",
        i.kind, i.fee_for, i.payment_reference

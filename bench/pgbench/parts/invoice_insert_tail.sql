@@ -16,5 +16,7 @@ select number_text, finalized_at as "finalized_at: DateTime<Utc>",
        customer_address as "customer_address!", customer_tax_id,
        due_date as "due_date!: NaiveDate",
        invoice_overdue(invoice.status, invoice.due_date, org.time_zone) as "overdue!",
-       org.einvoicing as "einvoicing!"
+       org.einvoicing as "einvoicing!",
+       exists (select from customers cu where cu.id = invoice.customer_id
+                                          and cu.einvoice_channel = 'peppol') as "peppol!"
 from invoice, org;

@@ -18,6 +18,7 @@ pub mod outbox;
 pub mod pages;
 pub mod patch;
 pub mod payments;
+pub mod peppol;
 pub mod reports;
 pub mod search;
 pub mod secret;

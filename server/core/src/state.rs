@@ -98,6 +98,9 @@ pub struct Settings {
     pub signup_payments: bool,
     /// Where webhook endpoints may be (checked when one is registered, and at each delivery).
     pub webhooks: crate::webhooks_out::guard::Policy,
+    /// PEPPOL_INBOUND_SECRET: received documents the access point delivers are signed with it;
+    /// none: the inbound webhook answers 503.
+    pub peppol_inbound_secret: Option<crate::secret::Secret>,
 }
 
 pub const DEV_WEBHOOK_SECRET: &str = "whsec_dev_invoicer";
@@ -130,6 +133,7 @@ impl Default for Settings {
             signup_payments: true,
             // The tests deliver to receivers on loopback.
             webhooks: crate::webhooks_out::guard::Policy::OPEN,
+            peppol_inbound_secret: Some(crate::peppol::DEV_INBOUND_SECRET.into()),
         }
     }
 }

@@ -4,7 +4,7 @@
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use invoicer_core::documents::einvoice::{self, Document, InvoiceDocumentError, Syntax};
+use invoicer_core::documents::einvoice::{self, Document, InvoiceDocumentError, Profile, Syntax};
 use invoicer_core::AppState;
 use serde::Deserialize;
 
@@ -16,14 +16,24 @@ use super::query::{bad_query, ListQuery};
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct EinvoiceQuery {
-    /// `cii` (default; the XML a Factur-X PDF carries) or `ubl` (XRechnung 3).
+    /// `cii` (default; the XML a Factur-X PDF carries) or `ubl`.
     #[param(pattern = "^(cii|ubl)$")]
     pub syntax: Option<String>,
+    /// The rules beyond EN 16931: `en16931` (default), `peppol` (Peppol BIS Billing 3.0, UBL only)
+    /// or `xrechnung` (XRechnung 3.0, UBL or CII).
+    #[param(pattern = "^(en16931|peppol|xrechnung)$")]
+    pub profile: Option<String>,
 }
 
-pub(super) fn syntax(query: &EinvoiceQuery) -> Result<Syntax, ProblemResponse> {
-    Syntax::parse(query.syntax.as_deref().unwrap_or("cii"))
-        .ok_or_else(|| bad_query("syntax must be cii or ubl"))
+pub(super) fn syntax(query: &EinvoiceQuery) -> Result<(Syntax, Profile), ProblemResponse> {
+    let syntax = Syntax::parse(query.syntax.as_deref().unwrap_or("cii"))
+        .ok_or_else(|| bad_query("syntax must be cii or ubl"))?;
+    let profile = Profile::parse(query.profile.as_deref().unwrap_or("en16931"))
+        .ok_or_else(|| bad_query("profile must be en16931, peppol or xrechnung"))?;
+    if (syntax, profile) == (Syntax::Cii, Profile::Peppol) {
+        return Err(bad_query("Peppol BIS Billing 3.0 is UBL: use syntax=ubl"));
+    }
+    Ok((syntax, profile))
 }
 
 fn not_found() -> ProblemResponse {
@@ -64,7 +74,7 @@ pub(super) fn xml(body: Vec<u8>) -> Response {
     get, path = "/api/v1/invoices/{id}/einvoice", tag = "invoices", params(InvoiceId, EinvoiceQuery),
     responses(
         (status = 200, description = "The e-invoice", content_type = "application/xml", body = String),
-        (status = 400, description = "A syntax other than cii or ubl", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "A syntax other than cii or ubl, a profile other than en16931, peppol or xrechnung, or peppol in CII", body = Problem, content_type = "application/problem+json"),
         Unauthorized,
         NotFound,
         (status = 409, description = "A draft, or data the standard refuses (the fields to fix in `errors`)", body = Problem, content_type = "application/problem+json"),
@@ -89,7 +99,7 @@ pub(super) async fn get_invoice_einvoice(
     get, path = "/api/v1/credit_notes/{id}/einvoice", tag = "credit_notes", params(CreditNoteId, EinvoiceQuery),
     responses(
         (status = 200, description = "The e-invoice (a credit note)", content_type = "application/xml", body = String),
-        (status = 400, description = "A syntax other than cii or ubl", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "A syntax other than cii or ubl, a profile other than en16931, peppol or xrechnung, or peppol in CII", body = Problem, content_type = "application/problem+json"),
         Unauthorized,
         NotFound,
         (status = 409, description = "Data the standard refuses (the fields to fix in `errors`)", body = Problem, content_type = "application/problem+json"),
@@ -118,7 +128,7 @@ pub(super) async fn get_credit_note_einvoice(
 
 fn answer(
     made: Result<Document, InvoiceDocumentError>,
-    syntax: Syntax,
+    (syntax, profile): (Syntax, Profile),
     missing: impl Fn() -> ProblemResponse,
 ) -> Result<Response, ProblemResponse> {
     let document = match made {
@@ -138,10 +148,15 @@ fn answer(
         }
         Err(InvoiceDocumentError::Db(e)) => return Err(e.into()),
     };
+    let document = document.with_profile(profile);
     let problems = document.problems();
     if !problems.is_empty() {
         return Err(not_einvoice(
-            "The data does not make a valid EN 16931 e-invoice.",
+            match profile {
+                Profile::En16931 => "The data does not make a valid EN 16931 e-invoice.",
+                Profile::Peppol => "The data does not make a valid Peppol BIS Billing 3.0 invoice.",
+                Profile::Xrechnung => "The data does not make a valid XRechnung.",
+            },
             problems,
         ));
     }

@@ -15,6 +15,8 @@ mod org;
 mod problem;
 mod query;
 mod quotes;
+mod received;
+pub use received::file_response as received_file;
 mod reports;
 mod schedules;
 mod tax_rates;
@@ -211,6 +213,28 @@ fn api() -> Api {
         .route("/api/v1/bank_entries", [to(M::GET, bank::list_entries)])
         .post("/api/v1/bank_entries/{id}/match", bank::match_entry)
         .post("/api/v1/bank_entries/{id}/ignore", bank::ignore_entry)
+        .route(
+            "/api/v1/received_documents",
+            // A received file may be a PDF larger than any JSON body: up to 10 MB.
+            [
+                To(
+                    M::POST,
+                    on(MethodFilter::POST, received::post_document).layer(DefaultBodyLimit::max(
+                        invoicer_core::peppol::inbox::MAX_FILE_BYTES,
+                    )),
+                ),
+                to(M::GET, received::list_documents),
+            ],
+        )
+        .route(
+            "/api/v1/received_documents/{id}",
+            [to(M::GET, received::get_document)],
+        )
+        .route(
+            "/api/v1/received_documents/{id}/file",
+            [to(M::GET, received::get_file)],
+        )
+        .post("/api/v1/received_documents/{id}/paid", received::mark_paid)
         .route("/api/v1/openapi.json", [to(M::GET, openapi::openapi)])
 }
 

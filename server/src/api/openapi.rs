@@ -21,6 +21,7 @@ use super::invoices::{self, CheckoutSession, InvoiceList, PaymentList};
 use super::org::{self, Org, OrgBank, OrgEditable};
 use super::problem::Problem;
 use super::quotes::{self, QuoteList};
+use super::received;
 use super::reports;
 use super::schedules::{self, ScheduleList};
 use super::tax_rates::{self, TaxRateList};
@@ -50,6 +51,11 @@ use super::webhook_endpoints;
         bank::list_entries,
         bank::match_entry,
         bank::ignore_entry,
+        received::post_document,
+        received::list_documents,
+        received::get_document,
+        received::get_file,
+        received::mark_paid,
         invoices::post_payment,
         invoices::list_payments,
         invoices::get_payment,

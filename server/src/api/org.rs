@@ -51,6 +51,10 @@ pub struct OrgEditable {
     pub email: String,
     #[serde(default)]
     pub phone: String,
+    /// Its Peppol participant id, `scheme:value` (`0208:0123456749`); empty: none.
+    #[serde(default)]
+    #[schema(max_length = 60, example = "0208:0123456749")]
+    pub peppol_id: String,
     #[serde(default)]
     pub bank: OrgBank,
     /// Finalize only invoices that make a valid EN 16931 e-invoice; PDFs carry `factur-x.xml`.
@@ -85,6 +89,7 @@ pub struct Org {
     pub tax_registration_id: String,
     pub email: String,
     pub phone: String,
+    pub peppol_id: String,
     pub bank: OrgBank,
     pub einvoicing: bool,
     pub locale: model::Locale,
@@ -107,6 +112,7 @@ impl Org {
             tax_registration_id: s.tax_registration_id,
             email: s.email,
             phone: s.phone,
+            peppol_id: s.peppol_id,
             bank: s.bank,
             einvoicing: s.einvoicing,
             locale: s.locale,
@@ -124,6 +130,7 @@ impl Org {
             tax_registration_id: self.tax_registration_id.clone(),
             email: self.email.clone(),
             phone: self.phone.clone(),
+            peppol_id: self.peppol_id.clone(),
             bank: self.bank.clone(),
             einvoicing: self.einvoicing,
             locale: self.locale,
@@ -151,6 +158,7 @@ impl OrgEditable {
             tax_registration_id: details.tax_registration_id,
             email: details.email,
             phone: details.phone,
+            peppol_id: details.peppol_id,
             einvoicing: details.einvoicing,
             locale: details.locale,
             bank: OrgBank {
@@ -171,6 +179,7 @@ impl OrgEditable {
             tax_registration_id: self.tax_registration_id.clone(),
             email: self.email.clone(),
             phone: self.phone.clone(),
+            peppol_id: self.peppol_id.clone(),
             einvoicing: self.einvoicing,
             locale: self.locale,
         };

@@ -11,6 +11,7 @@ mod jobs;
 mod limits;
 mod mail;
 mod observability;
+mod peppol;
 mod site;
 mod stripe;
 #[cfg(test)]
@@ -27,6 +28,7 @@ pub use jobs::{Retention, Workers};
 pub use limits::Limits;
 pub use mail::{Mail, Outgoing};
 pub use observability::{Logging, Metrics, DEFAULT_LOG_FILTER};
+pub use peppol::{Peppol, DEV_INBOUND_SECRET};
 pub use site::{Mode, Site};
 pub use stripe::{Stripe, LOCAL_STRIPE, LOCAL_STRIPE_KEY};
 
@@ -39,6 +41,8 @@ pub struct Config {
     pub site: Site,
     #[command(flatten)]
     pub stripe: Stripe,
+    #[command(flatten)]
+    pub peppol: Peppol,
     #[command(flatten)]
     pub mail: Mail,
     #[command(flatten)]
@@ -62,6 +66,7 @@ pub struct Checked {
     pub database: Database,
     pub site: site::Checked,
     pub stripe: stripe::Checked,
+    pub peppol: peppol::Checked,
     pub mail: Outgoing,
     /// WORKERS: outbox workers inside `server`.
     pub workers: usize,
@@ -97,6 +102,7 @@ impl Config {
         let dev_mode = self.dev_mode();
         let dev = dev_mode || !deployed;
         let stripe = self.stripe.check(dev)?;
+        let peppol = self.peppol.check(dev)?;
         let site = self.site.check(dev)?;
         let mail = self.mail.check(dev, &site.public_url)?;
         let workers = self.workers.check(mail.timeout, dev_mode)?;
@@ -113,6 +119,7 @@ impl Config {
                 public_url: site.public_url.clone(),
                 retention: retention.clone(),
                 stripe: Some(stripe.client()),
+                peppol: peppol.access_point.clone(),
                 invoice_pdf: Some(crate::pdf::mail::renderer(&site.public_url)),
                 ..workers
             }
@@ -121,6 +128,7 @@ impl Config {
             workers: self.workers.workers,
             site,
             stripe,
+            peppol,
             mail,
             retention,
             metrics,
@@ -149,6 +157,7 @@ impl Checked {
             signups_open: self.site.signups_open,
             signup_payments: self.dev_mode,
             webhooks: self.webhooks,
+            peppol_inbound_secret: self.peppol.inbound_secret.clone(),
         }
     }
 

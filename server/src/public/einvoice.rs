@@ -5,7 +5,7 @@
 use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use invoicer_core::documents::einvoice::{self, Document, InvoiceDocumentError, Syntax};
+use invoicer_core::documents::einvoice::{self, Document, InvoiceDocumentError, Profile, Syntax};
 use invoicer_core::AppState;
 
 use super::{drawn, not_found, private, throttled, unavailable, Client};
@@ -13,10 +13,24 @@ use super::{drawn, not_found, private, throttled, unavailable, Client};
 #[derive(Debug, serde::Deserialize)]
 pub(super) struct SyntaxQuery {
     syntax: Option<String>,
+    /// `en16931` (default), `peppol` (UBL only) or `xrechnung`.
+    profile: Option<String>,
 }
 
-fn answer(made: Result<Document, InvoiceDocumentError>, syntax: Syntax, name: &str) -> Response {
-    match made {
+impl SyntaxQuery {
+    fn parsed(&self) -> Option<(Syntax, Profile)> {
+        let syntax = Syntax::parse(self.syntax.as_deref().unwrap_or("cii"))?;
+        let profile = Profile::parse(self.profile.as_deref().unwrap_or("en16931"))?;
+        (!(syntax == Syntax::Cii && profile == Profile::Peppol)).then_some((syntax, profile))
+    }
+}
+
+fn answer(
+    made: Result<Document, InvoiceDocumentError>,
+    (syntax, profile): (Syntax, Profile),
+    name: &str,
+) -> Response {
+    match made.map(|d| d.with_profile(profile)) {
         Ok(d) if d.problems().is_empty() => {
             let file = format!(
                 "{}.xml",
@@ -50,7 +64,7 @@ pub(super) async fn invoice(
     Path(token): Path<String>,
     Query(query): Query<SyntaxQuery>,
 ) -> Response {
-    let Some(syntax) = Syntax::parse(query.syntax.as_deref().unwrap_or("cii")) else {
+    let Some(syntax) = query.parsed() else {
         return not_found();
     };
     let ceiling = match state.throttle.public_page(&token, client) {
@@ -79,7 +93,7 @@ pub(super) async fn credit_note(
     Path(token): Path<String>,
     Query(query): Query<SyntaxQuery>,
 ) -> Response {
-    let Some(syntax) = Syntax::parse(query.syntax.as_deref().unwrap_or("cii")) else {
+    let Some(syntax) = query.parsed() else {
         return not_found();
     };
     let ceiling = match state.throttle.public_page(&token, client) {

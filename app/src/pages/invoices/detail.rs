@@ -85,7 +85,7 @@ pub fn InvoicePage() -> impl IntoView {
                                             " · e-invoice: "
                                             <a href=format!("{url}/einvoice.xml?syntax=cii") class="einvoice-cii">"Factur-X XML (CII)"</a>
                                             " · "
-                                            <a href=format!("{url}/einvoice.xml?syntax=ubl") class="einvoice-ubl">"XRechnung (UBL)"</a>
+                                            <a href=format!("{url}/einvoice.xml?syntax=ubl") class="einvoice-ubl">"UBL (EN 16931)"</a>
                                         })}
                                         {match inv.viewed_at {
                                             Some(at) => format!(" · viewed {}", at.format("%Y-%m-%d %H:%M UTC")),
@@ -129,6 +129,7 @@ pub fn InvoicePage() -> impl IntoView {
                                 </table>
                                 {(!inv.notes.is_empty()).then(|| view! { <p class="notes">{inv.notes.clone()}</p> })}
                                 {collection(&inv)}
+                                {transmissions(&inv)}
                                 {(!anomalies.is_empty())
                                     .then(|| {
                                         view! {
@@ -215,6 +216,43 @@ pub fn InvoicePage() -> impl IntoView {
             })}
         </Suspense>
     }
+}
+
+/// Each sending of the invoice (and its credit notes) over Peppol, oldest first.
+fn transmissions(inv: &model::Invoice) -> Option<impl IntoView> {
+    if inv.transmissions.is_empty() {
+        return None;
+    }
+    let rows = inv
+        .transmissions
+        .iter()
+        .map(|t| {
+            let what = match (t.document.as_str(), t.profile.as_str()) {
+                ("credit_note", "xrechnung") => "Credit note (XRechnung)",
+                ("credit_note", _) => "Credit note (Peppol BIS)",
+                (_, "xrechnung") => "Invoice (XRechnung)",
+                _ => "Invoice (Peppol BIS)",
+            };
+            view! {
+                <tr class=format!("transmission {}", t.state)>
+                    <td>{what}</td>
+                    <td class="state">{t.state.clone()}</td>
+                    <td class="reason">{t.reason.clone().unwrap_or_default()}</td>
+                    <td><code>{t.instance_id.to_string()}</code></td>
+                    <td>{t.at.format("%Y-%m-%d %H:%M UTC").to_string()}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    Some(view! {
+        <section class="transmissions" aria-labelledby="transmissions-heading">
+            <h2 id="transmissions-heading">"Sent by Peppol"</h2>
+            <table class="transmissions">
+                <Head cols=&["Document", "State", "Reason", "Instance id", "When"] num=&[]/>
+                <tbody>{rows}</tbody>
+            </table>
+        </section>
+    })
 }
 
 /// How the invoice is collected and each automatic charge's outcome, first first.

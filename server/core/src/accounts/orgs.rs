@@ -64,7 +64,7 @@ pub async fn details(db: impl PgExecutor<'_>, org: OrgId) -> sqlx::Result<OrgDet
         r#"
         select legal_name, address_line1, address_line2, city, postal_code, region,
                coalesce(country, '') as "country!", vat_id, tax_registration_id, contact_email,
-               contact_phone, einvoicing, locale
+               contact_phone, einvoicing, locale, coalesce(peppol_id, '') as "peppol_id!"
         from orgs where id = $1
         "#,
         org as _
@@ -85,6 +85,7 @@ pub async fn details(db: impl PgExecutor<'_>, org: OrgId) -> sqlx::Result<OrgDet
         tax_registration_id: r.tax_registration_id,
         email: r.contact_email,
         phone: r.contact_phone,
+        peppol_id: r.peppol_id,
         einvoicing: r.einvoicing,
         locale: model::Locale::parse(&r.locale).unwrap_or_default(),
     })
@@ -150,6 +151,7 @@ pub fn identity_changes(old: &OrgDetails, new: &OrgDetails) -> Vec<Change> {
         &new.tax_registration_id,
     );
     differ("email", &old.email, &new.email);
+    differ("peppol_id", &old.peppol_id, &new.peppol_id);
     differ(
         "einvoicing",
         &old.einvoicing.to_string(),
@@ -228,7 +230,8 @@ pub async fn save_details(
         update orgs
         set legal_name = $2, address_line1 = $3, address_line2 = $4, city = $5, postal_code = $6,
             region = $7, country = nullif($8, ''), vat_id = $9, tax_registration_id = $10,
-            contact_email = $11, contact_phone = $12, einvoicing = $13, locale = $14
+            contact_email = $11, contact_phone = $12, einvoicing = $13, locale = $14,
+            peppol_id = nullif($15, '')
         where id = $1
         "#,
         org as _,
@@ -245,6 +248,7 @@ pub async fn save_details(
         d.phone,
         d.einvoicing,
         d.locale.as_str(),
+        d.peppol_id,
     )
     .execute(&mut *tx)
     .await?;

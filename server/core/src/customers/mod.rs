@@ -23,6 +23,8 @@ struct Row {
     country: String,
     vat_id: Option<String>,
     buyer_reference: String,
+    peppol_id: Option<String>,
+    einvoice_channel: String,
     locale: Option<String>,
     notes: String,
     created_at: DateTime<Utc>,
@@ -47,6 +49,9 @@ impl From<Row> for Customer {
             tax_id: r.vat_id.clone(),
             vat_id: r.vat_id,
             buyer_reference: r.buyer_reference,
+            peppol_id: r.peppol_id,
+            einvoice_channel: model::peppol::EinvoiceChannel::parse(&r.einvoice_channel)
+                .unwrap_or_default(),
             locale: r.locale.as_deref().and_then(model::Locale::parse),
             notes: r.notes,
             created_at: r.created_at,
@@ -72,10 +77,11 @@ pub async fn create(
         r#"
         insert into customers (id, org_id, source_key, name, email, address_line1, address_line2,
                                city, postal_code, region, country, vat_id, buyer_reference, notes,
-                               locale)
-        values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, nullif($11, ''), $12, $13, $14, $15)
+                               locale, peppol_id, einvoice_channel)
+        values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, nullif($11, ''), $12, $13, $14, $15, $16,
+                $17)
         returning id, name, email, address_line1, address_line2, city, postal_code, region,
-                  coalesce(country, '') as "country!", vat_id, buyer_reference, locale, notes,
+                  coalesce(country, '') as "country!", vat_id, buyer_reference, peppol_id, einvoice_channel, locale, notes,
                   created_at as "created_at: DateTime<Utc>"
         "#,
         id as _,
@@ -93,6 +99,8 @@ pub async fn create(
         c.buyer_reference,
         c.notes,
         c.locale.map(|l| l.as_str()),
+        c.peppol_id,
+        c.einvoice_channel.as_str(),
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -116,10 +124,11 @@ pub async fn update(
         update customers
         set name = $3, email = $4, address_line1 = $5, address_line2 = $6, city = $7,
             postal_code = $8, region = $9, country = nullif($10, ''), vat_id = $11,
-            buyer_reference = $12, notes = $13, locale = $14, updated_at = now()
+            buyer_reference = $12, notes = $13, locale = $14, peppol_id = $15,
+            einvoice_channel = $16, updated_at = now()
         where org_id = $1 and id = $2
         returning id, name, email, address_line1, address_line2, city, postal_code, region,
-                  coalesce(country, '') as "country!", vat_id, buyer_reference, locale, notes,
+                  coalesce(country, '') as "country!", vat_id, buyer_reference, peppol_id, einvoice_channel, locale, notes,
                   created_at as "created_at: DateTime<Utc>"
         "#,
         org as _,
@@ -136,6 +145,8 @@ pub async fn update(
         c.buyer_reference,
         c.notes,
         c.locale.map(|l| l.as_str()),
+        c.peppol_id,
+        c.einvoice_channel.as_str(),
     )
     .fetch_optional(&mut *tx)
     .await?;
@@ -165,7 +176,7 @@ pub async fn get(
         Row,
         r#"
         select id, name, email, address_line1, address_line2, city, postal_code, region,
-                       coalesce(country, '') as "country!", vat_id, buyer_reference, locale, notes,
+                       coalesce(country, '') as "country!", vat_id, buyer_reference, peppol_id, einvoice_channel, locale, notes,
                created_at as "created_at: DateTime<Utc>"
         from customers where org_id = $1 and id = $2
         "#,
@@ -192,7 +203,7 @@ pub async fn list(
                 Row,
                 r#"
                 select id, name, email, address_line1, address_line2, city, postal_code, region,
-                       coalesce(country, '') as "country!", vat_id, buyer_reference, locale, notes,
+                       coalesce(country, '') as "country!", vat_id, buyer_reference, peppol_id, einvoice_channel, locale, notes,
                        created_at as "created_at: DateTime<Utc>"
                 from customers where org_id = $1
                 order by created_at desc, id desc
@@ -211,7 +222,7 @@ pub async fn list(
                 Row,
                 r#"
                 select id, name, email, address_line1, address_line2, city, postal_code, region,
-                       coalesce(country, '') as "country!", vat_id, buyer_reference, locale, notes,
+                       coalesce(country, '') as "country!", vat_id, buyer_reference, peppol_id, einvoice_channel, locale, notes,
                        created_at as "created_at: DateTime<Utc>"
                 from customers
                 where org_id = $1 and (lower(name) like $2 or lower(email) like $2)

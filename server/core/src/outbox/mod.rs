@@ -57,6 +57,9 @@ pub enum Kind {
     ChargeAction,
     /// Let a removed saved method go at its provider: a call, not an email.
     DetachPaymentMethod,
+    /// Send a document through the Peppol access point (queued by the database when an invoice of
+    /// a buyer by Peppol is finalized): a call, not an email.
+    PeppolSend,
 }
 
 impl Kind {
@@ -82,6 +85,7 @@ impl Kind {
             Kind::PaymentMethodLink => "payment_method_link",
             Kind::ChargeAction => "charge_action",
             Kind::DetachPaymentMethod => "detach_payment_method",
+            Kind::PeppolSend => "peppol_send",
         }
     }
 }

@@ -68,6 +68,10 @@ pub enum Form {
     MatchBankEntry,
     /// "Dismiss" of an unmatched bank entry.
     IgnoreBankEntry,
+    /// An e-invoice uploaded on `/inbox`.
+    ReceiveDocument,
+    /// "Mark paid" of a received e-invoice.
+    MarkReceivedPaid,
 }
 
 impl Form {
@@ -120,6 +124,8 @@ impl Form {
             Form::ImportBankStatement => "import_bank_statement",
             Form::MatchBankEntry => "match_bank_entry",
             Form::IgnoreBankEntry => "ignore_bank_entry",
+            Form::ReceiveDocument => "receive_document",
+            Form::MarkReceivedPaid => "mark_received_paid",
         }
     }
 }

@@ -32,6 +32,8 @@ pub struct WorkerConfig {
     pub retention: crate::jobs::retention::RetentionConfig,
     /// For the rows that are calls to Stripe (expiring a Checkout session); none: nothing to call.
     pub stripe: Option<crate::payments::stripe::client::Stripe>,
+    /// The Peppol access point documents are sent through (PEPPOL_AP_URL); none: they wait.
+    pub peppol: Option<crate::peppol::PhossAp>,
     /// Added to the clock the scheduler reads (dev only: lets time run fast in tests and demos;
     /// production has none).
     pub clock_offset: chrono::TimeDelta,
@@ -118,6 +120,7 @@ impl Default for WorkerConfig {
             public_url: format!("http://{}", crate::state::DEFAULT_SITE_ADDR),
             retention: Default::default(),
             stripe: None,
+            peppol: None,
             clock_offset: chrono::TimeDelta::zero(),
             mail: crate::mail::gate::Allowance::DEFAULT,
             dev_clock: false,
@@ -297,6 +300,12 @@ async fn scheduled_work(pool: &PgPool, config: &WorkerConfig) -> usize {
             tracing::warn!(worker = %config.id, error = %e, "late fees: run failed; will retry");
             0
         });
+    let peppol = crate::peppol::send::poll_due(pool, config.peppol.as_ref(), BATCH as i64)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(worker = %config.id, error = %e, "peppol: status poll failed; will retry");
+            0
+        });
     let reminders = crate::jobs::reminders::run_due(pool, now, BATCH, config.mail)
         .await
         .unwrap_or_else(|e| {
@@ -311,7 +320,7 @@ async fn scheduled_work(pool: &PgPool, config: &WorkerConfig) -> usize {
             tracing::warn!(worker = %config.id, error = %e, "webhooks: overdue scan failed; will retry");
             0
         });
-    runs + charges + fees + reminders + usize::from(overdue > 0)
+    runs + charges + fees + peppol + reminders + usize::from(overdue > 0)
 }
 
 /// Leases one batch and processes it; returns how many rows it held.
@@ -351,6 +360,8 @@ pub async fn process(
             failpoint::hit("worker.before_send");
             let provider = config.stripe.as_ref();
             crate::payments::saved::detach_at_provider(pool, provider, &row.payload).await
+        } else if row.kind == outbox::Kind::PeppolSend.as_str() {
+            crate::peppol::send::transmit(pool, config.peppol.as_ref(), &row, config.lease).await
         } else if row.kind == outbox::Kind::CustomerImport.as_str() {
             crate::customers::imports::apply(pool, &row.payload).await
         } else if row.kind == outbox::Kind::Webhook.as_str() {

@@ -7,7 +7,7 @@ use model::OrgId;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use super::{invoice_document, Document, InvoiceDocumentError};
+use super::{invoice_document, InvoiceDocumentError};
 use crate::invoicing::lifecycle::{self, Action, Moved};
 use model::error::FieldErrors;
 
@@ -20,25 +20,57 @@ pub async fn enabled(conn: &mut PgConnection, org: OrgId) -> sqlx::Result<bool> 
         .map(|on| on.unwrap_or(false))
 }
 
+/// Whether finalizing `org`'s invoice `id` must make a valid e-invoice: the org issues them, or
+/// the invoice's customer receives by Peppol.
+pub async fn checked(conn: &mut PgConnection, org: OrgId, id: Uuid) -> sqlx::Result<bool> {
+    // language=PostgreSQL
+    sqlx::query_scalar!(
+        r#"
+        select o.einvoicing or coalesce(cu.einvoice_channel = 'peppol', false) as "checked!"
+        from orgs o
+        left join invoices i on i.id = $2 and i.org_id = o.id
+        left join customers cu on cu.id = i.customer_id and cu.org_id = o.id
+        where o.id = $1
+        "#,
+        org as _,
+        id
+    )
+    .fetch_optional(&mut *conn)
+    .await
+    .map(|on| on.unwrap_or(false))
+}
+
 /// What is wrong with the e-invoice of `org`'s finalized invoice `id`, as written so far in this
-/// transaction.
+/// transaction: EN 16931's rules for an e-invoicing org, and the rules of the network a buyer by
+/// Peppol receives it on.
 pub async fn problems_of(
     conn: &mut PgConnection,
     org: OrgId,
     id: Uuid,
 ) -> sqlx::Result<FieldErrors> {
-    match invoice_document(conn, org, id).await {
-        Ok(document) => Ok(Document::problems(&document)),
-        Err(InvoiceDocumentError::Db(e)) => Err(e),
-        Err(_) => Ok(FieldErrors::new()),
+    let document = match invoice_document(conn, org, id).await {
+        Ok(document) => document,
+        Err(InvoiceDocumentError::Db(e)) => return Err(e),
+        Err(_) => return Ok(FieldErrors::new()),
+    };
+    let mut problems = if enabled(conn, org).await? {
+        document.problems()
+    } else {
+        FieldErrors::new()
+    };
+    if let Some(profile) = document.channel_profile() {
+        for (field, message) in document.with_profile(profile).problems() {
+            problems.entry(field).or_insert(message);
+        }
     }
+    Ok(problems)
 }
 
 /// What finalizing draft `id` would leave wrong in `org`'s e-invoice; empty for an org without
-/// e-invoicing, for an invoice that is not a draft, or when nothing is.
+/// e-invoicing and a customer by email, for an invoice that is not a draft, or when nothing is.
 pub async fn finalize_problems(pool: &PgPool, org: OrgId, id: Uuid) -> sqlx::Result<FieldErrors> {
     let mut tx = pool.begin().await?;
-    if !enabled(&mut tx, org).await? {
+    if !checked(&mut tx, org, id).await? {
         return Ok(FieldErrors::new());
     }
     let problems =

@@ -10,9 +10,6 @@ const RAM: &str =
 const UDT: &str = "urn:un:unece:uncefact:data:standard:UnqualifiedDataType:100";
 const QDT: &str = "urn:un:unece:uncefact:data:standard:QualifiedDataType:100";
 
-/// The EN 16931 profile's guideline (BT-24).
-pub const GUIDELINE: &str = "urn:cen.eu:en16931:2017";
-
 fn date(x: &mut Xml, element: &str, date: chrono::NaiveDate) {
     x.open(element, &[]);
     x.leaf(
@@ -23,7 +20,7 @@ fn date(x: &mut Xml, element: &str, date: chrono::NaiveDate) {
     x.close(element);
 }
 
-fn party(x: &mut Xml, element: &str, p: &Party, ids: (&str, &str), seller: bool) {
+fn party(x: &mut Xml, d: &Document, element: &str, p: &Party, ids: (&str, &str), seller: bool) {
     let (identifier, vat_id) = ids;
     x.open(element, &[]);
     x.text("ram:ID", identifier);
@@ -57,9 +54,9 @@ fn party(x: &mut Xml, element: &str, p: &Party, ids: (&str, &str), seller: bool)
     x.text("ram:CountryID", &a.country);
     x.text("ram:CountrySubDivisionName", &a.region);
     x.close("ram:PostalTradeAddress");
-    if !p.email.is_empty() {
+    if let Some((scheme, value)) = d.endpoint(p) {
         x.open("ram:URIUniversalCommunication", &[]);
-        x.leaf("ram:URIID", &[("schemeID", "EM")], &p.email);
+        x.leaf("ram:URIID", &[("schemeID", scheme)], value);
         x.close("ram:URIUniversalCommunication");
     }
     if !vat_id.is_empty() {
@@ -103,7 +100,7 @@ pub fn write(d: &Document) -> Vec<u8> {
     );
     x.open("rsm:ExchangedDocumentContext", &[]);
     x.open("ram:GuidelineSpecifiedDocumentContextParameter", &[]);
-    x.text("ram:ID", GUIDELINE);
+    x.text("ram:ID", d.profile.customization());
     x.close("ram:GuidelineSpecifiedDocumentContextParameter");
     x.close("rsm:ExchangedDocumentContext");
 
@@ -154,11 +151,19 @@ pub fn write(d: &Document) -> Vec<u8> {
     }
 
     x.open("ram:ApplicableHeaderTradeAgreement", &[]);
-    x.text("ram:BuyerReference", &d.buyer_reference);
+    x.text("ram:BuyerReference", d.buyer_reference());
     let seller_ids = (d.seller_identifier(), d.seller_vat_id());
-    party(&mut x, "ram:SellerTradeParty", &d.seller, seller_ids, true);
     party(
         &mut x,
+        d,
+        "ram:SellerTradeParty",
+        &d.seller,
+        seller_ids,
+        true,
+    );
+    party(
+        &mut x,
+        d,
         "ram:BuyerTradeParty",
         &d.buyer,
         ("", d.buyer_vat_id()),
@@ -168,12 +173,15 @@ pub fn write(d: &Document) -> Vec<u8> {
 
     x.open("ram:ApplicableHeaderTradeDelivery", &[]);
     if d.delivered_abroad() {
-        // Intra-community supply: where and when it was delivered (BT-80, BT-72).
+        // Intra-community supply: where it was delivered (BT-80).
         x.open("ram:ShipToTradeParty", &[]);
         x.open("ram:PostalTradeAddress", &[]);
         x.text("ram:CountryID", &d.buyer.address.country);
         x.close("ram:PostalTradeAddress");
         x.close("ram:ShipToTradeParty");
+    }
+    if d.delivered_abroad() || d.profile == super::Profile::Xrechnung {
+        // BT-72: the supply is dated the invoice's date.
         x.open("ram:ActualDeliverySupplyChainEvent", &[]);
         date(&mut x, "ram:OccurrenceDateTime", d.issued);
         x.close("ram:ActualDeliverySupplyChainEvent");
@@ -183,7 +191,7 @@ pub fn write(d: &Document) -> Vec<u8> {
     x.open("ram:ApplicableHeaderTradeSettlement", &[]);
     x.text("ram:PaymentReference", &d.payment_reference);
     x.text("ram:InvoiceCurrencyCode", &d.currency);
-    if let Some(t) = &d.transfer {
+    if let Some(t) = d.payment_means() {
         x.open("ram:SpecifiedTradeSettlementPaymentMeans", &[]);
         x.text("ram:TypeCode", "58");
         x.open("ram:PayeePartyCreditorFinancialAccount", &[]);

@@ -61,6 +61,7 @@ fn seller(value: &serde_json::Value) -> Party {
         email: text(value, "email"),
         phone: text(value, "phone"),
         address: address(value),
+        peppol_id: text(value, "peppol_id"),
     }
 }
 
@@ -75,6 +76,7 @@ fn buyer(value: Option<&serde_json::Value>, name: &str, email: &str) -> Party {
             email: text(v, "email"),
             phone: String::new(),
             address: address(v),
+            peppol_id: text(v, "peppol_id"),
         },
         None => Party {
             name: name.to_owned(),
@@ -207,6 +209,8 @@ pub async fn invoice_document(
         transfer,
         preceding: r.fee_for_number.zip(r.fee_for_issued),
         untaxed_lines: untaxed,
+        buyer_by_peppol: buyer_value.is_some_and(|b| text(b, "einvoice_channel") == "peppol"),
+        profile: super::Profile::En16931,
         number,
     })
 }
@@ -314,7 +318,7 @@ pub async fn credit_note_document(
         lines,
         groups,
         prepaid: 0,
-        transfer: None,
+        transfer: invoice.transfer.clone(),
         preceding: Some((invoice.number.clone(), invoice.issued)),
         untaxed_lines: invoice.untaxed_lines,
         ..invoice

@@ -72,7 +72,64 @@ pub struct Party {
     pub email: String,
     pub phone: String,
     pub address: Address,
+    /// Its Peppol participant id (`scheme:value`), or empty.
+    pub peppol_id: String,
 }
+
+impl Party {
+    /// The Peppol id as (scheme, value), when it has one.
+    pub fn peppol(&self) -> Option<(&str, &str)> {
+        self.peppol_id.split_once(':')
+    }
+}
+
+/// The rules a document is written for (BT-24), beyond EN 16931 itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Profile {
+    /// EN 16931 alone: the Factur-X EN 16931 profile in CII, plain EN 16931 in UBL.
+    #[default]
+    En16931,
+    /// Peppol BIS Billing 3.0 (UBL): both parties addressed by their Peppol ids.
+    Peppol,
+    /// XRechnung 3.0, the German CIUS (UBL or CII): the BR-DE rules.
+    Xrechnung,
+}
+
+impl Profile {
+    pub fn parse(text: &str) -> Option<Profile> {
+        match text {
+            "en16931" => Some(Profile::En16931),
+            "peppol" => Some(Profile::Peppol),
+            "xrechnung" => Some(Profile::Xrechnung),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::En16931 => "en16931",
+            Profile::Peppol => "peppol",
+            Profile::Xrechnung => "xrechnung",
+        }
+    }
+
+    /// BT-24, the specification identifier.
+    pub fn customization(self) -> &'static str {
+        match self {
+            Profile::En16931 => "urn:cen.eu:en16931:2017",
+            Profile::Peppol => PEPPOL_BIS,
+            Profile::Xrechnung => XRECHNUNG,
+        }
+    }
+}
+
+/// BT-24 of Peppol BIS Billing 3.0.
+pub const PEPPOL_BIS: &str =
+    "urn:cen.eu:en16931:2017#compliant#urn:fdc:peppol.eu:2017:poacc:billing:3.0";
+/// BT-24 of XRechnung 3.0.
+pub const XRECHNUNG: &str = "urn:cen.eu:en16931:2017#compliant#urn:xeinkauf.de:kosit:xrechnung_3.0";
+/// BT-23: the Peppol billing process.
+pub const BILLING_PROCESS: &str = "urn:fdc:peppol.eu:2017:poacc:billing:01:1.0";
 
 /// One line (BG-25).
 #[derive(Debug, Clone, PartialEq)]
@@ -154,6 +211,10 @@ pub struct Document {
     pub preceding: Option<(String, NaiveDate)>,
     /// Some line has no tax rate, so no VAT category.
     pub untaxed_lines: bool,
+    /// The rules it is written for.
+    pub profile: Profile,
+    /// The buyer receives its e-invoices by Peppol (its customer's channel at finalization).
+    pub buyer_by_peppol: bool,
 }
 
 impl Document {
@@ -190,6 +251,55 @@ impl Document {
     /// An intra-community supply: the document says where and when it was delivered.
     pub fn delivered_abroad(&self) -> bool {
         self.groups.keys().any(|g| g.category == TaxCategory::K)
+    }
+
+    /// The same document written for `profile`.
+    pub fn with_profile(mut self, profile: Profile) -> Document {
+        self.profile = profile;
+        self
+    }
+
+    /// The profile a buyer who receives by Peppol gets: XRechnung for a German public buyer (its
+    /// Peppol id a Leitweg-ID), Peppol BIS Billing 3.0 for anyone else; none for a buyer by email.
+    pub fn channel_profile(&self) -> Option<Profile> {
+        if !self.buyer_by_peppol {
+            return None;
+        }
+        match self.buyer.peppol() {
+            Some(("0204", _)) => Some(Profile::Xrechnung),
+            _ => Some(Profile::Peppol),
+        }
+    }
+
+    /// BT-10 as written: the customer's reference; Peppol and XRechnung need one, so a buyer
+    /// addressed by a Leitweg-ID gets it, and any other the invoice's own number.
+    pub fn buyer_reference(&self) -> &str {
+        if !self.buyer_reference.is_empty() || self.profile == Profile::En16931 {
+            return &self.buyer_reference;
+        }
+        match self.buyer.peppol() {
+            Some(("0204", leitweg)) => leitweg,
+            _ => &self.number,
+        }
+    }
+
+    /// A party's electronic address (BT-34, BT-49) as (scheme, value): its Peppol id, or (except
+    /// for Peppol BIS, which takes no email) its email address.
+    pub fn endpoint<'a>(&self, party: &'a Party) -> Option<(&'a str, &'a str)> {
+        party.peppol().or_else(|| {
+            (self.profile != Profile::Peppol && !party.email.is_empty())
+                .then_some(("EM", party.email.as_str()))
+        })
+    }
+
+    /// The payment instructions the document gives (BG-16): an invoice's transfer details; a credit
+    /// note gives none, except under XRechnung, which asks every document for them (the seller's
+    /// account, through which the credit is settled).
+    pub fn payment_means(&self) -> Option<&Transfer> {
+        match (self.kind, self.profile) {
+            (Kind::Invoice, _) | (Kind::CreditNote, Profile::Xrechnung) => self.transfer.as_ref(),
+            (Kind::CreditNote, _) => None,
+        }
     }
 
     /// The document in `syntax`, as UTF-8 XML.
@@ -316,6 +426,63 @@ impl Document {
         for (group, _) in self.groups.iter() {
             if group.category == TaxCategory::E && group.exemption_reason.is_empty() {
                 say("lines", "An exempt tax rate needs its exemption reason.");
+            }
+        }
+        match self.profile {
+            Profile::En16931 => {}
+            Profile::Peppol => {
+                if self.seller.peppol().is_none() {
+                    say(
+                        "seller.peppol_id",
+                        "Peppol invoices name the seller's Peppol id: set it in Settings, Business details.",
+                    );
+                }
+                if self.buyer.peppol().is_none() {
+                    say(
+                        "customer_id",
+                        "Peppol invoices name the buyer's Peppol id: add it to the customer.",
+                    );
+                }
+            }
+            Profile::Xrechnung => {
+                if self.buyer_by_peppol && self.seller.peppol().is_none() {
+                    say(
+                        "seller.peppol_id",
+                        "Sending by Peppol needs the seller's Peppol id: set it in Settings, Business details.",
+                    );
+                }
+                let s = &self.seller;
+                if s.email.is_empty() || s.phone.is_empty() {
+                    say(
+                        "seller.email",
+                        "XRechnung names the seller's contact with a phone number and an email address: set both in Settings, Business details.",
+                    );
+                }
+                if s.address.city.is_empty() || s.address.postal_code.is_empty() {
+                    say(
+                        "seller.address.city",
+                        "XRechnung needs the seller's city and postal code: set them in Settings, Business details.",
+                    );
+                }
+                let b = &self.buyer;
+                if b.address.city.is_empty() || b.address.postal_code.is_empty() {
+                    say(
+                        "customer_id",
+                        "XRechnung needs the buyer's city and postal code: add them to the customer.",
+                    );
+                }
+                if self.endpoint(b).is_none() {
+                    say(
+                        "customer_id",
+                        "XRechnung needs the buyer's electronic address: add a Peppol id or an email to the customer.",
+                    );
+                }
+                if self.transfer.is_none() {
+                    say(
+                        "seller.bank",
+                        "XRechnung says how to pay: set the IBAN in Settings, Bank details.",
+                    );
+                }
             }
         }
         out

@@ -1,17 +1,12 @@
-//! A document as OASIS UBL 2.1 with the XRechnung 3.0 customization of EN 16931: `Invoice` or
-//! `CreditNote`, the elements in the order the UBL schema sets.
+//! A document as OASIS UBL 2.1, for EN 16931 alone, Peppol BIS Billing 3.0 or XRechnung 3.0 (its
+//! profile): `Invoice` or `CreditNote`, the elements in the order the UBL schema sets.
 
 use super::xml::Xml;
-use super::{exemption, milli, Document, Kind, Party};
+use super::{exemption, milli, Document, Kind, Party, BILLING_PROCESS};
 use model::TaxCategory;
 
 const CAC: &str = "urn:oasis:names:specification:ubl:schema:xsd:CommonAggregateComponents-2";
 const CBC: &str = "urn:oasis:names:specification:ubl:schema:xsd:CommonBasicComponents-2";
-/// BT-24: EN 16931 as XRechnung 3.0 restricts it.
-pub const CUSTOMIZATION: &str =
-    "urn:cen.eu:en16931:2017#compliant#urn:xeinkauf.de:kosit:xrechnung_3.0";
-/// BT-23: the Peppol billing process.
-const PROFILE: &str = "urn:fdc:peppol.eu:2017:poacc:billing:01:1.0";
 
 fn money(x: &mut Xml, d: &Document, element: &str, minor: i64) {
     x.leaf(element, &[("currencyID", &d.currency)], &d.amount(minor));
@@ -29,12 +24,12 @@ fn tax_category(x: &mut Xml, element: &str, category: TaxCategory, percent_milli
     x.close(element);
 }
 
-fn party(x: &mut Xml, element: &str, p: &Party, ids: (&str, &str), seller: bool) {
+fn party(x: &mut Xml, d: &Document, element: &str, p: &Party, ids: (&str, &str), seller: bool) {
     let (identifier, vat_id) = ids;
     x.open(element, &[]);
     x.open("cac:Party", &[]);
-    if !p.email.is_empty() {
-        x.leaf("cbc:EndpointID", &[("schemeID", "EM")], &p.email);
+    if let Some((scheme, value)) = d.endpoint(p) {
+        x.leaf("cbc:EndpointID", &[("schemeID", scheme)], value);
     }
     if !identifier.is_empty() {
         x.open("cac:PartyIdentification", &[]);
@@ -109,8 +104,8 @@ pub fn write(d: &Document) -> Vec<u8> {
         root,
         &[("xmlns", namespace), ("xmlns:cac", CAC), ("xmlns:cbc", CBC)],
     );
-    x.text("cbc:CustomizationID", CUSTOMIZATION);
-    x.text("cbc:ProfileID", PROFILE);
+    x.text("cbc:CustomizationID", d.profile.customization());
+    x.text("cbc:ProfileID", BILLING_PROCESS);
     x.text("cbc:ID", &d.number);
     x.text("cbc:IssueDate", &d.issued.to_string());
     if let (Kind::Invoice, Some(due)) = (d.kind, d.due) {
@@ -119,7 +114,7 @@ pub fn write(d: &Document) -> Vec<u8> {
     x.text(type_code, d.kind.code());
     x.text("cbc:Note", &d.note);
     x.text("cbc:DocumentCurrencyCode", &d.currency);
-    x.text("cbc:BuyerReference", &d.buyer_reference);
+    x.text("cbc:BuyerReference", d.buyer_reference());
     if let Some((number, issued)) = &d.preceding {
         x.open("cac:BillingReference", &[]);
         x.open("cac:InvoiceDocumentReference", &[]);
@@ -130,6 +125,7 @@ pub fn write(d: &Document) -> Vec<u8> {
     }
     party(
         &mut x,
+        d,
         "cac:AccountingSupplierParty",
         &d.seller,
         (d.seller_identifier(), d.seller_vat_id()),
@@ -137,24 +133,28 @@ pub fn write(d: &Document) -> Vec<u8> {
     );
     party(
         &mut x,
+        d,
         "cac:AccountingCustomerParty",
         &d.buyer,
         ("", d.buyer_vat_id()),
         false,
     );
-    if d.delivered_abroad() {
+    if d.delivered_abroad() || d.profile == super::Profile::Xrechnung {
+        // BT-72: the supply is dated the invoice's date (XRechnung asks for a date of supply).
         x.open("cac:Delivery", &[]);
         x.text("cbc:ActualDeliveryDate", &d.issued.to_string());
-        x.open("cac:DeliveryLocation", &[]);
-        x.open("cac:Address", &[]);
-        x.open("cac:Country", &[]);
-        x.text("cbc:IdentificationCode", &d.buyer.address.country);
-        x.close("cac:Country");
-        x.close("cac:Address");
-        x.close("cac:DeliveryLocation");
+        if d.delivered_abroad() {
+            x.open("cac:DeliveryLocation", &[]);
+            x.open("cac:Address", &[]);
+            x.open("cac:Country", &[]);
+            x.text("cbc:IdentificationCode", &d.buyer.address.country);
+            x.close("cac:Country");
+            x.close("cac:Address");
+            x.close("cac:DeliveryLocation");
+        }
         x.close("cac:Delivery");
     }
-    if let Some(t) = &d.transfer {
+    if let Some(t) = d.payment_means() {
         x.open("cac:PaymentMeans", &[]);
         x.text("cbc:PaymentMeansCode", "58");
         if let (Kind::CreditNote, Some(due)) = (d.kind, d.due) {

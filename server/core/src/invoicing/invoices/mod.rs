@@ -297,7 +297,9 @@ async fn write(
                customer_address as "customer_address!", customer_tax_id,
                due_date as "due_date!: NaiveDate",
                invoice_overdue(invoice.status, invoice.due_date, org.time_zone) as "overdue!",
-               org.einvoicing as "einvoicing!"
+               org.einvoicing as "einvoicing!",
+               exists (select from customers cu where cu.id = invoice.customer_id
+                                                  and cu.einvoice_channel = 'peppol') as "peppol!"
         from invoice, org
         "#,
         id as _,
@@ -322,7 +324,11 @@ async fn write(
     invoice.overdue = row.overdue;
     invoice.public_url = token.map(|t| public_url(public_base, &t));
     invoice.finalized_at = row.finalized_at;
-    Ok((invoice, row.einvoicing))
+    if row.peppol && !input.draft {
+        // Finalized for a buyer by Peppol: its transmission was queued by the same statement.
+        invoice.transmissions = crate::peppol::send::transmissions(&mut *tx, id.uuid()).await?;
+    }
+    Ok((invoice, row.einvoicing || row.peppol))
 }
 
 /// The invoice `input` would be if it were issued now, priced with `taxes` (the rates its lines
@@ -369,6 +375,7 @@ pub fn preview(
         created_at,
         collection_method: input.collection_method,
         charge_attempts: Vec::new(),
+        transmissions: Vec::new(),
         kind: "standard".to_owned(),
         fee_for: None,
         payment_reference: None,

@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 use model::collection::{ChargeAttempt, CollectionMethod};
+use model::peppol::Transmission;
 use model::InvoiceId;
 use model::OrgId;
 use sqlx::{PgConnection, PgExecutor};
@@ -133,6 +134,7 @@ struct InvoiceRow {
     created_at: DateTime<Utc>,
     collection_method: CollectionMethod,
     charge_attempts: sqlx::types::Json<Vec<ChargeAttempt>>,
+    transmissions: sqlx::types::Json<Vec<Transmission>>,
     kind: String,
     fee_for: Option<Uuid>,
     payment_reference: Option<String>,
@@ -217,6 +219,7 @@ async fn with_lines(
                 created_at: r.created_at,
                 collection_method: r.collection_method,
                 charge_attempts: r.charge_attempts.0,
+                transmissions: r.transmissions.0,
                 kind: r.kind,
                 fee_for: r.fee_for,
                 payment_reference: r.payment_reference,
@@ -280,6 +283,13 @@ pub async fn get_many(
                          from charge_attempts a
                          where a.invoice_id = i.id and a.state not in ('scheduled', 'canceled')),
                         '[]') as "charge_attempts!: sqlx::types::Json<Vec<ChargeAttempt>>",
+               coalesce((select jsonb_agg(jsonb_build_object(
+                                'network', 'peppol', 'state', t.state, 'instance_id', t.instance_id,
+                                'reason', t.reason, 'profile', t.profile, 'at', t.updated_at,
+                                'document', case when t.credit_note_id is null then 'invoice'
+                                                 else 'credit_note' end) order by t.created_at, t.id)
+                         from peppol_transmissions t where t.invoice_id = i.id),
+                        '[]') as "transmissions!: sqlx::types::Json<Vec<Transmission>>",
                i.kind, i.fee_for, i.payment_reference
         -- Each id by the primary key, the org a filter. Not `i.id = any($2) and i.org_id = $1`:
         -- sent prepared, its generic plan (planned without the values) ANDed a bitmap of the whole
