@@ -62,6 +62,8 @@ pub struct Transmitted {
     pub sender: String,
     pub receiver: String,
     pub document_type: String,
+    /// The document's own number (BT-1), read from the XML.
+    pub number: String,
     pub sha256: String,
     /// How many submissions named this instance id (1 + the repeats).
     pub submissions: u32,
@@ -141,6 +143,20 @@ impl Drop for LocalAccessPoint {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+/// BT-1: the first `<cbc:ID>` after the process (`cbc:ProfileID`), as UBL writes it.
+fn number_of(xml: &[u8]) -> String {
+    let text = String::from_utf8_lossy(xml);
+    let from = text.find("<cbc:ProfileID>").unwrap_or(0);
+    let rest = &text[from..];
+    rest.find("<cbc:ID>")
+        .and_then(|start| {
+            let body = &rest[start + "<cbc:ID>".len()..];
+            body.find("</cbc:ID>")
+                .map(|end| body[..end].trim().to_owned())
+        })
+        .unwrap_or_default()
 }
 
 fn strip(id: &str, scheme: &str) -> String {
@@ -240,6 +256,7 @@ async fn submit(
                     sender,
                     receiver,
                     document_type,
+                    number: number_of(&body),
                     sha256,
                     submissions: 1,
                     taken: Some(Instant::now()),

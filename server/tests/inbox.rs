@@ -310,6 +310,18 @@ async fn the_access_point_delivers_each_document_once_and_signed(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(org.status(), 200, "{}", org.text().await.unwrap());
+    // A participant id names one org.
+    let (_, other) = app.api_client().await;
+    let taken = app
+        .http
+        .patch(format!("{}/api/v1/org", app.base))
+        .bearer_auth(&other)
+        .header("idempotency-key", "org")
+        .json(&json!({"peppol_id": "0184:12345678"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(taken.status(), 422);
     let url = format!("{}/webhooks/peppol", app.base);
     let secret = invoicer_core::peppol::DEV_INBOUND_SECRET;
     let file = examples()

@@ -162,13 +162,30 @@ pub async fn save_org_details(
     password_again_if(changed, &idempotency_key, password.as_deref())
         .await
         .map_err(|e| FormError::refilling(e, &details))?;
+    let mut check = details.check();
+    if invoicer_core::accounts::orgs::peppol_id_taken(
+        &state()?.pool,
+        user.org_id,
+        &details.peppol_id,
+    )
+    .await
+    .map_err(AppError::from)?
+    {
+        let taken = invoicer_core::accounts::orgs::PEPPOL_ID_TAKEN.to_owned();
+        match &mut check {
+            Err(fields) => {
+                fields.insert("peppol_id".into(), taken);
+            }
+            Ok(()) => check = Err([("peppol_id".to_owned(), taken)].into()),
+        }
+    }
     SettingsForm {
         form: Form::EditOrgDetails,
         action: model::Action::ManageOrg,
         back: "/settings/org",
         idempotency_key,
         content: &details,
-        check: details.check(),
+        check,
     }
     .run_refilling(async |tx, user| {
         let actor = super::actor(user);

@@ -36,14 +36,25 @@ pub(crate) async fn stripe(secret: &str) -> anyhow::Result<LocalStripe> {
 
 /// The API as a client that retries one key until it gets an answer (the server may be down).
 #[derive(Clone)]
-struct Api {
+pub(crate) struct Api {
     http: reqwest::Client,
     base: String,
     token: String,
 }
 
 impl Api {
-    async fn post(&self, path: &str, key: &str, body: &Value) -> anyhow::Result<Value> {
+    pub(crate) fn new(base: &str, token: &str) -> Api {
+        Api {
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .expect("an HTTP client builds"),
+            base: base.to_owned(),
+            token: token.to_owned(),
+        }
+    }
+
+    pub(crate) async fn post(&self, path: &str, key: &str, body: &Value) -> anyhow::Result<Value> {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             let sent = self

@@ -10,6 +10,7 @@
 mod charges;
 mod check;
 mod load;
+mod peppol;
 mod process;
 pub(crate) mod report;
 pub(crate) mod schedules;
@@ -65,9 +66,10 @@ pub struct FaultArgs {
 }
 
 /// The failpoints, in the order they are visited: after claim before commit, after commit before
-/// the response, in the worker between the SMTP send and marking the row sent, and between
-/// Stripe's answer to a charge and recording it.
-const FAILPOINTS: [&str; 7] = [
+/// the response, in the worker between the SMTP send and marking the row sent, between Stripe's
+/// answer to a charge and recording it, and between the access point taking a Peppol document and
+/// recording it sent.
+const FAILPOINTS: [&str; 8] = [
     "webhook.after_claim",
     "webhook.after_commit",
     "api.after_claim",
@@ -75,6 +77,7 @@ const FAILPOINTS: [&str; 7] = [
     "form.after_claim",
     "worker.after_send",
     "charge.after_stripe",
+    "peppol.after_submit",
 ];
 
 const WEBHOOK_SECRET: &str = "whsec_faults_invoicer";
@@ -88,7 +91,14 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
     // The charges phase's Stripe: its events reach whichever server is up on the port.
     let stripe = charges::stripe(WEBHOOK_SECRET).await?;
     stripe.send_events_to(&format!("http://127.0.0.1:{port}/webhooks/stripe"));
+    // The Peppol phase's access point, failing a share of the submissions.
+    let access_point = peppol::access_point().await?;
     let env = vec![
+        ("PEPPOL_AP_URL", access_point.base.clone()),
+        (
+            "PEPPOL_AP_TOKEN",
+            invoicer_core::peppol::LOCAL_ACCESS_POINT_TOKEN.to_owned(),
+        ),
         ("STRIPE_WEBHOOK_SECRET", WEBHOOK_SECRET.to_owned()),
         ("STRIPE_API_BASE", stripe.base.clone()),
         ("STRIPE_SECRET_KEY", "sk_test_local".to_owned()),
@@ -124,6 +134,10 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
     let customers = charges::seed(&pool, &server.base, &fixture.api_token, &stripe).await?;
     let (stop_charging, charging) = tokio::sync::watch::channel(false);
     let charging = charges::run(&server.base, &fixture.api_token, customers, charging);
+    // Invoices for a buyer by Peppol, sent through the access point all through the run.
+    let by_peppol = peppol::seed(&pool, fixture.org, &server.base, &fixture.api_token).await?;
+    let (stop_sending, sending) = tokio::sync::watch::channel(false);
+    let sending = peppol::run(&server.base, &fixture.api_token, by_peppol, sending);
 
     let phase = Duration::from_secs(args.phase_secs);
     let mut crashes: BTreeMap<String, u32> = BTreeMap::new();
@@ -178,6 +192,8 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
     let unanswered = load.drain(Duration::from_secs(60)).await?;
     stop_charging.send(true)?;
     let charged_invoices = charging.await??;
+    stop_sending.send(true)?;
+    let sent_invoices = sending.await??;
     // The clock stops: the workers catch up with every period and reminder it made due.
     let behind = schedules::settle(&pool, fixture.org, Duration::from_secs(180)).await?;
     // The outbox drains too: every email row sent. One worker sends the backlog the load left (the
@@ -193,6 +209,13 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
     .await?;
     let charged =
         charges::check(&pool, &stripe, &charged_invoices, Duration::from_secs(120)).await?;
+    let sent = peppol::check(
+        &pool,
+        &access_point,
+        &sent_invoices,
+        Duration::from_secs(120),
+    )
+    .await?;
     server.terminate().await?;
 
     let report = check(&pool, &fixture, &load.ledger, &args.sink_dir, unanswered).await?;
@@ -233,9 +256,24 @@ pub async fn run(lab: &Lab, args: FaultArgs) -> anyhow::Result<()> {
         charged.not_charged,
         charged.unpaid,
     );
+    println!(
+        "peppol: {} invoices to a buyer by Peppol, {} transmitted, {} submissions ({} failed by the \
+         access point, {} repeats of a taken instance id absorbed), transmitted twice {}, lost {}",
+        sent.invoices,
+        sent.transmitted,
+        sent.calls,
+        sent.failed_calls,
+        sent.repeats,
+        sent.transmitted_twice,
+        sent.lost,
+    );
     args.receiver
         .check(&pool, fixture.org, endpoint.as_ref())
         .await?;
+    anyhow::ensure!(
+        sent.ok(),
+        "the Peppol phase transmitted twice or lost a document: {sent:?}"
+    );
     anyhow::ensure!(
         charged.ok(),
         "the charges phase charged twice or lost a charge: {charged:?}"

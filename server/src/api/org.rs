@@ -278,6 +278,9 @@ pub(super) async fn patch_org(write: Write) -> Result<Response, ProblemResponse>
                     fields.insert("late_fees.tax_rate_id".into(), why);
                 }
             }
+            if orgs::peppol_id_taken(&req.state().pool, org, &details.peppol_id).await? {
+                fields.insert("peppol_id".into(), orgs::PEPPOL_ID_TAKEN.into());
+            }
             if !fields.is_empty() {
                 return Err(write::invalid("org", fields));
             }

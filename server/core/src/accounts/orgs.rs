@@ -91,6 +91,30 @@ pub async fn details(db: impl PgExecutor<'_>, org: OrgId) -> sqlx::Result<OrgDet
     })
 }
 
+/// Whether another org has `peppol_id` (a participant id names one org: what it receives is
+/// routed by it).
+pub async fn peppol_id_taken(
+    db: impl PgExecutor<'_>,
+    org: OrgId,
+    peppol_id: &str,
+) -> sqlx::Result<bool> {
+    if peppol_id.is_empty() {
+        return Ok(false);
+    }
+    // language=PostgreSQL
+    sqlx::query_scalar!(
+        r#"select exists (select from orgs where peppol_id = $1 and id <> $2) as "taken!""#,
+        peppol_id,
+        org as _
+    )
+    .fetch_one(db)
+    .await
+}
+
+/// What a form or the API says when another org has the Peppol id.
+pub const PEPPOL_ID_TAKEN: &str =
+    "Another organisation here receives as this Peppol id: each id names one organisation.";
+
 /// One field of where the org is paid, or of who it is on its e-invoices, as it was and is now (an
 /// IBAN masked to its last four characters).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
