@@ -387,3 +387,52 @@ async fn the_access_point_delivers_each_document_once_and_signed(pool: PgPool) {
     assert!(body.contains("\"retry\":\"none\""), "{body}");
     assert_eq!(stored(&pool).await, 1);
 }
+
+#[sqlx::test(migrator = "invoicer_core::MIGRATOR")]
+async fn a_factur_x_pdf_is_read_from_its_embedded_xml(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    // Our own Factur-X PDF, from an e-invoicing seller, received by another org.
+    let s = crate::einvoice::seller(&app).await;
+    let made = crate::einvoice::created(
+        &app,
+        "/api/v1/invoices",
+        &s.token,
+        crate::einvoice::invoice(
+            &s.domestic,
+            "eur",
+            &[
+                ("Beratung", "2", 15_000, "S19"),
+                ("Fachbuch", "1", 1_999, "S7"),
+            ],
+            &s,
+        ),
+    )
+    .await;
+    let url = made["public_url"].as_str().unwrap();
+    let pdf = app.http.get(format!("{url}/pdf")).send().await.unwrap();
+    assert_eq!(pdf.status(), 200);
+    let pdf = pdf.bytes().await.unwrap().to_vec();
+    let (_, token) = app.api_client().await;
+    let res = upload(&app, &token, "pdf", pdf.clone(), "application/pdf").await;
+    assert_eq!(res.status, 201, "{}", String::from_utf8_lossy(&res.body));
+    let doc = res.json();
+    assert_eq!(doc["original_type"], "pdf");
+    assert_eq!(doc["syntax"], "cii");
+    assert_eq!(doc["number"], made["number"]);
+    assert_eq!(doc["seller_name"], "Müller & Söhne GmbH");
+    assert_eq!(doc["total_cents"], made["total_cents"]);
+    assert_eq!(doc["due_cents"], made["amount_due_cents"]);
+    assert_eq!(doc["valid"], true, "{doc}");
+    assert_eq!(doc["rule_set"], "cen");
+    // Its file is the PDF as it came.
+    let file = app
+        .get(
+            &token,
+            &format!(
+                "/api/v1/received_documents/{}/file",
+                doc["id"].as_str().unwrap()
+            ),
+        )
+        .await;
+    assert_eq!(file.body, pdf);
+}

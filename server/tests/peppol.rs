@@ -490,6 +490,22 @@ async fn a_flaky_access_point_still_transmits_each_document_once(pool: PgPool) {
         ledger.iter().any(|t| t.submissions > 1),
         "some answer was lost after the transmission, and the repeat was the same transmission"
     );
+    // Each try is on the activity page: 20 transmissions won, and the failed calls as failures.
+    let won: i64 = rows::scalar(
+        &pool,
+        "select count(*) from attempts where surface = 'job' and owner = 'peppol' and outcome = 'won'",
+    )
+    .await;
+    assert_eq!(won, 20);
+    let failures: i64 = rows::scalar(
+        &pool,
+        "select count(*) from attempts where surface = 'job' and owner = 'peppol' and outcome = 'failed'",
+    )
+    .await;
+    assert!(
+        failures >= 2,
+        "the failed calls and the refusal: {failures}"
+    );
     let lost_id = lost["id"].as_str().unwrap();
     let lost = app
         .get(&s.token, &format!("/api/v1/invoices/{lost_id}"))

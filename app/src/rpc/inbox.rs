@@ -47,10 +47,11 @@ pub async fn mark_received_paid(
     document_id: String,
 ) -> Result<(), AppError> {
     let id = super::form::parse_id(&document_id)?;
+    let back = format!("/inbox/{id}");
     super::form::SettingsForm {
         form: invoicer_core::surfaces::forms::Form::MarkReceivedPaid,
         action: model::Action::EditInvoices,
-        back: "/inbox",
+        back: &back,
         idempotency_key,
         content: &id,
         check: Ok(()),

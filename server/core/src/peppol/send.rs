@@ -18,6 +18,7 @@ use super::access_point::{AccessPoint, ApError, Status, Submission};
 use crate::claim::{self, ClaimKey, Fence, Leased, Outcome};
 use crate::documents::einvoice::{self, Profile, Syntax};
 use crate::failpoint;
+use crate::observe::{Attempt, AttemptOutcome, Surface};
 use crate::outbox;
 
 /// The claim queue of Peppol submissions.
@@ -57,6 +58,33 @@ pub async fn transmit<A: AccessPoint>(
     row: &outbox::Leased,
     lease_for: Duration,
 ) -> Result<(), Failed> {
+    let mut seen = None;
+    let result = transmit_once(pool, access_point, row, lease_for, &mut seen).await;
+    // The activity page shows each try: `(job, peppol, <document>:<version>)` and how it ended.
+    if let Some((attempt, invoice, outcome)) = seen {
+        let outcome = match (&result, outcome) {
+            (Err(_), AttemptOutcome::Won) => AttemptOutcome::Failed,
+            (_, outcome) => outcome,
+        };
+        let concerns = crate::observe::Concerns {
+            org: attempt.org(),
+            invoice: Some(invoice),
+        };
+        crate::observe::log_and_count(&attempt, outcome);
+        if let Err(e) = crate::surfaces::record::store(pool, &attempt, outcome, concerns).await {
+            tracing::warn!(error = %e, "could not store a transmission for the activity page");
+        }
+    }
+    result
+}
+
+async fn transmit_once<A: AccessPoint>(
+    pool: &PgPool,
+    access_point: Option<&A>,
+    row: &outbox::Leased,
+    lease_for: Duration,
+    seen: &mut Option<(Attempt, Uuid, AttemptOutcome)>,
+) -> Result<(), Failed> {
     let Some(id) = row.payload["transmission_id"]
         .as_str()
         .and_then(|s| s.parse::<Uuid>().ok())
@@ -88,17 +116,28 @@ pub async fn transmit<A: AccessPoint>(
     }
     let document = t.credit_note_id.unwrap_or(t.invoice_id);
     let key = ClaimKey::job(QUEUE, &format!("{document}:{}", t.version));
+    let attempt = Attempt::new(Surface::Job, key.key.clone(), None);
+    attempt.identify(QUEUE, Some(OrgId::from(t.org_id)));
+    *seen = Some((attempt, t.invoice_id, AttemptOutcome::Won));
     let lease = {
         let mut conn = pool.acquire().await.map_err(db)?;
         match claim::lease(&mut conn, &key, lease_for).await.map_err(db)? {
             Leased::Acquired(lease) => lease,
-            Leased::Done(_) => return Ok(()),
+            Leased::Done(_) => {
+                if let Some(seen) = seen {
+                    seen.2 = AttemptOutcome::Replay;
+                }
+                return Ok(());
+            }
             Leased::Busy { .. } => {
+                if let Some(seen) = seen {
+                    seen.2 = AttemptOutcome::InFlight;
+                }
                 return Err((
                     "being sent by another worker".into(),
                     format!("{key:?} is held"),
                     false,
-                ))
+                ));
             }
         }
     };
@@ -146,7 +185,12 @@ pub async fn transmit<A: AccessPoint>(
             failpoint::hit("peppol.after_submit");
             settle(pool, lease, id, "sent", None).await
         }
-        Err(ApError::Refused(reason)) => settle(pool, lease, id, "failed", Some(&reason)).await,
+        Err(ApError::Refused(reason)) => {
+            if let Some(seen) = seen {
+                seen.2 = AttemptOutcome::Failed;
+            }
+            settle(pool, lease, id, "failed", Some(&reason)).await
+        }
         Err(ApError::Unreachable(reason)) => {
             let mut conn = pool.acquire().await.map_err(db)?;
             // language=PostgreSQL

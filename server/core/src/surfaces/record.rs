@@ -114,7 +114,8 @@ where
     answer
 }
 
-async fn store(
+/// Writes the activity page's row of `attempt` (for work that is not run through [`track`]).
+pub(crate) async fn store(
     db: impl PgExecutor<'_>,
     attempt: &Attempt,
     outcome: AttemptOutcome,
