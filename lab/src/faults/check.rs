@@ -210,10 +210,10 @@ pub(crate) async fn check(
             _ => {}
         }
     }
-    // The charges phase's invoices (its own keys) are checked by its own checker.
+    // The charges and Peppol phases' invoices (their own keys) are checked by their own checkers.
     let charged: std::collections::HashSet<Uuid> = api_claims
         .iter()
-        .filter(|(key, _)| key.starts_with("faults-charge-"))
+        .filter(|(key, _)| key.starts_with("faults-charge-") || key.starts_with("faults-peppol-"))
         .filter_map(|(_, id)| *id)
         .collect();
     r.orphan_invoices = invoices
@@ -231,7 +231,7 @@ pub(crate) async fn check(
         from outbox
         where (org_id = $1 or org_id is null)
           and kind not in ('webhook', 'expire_checkout', 'stripe_refund', 'customer_import',
-                           'detach_payment_method')
+                           'detach_payment_method', 'peppol_send')
         "#,
         org as _
     )
