@@ -97,10 +97,10 @@ test("OpenPEPPOL's examples received by the access point and by upload read as t
   // Marked paid once, however often the button is pressed.
   await page.goto(pages.get(files[0])!);
   await hydrated(page);
-  const document = page.url();
+  const paidPage = page.url();
   const { answers } = await submitTwice(page, page.getByRole("button", { name: "Mark paid" }), "/rpc/mark_received_paid");
   expect(answers.map((a) => a.status)).toEqual([302, 302]);
-  await page.goto(document);
+  await page.goto(paidPage);
   await expect(page.locator("dd.paid")).not.toHaveText("Not yet");
   await expect(page.getByRole("button", { name: "Mark paid" })).toHaveCount(0);
 });

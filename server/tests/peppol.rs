@@ -21,6 +21,8 @@ use crate::einvoice::{assert_valid, created, invoice, seller, send, Seller};
 struct Network {
     belgian: String,
     public: String,
+    /// A buyer outside the EU (its D-U-N-S number): exports and supplies outside VAT.
+    abroad: String,
 }
 
 async fn on_peppol(app: &TestApp, s: &Seller) -> Network {
@@ -59,9 +61,21 @@ async fn on_peppol(app: &TestApp, s: &Seller) -> Network {
         }),
     )
     .await;
+    let abroad = created(
+        app,
+        "/api/v1/customers",
+        &s.token,
+        json!({
+            "name": "Example Inc.", "email": "ap@example.com",
+            "address": {"line1": "1 Market St", "postal_code": "94105", "city": "San Francisco", "region": "CA", "country": "US"},
+            "peppol_id": "0060:123456789", "einvoice_channel": "peppol"
+        }),
+    )
+    .await;
     Network {
         belgian: belgian["id"].as_str().unwrap().to_owned(),
         public: public["id"].as_str().unwrap().to_owned(),
+        abroad: abroad["id"].as_str().unwrap().to_owned(),
     }
 }
 
@@ -130,6 +144,19 @@ async fn every_peppol_and_xrechnung_document_passes_its_rules(pool: PgPool) {
         (
             "exempt",
             invoice(&n.belgian, "eur", &[("Therapie", "4", 8_000, "E")], &s),
+        ),
+        (
+            "export",
+            invoice(
+                &n.abroad,
+                "usd",
+                &[("Software licence", "10", 9_900, "G")],
+                &s,
+            ),
+        ),
+        (
+            "not subject to VAT",
+            invoice(&n.abroad, "eur", &[("Donation", "1", 2_500, "O")], &s),
         ),
         (
             "zero-decimal currency",
