@@ -89,8 +89,8 @@ async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bytes)
         }
         Ok(Ok(opened)) => opened,
     };
-    // The org is the participant the document is addressed to.
-    let receiver = opened.received.buyer_endpoint.clone();
+    // The org is the participant the document is addressed to, written as the org's id is.
+    let receiver = model::peppol::normalize_participant_id(&opened.received.buyer_endpoint);
     let org = match inbox::org_by_peppol_id(&state.pool, &receiver).await {
         Ok(Some(org)) => org,
         Ok(None) => {

@@ -125,7 +125,10 @@ pub(super) async fn post_document(write: Write) -> Result<Response, ProblemRespo
 #[utoipa::path(
     get, path = "/api/v1/received_documents", tag = "received_documents", params(ReceivedQuery),
     responses(
-        (status = 200, body = ReceivedList),
+        (status = 200, description = "The documents (`text/csv` with `?format=csv`)", content(
+            (ReceivedList = "application/json"),
+            (String = "text/csv"),
+        )),
         (status = 400, description = "An unknown format", body = Problem, content_type = "application/problem+json"),
         Unauthorized,
     ),
@@ -234,8 +237,11 @@ pub fn file_response(bytes: Vec<u8>, kind: &str, number: &str) -> Response {
         (status = 200, description = "Paid; replays return the stored response with `Idempotent-Replayed: true`", body = ReceivedDocument),
         (status = 400, description = "Missing or malformed Idempotency-Key", body = Problem, content_type = "application/problem+json"),
         Unauthorized,
+        (status = 403, description = "The API key's role may not record payments", body = Problem, content_type = "application/problem+json"),
         NotFound,
         InFlight,
+        (status = 422, description = "The key was used with a different request", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is switching to another server: retry with the same key after Retry-After seconds", body = Problem, content_type = "application/problem+json"),
     ),
 )]
 pub(super) async fn mark_paid(write: Write) -> Result<Response, ProblemResponse> {
