@@ -198,6 +198,108 @@ pub fn compute(lines: &[LineBasis], discount: Option<Discount>, step: i64) -> To
     }
 }
 
+/// The totals of gross-priced `lines` (each unit price includes its tax) with `discount` (of the
+/// gross subtotal), in a currency whose amounts are multiples of `step`:
+///
+/// 1. each line's gross amount is quantity × unit price, rounded half up; the discount (a
+///    percentage of their sum rounded half up, or an amount) is shared among them as for net prices;
+/// 2. per rate, the tax is computed **once**, from the sum of its lines' gross amounts after their
+///    discount: gross × rate / (100 + rate), rounded half up; the net is that sum less the tax;
+/// 3. so the total is exactly the gross amounts less the discount, whatever the rates.
+///
+/// The lines are given in net terms (what EN 16931 writes): each rate's tax is shared among its
+/// lines by their discounted gross amounts, and the tax the discount takes off (the rate's tax on
+/// the undiscounted gross, less its tax) among them by their discount shares; a line's net amount is
+/// its gross less both, its net discount its gross discount less the latter. Per line,
+/// net − net discount + tax = gross − discount.
+pub fn compute_gross(lines: &[LineBasis], discount: Option<Discount>, step: i64) -> Totals {
+    let gross: Vec<i64> = lines
+        .iter()
+        .map(|l| line_amount(l.quantity, l.unit_amount_cents, step))
+        .collect();
+    let subtotal: i64 = gross.iter().sum();
+    let discount = match discount {
+        None => 0,
+        Some(Discount::Percent(p)) => round_half_up(subtotal as i128 * p.0 as i128, 100_000, step),
+        Some(Discount::AmountCents(a)) => a,
+    }
+    .clamp(0, subtotal);
+    let shares = share(discount, &gross, step);
+    let mut out: Vec<LineAmounts> = gross
+        .iter()
+        .zip(&shares)
+        .map(|(g, d)| LineAmounts {
+            amount_cents: *g,
+            discount_cents: *d,
+            tax_cents: 0,
+        })
+        .collect();
+    let mut taxes: Vec<TaxTotal> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(t) = &line.tax else { continue };
+        if taxes.iter().any(|x| x.tax_rate_id == t.rate_id) {
+            continue;
+        }
+        // The rate's lines, once, in order.
+        let members: Vec<usize> = (i..lines.len())
+            .filter(|j| {
+                lines[*j]
+                    .tax
+                    .as_ref()
+                    .is_some_and(|x| x.rate_id == t.rate_id)
+            })
+            .collect();
+        let of_rate =
+            |amounts: &dyn Fn(usize) -> i64| -> i64 { members.iter().map(|j| amounts(*j)).sum() };
+        let net_of = |g: i64| {
+            round_half_up(
+                g as i128 * t.percent.0 as i128,
+                100_000 + t.percent.0 as i128,
+                step,
+            )
+        };
+        let discounted = of_rate(&|j| gross[j] - shares[j]);
+        let tax = net_of(discounted);
+        let undiscounted_tax = net_of(of_rate(&|j| gross[j]));
+        let line_taxes = share(
+            tax,
+            &members
+                .iter()
+                .map(|j| gross[*j] - shares[*j])
+                .collect::<Vec<_>>(),
+            step,
+        );
+        let discount_taxes = share(
+            undiscounted_tax - tax,
+            &members.iter().map(|j| shares[*j]).collect::<Vec<_>>(),
+            step,
+        );
+        for ((j, line_tax), discount_tax) in members.iter().zip(line_taxes).zip(discount_taxes) {
+            let l = &mut out[*j];
+            l.tax_cents = line_tax;
+            l.amount_cents = gross[*j] - line_tax - discount_tax;
+            l.discount_cents = shares[*j] - discount_tax;
+        }
+        taxes.push(TaxTotal {
+            tax_rate_id: t.rate_id,
+            name: t.name.clone(),
+            percent: t.percent,
+            amount_cents: tax,
+        });
+    }
+    let tax: i64 = taxes.iter().map(|x| x.amount_cents).sum();
+    let net: i64 = out.iter().map(|l| l.amount_cents).sum();
+    let net_discount: i64 = out.iter().map(|l| l.discount_cents).sum();
+    Totals {
+        lines: out,
+        subtotal_cents: net,
+        discount_cents: net_discount,
+        taxes,
+        tax_cents: tax,
+        total_cents: subtotal - discount,
+    }
+}
+
 /// `discount` shared among `amounts` in proportion, in whole `step`s, by largest remainder.
 fn share(discount: i64, amounts: &[i64], step: i64) -> Vec<i64> {
     let subtotal: i64 = amounts.iter().sum();
@@ -323,6 +425,74 @@ mod tests {
                     && l.discount_cents % step == 0
                     && l.tax_cents % step == 0),
                 "{name}: chargeable units"
+            );
+        }
+    }
+
+    /// Gross prices: (case, lines, discount, step) → per line (net, net discount, tax), then the
+    /// total, which is always the gross amounts less the discount. Worked by hand in the comments.
+    #[test]
+    fn the_gross_totals_table() {
+        type Case = (
+            &'static str,
+            Vec<LineBasis>,
+            Option<Discount>,
+            i64,
+            Vec<(i64, i64, i64)>,
+            i64,
+        );
+        #[rustfmt::skip]
+        let cases: Vec<Case> = vec![
+            // A shop's 500.00 including 10 %: tax 500 × 10/110 = 45.4545… → 45.45; net 454.55.
+            ("500 including 10 %", vec![line(1000, 50_000, rate(1, 10_000))], None, 1,
+             vec![(45_455, 0, 4545)], 50_000),
+            // 119.00 at 19 % and 107.00 at 7 %: taxes 19.00 and 7.00 exactly; nets 100.00 each.
+            ("two rates", vec![line(1000, 11_900, rate(1, 19_000)), line(1000, 10_700, rate(2, 7000))], None, 1,
+             vec![(10_000, 0, 1900), (10_000, 0, 700)], 22_600),
+            // Three lines of 0.35 at 19 %: per rate 1.05 × 19/119 = 0.16765 → 0.17 (per line it would
+            // be 3 × 0.06 = 0.18); shared 35:35:35 → 6, 6, 5 (the first lines take the remainder).
+            ("the tax is the rate's, not the lines'", vec![line(1000, 35, rate(1, 19_000)); 3], None, 1,
+             vec![(29, 0, 6), (29, 0, 6), (30, 0, 5)], 105),
+            // Half a cent: 0.05 at 100 % is 0.025 → 0.03 tax (half up), 0.02 net.
+            ("half a cent rounds up", vec![line(1000, 5, rate(1, 100_000))], None, 1,
+             vec![(2, 0, 3)], 5),
+            // 60.00 and 40.00 at 20 %, 10 % off: discount 10.00 shared 6.00 | 4.00; after it 90.00,
+            // tax 90 × 20/120 = 15.00 shared 9.00 | 6.00. Undiscounted tax 100 × 20/120 = 16.666… →
+            // 16.67, so the discount takes 1.67 of tax off, shared 6:4 → 1.002 | 0.668 → 1.00 | 0.67.
+            // Nets 60 − 9 − 1 = 50.00 and 40 − 6 − 0.67 = 33.33; net discounts 5.00 and 3.33.
+            ("a discount on gross prices", vec![line(1000, 6000, rate(1, 20_000)), line(1000, 4000, rate(1, 20_000))],
+             Some(Discount::Percent(Thousandths(10_000))), 1,
+             vec![(5000, 500, 900), (3333, 333, 600)], 9000),
+            // JPY: ¥1,000 including 10 % → ¥90.909… → ¥91; net ¥909.
+            ("zero-decimal currency", vec![line(1000, 1000, rate(1, 10_000))], None, 1,
+             vec![(909, 0, 91)], 1000),
+            // KWD in steps of ten fils: 1.050 at 5 % → 0.05 → 0.050; net 1.000.
+            ("three-decimal currency", vec![line(1000, 1050, rate(1, 5000))], None, 10,
+             vec![(1000, 0, 50)], 1050),
+            // A line without tax is its gross; 2.00 off 10.00 and 10.00 (at 25 %): 1.00 each. Rate:
+            // 9.00 × 25/125 = 1.80; undiscounted 2.00, so the discount takes 0.20 of tax.
+            ("untaxed and taxed", vec![line(1000, 1000, None), line(1000, 1000, rate(1, 25_000))],
+             Some(Discount::AmountCents(200)), 1,
+             vec![(1000, 100, 0), (800, 80, 180)], 1800),
+        ];
+        for (name, lines, discount, step, per_line, total) in cases {
+            let t = compute_gross(&lines, discount, step);
+            let got: Vec<_> = t
+                .lines
+                .iter()
+                .map(|l| (l.amount_cents, l.discount_cents, l.tax_cents))
+                .collect();
+            assert_eq!(got, per_line, "{name}: (net, net discount, tax) per line");
+            assert_eq!(t.total_cents, total, "{name}: total");
+            assert_eq!(
+                t.subtotal_cents - t.discount_cents + t.tax_cents,
+                t.total_cents,
+                "{name}: the net terms add up to the gross total"
+            );
+            assert_eq!(
+                t.taxes.iter().map(|x| x.amount_cents).sum::<i64>(),
+                t.tax_cents,
+                "{name}"
             );
         }
     }
