@@ -436,3 +436,60 @@ async fn a_factur_x_pdf_is_read_from_its_embedded_xml(pool: PgPool) {
         .await;
     assert_eq!(file.body, pdf);
 }
+
+/// The process dies after the delivered document was stored and claimed but before the commit: both
+/// roll back, the access point's retry stores it once, and a later retry stores nothing more.
+#[tokio::test]
+async fn a_crash_before_the_delivery_commits_loses_nothing_and_stores_once() {
+    use crate::common::{cli, create_org, Server, TestDb};
+    let db = TestDb::new("peppol_receive_crash").await;
+    create_org(&db, "Acme", "inbox@example.com").await;
+    let key = cli(
+        &db,
+        &["admin", "create-api-key", "--email", "inbox@example.com"],
+    )
+    .await;
+    let key = key.trim().to_owned();
+    let pool = db.pool().await;
+    let server = Server::start_with(&db, "peppol.after_receive", &[]).await;
+    let http = reqwest::Client::new();
+    let org = http
+        .patch(format!("{}/api/v1/org", server.base))
+        .bearer_auth(&key)
+        .header("idempotency-key", "org")
+        .json(&json!({"peppol_id": "0184:12345678"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(org.status(), 200);
+    let file = examples()
+        .into_iter()
+        .find(|p| p.ends_with("vat-category-Z.xml"))
+        .unwrap();
+    let xml = std::fs::read_to_string(file).unwrap();
+    let sbd = lab::peppol_local::sbd("0088:7300010000001", "0184:12345678", "crash-1", &xml);
+    let secret = invoicer_core::peppol::DEV_INBOUND_SECRET;
+    let url = format!("{}/webhooks/peppol", server.base);
+    // The connection dies with the process: no answer, so the access point will retry.
+    let died = lab::peppol_local::deliver_signed(&http, &url, secret, "crash-1", &sbd).await;
+    assert!(
+        died.is_err() || died.as_ref().is_ok_and(|(s, _)| *s >= 500),
+        "{died:?}"
+    );
+    assert_eq!(
+        server.exit_code().await,
+        Some(70),
+        "died at peppol.after_receive"
+    );
+    assert_eq!(stored(&pool).await, 0, "nothing committed");
+    let server = Server::start_with(&db, "", &[]).await;
+    let url = format!("{}/webhooks/peppol", server.base);
+    for _ in 0..2 {
+        let (status, body) =
+            lab::peppol_local::deliver_signed(&http, &url, secret, "crash-1", &sbd)
+                .await
+                .unwrap();
+        assert_eq!(status, 200, "{body}");
+    }
+    assert_eq!(stored(&pool).await, 1, "stored once");
+}
