@@ -142,9 +142,13 @@ pub fn line_amount(quantity: Thousandths, unit_amount_cents: i64, step: i64) -> 
     round_half_up(quantity.0 as i128 * unit_amount_cents as i128, 1000, step)
 }
 
-/// The totals of `lines` with `discount`, in a currency whose amounts are multiples of `step`.
-/// A fixed discount larger than the subtotal is the caller's to refuse; here it is capped.
-pub fn compute(lines: &[LineBasis], discount: Option<Discount>, step: i64) -> Totals {
+/// Steps 1, 3 and 4 of the rule, for net and gross prices alike: the lines' amounts, their sum,
+/// the discount (capped at the sum) and each line's share of it.
+fn discounted(
+    lines: &[LineBasis],
+    discount: Option<Discount>,
+    step: i64,
+) -> (Vec<i64>, i64, i64, Vec<i64>) {
     let amounts: Vec<i64> = lines
         .iter()
         .map(|l| line_amount(l.quantity, l.unit_amount_cents, step))
@@ -157,6 +161,13 @@ pub fn compute(lines: &[LineBasis], discount: Option<Discount>, step: i64) -> To
     }
     .clamp(0, subtotal);
     let shares = share(discount, &amounts, step);
+    (amounts, subtotal, discount, shares)
+}
+
+/// The totals of `lines` with `discount`, in a currency whose amounts are multiples of `step`.
+/// A fixed discount larger than the subtotal is the caller's to refuse; here it is capped.
+pub fn compute(lines: &[LineBasis], discount: Option<Discount>, step: i64) -> Totals {
+    let (amounts, subtotal, discount, shares) = discounted(lines, discount, step);
 
     let mut out = Vec::with_capacity(lines.len());
     let mut taxes: Vec<TaxTotal> = Vec::new();
@@ -213,18 +224,7 @@ pub fn compute(lines: &[LineBasis], discount: Option<Discount>, step: i64) -> To
 /// its gross less both, its net discount its gross discount less the latter. Per line,
 /// net − net discount + tax = gross − discount.
 pub fn compute_gross(lines: &[LineBasis], discount: Option<Discount>, step: i64) -> Totals {
-    let gross: Vec<i64> = lines
-        .iter()
-        .map(|l| line_amount(l.quantity, l.unit_amount_cents, step))
-        .collect();
-    let subtotal: i64 = gross.iter().sum();
-    let discount = match discount {
-        None => 0,
-        Some(Discount::Percent(p)) => round_half_up(subtotal as i128 * p.0 as i128, 100_000, step),
-        Some(Discount::AmountCents(a)) => a,
-    }
-    .clamp(0, subtotal);
-    let shares = share(discount, &gross, step);
+    let (gross, subtotal, discount, shares) = discounted(lines, discount, step);
     let mut out: Vec<LineAmounts> = gross
         .iter()
         .zip(&shares)

@@ -10,6 +10,7 @@ pub mod customers;
 pub mod demo;
 pub mod documents;
 pub mod failpoint;
+pub mod hostile_xml;
 pub mod invoicing;
 pub mod jobs;
 pub mod mail;

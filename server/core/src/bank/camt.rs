@@ -118,28 +118,8 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
                 walk.push_text(&piece)?;
             }
             Event::GeneralRef(r) => {
-                let resolved = match r.resolve_char_ref() {
-                    Ok(Some(c)) => c.to_string(),
-                    Ok(None) => {
-                        let name = String::from_utf8_lossy(&r).into_owned();
-                        match quick_xml::escape::resolve_predefined_entity(&name) {
-                            Some(s) => s.to_owned(),
-                            None => {
-                                return Err(walk.error_at(
-                                    reader.buffer_position(),
-                                    &format!(
-                                        "the entity &{name}; is not allowed (only XML's five)"
-                                    ),
-                                ))
-                            }
-                        }
-                    }
-                    Err(_) => {
-                        return Err(
-                            walk.error_at(reader.buffer_position(), "a bad character reference")
-                        )
-                    }
-                };
+                let resolved = crate::hostile_xml::reference(&r)
+                    .map_err(|why| walk.error_at(reader.buffer_position(), &why))?;
                 walk.push_text(&resolved)?;
             }
             Event::Eof => break,

@@ -20,13 +20,13 @@ pub async fn enabled(conn: &mut PgConnection, org: OrgId) -> sqlx::Result<bool> 
         .map(|on| on.unwrap_or(false))
 }
 
-/// Whether finalizing `org`'s invoice `id` must make a valid e-invoice: the org issues them, or
-/// the invoice's customer receives by Peppol.
-pub async fn checked(conn: &mut PgConnection, org: OrgId, id: Uuid) -> sqlx::Result<bool> {
+/// Whether finalizing `org`'s invoice `id` must make a valid e-invoice, in one statement:
+/// (the org issues e-invoices, the invoice's customer receives by Peppol).
+pub async fn checked(conn: &mut PgConnection, org: OrgId, id: Uuid) -> sqlx::Result<(bool, bool)> {
     // language=PostgreSQL
-    sqlx::query_scalar!(
+    let row = sqlx::query!(
         r#"
-        select o.einvoicing or coalesce(cu.einvoice_channel = 'peppol', false) as "checked!"
+        select o.einvoicing, coalesce(cu.einvoice_channel = 'peppol', false) as "peppol!"
         from orgs o
         left join invoices i on i.id = $2 and i.org_id = o.id
         left join customers cu on cu.id = i.customer_id and cu.org_id = o.id
@@ -36,24 +36,25 @@ pub async fn checked(conn: &mut PgConnection, org: OrgId, id: Uuid) -> sqlx::Res
         id
     )
     .fetch_optional(&mut *conn)
-    .await
-    .map(|on| on.unwrap_or(false))
+    .await?;
+    Ok(row.map_or((false, false), |r| (r.einvoicing, r.peppol)))
 }
 
 /// What is wrong with the e-invoice of `org`'s finalized invoice `id`, as written so far in this
-/// transaction: EN 16931's rules for an e-invoicing org, and the rules of the network a buyer by
-/// Peppol receives it on.
+/// transaction: EN 16931's rules when the org issues e-invoices (`einvoicing`, as the caller read
+/// it), and the rules of the network a buyer by Peppol receives it on.
 pub async fn problems_of(
     conn: &mut PgConnection,
     org: OrgId,
     id: Uuid,
+    einvoicing: bool,
 ) -> sqlx::Result<FieldErrors> {
     let document = match invoice_document(conn, org, id).await {
         Ok(document) => document,
         Err(InvoiceDocumentError::Db(e)) => return Err(e),
         Err(_) => return Ok(FieldErrors::new()),
     };
-    let mut problems = if enabled(conn, org).await? {
+    let mut problems = if einvoicing {
         document.problems()
     } else {
         FieldErrors::new()
@@ -70,12 +71,13 @@ pub async fn problems_of(
 /// e-invoicing and a customer by email, for an invoice that is not a draft, or when nothing is.
 pub async fn finalize_problems(pool: &PgPool, org: OrgId, id: Uuid) -> sqlx::Result<FieldErrors> {
     let mut tx = pool.begin().await?;
-    if !checked(&mut tx, org, id).await? {
+    let (einvoicing, peppol) = checked(&mut tx, org, id).await?;
+    if !einvoicing && !peppol {
         return Ok(FieldErrors::new());
     }
     let problems =
         match lifecycle::apply(&mut tx, org, model::InvoiceId::from(id), Action::Finalize).await? {
-            Moved::Now => problems_of(&mut tx, org, id).await?,
+            Moved::Now => problems_of(&mut tx, org, id, einvoicing).await?,
             _ => FieldErrors::new(),
         };
     tx.rollback().await?;

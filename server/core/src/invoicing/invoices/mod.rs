@@ -189,9 +189,10 @@ pub async fn create(
 ) -> Result<Invoice, InvoiceError> {
     let mut input = input.clone();
     let taxes = crate::invoicing::input::settle(tx, new.org, &mut input).await?;
-    let (invoice, einvoicing) = write(tx, &new, &input, &taxes).await?;
-    if !input.draft && einvoicing {
-        let problems = crate::documents::einvoice::problems_of(tx, new.org, new.id.uuid()).await?;
+    let (invoice, einvoicing, peppol) = write(tx, &new, &input, &taxes).await?;
+    if !input.draft && (einvoicing || peppol) {
+        let problems =
+            crate::documents::einvoice::problems_of(tx, new.org, new.id.uuid(), einvoicing).await?;
         if !problems.is_empty() {
             return Err(InvoiceError::Invalid(problems));
         }
@@ -202,14 +203,14 @@ pub async fn create(
 /// Writes invoice `new` and its lines, priced with `taxes` (the rates its lines name): a draft when
 /// `input.draft`, else finalized at once with the org's next number. A rollback gives the number
 /// back, so numbers stay gapless on success. With `save_customer`, the typed name and email become
-/// a customer of the org first, in the same transaction. Returns the invoice and whether the org
-/// issues e-invoices (read by the same statement).
+/// a customer of the org first, in the same transaction. Returns the invoice, whether the org
+/// issues e-invoices and whether its customer receives by Peppol (read by the same statement).
 async fn write(
     tx: &mut PgConnection,
     new: &NewInvoice<'_>,
     input: &InvoiceInput,
     taxes: &[Option<AppliedTax>],
-) -> sqlx::Result<(Invoice, bool)> {
+) -> sqlx::Result<(Invoice, bool, bool)> {
     let NewInvoice {
         id,
         org,
@@ -328,7 +329,7 @@ async fn write(
         // Finalized for a buyer by Peppol: its transmission was queued by the same statement.
         invoice.transmissions = crate::peppol::send::transmissions(&mut *tx, id.uuid()).await?;
     }
-    Ok((invoice, row.einvoicing || row.peppol))
+    Ok((invoice, row.einvoicing, row.peppol))
 }
 
 /// The invoice `input` would be if it were issued now, priced with `taxes` (the rates its lines

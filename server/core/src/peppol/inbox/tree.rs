@@ -134,21 +134,7 @@ pub fn parse(bytes: &[u8]) -> Result<Element, Unreadable> {
                 push_text(&mut stack, &piece)?;
             }
             Event::GeneralRef(r) => {
-                let resolved = match r.resolve_char_ref() {
-                    Ok(Some(c)) => c.to_string(),
-                    Ok(None) => {
-                        let name = String::from_utf8_lossy(&r).into_owned();
-                        match quick_xml::escape::resolve_predefined_entity(&name) {
-                            Some(s) => s.to_owned(),
-                            None => {
-                                return refuse(format!(
-                                    "the entity &{name}; is not allowed (only XML's five)"
-                                ))
-                            }
-                        }
-                    }
-                    Err(_) => return refuse("a bad character reference"),
-                };
+                let resolved = crate::hostile_xml::reference(&r).map_err(Unreadable)?;
                 push_text(&mut stack, &resolved)?;
             }
             Event::Eof => break,
